@@ -1,0 +1,250 @@
+"""ExampleBatch: the one representation of examples that flows through polybeam.
+
+A batch holds a few thousand examples as CSR arrays over hashed feature slots.
+Readers emit batches as single PCollection elements, learners consume them and
+predictors return one array per batch, so per-element Beam overhead is paid per
+batch rather than per example.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping
+
+import numpy as np
+
+INDEX_DTYPE = np.int32
+VALUE_DTYPE = np.float64
+
+
+@dataclass(frozen=True, eq=False)
+class ExampleBatch:
+    """Examples as CSR arrays over hashed feature slots in ``[0, 2**bits)``.
+
+    Parameters
+    ----------
+    labels : float64 array, shape (n,)
+        One label per example (regression target, +-1 / 0-1 class, or class id).
+    weights : float64 array, shape (n,)
+        Importance weight per example (1.0 unless the input says otherwise).
+    indptr : int64 array, shape (n + 1,)
+        Example ``i`` owns ``indices[indptr[i]:indptr[i + 1]]``.
+    indices : int32 array, shape (nnz,)
+        Hashed feature slots.
+    values : float64 array, shape (nnz,)
+        Feature values.
+    bits : int
+        Size of the hashed feature space, ``2**bits`` slots.
+    namespaces : uint8 array, shape (nnz,), optional
+        For each feature, the first byte of its VW namespace (``b" "`` for the
+        default namespace), as VW's ``-q`` interactions key on it.
+    row_ids : int64 array, shape (n,), optional
+        Where each example sits in its source: the byte offset of its line in
+        the (decompressed) text, or its row number in a Parquet file.
+    source : str, optional
+        The file the batch was read from.
+    tags : object array of str or None, shape (n,), optional
+        Per-example tags (VW's ``'tag``), when the input has any.
+    names : mapping of slot -> feature name, optional
+        Names of the features seen in this batch, when the format knows them.
+
+    Examples
+    --------
+    >>> batch = ExampleBatch.from_rows([(1.0, {3: 1.0, 7: 2.0}), (-1.0, {3: 0.5})])
+    >>> len(batch), batch.nnz
+    (2, 3)
+    >>> batch.row(0)
+    (array([3, 7], dtype=int32), array([1., 2.]))
+    >>> batch.take([1]).labels
+    array([-1.])
+    """
+
+    labels: np.ndarray
+    weights: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    bits: int = 18
+    namespaces: np.ndarray | None = None
+    row_ids: np.ndarray | None = None
+    source: str | None = None
+    tags: np.ndarray | None = None
+    names: Mapping[int, str] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        n = len(self.labels)
+        if len(self.weights) != n or len(self.indptr) != n + 1:
+            raise ValueError(
+                f"inconsistent batch: {n} labels, {len(self.weights)} weights, "
+                f"{len(self.indptr)} indptr entries (need labels == weights == indptr - 1)"
+            )
+        nnz = int(self.indptr[-1]) if len(self.indptr) else 0
+        if len(self.indices) != nnz or len(self.values) != nnz:
+            raise ValueError(
+                f"inconsistent batch: indptr ends at {nnz} but there are "
+                f"{len(self.indices)} indices and {len(self.values)} values"
+            )
+        for name in ("row_ids", "tags"):
+            extra = getattr(self, name)
+            if extra is not None and len(extra) != n:
+                raise ValueError(f"batch {name} has {len(extra)} entries for {n} examples")
+        if self.namespaces is not None and len(self.namespaces) != nnz:
+            raise ValueError(f"batch namespaces has {len(self.namespaces)} entries for {nnz} features")
+
+    # -- construction -------------------------------------------------------
+
+    @classmethod
+    def empty(cls, bits: int = 18) -> "ExampleBatch":
+        """A batch of no examples."""
+        return cls(
+            labels=np.zeros(0),
+            weights=np.zeros(0),
+            indptr=np.zeros(1, dtype=np.int64),
+            indices=np.zeros(0, dtype=INDEX_DTYPE),
+            values=np.zeros(0, dtype=VALUE_DTYPE),
+            bits=bits,
+        )
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Iterable[tuple[float, Mapping[int, float]]],
+        *,
+        bits: int = 18,
+        weights: Iterable[float] | None = None,
+    ) -> "ExampleBatch":
+        """Build a batch from ``(label, {slot: value})`` pairs (slow; for tests and docs)."""
+        labels, indptr, indices, values = [], [0], [], []
+        for label, features in rows:
+            labels.append(float(label))
+            for slot, value in features.items():
+                indices.append(int(slot))
+                values.append(float(value))
+            indptr.append(len(indices))
+        n = len(labels)
+        return cls(
+            labels=np.asarray(labels, dtype=np.float64),
+            weights=np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64),
+            indptr=np.asarray(indptr, dtype=np.int64),
+            indices=np.asarray(indices, dtype=INDEX_DTYPE),
+            values=np.asarray(values, dtype=VALUE_DTYPE),
+            bits=bits,
+        )
+
+    @classmethod
+    def from_csr(cls, matrix, labels, *, bits: int = 18, weights=None) -> "ExampleBatch":
+        """Build a batch from a scipy CSR matrix whose columns are slots."""
+        matrix = matrix.tocsr()
+        n = matrix.shape[0]
+        return cls(
+            labels=np.asarray(labels, dtype=np.float64),
+            weights=np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64),
+            indptr=np.asarray(matrix.indptr, dtype=np.int64),
+            indices=np.asarray(matrix.indices, dtype=INDEX_DTYPE),
+            values=np.asarray(matrix.data, dtype=VALUE_DTYPE),
+            bits=bits,
+        )
+
+    @classmethod
+    def concat(cls, batches: Iterable["ExampleBatch"]) -> "ExampleBatch":
+        """Join batches into one; the optional arrays survive only if all have them."""
+        batches = list(batches)
+        if not batches:
+            return cls.empty()
+        bits = batches[0].bits
+        if any(b.bits != bits for b in batches):
+            raise ValueError("cannot concatenate batches hashed with different bits")
+        offsets = np.cumsum([0] + [b.nnz for b in batches])
+        indptr = np.concatenate(
+            [np.zeros(1, dtype=np.int64)] + [b.indptr[1:] + off for b, off in zip(batches, offsets)]
+        )
+
+        def joined(attr):
+            parts = [getattr(b, attr) for b in batches]
+            return None if any(p is None for p in parts) else np.concatenate(parts)
+
+        names: dict[int, str] = {}
+        for b in batches:
+            if b.names:
+                for slot, name in b.names.items():
+                    names.setdefault(slot, name)
+        sources = {b.source for b in batches}
+        tags = None
+        if any(b.tags is not None for b in batches):
+            tags = np.concatenate(
+                [b.tags if b.tags is not None else np.full(len(b), None, dtype=object) for b in batches]
+            )
+        return cls(
+            labels=np.concatenate([b.labels for b in batches]),
+            weights=np.concatenate([b.weights for b in batches]),
+            indptr=indptr,
+            indices=np.concatenate([b.indices for b in batches]).astype(INDEX_DTYPE, copy=False),
+            values=np.concatenate([b.values for b in batches]).astype(VALUE_DTYPE, copy=False),
+            bits=bits,
+            namespaces=joined("namespaces"),
+            row_ids=joined("row_ids") if len(sources) == 1 else None,
+            source=sources.pop() if len(sources) == 1 else None,
+            tags=tags,
+            names=names or None,
+        )
+
+    # -- views --------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored (example, feature) entries."""
+        return int(self.indptr[-1])
+
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Slots and values of example ``i``."""
+        start, stop = self.indptr[i], self.indptr[i + 1]
+        return self.indices[start:stop], self.values[start:stop]
+
+    def take(self, rows) -> "ExampleBatch":
+        """A new batch with the examples at ``rows`` (indices or a boolean mask), in that order."""
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        rows = rows.astype(np.int64, copy=False)
+        starts, stops = self.indptr[rows], self.indptr[rows + 1]
+        lengths = stops - starts
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        # Gather every kept entry at once: position j of row r maps to starts[r] + j.
+        gather = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+        kept_slots = np.unique(self.indices[gather]) if self.names else None
+        return replace(
+            self,
+            labels=self.labels[rows],
+            weights=self.weights[rows],
+            indptr=indptr,
+            indices=self.indices[gather],
+            values=self.values[gather],
+            namespaces=None if self.namespaces is None else self.namespaces[gather],
+            row_ids=None if self.row_ids is None else self.row_ids[rows],
+            tags=None if self.tags is None else self.tags[rows],
+            names=None
+            if kept_slots is None
+            else {int(s): self.names[int(s)] for s in kept_slots if int(s) in self.names},
+        )
+
+    def with_labels(self, labels) -> "ExampleBatch":
+        """The same examples with new labels."""
+        return replace(self, labels=np.asarray(labels, dtype=np.float64))
+
+    def to_csr(self):
+        """The features as a scipy CSR matrix of shape ``(n, 2**bits)``; duplicate slots are summed."""
+        from scipy import sparse
+
+        matrix = sparse.csr_matrix(
+            (self.values, self.indices, self.indptr), shape=(len(self), 1 << self.bits)
+        )
+        matrix.sum_duplicates()
+        return matrix
+
+    def __repr__(self) -> str:
+        where = f", source={self.source!r}" if self.source else ""
+        return f"ExampleBatch(n={len(self)}, nnz={self.nnz}, bits={self.bits}{where})"

@@ -1,0 +1,130 @@
+"""What parsing a block of input produces: examples, dead letters and counts.
+
+Every record read ends up in exactly one place, so that
+
+    records == examples + dead letters + skipped (blank, comment and header lines)
+
+holds for every block and therefore for every file and every pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+
+# Dead letters keep the start of the offending record, not megabytes of it.
+MAX_RAW_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record that could not become an example, and why.
+
+    ``line`` is the 1-based line number in ``source`` (the row number for
+    Parquet) when known; a reader that starts in the middle of a split file
+    knows only ``offset``, the record's byte offset in the decompressed
+    stream, and the dead-letter path fills the line number in later.
+
+    >>> letter = DeadLetter("a.txt", 3, 42, "1 0:1", "feature index must be >= 1")
+    >>> DeadLetter.from_json(letter.to_json()) == letter
+    True
+    """
+
+    source: str
+    line: int | None
+    offset: int
+    raw: str
+    reason: str
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, *, source: str, line: int | None, offset: int, reason: str) -> "DeadLetter":
+        """A dead letter for raw input bytes, cut to a readable length."""
+        text = raw[: MAX_RAW_CHARS * 4].decode("utf-8", errors="replace").rstrip("\r\n")
+        if len(text) > MAX_RAW_CHARS:
+            text = text[:MAX_RAW_CHARS] + "..."
+        return cls(source=source, line=line, offset=offset, raw=text, reason=reason)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "DeadLetter":
+        return cls(**json.loads(text))
+
+
+@dataclass
+class ParsedBlock:
+    """The outcome of parsing one block of records.
+
+    ``batch`` holds the good examples (its ``row_ids`` are the records' byte
+    offsets, or row numbers for Parquet), ``dead_letters`` the bad ones, and
+    ``skipped`` counts blank, comment and header lines.
+    """
+
+    batch: ExampleBatch
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    records: int = 0
+    skipped: int = 0
+
+    def __post_init__(self) -> None:
+        accounted = len(self.batch) + len(self.dead_letters) + self.skipped
+        if accounted != self.records:
+            raise AssertionError(
+                f"parser lost records: read {self.records}, but {len(self.batch)} examples + "
+                f"{len(self.dead_letters)} dead letters + {self.skipped} skipped = {accounted}"
+            )
+
+
+# -- labels -------------------------------------------------------------------
+
+LABEL_KINDS = ("any", "real", "binary", "multiclass")
+
+
+def label_problems(labels: np.ndarray, kind: str) -> tuple[np.ndarray, str]:
+    """Which labels a task of ``kind`` cannot take, and the reason to report.
+
+    ``any`` takes everything, a missing label (NaN) included, for prediction;
+    ``real`` takes any finite number; ``binary`` takes -1, 0 and +1 (0 counts as
+    the negative class); ``multiclass`` takes positive whole class ids 1, 2, ...
+
+    >>> bad, reason = label_problems(np.array([1.0, 0.0, 2.0, -1.0]), "binary")
+    >>> bad.tolist(), reason
+    ([False, False, True, False], 'binary label must be -1, 0 or +1')
+    """
+    if kind == "any":
+        return np.zeros(len(labels), dtype=bool), ""
+    if kind == "real":
+        return ~np.isfinite(labels), "label must be a finite number"
+    if kind == "binary":
+        return ~np.isin(labels, (-1.0, 0.0, 1.0)), "binary label must be -1, 0 or +1"
+    if kind == "multiclass":
+        whole = np.isfinite(labels) & (labels == np.round(labels))
+        return ~(whole & (labels >= 1)), "class label must be a whole number >= 1"
+    raise ValueError(f"label kind must be one of {LABEL_KINDS}, got {kind!r}")
+
+
+def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason: str, raw_of) -> ParsedBlock:
+    """Move the examples flagged in ``bad`` from the batch to dead letters.
+
+    ``raw_of(i)`` returns ``(raw bytes, line, offset)`` for example ``i`` of the
+    batch, so that the dead letter says where the record came from.
+    """
+    bad = np.asarray(bad, dtype=bool)
+    if not bad.any():
+        return parsed
+    letters = list(parsed.dead_letters)
+    for i in np.flatnonzero(bad):
+        raw, line, offset = raw_of(int(i))
+        letters.append(
+            DeadLetter.from_bytes(raw, source=parsed.batch.source or "", line=line, offset=offset, reason=reason)
+        )
+    return ParsedBlock(
+        batch=parsed.batch.take(~bad),
+        dead_letters=letters,
+        records=parsed.records,
+        skipped=parsed.skipped,
+    )
