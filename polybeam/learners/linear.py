@@ -1,0 +1,292 @@
+"""LinearLearner: the state of an online linear learner over hashed features.
+
+The state is a handful of numpy arrays (weights, AdaGrad sums, feature scales)
+and a small statistics vector. ``learn`` runs one numba kernel per batch,
+``merge`` averages states (weighted by the importance weight each saw in the
+current pass), and ``to_model`` extracts a sparse :class:`Model`. A Beam
+CombineFn only delegates to these methods.
+
+Examples
+--------
+>>> from polybeam.learners.batch import ExampleBatch
+>>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 50)
+>>> learner = LinearLearner(LearnerConfig(loss="logistic")).learn(batch)
+>>> learner.examples_seen, learner.progressive_loss < 0.69
+(100, True)
+>>> learner.predict(batch)[:2].round(2)
+array([0.93, 0.07])
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from polybeam.learners import kernels
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.losses import LOSS_CODES
+from polybeam.learners.model import Model, finalize_predictions
+
+# Statistics that add up across learners of one pass (the rest are min/max or scale).
+_ADDITIVE = np.zeros(kernels.N_STATS, dtype=bool)
+_ADDITIVE[
+    [
+        kernels.TIME,
+        kernels.EXAMPLES,
+        kernels.WEIGHT_SUM,
+        kernels.LOSS_SUM,
+        kernels.NORM_WEIGHT,
+        kernels.NORM_SUM,
+    ]
+] = True
+
+
+def state_bytes(config: LearnerConfig) -> int:
+    """Memory the dense state of ``config`` needs, in bytes."""
+    arrays = 1
+    if config.step == "adaptive":
+        arrays += 2 if config.normalized else 1
+    return arrays * 8 << config.bits
+
+
+def check_memory(config: LearnerConfig) -> None:
+    """Refuse a state that cannot fit in this machine's memory, saying what to change."""
+    need = state_bytes(config)
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > total // 2:
+        raise MemoryError(
+            f"bits={config.bits} needs {need / 2**30:.1f} GiB of learner state per worker, more "
+            f"than half of this machine's {total / 2**30:.1f} GiB; use fewer bits"
+        )
+
+
+class LinearLearner:
+    """Online linear learner state; see the module docstring.
+
+    Fitted state ends in ``_``: ``raw_`` weights (the weights are
+    ``stats_[SCALE] * raw_``), ``sum_sq_grad_`` and ``feature_scale_`` (adaptive
+    and normalised steps only), ``stats_`` (see ``kernels``), ``names_`` and
+    ``passes_`` (per finished pass: examples, importance weight, mean loss).
+    """
+
+    def __init__(self, config: LearnerConfig | None = None):
+        self.config = config or LearnerConfig()
+        check_memory(self.config)
+        size = 1 << self.config.bits
+        adaptive = self.config.step == "adaptive"
+        self.raw_ = np.zeros(size)
+        self.sum_sq_grad_ = np.zeros(size if adaptive else 0)
+        self.feature_scale_ = np.zeros(size if adaptive and self.config.normalized else 0)
+        self.stats_ = kernels.new_stats()
+        # Additive statistics at the start of the current pass, so that merging
+        # learners that continued one averaged state counts that state once.
+        self.pass_start_ = np.zeros(kernels.N_STATS)
+        self.names_: dict[int, str] = {}
+        self.passes_: list[dict[str, float]] = []
+
+    # -- learning -------------------------------------------------------------
+
+    def learn(self, batch: ExampleBatch) -> "LinearLearner":
+        """Learn from every example of ``batch``, in order."""
+        if batch.bits != self.config.bits:
+            raise ValueError(
+                f"batch is hashed into {batch.bits} bits but the learner uses {self.config.bits}; "
+                "read the data with the learner's bits"
+            )
+        if len(batch) == 0:
+            return self
+        config = self.config
+        kernels.learn_batch(
+            batch.labels,
+            batch.weights,
+            batch.indptr,
+            batch.indices,
+            batch.values,
+            self.raw_,
+            self.sum_sq_grad_,
+            self.feature_scale_,
+            self.stats_,
+            LOSS_CODES[config.loss],
+            kernels.STEP_CODES[config.step],
+            float(config.learning_rate),
+            float(config.power_t),
+            float(config.l2),
+            config.bias,
+            config.normalized,
+            config.safe_updates,
+        )
+        if batch.names:
+            for slot, name in batch.names.items():
+                self.names_.setdefault(slot, name)
+        return self
+
+    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch, passes: int | None = None) -> "LinearLearner":
+        """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout."""
+        batches = [batches] if isinstance(batches, ExampleBatch) else list(batches)
+        for pass_number in range(passes or self.config.passes):
+            if pass_number:
+                self.start_pass()
+            for batch in batches:
+                self.learn(batch)
+        return self
+
+    def start_pass(self) -> "LinearLearner":
+        """Close the current pass's statistics and start counting a new pass."""
+        self.passes_.append(self._pass_summary())
+        for index in (kernels.EXAMPLES, kernels.WEIGHT_SUM, kernels.LOSS_SUM):
+            self.stats_[index] = 0.0
+        self.pass_start_ = np.where(_ADDITIVE, self.stats_, 0.0)
+        return self
+
+    # -- reading the state -----------------------------------------------------
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The dense weight vector (a new array)."""
+        return self.stats_[kernels.SCALE] * self.raw_
+
+    @property
+    def examples_seen(self) -> int:
+        """Examples learned in the current pass."""
+        return int(self.stats_[kernels.EXAMPLES])
+
+    @property
+    def progressive_loss(self) -> float:
+        """Importance-weighted mean loss of the current pass, each example's loss taken before learning it."""
+        weight = self.stats_[kernels.WEIGHT_SUM]
+        return float(self.stats_[kernels.LOSS_SUM] / weight) if weight > 0 else float("nan")
+
+    def margins(self, batch: ExampleBatch) -> np.ndarray:
+        """Raw scores ``w . x + b`` of each example."""
+        out = np.empty(len(batch))
+        kernels.predict_batch(batch.indptr, batch.indices, batch.values, self.raw_, self.config.bias, out)
+        return out * self.stats_[kernels.SCALE]
+
+    def predict(self, batch: ExampleBatch) -> np.ndarray:
+        """Predictions as the extracted model would make them (see :meth:`Model.predict`)."""
+        return finalize_predictions(
+            self.config.loss, self.margins(batch), self.stats_[kernels.LABEL_MIN], self.stats_[kernels.LABEL_MAX]
+        )
+
+    # -- combining -------------------------------------------------------------
+
+    def compact(self) -> "LinearLearner":
+        """Fold the L2 scale into the weights; the pickled form stores touched slots only."""
+        scale = self.stats_[kernels.SCALE]
+        if scale != 1.0:
+            self.raw_ *= scale
+            self.stats_[kernels.SCALE] = 1.0
+        return self
+
+    def merge(self, others: Iterable["LinearLearner"]) -> "LinearLearner":
+        """Average this learner with ``others`` in place, weighted by importance seen this pass.
+
+        Weights and AdaGrad sums are averaged, feature scales take the maximum,
+        counts add up and names are united (first name per slot wins).
+        """
+        learners = [self] + [other for other in others if other is not self]
+        for other in learners[1:]:
+            if other.config != self.config:
+                raise ValueError("cannot merge learners with different configurations")
+        pass_weights = np.array([learner.stats_[kernels.WEIGHT_SUM] for learner in learners])
+        total = pass_weights.sum()
+        if len(learners) == 1:
+            return self
+        shares = pass_weights / total if total > 0 else np.full(len(learners), 1.0 / len(learners))
+
+        weights = np.zeros_like(self.raw_)
+        sum_sq_grad = np.zeros_like(self.sum_sq_grad_)
+        stats = self.pass_start_.copy()
+        for learner, share in zip(learners, shares):
+            weights += share * learner.stats_[kernels.SCALE] * learner.raw_
+            if len(sum_sq_grad):
+                sum_sq_grad += share * learner.sum_sq_grad_
+            if len(self.feature_scale_) and learner is not self:
+                np.maximum(self.feature_scale_, learner.feature_scale_, out=self.feature_scale_)
+            stats[_ADDITIVE] += learner.stats_[_ADDITIVE] - learner.pass_start_[_ADDITIVE]
+            if learner is not self:
+                for slot, name in learner.names_.items():
+                    self.names_.setdefault(slot, name)
+        stats[kernels.SCALE] = 1.0
+        stats[kernels.LABEL_MIN] = min(learner.stats_[kernels.LABEL_MIN] for learner in learners)
+        stats[kernels.LABEL_MAX] = max(learner.stats_[kernels.LABEL_MAX] for learner in learners)
+        self.raw_ = weights
+        self.sum_sq_grad_ = sum_sq_grad
+        self.stats_ = stats
+        return self
+
+    def copy(self) -> "LinearLearner":
+        """An independent copy (e.g. to start several workers from one averaged state)."""
+        clone = LinearLearner.__new__(LinearLearner)
+        clone.__setstate__(self.__getstate__())
+        return clone
+
+    # -- extraction and serialisation -------------------------------------------
+
+    def _pass_summary(self) -> dict[str, float]:
+        return {
+            "examples": self.examples_seen,
+            "importance_weight": float(self.stats_[kernels.WEIGHT_SUM]),
+            "loss": self.progressive_loss,
+        }
+
+    def to_model(self, metadata: Mapping[str, object] | None = None) -> Model:
+        """The sparse model: non-zero weights, their names and what training saw."""
+        weights = self.weights
+        slots = np.flatnonzero(weights)
+        passes = self.passes_ + [self._pass_summary()]
+        info = {
+            "examples": passes[0]["examples"],
+            "importance_weight": passes[0]["importance_weight"],
+            "progressive_loss": passes[0]["loss"],
+            "passes": passes,
+            "label_min": float(self.stats_[kernels.LABEL_MIN]),
+            "label_max": float(self.stats_[kernels.LABEL_MAX]),
+        }
+        info.update(metadata or {})
+        names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
+        return Model(config=self.config, slots=slots, weights=weights[slots], metadata=info, names=names)
+
+    def __getstate__(self) -> dict:
+        touched = self.raw_ != 0
+        if len(self.sum_sq_grad_):
+            touched |= self.sum_sq_grad_ != 0
+        if len(self.feature_scale_):
+            touched |= self.feature_scale_ != 0
+        slots = np.flatnonzero(touched)
+        return {
+            "config": self.config.to_dict(),
+            "slots": slots,
+            "raw": self.raw_[slots],
+            "sum_sq_grad": self.sum_sq_grad_[slots] if len(self.sum_sq_grad_) else None,
+            "feature_scale": self.feature_scale_[slots] if len(self.feature_scale_) else None,
+            "stats": self.stats_,
+            "pass_start": self.pass_start_,
+            "names": self.names_,
+            "passes": self.passes_,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(LearnerConfig.from_dict(state["config"]))
+        slots = state["slots"]
+        self.raw_[slots] = state["raw"]
+        if state["sum_sq_grad"] is not None:
+            self.sum_sq_grad_[slots] = state["sum_sq_grad"]
+        if state["feature_scale"] is not None:
+            self.feature_scale_[slots] = state["feature_scale"]
+        self.stats_ = np.array(state["stats"], dtype=np.float64)
+        self.pass_start_ = np.array(state["pass_start"], dtype=np.float64)
+        self.names_ = dict(state["names"])
+        self.passes_ = list(state["passes"])
+
+    def __repr__(self) -> str:
+        return (
+            f"LinearLearner(loss={self.config.loss!r}, step={self.config.step!r}, "
+            f"examples_seen={self.examples_seen}, progressive_loss={self.progressive_loss:.6g})"
+        )

@@ -1,0 +1,273 @@
+"""Model: a learner's configuration, its non-zero weights and what training saw.
+
+A model file is one self-checking binary file::
+
+    b"POLYBEAM-MODEL\\n"          signature
+    uint32 little-endian          format version
+    uint64 little-endian          length of the JSON header
+    JSON header (UTF-8)           config, metadata, names, array layout
+    array bytes                   slots (int64) then weights (float64)
+    32 bytes                      SHA-256 of everything above
+
+Loading refuses, with a message that says what is wrong, a file that is not a
+model, comes from a newer format version, is truncated or fails its checksum.
+
+Examples
+--------
+>>> import numpy as np
+>>> from polybeam.learners.config import LearnerConfig
+>>> model = Model(LearnerConfig(loss="logistic"), np.array([0, 5]), np.array([0.5, -2.0]),
+...               names={5: "word"})
+>>> Model.from_bytes(model.to_bytes()).weights.tolist()
+[0.5, -2.0]
+>>> Model.from_bytes(model.to_bytes()[:-3])
+Traceback (most recent call last):
+...
+polybeam.learners.model.ModelFileError: model file is truncated: expected 380 bytes, found 377
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Mapping
+
+import numpy as np
+
+from polybeam.learners import kernels
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.hashing import BIAS_SLOT
+
+MAGIC = b"POLYBEAM-MODEL\n"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<IQ")
+_DIGEST_BYTES = 32
+
+
+class ModelFileError(ValueError):
+    """A model file that cannot be used, with the reason."""
+
+
+def finalize_predictions(loss: str, margins: np.ndarray, label_min: float, label_max: float) -> np.ndarray:
+    """Turn margins into predictions in the label's units.
+
+    Squared loss clamps to the range of training labels (as VW does), logistic
+    gives the probability of the positive class, hinge the margin itself.
+    """
+    if loss == "squared":
+        return np.clip(margins, label_min, label_max) if label_max > label_min else margins
+    if loss == "logistic":
+        return 0.5 * (1.0 + np.tanh(0.5 * margins))  # the logistic sigmoid, without overflow
+    return margins
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """Configuration + sparse weights + metadata; see the module docstring.
+
+    Parameters
+    ----------
+    config : LearnerConfig
+    slots : int array
+        Slots with a non-zero weight, ascending.
+    weights : float array
+        Their weights.
+    metadata : mapping
+        What training saw (examples, progressive loss, label range, ...).
+    names : mapping of slot -> feature name
+        Names of weighted slots, when the input format knew them.
+    """
+
+    config: LearnerConfig
+    slots: np.ndarray
+    weights: np.ndarray
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    names: Mapping[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        slots = np.asarray(self.slots, dtype=np.int64)
+        weights = np.asarray(self.weights, dtype=np.float64)
+        if slots.shape != weights.shape or slots.ndim != 1:
+            raise ValueError(f"model has {slots.shape} slots for {weights.shape} weights")
+        order = np.argsort(slots, kind="stable")
+        object.__setattr__(self, "slots", slots[order])
+        object.__setattr__(self, "weights", weights[order])
+        if len(slots) and (slots[0] < 0 or slots[-1] >= 1 << self.config.bits):
+            raise ValueError(f"model slots must lie in [0, 2**{self.config.bits})")
+
+    # -- prediction -----------------------------------------------------------
+
+    @cached_property
+    def dense_weights(self) -> np.ndarray:
+        weights = np.zeros(1 << self.config.bits)
+        weights[self.slots] = self.weights
+        return weights
+
+    def margins(self, batch: ExampleBatch) -> np.ndarray:
+        """Raw scores ``w . x + b``."""
+        if batch.bits != self.config.bits:
+            raise ValueError(
+                f"batch is hashed into {batch.bits} bits but the model uses {self.config.bits}; "
+                "read the data with the model's bits and seed"
+            )
+        out = np.empty(len(batch))
+        kernels.predict_batch(batch.indptr, batch.indices, batch.values, self.dense_weights, self.config.bias, out)
+        return out
+
+    def predict(self, batch: ExampleBatch) -> np.ndarray:
+        """Predictions: clamped values (squared), P(y = +1) (logistic) or margins (hinge)."""
+        return finalize_predictions(
+            self.config.loss,
+            self.margins(batch),
+            float(self.metadata.get("label_min", 0.0)),
+            float(self.metadata.get("label_max", 0.0)),
+        )
+
+    # -- inspection -------------------------------------------------------------
+
+    @property
+    def nonzero(self) -> int:
+        """Number of non-zero weights."""
+        return int(np.count_nonzero(self.weights))
+
+    def feature_name(self, slot: int) -> str | None:
+        if slot == BIAS_SLOT and self.config.bias and slot not in self.names:
+            return "(bias)"
+        return self.names.get(int(slot))
+
+    def top_weights(self, top: int = 20) -> list[dict[str, Any]]:
+        """The ``top`` largest weights by magnitude, with slot and name (None if unknown)."""
+        order = np.argsort(-np.abs(self.weights), kind="stable")[:top]
+        return [
+            {"slot": int(self.slots[i]), "name": self.feature_name(int(self.slots[i])), "weight": float(self.weights[i])}
+            for i in order
+        ]
+
+    def summary_dict(self, top: int = 20) -> dict[str, Any]:
+        meta = dict(self.metadata)
+        return {
+            "loss": self.config.loss,
+            "step": self.config.step,
+            "bits": self.config.bits,
+            "nonzero_weights": self.nonzero,
+            "slots": 1 << self.config.bits,
+            "examples": meta.get("examples"),
+            "progressive_loss": meta.get("progressive_loss"),
+            "passes": len(meta.get("passes", [])) or self.config.passes,
+            "top_weights": self.top_weights(top),
+        }
+
+    def summary(self, top: int = 20) -> str:
+        """A human-readable summary: settings, sparsity, training figures, largest weights."""
+        info = self.summary_dict(top)
+        loss = info["progressive_loss"]
+        lines = [
+            f"polybeam linear model: loss={info['loss']} step={info['step']} bits={info['bits']}",
+            f"non-zero weights: {info['nonzero_weights']} of {info['slots']} slots",
+            f"trained on {info['examples']} examples, {info['passes']} pass(es); "
+            f"progressive loss {loss:.6g}" if isinstance(loss, float) and math.isfinite(loss) else
+            f"trained on {info['examples']} examples, {info['passes']} pass(es)",
+            f"top {len(info['top_weights'])} weights by magnitude:",
+            f"  {'rank':>4}  {'slot':>10}  {'weight':>12}  name",
+        ]
+        for rank, entry in enumerate(info["top_weights"], 1):
+            name = entry["name"] if entry["name"] is not None else "-"
+            lines.append(f"  {rank:>4}  {entry['slot']:>10}  {entry['weight']:>12.6g}  {name}")
+        return "\n".join(lines)
+
+    # -- serialisation ------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        slots = self.slots.astype("<i8").tobytes()
+        weights = self.weights.astype("<f8").tobytes()
+        header = json.dumps(
+            {
+                "config": self.config.to_dict(),
+                "metadata": _jsonable(self.metadata),
+                "names": {str(k): v for k, v in self.names.items()},
+                "arrays": {"slots": ["<i8", len(self.slots)], "weights": ["<f8", len(self.weights)]},
+            },
+            sort_keys=True,
+        ).encode("utf-8")
+        body = MAGIC + _PREFIX.pack(FORMAT_VERSION, len(header)) + header + slots + weights
+        return body + hashlib.sha256(body).digest()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Model":
+        if not data.startswith(MAGIC):
+            raise ModelFileError("not a polybeam model file: it does not start with the polybeam model signature")
+        fixed = len(MAGIC) + _PREFIX.size
+        if len(data) < fixed:
+            raise ModelFileError(f"model file is truncated: only {len(data)} bytes")
+        version, header_length = _PREFIX.unpack_from(data, len(MAGIC))
+        if version > FORMAT_VERSION:
+            raise ModelFileError(
+                f"model file format version {version} is newer than this polybeam reads "
+                f"(up to {FORMAT_VERSION}); upgrade polybeam to load it"
+            )
+        if version < 1:
+            raise ModelFileError(f"model file has an invalid format version {version}")
+        if len(data) < fixed + header_length + _DIGEST_BYTES:
+            raise ModelFileError(
+                f"model file is truncated: its header alone needs {fixed + header_length + _DIGEST_BYTES} "
+                f"bytes, found {len(data)}"
+            )
+        try:
+            header = json.loads(data[fixed : fixed + header_length].decode("utf-8"))
+            n_slots = int(header["arrays"]["slots"][1])
+            n_weights = int(header["arrays"]["weights"][1])
+        except (ValueError, KeyError, TypeError, IndexError) as error:
+            raise ModelFileError(f"model file is corrupt: unreadable header ({error})") from None
+        expected = fixed + header_length + 8 * (n_slots + n_weights) + _DIGEST_BYTES
+        if len(data) != expected:
+            kind = "truncated" if len(data) < expected else "corrupt"
+            raise ModelFileError(f"model file is {kind}: expected {expected} bytes, found {len(data)}")
+        body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
+        if hashlib.sha256(body).digest() != digest:
+            raise ModelFileError("model file is corrupt: its checksum does not match its contents")
+        start = fixed + header_length
+        slots = np.frombuffer(data, dtype="<i8", count=n_slots, offset=start)
+        weights = np.frombuffer(data, dtype="<f8", count=n_weights, offset=start + 8 * n_slots)
+        return cls(
+            config=LearnerConfig.from_dict(header["config"]),
+            slots=slots.astype(np.int64),
+            weights=weights.astype(np.float64),
+            metadata=header["metadata"],
+            names={int(k): v for k, v in header["names"].items()},
+        )
+
+    def save(self, path: str) -> None:
+        """Write the model to a local file (see ``transforms.model_io`` for any Beam file system)."""
+        with open(path, "wb") as handle:
+            handle.write(self.to_bytes())
+
+    @classmethod
+    def load(cls, path: str) -> "Model":
+        """Read a model from a local file, refusing bad files with a clear message."""
+        with open(path, "rb") as handle:
+            data = handle.read()
+        try:
+            return cls.from_bytes(data)
+        except ModelFileError as error:
+            raise ModelFileError(f"{path}: {error}") from None
+
+    def __repr__(self) -> str:
+        return f"Model(loss={self.config.loss!r}, bits={self.config.bits}, nonzero={self.nonzero})"
+
+
+def _jsonable(value: Any) -> Any:
+    """Metadata as plain JSON (numpy scalars and arrays become numbers and lists)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

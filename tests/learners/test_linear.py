@@ -1,0 +1,228 @@
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+
+from polybeam.learners import kernels
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.linear import LinearLearner
+from tests.learners.reference_linear import ReferenceLinearLearner
+
+BITS = 8
+
+
+def random_batch(rng, n=200, loss="squared", bits=BITS, max_features=12, importance=True):
+    lengths = rng.integers(0, max_features, size=n)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    nnz = int(indptr[-1])
+    # Features on very different scales, duplicates and collisions included.
+    indices = rng.integers(0, 1 << bits, size=nnz).astype(np.int32)
+    values = rng.normal(size=nnz) * rng.choice([0.01, 1.0, 30.0], size=nnz)
+    truth = rng.normal(size=1 << bits)
+    margins = np.array([truth[indices[a:b]] @ values[a:b] for a, b in zip(indptr[:-1], indptr[1:])])
+    if loss == "squared":
+        labels = margins + rng.normal(scale=0.3, size=n)
+    else:
+        labels = np.where(margins + rng.normal(scale=0.5, size=n) > 0, 1.0, rng.choice([-1.0, 0.0], size=n))
+    weights = rng.choice([0.0, 0.5, 1.0, 3.0], size=n) if importance else np.ones(n)
+    return ExampleBatch(labels, weights, indptr.astype(np.int64), indices, values, bits=bits)
+
+
+def reference_weights(reference, bits=BITS):
+    dense = np.zeros(1 << bits)
+    for slot, weight in reference.w.items():
+        dense[slot] += weight
+    return dense
+
+
+SETTINGS = [
+    dict(step=step, normalized=normalized, safe_updates=safe, l2=l2, bias=bias, learning_rate=rate)
+    for step, normalized, safe, l2, bias, rate in [
+        ("constant", True, True, 0.0, True, 0.05),
+        ("constant", True, False, 0.0, False, 0.01),
+        ("constant", True, True, 1e-3, True, 0.5),
+        ("decay", True, True, 0.0, True, 0.2),
+        ("decay", True, False, 1e-4, True, 0.01),
+        ("inverse", True, True, 0.05, True, None),
+        ("adaptive", True, True, 0.0, True, 0.5),
+        ("adaptive", False, True, 0.0, True, 0.5),
+        ("adaptive", True, False, 0.0, True, 0.1),
+        ("adaptive", True, True, 1e-3, False, 1.0),
+    ]
+]
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_kernel_matches_plain_python_reference(loss, settings):
+    rng = np.random.default_rng(abs(hash((loss, tuple(settings.items())))) % 2**32)
+    config = LearnerConfig(loss=loss, bits=BITS, **settings)
+    learner = LinearLearner(config)
+    reference = ReferenceLinearLearner(
+        loss=loss,
+        step=config.step,
+        learning_rate=config.learning_rate,
+        l2=config.l2,
+        bias=config.bias,
+        normalized=config.normalized,
+        safe_updates=config.safe_updates,
+    )
+    for _ in range(3):  # several batches: state carries over between kernel calls
+        batch = random_batch(rng, loss=loss)
+        learner.learn(batch)
+        reference.learn(batch)
+    expected = reference_weights(reference)
+    assert np.all(np.isfinite(learner.weights))
+    np.testing.assert_allclose(learner.weights, expected, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(expected).max()))
+    assert learner.progressive_loss == pytest.approx(reference.progressive_loss, rel=1e-5)
+    assert learner.examples_seen == reference.examples
+
+
+def test_progressive_loss_is_taken_before_learning():
+    batch = ExampleBatch.from_rows([(1.0, {1: 1.0})])
+    learner = LinearLearner(LearnerConfig(loss="logistic")).learn(batch)
+    # The first example is predicted with zero weights: loss log(2) exactly.
+    assert learner.progressive_loss == pytest.approx(np.log(2.0))
+    assert learner.predict(batch)[0] > 0.5
+
+
+def test_safe_update_never_overshoots_a_huge_importance_weight():
+    batch = ExampleBatch.from_rows([(1.0, {1: 1.0, 2: 1.0})], weights=[1e6])
+    learner = LinearLearner(LearnerConfig(loss="squared", step="constant", learning_rate=10.0)).learn(batch)
+    assert learner.margins(batch)[0] == pytest.approx(1.0, rel=1e-9)
+    plain = LinearLearner(LearnerConfig(loss="squared", step="constant", learning_rate=10.0, safe_updates=False))
+    assert abs(plain.learn(batch).margins(batch)[0]) > 1e3
+
+
+def test_importance_weight_two_matches_two_copies_under_safe_updates():
+    once = ExampleBatch.from_rows([(1.0, {1: 1.0, 3: 0.5})], weights=[2.0])
+    twice = ExampleBatch.from_rows([(1.0, {1: 1.0, 3: 0.5})] * 2)
+    config = LearnerConfig(loss="squared", step="constant", learning_rate=0.1, bias=False)
+    a = LinearLearner(config).learn(once)
+    b = LinearLearner(config).learn(twice)
+    np.testing.assert_allclose(a.weights, b.weights, rtol=1e-12)
+
+
+@pytest.mark.parametrize("step", ["constant", "adaptive"])
+def test_zero_importance_examples_count_but_do_not_learn(step):
+    batch = ExampleBatch.from_rows([(1.0, {1: 1.0})] * 5, weights=[0.0] * 5)
+    learner = LinearLearner(LearnerConfig(loss="logistic", step=step)).learn(batch)
+    assert learner.examples_seen == 5
+    assert not learner.weights.any()
+
+
+def test_learning_rejects_batches_of_other_bits():
+    with pytest.raises(ValueError, match="read the data with the learner's bits"):
+        LinearLearner(LearnerConfig(bits=10)).learn(ExampleBatch.from_rows([(1.0, {1: 1.0})], bits=12))
+
+
+def test_l2_decay_to_zero_resets_cleanly():
+    # inverse step with t = 0 decays by 1 - 1/(t+1) = 0: weights restart from zero.
+    batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 3, bits=BITS)
+    learner = LinearLearner(LearnerConfig(loss="hinge", step="inverse", l2=0.1, bits=BITS)).learn(batch)
+    assert np.all(np.isfinite(learner.weights))
+    assert learner.stats_[kernels.SCALE] > 0
+
+
+def test_merge_is_the_importance_weighted_average():
+    rng = np.random.default_rng(1)
+    config = LearnerConfig(loss="logistic", bits=BITS)
+    batches = [random_batch(rng, loss="logistic", n=n) for n in (50, 150, 100)]
+    learners = [LinearLearner(config).learn(b) for b in batches]
+    shares = np.array([b.weights.sum() for b in batches])
+    shares /= shares.sum()
+    expected_weights = sum(s * l.weights for s, l in zip(shares, learners))
+    expected_grad = sum(s * l.sum_sq_grad_ for s, l in zip(shares, learners))
+    expected_scale = np.maximum.reduce([l.feature_scale_ for l in learners])
+    examples = sum(l.examples_seen for l in learners)
+    loss_sum = sum(l.stats_[kernels.LOSS_SUM] for l in learners)
+    merged = learners[0].merge(learners[1:])
+    np.testing.assert_allclose(merged.weights, expected_weights, rtol=1e-12)
+    np.testing.assert_allclose(merged.sum_sq_grad_, expected_grad, rtol=1e-12)
+    np.testing.assert_array_equal(merged.feature_scale_, expected_scale)
+    assert merged.examples_seen == examples
+    assert merged.progressive_loss == pytest.approx(loss_sum / sum(b.weights.sum() for b in batches))
+
+
+def test_merge_of_one_learner_changes_nothing():
+    rng = np.random.default_rng(2)
+    learner = LinearLearner(LearnerConfig(bits=BITS)).learn(random_batch(rng))
+    before = learner.weights.copy()
+    assert learner.merge([]) is learner
+    np.testing.assert_array_equal(learner.weights, before)
+
+
+def test_merge_refuses_different_configs():
+    with pytest.raises(ValueError, match="different configurations"):
+        LinearLearner(LearnerConfig(bits=BITS)).merge([LinearLearner(LearnerConfig(bits=BITS, loss="hinge"))])
+
+
+def test_second_pass_merge_counts_the_shared_start_once():
+    rng = np.random.default_rng(3)
+    config = LearnerConfig(loss="logistic", bits=BITS, step="decay")
+    first = LinearLearner(config).learn(random_batch(rng, loss="logistic"))
+    time_after_pass_one = first.stats_[kernels.TIME]
+    first.start_pass()
+    workers = [first.copy().learn(random_batch(rng, loss="logistic", n=40, importance=False)) for _ in range(3)]
+    merged = workers[0].merge(workers[1:])
+    assert merged.stats_[kernels.TIME] == pytest.approx(time_after_pass_one + 120)
+    assert merged.examples_seen == 120
+    assert len(merged.to_model().metadata["passes"]) == 2
+
+
+def test_pickle_round_trip_keeps_the_whole_state_and_is_sparse():
+    rng = np.random.default_rng(4)
+    config = LearnerConfig(loss="squared", l2=1e-3, bits=16)
+    learner = LinearLearner(config).learn(random_batch(rng, bits=16))
+    learner.names_[5] = "five"
+    data = pickle.dumps(learner)
+    assert len(data) < 8 * (1 << 16)  # touched slots only, not three dense arrays
+    clone = pickle.loads(data)
+    np.testing.assert_array_equal(clone.weights, learner.weights)
+    np.testing.assert_array_equal(clone.sum_sq_grad_, learner.sum_sq_grad_)
+    np.testing.assert_array_equal(clone.stats_, learner.stats_)
+    assert clone.names_ == {5: "five"}
+    batch = random_batch(rng, bits=16)
+    np.testing.assert_array_equal(clone.learn(batch).weights, learner.learn(batch).weights)
+
+
+def test_compact_folds_the_l2_scale_without_changing_predictions():
+    rng = np.random.default_rng(5)
+    learner = LinearLearner(LearnerConfig(l2=1e-2, step="constant", learning_rate=0.1, bits=BITS))
+    batch = random_batch(rng)
+    learner.learn(batch)
+    before = learner.margins(batch)
+    learner.compact()
+    assert learner.stats_[kernels.SCALE] == 1.0
+    np.testing.assert_allclose(learner.margins(batch), before, rtol=1e-12)
+
+
+def test_fit_runs_passes_and_records_them():
+    rng = np.random.default_rng(6)
+    batch = random_batch(rng, loss="logistic", importance=False)
+    learner = LinearLearner(LearnerConfig(loss="logistic", bits=BITS, passes=3)).fit([batch])
+    passes = learner.to_model().metadata["passes"]
+    assert [p["examples"] for p in passes] == [len(batch)] * 3
+    assert passes[2]["loss"] < passes[0]["loss"]
+
+
+def test_to_model_is_exactly_sparse_and_predicts_like_the_learner():
+    rng = np.random.default_rng(7)
+    for loss in ("squared", "logistic", "hinge"):
+        learner = LinearLearner(LearnerConfig(loss=loss, bits=BITS)).learn(random_batch(rng, loss=loss))
+        model = learner.to_model()
+        assert np.all(model.weights != 0)
+        assert model.nonzero == np.count_nonzero(learner.weights)
+        batch = random_batch(rng, loss=loss)
+        np.testing.assert_allclose(model.predict(batch), learner.predict(batch), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss,step", list(itertools.product(["squared", "logistic", "hinge"], ["constant", "decay", "adaptive"])))
+def test_weights_stay_finite_on_adversarial_values(loss, step):
+    batch = ExampleBatch.from_rows(
+        [(1.0, {1: 1e150}), (-1.0, {1: -1e150, 2: 1e-300}), (1.0, {}), (-1.0, {3: 1e-200})] * 5, bits=BITS
+    )
+    learner = LinearLearner(LearnerConfig(loss=loss, step=step, bits=BITS)).learn(batch)
+    assert np.all(np.isfinite(learner.weights))
