@@ -231,6 +231,27 @@ class ExampleBatch:
             else {int(s): self.names[int(s)] for s in kept_slots if int(s) in self.names},
         )
 
+    def split_by(self, keys) -> list[tuple[object, "ExampleBatch"]]:
+        """One ``(key, batch)`` per distinct key, given one key per example.
+
+        Examples keep their order within a key; keys come out sorted.
+
+        >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (2.0, {2: 1.0}), (3.0, {3: 1.0})])
+        >>> [(key, part.labels.tolist()) for key, part in batch.split_by(["b", "a", "b"])]
+        [('a', [2.0]), ('b', [1.0, 3.0])]
+        """
+        keys = np.asarray(keys)
+        if len(keys) != len(self):
+            raise ValueError(f"got {len(keys)} keys for a batch of {len(self)} examples")
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        if len(distinct) == 1:
+            return [(distinct[0].item(), self)]
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(distinct) + 1))
+        return [
+            (key.item(), self.take(order[bounds[i] : bounds[i + 1]])) for i, key in enumerate(distinct)
+        ]
+
     def with_labels(self, labels) -> "ExampleBatch":
         """The same examples with new labels."""
         return replace(self, labels=np.asarray(labels, dtype=np.float64))

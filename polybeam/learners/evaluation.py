@@ -1,0 +1,169 @@
+"""Held-out evaluation as a mergeable accumulator: loss, 0-1 error, MSE and exact AUC.
+
+``Evaluation`` adds one scored batch at a time and merges with others, so a
+Beam CombineFn can compute metrics over any number of workers; the AUC keeps one
+entry per distinct score (ties count one half), so it is exact, not binned.
+
+Examples
+--------
+>>> import numpy as np
+>>> evaluation = Evaluation("logistic").add(
+...     labels=np.array([1.0, -1.0, 1.0, -1.0]), margins=np.array([2.0, -1.0, -0.5, 0.5]))
+>>> result = evaluation.result()
+>>> result["examples"], result["error"], result["auc"]
+(4, 0.5, 0.75)
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from polybeam.learners.model import Model, finalize_predictions
+
+
+def pointwise_loss(loss: str, labels: np.ndarray, margins: np.ndarray, predictions: np.ndarray) -> np.ndarray:
+    """Per-example loss, with the learner's conventions (squared loss on clamped predictions)."""
+    if loss == "squared":
+        return (predictions - labels) ** 2
+    y = np.where(labels > 0, 1.0, -1.0)
+    if loss == "logistic":
+        return np.logaddexp(0.0, -y * margins)
+    return np.maximum(0.0, 1.0 - y * margins)
+
+
+class Evaluation:
+    """Mergeable evaluation statistics for one model (see the module docstring).
+
+    ``error`` is the 0-1 error when every label is binary (-1/0/+1; a score above
+    ``threshold`` predicts the positive class) and the mean squared error
+    otherwise; ``auc`` is reported for binary labels, ``mse`` always (for
+    logistic loss it is the Brier score of the probabilities).
+    """
+
+    def __init__(self, loss: str, *, threshold: float = 0.0, label_range: tuple[float, float] = (0.0, 0.0)):
+        self.loss = loss
+        self.threshold = threshold
+        self.label_range = label_range
+        self.examples = 0
+        self.weight = 0.0
+        self.loss_sum = 0.0
+        self.squared_error_sum = 0.0
+        self.error_sum = 0.0
+        self.binary = True
+        # Distinct scores with the positive and negative weight at each; new
+        # scores wait in ``_pending`` and are folded in when they outgrow the
+        # folded set, so adding n scores costs O(n log n) overall.
+        self.scores = np.zeros(0)
+        self.positive = np.zeros(0)
+        self.negative = np.zeros(0)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending_size = 0
+
+    @classmethod
+    def for_model(cls, model: Model) -> "Evaluation":
+        low = float(model.metadata.get("label_min", 0.0))
+        high = float(model.metadata.get("label_max", 0.0))
+        # Squared loss on binary labels: the midpoint of the label range
+        # separates the classes (0 for -1/+1 labels, 0.5 for 0/1 labels).
+        threshold = 0.5 * (low + high) if model.config.loss == "squared" else 0.0
+        return cls(model.config.loss, threshold=threshold, label_range=(low, high))
+
+    def add(self, labels: np.ndarray, margins: np.ndarray, weights: np.ndarray | None = None) -> "Evaluation":
+        """Add a batch's labels and margins (raw scores)."""
+        labels = np.asarray(labels, dtype=np.float64)
+        margins = np.asarray(margins, dtype=np.float64)
+        weights = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
+        predictions = finalize_predictions(self.loss, margins, *self.label_range)
+        self.examples += len(labels)
+        self.weight += float(weights.sum())
+        self.loss_sum += float(weights @ pointwise_loss(self.loss, labels, margins, predictions))
+        if self.loss == "logistic":
+            target = (labels > 0).astype(np.float64)
+        elif self.loss == "hinge":
+            target = np.where(labels > 0, 1.0, -1.0)
+        else:
+            target = labels
+        self.squared_error_sum += float(weights @ (predictions - target) ** 2)
+        self.binary = self.binary and bool(np.isin(labels, (-1.0, 0.0, 1.0)).all())
+        if self.binary:
+            scores = predictions if self.loss == "squared" else margins
+            positive = labels > 0
+            wrong = (scores > self.threshold) != positive
+            self.error_sum += float(weights @ wrong)
+            self._add_scores(scores, np.where(positive, weights, 0.0), np.where(positive, 0.0, weights))
+        return self
+
+    def _add_scores(self, scores, positive, negative) -> None:
+        self._pending.append((scores, positive, negative))
+        self._pending_size += len(scores)
+        if self._pending_size > max(len(self.scores), 1 << 16):
+            self._fold_scores()
+
+    def _fold_scores(self) -> None:
+        if not self._pending:
+            return
+        parts = [(self.scores, self.positive, self.negative)] + self._pending
+        scores, positive, negative = (np.concatenate(column) for column in zip(*parts))
+        unique, inverse = np.unique(scores, return_inverse=True)
+        self.positive = np.bincount(inverse, positive, len(unique))
+        self.negative = np.bincount(inverse, negative, len(unique))
+        self.scores = unique
+        self._pending, self._pending_size = [], 0
+
+    def compact(self) -> "Evaluation":
+        """Fold pending scores (before sending the accumulator elsewhere)."""
+        self._fold_scores()
+        return self
+
+    @classmethod
+    def of(cls, model: Model, batches) -> "Evaluation":
+        """Evaluate ``model`` on in-memory batches (no pipeline needed)."""
+        evaluation = cls.for_model(model)
+        for batch in batches:
+            evaluation.add_batch(model, batch)
+        return evaluation
+
+    def add_batch(self, model: Model, batch) -> "Evaluation":
+        """Score ``batch`` with ``model`` and add it."""
+        return self.add(batch.labels, model.margins(batch), batch.weights)
+
+    def merge(self, others: Iterable["Evaluation"]) -> "Evaluation":
+        for other in others:
+            if other is self:
+                continue
+            self.examples += other.examples
+            self.weight += other.weight
+            self.loss_sum += other.loss_sum
+            self.squared_error_sum += other.squared_error_sum
+            self.error_sum += other.error_sum
+            self.binary = self.binary and other.binary
+            if self.binary:
+                for part in [(other.scores, other.positive, other.negative)] + other._pending:
+                    if len(part[0]):
+                        self._add_scores(*part)
+        return self
+
+    def auc(self) -> float | None:
+        """Area under the ROC curve (ties count one half); None without both classes."""
+        self._fold_scores()
+        total_positive, total_negative = self.positive.sum(), self.negative.sum()
+        if not self.binary or total_positive <= 0 or total_negative <= 0:
+            return None
+        # Scores ascend: each positive beats the negatives with lower scores.
+        negatives_below = np.cumsum(self.negative) - self.negative
+        wins = self.positive @ (negatives_below + 0.5 * self.negative)
+        return float(wins / (total_positive * total_negative))
+
+    def result(self) -> dict:
+        """The metrics as a plain dict (JSON-ready)."""
+        weight = self.weight if self.weight > 0 else float("nan")
+        mse = self.squared_error_sum / weight
+        return {
+            "examples": self.examples,
+            "loss": self.loss_sum / weight,
+            "error": self.error_sum / weight if self.binary else mse,
+            "auc": self.auc(),
+            "mse": mse,
+        }

@@ -1,0 +1,189 @@
+"""The ``polybeam`` command: train, evaluate, predict, inspect, demo.
+
+Every option is a PipelineOptions field (see ``polybeam.pipelines.options``),
+so the same names work here, from Python and in templates; any Beam option
+(``--runner``, ``--direct_num_workers``, ``--temp_location``, ...) passes
+through unchanged. Without ``--runner`` the local FnApiRunner runs the job.
+Commands that compute something print one JSON object on the last line of
+stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+from typing import Callable, Sequence
+
+COMMANDS = {
+    "train": "train a model from examples and write the model file",
+    "evaluate": "held-out metrics of a model on examples (JSON on the last line)",
+    "predict": "write a prediction for every example",
+    "inspect": "print a model's summary: settings, non-zeros, largest weights",
+    "demo": "train and evaluate on bundled real data with the local runner",
+}
+
+
+def _option_classes(command: str):
+    from polybeam.pipelines import options as o
+
+    return {
+        "train": [o.InputOptions, o.LearnerOptions, o.ModelOptions],
+        "evaluate": [o.InputOptions, o.ModelOptions],
+        "predict": [o.InputOptions, o.ModelOptions, o.OutputOptions],
+        "demo": [o.DemoOptions],
+        "inspect": [],
+    }[command]
+
+
+def _usage() -> str:
+    lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<9} {text}" for name, text in COMMANDS.items()]
+    lines += ["", "polybeam COMMAND --help lists a command's options."]
+    return "\n".join(lines)
+
+
+def _command_parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"polybeam {command}",
+        description=COMMANDS[command],
+        epilog="Any Apache Beam pipeline option (--runner, --direct_num_workers, --temp_location, ...) "
+        "is passed through; the default runner is the local FnApiRunner.",
+        allow_abbrev=False,
+    )
+    for options_class in _option_classes(command):
+        options_class._add_argparse_args(parser)
+    return parser
+
+
+def _inspect_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"], allow_abbrev=False)
+    parser.add_argument("--model", required=True, help="path of the model file")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--top", type=int, default=20, help="how many of the largest weights to list (default: 20)")
+    return parser
+
+
+def _check_arguments(command: str, argv: Sequence[str]) -> None:
+    """Fail fast on options nobody knows, and on polybeam options the command does not take."""
+    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+
+    from polybeam.pipelines import options as ours
+
+    everything = _BeamArgumentParser(allow_abbrev=False)
+    for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
+        options_class._add_argparse_args(everything)
+    _, unknown = everything.parse_known_args(list(argv))
+    flags = [arg for arg in unknown if arg.startswith("-")]
+    if flags or unknown:
+        raise UsageError(f"unrecognised arguments: {' '.join(unknown)} (see polybeam {command} --help)")
+
+    allowed = _command_parser(command)
+    own = argparse.ArgumentParser(allow_abbrev=False)
+    for options_class in (ours.InputOptions, ours.LearnerOptions, ours.ModelOptions, ours.OutputOptions, ours.DemoOptions):
+        options_class._add_argparse_args(own)
+    allowed_flags = {flag for action in allowed._actions for flag in action.option_strings}
+    for action in own._actions:
+        for flag in action.option_strings:
+            if flag not in allowed_flags and any(arg == flag or arg.startswith(flag + "=") for arg in argv):
+                raise UsageError(f"{flag} does not apply to polybeam {command} (see polybeam {command} --help)")
+
+
+class UsageError(ValueError):
+    """Wrong command-line usage."""
+
+
+def _finite(value):
+    """JSON cannot carry NaN: report it as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _print_json(report: dict) -> None:
+    print(json.dumps(_finite(report), sort_keys=True))
+
+
+def _run_inspect(argv: Sequence[str]) -> int:
+    from polybeam.transforms.model_io import read_model
+
+    args = _inspect_parser().parse_args(list(argv))
+    model = read_model(args.model)
+    if args.json:
+        _print_json(model.summary_dict(args.top))
+    else:
+        print(model.summary(args.top))
+    return 0
+
+
+def _describe_train(report: dict) -> str:
+    from polybeam.pipelines.counts import ReadCounts
+
+    counts = ReadCounts(report["records"], report["examples"], report["dead_letters"], report["skipped"])
+    loss = report["progressive_loss"]
+    return "\n".join(
+        [
+            f"read: {counts.describe()}",
+            f"progressive validation loss: {loss:.6g}" if loss is not None and math.isfinite(loss) else "progressive validation loss: n/a (no examples)",
+            f"non-zero weights: {report['nonzero_weights']}",
+            f"model written to {report['model']}; dead letters to {report['dead_letter_file']}",
+            f"wall time: {report['wall_seconds']:.1f} s",
+        ]
+    )
+
+
+def _runner(command: str) -> Callable:
+    if command == "demo":
+        from polybeam.pipelines.demo import run_demo
+
+        return run_demo
+    from polybeam.pipelines import jobs
+
+    return {"train": jobs.run_train, "evaluate": jobs.run_evaluate, "predict": jobs.run_predict}[command]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"polybeam: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    if any(arg in ("-h", "--help") for arg in rest):
+        (_inspect_parser() if command == "inspect" else _command_parser(command)).print_help()
+        return 0
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from polybeam.learners.model import ModelFileError
+
+    try:
+        if command == "inspect":
+            return _run_inspect(rest)
+        _check_arguments(command, rest)
+        from apache_beam.options.pipeline_options import PipelineOptions
+
+        report = _runner(command)(PipelineOptions(rest))
+    except (UsageError, ModelFileError, ValueError, MemoryError) as error:
+        print(f"polybeam {command}: error: {error}", file=sys.stderr)
+        return 2
+    if command == "demo":
+        from polybeam.pipelines.demo import describe
+
+        print(describe(report, report["learner"]["bits"]))
+    elif command == "train":
+        print(_describe_train(report))
+    elif command == "predict":
+        print(f"predictions written to {', '.join(report['prediction_files'])}")
+    _print_json(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

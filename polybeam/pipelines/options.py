@@ -1,0 +1,144 @@
+"""polybeam's PipelineOptions: the same names from Python, the command line and templates.
+
+Every option has a hyphenated spelling for people (``--learning-rate``) and an
+underscored one for templates and Beam habits (``--learning_rate``); both fill
+the same attribute. Beam's own options (``--runner``, ``--temp_location``, ...)
+pass through untouched.
+
+>>> from apache_beam.options.pipeline_options import PipelineOptions
+>>> options = PipelineOptions(["--loss", "logistic", "--learning_rate", "0.1"])
+>>> learner_config(options).learning_rate
+0.1
+"""
+
+from __future__ import annotations
+
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from polybeam.learners.config import LOSSES, STEPS, LearnerConfig
+from polybeam.learners.hashing import DEFAULT_BITS
+
+FORMATS = ("libsvm", "vw", "csv", "parquet")
+# The local runner that needs no network (the DirectRunner name first tries to
+# download the Prism runner).
+DEFAULT_RUNNER = "FnApiRunner"
+
+
+def _add(parser, name: str, **kwargs) -> None:
+    """Add ``--a-name`` with its ``--a_name`` twin."""
+    spellings = [f"--{name}"]
+    if "-" in name:
+        spellings.append(f"--{name.replace('-', '_')}")
+    parser.add_argument(*spellings, dest=name.replace("-", "_"), **kwargs)
+
+
+def _columns(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+class InputOptions(PipelineOptions):
+    """Where examples come from and how to read them."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        _add(parser, "input", help="file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)")
+        _add(parser, "format", choices=FORMATS, default="libsvm", help="input format (default: libsvm)")
+        _add(parser, "label-column", default=None, help="CSV/Parquet: the label column (CSV default: the first column; Parquet: 'label')")
+        _add(parser, "weight-column", default=None, help="CSV/Parquet: a column of importance weights")
+        _add(parser, "categorical-columns", type=_columns, default=(), help="CSV: comma-separated columns whose values are categories (feature 'column=value')")
+        _add(parser, "csv-delimiter", default=",", help="CSV: the field delimiter (default: ',')")
+        _add(parser, "no-csv-header", action="store_true", default=False, help="CSV: files have no header line; columns are named 1, 2, ...")
+        _add(parser, "feature-names", action="store_true", default=False, help="VW: keep feature names for the model summary (costs parse time, like VW's --invert_hash)")
+        _add(parser, "dead-letters", default=None, help="where to write records that could not be read (JSON lines); default: next to the model or output")
+
+
+class LearnerOptions(PipelineOptions):
+    """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared)")
+        _add(parser, "step", choices=STEPS, default="adaptive", help="step size rule (default: adaptive, VW's normalised AdaGrad)")
+        _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta (default: 0.5)")
+        _add(parser, "power-t", type=float, default=0.5, help="decay exponent of --step decay (default: 0.5, eta/sqrt(t))")
+        _add(parser, "l2", type=float, default=0.0, help="L2 regularisation strength (default: 0)")
+        _add(parser, "passes", type=int, default=1, help="passes over the data; workers average after each (default: 1)")
+        _add(parser, "bits", type=int, default=DEFAULT_BITS, help=f"hash into 2**bits weights (1..30, default: {DEFAULT_BITS})")
+        _add(parser, "seed", type=int, default=0, help="seed of feature hashing and of the learner's randomness (default: 0)")
+        _add(parser, "no-bias", action="store_true", default=False, help="do not learn a bias weight")
+        _add(parser, "no-normalize", action="store_true", default=False, help="adaptive steps without VW's per-feature scale normalisation")
+        _add(parser, "plain-updates", action="store_true", default=False, help="plain gradient steps instead of importance-aware safe updates")
+
+
+class ModelOptions(PipelineOptions):
+    """Where the model file is."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        _add(parser, "model", default=None, help="path of the model file (local, gs://, ...)")
+
+
+class OutputOptions(PipelineOptions):
+    """Where results go."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        _add(parser, "output", default=None, help="output path prefix")
+        _add(parser, "num-shards", type=int, default=0, help="number of output files (default: 0, the runner decides)")
+
+
+class DemoOptions(PipelineOptions):
+    """Options of ``polybeam demo``."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        _add(parser, "output-dir", default="polybeam-demo", help="folder for the demo's data split, model and report (default: ./polybeam-demo)")
+
+
+def learner_config(options: PipelineOptions) -> LearnerConfig:
+    """The LearnerConfig the options describe (validated, with clear messages)."""
+    learner = options.view_as(LearnerOptions)
+    return LearnerConfig(
+        loss=learner.loss,
+        step=learner.step,
+        learning_rate=learner.learning_rate,
+        power_t=learner.power_t,
+        l2=learner.l2,
+        bits=learner.bits,
+        seed=learner.seed,
+        passes=learner.passes,
+        bias=not learner.no_bias,
+        normalized=not learner.no_normalize,
+        safe_updates=not learner.plain_updates,
+    )
+
+
+def format_options(options: PipelineOptions, *, bits: int, seed: int, labels: str) -> dict:
+    """Keyword arguments for ``ReadExamples`` from the input options."""
+    read = options.view_as(InputOptions)
+    settings: dict = {"bits": bits, "seed": seed, "labels": labels}
+    if read.format == "csv":
+        settings.update(
+            delimiter=read.csv_delimiter,
+            has_header=not read.no_csv_header,
+            categorical_columns=read.categorical_columns,
+            weight_column=read.weight_column,
+        )
+        if read.label_column is not None:
+            column = read.label_column
+            settings["label_column"] = int(column) if read.no_csv_header and column.isdigit() else column
+    elif read.format == "parquet":
+        settings["weight_column"] = read.weight_column
+        if read.label_column is not None:
+            settings["label_column"] = read.label_column
+    elif read.format == "vw":
+        settings["feature_names"] = read.feature_names
+    return settings
+
+
+def with_default_runner(options: PipelineOptions) -> PipelineOptions:
+    """Use the local FnApiRunner unless the user chose a runner."""
+    standard = options.view_as(StandardOptions)
+    if not standard.runner:
+        standard.runner = DEFAULT_RUNNER
+    return options

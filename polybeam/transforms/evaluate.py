@@ -1,0 +1,74 @@
+"""Evaluate: held-out metrics of a model over ExampleBatches, as one dict per model.
+
+Each bundle scores its batches into a partial :class:`Evaluation`; partials are
+compacted and merged by a CombineFn, so metrics (including the exact AUC) come
+out of one pass over any amount of data.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from polybeam.learners.evaluation import Evaluation
+from polybeam.transforms.keys import KeyFn, SplitByKey
+from polybeam.transforms.model_io import model_argument
+
+
+class _ScoreFn(beam.DoFn):
+    def __init__(self, keyed: bool):
+        self.keyed = keyed
+
+    def process(self, element, model):
+        key, batch = element if self.keyed else (None, element)
+        chosen = model.get(key) if self.keyed else model
+        if chosen is None:
+            raise KeyError(f"no model was trained for key {key!r}")
+        evaluation = Evaluation.for_model(chosen).add_batch(chosen, batch)
+        yield (key, evaluation) if self.keyed else evaluation
+
+
+class EvaluationFn(beam.CombineFn):
+    """Merges partial Evaluations into the metrics dict."""
+
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, accumulator, evaluation: Evaluation):
+        return evaluation if accumulator is None else accumulator.merge([evaluation])
+
+    def merge_accumulators(self, accumulators):
+        merged = None
+        for accumulator in accumulators:
+            if accumulator is not None:
+                merged = accumulator if merged is None else merged.merge([accumulator])
+        return merged
+
+    def compact(self, accumulator):
+        return accumulator.compact() if accumulator is not None else None
+
+    def extract_output(self, accumulator) -> dict:
+        if accumulator is None:
+            return {"examples": 0, "loss": None, "error": None, "auc": None, "mse": None}
+        return accumulator.result()
+
+
+class Evaluate(beam.PTransform):
+    """Metrics of ``model`` on the input batches: examples, loss, error, auc, mse.
+
+    ``model`` is a Model or a PCollection holding one; with ``key``, a PCollection
+    of ``(key, Model)`` and the output holds ``(key, metrics)`` per key.
+    """
+
+    def __init__(self, model, *, key: KeyFn | None = None):
+        super().__init__()
+        self.model = model
+        self.key = key
+
+    def expand(self, batches):
+        keyed = self.key is not None
+        if keyed:
+            batches = batches | "SplitByKey" >> beam.ParDo(SplitByKey(self.key))
+        partial = batches | "Score" >> beam.ParDo(_ScoreFn(keyed), model_argument(self.model, keyed))
+        if keyed:
+            return partial | "Metrics" >> beam.CombinePerKey(EvaluationFn())
+        return partial | "Metrics" >> beam.CombineGlobally(EvaluationFn())

@@ -1,0 +1,93 @@
+"""Predict: score ExampleBatches with a model and write the predictions.
+
+Each batch becomes one :class:`ScoredBatch` (predictions plus where each example
+came from), and :class:`WritePredictions` writes them as tab-separated text,
+one line per example, with a header line per output shard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apache_beam as beam
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.transforms.keys import KeyFn, SplitByKey
+from polybeam.transforms.model_io import model_argument
+
+PREDICTION_HEADER = "prediction\tlabel\tsource\trow\ttag"
+
+
+@dataclass(frozen=True, eq=False)
+class ScoredBatch:
+    """Predictions for one batch: ``row_ids`` are byte offsets (text) or row numbers (Parquet)."""
+
+    predictions: np.ndarray
+    labels: np.ndarray
+    source: str | None
+    row_ids: np.ndarray | None
+    tags: np.ndarray | None
+    key: object = None
+
+    def to_text(self) -> str:
+        """The batch's lines of prediction output (no trailing newline)."""
+        n = len(self.predictions)
+        rows = self.row_ids if self.row_ids is not None else np.full(n, -1)
+        tags = self.tags if self.tags is not None else [None] * n
+        source = self.source or ""
+        return "\n".join(
+            f"{prediction:.9g}\t{label:.9g}\t{source}\t{row}\t{tag or ''}"
+            for prediction, label, row, tag in zip(self.predictions.tolist(), self.labels.tolist(), rows.tolist(), tags)
+        )
+
+
+class _PredictFn(beam.DoFn):
+    def __init__(self, keyed: bool):
+        self.keyed = keyed
+
+    def process(self, element, model):
+        key, batch = element if self.keyed else (None, element)
+        chosen = model.get(key) if self.keyed else model
+        if chosen is None:
+            raise KeyError(f"no model was trained for key {key!r}")
+        yield ScoredBatch(chosen.predict(batch), batch.labels, batch.source, batch.row_ids, batch.tags, key)
+
+
+class Predict(beam.PTransform):
+    """Scores each ExampleBatch with ``model``, emitting one :class:`ScoredBatch` per batch.
+
+    ``model`` is a Model, or a PCollection holding one Model (e.g. from
+    ``ReadModel`` or ``Train``); with ``key``, a PCollection of ``(key, Model)``
+    and each example is scored by its key's model.
+    """
+
+    def __init__(self, model, *, key: KeyFn | None = None):
+        super().__init__()
+        self.model = model
+        self.key = key
+
+    def expand(self, batches):
+        keyed = self.key is not None
+        if keyed:
+            batches = batches | "SplitByKey" >> beam.ParDo(SplitByKey(self.key))
+        return batches | "Score" >> beam.ParDo(_PredictFn(keyed), model_argument(self.model, keyed))
+
+
+class WritePredictions(beam.PTransform):
+    """Writes ScoredBatches as tab-separated lines: prediction, label, source, row, tag."""
+
+    def __init__(self, path_prefix: str, *, num_shards: int = 0, shard_name_template: str | None = None):
+        super().__init__()
+        self.path_prefix = path_prefix
+        self.num_shards = num_shards
+        self.shard_name_template = shard_name_template
+
+    def expand(self, scored):
+        extra = {} if self.shard_name_template is None else {"shard_name_template": self.shard_name_template}
+        return (
+            scored
+            | "ToText" >> beam.Map(ScoredBatch.to_text)
+            | "NonEmpty" >> beam.Filter(bool)
+            | "Write" >> beam.io.WriteToText(self.path_prefix, header=PREDICTION_HEADER, num_shards=self.num_shards, **extra)
+        )

@@ -1,0 +1,173 @@
+"""Train: learn a model (or one per key) from a PCollection of ExampleBatches.
+
+The first pass is a plain ``CombineFn`` whose accumulator is the learner state,
+so runners lift it: every bundle learns into its own partial learner
+(``add_input`` learns a batch), partial learners are compacted before the
+shuffle and averaged by ``merge_accumulators``. Each later pass starts every
+bundle from the averaged state of the previous pass (a side input) and averages
+again: iterative parameter mixing.
+
+Example
+-------
+>>> import apache_beam as beam
+>>> from polybeam.learners.batch import ExampleBatch
+>>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 20, bits=10)
+>>> with beam.Pipeline(runner="FnApiRunner") as p:
+...     models = (p | beam.Create([batch, batch])
+...                 | Train(loss="logistic", bits=10, passes=2)
+...                 | beam.Map(lambda model: print(model.metadata["examples"], model.nonzero)))
+80 3
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.linear import LinearLearner
+from polybeam.transforms.keys import KeyFn, SplitByKey
+
+
+class TrainFn(beam.CombineFn):
+    """A CombineFn whose accumulator is a :class:`LinearLearner`.
+
+    ``output="model"`` extracts the sparse Model, ``"state"`` the learner itself
+    (to continue training in another pass).
+    """
+
+    def __init__(self, config: LearnerConfig, output: str = "model"):
+        self.config = config
+        self.output = output
+
+    def create_accumulator(self) -> LinearLearner:
+        return LinearLearner(self.config)
+
+    def add_input(self, learner: LinearLearner, batch: ExampleBatch) -> LinearLearner:
+        return learner.learn(batch)
+
+    def merge_accumulators(self, learners) -> LinearLearner:
+        learners = iter(learners)
+        first = next(learners)
+        return first.merge(list(learners))
+
+    def compact(self, learner: LinearLearner) -> LinearLearner:
+        return learner.compact()
+
+    def extract_output(self, learner: LinearLearner):
+        return learner.to_model() if self.output == "model" else learner
+
+
+class MergeLearnersFn(beam.CombineFn):
+    """Averages the partial learners of a later pass into one state or Model."""
+
+    def __init__(self, config: LearnerConfig, output: str = "model"):
+        self.config = config
+        self.output = output
+
+    def create_accumulator(self) -> list[LinearLearner]:
+        return []
+
+    def add_input(self, learners, learner: LinearLearner):
+        learners.append(learner)
+        return learners
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        first = next(accumulators)
+        for more in accumulators:
+            first.extend(more)
+        return first
+
+    def compact(self, learners):
+        return [learners[0].merge(learners[1:])] if len(learners) > 1 else learners
+
+    def extract_output(self, learners):
+        learner = learners[0].merge(learners[1:]) if learners else LinearLearner(self.config)
+        return learner.to_model() if self.output == "model" else learner
+
+
+class _LearnOnePass(beam.DoFn):
+    """Continues training from the previous pass's state, one learner per key per bundle."""
+
+    def __init__(self, keyed: bool):
+        self.keyed = keyed
+
+    def start_bundle(self):
+        self._learners: dict = {}
+
+    def process(self, element, start):
+        key, batch = element if self.keyed else (None, element)
+        learner = self._learners.get(key)
+        if learner is None:
+            origin = start[key] if self.keyed else start
+            learner = self._learners[key] = origin.copy().start_pass()
+        learner.learn(batch)
+
+    def finish_bundle(self):
+        for key, learner in self._learners.items():
+            value = (key, learner.compact()) if self.keyed else learner.compact()
+            yield WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
+        self._learners = {}
+
+
+class _ReportModel(beam.DoFn):
+    """Publishes what training produced as Beam metrics."""
+
+    def __init__(self, keyed: bool):
+        self.keyed = keyed
+        self.nonzero = Metrics.distribution("polybeam.train", "nonzero_weights")
+        self.examples = Metrics.counter("polybeam.train", "examples_trained")
+
+    def process(self, element):
+        model = element[1] if self.keyed else element
+        self.nonzero.update(model.nonzero)
+        self.examples.inc(int(model.metadata.get("examples", 0)))
+        yield element
+
+
+class Train(beam.PTransform):
+    """Learn one model, or one model per key, from ExampleBatches.
+
+    Parameters
+    ----------
+    config : LearnerConfig, optional
+        The learner settings; keyword arguments build one instead
+        (``Train(loss="logistic", passes=3)``).
+    key : callable, optional
+        ``key(batch)`` returns one key per example (an array), or a single key
+        for the whole batch; then one model is trained per key and the output is
+        a PCollection of ``(key, Model)``. Without it, a PCollection of one Model.
+    """
+
+    def __init__(self, config: LearnerConfig | None = None, *, key: KeyFn | None = None, **settings):
+        super().__init__()
+        if config is not None and settings:
+            raise ValueError("give either a LearnerConfig or keyword settings, not both")
+        self.config = config if config is not None else LearnerConfig(**settings)
+        self.key = key
+
+    def expand(self, batches):
+        config, keyed = self.config, self.key is not None
+        if keyed:
+            batches = batches | "SplitByKey" >> beam.ParDo(SplitByKey(self.key))
+        last = config.passes == 1
+        first_fn = TrainFn(config, output="model" if last else "state")
+        if keyed:
+            states = batches | "Pass1" >> beam.CombinePerKey(first_fn)
+        else:
+            states = batches | "Pass1" >> beam.CombineGlobally(first_fn)
+        for number in range(2, config.passes + 1):
+            output = "model" if number == config.passes else "state"
+            start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
+            partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed), start)
+            merge = MergeLearnersFn(config, output)
+            if keyed:
+                states = partial | f"Pass{number}" >> beam.CombinePerKey(merge)
+            else:
+                states = partial | f"Pass{number}" >> beam.CombineGlobally(merge)
+        return states | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
