@@ -56,8 +56,9 @@ class LearnerConfig:
     bias : bool
         Learn a bias weight (slot 0, feature value 1).
     normalized : bool
-        With ``adaptive``: divide each feature's step by the square of the largest
-        magnitude seen for it, so features on different scales learn alike.
+        With ``adaptive``: divide each feature's step by the largest magnitude
+        seen for it (and rescale its weight when that grows), so that learning
+        does not depend on the units of a feature, as VW's ``--normalized``.
     safe_updates : bool
         Importance-aware updates (Karampatziakis & Langford): the step follows the
         loss's gradient flow, so it never overshoots the label however large the

@@ -148,8 +148,10 @@ def learn_batch(
                                 # Rescale as if the new scale had been known all along.
                                 raw[slot] *= feature_scale[slot] / magnitude
                             feature_scale[slot] = magnitude
-                        inv = 1.0 / (feature_scale[slot] * feature_scale[slot])
-                        norm_x += x2 * inv
+                        # sum_sq_grad already carries x**2, so one factor of
+                        # 1/scale makes the step invariant to the feature's units.
+                        inv = 1.0 / feature_scale[slot]
+                        norm_x += x2 * inv * inv
                         rate *= inv
                 rates[k - start + 1] = rate
                 ppu += x2 * rate

@@ -119,7 +119,7 @@ class ReferenceLinearLearner:
                                 self.w[j] = self.w.get(j, 0.0) * old / magnitude
                             self.N[j] = magnitude
                         norm_x += x2 / self.N[j] ** 2
-                        rate /= self.N[j] ** 2
+                        rate /= self.N[j]
                 rates.append(rate)
                 ppu += x2 * rate
             if self.step == "adaptive" and self.normalized and norm_x > 0:
