@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 from apache_beam.metrics.metric import MetricsFilter
 
-READ_NAMESPACE = "polybeam.read"
+from polybeam.transforms.read import COUNTER_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def _value(result) -> int:
 
 def read_counts(pipeline_result, step_prefix: str = "") -> ReadCounts:
     """Sum the reader counters of the steps whose name starts with ``step_prefix``."""
-    found = pipeline_result.metrics().query(MetricsFilter().with_namespace(READ_NAMESPACE))
+    found = pipeline_result.metrics().query(MetricsFilter().with_namespace(COUNTER_NAMESPACE))
     totals = {"records": 0, "examples": 0, "dead_letters": 0, "skipped": 0}
     for counter in found["counters"]:
         name = counter.key.metric.name

@@ -1,6 +1,9 @@
 """Beam PTransforms, DoFns and sources: the only part of polybeam that knows Beam."""
 
 from polybeam.transforms.dead_letters import FillLineNumbers, LineIndex, WriteDeadLetters
+from polybeam.transforms.evaluate import Evaluate, EvaluationFn
+from polybeam.transforms.model_io import ReadModel, WriteModel, read_model, write_model
+from polybeam.transforms.predict import Predict, ScoredBatch, WritePredictions
 from polybeam.transforms.read import (
     COUNTER_NAMESPACE,
     DEAD_LETTERS,
@@ -11,18 +14,31 @@ from polybeam.transforms.read import (
     ReadResult,
 )
 from polybeam.transforms.sources import TextBlock, TextBlockSource
+from polybeam.transforms.train import MergeLearnersFn, Train, TrainFn
 
 __all__ = [
     "COUNTER_NAMESPACE",
     "DEAD_LETTERS",
     "EXAMPLES",
+    "Evaluate",
+    "EvaluationFn",
     "FillLineNumbers",
     "LineIndex",
+    "MergeLearnersFn",
     "ParseBlocks",
+    "Predict",
     "ReadExamples",
+    "ReadModel",
     "ReadParquetBatches",
     "ReadResult",
+    "ScoredBatch",
     "TextBlock",
     "TextBlockSource",
+    "Train",
+    "TrainFn",
     "WriteDeadLetters",
+    "WriteModel",
+    "WritePredictions",
+    "read_model",
+    "write_model",
 ]
