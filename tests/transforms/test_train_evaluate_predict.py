@@ -187,3 +187,46 @@ def test_write_and_read_model_inside_pipelines(tmp_path, spam):
         p | beam.Create(spam) | Train(loss="logistic") | WriteModel(path)
     (metrics,) = run_collect(lambda p: p | beam.Create(spam) | Evaluate(p | ReadModel(path)))
     assert metrics["error"] < 0.1
+
+
+def test_per_key_predict_and_evaluate_use_each_keys_model(spam):
+    def by_capitals(batch):  # key each example by whether its longest capital run (feature 56) is long
+        dense = batch.to_csr()[:, 56].toarray().ravel()
+        return np.where(dense > 10, "long", "short")
+
+    def build(p):
+        batches = p | beam.Create(spam)
+        models = batches | "Train" >> Train(loss="logistic", key=by_capitals)
+        metrics = batches | "Evaluate" >> Evaluate(models, key=by_capitals)
+        scored = batches | "Predict" >> Predict(models, key=by_capitals)
+        counts = scored | "Sizes" >> beam.Map(lambda s: (s.key, len(s.predictions))) | "Count" >> beam.CombinePerKey(sum)
+        tagged = (
+            metrics | "TagMetrics" >> beam.Map(lambda kv: ("metrics", kv)),
+            counts | "TagCounts" >> beam.Map(lambda kv: ("count", kv)),
+        )
+        return tagged | beam.Flatten()
+
+    found = run_collect(build)
+    metrics = dict(kv for kind, kv in found if kind == "metrics")
+    counts = dict(kv for kind, kv in found if kind == "count")
+    expected = {key: 0 for key in ("long", "short")}
+    for batch in spam:
+        for key in by_capitals(batch):
+            expected[key] += 1
+    assert counts == expected
+    assert {key: m["examples"] for key, m in metrics.items()} == expected
+    assert all(m["error"] < 0.2 for m in metrics.values())
+
+
+def test_training_across_worker_processes_matches_the_task(tmp_path, spam):
+    # Two SDK worker processes: learners are pickled between processes, bundles
+    # learn separately and are averaged.
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    path = str(tmp_path / "multi.model")
+    options = PipelineOptions(runner=RUNNER, direct_num_workers=2, direct_running_mode="multi_processing")
+    with beam.Pipeline(options=options) as p:
+        p | beam.Create(spam) | Train(loss="logistic", passes=2) | WriteModel(path)
+    model = read_model(path)
+    assert [entry["examples"] for entry in model.metadata["passes"]] == [4601, 4601]
+    assert Evaluation.of(model, spam).result()["error"] < 0.12
