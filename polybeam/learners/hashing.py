@@ -4,7 +4,8 @@ The rules, chosen so that a file hashes the same way in polybeam and in Vowpal
 Wabbit (``--hash strings``, the default):
 
 * A namespace's seed is ``hash_string(namespace, seed)``; the default namespace
-  (VW's ``| a b``) has seed ``seed`` itself (0 unless ``--seed`` says otherwise).
+  (VW's ``| a b``) has the seed of the empty name, MurmurHash3 of no bytes, which
+  is 0 for the default ``seed`` 0.
 * A string feature ``name`` in a namespace hashes to
   ``hash_string(name, namespace_seed) & (2**bits - 1)``, where ``hash_string`` is
   MurmurHash3 (x86, 32-bit) of the UTF-8 bytes, except that a name made only of
@@ -126,12 +127,12 @@ def murmur3_32(data, start, stop, seed):
 def hash_token(data, start, stop, seed):
     """VW's ``hashstring``: digits-only tokens are their value plus ``seed``.
 
-    Leading and trailing spaces are ignored, as VW trims them. Returns an
+    Leading and trailing whitespace and control bytes are ignored, as VW trims them. Returns an
     unsigned 32-bit value (as int64) before masking.
     """
-    while start < stop and data[start] == 32:
+    while start < stop and data[start] <= 32:
         start += 1
-    while stop > start and data[stop - 1] == 32:
+    while stop > start and data[stop - 1] <= 32:
         stop -= 1
     length = stop - start
     if 0 < length <= MAX_DIGIT_NAME:
@@ -173,10 +174,14 @@ def hash_string(name: str | bytes, seed: int = 0) -> int:
 
 
 def namespace_seed(namespace: str | bytes, seed: int = 0) -> int:
-    """The seed for features of a VW namespace; the default (empty/space) namespace uses ``seed``."""
+    """The seed for features of a VW namespace.
+
+    The default (empty or blank) namespace uses the hash of the empty string,
+    which is 0 for seed 0, as VW does with ``--hash_seed``.
+    """
     raw = namespace.encode("utf-8") if isinstance(namespace, str) else bytes(namespace)
     if raw.strip(b" ") == b"":
-        return int(seed)
+        return int(murmur3_32(np.zeros(0, dtype=np.uint8), 0, 0, int(seed)))
     return hash_string(raw, seed)
 
 

@@ -1,0 +1,582 @@
+"""Delimited text with named columns (CSV), one record per line.
+
+Columns are found by their header names (without a header, by the names
+``"1"`` ... ``"d"``, or by 0-based position). Every column other than the label,
+the weight and the ignored ones becomes a feature:
+
+* a **numeric** column ``x`` gives feature ``x`` at slot
+  ``feature_slot("x", bits, seed=seed)`` with the cell's value; an empty cell is
+  a missing value (no feature), a zero is dropped, and a cell that is not a
+  finite number rejects the line;
+* a **categorical** column ``c`` gives feature ``c=value`` with value 1, at slot
+  ``hash_token(value, hash_string("c", seed)) & (2**bits - 1)``, as if ``c``
+  were a VW namespace holding the feature ``value``.
+
+Fields follow RFC 4180 within a line: double quotes protect delimiters, ``""``
+is a literal quote, and blank space around fields is trimmed. A record must fit
+on one line, so an unbalanced quote rejects the line. ``batch.names`` always
+names the slots of the block.
+
+Examples
+--------
+>>> fmt = CsvFormat(label_column="y", categorical_columns=("color",))
+>>> parsed = fmt.parse(b'y,size,color\\n1,2.5,red\\n0,,"dark, blue"\\n1,x,red\\n')
+>>> parsed.records, parsed.skipped, parsed.batch.labels.tolist()
+(4, 1, [1.0, 0.0])
+>>> sorted(parsed.batch.names.values())
+['color=dark, blue', 'color=red', 'size']
+>>> parsed.dead_letters[0].reason
+"column 'size': not a number: 'x'"
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
+
+import numba
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.hashing import check_bits, feature_slot, hash_string, hash_token, slot_mask
+from polybeam.learners.parsing.libsvm import check_labels, check_seed
+from polybeam.learners.parsing.numbers import scan_number
+from polybeam.learners.parsing.records import ParsedBlock
+from polybeam.learners.parsing.text import (
+    EXAMPLE,
+    FIRST_ERROR,
+    SKIPPED,
+    LineBlock,
+    as_bytes_array,
+    byte_pointer,
+    check_position,
+    count_lines,
+    decode_spans,
+    finish_block,
+    first_occurrences,
+    is_skippable,
+    line_spans,
+    line_stop,
+    token_text,
+)
+
+# What each column is for.
+IGNORED = 0
+NUMERIC = 1
+CATEGORICAL = 2
+LABEL = 3
+WEIGHT = 4
+
+QUOTE = 34
+
+UNBALANCED_QUOTE = FIRST_ERROR
+TEXT_AFTER_QUOTE = FIRST_ERROR + 1
+WRONG_COLUMN_COUNT = FIRST_ERROR + 2
+BAD_NUMBER = FIRST_ERROR + 3
+NON_FINITE_NUMBER = FIRST_ERROR + 4
+BAD_LABEL = FIRST_ERROR + 5
+BAD_WEIGHT = FIRST_ERROR + 6
+INVALID_WEIGHT = FIRST_ERROR + 7
+
+
+@numba.njit(cache=True)
+def _is_padding(c, delimiter):
+    # Blank space around a field, unless it is the delimiter itself.
+    return (c == 32 or c == 13 or c == 9) and c != delimiter
+
+
+@numba.njit(cache=True)
+def _copy(source, start, stop, target, pos, unescape):
+    """Copy ``source[start:stop]`` to ``target[pos:]``, turning ``""`` into ``"``; returns the new end."""
+    i = start
+    while i < stop:
+        target[pos] = source[i]
+        pos += 1
+        if unescape and source[i] == QUOTE:
+            i += 1  # skip the second quote of the pair
+        i += 1
+    return pos
+
+
+@numba.njit(cache=True)
+def _parse_record(
+    text, start, stop, delimiter, kinds, column_slots, column_seeds, mask,
+    slots, values, feature_columns, value_spans, first_use, nnz, scratch, scratch_pos,
+):  # fmt: skip
+    """One CSV line: ``(status, bad column, bad start, bad stop, label, weight, has label, nnz, scratch end)``.
+
+    For a wrong column count, ``bad stop`` holds the number of fields found.
+    Categorical values are copied (unescaped) to ``scratch`` for hashing and naming.
+    """
+    n_columns = len(kinds)
+    label = np.nan
+    weight = 1.0
+    labelled = False
+    pending = EXAMPLE  # a bad cell is reported once the column count is known right
+    bad_column = -1
+    bad_start = bad_stop = 0
+    column = 0
+    pos = start
+    while True:
+        field_start = pos
+        while pos < stop and _is_padding(text[pos], delimiter):
+            pos += 1
+        escaped = False
+        if pos < stop and text[pos] == QUOTE:
+            inner_start = pos + 1
+            pos = inner_start
+            closed = False
+            while pos < stop:
+                if text[pos] == QUOTE:
+                    if pos + 1 < stop and text[pos + 1] == QUOTE:
+                        escaped = True
+                        pos += 2
+                        continue
+                    closed = True
+                    break
+                pos += 1
+            if not closed:
+                return UNBALANCED_QUOTE, column, field_start, stop, 0.0, 1.0, False, nnz, scratch_pos
+            inner_stop = pos
+            pos += 1
+            while pos < stop and _is_padding(text[pos], delimiter):
+                pos += 1
+            if pos < stop and text[pos] != delimiter:
+                return TEXT_AFTER_QUOTE, column, field_start, pos + 1, 0.0, 1.0, False, nnz, scratch_pos
+        else:
+            inner_start = pos
+            while pos < stop and text[pos] != delimiter:
+                pos += 1
+            inner_stop = pos
+            while inner_stop > inner_start and _is_padding(text[inner_stop - 1], delimiter):
+                inner_stop -= 1
+        field_stop = pos
+        if pending == EXAMPLE and column < n_columns and inner_stop > inner_start:
+            kind = kinds[column]
+            if kind == CATEGORICAL:
+                value_start = scratch_pos
+                scratch_pos = _copy(text, inner_start, inner_stop, scratch, scratch_pos, escaped)
+                slots[nnz] = hash_token(scratch, value_start, scratch_pos, column_seeds[column]) & mask
+                values[nnz] = 1.0
+                feature_columns[nnz] = column
+                value_spans[nnz, 0] = value_start
+                value_spans[nnz, 1] = scratch_pos
+                nnz += 1
+            elif kind != IGNORED:
+                # Quoted numbers with "" inside are not numbers, so parsing the raw bytes is enough.
+                number, end = scan_number(text, inner_start, inner_stop)
+                parsed = end == inner_stop and not escaped
+                if kind == NUMERIC:
+                    if not parsed:
+                        pending = BAD_NUMBER
+                    elif not np.isfinite(number):
+                        pending = NON_FINITE_NUMBER
+                    elif number != 0.0:
+                        slots[nnz] = column_slots[column]
+                        values[nnz] = number
+                        feature_columns[nnz] = column
+                        if first_use[column] < 0:
+                            first_use[column] = nnz
+                        nnz += 1
+                elif kind == LABEL:
+                    if not parsed:
+                        pending = BAD_LABEL
+                    label = number
+                    labelled = True
+                else:  # WEIGHT
+                    if not parsed:
+                        pending = BAD_WEIGHT
+                    elif not (np.isfinite(number) and number >= 0.0):
+                        pending = INVALID_WEIGHT
+                    weight = number
+                if pending != EXAMPLE:
+                    bad_column = column
+                    bad_start = field_start
+                    bad_stop = field_stop
+        column += 1
+        if pos >= stop:
+            break
+        pos += 1  # past the delimiter; a trailing delimiter opens one more (empty) field
+    if column != n_columns:
+        return WRONG_COLUMN_COUNT, -1, 0, column, 0.0, 1.0, False, nnz, scratch_pos
+    if pending != EXAMPLE:
+        return pending, bad_column, bad_start, bad_stop, 0.0, 1.0, False, nnz, scratch_pos
+    return EXAMPLE, -1, 0, 0, label, weight, labelled, nnz, scratch_pos
+
+
+# nogil: Beam runs several bundles per worker process in threads.
+@numba.njit(cache=True, nogil=True)
+def scan_csv(data, delimiter, kinds, column_slots, column_seeds, mask, header_first):
+    """Parse a block of CSV lines (``data`` a uint8 array) in one pass.
+
+    ``kinds``, ``column_slots`` and ``column_seeds`` describe the columns;
+    ``header_first`` says the block's first line is the header (skipped).
+    """
+    n = len(data)
+    n_lines = count_lines(data)
+    n_columns = len(kinds)
+    status = np.empty(n_lines, dtype=np.int8)
+    starts = np.empty(n_lines, dtype=np.int64)
+    stops = np.empty(n_lines, dtype=np.int64)
+    bad_columns = np.full(n_lines, -1, dtype=np.int64)
+    bad_starts = np.zeros(n_lines, dtype=np.int64)
+    bad_stops = np.zeros(n_lines, dtype=np.int64)
+    example_lines = np.empty(n_lines, dtype=np.int64)
+    labels = np.empty(n_lines, dtype=np.float64)
+    weights = np.empty(n_lines, dtype=np.float64)
+    has_label = np.empty(n_lines, dtype=np.bool_)
+    indptr = np.empty(n_lines + 1, dtype=np.int64)
+    indptr[0] = 0
+    # Every feature takes a non-empty cell and a delimiter (or the line end).
+    capacity = n // 2 + 1
+    slots = np.empty(capacity, dtype=np.int32)
+    values = np.empty(capacity, dtype=np.float64)
+    feature_columns = np.empty(capacity, dtype=np.int32)
+    value_spans = np.empty((capacity, 2), dtype=np.int64)
+    first_use = np.full(n_columns, -1, dtype=np.int64)
+    scratch = np.empty(n, dtype=np.uint8)
+    text = byte_pointer(data)
+    scratch_text = byte_pointer(scratch)
+    n_examples = 0
+    nnz = 0
+    scratch_pos = 0
+    pos = 0
+    for line in range(n_lines):
+        start = pos
+        stop = line_stop(text, pos, n)
+        pos = stop + 1
+        starts[line] = start
+        stops[line] = stop
+        if (line == 0 and header_first) or is_skippable(text, start, stop):
+            status[line] = SKIPPED
+            continue
+        code, bad_column, bad_start, bad_stop, label, weight, labelled, line_nnz, line_scratch = _parse_record(
+            text, start, stop, delimiter, kinds, column_slots, column_seeds, mask,
+            slots, values, feature_columns, value_spans, first_use, nnz, scratch_text, scratch_pos,
+        )  # fmt: skip
+        status[line] = code
+        if code != EXAMPLE:
+            # Roll the line back; a first use recorded by it is past the kept features.
+            for column in range(n_columns):
+                if first_use[column] >= nnz:
+                    first_use[column] = -1
+            bad_columns[line] = bad_column
+            bad_starts[line] = bad_start
+            bad_stops[line] = bad_stop
+            continue
+        example_lines[n_examples] = line
+        labels[n_examples] = label
+        weights[n_examples] = weight
+        has_label[n_examples] = labelled
+        nnz = line_nnz
+        scratch_pos = line_scratch
+        n_examples += 1
+        indptr[n_examples] = nnz
+    return (
+        (status, starts, stops, bad_columns, bad_starts, bad_stops),
+        (example_lines[:n_examples].copy(), labels[:n_examples].copy(), weights[:n_examples].copy(),
+         has_label[:n_examples].copy(), indptr[: n_examples + 1].copy()),
+        (slots[:nnz].copy(), values[:nnz].copy(), feature_columns[:nnz].copy(), value_spans[:nnz].copy(),
+         first_use, scratch[:scratch_pos].copy()),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CsvColumns:
+    """What a CSV format makes of a file's columns (resolved once per header)."""
+
+    names: tuple[str, ...]
+    kinds: np.ndarray
+    slots: np.ndarray
+    seeds: np.ndarray
+    label: int
+    weight: int
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+
+def split_fields(line: bytes, delimiter: str) -> list[str]:
+    """The fields of one CSV line (the header), by the same rules as the records.
+
+    >>> split_fields(b' a , "b, c" ,"say ""hi"" now"\\r', ",")
+    ['a', 'b, c', 'say "hi" now']
+    """
+    text = line.decode("utf-8", errors="replace").removeprefix("\ufeff").rstrip("\r\n")
+    if not text.strip():
+        return []
+    padding = "".join(c for c in " \r\t" if c != delimiter)
+    fields, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos] in padding:
+            pos += 1
+        if text.startswith('"', pos):
+            value, pos = [], pos + 1
+            while True:
+                close = text.find('"', pos)
+                if close < 0:
+                    raise ValueError(f"unbalanced double quote in CSV line {line[:200]!r}")
+                value.append(text[pos:close])
+                if text.startswith('"', close + 1):
+                    value.append('"')
+                    pos = close + 2
+                    continue
+                pos = close + 1
+                break
+            while pos < len(text) and text[pos] in padding:
+                pos += 1
+            if pos < len(text) and text[pos] != delimiter:
+                raise ValueError(f"text after a closing double quote in CSV line {line[:200]!r}")
+            fields.append("".join(value))
+        else:
+            end = text.find(delimiter, pos)
+            end = len(text) if end < 0 else end
+            fields.append(text[pos:end].rstrip(padding))
+            pos = end
+        if pos >= len(text):
+            return fields
+        pos += 1
+
+
+@dataclass(frozen=True)
+class CsvFormat:
+    """Parse CSV text blocks into example batches.
+
+    Parameters
+    ----------
+    bits, seed : int
+        Hashed feature space of ``2**bits`` slots, and the hash seed.
+    labels : {"real", "binary", "multiclass", "any"}
+        Which labels are acceptable; others become dead letters. An empty label
+        cell is a missing label, which only ``"any"`` (prediction) accepts.
+    label_column, weight_column : str or int, optional
+        The label column (default: the first) and the importance weight column
+        (default: none, weight 1), by header name or 0-based position. Without a
+        header the columns are named ``"1"`` ... ``"d"``.
+    delimiter : str
+        One character between fields.
+    has_header : bool
+        Whether the file's first line names the columns. Blocks after the first
+        need that line passed as ``header``.
+    categorical_columns, ignore_columns : tuple of str or int
+        Columns whose values are categories, and columns to leave out.
+
+    Without a header, the number of columns comes from ``header`` (the file's
+    first line) when given, else from the block's first data line.
+    """
+
+    name: ClassVar[str] = "csv"
+
+    bits: int = 18
+    seed: int = 0
+    labels: str = "real"
+    label_column: str | int | None = None
+    weight_column: str | int | None = None
+    delimiter: str = ","
+    has_header: bool = True
+    categorical_columns: tuple[str | int, ...] = field(default=())
+    ignore_columns: tuple[str | int, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        check_bits(self.bits)
+        check_seed(self.seed)
+        check_labels(self.labels)
+        if not isinstance(self.delimiter, str) or len(self.delimiter.encode("utf-8")) != 1:
+            raise ValueError(f"delimiter must be a single ASCII character, got {self.delimiter!r}")
+        if self.delimiter in "\"\r\n":
+            raise ValueError(f"delimiter cannot be a double quote or a line break, got {self.delimiter!r}")
+        for option in ("categorical_columns", "ignore_columns"):
+            value = getattr(self, option)
+            if isinstance(value, (str, int)):
+                value = (value,)
+            object.__setattr__(self, option, tuple(value))
+            for column in getattr(self, option):
+                _check_column_reference(column, option)
+        for option in ("label_column", "weight_column"):
+            if getattr(self, option) is not None:
+                _check_column_reference(getattr(self, option), option)
+
+    @property
+    def header_lines(self) -> int:
+        """How many lines at the top of a file are not records."""
+        return 1 if self.has_header else 0
+
+    def columns(self, header: bytes | None = None, first_record: bytes | None = None) -> CsvColumns:
+        """Resolve the columns from the header line (or, without one, a record); raises ``ValueError``."""
+        if self.has_header:
+            if header is None:
+                raise ValueError("this CSV format has a header: pass the file's first line as header")
+            names = split_fields(header, self.delimiter)
+            if not names:
+                raise ValueError("the CSV header line is empty")
+        else:
+            sample = header if header is not None else first_record
+            if sample is None:
+                raise ValueError("cannot tell the number of CSV columns without a record")
+            names = [str(i + 1) for i in range(len(split_fields(sample, self.delimiter)))]
+        return _resolve_columns(self, tuple(names))
+
+    def parse(
+        self,
+        data: bytes,
+        *,
+        source: str = "<memory>",
+        offset: int = 0,
+        first_line: int | None = 1,
+        header: bytes | None = None,
+    ) -> ParsedBlock:
+        """Parse a block of complete lines starting at byte ``offset`` (line ``first_line``) of ``source``.
+
+        The block's first line is the header (and skipped) when the format has a
+        header and ``offset`` is 0; other blocks need ``header``.
+        """
+        check_position(offset, first_line)
+        data = bytes(data)
+        array = as_bytes_array(data)
+        header_first = self.has_header and offset == 0
+        starts, stops = line_spans(array)
+        if header_first and header is None and len(starts):
+            header = data[starts[0] : stops[0]]
+        first_record = next(
+            (
+                data[starts[i] : stops[i]]
+                for i in range(1 if header_first else 0, len(starts))
+                if not is_skippable(array, starts[i], stops[i])
+            ),
+            None,
+        )
+        if first_record is None:  # nothing but a header, blank lines and comments
+            block = LineBlock(data, starts, stops, source, offset, first_line)
+            empty = replace(ExampleBatch.empty(self.bits), row_ids=np.zeros(0, dtype=np.int64), source=source)
+            return finish_block(block, np.full(len(starts), SKIPPED, dtype=np.int8), None, empty, labels="any")
+        columns = self.columns(header, first_record)
+        (
+            (status, starts, stops, bad_columns, bad_starts, bad_stops),
+            (example_lines, labels, weights, has_label, indptr),
+            (slots, values, feature_columns, value_spans, first_use, scratch),
+        ) = scan_csv(
+            array,
+            np.uint8(ord(self.delimiter)),
+            columns.kinds,
+            columns.slots,
+            columns.seeds,
+            np.int64(slot_mask(self.bits)),
+            header_first,
+        )
+        block = LineBlock(data, starts, stops, source, offset, first_line)
+        batch = ExampleBatch(
+            labels=labels,
+            weights=weights,
+            indptr=indptr,
+            indices=slots,
+            values=values,
+            bits=self.bits,
+            row_ids=offset + starts[example_lines],
+            source=source,
+        )
+
+        def reason_of(line: int, code: int) -> str:
+            if code == WRONG_COLUMN_COUNT:
+                return f"expected {columns.count} columns, found {bad_stops[line]}"
+            if code == UNBALANCED_QUOTE:
+                return "unbalanced double quote (a CSV record must fit on one line)"
+            column = int(bad_columns[line])
+            cell = token_text(data, bad_starts[line], bad_stops[line])
+            if code == TEXT_AFTER_QUOTE:
+                where = repr(columns.names[column]) if column < columns.count else f"number {column + 1}"
+                return f"text after the closing double quote in column {where}: {cell}"
+            if code == BAD_NUMBER:
+                return f"column {columns.names[column]!r}: not a number: {cell}"
+            if code == NON_FINITE_NUMBER:
+                return f"column {columns.names[column]!r}: non-finite value: {cell}"
+            if code == BAD_LABEL:
+                return f"label column {columns.names[column]!r}: not a number: {cell}"
+            if code == BAD_WEIGHT:
+                return f"weight column {columns.names[column]!r}: not a number: {cell}"
+            return f"weight column {columns.names[column]!r}: importance weight must be finite and >= 0, got {cell}"
+
+        def names(features: np.ndarray | None) -> dict[int, str]:
+            return _names(columns, slots, feature_columns, value_spans, first_use, scratch, self.bits, features)
+
+        return finish_block(block, status, reason_of, batch, labels=self.labels, has_label=has_label, names=names)
+
+
+def _check_column_reference(column, option: str) -> None:
+    if isinstance(column, bool) or not isinstance(column, (str, int, np.integer)):
+        raise TypeError(f"{option} must name columns by header name (str) or 0-based position (int), got {column!r}")
+    if not isinstance(column, str) and column < 0:
+        raise ValueError(f"{option} positions are 0-based and >= 0, got {column}")
+
+
+@functools.lru_cache(maxsize=64)
+def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
+    """Map the format's column options onto the names of a file's columns."""
+
+    def position(column, option: str) -> int:
+        if isinstance(column, str):
+            matches = [i for i, name in enumerate(names) if name == column]
+            if not matches:
+                raise ValueError(f"{option} {column!r} is not a column; the columns are {list(names)}")
+            if len(matches) > 1:
+                raise ValueError(f"{option} {column!r} names {len(matches)} columns; column names must be unique")
+            return matches[0]
+        if column >= len(names):
+            raise ValueError(f"{option} {column} is out of range for {len(names)} columns")
+        return int(column)
+
+    label = 0 if fmt.label_column is None else position(fmt.label_column, "label_column")
+    weight = -1 if fmt.weight_column is None else position(fmt.weight_column, "weight_column")
+    if weight == label:
+        raise ValueError(f"the label and weight columns are the same column, {names[label]!r}")
+    categorical = {position(c, "categorical_columns") for c in fmt.categorical_columns}
+    ignored = {position(c, "ignore_columns") for c in fmt.ignore_columns}
+    for role, column in (("label", label), ("weight", weight)):
+        if column in categorical or column in ignored:
+            raise ValueError(f"the {role} column {names[column]!r} cannot also be categorical or ignored")
+    if categorical & ignored:
+        both = sorted(names[c] for c in categorical & ignored)
+        raise ValueError(f"columns {both} are both categorical and ignored")
+    kinds = np.full(len(names), NUMERIC, dtype=np.int8)
+    kinds[sorted(ignored)] = IGNORED
+    kinds[sorted(categorical)] = CATEGORICAL
+    kinds[label] = LABEL
+    if weight >= 0:
+        kinds[weight] = WEIGHT
+    slots = np.array([feature_slot(name, fmt.bits, "", fmt.seed) for name in names], dtype=np.int32)
+    seeds = np.array([hash_string(name, fmt.seed) for name in names], dtype=np.int64)
+    for array in (kinds, slots, seeds):
+        array.setflags(write=False)
+    return CsvColumns(names, kinds, slots, seeds, label, weight)
+
+
+def _names(columns, slots, feature_columns, value_spans, first_use, scratch, bits, features=None) -> dict[int, str]:
+    """Slot -> ``column`` or ``column=value`` for the block, the first name of a slot winning.
+
+    ``features`` masks the features of the examples kept (None: all of them).
+    """
+    is_categorical = columns.kinds[feature_columns] == CATEGORICAL
+    # (first feature index, slot, name) for numeric columns: the kernel knows
+    # each column's first use, unless examples were dropped since...
+    if features is None:
+        used = np.flatnonzero(first_use >= 0)
+        firsts = first_use[used]
+    else:
+        numeric = np.flatnonzero(features & ~is_categorical)
+        used, first = np.unique(feature_columns[numeric], return_index=True)
+        firsts = numeric[first]
+    candidates = [(int(f), int(columns.slots[c]), columns.names[c]) for f, c in zip(firsts, used)]
+    # ...and for categorical values, one numpy pass to find each slot's first feature.
+    categorical = np.flatnonzero(is_categorical if features is None else is_categorical & features)
+    if len(categorical):
+        features = categorical[first_occurrences(slots[categorical], bits)]
+        texts = decode_spans(scratch, value_spans[features, 0], value_spans[features, 1])
+        candidates += [
+            (int(f), int(s), f"{columns.names[c]}={text}")
+            for f, s, c, text in zip(features, slots[features].tolist(), feature_columns[features].tolist(), texts)
+        ]
+    names: dict[int, str] = {}
+    for _, slot, name in sorted(candidates):
+        names.setdefault(slot, name)
+    return names

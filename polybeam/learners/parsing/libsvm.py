@@ -1,0 +1,319 @@
+"""LIBSVM / SVMlight text: ``label [qid:N] index:value ... [# comment]``.
+
+One numba kernel scans a whole block of lines and writes labels, slots and
+values into preallocated arrays; Python only touches the rare bad lines.
+
+* The label is a number (checked against the task by ``labels``).
+* Indices are positive integers; an index below ``2**bits`` is its own slot,
+  larger ones are hashed (see :mod:`polybeam.learners.hashing`).
+* Values are finite numbers; explicit zeros are dropped. Repeated indices are
+  kept, and the learners sum them.
+* ``qid:N`` right after the label is accepted and ignored; ``#`` starts a
+  comment anywhere in a line.
+
+Examples
+--------
+>>> parsed = LibsvmFormat(bits=18).parse(b"1 3:0.5 7:2 # first\\n-1 qid:4 3:1\\n0 0:1\\n")
+>>> parsed.records, len(parsed.batch), parsed.batch.labels.tolist()
+(3, 2, [1.0, -1.0])
+>>> parsed.batch.row(0)
+(array([3, 7], dtype=int32), array([0.5, 2. ]))
+>>> parsed.batch.row_ids.tolist()
+[0, 20]
+>>> letter = parsed.dead_letters[0]
+>>> letter.line, letter.offset, letter.raw, letter.reason
+(3, 33, '0 0:1', 'feature index must be >= 1')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numba
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.hashing import check_bits, libsvm_slot_kernel, slot_mask
+from polybeam.learners.parsing.numbers import scan_number
+from polybeam.learners.parsing.records import LABEL_KINDS, ParsedBlock
+from polybeam.learners.parsing.text import (
+    EXAMPLE,
+    FIRST_ERROR,
+    HASH,
+    SKIPPED,
+    LineBlock,
+    as_bytes_array,
+    byte_pointer,
+    check_position,
+    count_lines,
+    finish_block,
+    is_blank,
+    line_stop,
+    skip_blanks,
+    token_text,
+)
+
+# Longer indices would overflow the 64-bit integer they are read into.
+MAX_INDEX_DIGITS = 18
+
+MISSING_LABEL = FIRST_ERROR
+BAD_LABEL = FIRST_ERROR + 1
+BAD_FEATURE = FIRST_ERROR + 2
+INDEX_TOO_SMALL = FIRST_ERROR + 3
+INDEX_TOO_LONG = FIRST_ERROR + 4
+BAD_VALUE = FIRST_ERROR + 5
+NON_FINITE_VALUE = FIRST_ERROR + 6
+BAD_QID = FIRST_ERROR + 7
+
+# The reasons quoting the offending token say so with a trailing ": ".
+REASONS = {
+    MISSING_LABEL: "missing label",
+    BAD_LABEL: "label is not a number: ",
+    BAD_FEATURE: "feature must be index:value, got ",
+    INDEX_TOO_SMALL: "feature index must be >= 1",
+    INDEX_TOO_LONG: f"feature index has more than {MAX_INDEX_DIGITS} digits",
+    BAD_VALUE: "feature value is not a number: ",
+    NON_FINITE_VALUE: "non-finite feature value: ",
+    BAD_QID: "qid must be a non-negative integer, got ",
+}
+
+
+@numba.njit(cache=True)
+def _ends_token(data, pos, stop):
+    return pos == stop or is_blank(data[pos]) or data[pos] == HASH
+
+
+@numba.njit(cache=True)
+def _token_stop(data, pos, stop):
+    while not _ends_token(data, pos, stop):
+        pos += 1
+    return pos
+
+
+@numba.njit(cache=True)
+def _starts_qid(data, pos, stop):
+    # b"qid:" byte by byte
+    return (
+        stop - pos >= 4 and data[pos] == 113 and data[pos + 1] == 105 and data[pos + 2] == 100 and data[pos + 3] == 58
+    )
+
+
+@numba.njit(cache=True)
+def _parse_line(data, start, stop, mask, seed, slots, values, nnz):
+    """One line: ``(status, bad token start, bad token stop, label, nnz after)``.
+
+    Features go to ``slots[nnz:]`` / ``values[nnz:]``; on a bad line the caller
+    keeps its old ``nnz``, which rolls the line's features back.
+    """
+    pos = skip_blanks(data, start, stop)
+    if pos == stop or data[pos] == HASH:
+        return SKIPPED, 0, 0, 0.0, nnz
+    label, end = scan_number(data, pos, stop)
+    if end == pos or not _ends_token(data, end, stop):
+        token_stop = _token_stop(data, pos, stop)
+        for i in range(pos, token_stop):
+            if data[i] == 58:  # ':' -- the line starts with a feature
+                return MISSING_LABEL, pos, token_stop, 0.0, nnz
+        return BAD_LABEL, pos, token_stop, 0.0, nnz
+    pos = end
+    first_feature = True
+    while True:
+        pos = skip_blanks(data, pos, stop)
+        if pos == stop or data[pos] == HASH:
+            break
+        token = pos
+        if first_feature and _starts_qid(data, pos, stop):
+            # Ranking query ids (SVMlight) carry no feature.
+            pos += 4
+            digits_start = pos
+            while pos < stop and 48 <= data[pos] <= 57:
+                pos += 1
+            if pos == digits_start or not _ends_token(data, pos, stop):
+                return BAD_QID, token, _token_stop(data, token, stop), 0.0, nnz
+            first_feature = False
+            continue
+        first_feature = False
+        negative = data[pos] == 45  # '-'
+        if negative:
+            pos += 1
+        index = np.int64(0)
+        digits = 0
+        any_digit = False
+        while pos < stop and 48 <= data[pos] <= 57:
+            any_digit = True
+            if digits < MAX_INDEX_DIGITS:
+                index = index * 10 + (data[pos] - 48)
+            if index != 0:
+                digits += 1  # leading zeros do not count
+            pos += 1
+        if not any_digit or pos == stop or data[pos] != 58:
+            return BAD_FEATURE, token, _token_stop(data, token, stop), 0.0, nnz
+        if digits > MAX_INDEX_DIGITS:
+            return INDEX_TOO_LONG, token, _token_stop(data, token, stop), 0.0, nnz
+        if negative or index == 0:
+            return INDEX_TOO_SMALL, token, _token_stop(data, token, stop), 0.0, nnz
+        pos += 1
+        # Most values are short integers (binary features are '1'): reading
+        # those here rather than in scan_number is ~15% faster overall.
+        end = pos
+        whole = 0
+        while end < stop and end - pos < 15 and 48 <= data[end] <= 57:
+            whole = whole * 10 + (data[end] - 48)
+            end += 1
+        if end > pos and _ends_token(data, end, stop):
+            value = np.float64(whole)  # below 10**15, so exact
+        else:
+            value, end = scan_number(data, pos, stop)
+        if end == pos or not _ends_token(data, end, stop):
+            return BAD_VALUE, token, _token_stop(data, token, stop), 0.0, nnz
+        if not np.isfinite(value):
+            return NON_FINITE_VALUE, token, end, 0.0, nnz
+        if value != 0.0:
+            slots[nnz] = libsvm_slot_kernel(index, mask, seed)
+            values[nnz] = value
+            nnz += 1
+        pos = end
+    return EXAMPLE, 0, 0, label, nnz
+
+
+# nogil: Beam runs several bundles per worker process in threads.
+@numba.njit(cache=True, nogil=True)
+def scan_libsvm(data, mask, seed):
+    """Parse a block of LIBSVM lines (``data`` a uint8 array) in one pass.
+
+    Returns per-line arrays ``(status, starts, stops, bad_starts, bad_stops)``
+    and per-example arrays ``(example_lines, labels, indptr, slots, values)``,
+    trimmed to size.
+    """
+    n = len(data)
+    n_lines = count_lines(data)
+    status = np.empty(n_lines, dtype=np.int8)
+    starts = np.empty(n_lines, dtype=np.int64)
+    stops = np.empty(n_lines, dtype=np.int64)
+    bad_starts = np.zeros(n_lines, dtype=np.int64)
+    bad_stops = np.zeros(n_lines, dtype=np.int64)
+    example_lines = np.empty(n_lines, dtype=np.int64)
+    labels = np.empty(n_lines, dtype=np.float64)
+    indptr = np.empty(n_lines + 1, dtype=np.int64)
+    indptr[0] = 0
+    # Every feature takes at least 'i:v' plus a separator, so this never overflows.
+    capacity = n // 2 + 1
+    slots = np.empty(capacity, dtype=np.int32)
+    values = np.empty(capacity, dtype=np.float64)
+    text = byte_pointer(data)
+    n_examples = 0
+    nnz = 0
+    pos = 0
+    for line in range(n_lines):
+        stop = line_stop(text, pos, n)
+        starts[line] = pos
+        stops[line] = stop
+        code, bad_start, bad_stop, label, line_nnz = _parse_line(text, pos, stop, mask, seed, slots, values, nnz)
+        status[line] = code
+        if code == EXAMPLE:
+            example_lines[n_examples] = line
+            labels[n_examples] = label
+            nnz = line_nnz
+            n_examples += 1
+            indptr[n_examples] = nnz
+        elif code != SKIPPED:
+            bad_starts[line] = bad_start
+            bad_stops[line] = bad_stop
+        pos = stop + 1
+    return (
+        status,
+        starts,
+        stops,
+        bad_starts,
+        bad_stops,
+        example_lines[:n_examples].copy(),
+        labels[:n_examples].copy(),
+        indptr[: n_examples + 1].copy(),
+        slots[:nnz].copy(),
+        values[:nnz].copy(),
+    )
+
+
+@numba.njit(cache=True)
+def libsvm_slots(indices, mask, seed):
+    """Slots of an array of positive LIBSVM indices (for columnar inputs)."""
+    out = np.empty(len(indices), dtype=np.int32)
+    for i in range(len(indices)):
+        out[i] = libsvm_slot_kernel(np.int64(indices[i]), mask, seed)
+    return out
+
+
+def check_labels(labels: str) -> str:
+    """Validate a ``labels`` setting (the task's kind of label)."""
+    if labels not in LABEL_KINDS:
+        raise ValueError(f"labels must be one of {LABEL_KINDS}, got {labels!r}")
+    return labels
+
+
+def check_seed(seed: int) -> int:
+    """Validate a hash ``seed`` (an unsigned 32-bit integer)."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    return int(seed)
+
+
+@dataclass(frozen=True)
+class LibsvmFormat:
+    """Parse LIBSVM / SVMlight text blocks into example batches.
+
+    Parameters
+    ----------
+    bits : int
+        The batch's hashed feature space has ``2**bits`` slots.
+    seed : int
+        Hash seed for indices too large to be their own slot.
+    labels : {"real", "binary", "multiclass", "any"}
+        Which labels are acceptable; others become dead letters.
+    """
+
+    name: ClassVar[str] = "libsvm"
+    header_lines: ClassVar[int] = 0
+
+    bits: int = 18
+    seed: int = 0
+    labels: str = "real"
+
+    def __post_init__(self) -> None:
+        check_bits(self.bits)
+        check_seed(self.seed)
+        check_labels(self.labels)
+
+    def parse(
+        self,
+        data: bytes,
+        *,
+        source: str = "<memory>",
+        offset: int = 0,
+        first_line: int | None = 1,
+        header: bytes | None = None,
+    ) -> ParsedBlock:
+        """Parse a block of complete lines starting at byte ``offset`` (line ``first_line``) of ``source``."""
+        check_position(offset, first_line)
+        (status, starts, stops, bad_starts, bad_stops, example_lines, labels, indptr, slots, values) = scan_libsvm(
+            as_bytes_array(data), np.int64(slot_mask(self.bits)), np.int64(self.seed)
+        )
+        block = LineBlock(bytes(data), starts, stops, source, offset, first_line)
+        batch = ExampleBatch(
+            labels=labels,
+            weights=np.ones(len(labels)),
+            indptr=indptr,
+            indices=slots,
+            values=values,
+            bits=self.bits,
+            row_ids=offset + starts[example_lines],
+            source=source,
+        )
+
+        def reason_of(line: int, code: int) -> str:
+            reason = REASONS[code]
+            if reason.endswith(" "):
+                reason += token_text(block.data, bad_starts[line], bad_stops[line])
+            return reason
+
+        return finish_block(block, status, reason_of, batch, labels=self.labels)

@@ -1,0 +1,308 @@
+"""Parquet (or any Arrow table) rows as examples, without a Python loop over rows.
+
+Two layouts are understood:
+
+* **Sparse lists**: an ``indices`` list column (and optionally a ``values`` list
+  column of the same lengths; without it every value is 1) holds each row's
+  features with LIBSVM's conventions: indices start at 1 and an index below
+  ``2**bits`` is its own slot. The CSR arrays come straight from the Arrow
+  list offsets.
+* **Named columns**: otherwise every numeric (or boolean) column other than the
+  label and weight -- or just ``feature_columns`` -- is a feature named after
+  its column, at slot ``feature_slot(name, bits, seed=seed)``. Nulls are missing
+  values and zeros are dropped.
+
+A row with a NaN or infinite value, an index below 1, or an impossible weight
+becomes a dead letter whose ``raw`` is the row as JSON; its ``line`` is the
+1-based row number and its ``offset`` the 0-based one. A null label is a
+missing label, which only ``labels="any"`` (prediction) accepts.
+
+Examples
+--------
+>>> import pyarrow as pa
+>>> table = pa.table({"label": [1.0, 0.0, 1.0], "indices": [[1, 5], [], [0]], "values": [[0.5, 2.0], [], [1.0]]})
+>>> parsed = ParquetFormat().parse_table(table, source="t.parquet", first_row=10)
+>>> parsed.batch.row(0), parsed.batch.row_ids.tolist()
+((array([1, 5], dtype=int32), array([0.5, 2. ])), [10, 11])
+>>> letter = parsed.dead_letters[0]
+>>> letter.line, letter.offset, letter.reason
+(13, 12, 'feature index must be >= 1')
+>>> named = ParquetFormat().parse_table(pa.table({"label": [1.0], "age": [30], "income": [0.0]}))
+>>> named.batch.names
+{165201: 'age'}
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
+from polybeam.learners.hashing import check_bits, feature_slot, slot_mask
+from polybeam.learners.parsing.libsvm import check_labels, check_seed, libsvm_slots
+from polybeam.learners.parsing.records import DeadLetter, ParsedBlock, label_problems, reject_examples
+
+
+@dataclass(frozen=True)
+class ParquetFormat:
+    """Parse Parquet files / Arrow tables into example batches.
+
+    Parameters
+    ----------
+    bits, seed : int
+        Hashed feature space of ``2**bits`` slots, and the hash seed.
+    labels : {"real", "binary", "multiclass", "any"}
+        Which labels are acceptable; others become dead letters. With ``"any"``
+        the label column may be absent (prediction input).
+    label_column, weight_column : str
+        The label column and the optional importance weight column.
+    indices_column, values_column : str
+        The list columns of the sparse layout.
+    feature_columns : tuple of str, optional
+        The feature columns of the named layout (default: every numeric one).
+    """
+
+    name: ClassVar[str] = "parquet"
+    header_lines: ClassVar[int] = 0
+
+    bits: int = 18
+    seed: int = 0
+    labels: str = "real"
+    label_column: str = "label"
+    weight_column: str | None = None
+    indices_column: str = "indices"
+    values_column: str = "values"
+    feature_columns: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        check_bits(self.bits)
+        check_seed(self.seed)
+        check_labels(self.labels)
+        if self.feature_columns is not None:
+            columns = (self.feature_columns,) if isinstance(self.feature_columns, str) else tuple(self.feature_columns)
+            object.__setattr__(self, "feature_columns", columns)
+        if self.weight_column is not None and self.weight_column == self.label_column:
+            raise ValueError(f"label_column and weight_column are the same column, {self.label_column!r}")
+
+    def parse(
+        self,
+        data: bytes,
+        *,
+        source: str = "<memory>",
+        offset: int = 0,
+        first_line: int | None = 1,
+        header: bytes | None = None,
+    ) -> ParsedBlock:
+        """Parse the bytes of a whole Parquet file (Parquet cannot be split at byte offsets)."""
+        if offset != 0:
+            raise ValueError("Parquet data cannot start mid-file; read row groups and use parse_table")
+        import pyarrow.parquet as pq
+
+        return self.parse_table(pq.read_table(io.BytesIO(bytes(data))), source=source, first_row=0)
+
+    def parse_table(
+        self, table: pa.Table | pa.RecordBatch, *, source: str = "<memory>", first_row: int = 0
+    ) -> ParsedBlock:
+        """Parse rows ``first_row``, ``first_row + 1``, ... of ``source`` held in ``table``."""
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        if first_row < 0:
+            raise ValueError(f"first_row must be >= 0, got {first_row}")
+        n = table.num_rows
+        labels, has_label = self._labels(table)
+        weights = self._weights(table)
+        reasons = np.full(n, None, dtype=object)
+        # Reasons are filled from the least to the most basic problem, so the
+        # most basic one is what a row's dead letter reports.
+        if self.indices_column in table.column_names:
+            indptr, slots, values, names = self._sparse_features(table, reasons)
+        else:
+            indptr, slots, values, names = self._named_features(table, reasons)
+        bad_weight = ~(np.isfinite(weights) & (weights >= 0))
+        reasons[bad_weight] = "importance weight must be finite and >= 0"
+        good = np.equal(reasons, None).astype(bool)
+        row_numbers = first_row + np.arange(n, dtype=np.int64)
+        batch = ExampleBatch(
+            labels=labels,
+            weights=weights,
+            indptr=indptr,
+            indices=slots,
+            values=values,
+            bits=self.bits,
+            row_ids=row_numbers,
+            source=source,
+            names=names,
+        ).take(good)
+
+        def raw_of(row: int) -> tuple[bytes, int, int]:
+            return _row_json(table, row).encode("utf-8"), first_row + row + 1, first_row + row
+
+        letters = []
+        for row in np.flatnonzero(~good):
+            raw, line, offset = raw_of(int(row))
+            letters.append(DeadLetter.from_bytes(raw, source=source, line=line, offset=offset, reason=reasons[row]))
+        parsed = ParsedBlock(batch=batch, dead_letters=letters, records=n, skipped=0)
+
+        def raw_finder(batch: ExampleBatch):
+            return lambda example: raw_of(int(batch.row_ids[example]) - first_row)
+
+        if self.labels != "any":
+            parsed = reject_examples(parsed, ~has_label[good], "missing label", raw_finder(parsed.batch))
+        bad, reason = label_problems(parsed.batch.labels, self.labels)
+        parsed = reject_examples(parsed, bad, reason, raw_finder(parsed.batch))
+        parsed.dead_letters.sort(key=lambda letter: letter.offset)
+        return parsed
+
+    # -- columns ---------------------------------------------------------------
+
+    def _labels(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        n = table.num_rows
+        if self.label_column not in table.column_names:
+            if self.labels == "any":
+                return np.full(n, np.nan), np.zeros(n, dtype=bool)
+            raise ValueError(
+                f"label column {self.label_column!r} not found; the columns are {table.column_names} "
+                "(use labels='any' to read unlabelled rows)"
+            )
+        column = _numeric(table, self.label_column, "label column")
+        return _to_float(column, missing=np.nan), ~_null_mask(column)
+
+    def _weights(self, table: pa.Table) -> np.ndarray:
+        if self.weight_column is None:
+            return np.ones(table.num_rows)
+        if self.weight_column not in table.column_names:
+            raise ValueError(f"weight column {self.weight_column!r} not found; the columns are {table.column_names}")
+        return _to_float(_numeric(table, self.weight_column, "weight column"), missing=1.0)
+
+    def _sparse_features(self, table: pa.Table, reasons: np.ndarray):
+        """CSR arrays from the list columns, flagging bad rows in ``reasons``."""
+        n = table.num_rows
+        indices_list = _list_column(table, self.indices_column)
+        if not pa.types.is_integer(indices_list.type.value_type):
+            raise ValueError(f"{self.indices_column!r} must hold lists of integers, got {indices_list.type}")
+        lengths = _list_lengths(indices_list)
+        flat_indices = pc.list_flatten(indices_list)
+        indices = flat_indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        entry_row = np.repeat(np.arange(n), lengths)
+        if self.values_column in table.column_names:
+            values_list = _list_column(table, self.values_column)
+            value_type = values_list.type.value_type
+            if not _is_numeric(value_type):
+                raise ValueError(f"{self.values_column!r} must hold lists of numbers, got {values_list.type}")
+            value_lengths = _list_lengths(values_list)
+            flat_values = pc.list_flatten(values_list)
+            all_values = _to_float(flat_values, missing=np.nan)
+            mismatched = value_lengths != lengths
+            # Entry j of row r sits at value_starts[r] + (j - index_starts[r]) in the values;
+            # rows whose lengths differ are rejected, so clip their positions.
+            index_starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
+            value_starts = np.concatenate([[0], np.cumsum(value_lengths)])[:-1]
+            positions = value_starts[entry_row] + np.arange(len(indices)) - index_starts[entry_row]
+            positions = np.clip(positions, 0, max(len(all_values) - 1, 0))
+            values = all_values[positions] if len(all_values) else np.zeros(len(indices))
+            values[mismatched[entry_row]] = 0.0
+        else:
+            mismatched = np.zeros(n, dtype=bool)
+            values = np.ones(len(indices))
+        _flag(reasons, entry_row[~np.isfinite(values)], "non-finite or null feature value")
+        _flag(reasons, entry_row[indices < 1], "feature index must be >= 1")
+        _flag(reasons, entry_row[_null_mask(flat_indices)], "null feature index")
+        reasons[mismatched] = f"{self.indices_column!r} and {self.values_column!r} have different lengths"
+        keep = values != 0
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(entry_row[keep], minlength=n), out=indptr[1:])
+        kept_indices = indices[keep]
+        slots = libsvm_slots(np.maximum(kept_indices, 1), np.int64(slot_mask(self.bits)), np.int64(self.seed))
+        return indptr, slots, values[keep], None
+
+    def _named_features(self, table: pa.Table, reasons: np.ndarray):
+        """CSR arrays from numeric columns, one feature per column, flagging bad rows."""
+        n = table.num_rows
+        if self.feature_columns is not None:
+            names = list(self.feature_columns)
+            for name in names:
+                if name not in table.column_names:
+                    raise ValueError(f"feature column {name!r} not found; the columns are {table.column_names}")
+                _numeric(table, name, "feature column")
+        else:
+            skip = {self.label_column, self.weight_column}
+            names = [
+                name
+                for name, column_type in zip(table.column_names, table.schema.types)
+                if name not in skip and _is_numeric(column_type)
+            ]
+        matrix = np.zeros((n, len(names)))
+        for j, name in enumerate(names):
+            matrix[:, j] = _to_float(table.column(name), missing=0.0)
+            non_finite = ~np.isfinite(matrix[:, j])
+            if non_finite.any():
+                _flag(reasons, np.flatnonzero(non_finite), f"non-finite value in column {name!r}")
+        rows, columns = np.nonzero(matrix)  # row-major: each row's features in column order
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+        column_slots = np.array([feature_slot(name, self.bits, "", self.seed) for name in names], dtype=INDEX_DTYPE)
+        used, first = np.unique(columns, return_index=True)
+        slot_names: dict[int, str] = {}
+        for column in used[np.argsort(first)]:  # first use wins a shared slot
+            slot_names.setdefault(int(column_slots[column]), names[column])
+        return indptr, column_slots[columns], matrix[rows, columns], slot_names
+
+
+def _flag(reasons: np.ndarray, rows: np.ndarray, reason: str) -> None:
+    reasons[np.unique(rows)] = reason
+
+
+def _is_numeric(column_type: pa.DataType) -> bool:
+    return pa.types.is_integer(column_type) or pa.types.is_floating(column_type) or pa.types.is_boolean(column_type)
+
+
+def _numeric(table: pa.Table, name: str, role: str) -> pa.ChunkedArray:
+    column = table.column(name)
+    if not _is_numeric(column.type):
+        raise ValueError(f"{role} {name!r} must be numeric, got {column.type}")
+    return column
+
+
+def _to_float(column, *, missing: float) -> np.ndarray:
+    """A numeric Arrow column as float64, nulls replaced by ``missing``."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_boolean(column.type):
+        column = pc.cast(column, pa.int8())
+    values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+    values = np.array(values, dtype=np.float64)  # writable, NaN where null
+    if column.null_count:
+        values[_null_mask(column)] = missing
+    return values
+
+
+def _null_mask(column) -> np.ndarray:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count == 0:
+        return np.zeros(len(column), dtype=bool)
+    return column.is_null().to_numpy(zero_copy_only=False)
+
+
+def _list_column(table: pa.Table, name: str) -> pa.Array:
+    column = table.column(name).combine_chunks()
+    kind = column.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)):
+        raise ValueError(f"column {name!r} must be a list column, got {column.type}")
+    return column
+
+
+def _list_lengths(column: pa.Array) -> np.ndarray:
+    """Entries per row; a null list has none."""
+    return pc.list_value_length(column).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _row_json(table: pa.Table, row: int) -> str:
+    record = table.slice(row, 1).to_pylist()[0]
+    return json.dumps(record, default=str, ensure_ascii=False)

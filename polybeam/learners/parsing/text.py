@@ -1,0 +1,301 @@
+"""What the line-oriented parsers (LIBSVM, VW, CSV) share.
+
+A block is a run of complete lines of a file. Each format's numba kernel scans
+the whole block once and reports, for every line, its span and a status code
+(an example, a skipped line, or why the line was rejected). This module holds
+the byte-level helpers those kernels use and the Python side that turns the
+kernel's output into a :class:`~polybeam.learners.parsing.records.ParsedBlock`:
+dead letters for the (rare) bad lines, label checks, counts.
+
+Lines end at ``\\n``; a ``\\r`` before it is blank space, so ``\\r\\n`` files parse
+like ``\\n`` files. Blank space inside a line is any of space, tab, ``\\r``,
+``\\v`` and ``\\f``. Blank lines and lines whose first non-blank byte is ``#``
+are skipped.
+
+Examples
+--------
+>>> block = LineBlock.scan(b"1 2:3\\r\\n\\n# note\\n", source="a.txt", offset=100, first_line=5)
+>>> block.records, block.line_number(2), block.offset_of(2), block.raw(0)
+(3, 7, 108, b'1 2:3\\r')
+>>> block.dead_letter(0, "bad").line
+5
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numba
+import numpy as np
+from numba.core import types
+from numba.extending import intrinsic
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.parsing.records import DeadLetter, ParsedBlock, label_problems, reject_examples
+
+# Line status codes shared by every text kernel; each format numbers its own
+# rejection reasons from FIRST_ERROR up.
+EXAMPLE = 0
+SKIPPED = 1
+FIRST_ERROR = 2
+
+NEWLINE = 10
+HASH = 35
+
+
+@intrinsic
+def byte_pointer(typingctx, array):
+    """A raw pointer to a uint8 array's bytes, indexable like the array.
+
+    Numba reference-counts every array passed to a function with atomic
+    increments; in a loop calling small helpers per token that costs more than
+    the parsing itself (~15 ns per call here). A raw pointer is not counted, so
+    the kernels hand one to their helpers while the array argument keeps the
+    bytes alive. Indexing is unchecked, as it is for arrays; the array must be
+    contiguous, as blocks from ``np.frombuffer`` are.
+    """
+    if not (isinstance(array, types.Array) and array.dtype == types.uint8 and array.ndim == 1 and array.layout == "C"):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return types.CPointer(types.uint8)(array), codegen
+
+
+@numba.njit(cache=True)
+def is_blank(c):
+    """Space, tab, ``\\r``, ``\\v`` or ``\\f``."""
+    return c == 32 or (9 <= c <= 13 and c != 10)
+
+
+@numba.njit(cache=True)
+def skip_blanks(data, pos, stop):
+    """The first index at or after ``pos`` that is not blank (or ``stop``)."""
+    while pos < stop and is_blank(data[pos]):
+        pos += 1
+    return pos
+
+
+@numba.njit(cache=True)
+def line_stop(data, pos, size):
+    """The index of the ``\\n`` ending the line that starts at ``pos`` (or ``size``)."""
+    while pos < size and data[pos] != NEWLINE:
+        pos += 1
+    return pos
+
+
+@numba.njit(cache=True)
+def count_lines(data):
+    """Number of lines in ``data``; a last line without its newline counts."""
+    n = len(data)
+    count = 0
+    for i in range(n):
+        if data[i] == NEWLINE:
+            count += 1
+    if n > 0 and data[n - 1] != NEWLINE:
+        count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def is_skippable(data, start, stop):
+    """Whether a line is blank or a ``#`` comment."""
+    pos = skip_blanks(data, start, stop)
+    return pos == stop or data[pos] == HASH
+
+
+@numba.njit(cache=True)
+def line_spans(data):
+    """Start and stop (exclusive, before ``\\n``) of every line."""
+    n_lines = count_lines(data)
+    starts = np.empty(n_lines, dtype=np.int64)
+    stops = np.empty(n_lines, dtype=np.int64)
+    pos = 0
+    for line in range(n_lines):
+        stop = line_stop(data, pos, len(data))
+        starts[line] = pos
+        stops[line] = stop
+        pos = stop + 1
+    return starts, stops
+
+
+def as_bytes_array(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+    """A block's bytes as a read-only uint8 array without copying."""
+    if isinstance(data, np.ndarray):
+        return data.view(np.uint8).reshape(-1)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def check_position(offset: int, first_line: int | None) -> None:
+    """Reject impossible block positions early, with a message."""
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0, got {offset}")
+    if first_line is not None and first_line < 1:
+        raise ValueError(f"first_line is 1-based (or None when unknown), got {first_line}")
+
+
+@dataclass(frozen=True)
+class LineBlock:
+    """Where each line of a block is, so that bad lines can be reported.
+
+    ``starts`` and ``stops`` are positions in ``data`` (the block), ``offset``
+    the position of ``data[0]`` in the file and ``first_line`` the 1-based
+    number of the block's first line, or None when unknown.
+    """
+
+    data: bytes
+    starts: np.ndarray
+    stops: np.ndarray
+    source: str
+    offset: int
+    first_line: int | None
+
+    @classmethod
+    def scan(cls, data: bytes, *, source: str, offset: int, first_line: int | None) -> "LineBlock":
+        """Find the lines of ``data`` (for parsers whose kernel does not report them)."""
+        starts, stops = line_spans(as_bytes_array(data))
+        return cls(bytes(data), starts, stops, source, offset, first_line)
+
+    @property
+    def records(self) -> int:
+        return len(self.starts)
+
+    def line_number(self, line: int) -> int | None:
+        return None if self.first_line is None else self.first_line + int(line)
+
+    def offset_of(self, line: int) -> int:
+        return self.offset + int(self.starts[line])
+
+    def raw(self, line: int) -> bytes:
+        return self.data[self.starts[line] : self.stops[line]]
+
+    def dead_letter(self, line: int, reason: str) -> DeadLetter:
+        return DeadLetter.from_bytes(
+            self.raw(line), source=self.source, line=self.line_number(line), offset=self.offset_of(line), reason=reason
+        )
+
+    def line_of_row_id(self, row_id: int) -> int:
+        """The line whose absolute offset is ``row_id`` (a batch's row id)."""
+        return int(np.searchsorted(self.starts, row_id - self.offset))
+
+    def raw_finder(self, batch: ExampleBatch) -> Callable[[int], tuple[bytes, int | None, int]]:
+        """``raw_of(i)`` for :func:`reject_examples`: where example ``i`` of ``batch`` came from."""
+
+        def raw_of(example: int) -> tuple[bytes, int | None, int]:
+            line = self.line_of_row_id(int(batch.row_ids[example]))
+            return self.raw(line), self.line_number(line), self.offset_of(line)
+
+        return raw_of
+
+
+def finish_block(
+    block: LineBlock,
+    status: np.ndarray,
+    reason_of: Callable[[int, int], str],
+    batch: ExampleBatch,
+    *,
+    labels: str,
+    has_label: np.ndarray | None = None,
+    names: Callable[[np.ndarray | None], dict[int, str]] | None = None,
+) -> ParsedBlock:
+    """Turn a kernel's per-line statuses and good examples into a :class:`ParsedBlock`.
+
+    ``reason_of(line, code)`` explains a rejected line. ``has_label`` marks the
+    examples whose line gave a label at all: the others are rejected as
+    "missing label" unless ``labels`` is ``"any"`` (prediction input).
+    Examples whose label the task cannot take become dead letters, via
+    :func:`label_problems`. Dead letters come out in line order.
+
+    ``names(features)`` names the slots of the kept examples: ``features`` is a
+    mask over ``batch``'s features, or None when every example was kept. It
+    runs after the label checks so that a rejected example names nothing.
+    """
+    rejected = np.flatnonzero(status >= FIRST_ERROR)
+    letters = [block.dead_letter(line, reason_of(int(line), int(status[line]))) for line in rejected]
+    parsed = ParsedBlock(
+        batch=batch,
+        dead_letters=letters,
+        records=len(status),
+        skipped=int(np.count_nonzero(status == SKIPPED)),
+    )
+    if labels != "any" and has_label is not None and not has_label.all():
+        parsed = reject_examples(parsed, ~has_label, "missing label", block.raw_finder(parsed.batch))
+    bad, reason = label_problems(parsed.batch.labels, labels)
+    parsed = reject_examples(parsed, bad, reason, block.raw_finder(parsed.batch))
+    if len(parsed.dead_letters) > len(letters):
+        parsed.dead_letters.sort(key=lambda letter: letter.offset)
+    if names is not None:
+        features = None
+        if len(parsed.batch) < len(batch):
+            kept = np.isin(batch.row_ids, parsed.batch.row_ids)
+            features = np.repeat(kept, np.diff(batch.indptr))
+        parsed.batch = replace(parsed.batch, names=names(features))
+    return parsed
+
+
+def token_text(data: bytes, start: int, stop: int, limit: int = 40) -> str:
+    """A short printable excerpt of a token, for reasons such as ``bad value 'x'``."""
+    text = data[start:stop].decode("utf-8", errors="replace")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+@numba.njit(cache=True)
+def _join_spans(buffer, starts, stops):
+    size = 0
+    for i in range(len(starts)):
+        size += stops[i] - starts[i] + 1
+    out = np.empty(max(size - 1, 0), dtype=np.uint8)
+    pos = 0
+    for i in range(len(starts)):
+        if i > 0:
+            out[pos] = NEWLINE
+            pos += 1
+        for j in range(starts[i], stops[i]):
+            out[pos] = buffer[j]
+            pos += 1
+    return out
+
+
+def decode_spans(buffer: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> list[str]:
+    """The UTF-8 text of ``buffer[starts[i]:stops[i]]`` for every ``i``, decoded at once.
+
+    The spans must not contain newlines (nothing inside a line does).
+
+    >>> decode_spans(np.frombuffer(b"red,green", np.uint8), np.array([0, 4]), np.array([3, 9]))
+    ['red', 'green']
+    """
+    if len(starts) == 0:
+        return []
+    joined = _join_spans(buffer, np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64))
+    return joined.tobytes().decode("utf-8", errors="replace").split("\n")
+
+
+@numba.njit(cache=True)
+def _first_occurrences_dense(slots, size):
+    seen = np.zeros(size, dtype=np.bool_)
+    first = np.empty(len(slots), dtype=np.int64)
+    count = 0
+    for i in range(len(slots)):
+        if not seen[slots[i]]:
+            seen[slots[i]] = True
+            first[count] = i
+            count += 1
+    return first[:count].copy()
+
+
+def first_occurrences(slots: np.ndarray, bits: int) -> np.ndarray:
+    """Positions of the first occurrence of each distinct slot, in increasing order.
+
+    Naming a block's slots needs one name per slot, the first seen. A table of
+    ``2**bits`` flags is the fastest way when it is not much larger than the
+    block; otherwise sort.
+
+    >>> first_occurrences(np.array([5, 3, 5, 7, 3], dtype=np.int32), bits=3).tolist()
+    [0, 1, 3]
+    """
+    if (1 << bits) <= 16 * max(len(slots), 4096):
+        return _first_occurrences_dense(slots, 1 << bits)
+    _, first = np.unique(slots, return_index=True)
+    return np.sort(first)

@@ -1,0 +1,402 @@
+"""Slow, plain-Python reference parsers the fast numba parsers are checked against.
+
+They follow the documented rules token by token with ``re``, ``float()`` and
+``mmh3`` and share no code with the package, so an agreement is evidence.
+Each returns one ``Line`` per line of the block.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import mmh3
+import numpy as np
+
+BLANKS = b" \t\r\x0b\x0c"
+BLANK_RUN = re.compile(rb"[ \t\r\x0b\x0c]+")
+NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(?i:nan|inf|infinity)")
+
+
+@dataclass
+class Line:
+    """What a line of a block should become."""
+
+    offset: int  # within the block
+    raw: bytes
+    kind: str  # "example", "skipped" or "dead"
+    reason: str = ""
+    label: float = math.nan
+    has_label: bool = True
+    weight: float = 1.0
+    slots: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    namespaces: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    tag: str | None = None
+
+
+def split_lines(data: bytes) -> list[tuple[int, bytes]]:
+    """``(offset, line without newline)`` for every line; a last line without newline counts."""
+    lines, offset = [], 0
+    for piece in data.split(b"\n"):
+        lines.append((offset, piece))
+        offset += len(piece) + 1
+    if data.endswith(b"\n") or data == b"":
+        lines.pop()
+    return lines
+
+
+def is_skippable(line: bytes) -> bool:
+    stripped = line.lstrip(BLANKS)
+    return stripped == b"" or stripped.startswith(b"#")
+
+
+def ref_number(token: bytes) -> float | None:
+    """The number ``token`` spells in the documented grammar, or None."""
+    if NUMBER.fullmatch(token) is None:
+        return None
+    return float(token)
+
+
+def token_text(raw: bytes, limit: int = 40) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+# -- hashing -------------------------------------------------------------------
+
+
+def ref_hash(name: bytes, seed: int) -> int:
+    """VW's hashstring: digit-only names (<= 18 digits) are their value plus the seed."""
+    name = name.strip(bytes(range(33)))  # VW trims whitespace and control bytes
+    if 0 < len(name) <= 18 and name.isdigit():
+        return (int(name) + seed) & 0xFFFFFFFF
+    return mmh3.hash(name, seed, signed=False)
+
+
+def ref_libsvm_slot(index: int, bits: int, seed: int) -> int:
+    mask = (1 << bits) - 1
+    if index <= mask:
+        return index
+    return mmh3.hash(index.to_bytes(8, "little"), seed, signed=False) & mask
+
+
+# -- LIBSVM --------------------------------------------------------------------
+
+
+def ref_libsvm(data: bytes, bits: int = 18, seed: int = 0) -> list[Line]:
+    return [_libsvm_line(offset, raw, bits, seed) for offset, raw in split_lines(data)]
+
+
+def _libsvm_line(offset: int, raw: bytes, bits: int, seed: int) -> Line:
+    if is_skippable(raw):
+        return Line(offset, raw, "skipped")
+    content = raw.split(b"#", 1)[0]
+    tokens = BLANK_RUN.split(content.strip(BLANKS))
+
+    def dead(reason: str, token: bytes | None = None) -> Line:
+        return Line(offset, raw, "dead", reason + ("" if token is None else token_text(token)))
+
+    label = ref_number(tokens[0])
+    if label is None:
+        if b":" in tokens[0]:
+            return dead("missing label")
+        return dead("label is not a number: ", tokens[0])
+    line = Line(offset, raw, "example", label=label)
+    features = tokens[1:]
+    if features and features[0].startswith(b"qid:"):
+        if not re.fullmatch(rb"qid:\d+", features[0]):
+            return dead("qid must be a non-negative integer, got ", features[0])
+        features = features[1:]
+    for token in features:
+        match = re.match(rb"(-?)(\d+):", token)
+        if match is None:
+            return dead("feature must be index:value, got ", token)
+        negative, digits = match.group(1), match.group(2)
+        if len(digits.lstrip(b"0")) > 18:
+            return dead("feature index has more than 18 digits")
+        index = int(digits)
+        if negative or index == 0:
+            return dead("feature index must be >= 1")
+        value = ref_number(token[match.end() :])
+        if value is None:
+            return dead("feature value is not a number: ", token)
+        if not math.isfinite(value):
+            return dead("non-finite feature value: ", token)
+        if value != 0:
+            line.slots.append(ref_libsvm_slot(index, bits, seed))
+            line.values.append(value)
+    return line
+
+
+# -- VW ------------------------------------------------------------------------
+
+
+def ref_vw(data: bytes, bits: int = 18, seed: int = 0) -> list[Line]:
+    return [_vw_line(offset, raw, bits, seed) for offset, raw in split_lines(data)]
+
+
+def _vw_line(offset: int, raw: bytes, bits: int, seed: int) -> Line:
+    if is_skippable(raw):
+        return Line(offset, raw, "skipped")
+
+    def dead(reason: str) -> Line:
+        return Line(offset, raw, "dead", reason)
+
+    if b"|" not in raw:
+        return dead("no '|'")
+    head, _, body = raw.partition(b"|")
+    tokens = [t for t in BLANK_RUN.split(head.strip(BLANKS)) if t]
+    line = Line(offset, raw, "example", has_label=False)
+    touches_bar = head != b"" and head[-1] not in BLANKS
+    if tokens and (tokens[-1].startswith(b"'") or touches_bar):
+        tag = tokens.pop()
+        line.tag = (tag[1:] if tag.startswith(b"'") else tag).decode("utf-8", errors="replace")
+    if any(t.startswith(b"'") for t in tokens):
+        return dead("the 'tag must be the last token before the first '|'")
+    if len(tokens) >= 4:
+        return dead("too many tokens before the first '|'")
+    if len(tokens) == 3:
+        if ref_number(tokens[2]) is not None:
+            return dead("VW initial prediction (third label token) is not supported")
+        return dead("too many tokens before the first '|'")
+    if tokens:
+        label = ref_number(tokens[0])
+        if label is None:
+            return dead("label is not a number")
+        line.label, line.has_label = label, True
+    if len(tokens) == 2:
+        weight = ref_number(tokens[1])
+        if weight is None:
+            return dead("importance weight is not a number")
+        if not (math.isfinite(weight) and weight >= 0):
+            return dead("importance weight must be finite and >= 0")
+        line.weight = weight
+    mask = (1 << bits) - 1
+    for segment in body.split(b"|"):
+        if segment[:1] == b"" or segment[0] in BLANKS:
+            namespace, namespace_hash, scale, rest = b"", mmh3.hash(b"", seed, signed=False), 1.0, segment
+        elif segment[:1] == b":":
+            return dead("':' right after '|'")
+        else:
+            head_token = BLANK_RUN.split(segment, 1)
+            namespace_token, rest = head_token[0], (head_token[1] if len(head_token) > 1 else b"")
+            namespace, colon, scale_text = namespace_token.partition(b":")
+            namespace_hash = ref_hash(namespace, seed)
+            scale = 1.0
+            if colon:
+                scale = ref_number(scale_text)
+                if scale is None:
+                    return dead("namespace scale is not a number")
+                if not math.isfinite(scale):
+                    return dead("non-finite namespace scale")
+        for token in BLANK_RUN.split(rest.strip(BLANKS)):
+            if not token:
+                continue
+            name, colon, value_text = token.partition(b":")
+            if not name:
+                return dead("feature value without a feature name")
+            value = 1.0
+            if colon:
+                value = ref_number(value_text)
+                if value is None:
+                    return dead("feature value is not a number")
+            value *= scale
+            if not math.isfinite(value):
+                return dead("non-finite feature value")
+            if value != 0:
+                line.slots.append(ref_hash(name, namespace_hash) & mask)
+                line.values.append(value)
+                line.namespaces.append(namespace[0] if namespace else 32)
+                text = name.decode("utf-8", errors="replace")
+                line.names.append(f"{namespace.decode('utf-8', errors='replace')}^{text}" if namespace else text)
+    return line
+
+
+# -- CSV -----------------------------------------------------------------------
+
+
+def split_csv(raw: bytes, delimiter: bytes) -> tuple[list[tuple[bytes, bytes, bool]] | None, str]:
+    """RFC-4180 fields of one line: ``[(value, raw field, was quoted)]``, or None and why not."""
+    padding = bytes(c for c in b" \r\t" if bytes([c]) != delimiter)
+    fields, pos, n = [], 0, len(raw)
+    while True:
+        start = pos
+        while pos < n and raw[pos] in padding:
+            pos += 1
+        if pos < n and raw[pos : pos + 1] == b'"':
+            value, pos = bytearray(), pos + 1
+            while True:
+                if pos >= n:
+                    return None, "unbalanced double quote"
+                if raw[pos : pos + 1] == b'"':
+                    if raw[pos + 1 : pos + 2] == b'"':
+                        value += b'"'
+                        pos += 2
+                        continue
+                    break
+                value.append(raw[pos])
+                pos += 1
+            pos += 1
+            while pos < n and raw[pos] in padding:
+                pos += 1
+            if pos < n and raw[pos : pos + 1] != delimiter:
+                return None, "text after the closing double quote"
+            fields.append((bytes(value), raw[start:pos], True))
+        else:
+            end = raw.find(delimiter, pos)
+            end = n if end < 0 else end
+            fields.append((raw[pos:end].rstrip(padding), raw[start:end], False))
+            pos = end
+        if pos >= n:
+            return fields, ""
+        pos += 1
+
+
+def ref_csv(data: bytes, *, names, kinds, bits=18, seed=0, delimiter=b",", header_first=True) -> list[Line]:
+    """``kinds[j]`` is one of "numeric", "categorical", "label", "weight", "ignore"."""
+    mask = (1 << bits) - 1
+    lines = []
+    for i, (offset, raw) in enumerate(split_lines(data)):
+        if (i == 0 and header_first) or is_skippable(raw):
+            lines.append(Line(offset, raw, "skipped"))
+            continue
+        fields, problem = split_csv(raw, delimiter)
+        if fields is None:
+            lines.append(Line(offset, raw, "dead", problem))
+            continue
+        if len(fields) != len(names):
+            lines.append(Line(offset, raw, "dead", f"expected {len(names)} columns, found {len(fields)}"))
+            continue
+        line = Line(offset, raw, "example", has_label=False)
+        for (value, raw_field, quoted), name, kind in zip(fields, names, kinds):
+            if value == b"" or kind == "ignore":
+                continue
+            if kind == "categorical":
+                line.slots.append(ref_hash(value, ref_hash(name.encode(), seed)) & mask)
+                line.values.append(1.0)
+                line.names.append(f"{name}={value.decode('utf-8', errors='replace')}")
+                continue
+            number = None if (quoted and b'"' in value) else ref_number(value)
+            if kind == "numeric":
+                if number is None:
+                    line = Line(offset, raw, "dead", f"column {name!r}: not a number: {token_text(raw_field)}")
+                elif not math.isfinite(number):
+                    line = Line(offset, raw, "dead", f"column {name!r}: non-finite value: {token_text(raw_field)}")
+                elif number != 0:
+                    line.slots.append(ref_hash(name.encode(), mmh3.hash(b"", seed, signed=False)) & mask)
+                    line.values.append(number)
+                    line.names.append(name)
+            elif kind == "label":
+                if number is None:
+                    line = Line(offset, raw, "dead", f"label column {name!r}: not a number: {token_text(raw_field)}")
+                else:
+                    line.label, line.has_label = number, True
+            elif kind == "weight":
+                if number is None:
+                    line = Line(offset, raw, "dead", f"weight column {name!r}: not a number: {token_text(raw_field)}")
+                elif not (math.isfinite(number) and number >= 0):
+                    reason = f"weight column {name!r}: importance weight must be finite and >= 0, got "
+                    line = Line(offset, raw, "dead", reason + token_text(raw_field))
+                else:
+                    line.weight = number
+            if line.kind == "dead":
+                break
+        lines.append(line)
+    return lines
+
+
+# -- comparing -------------------------------------------------------------------
+
+
+def labels_ok(line: Line, labels: str) -> str:
+    """The label rejection a line's example gets for task ``labels`` ("" when accepted)."""
+    if labels == "any":
+        return ""
+    if not line.has_label:
+        return "missing label"
+    value = line.label
+    if labels == "real":
+        return "" if math.isfinite(value) else "label must be a finite number"
+    if labels == "binary":
+        return "" if value in (-1.0, 0.0, 1.0) else "binary label must be -1, 0 or +1"
+    whole = math.isfinite(value) and value == round(value) and value >= 1
+    return "" if whole else "class label must be a whole number >= 1"
+
+
+def expected_outcome(lines: list[Line], labels: str) -> list[Line]:
+    """Apply the task's label rules: examples with unacceptable labels turn dead."""
+    out = []
+    for line in lines:
+        if line.kind == "example":
+            reason = labels_ok(line, labels)
+            if reason:
+                line = Line(line.offset, line.raw, "dead", reason)
+        out.append(line)
+    return out
+
+
+def assert_matches(parsed, lines: list[Line], *, labels: str, source: str, offset: int, first_line, exact_reasons=True):
+    """Check a ParsedBlock against the reference lines, field by field."""
+    lines = expected_outcome(lines, labels)
+    examples = [line for line in lines if line.kind == "example"]
+    dead = [line for line in lines if line.kind == "dead"]
+    batch = parsed.batch
+    assert parsed.records == len(lines)
+    assert parsed.skipped == sum(line.kind == "skipped" for line in lines)
+    assert len(batch) == len(examples)
+    assert len(parsed.dead_letters) == len(dead)
+    assert batch.source == source
+    assert batch.row_ids.tolist() == [offset + line.offset for line in examples]
+    assert batch.indices.dtype.name == "int32" and batch.values.dtype.name == "float64"
+    # Numbers beyond the exact fast path may differ from float() by an ulp.
+    assert_within_ulps(batch.labels, [line.label for line in examples])
+    assert_within_ulps(batch.weights, [line.weight for line in examples])
+    assert batch.indptr.tolist() == [0] + list(_cumsum(len(line.slots) for line in examples))
+    assert batch.indices.tolist() == [s for line in examples for s in line.slots]
+    assert_within_ulps(batch.values, [v for line in examples for v in line.values])
+    offsets = {offset + line.offset: i for i, line in enumerate(lines)}
+    for letter, line in zip(parsed.dead_letters, dead):
+        assert letter.source == source
+        assert letter.offset == offset + line.offset
+        index = offsets[letter.offset]
+        assert letter.line == (None if first_line is None else first_line + index)
+        expected_raw = line.raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        assert letter.raw == (expected_raw if len(expected_raw) <= 1000 else expected_raw[:1000] + "...")
+        if exact_reasons:
+            assert letter.reason == line.reason, (letter, line)
+        else:
+            assert letter.reason.startswith(line.reason), (letter.reason, line.reason)
+    return examples
+
+
+def _cumsum(lengths):
+    total = 0
+    for length in lengths:
+        total += length
+        yield total
+
+
+def ulp_keys(values) -> np.ndarray:
+    """Integers that order doubles, one apart for neighbouring doubles (inf next to the largest)."""
+    bits = np.asarray(values, dtype=np.float64).view(np.int64)
+    return np.where(bits < 0, -(bits & np.int64(0x7FFFFFFFFFFFFFFF)), bits)
+
+
+def ulp_distance(actual, expected) -> np.ndarray:
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    both_nan = np.isnan(actual) & np.isnan(expected)
+    distance = np.abs(ulp_keys(actual).astype(object) - ulp_keys(expected).astype(object)).astype(float)
+    return np.where(both_nan, 0.0, np.where(np.isnan(actual) | np.isnan(expected), np.inf, distance))
+
+
+def assert_within_ulps(actual, expected, max_ulps: int = 2) -> None:
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    assert actual.shape == expected.shape, (actual, expected)
+    if len(actual):
+        distance = ulp_distance(actual, expected)
+        assert (distance <= max_ulps).all(), (actual[distance > max_ulps], expected[distance > max_ulps])

@@ -1,0 +1,266 @@
+"""CSV parsing: columns, quoting, dead letters, configuration errors, and the reference parser."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from parsing_reference import assert_matches, ref_csv, split_lines
+from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, csv_cases
+
+from polybeam.learners.hashing import feature_slot, hash_string
+from polybeam.learners.parsing import CsvFormat
+
+
+def category_slot(column: str, value: str, seed: int = 0, bits: int = 18) -> int:
+    return hash_string(value, hash_string(column, seed)) & ((1 << bits) - 1)
+
+
+def test_reads_numeric_and_categorical_columns():
+    data = b'y,size,color,w\n1,2.5,red,2\n0,,"dark, blue",\n-1,0,red,0.5\n'
+    parsed = CsvFormat(label_column="y", weight_column="w", categorical_columns=("color",)).parse(data)
+    batch = parsed.batch
+    assert (parsed.records, parsed.skipped, len(batch), parsed.dead_letters) == (4, 1, 3, [])
+    assert batch.labels.tolist() == [1.0, 0.0, -1.0]
+    assert batch.weights.tolist() == [2.0, 1.0, 0.5]
+    assert batch.indptr.tolist() == [0, 2, 3, 4]
+    size, red, blue = feature_slot("size"), category_slot("color", "red"), category_slot("color", "dark, blue")
+    assert batch.indices.tolist() == [size, red, blue, red]
+    assert batch.values.tolist() == [2.5, 1.0, 1.0, 1.0]
+    assert batch.names == {size: "size", red: "color=red", blue: "color=dark, blue"}
+    assert batch.row_ids.tolist() == [data.index(b"1,2.5"), data.index(b"0,,"), data.index(b"-1,0")]
+
+
+def test_label_defaults_to_the_first_column_and_other_columns_are_numeric():
+    batch = CsvFormat().parse(b"target,a,b\n3,1,2\n").batch
+    assert batch.labels.tolist() == [3.0]
+    assert batch.indices.tolist() == [feature_slot("a"), feature_slot("b")]
+
+
+def test_quotes_escapes_and_padding():
+    data = b'y, "a" ,b\n 1 , "2" , "x ""q"" , y" \r\n'
+    parsed = CsvFormat(categorical_columns=("b",)).parse(data)
+    assert parsed.dead_letters == []
+    batch = parsed.batch
+    assert batch.labels.tolist() == [1.0]
+    assert batch.values.tolist() == [2.0, 1.0]
+    assert batch.names[batch.indices[1]] == 'b=x "q" , y'
+
+
+def test_ignored_columns_and_tab_delimiter():
+    data = b"id\ty\tf\n7\t1\t0.5\n"
+    batch = CsvFormat(delimiter="\t", label_column="y", ignore_columns=("id",)).parse(data).batch
+    assert batch.indices.tolist() == [feature_slot("f")] and batch.values.tolist() == [0.5]
+
+
+def test_without_header_columns_are_numbered():
+    fmt = CsvFormat(has_header=False, label_column=2, categorical_columns=(0,))
+    assert fmt.header_lines == 0
+    parsed = fmt.parse(b"red,4,1\nblue,0,-1\n", offset=0)
+    assert parsed.skipped == 0 and parsed.batch.labels.tolist() == [1.0, -1.0]
+    red, blue = category_slot("1", "red"), category_slot("1", "blue")
+    assert parsed.batch.names == {red: "1=red", feature_slot("2"): "2", blue: "1=blue"}
+
+
+def test_later_blocks_need_the_header():
+    fmt = CsvFormat(label_column="y")
+    assert fmt.header_lines == 1
+    block = b"1,2\n"
+    parsed = fmt.parse(block, offset=100, first_line=7, header=b"x,y\n")
+    assert parsed.skipped == 0 and parsed.batch.labels.tolist() == [2.0]
+    assert parsed.batch.indices.tolist() == [feature_slot("x")]
+    with pytest.raises(ValueError, match="header"):
+        fmt.parse(block, offset=100)
+
+
+def test_first_block_header_wins_even_when_header_is_passed():
+    parsed = CsvFormat().parse(b"y,a\n1,2\n", header=b"y,a")
+    assert parsed.skipped == 1 and len(parsed.batch) == 1
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        (b"1,2", "expected 3 columns, found 2"),
+        (b"1,2,3,4", "expected 3 columns, found 4"),
+        (b'1,"2,3', "unbalanced double quote (a CSV record must fit on one line)"),
+        (b'1,"2"x,3', "text after the closing double quote in column 'a': '\"2\"x'"),
+        (b"1,abc,3", "column 'a': not a number: 'abc'"),
+        (b"1, 2x ,3", "column 'a': not a number: ' 2x '"),
+        (b"1,nan,3", "column 'a': non-finite value: 'nan'"),
+        (b"1,2,1e999", "column 'b': non-finite value: '1e999'"),
+        (b"x,2,3", "label column 'y': not a number: 'x'"),
+        (b",2,3", "missing label"),
+        (b"inf,2,3", "label must be a finite number"),
+        (b'1,"2""",3', "column 'a': not a number: '\"2\"\"\"'"),
+        (b"1,abc,3,4", "expected 3 columns, found 4"),  # the count is reported before a bad cell
+    ],
+)
+def test_dead_letters_say_why(line, reason):
+    data = b"y,a,b\n1,1,1\n" + line + b"\n0,0,0\n"
+    parsed = CsvFormat().parse(data, source="c.csv")
+    assert len(parsed.batch) == 2
+    (letter,) = parsed.dead_letters
+    assert (letter.reason, letter.line, letter.offset, letter.raw) == (reason, 3, 12, line.decode())
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        (b"1,2,x", "weight column 'w': not a number: 'x'"),
+        (b"1,2,-1", "weight column 'w': importance weight must be finite and >= 0, got '-1'"),
+        (b"1,2,inf", "weight column 'w': importance weight must be finite and >= 0, got 'inf'"),
+    ],
+)
+def test_weight_dead_letters(line, reason):
+    parsed = CsvFormat(weight_column="w").parse(b"y,a,w\n" + line + b"\n1,2,\n")
+    assert [letter.reason for letter in parsed.dead_letters] == [reason]
+    assert parsed.batch.weights.tolist() == [1.0]
+
+
+def test_missing_labels_are_kept_for_prediction():
+    parsed = CsvFormat(labels="any").parse(b"y,a\n,1\n")
+    assert len(parsed.batch) == 1 and np.isnan(parsed.batch.labels[0])
+
+
+def test_blank_comment_and_header_only_blocks():
+    parsed = CsvFormat().parse(b"y,a\n\n# note\n  \n")
+    assert (parsed.records, parsed.skipped, len(parsed.batch)) == (4, 4, 0)
+    assert CsvFormat().parse(b"").records == 0
+    assert CsvFormat(has_header=False).parse(b"\n#x\n").skipped == 2
+
+
+def test_unknown_first_line():
+    parsed = CsvFormat().parse(b"1,2,3\n", offset=50, first_line=None, header=b"y,a")
+    assert (parsed.dead_letters[0].line, parsed.dead_letters[0].offset) == (None, 50)
+
+
+@pytest.mark.parametrize(
+    "options, header, message",
+    [
+        ({"label_column": "target"}, b"y,a", "label_column 'target' is not a column"),
+        ({"weight_column": 5}, b"y,a", "weight_column 5 is out of range"),
+        ({"weight_column": "y"}, b"y,a", "the label and weight columns are the same"),
+        ({"categorical_columns": ("y",)}, b"y,a", "cannot also be categorical or ignored"),
+        ({"categorical_columns": ("a",), "ignore_columns": ("a",)}, b"y,a", "both categorical and ignored"),
+        ({"categorical_columns": ("a",)}, b"y,a,a", "names 2 columns"),
+        ({}, b"", "header line is empty"),
+        ({}, b'y,"a', "unbalanced double quote"),
+    ],
+)
+def test_configuration_errors_are_clear(options, header, message):
+    with pytest.raises(ValueError, match=message):
+        CsvFormat(**options).parse(b"1,2\n", offset=10, header=header)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"delimiter": ",,"}, "single ASCII character"),
+        ({"delimiter": '"'}, "double quote"),
+        ({"label_column": -1}, "0-based"),
+        ({"categorical_columns": (1.5,)}, "header name"),
+        ({"labels": "nope"}, "labels"),
+    ],
+)
+def test_construction_errors(options, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        CsvFormat(**options)
+
+
+def test_format_pickles_and_normalises_lists():
+    fmt = CsvFormat(categorical_columns=["a", "b"], ignore_columns="c")
+    assert fmt.categorical_columns == ("a", "b") and fmt.ignore_columns == ("c",)
+    assert pickle.loads(pickle.dumps(fmt)) == fmt
+    assert hash(fmt) == hash(pickle.loads(pickle.dumps(fmt)))
+
+
+def test_bom_in_header_is_ignored():
+    batch = CsvFormat(label_column="y").parse("\ufeffy,a\n1,2\n".encode()).batch
+    assert batch.labels.tolist() == [1.0]
+
+
+# -- against the reference parser -------------------------------------------------
+
+
+def format_for(spec: dict, options: dict) -> tuple[CsvFormat, list[str]]:
+    """The CsvFormat a generated spec describes, and the column names it will see."""
+    if spec["header"]:
+        names = list(spec["names"])  # padded names are always quoted, so they keep their blanks
+        refer = lambda i: names[i]  # noqa: E731
+    else:
+        names = [str(i + 1) for i in range(len(spec["names"]))]
+        refer = lambda i: i  # noqa: E731
+    kinds = spec["kinds"]
+    weight = [i for i, k in enumerate(kinds) if k == "weight"]
+    fmt = CsvFormat(
+        label_column=refer(kinds.index("label")),
+        weight_column=refer(weight[0]) if weight else None,
+        delimiter=spec["delimiter"],
+        has_header=spec["header"],
+        categorical_columns=tuple(refer(i) for i, k in enumerate(kinds) if k == "categorical"),
+        ignore_columns=tuple(refer(i) for i, k in enumerate(kinds) if k == "ignore"),
+        **options,
+    )
+    return fmt, names
+
+
+options = st.fixed_dictionaries(
+    {"bits": st.sampled_from([3, 18]), "seed": st.integers(0, 2**32 - 1), "labels": st.sampled_from(["real", "any"])}
+)
+
+
+def check_against_reference(spec, data, options, *, offset=0, first_line=1, header=None):
+    fmt, names = format_for(spec, options)
+    parsed = fmt.parse(data, source="c", offset=offset, first_line=first_line, header=header)
+    reference = ref_csv(
+        data,
+        names=names,
+        kinds=spec["kinds"],
+        bits=options["bits"],
+        seed=options["seed"],
+        delimiter=spec["delimiter"].encode(),
+        header_first=spec["header"] and offset == 0,
+    )
+    examples = assert_matches(
+        parsed, reference, labels=options["labels"], source="c", offset=offset, first_line=first_line,
+        exact_reasons=False,
+    )  # fmt: skip
+    expected_names = {}
+    for line in examples:
+        for slot, name in zip(line.slots, line.names):
+            expected_names.setdefault(slot, name)
+    assert (parsed.batch.names or {}) == expected_names
+    return parsed, reference
+
+
+@PROPERTY_SETTINGS
+@given(csv_cases(), options, st.booleans())
+def test_matches_reference_on_well_formed_blocks(case, options, later_block):
+    spec, data = case
+    header = None
+    if later_block and spec["header"]:
+        header, _, data = data.partition(b"\n")
+    if not [line for _, line in split_lines(data)[1 if spec["header"] and not header else 0 :] if line.strip()]:
+        return  # no records to learn the column count from
+    offset = 1000 if later_block else 0
+    parsed, reference = check_against_reference(spec, data, options, offset=offset, first_line=2, header=header)
+    assert all(line.kind != "dead" for line in reference), data
+
+
+@FUZZ_SETTINGS
+@given(csv_cases(fuzz=True), options)
+def test_fuzzed_input_never_raises_and_accounts_for_every_line(case, options):
+    spec, data = case
+    if not spec["header"]:
+        # The column count comes from the first record, which fuzzing may break.
+        spec = dict(spec, header=True)
+        quoted = ('"' + name.replace('"', '""') + '"' for name in spec["names"])
+        data = spec["delimiter"].join(quoted).encode() + b"\n" + data
+    parsed, _ = check_against_reference(spec, data, options)
+    assert parsed.records == len(split_lines(data))
+    assert parsed.records == len(parsed.batch) + len(parsed.dead_letters) + parsed.skipped
+    assert np.isfinite(parsed.batch.values).all() and (parsed.batch.values != 0).all()

@@ -1,0 +1,182 @@
+"""Parquet / Arrow parsing: both layouts, dead letters, row numbering."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from polybeam.learners.hashing import feature_slot, libsvm_slot
+from polybeam.learners.parsing import ParquetFormat
+
+
+def sparse_table(**extra):
+    columns = {
+        "label": [1.0, -1.0, 0.5, 2.0],
+        "indices": [[1, 7], [], [3, 3, 300000], [2]],
+        "values": [[0.5, 2.0], [], [1.0, 0.0, 4.0], [1.5]],
+    }
+    columns.update(extra)
+    return pa.table(columns)
+
+
+def test_sparse_layout_builds_csr_from_the_lists():
+    parsed = ParquetFormat().parse_table(sparse_table(), source="t.parquet", first_row=100)
+    batch = parsed.batch
+    assert (parsed.records, parsed.skipped, parsed.dead_letters) == (4, 0, [])
+    assert batch.labels.tolist() == [1.0, -1.0, 0.5, 2.0]
+    assert batch.indptr.tolist() == [0, 2, 2, 4, 5]
+    assert batch.indices.tolist() == [1, 7, 3, libsvm_slot(300000, 18), 2]  # the explicit zero is dropped
+    assert batch.values.tolist() == [0.5, 2.0, 1.0, 4.0, 1.5]
+    assert batch.row_ids.tolist() == [100, 101, 102, 103]
+    assert batch.source == "t.parquet" and batch.names is None and batch.weights.tolist() == [1.0] * 4
+
+
+def test_sparse_layout_without_values_means_ones():
+    table = pa.table({"label": [1.0, 0.0], "indices": pa.array([[4, 5], None], type=pa.list_(pa.int32()))})
+    batch = ParquetFormat().parse_table(table).batch
+    assert batch.indptr.tolist() == [0, 2, 2] and batch.values.tolist() == [1.0, 1.0]
+
+
+def test_sparse_layout_dead_letters():
+    table = pa.table(
+        {
+            "label": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+            "indices": [[1], [0, 2], [1, 2], [1], [1, 2], [5], [-4]],
+            "values": [[1.0], [1.0, 1.0], [float("nan"), 1.0], [1.0, 2.0], [1.0, None], [float("inf")], [1.0]],
+        }
+    )
+    parsed = ParquetFormat().parse_table(table, source="s", first_row=10)
+    assert len(parsed.batch) == 1 and parsed.batch.row_ids.tolist() == [10]
+    assert [(letter.line, letter.offset, letter.reason) for letter in parsed.dead_letters] == [
+        (12, 11, "feature index must be >= 1"),
+        (13, 12, "non-finite or null feature value"),
+        (14, 13, "'indices' and 'values' have different lengths"),
+        (15, 14, "non-finite or null feature value"),
+        (16, 15, "non-finite or null feature value"),
+        (17, 16, "feature index must be >= 1"),
+    ]
+    assert json.loads(parsed.dead_letters[0].raw) == {"label": 1.0, "indices": [0, 2], "values": [1.0, 1.0]}
+    assert parsed.dead_letters[0].source == "s"
+
+
+def test_labels_weights_and_missing_labels():
+    table = sparse_table(label=[1.0, None, float("nan"), 1.0], weight=[2.0, 1.0, 1.0, -1.0])
+    parsed = ParquetFormat(weight_column="weight").parse_table(table)
+    assert parsed.batch.weights.tolist() == [2.0]
+    reasons = {letter.offset: letter.reason for letter in parsed.dead_letters}
+    assert reasons == {
+        1: "missing label",
+        2: "label must be a finite number",
+        3: "importance weight must be finite and >= 0",
+    }
+    assert parsed.records == 4
+
+
+def test_label_kinds():
+    table = sparse_table()
+    assert ParquetFormat(labels="binary").parse_table(table).batch.labels.tolist() == [1.0, -1.0]
+    assert ParquetFormat(labels="multiclass").parse_table(table).batch.labels.tolist() == [1.0, 2.0]
+
+
+def test_unlabelled_tables_for_prediction():
+    table = pa.table({"indices": [[1], [2]]})
+    batch = ParquetFormat(labels="any").parse_table(table).batch
+    assert len(batch) == 2 and np.isnan(batch.labels).all()
+    with pytest.raises(ValueError, match="label column 'label' not found"):
+        ParquetFormat().parse_table(table)
+
+
+def test_named_layout_uses_numeric_columns():
+    table = pa.table(
+        {
+            "label": [1, 0, 1],
+            "age": [30, None, 0],
+            "income": [0.5, 2.0, 0.0],
+            "city": ["a", "b", "c"],
+            "member": [True, False, True],
+        }
+    )
+    parsed = ParquetFormat().parse_table(table)
+    batch = parsed.batch
+    age, income, member = (feature_slot(name) for name in ("age", "income", "member"))
+    assert batch.indptr.tolist() == [0, 3, 4, 5]
+    assert batch.indices.tolist() == [age, income, member, income, member]
+    assert batch.values.tolist() == [30.0, 0.5, 1.0, 2.0, 1.0]
+    assert batch.names == {age: "age", income: "income", member: "member"}
+
+
+def test_named_layout_with_chosen_columns_and_dead_letters():
+    nan, inf = float("nan"), float("inf")
+    table = pa.table({"y": [1.0, 1.0, 1.0], "a": [1.0, nan, 2.0], "b": [1.0, 1.0, -inf], "c": [5, 5, 5]})
+    parsed = ParquetFormat(label_column="y", feature_columns=("a", "b")).parse_table(table)
+    assert parsed.batch.indices.tolist() == [feature_slot("a"), feature_slot("b")]
+    assert [letter.reason for letter in parsed.dead_letters] == [
+        "non-finite value in column 'a'",
+        "non-finite value in column 'b'",
+    ]
+    assert parsed.dead_letters[0].raw == '{"y": 1.0, "a": NaN, "b": 1.0, "c": 5}'
+
+
+def test_record_batches_and_chunked_tables():
+    table = sparse_table()
+    chunked = pa.concat_tables([table.slice(0, 1), table.slice(1, 3)])
+    assert chunked.column("indices").num_chunks == 2
+    expected = ParquetFormat().parse_table(table).batch
+    for source in (chunked, table.to_batches()[0]):
+        batch = ParquetFormat().parse_table(source).batch
+        assert batch.indptr.tolist() == expected.indptr.tolist()
+        assert batch.indices.tolist() == expected.indices.tolist()
+        assert batch.values.tolist() == expected.values.tolist()
+
+
+def test_sliced_list_arrays_respect_their_offsets():
+    table = sparse_table().slice(2, 2)
+    batch = ParquetFormat().parse_table(table, first_row=2).batch
+    assert batch.indices.tolist() == [3, libsvm_slot(300000, 18), 2]
+    assert batch.row_ids.tolist() == [2, 3]
+
+
+def test_parse_reads_a_whole_parquet_file():
+    buffer = io.BytesIO()
+    pq.write_table(sparse_table(), buffer)
+    parsed = ParquetFormat().parse(buffer.getvalue(), source="f.parquet")
+    assert len(parsed.batch) == 4 and parsed.batch.source == "f.parquet"
+    with pytest.raises(ValueError, match="mid-file"):
+        ParquetFormat().parse(buffer.getvalue(), offset=10)
+
+
+def test_empty_table():
+    table = pa.table({"label": pa.array([], pa.float64()), "indices": pa.array([], pa.list_(pa.int64()))})
+    parsed = ParquetFormat().parse_table(table)
+    assert parsed.records == 0 and len(parsed.batch) == 0
+
+
+@pytest.mark.parametrize(
+    "table, options, message",
+    [
+        (pa.table({"label": ["a"], "x": [1]}), {}, "label column 'label' must be numeric"),
+        (pa.table({"label": [1], "x": [1]}), {"feature_columns": ("z",)}, "feature column 'z' not found"),
+        (pa.table({"label": [1], "x": ["s"]}), {"feature_columns": ("x",)}, "feature column 'x' must be numeric"),
+        (pa.table({"label": [1], "indices": [1]}), {}, "must be a list column"),
+        (pa.table({"label": [1], "indices": [["a"]]}), {}, "lists of integers"),
+        (pa.table({"label": [1], "x": [1]}), {"weight_column": "w"}, "weight column 'w' not found"),
+    ],
+)
+def test_configuration_errors(table, options, message):
+    with pytest.raises(ValueError, match=message):
+        ParquetFormat(**options).parse_table(table)
+
+
+def test_format_pickles():
+    fmt = ParquetFormat(feature_columns=["a", "b"], weight_column="w")
+    assert fmt.feature_columns == ("a", "b")
+    assert pickle.loads(pickle.dumps(fmt)) == fmt
+    assert (fmt.name, fmt.header_lines) == ("parquet", 0)
+    with pytest.raises(ValueError, match="same column"):
+        ParquetFormat(weight_column="label")
