@@ -65,7 +65,7 @@ def raw_margin(raw, indices, values, start, stop, bias):
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def learn_batch(
     labels,
     importances,
@@ -185,7 +185,7 @@ def learn_batch(
                     raw[indices[k]] += coefficient * rates[k - start + 1] * values[k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def predict_batch(indptr, indices, values, weights, bias, out):
     """Margins ``w . x (+ bias)`` of every example into ``out``."""
     for i in range(out.shape[0]):

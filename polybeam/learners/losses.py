@@ -79,7 +79,8 @@ def _logistic_flow(z0, c):
     """
     if z0 > 30.0:
         # exp(z0) dominates: the gain is c / (1 + e^z0) to double precision.
-        return c / (1.0 + math.exp(z0))
+        e = math.exp(-z0)
+        return c * e / (1.0 + e)
     ez0 = math.exp(z0)
     # Upper bounds on the root: d <= c, and z0 + d <= log(c + e^z0).
     log_c = math.log(c)

@@ -14,6 +14,7 @@ as blocks of lines; Parquet files by record batch, one file per task.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -22,6 +23,7 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes, FileMetadata
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.learners.parsing.formats import make_format
 from polybeam.learners.parsing.records import ParsedBlock
@@ -70,26 +72,68 @@ class ParseBlocks(beam.DoFn):
     The main output holds one ExampleBatch per block (blocks with no examples
     produce none); the ``dead_letters`` output holds the bad records.
 
+    With ``prefetch`` (the default), a block is parsed on a second thread while
+    the fused steps downstream (usually learning) work on the previous block's
+    examples: the numba kernels release the GIL, so parsing and learning use
+    two cores, as Vowpal Wabbit's parser thread does. Outputs keep the window
+    and timestamp of the block they came from, and a bundle's last block is
+    flushed in ``finish_bundle``.
+
     Parameters
     ----------
     text_format : object
         A text format of ``polybeam.learners.parsing`` (anything with
         ``parse(data, *, source, offset, first_line, header)``).
+    prefetch : bool
+        Parse one block ahead on a helper thread.
     """
 
-    def __init__(self, text_format):
+    def __init__(self, text_format, prefetch: bool = True):
         self.text_format = text_format
+        self.prefetch = prefetch
         self._counters = _ReadCounters()
+        self._pool = None
+        self._pending = None
 
-    def process(self, block: TextBlock):
-        parsed = self.text_format.parse(
+    def setup(self):
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polybeam-parse") if self.prefetch else None
+
+    def teardown(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+    def start_bundle(self):
+        self._pending = None
+
+    def _parse(self, block: TextBlock) -> ParsedBlock:
+        return self.text_format.parse(
             block.data,
             source=block.source,
             offset=block.offset,
             first_line=block.first_line,
             header=block.header,
         )
-        yield from self._counters.emit(parsed)
+
+    def _emit(self, pending):
+        future, timestamp, window = pending
+        for output in self._counters.emit(future.result()):
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag, WindowedValue(output.value, timestamp, [window]))
+            else:
+                yield WindowedValue(output, timestamp, [window])
+
+    def process(self, block: TextBlock, timestamp=beam.DoFn.TimestampParam, window=beam.DoFn.WindowParam):
+        if self._pool is None:
+            yield from self._counters.emit(self._parse(block))
+            return
+        previous, self._pending = self._pending, (self._pool.submit(self._parse, block), timestamp, window)
+        if previous is not None:
+            yield from self._emit(previous)
+
+    def finish_bundle(self):
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            yield from self._emit(pending)
 
 
 class ReadParquetBatches(beam.DoFn):

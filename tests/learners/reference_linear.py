@@ -34,7 +34,7 @@ def loss_derivative(loss, p, y):
 def logistic_flow(z0, c):
     """Solve d + e^z0 (e^d - 1) = c by bisection (slow and sure)."""
     if z0 > 30.0:
-        return c / (1.0 + math.exp(z0))
+        return c * math.exp(-z0) / (1.0 + math.exp(-z0))
     lo, hi = 0.0, c
     for _ in range(200):
         mid = 0.5 * (lo + hi)

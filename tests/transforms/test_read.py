@@ -226,7 +226,7 @@ def test_mid_file_reader_leaves_line_numbers_to_the_dead_letter_path(tmp_path):
     path.write_bytes(content)
     (bundle,) = TextBlockSource(str(path), block_lines=9).split(1 << 30)
     start = len(content) // 2
-    parse = ParseBlocks(LibsvmFormat())
+    parse = ParseBlocks(LibsvmFormat(), prefetch=False)
     letters = []
     for block in bundle.source.read(bundle.source.get_range_tracker(start, len(content))):
         assert block.first_line is None
@@ -357,3 +357,39 @@ def test_parquet_batches_number_their_rows(tmp_path):
     letters = [out.value for out in outputs if isinstance(out, beam.pvalue.TaggedOutput)]
     assert [b.row_ids.tolist() for b in batches] == [[0], [2], [4]]  # 0-based row numbers
     assert [(letter.line, letter.offset) for letter in letters] == [(2, 1), (4, 3)]  # 1-based lines
+
+
+def test_prefetching_parse_emits_what_plain_parse_emits_with_each_blocks_window(tmp_path):
+    from apache_beam.transforms.window import IntervalWindow
+    from apache_beam.utils.windowed_value import WindowedValue
+
+    content = b"".join(b"%d 1:%d\n" % (i % 2, i) if i % 5 else b"bad %d\n" % i for i in range(1, 100))
+    path = tmp_path / "pre.txt"
+    path.write_bytes(content)
+    (bundle,) = TextBlockSource(str(path), block_lines=7).split(1 << 30)
+    blocks = list(bundle.source.read(bundle.source.get_range_tracker(0, len(content))))
+    windows = [IntervalWindow(i, i + 1) for i in range(len(blocks))]
+
+    plain = ParseBlocks(LibsvmFormat(), prefetch=False)
+    expected = []
+    for block, window in zip(blocks, windows):
+        for out in plain.process(block):
+            tag, value = (out.tag, out.value) if isinstance(out, beam.pvalue.TaggedOutput) else ("main", out)
+            expected.append((tag, window, value.row_ids.tolist() if tag == "main" else value))
+
+    fetching = ParseBlocks(LibsvmFormat())
+    fetching.setup()
+    fetching.start_bundle()
+    found = []
+    outputs = []
+    for block, window in zip(blocks, windows):
+        outputs += list(fetching.process(block, timestamp=window.start, window=window))
+    outputs += list(fetching.finish_bundle())
+    fetching.teardown()
+    for out in outputs:
+        tag, value = (out.tag, out.value) if isinstance(out, beam.pvalue.TaggedOutput) else ("main", out)
+        assert isinstance(value, WindowedValue)
+        (window,) = value.windows
+        inner = value.value
+        found.append((tag, window, inner.row_ids.tolist() if tag == "main" else inner))
+    assert found == expected

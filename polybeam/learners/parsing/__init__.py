@@ -12,11 +12,9 @@ blocks in numba, so there is no Python per line or per feature.
 (2, 2)
 """
 
-from polybeam.learners.parsing.csv import CsvFormat
-from polybeam.learners.parsing.formats import FORMATS, make_format
-from polybeam.learners.parsing.libsvm import LibsvmFormat
-from polybeam.learners.parsing.numbers import parse_number
-from polybeam.learners.parsing.parquet import ParquetFormat
+import importlib
+
+from polybeam.learners.parsing.formats import FORMATS, format_class, make_format
 from polybeam.learners.parsing.records import (
     LABEL_KINDS,
     DeadLetter,
@@ -24,7 +22,22 @@ from polybeam.learners.parsing.records import (
     label_problems,
     reject_examples,
 )
-from polybeam.learners.parsing.vw import VWFormat
+
+# The formats load on first use, so reading LIBSVM never imports pyarrow.
+_LAZY = {
+    "CsvFormat": "polybeam.learners.parsing.csv",
+    "LibsvmFormat": "polybeam.learners.parsing.libsvm",
+    "ParquetFormat": "polybeam.learners.parsing.parquet",
+    "VWFormat": "polybeam.learners.parsing.vw",
+    "parse_number": "polybeam.learners.parsing.numbers",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CsvFormat",
@@ -35,6 +48,7 @@ __all__ = [
     "ParquetFormat",
     "ParsedBlock",
     "VWFormat",
+    "format_class",
     "label_problems",
     "make_format",
     "parse_number",

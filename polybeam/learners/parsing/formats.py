@@ -13,18 +13,26 @@ ValueError: unknown option 'bitz' for format 'vw'; its options are bits, seed, l
 from __future__ import annotations
 
 import dataclasses
+import importlib
 
-from polybeam.learners.parsing.csv import CsvFormat
-from polybeam.learners.parsing.libsvm import LibsvmFormat
-from polybeam.learners.parsing.parquet import ParquetFormat
-from polybeam.learners.parsing.vw import VWFormat
-
-FORMATS = {
-    "libsvm": LibsvmFormat,
-    "vw": VWFormat,
-    "csv": CsvFormat,
-    "parquet": ParquetFormat,
+# Name -> (module, class); a format's module (and e.g. pyarrow for Parquet) is
+# imported only when the format is used.
+_FORMAT_CLASSES = {
+    "libsvm": ("polybeam.learners.parsing.libsvm", "LibsvmFormat"),
+    "vw": ("polybeam.learners.parsing.vw", "VWFormat"),
+    "csv": ("polybeam.learners.parsing.csv", "CsvFormat"),
+    "parquet": ("polybeam.learners.parsing.parquet", "ParquetFormat"),
 }
+FORMATS = tuple(_FORMAT_CLASSES)
+
+
+def format_class(name: str) -> type:
+    """The class of the format called ``name``."""
+    try:
+        module, attribute = _FORMAT_CLASSES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown input format {name!r}; known formats are {', '.join(sorted(FORMATS))}") from None
+    return getattr(importlib.import_module(module), attribute)
 
 
 def make_format(name: str, **options):
@@ -32,12 +40,9 @@ def make_format(name: str, **options):
 
     Raises ``ValueError`` for an unknown format or option, naming the valid ones.
     """
-    try:
-        format_class = FORMATS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown input format {name!r}; known formats are {', '.join(sorted(FORMATS))}") from None
-    valid = [field.name for field in dataclasses.fields(format_class)]
+    format_type = format_class(name)
+    valid = [field.name for field in dataclasses.fields(format_type)]
     for option in options:
         if option not in valid:
             raise ValueError(f"unknown option {option!r} for format {name!r}; its options are {', '.join(valid)}")
-    return format_class(**options)
+    return format_type(**options)

@@ -6,13 +6,15 @@ import pickle
 
 import pytest
 
-from polybeam.learners.parsing import FORMATS, CsvFormat, LibsvmFormat, ParquetFormat, VWFormat, make_format
+from polybeam.learners.parsing import FORMATS, CsvFormat, LibsvmFormat, ParquetFormat, VWFormat, format_class, make_format
 
 
 def test_registry_names_match_the_classes():
-    assert FORMATS == {"libsvm": LibsvmFormat, "vw": VWFormat, "csv": CsvFormat, "parquet": ParquetFormat}
-    for name, format_class in FORMATS.items():
-        assert format_class.name == name
+    classes = {"libsvm": LibsvmFormat, "vw": VWFormat, "csv": CsvFormat, "parquet": ParquetFormat}
+    assert set(FORMATS) == set(classes)
+    for name in FORMATS:
+        assert format_class(name) is classes[name]
+        assert classes[name].name == name
 
 
 def test_make_format_configures():
