@@ -136,7 +136,7 @@ def render(report: dict) -> str:
             )  # fmt: skip
         parts += [
             "",
-            "## Real data: held-out error (80/20 split, seed 0, identical files for both)",
+            "## Real data: held-out error (80/20 split: the last fifth of the pre-shuffled file is the test set; identical files for both)",
             "",
             markdown_table(
                 ["task", "polybeam (pipeline)", "polybeam (Python API)", "VW", "polybeam - VW",

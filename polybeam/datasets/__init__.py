@@ -77,20 +77,26 @@ def write_split(
     directory: str,
     *,
     test_fraction: float = 0.2,
-    seed: int = 0,
+    seed: int | None = None,
     binary: bool = False,
 ) -> tuple[str, str]:
-    """Write a seeded train/test split of a bundled dataset as LIBSVM files.
+    """Write a train/test split of a bundled dataset as LIBSVM files.
 
-    Returns the two paths (``<name>[.binary].train.libsvm``, ``...test.libsvm``).
-    The same name, fraction and seed always give the same split, so that peers
-    (e.g. Vowpal Wabbit) can be measured on exactly the same files.
+    The bundled files are already shuffled, so by default (``seed=None``) the
+    last ``test_fraction`` of the rows is the test set; a ``seed`` draws the test
+    rows at random instead (e.g. to average over several splits). Returns the
+    two paths (``<name>[.binary].train.libsvm``, ``...test.libsvm``). The same
+    arguments always give the same files, so that peers (e.g. Vowpal Wabbit) can
+    be measured on exactly the same split.
     """
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
     rows = lines(name, binary=binary)
-    order = np.random.default_rng(seed).permutation(len(rows))
     n_test = int(round(test_fraction * len(rows)))
+    if seed is None:
+        order = np.roll(np.arange(len(rows)), n_test)  # the last n_test rows first
+    else:
+        order = np.random.default_rng(seed).permutation(len(rows))
     os.makedirs(directory, exist_ok=True)
     stem = os.path.join(directory, f"{name}{'.binary' if binary else ''}")
     paths = (f"{stem}.train.libsvm", f"{stem}.test.libsvm")

@@ -162,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         (_inspect_parser() if command == "inspect" else _command_parser(command)).print_help()
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Beam warns at import that Google Cloud's optional clients are missing;
+    # nothing here uses them.
+    logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
     from polybeam.learners.model import ModelFileError
 
     try:

@@ -33,7 +33,7 @@ def run_demo(options: PipelineOptions) -> dict:
     """Run the demo pipeline and return its report (also written to ``report.json``)."""
     started = time.perf_counter()
     out = options.view_as(DemoOptions).output_dir
-    train_path, test_path = datasets.write_split(DATASET, os.path.join(out, "data"), test_fraction=0.2, seed=0)
+    train_path, test_path = datasets.write_split(DATASET, os.path.join(out, "data"), test_fraction=0.2)
     model_path = os.path.join(out, f"{DATASET}.model")
     metrics_path = os.path.join(out, "heldout_metrics.json")
     dead_path = os.path.join(out, "dead_letters.jsonl")

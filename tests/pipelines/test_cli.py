@@ -35,9 +35,9 @@ def test_demo_trains_and_evaluates_spam_with_a_report(tmp_path, capsys):
     assert report["records_read"] == 4601 and report["dead_letters"] == 0
     assert report["train"]["reconciles"] and report["test"]["reconciles"]
     assert report["heldout"]["examples"] == 920
-    # Measured 0.064 (error) and 0.977 (AUC) with one pass of adaptive logistic regression.
+    # Measured 0.0913 (error) and 0.966 (AUC) with one pass of adaptive logistic regression.
     assert report["heldout"]["error"] <= 0.10
-    assert report["heldout"]["auc"] >= 0.95
+    assert report["heldout"]["auc"] >= 0.96
     assert 0 < report["progressive_loss"] < 0.4
     assert 0 < report["nonzero_weights"] <= 58
     assert (out / "spam.model").exists() and (out / "report.txt").exists()
