@@ -28,6 +28,7 @@ import os
 import shutil
 import sys
 import time
+
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -14,7 +14,7 @@ Examples
 >>> learner.examples_seen, learner.progressive_loss < 0.69
 (100, True)
 >>> learner.predict(batch)[:2].round(2)
-array([0.93, 0.07])
+array([0.97, 0.03])
 """
 
 from __future__ import annotations

@@ -11,19 +11,16 @@ import apache_beam as beam
 
 from polybeam.learners.evaluation import Evaluation
 from polybeam.transforms.keys import KeyFn, SplitByKey
-from polybeam.transforms.model_io import model_argument
+from polybeam.transforms.model_io import model_argument, model_for
 
 
 class _ScoreFn(beam.DoFn):
     def __init__(self, keyed: bool):
         self.keyed = keyed
 
-    def process(self, element, model):
-        key, batch = element if self.keyed else (None, element)
-        chosen = model.get(key) if self.keyed else model
-        if chosen is None:
-            raise KeyError(f"no model was trained for key {key!r}")
-        evaluation = Evaluation.for_model(chosen).add_batch(chosen, batch)
+    def process(self, element, models):
+        key, batch, model = model_for(element, models, self.keyed)
+        evaluation = Evaluation.for_model(model).add_batch(model, batch)
         yield (key, evaluation) if self.keyed else evaluation
 
 

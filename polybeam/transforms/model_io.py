@@ -80,3 +80,12 @@ def model_argument(model, keyed: bool = False):
     if isinstance(model, dict):
         return model
     return beam.pvalue.AsDict(model) if keyed else beam.pvalue.AsSingleton(model)
+
+
+def model_for(element, models, keyed: bool):
+    """``(key, batch, model)`` for an element: keyed elements pick their key's model."""
+    key, batch = element if keyed else (None, element)
+    model = models.get(key) if keyed else models
+    if model is None:
+        raise KeyError(f"no model was trained for key {key!r}")
+    return key, batch, model

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import apache_beam as beam
 import numpy as np
 
-from polybeam.learners.batch import ExampleBatch
 from polybeam.transforms.keys import KeyFn, SplitByKey
-from polybeam.transforms.model_io import model_argument
+from polybeam.transforms.model_io import model_argument, model_for
 
 PREDICTION_HEADER = "prediction\tlabel\tsource\trow\ttag"
 
@@ -46,12 +45,9 @@ class _PredictFn(beam.DoFn):
     def __init__(self, keyed: bool):
         self.keyed = keyed
 
-    def process(self, element, model):
-        key, batch = element if self.keyed else (None, element)
-        chosen = model.get(key) if self.keyed else model
-        if chosen is None:
-            raise KeyError(f"no model was trained for key {key!r}")
-        yield ScoredBatch(chosen.predict(batch), batch.labels, batch.source, batch.row_ids, batch.tags, key)
+    def process(self, element, models):
+        key, batch, model = model_for(element, models, self.keyed)
+        yield ScoredBatch(model.predict(batch), batch.labels, batch.source, batch.row_ids, batch.tags, key)
 
 
 class Predict(beam.PTransform):

@@ -39,10 +39,10 @@ import numba
 import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.hashing import check_bits, feature_slot, hash_string, hash_token, slot_mask
-from polybeam.learners.parsing.libsvm import check_labels, check_seed
+from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
 from polybeam.learners.parsing.numbers import scan_number
 from polybeam.learners.parsing.records import ParsedBlock
+from polybeam.learners.parsing.settings import HashedFormat
 from polybeam.learners.parsing.text import (
     EXAMPLE,
     FIRST_ERROR,
@@ -341,7 +341,7 @@ def split_fields(line: bytes, delimiter: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class CsvFormat:
+class CsvFormat(HashedFormat):
     """Parse CSV text blocks into example batches.
 
     Parameters
@@ -369,9 +369,6 @@ class CsvFormat:
 
     name: ClassVar[str] = "csv"
 
-    bits: int = 18
-    seed: int = 0
-    labels: str = "real"
     label_column: str | int | None = None
     weight_column: str | int | None = None
     delimiter: str = ","
@@ -380,9 +377,7 @@ class CsvFormat:
     ignore_columns: tuple[str | int, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        check_bits(self.bits)
-        check_seed(self.seed)
-        check_labels(self.labels)
+        super().__post_init__()
         if not isinstance(self.delimiter, str) or len(self.delimiter.encode("utf-8")) != 1:
             raise ValueError(f"delimiter must be a single ASCII character, got {self.delimiter!r}")
         if self.delimiter in "\"\r\n":

@@ -34,9 +34,10 @@ import numba
 import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.hashing import check_bits, libsvm_slot_kernel, slot_mask
+from polybeam.learners.hashing import libsvm_slot_kernel, slot_mask
 from polybeam.learners.parsing.numbers import scan_number
-from polybeam.learners.parsing.records import LABEL_KINDS, ParsedBlock
+from polybeam.learners.parsing.records import ParsedBlock
+from polybeam.learners.parsing.settings import HashedFormat
 from polybeam.learners.parsing.text import (
     EXAMPLE,
     FIRST_ERROR,
@@ -244,22 +245,8 @@ def libsvm_slots(indices, mask, seed):
     return out
 
 
-def check_labels(labels: str) -> str:
-    """Validate a ``labels`` setting (the task's kind of label)."""
-    if labels not in LABEL_KINDS:
-        raise ValueError(f"labels must be one of {LABEL_KINDS}, got {labels!r}")
-    return labels
-
-
-def check_seed(seed: int) -> int:
-    """Validate a hash ``seed`` (an unsigned 32-bit integer)."""
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
-    return int(seed)
-
-
 @dataclass(frozen=True)
-class LibsvmFormat:
+class LibsvmFormat(HashedFormat):
     """Parse LIBSVM / SVMlight text blocks into example batches.
 
     Parameters
@@ -274,15 +261,6 @@ class LibsvmFormat:
 
     name: ClassVar[str] = "libsvm"
     header_lines: ClassVar[int] = 0
-
-    bits: int = 18
-    seed: int = 0
-    labels: str = "real"
-
-    def __post_init__(self) -> None:
-        check_bits(self.bits)
-        check_seed(self.seed)
-        check_labels(self.labels)
 
     def parse(
         self,

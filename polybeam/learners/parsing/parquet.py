@@ -44,13 +44,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
-from polybeam.learners.hashing import check_bits, feature_slot, slot_mask
-from polybeam.learners.parsing.libsvm import check_labels, check_seed, libsvm_slots
+from polybeam.learners.hashing import feature_slot, slot_mask
+from polybeam.learners.parsing.libsvm import libsvm_slots
 from polybeam.learners.parsing.records import DeadLetter, ParsedBlock, label_problems, reject_examples
+from polybeam.learners.parsing.settings import HashedFormat
 
 
 @dataclass(frozen=True)
-class ParquetFormat:
+class ParquetFormat(HashedFormat):
     """Parse Parquet files / Arrow tables into example batches.
 
     Parameters
@@ -71,9 +72,6 @@ class ParquetFormat:
     name: ClassVar[str] = "parquet"
     header_lines: ClassVar[int] = 0
 
-    bits: int = 18
-    seed: int = 0
-    labels: str = "real"
     label_column: str = "label"
     weight_column: str | None = None
     indices_column: str = "indices"
@@ -81,9 +79,7 @@ class ParquetFormat:
     feature_columns: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        check_bits(self.bits)
-        check_seed(self.seed)
-        check_labels(self.labels)
+        super().__post_init__()
         if self.feature_columns is not None:
             columns = (self.feature_columns,) if isinstance(self.feature_columns, str) else tuple(self.feature_columns)
             object.__setattr__(self, "feature_columns", columns)

@@ -43,10 +43,10 @@ import numba
 import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.hashing import check_bits, hash_token, namespace_seed, slot_mask
-from polybeam.learners.parsing.libsvm import check_labels, check_seed
+from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
 from polybeam.learners.parsing.numbers import scan_number
 from polybeam.learners.parsing.records import ParsedBlock
+from polybeam.learners.parsing.settings import HashedFormat
 from polybeam.learners.parsing.text import (
     EXAMPLE,
     FIRST_ERROR,
@@ -374,7 +374,7 @@ def _decode(raw: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class VWFormat:
+class VWFormat(HashedFormat):
     """Parse Vowpal Wabbit text blocks into example batches.
 
     Parameters
@@ -394,15 +394,7 @@ class VWFormat:
     name: ClassVar[str] = "vw"
     header_lines: ClassVar[int] = 0
 
-    bits: int = 18
-    seed: int = 0
-    labels: str = "real"
     feature_names: bool = False
-
-    def __post_init__(self) -> None:
-        check_bits(self.bits)
-        check_seed(self.seed)
-        check_labels(self.labels)
 
     def parse(
         self,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import gzip
-from types import SimpleNamespace
 from importlib import resources
+from types import SimpleNamespace
 
 import pytest
+
 
 @pytest.fixture(scope="session")
 def dataset_bytes():

@@ -6,7 +6,15 @@ import pickle
 
 import pytest
 
-from polybeam.learners.parsing import FORMATS, CsvFormat, LibsvmFormat, ParquetFormat, VWFormat, format_class, make_format
+from polybeam.learners.parsing import (
+    FORMATS,
+    CsvFormat,
+    LibsvmFormat,
+    ParquetFormat,
+    VWFormat,
+    format_class,
+    make_format,
+)
 
 
 def test_registry_names_match_the_classes():
