@@ -44,6 +44,8 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.hashing import BIAS_SLOT
 
 MAGIC = b"POLYBEAM-MODEL\n"
+# Input formats whose numeric feature indices are the model's slots.
+INDEXED_FORMATS = ("libsvm", "parquet")
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<IQ")
 _DIGEST_BYTES = 32
@@ -136,9 +138,16 @@ class Model:
         return int(np.count_nonzero(self.weights))
 
     def feature_name(self, slot: int) -> str | None:
+        """The slot's feature name; for LIBSVM-style input, unnamed slots are the file's indices."""
+        slot = int(slot)
         if slot == BIAS_SLOT and self.config.bias and slot not in self.names:
             return "(bias)"
-        return self.names.get(int(slot))
+        if slot in self.names:
+            return self.names[slot]
+        if self.metadata.get("input_format") in INDEXED_FORMATS:
+            # Indices below 2**bits are their own slots (larger ones are hashed).
+            return f"index {slot}"
+        return None
 
     def top_weights(self, top: int = 20) -> list[dict[str, Any]]:
         """The ``top`` largest weights by magnitude, with slot and name (None if unknown)."""

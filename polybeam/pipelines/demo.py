@@ -43,7 +43,7 @@ def run_demo(options: PipelineOptions) -> dict:
     read = dict(bits=CONFIG.bits, seed=CONFIG.seed, labels=CONFIG.label_kind)
     train = pipeline | "ReadTrain" >> ReadExamples(train_path, format="libsvm", **read)
     test = pipeline | "ReadTest" >> ReadExamples(test_path, format="libsvm", **read)
-    models = train.examples | "Train" >> Train(CONFIG)
+    models = train.examples | "Train" >> Train(CONFIG, metadata={"input_format": "libsvm", "dataset": DATASET})
     models | "WriteModel" >> WriteModel(model_path)
     (
         test.examples

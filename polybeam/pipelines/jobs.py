@@ -64,7 +64,8 @@ def run_train(options: PipelineOptions) -> dict:
 
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", bits=config.bits, seed=config.seed, labels=config.label_kind)
-    read.examples | "Train" >> Train(config) | "WriteModel" >> WriteModel(model_path)
+    facts = {"input_format": options.view_as(InputOptions).format}
+    read.examples | "Train" >> Train(config, metadata=facts) | "WriteModel" >> WriteModel(model_path)
     _write_dead_letters(read, dead_path)
     result = pipeline.run()
     result.wait_until_finish()

@@ -40,9 +40,10 @@ class TrainFn(beam.CombineFn):
     (to continue training in another pass).
     """
 
-    def __init__(self, config: LearnerConfig, output: str = "model"):
+    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None):
         self.config = config
         self.output = output
+        self.metadata = metadata
 
     def create_accumulator(self) -> LinearLearner:
         return LinearLearner(self.config)
@@ -59,15 +60,16 @@ class TrainFn(beam.CombineFn):
         return learner.compact()
 
     def extract_output(self, learner: LinearLearner):
-        return learner.to_model() if self.output == "model" else learner
+        return learner.to_model(self.metadata) if self.output == "model" else learner
 
 
 class MergeLearnersFn(beam.CombineFn):
     """Averages the partial learners of a later pass into one state or Model."""
 
-    def __init__(self, config: LearnerConfig, output: str = "model"):
+    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None):
         self.config = config
         self.output = output
+        self.metadata = metadata
 
     def create_accumulator(self) -> list[LinearLearner]:
         return []
@@ -88,7 +90,7 @@ class MergeLearnersFn(beam.CombineFn):
 
     def extract_output(self, learners):
         learner = learners[0].merge(learners[1:]) if learners else LinearLearner(self.config)
-        return learner.to_model() if self.output == "model" else learner
+        return learner.to_model(self.metadata) if self.output == "model" else learner
 
 
 class _LearnOnePass(beam.DoFn):
@@ -142,21 +144,31 @@ class Train(beam.PTransform):
         ``key(batch)`` returns one key per example (an array), or a single key
         for the whole batch; then one model is trained per key and the output is
         a PCollection of ``(key, Model)``. Without it, a PCollection of one Model.
+    metadata : dict, optional
+        Extra facts to record in the model (e.g. ``{"input_format": "libsvm"}``).
     """
 
-    def __init__(self, config: LearnerConfig | None = None, *, key: KeyFn | None = None, **settings):
+    def __init__(
+        self,
+        config: LearnerConfig | None = None,
+        *,
+        key: KeyFn | None = None,
+        metadata: dict | None = None,
+        **settings,
+    ):
         super().__init__()
         if config is not None and settings:
             raise ValueError("give either a LearnerConfig or keyword settings, not both")
         self.config = config if config is not None else LearnerConfig(**settings)
         self.key = key
+        self.metadata = metadata
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
         if keyed:
             batches = batches | "SplitByKey" >> beam.ParDo(SplitByKey(self.key))
         last = config.passes == 1
-        first_fn = TrainFn(config, output="model" if last else "state")
+        first_fn = TrainFn(config, output="model" if last else "state", metadata=self.metadata)
         if keyed:
             states = batches | "Pass1" >> beam.CombinePerKey(first_fn)
         else:
@@ -165,7 +177,7 @@ class Train(beam.PTransform):
             output = "model" if number == config.passes else "state"
             start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
             partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed), start)
-            merge = MergeLearnersFn(config, output)
+            merge = MergeLearnersFn(config, output, metadata=self.metadata)
             if keyed:
                 states = partial | f"Pass{number}" >> beam.CombinePerKey(merge)
             else:
