@@ -10,7 +10,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from polybeam.learners.evaluation import Evaluation
-from polybeam.transforms.keys import KeyFn, SplitByKey
+from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import model_argument, model_for
 
 
@@ -63,8 +63,7 @@ class Evaluate(beam.PTransform):
 
     def expand(self, batches):
         keyed = self.key is not None
-        if keyed:
-            batches = batches | "SplitByKey" >> beam.ParDo(SplitByKey(self.key))
+        batches = split_by_key(batches, self.key)
         partial = batches | "Score" >> beam.ParDo(_ScoreFn(keyed), model_argument(self.model, keyed))
         if keyed:
             return partial | "Metrics" >> beam.CombinePerKey(EvaluationFn())

@@ -24,3 +24,10 @@ class SplitByKey(beam.DoFn):
             yield keys, batch
         else:
             yield from batch.split_by(keys)
+
+
+def split_by_key(batches, key: KeyFn | None):
+    """``batches`` as ``(key, batch)`` pairs when a key function is given, else unchanged."""
+    if key is None:
+        return batches
+    return batches | "SplitByKey" >> beam.ParDo(SplitByKey(key))

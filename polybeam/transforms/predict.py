@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 import numpy as np
 
-from polybeam.transforms.keys import KeyFn, SplitByKey
+from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import model_argument, model_for
 
 PREDICTION_HEADER = "prediction\tlabel\tsource\trow\ttag"
@@ -65,8 +65,7 @@ class Predict(beam.PTransform):
 
     def expand(self, batches):
         keyed = self.key is not None
-        if keyed:
-            batches = batches | "SplitByKey" >> beam.ParDo(SplitByKey(self.key))
+        batches = split_by_key(batches, self.key)
         return batches | "Score" >> beam.ParDo(_PredictFn(keyed), model_argument(self.model, keyed))
 
 

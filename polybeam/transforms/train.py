@@ -30,7 +30,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
-from polybeam.transforms.keys import KeyFn, SplitByKey
+from polybeam.transforms.keys import KeyFn, split_by_key
 
 
 class TrainFn(beam.CombineFn):
@@ -165,8 +165,7 @@ class Train(beam.PTransform):
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
-        if keyed:
-            batches = batches | "SplitByKey" >> beam.ParDo(SplitByKey(self.key))
+        batches = split_by_key(batches, self.key)
         last = config.passes == 1
         first_fn = TrainFn(config, output="model" if last else "state", metadata=self.metadata)
         if keyed:
