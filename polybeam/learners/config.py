@@ -8,19 +8,27 @@ state, no data.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
+
 from polybeam.learners.hashing import DEFAULT_BITS, check_bits
 
-LOSSES = ("squared", "logistic", "hinge")
-STEPS = ("constant", "decay", "inverse", "adaptive")
-# Default eta per loss. 0.5 is VW's default for every loss; for logistic loss
-# 1.0 gave lower held-out error on all four bundled data sets and a lower
-# progressive loss on the 1M-example synthetic benchmark, while squared and
-# hinge loss did best at 0.5 on the large data (benchmarks/bench_default_rates.py).
-DEFAULT_LEARNING_RATES = {"squared": 0.5, "logistic": 1.0, "hinge": 0.5}
+LOSSES = ("squared", "logistic", "hinge", "softmax")
+STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
+SPARSITY = ("none", "truncate", "round", "subgradient")
+# Default eta per loss when a step rule needs one. 0.5 is VW's default for every
+# loss; for logistic loss 1.0 gave lower held-out error on all four bundled data
+# sets and a lower progressive loss on the 1M-example synthetic benchmark, while
+# squared and hinge loss did best at 0.5 on the large data
+# (benchmarks/bench_default_rates.py).
+DEFAULT_LEARNING_RATES = {"squared": 0.5, "logistic": 1.0, "hinge": 0.5, "softmax": 0.5}
+# Greedy step averaging aims each example's greedy step at this probability of
+# the true class (the GSA paper's and Fregata's p_hat).
+DEFAULT_GSA_TARGET = 0.95
 
 
 @dataclass(frozen=True)
@@ -29,20 +37,26 @@ class LearnerConfig:
 
     Parameters
     ----------
-    loss : {"squared", "logistic", "hinge"}
+    loss : {"squared", "logistic", "hinge", "softmax"}
         ``squared`` is ``(p - y)**2`` on real labels (predictions are clamped to
         the range of labels seen, as VW does); ``logistic`` and ``hinge`` take
-        labels +1 and -1 (or 0, read as -1).
-    step : {"constant", "decay", "inverse", "adaptive"}
-        The step size rule: ``constant`` eta; ``decay`` eta * t**-power_t (t the
-        importance-weighted number of examples including this one);
-        ``inverse`` 1 / (l2 * (t + 1)) with t the examples before this one
-        (Pegasos; needs ``l2 > 0``); ``adaptive`` per-coordinate AdaGrad steps
+        labels +1 and -1 (or 0, read as -1); ``softmax`` is multinomial logistic
+        regression over ``classes`` classes, labels 1..K (one weight vector per
+        class over the same hashed features).
+    step : {"gsa", "adaptive", "constant", "decay", "inverse"}, optional
+        The step size rule: ``gsa`` greedy step averaging (each example's greedy
+        step, the one that would fit that example, averaged over all examples so
+        far: no learning rate at all); ``adaptive`` per-coordinate AdaGrad steps
         eta / sqrt(sum of squared gradients), normalised by each feature's largest
-        magnitude when ``normalized`` (VW's default update).
+        magnitude when ``normalized`` (VW's default update); ``constant`` eta;
+        ``decay`` eta * t**-power_t (t the importance-weighted number of examples
+        including this one, at least 1); ``inverse`` 1 / (l2 * (t + 1)) with t the examples
+        before this one (Pegasos; needs ``l2 > 0``). Default: ``gsa`` when no
+        learning rate is given, ``adaptive`` otherwise.
     learning_rate : float, optional
-        eta; defaults to 1.0 for logistic loss and 0.5 (VW's default) otherwise.
-        Not used by ``inverse``.
+        eta of ``adaptive``, ``constant`` and ``decay``; defaults to 1.0 for
+        logistic loss and 0.5 (VW's default) otherwise. ``gsa`` and ``inverse``
+        take none.
     power_t : float
         Decay exponent of the ``decay`` rule (0.5: eta / sqrt(t)).
     l2 : float
@@ -62,15 +76,53 @@ class LearnerConfig:
         With ``adaptive``: divide each feature's step by the largest magnitude
         seen for it (and rescale its weight when that grows), so that learning
         does not depend on the units of a feature, as VW's ``--normalized``.
+        With ``gsa``: learn in feature space normalised online by each feature's
+        largest magnitude (the GSA paper's data sets are scaled to [-1, 1]; this
+        does the scaling on the fly). Other rules take plain steps.
     safe_updates : bool
         Importance-aware updates (Karampatziakis & Langford): the step follows the
         loss's gradient flow, so it never overshoots the label however large the
         learning rate or importance weight. Off: plain ``w -= step * gradient``.
+        Softmax always takes plain steps.
+    classes : int
+        Number of classes of ``softmax`` (>= 2); taken from ``class_names`` if
+        those are given.
+    class_names : tuple of str
+        Optional names of the classes 1..K, for reading named labels and for
+        predictions.
+    gsa_target : float
+        p_hat of ``gsa``: the greedy step of a logistic or softmax example moves
+        the probability of its true class to this value.
+    gsa_exact : bool
+        ``gsa`` with logistic loss: the exact greedy step of the GSA paper's
+        section 3.2 instead of its eq. 16 (the binary case of softmax's eq. 10).
+    sparsity : {"none", "truncate", "round", "subgradient"}, optional
+        How weights are made sparse: ``truncate`` truncated gradient (every
+        ``truncate_every`` examples, weights with ``|w| <= truncate_threshold``
+        shrink toward 0 by step * truncate_every * gravity, applied lazily per
+        weight); ``round`` sets weights with ``|w| < truncate_threshold`` to zero
+        every ``truncate_every`` examples (the paper's eq. 4); ``subgradient``
+        adds ``step * gravity * sign(w)`` to every weight's gradient and rounds
+        weights below ``truncate_threshold`` to zero at the end (eq. 5; it costs
+        O(2**bits) per example and exists as the paper's baseline). Default:
+        ``truncate`` when ``gravity > 0``, else ``none``.
+    gravity : float
+        g, the L1-like pull toward zero.
+    truncate_every : int
+        K, the truncation period in examples.
+    truncate_threshold : float, optional
+        theta. ``truncate``: only weights at most this large shrink (None:
+        infinity, the online counterpart of L1; theta = gravity is the paper's
+        second variant). Required by ``round`` and ``subgradient``.
 
     Examples
     --------
-    >>> LearnerConfig(loss="logistic").learning_rate, LearnerConfig(loss="squared").learning_rate
-    (1.0, 0.5)
+    >>> LearnerConfig(loss="logistic").step, LearnerConfig(loss="logistic", learning_rate=0.2).step
+    ('gsa', 'adaptive')
+    >>> LearnerConfig(loss="logistic", step="adaptive").learning_rate
+    1.0
+    >>> LearnerConfig(gravity=1e-3).sparsity
+    'truncate'
     >>> LearnerConfig(loss="logistic", step="inverse")
     Traceback (most recent call last):
     ...
@@ -78,7 +130,7 @@ class LearnerConfig:
     """
 
     loss: str = "squared"
-    step: str = "adaptive"
+    step: str | None = None
     learning_rate: float | None = None
     power_t: float = 0.5
     l2: float = 0.0
@@ -88,15 +140,30 @@ class LearnerConfig:
     bias: bool = True
     normalized: bool = True
     safe_updates: bool = True
+    classes: int = 0
+    class_names: tuple[str, ...] = ()
+    gsa_target: float = DEFAULT_GSA_TARGET
+    gsa_exact: bool = False
+    sparsity: str | None = None
+    gravity: float = 0.0
+    truncate_every: int = 1
+    truncate_threshold: float | None = None
 
     def __post_init__(self) -> None:
+        set_field = functools.partial(object.__setattr__, self)
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {self.loss!r}")
+        if self.step is None:
+            set_field("step", "gsa" if self.learning_rate is None else "adaptive")
         if self.step not in STEPS:
             raise ValueError(f"step must be one of {', '.join(STEPS)}; got {self.step!r}")
-        if self.learning_rate is None:
-            object.__setattr__(self, "learning_rate", DEFAULT_LEARNING_RATES[self.loss])
-        _check_number("learning_rate", self.learning_rate, positive=True)
+        if self.step in ("gsa", "inverse"):
+            if self.learning_rate is not None:
+                raise ValueError(f"step {self.step!r} sets its own step sizes; give no learning rate")
+        elif self.learning_rate is None:
+            set_field("learning_rate", DEFAULT_LEARNING_RATES[self.loss])
+        else:
+            _check_number("learning_rate", self.learning_rate, positive=True)
         _check_number("power_t", self.power_t)
         if self.power_t < 0:
             raise ValueError(f"power_t must be >= 0; got {self.power_t}")
@@ -105,16 +172,69 @@ class LearnerConfig:
             raise ValueError(f"l2 must be >= 0; got {self.l2}")
         if self.step == "inverse" and self.l2 <= 0:
             raise ValueError("step 'inverse' (1 / (l2 * (t + 1))) needs l2 > 0; set l2, e.g. l2=1e-4")
-        object.__setattr__(self, "bits", check_bits(self.bits))
+        set_field("bits", check_bits(self.bits))
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**32:
             raise ValueError(f"seed must be an integer in [0, 2**32); got {self.seed!r}")
-        if not isinstance(self.passes, int) or isinstance(self.passes, bool) or self.passes < 1:
+        if not _whole(self.passes) or self.passes < 1:
             raise ValueError(f"passes must be a whole number >= 1; got {self.passes!r}")
+        self._check_classes(set_field)
+        _check_number("gsa_target", self.gsa_target)
+        if not 0.5 < self.gsa_target < 1.0:
+            raise ValueError(f"gsa_target (p_hat) must lie strictly between 0.5 and 1; got {self.gsa_target}")
+        self._check_sparsity(set_field)
+
+    def _check_classes(self, set_field) -> None:
+        names = tuple(str(name) for name in self.class_names)
+        set_field("class_names", names)
+        if len(set(names)) != len(names) or any(not name for name in names):
+            raise ValueError(f"class_names must be distinct and non-empty; got {names}")
+        if not _whole(self.classes) or self.classes < 0:
+            raise ValueError(f"classes must be a whole number >= 0; got {self.classes!r}")
+        if names:
+            if self.classes not in (0, len(names)):
+                raise ValueError(f"classes is {self.classes} but {len(names)} class_names are given")
+            set_field("classes", len(names))
+        if self.loss == "softmax":
+            if self.classes < 2:
+                raise ValueError("loss 'softmax' needs classes >= 2 (or class_names); e.g. classes=3")
+        elif self.classes or names:
+            raise ValueError(f"classes and class_names are for loss 'softmax', not {self.loss!r}")
+
+    def _check_sparsity(self, set_field) -> None:
+        _check_number("gravity", self.gravity)
+        if self.gravity < 0:
+            raise ValueError(f"gravity must be >= 0; got {self.gravity}")
+        if self.sparsity is None:
+            set_field("sparsity", "truncate" if self.gravity > 0 else "none")
+        if self.sparsity not in SPARSITY:
+            raise ValueError(f"sparsity must be one of {', '.join(SPARSITY)}; got {self.sparsity!r}")
+        if not _whole(self.truncate_every) or self.truncate_every < 1:
+            raise ValueError(f"truncate_every must be a whole number >= 1; got {self.truncate_every!r}")
+        if self.truncate_threshold is not None:
+            _check_number("truncate_threshold", self.truncate_threshold)
+            if self.truncate_threshold < 0:
+                raise ValueError(f"truncate_threshold must be >= 0; got {self.truncate_threshold}")
+        if self.sparsity in ("truncate", "subgradient") and self.gravity <= 0:
+            raise ValueError(f"sparsity {self.sparsity!r} needs gravity > 0; e.g. gravity=1e-4")
+        if self.sparsity in ("round", "subgradient") and self.truncate_threshold is None:
+            raise ValueError(f"sparsity {self.sparsity!r} needs truncate_threshold (weights below it become 0)")
+        if self.sparsity == "none" and (self.gravity > 0 or self.truncate_threshold is not None):
+            raise ValueError("gravity and truncate_threshold need a sparsity other than 'none'")
+
+    @property
+    def outputs(self) -> int:
+        """Scores per example: one per class for softmax, else one."""
+        return self.classes if self.loss == "softmax" else 1
+
+    @property
+    def threshold(self) -> float:
+        """theta as a number (infinity when unset)."""
+        return math.inf if self.truncate_threshold is None else float(self.truncate_threshold)
 
     @property
     def label_kind(self) -> str:
         """The labels this configuration can learn from (see ``label_problems``)."""
-        return "real" if self.loss == "squared" else "binary"
+        return {"squared": "real", "softmax": "multiclass"}.get(self.loss, "binary")
 
     def replace(self, **changes: Any) -> "LearnerConfig":
         """A copy with some fields changed (validated again)."""
@@ -141,3 +261,7 @@ def _check_number(name: str, value: Any, *, positive: bool = False) -> None:
         raise ValueError(f"{name} must be a finite number; got {value!r}")
     if positive and value <= 0:
         raise ValueError(f"{name} must be > 0; got {value}")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

@@ -10,11 +10,11 @@ Examples
 --------
 >>> from polybeam.learners.batch import ExampleBatch
 >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 50)
->>> learner = LinearLearner(LearnerConfig(loss="logistic")).learn(batch)
+>>> learner = LinearLearner(LearnerConfig(loss="logistic")).learn(batch)   # GSA steps: no learning rate
 >>> learner.examples_seen, learner.progressive_loss < 0.69
 (100, True)
 >>> learner.predict(batch)[:2].round(2)
-array([0.97, 0.03])
+array([0.9 , 0.09])
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from polybeam.learners import kernels
+from polybeam.learners import kernels, sparsity
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.losses import LOSS_CODES
 from polybeam.learners.model import Model, finalize_predictions
+from polybeam.learners.softmax import learn_batch_softmax, predict_batch_softmax
 
-# Statistics that add up across learners of one pass (the rest are min/max or scale).
+# Statistics that add up across learners of one pass (the rest are min/max,
+# the scale, or the truncation clock, which merging resets).
 _ADDITIVE = np.zeros(kernels.N_STATS, dtype=bool)
 _ADDITIVE[
     [
@@ -40,16 +42,23 @@ _ADDITIVE[
         kernels.LOSS_SUM,
         kernels.NORM_WEIGHT,
         kernels.NORM_SUM,
+        kernels.STEPS,
+        kernels.GREEDY_SUM,
+        kernels.GREEDY_WEIGHT,
     ]
 ] = True
 
 
 def state_bytes(config: LearnerConfig) -> int:
     """Memory the dense state of ``config`` needs, in bytes."""
-    arrays = 1
+    per_slot = config.outputs  # weights
     if config.step == "adaptive":
-        arrays += 2 if config.normalized else 1
-    return arrays * 8 << config.bits
+        per_slot += config.outputs + 1  # AdaGrad sums and feature scales
+    elif config.step == "gsa" and config.normalized:
+        per_slot += 1  # feature scales
+    if config.sparsity in ("truncate", "round"):
+        per_slot += 1  # truncation time stamps
+    return per_slot * 8 << config.bits
 
 
 def check_memory(config: LearnerConfig) -> None:
@@ -69,20 +78,25 @@ def check_memory(config: LearnerConfig) -> None:
 class LinearLearner:
     """Online linear learner state; see the module docstring.
 
-    Fitted state ends in ``_``: ``raw_`` weights (the weights are
-    ``stats_[SCALE] * raw_``), ``sum_sq_grad_`` and ``feature_scale_`` (adaptive
-    and normalised steps only), ``stats_`` (see ``kernels``), ``names_`` and
-    ``passes_`` (per finished pass: examples, importance weight, mean loss).
+    Fitted state ends in ``_``: ``raw_`` weights of shape (slots, outputs) (the
+    weights are ``stats_[SCALE] * raw_``; one output per class for softmax),
+    ``sum_sq_grad_`` and ``feature_scale_`` (adaptive steps only), ``synced_``
+    (each slot's truncation time stamp, lazy sparsity only), ``stats_`` (see
+    ``kernels``), ``names_`` and ``passes_`` (per finished pass: examples,
+    importance weight, mean loss).
     """
 
     def __init__(self, config: LearnerConfig | None = None):
         self.config = config or LearnerConfig()
         check_memory(self.config)
-        size = 1 << self.config.bits
+        size, outputs = 1 << self.config.bits, self.config.outputs
         adaptive = self.config.step == "adaptive"
-        self.raw_ = np.zeros(size)
-        self.sum_sq_grad_ = np.zeros(size if adaptive else 0)
-        self.feature_scale_ = np.zeros(size if adaptive and self.config.normalized else 0)
+        scaled = adaptive or (self.config.step == "gsa" and self.config.normalized)
+        lazy = self.config.sparsity in ("truncate", "round")
+        self.raw_ = np.zeros((size, outputs))
+        self.sum_sq_grad_ = np.zeros((size if adaptive else 0, outputs))
+        self.feature_scale_ = np.zeros(size if scaled else 0)
+        self.synced_ = np.zeros(size if lazy else 0)
         self.stats_ = kernels.new_stats()
         # Additive statistics at the start of the current pass, so that merging
         # learners that continued one averaged state counts that state once.
@@ -94,37 +108,73 @@ class LinearLearner:
 
     def learn(self, batch: ExampleBatch) -> "LinearLearner":
         """Learn from every example of ``batch``, in order."""
-        if batch.bits != self.config.bits:
+        config = self.config
+        if batch.bits != config.bits:
             raise ValueError(
-                f"batch is hashed into {batch.bits} bits but the learner uses {self.config.bits}; "
+                f"batch is hashed into {batch.bits} bits but the learner uses {config.bits}; "
                 "read the data with the learner's bits"
             )
         if len(batch) == 0:
             return self
-        config = self.config
-        kernels.learn_batch(
-            batch.labels,
-            batch.weights,
-            batch.indptr,
-            batch.indices,
-            batch.values,
-            self.raw_,
-            self.sum_sq_grad_,
-            self.feature_scale_,
-            self.stats_,
-            LOSS_CODES[config.loss],
-            kernels.STEP_CODES[config.step],
-            float(config.learning_rate),
-            float(config.power_t),
-            float(config.l2),
-            config.bias,
-            config.normalized,
-            config.safe_updates,
+        common = (batch.labels, batch.weights, batch.indptr, batch.indices, batch.values)
+        sparse = (
+            sparsity.SPARSITY_CODES[config.sparsity],
+            float(config.gravity),
+            float(config.truncate_every),
+            config.threshold,
+            float(config.gsa_target),
         )
+        step = kernels.STEP_CODES[config.step]
+        rate = float(config.learning_rate or 0.0)
+        if config.loss == "softmax":
+            self._check_classes(batch.labels)
+            learn_batch_softmax(
+                *common,
+                self.raw_,
+                self.sum_sq_grad_,
+                self.feature_scale_,
+                self.synced_,
+                self.stats_,
+                step,
+                rate,
+                float(config.power_t),
+                float(config.l2),
+                config.bias,
+                config.normalized,
+                *sparse,
+            )
+        else:
+            kernels.learn_batch(
+                *common,
+                self.raw_.reshape(-1),
+                self.sum_sq_grad_.reshape(-1),
+                self.feature_scale_,
+                self.synced_,
+                self.stats_,
+                LOSS_CODES[config.loss],
+                step,
+                rate,
+                float(config.power_t),
+                float(config.l2),
+                config.bias,
+                config.normalized,
+                config.safe_updates,
+                *sparse,
+                config.gsa_exact,
+            )
         if batch.names:
             for slot, name in batch.names.items():
                 self.names_.setdefault(slot, name)
         return self
+
+    def _check_classes(self, labels: np.ndarray) -> None:
+        classes = self.config.classes
+        bad = (labels < 1) | (labels > classes) | (labels != np.round(labels))
+        if bad.any():
+            raise ValueError(
+                f"softmax labels must be class ids 1..{classes}; got {labels[bad][0]!r} "
+                "(read the data with labels='multiclass' and classes set, so bad labels become dead letters)"
+            )
 
     def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch, passes: int | None = None) -> "LinearLearner":
         """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout."""
@@ -146,10 +196,40 @@ class LinearLearner:
 
     # -- reading the state -----------------------------------------------------
 
+    def settle(self) -> "LinearLearner":
+        """Pay every weight's pending truncation now (the kernels do it lazily)."""
+        if len(self.synced_):
+            rates, thresholds = self._penalty()
+            sparsity.flush(
+                self.raw_,
+                self.stats_[kernels.SCALE],
+                self.synced_,
+                clock=self.stats_[kernels.CLOCK],
+                rates=rates,
+                thresholds=thresholds,
+                sparsity=sparsity.SPARSITY_CODES[self.config.sparsity],
+            )
+        return self
+
+    def _penalty(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-weight penalty rates and per-slot thresholds (see polybeam.learners.sparsity)."""
+        return sparsity.penalty_arrays(
+            self.sum_sq_grad_,
+            self.feature_scale_,
+            adaptive=self.config.step == "adaptive",
+            normalized=self.config.normalized,
+            threshold=self.config.threshold,
+            shape=self.raw_.shape,
+        )
+
+    def _output_shape(self, array: np.ndarray) -> np.ndarray:
+        return array.reshape(-1) if self.config.outputs == 1 else array
+
     @property
     def weights(self) -> np.ndarray:
-        """The dense weight vector (a new array)."""
-        return self.stats_[kernels.SCALE] * self.raw_
+        """The dense weights, truncation paid (a new array; (slots, classes) for softmax)."""
+        self.settle()
+        return self._output_shape(self.stats_[kernels.SCALE] * self.raw_)
 
     @property
     def examples_seen(self) -> int:
@@ -162,22 +242,25 @@ class LinearLearner:
         weight = self.stats_[kernels.WEIGHT_SUM]
         return float(self.stats_[kernels.LOSS_SUM] / weight) if weight > 0 else float("nan")
 
+    @property
+    def greedy_step(self) -> float | None:
+        """GSA's current step: the mean greedy step so far (None before any, or without GSA)."""
+        weight = self.stats_[kernels.GREEDY_WEIGHT]
+        return float(self.stats_[kernels.GREEDY_SUM] / weight) if weight > 0 else None
+
     def margins(self, batch: ExampleBatch) -> np.ndarray:
-        """Raw scores ``w . x + b`` of each example."""
-        out = np.empty(len(batch))
-        kernels.predict_batch(batch.indptr, batch.indices, batch.values, self.raw_, self.config.bias, out)
-        return out * self.stats_[kernels.SCALE]
+        """Raw scores ``w . x + b`` of each example (n x classes for softmax)."""
+        return self.to_model().margins(batch)
 
     def predict(self, batch: ExampleBatch) -> np.ndarray:
         """Predictions as the extracted model would make them (see :meth:`Model.predict`)."""
-        return finalize_predictions(
-            self.config.loss, self.margins(batch), self.stats_[kernels.LABEL_MIN], self.stats_[kernels.LABEL_MAX]
-        )
+        return self.to_model().predict(batch)
 
     # -- combining -------------------------------------------------------------
 
     def compact(self) -> "LinearLearner":
-        """Fold the L2 scale into the weights; the pickled form stores touched slots only."""
+        """Pay pending truncation and fold the L2 scale into the weights."""
+        self.settle()
         scale = self.stats_[kernels.SCALE]
         if scale != 1.0:
             self.raw_ *= scale
@@ -188,16 +271,19 @@ class LinearLearner:
         """Average this learner with ``others`` in place, weighted by importance seen this pass.
 
         Weights and AdaGrad sums are averaged, feature scales take the maximum,
-        counts add up and names are united (first name per slot wins).
+        counts add up and names are united (first name per slot wins). Pending
+        truncation is paid first, and the truncation clock starts again at zero.
         """
         learners = [self] + [other for other in others if other is not self]
         for other in learners[1:]:
             if other.config != self.config:
                 raise ValueError("cannot merge learners with different configurations")
-        pass_weights = np.array([learner.stats_[kernels.WEIGHT_SUM] for learner in learners])
-        total = pass_weights.sum()
         if len(learners) == 1:
             return self
+        for learner in learners:
+            learner.settle()
+        pass_weights = np.array([learner.stats_[kernels.WEIGHT_SUM] for learner in learners])
+        total = pass_weights.sum()
         shares = pass_weights / total if total > 0 else np.full(len(learners), 1.0 / len(learners))
 
         weights = np.zeros_like(self.raw_)
@@ -218,6 +304,7 @@ class LinearLearner:
         stats[kernels.LABEL_MAX] = max(learner.stats_[kernels.LABEL_MAX] for learner in learners)
         self.raw_ = weights
         self.sum_sq_grad_ = sum_sq_grad
+        self.synced_[:] = 0.0
         self.stats_ = stats
         return self
 
@@ -237,9 +324,16 @@ class LinearLearner:
         }
 
     def to_model(self, metadata: Mapping[str, object] | None = None) -> Model:
-        """The sparse model: non-zero weights, their names and what training saw."""
-        weights = self.weights
-        slots = np.flatnonzero(weights)
+        """The sparse model: non-zero weights, their names and what training saw.
+
+        Pending truncation is paid; the subgradient baseline rounds weights below
+        ``truncate_threshold`` to zero here, at the end of training.
+        """
+        weights = self.stats_[kernels.SCALE] * self.settle().raw_
+        if self.config.sparsity == "subgradient":
+            _, thresholds = self._penalty()
+            weights[np.abs(weights) < thresholds] = 0.0
+        slots = np.flatnonzero(np.any(weights != 0, axis=1))
         passes = self.passes_ + [self._pass_summary()]
         info = {
             "examples": passes[0]["examples"],
@@ -249,16 +343,26 @@ class LinearLearner:
             "label_min": float(self.stats_[kernels.LABEL_MIN]),
             "label_max": float(self.stats_[kernels.LABEL_MAX]),
         }
+        if self.greedy_step is not None:
+            info["greedy_step"] = self.greedy_step
         info.update(metadata or {})
         names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
-        return Model(config=self.config, slots=slots, weights=weights[slots], metadata=info, names=names)
+        return Model(
+            config=self.config,
+            slots=slots,
+            weights=self._output_shape(weights[slots]),
+            metadata=info,
+            names=names,
+        )
 
     def __getstate__(self) -> dict:
-        touched = self.raw_ != 0
+        touched = np.any(self.raw_ != 0, axis=1)
         if len(self.sum_sq_grad_):
-            touched |= self.sum_sq_grad_ != 0
+            touched |= np.any(self.sum_sq_grad_ != 0, axis=1)
         if len(self.feature_scale_):
             touched |= self.feature_scale_ != 0
+        if len(self.synced_):
+            touched |= self.synced_ != 0
         slots = np.flatnonzero(touched)
         return {
             "config": self.config.to_dict(),
@@ -266,6 +370,7 @@ class LinearLearner:
             "raw": self.raw_[slots],
             "sum_sq_grad": self.sum_sq_grad_[slots] if len(self.sum_sq_grad_) else None,
             "feature_scale": self.feature_scale_[slots] if len(self.feature_scale_) else None,
+            "synced": self.synced_[slots] if len(self.synced_) else None,
             "stats": self.stats_,
             "pass_start": self.pass_start_,
             "names": self.names_,
@@ -276,10 +381,9 @@ class LinearLearner:
         self.__init__(LearnerConfig.from_dict(state["config"]))
         slots = state["slots"]
         self.raw_[slots] = state["raw"]
-        if state["sum_sq_grad"] is not None:
-            self.sum_sq_grad_[slots] = state["sum_sq_grad"]
-        if state["feature_scale"] is not None:
-            self.feature_scale_[slots] = state["feature_scale"]
+        for name in ("sum_sq_grad", "feature_scale", "synced"):
+            if state.get(name) is not None:
+                getattr(self, name + "_")[slots] = state[name]
         self.stats_ = np.array(state["stats"], dtype=np.float64)
         self.pass_start_ = np.array(state["pass_start"], dtype=np.float64)
         self.names_ = dict(state["names"])

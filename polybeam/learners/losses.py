@@ -71,29 +71,49 @@ def loss_derivative(loss, p, y):
 
 @numba.njit(cache=True)
 def _logistic_flow(z0, c):
-    """Margin gain ``d`` from following the logistic flow: d + e^z0 (e^d - 1) = c.
+    """Margin gain ``d >= 0`` from following the logistic flow: d + e^z0 (e^d - 1) = c.
 
     ``z0 = y p`` is the margin before the update and ``c = scale * ppu`` the
-    flow's length. The left side is increasing and convex in ``d``, so Newton's
-    method started above the root descends to it monotonically.
+    flow's length. Each regime is solved where it stays accurate:
+
+    * z0 > 30: e^z0 dominates, and d = log(1 + c e^-z0) to 1e-13;
+    * -30 <= z0 <= 30: Newton's method on d itself (no cancellation when d is
+      tiny), started at an upper bound of the root, min(c, log(c + e^z0) - z0);
+      the left side is increasing and convex, so Newton descends monotonically;
+    * z0 < -30: in terms of the new margin u = z0 + d the equation is
+      u + e^u = X with X = c + z0 + e^z0; for X < -30, e^u is negligible and
+      d = c + e^z0 - e^u with u = X - e^X; otherwise Newton on u from above
+      (X, or log X when X > 1), and d = u - z0 is large, so exact enough.
     """
     if z0 > 30.0:
-        # exp(z0) dominates: the gain is c / (1 + e^z0) to double precision.
-        e = math.exp(-z0)
-        return c * e / (1.0 + e)
+        return math.log1p(c * math.exp(-z0))
     ez0 = math.exp(z0)
-    # Upper bounds on the root: d <= c, and z0 + d <= log(c + e^z0).
-    log_c = math.log(c)
-    upper = max(log_c, z0) + math.log1p(math.exp(-abs(log_c - z0))) - z0
-    d = min(c, upper)
-    for _ in range(60):
-        ed = math.exp(z0 + d)
-        value = d + ed - ez0 - c
-        step = value / (1.0 + ed)
-        d -= step
-        if abs(step) <= 1e-13 * (1.0 + abs(d)):
+    if z0 >= -30.0:
+        log_c = math.log(c)
+        upper = max(log_c, z0) + math.log1p(math.exp(-abs(log_c - z0))) - z0
+        d = min(c, upper)
+        for _ in range(100):
+            # e^z0 (e^d - 1), without overflowing e^d when d is large (z0 + d
+            # stays below log(c + e^z0), so e^(z0 + d) is finite).
+            grown = math.exp(z0 + d)
+            extra = ez0 * math.expm1(d) if d < 700.0 else grown - ez0
+            step = (d + extra - c) / (1.0 + grown)
+            d -= step
+            if abs(step) <= 1e-15 * (1.0 + abs(d)):
+                break
+        return max(d, 0.0)
+    target = c + z0 + ez0
+    if target < -30.0:
+        u = target - math.exp(target)
+        return max(c + ez0 - math.exp(u), 0.0)
+    u = math.log(target) if target > 1.0 else target
+    for _ in range(100):
+        eu = math.exp(u)
+        step = (u + eu - target) / (1.0 + eu)
+        u -= step
+        if abs(step) <= 1e-15 * (1.0 + abs(u)):
             break
-    return max(d, 0.0)
+    return max(u - z0, 0.0)
 
 
 @numba.njit(cache=True)

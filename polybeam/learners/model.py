@@ -5,12 +5,13 @@ A model file is one self-checking binary file::
     b"POLYBEAM-MODEL\\n"          signature
     uint32 little-endian          format version
     uint64 little-endian          length of the JSON header
-    JSON header (UTF-8)           config, metadata, names, array layout
-    array bytes                   slots (int64) then weights (float64)
+    JSON header (UTF-8)           config, metadata, names, array dtypes and shapes
+    array bytes                   slots (int64) then weights (float64; slots x classes for softmax)
     32 bytes                      SHA-256 of everything above
 
 Loading refuses, with a message that says what is wrong, a file that is not a
 model, comes from a newer format version, is truncated or fails its checksum.
+Version 1 files (array lengths instead of shapes) still load.
 
 Examples
 --------
@@ -20,10 +21,11 @@ Examples
 ...               names={5: "word"})
 >>> Model.from_bytes(model.to_bytes()).weights.tolist()
 [0.5, -2.0]
->>> Model.from_bytes(model.to_bytes()[:-3])
-Traceback (most recent call last):
-...
-polybeam.learners.model.ModelFileError: model file is truncated: expected 380 bytes, found 377
+>>> try:
+...     Model.from_bytes(model.to_bytes()[:-3])
+... except ModelFileError as error:
+...     print(str(error).split(":")[0])
+model file is truncated
 """
 
 from __future__ import annotations
@@ -42,11 +44,12 @@ from polybeam.learners import kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.hashing import BIAS_SLOT
+from polybeam.learners.softmax import predict_batch_softmax
 
 MAGIC = b"POLYBEAM-MODEL\n"
 # Input formats whose numeric feature indices are the model's slots.
 INDEXED_FORMATS = ("libsvm", "parquet")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _PREFIX = struct.Struct("<IQ")
 _DIGEST_BYTES = 32
 
@@ -55,16 +58,25 @@ class ModelFileError(ValueError):
     """A model file that cannot be used, with the reason."""
 
 
+def softmax_probabilities(scores: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of an (n, K) score matrix, without overflow."""
+    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
 def finalize_predictions(loss: str, margins: np.ndarray, label_min: float, label_max: float) -> np.ndarray:
     """Turn margins into predictions in the label's units.
 
     Squared loss clamps to the range of training labels (as VW does), logistic
-    gives the probability of the positive class, hinge the margin itself.
+    gives the probability of the positive class, hinge the margin itself and
+    softmax the probability of every class (n x K).
     """
     if loss == "squared":
         return np.clip(margins, label_min, label_max) if label_max > label_min else margins
     if loss == "logistic":
         return 0.5 * (1.0 + np.tanh(0.5 * margins))  # the logistic sigmoid, without overflow
+    if loss == "softmax":
+        return softmax_probabilities(margins)
     return margins
 
 
@@ -78,7 +90,8 @@ class Model:
     slots : int array
         Slots with a non-zero weight, ascending.
     weights : float array
-        Their weights.
+        Their weights: one per slot, or one row of per-class weights per slot
+        (shape slots x classes) for softmax.
     metadata : mapping
         What training saw (examples, progressive loss, label range, ...).
     names : mapping of slot -> feature name
@@ -94,8 +107,10 @@ class Model:
     def __post_init__(self) -> None:
         slots = np.asarray(self.slots, dtype=np.int64)
         weights = np.asarray(self.weights, dtype=np.float64)
-        if slots.shape != weights.shape or slots.ndim != 1:
-            raise ValueError(f"model has {slots.shape} slots for {weights.shape} weights")
+        outputs = self.config.outputs
+        expected = (len(slots),) if outputs == 1 else (len(slots), outputs)
+        if slots.ndim != 1 or weights.shape != expected:
+            raise ValueError(f"model has {slots.shape} slots for weights of shape {weights.shape}; expected {expected}")
         order = np.argsort(slots, kind="stable")
         object.__setattr__(self, "slots", slots[order])
         object.__setattr__(self, "weights", weights[order])
@@ -106,23 +121,40 @@ class Model:
 
     @cached_property
     def dense_weights(self) -> np.ndarray:
-        weights = np.zeros(1 << self.config.bits)
+        weights = np.zeros((1 << self.config.bits,) + self.weights.shape[1:])
         weights[self.slots] = self.weights
         return weights
 
     def margins(self, batch: ExampleBatch) -> np.ndarray:
-        """Raw scores ``w . x + b``."""
+        """Raw scores ``w . x + b`` (n x classes for softmax)."""
         if batch.bits != self.config.bits:
             raise ValueError(
                 f"batch is hashed into {batch.bits} bits but the model uses {self.config.bits}; "
                 "read the data with the model's bits and seed"
             )
-        out = np.empty(len(batch))
-        kernels.predict_batch(batch.indptr, batch.indices, batch.values, self.dense_weights, self.config.bias, out)
+        arrays = (batch.indptr, batch.indices, batch.values, self.dense_weights, self.config.bias)
+        if self.config.outputs > 1:
+            out = np.empty((len(batch), self.config.outputs))
+            predict_batch_softmax(*arrays, out)
+        else:
+            out = np.empty(len(batch))
+            kernels.predict_batch(*arrays, out)
         return out
 
+    def predict_classes(self, batch: ExampleBatch) -> np.ndarray:
+        """Softmax: the most probable class of each example, as ids 1..K."""
+        if self.config.loss != "softmax":
+            raise ValueError("predict_classes is for softmax models")
+        return np.argmax(self.margins(batch), axis=1) + 1
+
+    def class_name(self, class_id: int) -> str:
+        """The name of class ``class_id`` (1..K), or the id itself when classes are unnamed."""
+        names = self.config.class_names
+        return names[class_id - 1] if names else str(class_id)
+
     def predict(self, batch: ExampleBatch) -> np.ndarray:
-        """Predictions: clamped values (squared), P(y = +1) (logistic) or margins (hinge)."""
+        """Predictions: clamped values (squared), P(y = +1) (logistic), margins (hinge),
+        or class probabilities (softmax, n x K)."""
         return finalize_predictions(
             self.config.loss,
             self.margins(batch),
@@ -150,18 +182,26 @@ class Model:
         return None
 
     def top_weights(self, top: int = 20) -> list[dict[str, Any]]:
-        """The ``top`` largest weights by magnitude, with slot and name (None if unknown)."""
-        order = np.argsort(-np.abs(self.weights), kind="stable")[:top]
-        return [
-            {"slot": int(self.slots[i]), "name": self.feature_name(int(self.slots[i])), "weight": float(self.weights[i])}
-            for i in order
-        ]
+        """The ``top`` largest weights by magnitude, with slot, name (None if unknown) and class (softmax)."""
+        flat = self.weights.reshape(len(self.slots), -1)
+        order = np.argsort(-np.abs(flat), axis=None, kind="stable")[:top]
+        entries = []
+        for position in order:
+            row, column = divmod(int(position), flat.shape[1])
+            slot = int(self.slots[row])
+            entry = {"slot": slot, "name": self.feature_name(slot), "weight": float(flat[row, column])}
+            if self.config.outputs > 1:
+                entry["class"] = self.class_name(column + 1)
+            entries.append(entry)
+        return entries
 
     def summary_dict(self, top: int = 20) -> dict[str, Any]:
         meta = dict(self.metadata)
         return {
             "loss": self.config.loss,
             "step": self.config.step,
+            "sparsity": self.config.sparsity,
+            "classes": self.config.classes or None,
             "bits": self.config.bits,
             "nonzero_weights": self.nonzero,
             "slots": 1 << self.config.bits,
@@ -182,11 +222,12 @@ class Model:
             f"progressive loss {loss:.6g}" if isinstance(loss, float) and math.isfinite(loss) else
             f"trained on {info['examples']} examples, {info['passes']} pass(es)",
             f"top {len(info['top_weights'])} weights by magnitude:",
-            f"  {'rank':>4}  {'slot':>10}  {'weight':>12}  name",
+            f"  {'rank':>4}  {'slot':>10}  {'weight':>12}  name" + ("  (class)" if self.config.outputs > 1 else ""),
         ]
         for rank, entry in enumerate(info["top_weights"], 1):
             name = entry["name"] if entry["name"] is not None else "-"
-            lines.append(f"  {rank:>4}  {entry['slot']:>10}  {entry['weight']:>12.6g}  {name}")
+            of_class = f"  ({entry['class']})" if "class" in entry else ""
+            lines.append(f"  {rank:>4}  {entry['slot']:>10}  {entry['weight']:>12.6g}  {name}{of_class}")
         return "\n".join(lines)
 
     # -- serialisation ------------------------------------------------------------
@@ -199,7 +240,7 @@ class Model:
                 "config": self.config.to_dict(),
                 "metadata": _jsonable(self.metadata),
                 "names": {str(k): v for k, v in self.names.items()},
-                "arrays": {"slots": ["<i8", len(self.slots)], "weights": ["<f8", len(self.weights)]},
+                "arrays": {"slots": ["<i8", list(self.slots.shape)], "weights": ["<f8", list(self.weights.shape)]},
             },
             sort_keys=True,
         ).encode("utf-8")
@@ -228,10 +269,13 @@ class Model:
             )
         try:
             header = json.loads(data[fixed : fixed + header_length].decode("utf-8"))
-            n_slots = int(header["arrays"]["slots"][1])
-            n_weights = int(header["arrays"]["weights"][1])
+            # Version 1 recorded array lengths, version 2 array shapes.
+            slots_shape, weights_shape = (
+                _shape(header["arrays"][name][1]) for name in ("slots", "weights")
+            )
         except (ValueError, KeyError, TypeError, IndexError) as error:
             raise ModelFileError(f"model file is corrupt: unreadable header ({error})") from None
+        n_slots, n_weights = math.prod(slots_shape), math.prod(weights_shape)
         expected = fixed + header_length + 8 * (n_slots + n_weights) + _DIGEST_BYTES
         if len(data) != expected:
             kind = "truncated" if len(data) < expected else "corrupt"
@@ -245,7 +289,7 @@ class Model:
         return cls(
             config=LearnerConfig.from_dict(header["config"]),
             slots=slots.astype(np.int64),
-            weights=weights.astype(np.float64),
+            weights=weights.astype(np.float64).reshape(weights_shape),
             metadata=header["metadata"],
             names={int(k): v for k, v in header["names"].items()},
         )
@@ -267,6 +311,13 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(loss={self.config.loss!r}, bits={self.config.bits}, nonzero={self.nonzero})"
+
+
+def _shape(recorded) -> tuple[int, ...]:
+    shape = (int(recorded),) if isinstance(recorded, (int, float)) else tuple(int(n) for n in recorded)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"negative array shape {shape}")
+    return shape
 
 
 def _jsonable(value: Any) -> Any:

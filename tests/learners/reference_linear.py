@@ -1,8 +1,12 @@
-"""A slow, plain-Python online linear learner: the specification the kernels must meet.
+"""Slow, plain-Python online learners: the specification the kernels must meet.
 
-Weights are a dict and every formula is written out per example and per
-feature, with no numba and no vectorisation, so that it can be read against the
-module docstrings of ``polybeam.learners.losses`` and ``kernels``.
+Weights are dicts and every formula is written out per example and per feature,
+with no numba and no vectorisation, so that it can be read against the papers
+and the module docstrings of ``polybeam.learners``. Sparsity is applied
+*eagerly*: every truncation step touches every weight, which is what the
+kernels' lazy time stamps must reproduce. The GSA greedy steps are written in
+the papers' own forms (softmax's eq. 10 with e_j = exp(w_j . x)), not the
+kernels' rearranged ones.
 """
 
 from __future__ import annotations
@@ -32,17 +36,35 @@ def loss_derivative(loss, p, y):
 
 
 def logistic_flow(z0, c):
-    """Solve d + e^z0 (e^d - 1) = c by bisection (slow and sure)."""
+    """Solve d + e^z0 (e^d - 1) = c for d >= 0 by bisection, slow and sure.
+
+    For z0 > 30 the closed form log(1 + c e^-z0); for z0 < -30 bisection on the
+    new margin u = z0 + d (u + e^u = c + z0 + e^z0), since d is then large.
+    """
     if z0 > 30.0:
-        return c * math.exp(-z0) / (1.0 + math.exp(-z0))
-    lo, hi = 0.0, c
-    for _ in range(200):
+        return math.log1p(c * math.exp(-z0))
+    if z0 >= -30.0:
+        lo, hi = 0.0, c
+        for _ in range(400):
+            mid = 0.5 * (lo + hi)
+            if z0 + mid > 700:
+                hi = mid
+                continue
+            grown = math.exp(z0) * math.expm1(mid) if mid < 700 else math.exp(z0 + mid) - math.exp(z0)
+            if mid + grown > c:
+                hi = mid
+            else:
+                lo = mid
+        return 0.5 * (lo + hi)
+    target = c + z0 + math.exp(z0)
+    lo, hi = z0, max(z0, min(target, math.log(target) if target > 1 else target))
+    for _ in range(400):
         mid = 0.5 * (lo + hi)
-        if z0 + mid > 700 or mid + math.exp(z0 + mid) - math.exp(z0) > c:
+        if mid + (math.exp(mid) if mid < 700 else math.inf) > target:
             hi = mid
         else:
             lo = mid
-    return 0.5 * (lo + hi)
+    return max(0.5 * (lo + hi) - z0, 0.0)
 
 
 def safe_update(loss, p, y, scale, ppu):
@@ -58,84 +80,234 @@ def safe_update(loss, p, y, scale, ppu):
     return y * min(scale, (1.0 - y * p) / ppu)
 
 
-class ReferenceLinearLearner:
-    def __init__(self, loss="squared", step="adaptive", learning_rate=0.5, power_t=0.5, l2=0.0,
-                 bias=True, normalized=True, safe_updates=True):
-        self.loss, self.step, self.eta, self.power_t, self.l2 = loss, step, learning_rate, power_t, l2
-        self.bias, self.normalized, self.safe = bias, normalized, safe_updates
-        self.w = {}  # true weights, no global scale trick
+def bounded(value):
+    if value != value:
+        return 0.0
+    return min(max(value, -1e300), 1e300)
+
+
+def clean(step):
+    return step if 0.0 < step < math.inf else 0.0
+
+
+def greedy_step(loss, p, y, xx, target=0.95, exact=False):
+    """GSA's greedy step for one binary/regression example, as the paper writes it."""
+    if xx <= 0:
+        return 0.0
+    if loss == "squared":
+        return clean(1.0 / (2.0 * xx))
+    if loss == "hinge":
+        return clean((1.0 - y * p) / xx) if y * p < 1.0 else 0.0
+    if exact:
+        g = loss_derivative(loss, p, y)
+        if g == 0:
+            return 0.0
+        return clean((p - y * math.log(target / (1 - target))) / (g * xx))
+    p1 = 1.0 / (1.0 + math.exp(-p)) if p >= 0 else math.exp(p) / (1.0 + math.exp(p))
+    p0 = 1.0 - p1
+    b0, b1 = math.exp(p0), math.exp(p1)
+    if y > 0:  # eq. 16, label 1
+        step = (p1 - target) / (target * (1 - p0 * b0 - p1 * b1) + p1 * (1 - b0)) * 2 / xx
+    else:
+        step = (p0 - target) / (target * (1 - p0 * b0 - p1 * b1) + p0 * (1 - b1)) * 2 / xx
+    return clean(step)
+
+
+def softmax_greedy_step(scores, k, xx, target=0.95):
+    """Eq. 10 in the paper's form: e_j = exp(w_j . x), b_j = exp(p_j)."""
+    if xx <= 0:
+        return 0.0
+    top = max(scores)  # eq. 10 is homogeneous in the e_j: shifting the scores changes nothing
+    e = [math.exp(s - top) for s in scores]
+    total = sum(e)
+    b = [math.exp(v / total) for v in e]
+    numerator = -target * total + e[k]
+    denominator = target * sum(ej * (1 - bj) for ej, bj in zip(e, b)) + e[k] - math.e * e[k] / b[k]
+    return clean(numerator / denominator / xx)
+
+
+class _Reference:
+    """What the binary and softmax references share: step sizes, rates and sparsity."""
+
+    def __init__(self, step, learning_rate, power_t, l2, bias, normalized, gsa_target,
+                 sparsity, gravity, truncate_every, truncate_threshold):
+        self.step, self.eta, self.power_t, self.l2 = step, learning_rate, power_t, l2
+        self.bias, self.normalized, self.gsa_target = bias, normalized, gsa_target
+        self.sparsity, self.gravity, self.K = sparsity, gravity, truncate_every
+        self.theta = math.inf if truncate_threshold is None else truncate_threshold
         self.G = {}
         self.N = {}
         self.t = 0.0
+        self.steps = 0
         self.loss_sum = 0.0
         self.weight_sum = 0.0
         self.examples = 0
         self.norm_weight = 0.0
         self.norm_sum = 0.0
-        self.label_min = 0.0
-        self.label_max = 0.0
+        self.greedy_sum = 0.0
+        self.greedy_weight = 0.0
 
     def features(self, slots, values):
         pairs = [(0, 1.0)] if self.bias else []
         return pairs + list(zip((int(s) for s in slots), (float(v) for v in values)))
 
+    def base_step(self, t_before, importance):
+        if self.step in ("constant", "adaptive"):
+            return self.eta
+        if self.step == "decay":
+            return self.eta * max(t_before + importance, 1.0) ** -self.power_t
+        if self.step == "inverse":
+            return 1.0 / (self.l2 * (t_before + 1.0))
+        return self.greedy_sum / self.greedy_weight if self.greedy_weight > 0 else 0.0
+
+    def multiplier(self):
+        if self.step == "adaptive" and self.normalized and self.norm_sum > 0:
+            return math.sqrt(self.norm_weight / self.norm_sum)
+        return 1.0
+
+    def rate(self, key, slot):
+        """Per-coordinate rate: key indexes G (slot, or (slot, class)); N is per slot."""
+        if self.step == "gsa" and self.normalized and self.N.get(slot, 0.0) > 0:
+            return 1.0 / self.N[slot] ** 2  # a plain step in normalised feature space
+        if self.step != "adaptive":
+            return 1.0
+        g = self.G.get(key, 0.0)
+        if g <= 0:
+            return 0.0
+        rate = 1.0 / math.sqrt(g)
+        if self.normalized and self.N.get(slot, 0.0) > 0:
+            rate /= self.N[slot]
+        return rate
+
+    def observe_scale(self, slot, x, rescale):
+        """VW's normalisation: a larger |x| rescales the slot's weights; returns x**2 / N**2."""
+        x2 = max(x * x, MIN_X2)
+        magnitude = max(abs(x), math.sqrt(MIN_X2))
+        old = self.N.get(slot, 0.0)
+        if magnitude > old:
+            if old > 0:
+                rescale(slot, old / magnitude)
+            self.N[slot] = magnitude
+        return x2 / self.N[slot] ** 2
+
+    def squared_norm(self, features, rescale):
+        """x . x for GSA's greedy step, in normalised feature space when normalising."""
+        if self.normalized:
+            return sum(self.observe_scale(j, x, rescale) for j, x in features)
+        return sum(x * x for _, x in features)
+
+    def penalty(self, key, slot):
+        """(rate, threshold) of the sparsity penalty for one weight: normalising learners
+        penalise the normalised weight w * N (see polybeam.learners.sparsity)."""
+        n = self.N.get(slot, 0.0)
+        if self.step == "adaptive":
+            g = self.G.get(key, 0.0)
+            rate = 1.0 / math.sqrt(g) if g > 0 else 0.0
+        elif self.step == "gsa" and self.normalized and n > 0:
+            rate = 1.0 / n
+        else:
+            rate = 1.0
+        normalising = self.normalized and self.step in ("adaptive", "gsa") and n > 0
+        return rate, (self.theta / n if normalising else self.theta)
+
+    def sparsify(self, weights, eta_t, importance):
+        """Eager truncation / rounding / subgradient over every weight (keys slot or (slot, class))."""
+        multiplier = self.multiplier()
+        if self.sparsity == "subgradient":
+            if importance > 0:
+                for key, w in list(weights.items()):
+                    if w != 0:
+                        rate, _ = self.penalty(key, key[0] if isinstance(key, tuple) else key)
+                        amount = eta_t * multiplier * self.gravity * importance * rate
+                        weights[key] = w - amount if w > 0 else w + amount
+        elif self.sparsity in ("truncate", "round") and self.steps % self.K == 0:
+            for key, w in list(weights.items()):
+                rate, theta = self.penalty(key, key[0] if isinstance(key, tuple) else key)
+                if self.sparsity == "truncate" and abs(w) <= theta:
+                    amount = eta_t * multiplier * self.K * self.gravity * rate
+                    weights[key] = max(0.0, abs(w) - amount) * (1 if w > 0 else -1)
+                elif self.sparsity == "round" and abs(w) < theta:
+                    weights[key] = 0.0
+
+    def rounded(self, weights):
+        """The subgradient baseline rounds small weights to zero at the end."""
+        if self.sparsity != "subgradient":
+            return dict(weights)
+        kept = {}
+        for key, w in weights.items():
+            _, theta = self.penalty(key, key[0] if isinstance(key, tuple) else key)
+            kept[key] = 0.0 if abs(w) < theta else w
+        return kept
+
+    @property
+    def progressive_loss(self):
+        return self.loss_sum / self.weight_sum
+
+
+class ReferenceLinearLearner(_Reference):
+    def __init__(self, loss="squared", step="adaptive", learning_rate=0.5, power_t=0.5, l2=0.0, bias=True,
+                 normalized=True, safe_updates=True, gsa_target=0.95, gsa_exact=False, sparsity="none",
+                 gravity=0.0, truncate_every=1, truncate_threshold=None):
+        super().__init__(step, learning_rate, power_t, l2, bias, normalized, gsa_target,
+                         sparsity, gravity, truncate_every, truncate_threshold)
+        self.loss, self.safe, self.gsa_exact = loss, safe_updates, gsa_exact
+        self.w = {}  # true weights, no global scale trick
+        self.label_min = 0.0
+        self.label_max = 0.0
+
     def learn_one(self, label, importance, slots, values):
         features = self.features(slots, values)
         y = label if self.loss == "squared" else (1.0 if label > 0 else -1.0)
-        p = sum(self.w.get(j, 0.0) * x for j, x in features)
+        p = bounded(sum(self.w.get(j, 0.0) * x for j, x in features))
         if self.loss == "squared":
             self.label_min = min(self.label_min, y)
             self.label_max = max(self.label_max, y)
             p = min(max(p, self.label_min), self.label_max)
         self.examples += 1
+        self.steps += 1
         self.weight_sum += importance
         self.loss_sum += importance * loss_value(self.loss, p, y)
         t_before = self.t
         self.t += importance
-        if importance <= 0:
-            return
-        if self.step in ("constant", "adaptive"):
-            eta_t = self.eta
-        elif self.step == "decay":
-            eta_t = self.eta * (t_before + importance) ** -self.power_t
-        else:
-            eta_t = 1.0 / (self.l2 * (t_before + 1.0))
-        g = loss_derivative(self.loss, p, y)
+        if self.step == "gsa" and importance > 0:
+            xx = self.squared_norm(features, lambda s, f: self.w.__setitem__(s, self.w.get(s, 0.0) * f))
+            if xx > 0:
+                self.greedy_sum += importance * greedy_step(self.loss, p, y, xx, self.gsa_target, self.gsa_exact)
+                self.greedy_weight += importance
+        eta_t = self.base_step(t_before, importance)
+        g = loss_derivative(self.loss, p, y) if importance > 0 else 0.0
         rates = []
-        update, multiplier = 0.0, 1.0
-        if g != 0.0:
+        update = 0.0
+        if g != 0.0 and eta_t > 0:
             ppu = norm_x = 0.0
             for j, x in features:
-                x2 = max(x * x, MIN_X2)
-                rate = 1.0
                 if self.step == "adaptive":
-                    self.G[j] = self.G.get(j, 0.0) + importance * g * g * x2
-                    rate = 1.0 / math.sqrt(self.G[j]) if self.G[j] > 0 else 0.0
+                    self.G[j] = self.G.get(j, 0.0) + importance * g * g * max(x * x, MIN_X2)
                     if self.normalized:
-                        magnitude = max(abs(x), math.sqrt(MIN_X2))
-                        old = self.N.get(j, 0.0)
-                        if magnitude > old:
-                            if old > 0:
-                                self.w[j] = self.w.get(j, 0.0) * old / magnitude
-                            self.N[j] = magnitude
-                        norm_x += x2 / self.N[j] ** 2
-                        rate /= self.N[j]
+                        norm_x += self.observe_scale(j, x, lambda s, f: self.w.__setitem__(s, self.w.get(s, 0.0) * f))
+                rate = self.rate(j, j)
                 rates.append(rate)
-                ppu += x2 * rate
+                ppu += max(x * x, MIN_X2) * rate
             if self.step == "adaptive" and self.normalized and norm_x > 0:
                 self.norm_weight += importance
                 self.norm_sum += importance * norm_x
-                multiplier = math.sqrt(self.norm_weight / self.norm_sum)
-                ppu *= multiplier
+            multiplier = self.multiplier()
+            ppu = min(ppu * multiplier, 1e300)
             if self.safe:
                 update = safe_update(self.loss, p, y, eta_t * importance, ppu)
             else:
                 update = -eta_t * importance * g
-        if self.l2 > 0:
+            update *= multiplier
+        if self.l2 > 0 and importance > 0:
             decay = max(0.0, 1.0 - eta_t * self.l2 * importance)
             self.w = {j: w * decay for j, w in self.w.items()}
         for (j, x), rate in zip(features, rates):
-            self.w[j] = self.w.get(j, 0.0) + update * multiplier * rate * x
+            self.w[j] = self.w.get(j, 0.0) + update * rate * x
+        self.sparsify(self.w, eta_t, importance)
+
+    def final_weights(self):
+        """Weights as the model holds them (the subgradient baseline rounds at the end)."""
+        return self.rounded(self.w)
 
     def learn(self, batch):
         for i in range(len(batch)):
@@ -143,6 +315,66 @@ class ReferenceLinearLearner:
             self.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
         return self
 
-    @property
-    def progressive_loss(self):
-        return self.loss_sum / self.weight_sum
+
+class ReferenceSoftmaxLearner(_Reference):
+    def __init__(self, classes, step="adaptive", learning_rate=0.5, power_t=0.5, l2=0.0, bias=True,
+                 normalized=True, gsa_target=0.95, sparsity="none", gravity=0.0, truncate_every=1,
+                 truncate_threshold=None):
+        super().__init__(step, learning_rate, power_t, l2, bias, normalized, gsa_target,
+                         sparsity, gravity, truncate_every, truncate_threshold)
+        self.classes = classes
+        self.w = {}  # (slot, class) -> weight
+
+    def learn_one(self, label, importance, slots, values):
+        features = self.features(slots, values)
+        k = int(label) - 1
+        scores = [sum(self.w.get((j, c), 0.0) * x for j, x in features) for c in range(self.classes)]
+        top = max(scores)
+        exps = [math.exp(s - top) for s in scores]
+        probabilities = [e / sum(exps) for e in exps]
+        self.examples += 1
+        self.steps += 1
+        self.weight_sum += importance
+        self.loss_sum += importance * (-math.log(probabilities[k]) if probabilities[k] > 0 else 745.0)
+        t_before = self.t
+        self.t += importance
+        if self.step == "gsa" and importance > 0:
+            xx = self.squared_norm(features, self.rescale_row)
+            if xx > 0:
+                self.greedy_sum += importance * softmax_greedy_step(scores, k, xx, self.gsa_target)
+                self.greedy_weight += importance
+        eta_t = self.base_step(t_before, importance)
+        gradient = [probabilities[c] - (1.0 if c == k else 0.0) for c in range(self.classes)]
+        if importance > 0 and eta_t > 0:
+            if self.step == "adaptive":
+                norm_x = 0.0
+                for j, x in features:
+                    for c in range(self.classes):
+                        self.G[(j, c)] = self.G.get((j, c), 0.0) + importance * gradient[c] ** 2 * max(x * x, MIN_X2)
+                    if self.normalized:
+                        norm_x += self.observe_scale(j, x, self.rescale_row)
+                if self.normalized and norm_x > 0:
+                    self.norm_weight += importance
+                    self.norm_sum += importance * norm_x
+            if self.l2 > 0:
+                decay = max(0.0, 1.0 - eta_t * self.l2 * importance)
+                self.w = {key: w * decay for key, w in self.w.items()}
+            multiplier = self.multiplier()
+            for j, x in features:
+                for c in range(self.classes):
+                    step = eta_t * importance * multiplier * self.rate((j, c), j)
+                    self.w[(j, c)] = self.w.get((j, c), 0.0) - step * gradient[c] * x
+        self.sparsify(self.w, eta_t, importance)
+
+    def rescale_row(self, slot, factor):
+        for c in range(self.classes):
+            self.w[(slot, c)] = self.w.get((slot, c), 0.0) * factor
+
+    def final_weights(self):
+        return self.rounded(self.w)
+
+    def learn(self, batch):
+        for i in range(len(batch)):
+            slots, values = batch.row(i)
+            self.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
+        return self

@@ -17,6 +17,10 @@ is a literal quote, and blank space around fields is trimmed. A record must fit
 on one line, so an unbalanced quote rejects the line. ``batch.names`` always
 names the slots of the block.
 
+With ``label_names``, a label cell whose value (trimmed and unquoted, as for
+any cell) is one of the names is that class, the i-th name being class i + 1;
+a number is still its number (see :mod:`polybeam.learners.parsing.classes`).
+
 Examples
 --------
 >>> fmt = CsvFormat(label_column="y", categorical_columns=("color",))
@@ -27,6 +31,10 @@ Examples
 ['color=dark, blue', 'color=red', 'size']
 >>> parsed.dead_letters[0].reason
 "column 'size': not a number: 'x'"
+>>> fmt = CsvFormat(labels="multiclass", label_names=("cat", "dog", "dark, blue"))
+>>> parsed = fmt.parse(b'y,size\\ndog,1\\n"dark, blue",2\\n1,3\\ncow,4\\n')
+>>> parsed.batch.labels.tolist(), parsed.dead_letters[0].reason
+([2.0, 3.0, 1.0], "label column 'y': unknown class label 'cow'; known classes are cat, dog, dark, blue")
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
+from polybeam.learners.parsing.classes import NO_CLASS, find_class
 from polybeam.learners.parsing.numbers import scan_number
 from polybeam.learners.parsing.records import ParsedBlock
 from polybeam.learners.parsing.settings import HashedFormat
@@ -48,6 +57,7 @@ from polybeam.learners.parsing.text import (
     FIRST_ERROR,
     SKIPPED,
     LineBlock,
+    array_pointer,
     as_bytes_array,
     byte_pointer,
     check_position,
@@ -78,6 +88,7 @@ NON_FINITE_NUMBER = FIRST_ERROR + 4
 BAD_LABEL = FIRST_ERROR + 5
 BAD_WEIGHT = FIRST_ERROR + 6
 INVALID_WEIGHT = FIRST_ERROR + 7
+UNKNOWN_CLASS = FIRST_ERROR + 8
 
 
 @numba.njit(cache=True)
@@ -103,11 +114,13 @@ def _copy(source, start, stop, target, pos, unescape):
 def _parse_record(
     text, start, stop, delimiter, kinds, column_slots, column_seeds, mask,
     slots, values, feature_columns, value_spans, first_use, nnz, scratch, scratch_pos,
+    class_count, class_hashes, class_ids, class_text, class_offsets,
 ):  # fmt: skip
     """One CSV line: ``(status, bad column, bad start, bad stop, label, weight, has label, nnz, scratch end)``.
 
     For a wrong column count, ``bad stop`` holds the number of fields found.
     Categorical values are copied (unescaped) to ``scratch`` for hashing and naming.
+    A label that is not a number may name one of ``class_count`` classes.
     """
     n_columns = len(kinds)
     label = np.nan
@@ -180,10 +193,25 @@ def _parse_record(
                             first_use[column] = nnz
                         nnz += 1
                 elif kind == LABEL:
-                    if not parsed:
-                        pending = BAD_LABEL
                     label = number
                     labelled = True
+                    if not parsed:
+                        if class_count == 0:
+                            pending = BAD_LABEL
+                        else:
+                            # Names are compared unescaped; the copy past scratch_pos is
+                            # only needed until the lookup, so scratch_pos stays.
+                            value, value_start, value_stop = text, inner_start, inner_stop
+                            if escaped:
+                                value, value_start = scratch, scratch_pos
+                                value_stop = _copy(text, inner_start, inner_stop, scratch, scratch_pos, escaped)
+                            class_id = find_class(
+                                value, value_start, value_stop,
+                                class_count, class_hashes, class_ids, class_text, class_offsets,
+                            )  # fmt: skip
+                            if class_id == NO_CLASS:
+                                pending = UNKNOWN_CLASS
+                            label = np.float64(class_id)
                 else:  # WEIGHT
                     if not parsed:
                         pending = BAD_WEIGHT
@@ -207,11 +235,16 @@ def _parse_record(
 
 # nogil: Beam runs several bundles per worker process in threads.
 @numba.njit(cache=True, nogil=True)
-def scan_csv(data, delimiter, kinds, column_slots, column_seeds, mask, header_first):
+def scan_csv(
+    data, delimiter, kinds, column_slots, column_seeds, mask, header_first,
+    class_hashes, class_ids, class_text, class_offsets,
+):  # fmt: skip
     """Parse a block of CSV lines (``data`` a uint8 array) in one pass.
 
     ``kinds``, ``column_slots`` and ``column_seeds`` describe the columns;
-    ``header_first`` says the block's first line is the header (skipped).
+    ``header_first`` says the block's first line is the header (skipped). The
+    ``class_*`` arrays are the format's :class:`~polybeam.learners.parsing.classes.ClassNames`
+    (empty without class names).
     """
     n = len(data)
     n_lines = count_lines(data)
@@ -238,6 +271,12 @@ def scan_csv(data, delimiter, kinds, column_slots, column_seeds, mask, header_fi
     scratch = np.empty(n, dtype=np.uint8)
     text = byte_pointer(data)
     scratch_text = byte_pointer(scratch)
+    # Pointers, so that handing the class names to the per-line helper costs no reference counting.
+    class_count = len(class_hashes)
+    hashes_pointer = array_pointer(class_hashes)
+    ids_pointer = array_pointer(class_ids)
+    names_pointer = array_pointer(class_text)
+    offsets_pointer = array_pointer(class_offsets)
     n_examples = 0
     nnz = 0
     scratch_pos = 0
@@ -254,6 +293,7 @@ def scan_csv(data, delimiter, kinds, column_slots, column_seeds, mask, header_fi
         code, bad_column, bad_start, bad_stop, label, weight, labelled, line_nnz, line_scratch = _parse_record(
             text, start, stop, delimiter, kinds, column_slots, column_seeds, mask,
             slots, values, feature_columns, value_spans, first_use, nnz, scratch_text, scratch_pos,
+            class_count, hashes_pointer, ids_pointer, names_pointer, offsets_pointer,
         )  # fmt: skip
         status[line] = code
         if code != EXAMPLE:
@@ -351,6 +391,12 @@ class CsvFormat(HashedFormat):
     labels : {"real", "binary", "multiclass", "any"}
         Which labels are acceptable; others become dead letters. An empty label
         cell is a missing label, which only ``"any"`` (prediction) accepts.
+    classes : int
+        With ``labels="multiclass"``, labels outside 1 ... ``classes`` are dead
+        letters (0: no bound, or the number of ``label_names``).
+    label_names : tuple of str
+        Class names the label cells may hold instead of class numbers; the
+        i-th name is class i + 1. Cells are compared after unquoting.
     label_column, weight_column : str or int, optional
         The label column (default: the first) and the importance weight column
         (default: none, weight 1), by header name or 0-based position. Without a
@@ -459,6 +505,7 @@ class CsvFormat(HashedFormat):
             columns.seeds,
             np.int64(slot_mask(self.bits)),
             header_first,
+            *self.class_names.arrays,
         )
         block = LineBlock(data, starts, stops, source, offset, first_line)
         batch = ExampleBatch(
@@ -488,6 +535,9 @@ class CsvFormat(HashedFormat):
                 return f"column {columns.names[column]!r}: non-finite value: {cell}"
             if code == BAD_LABEL:
                 return f"label column {columns.names[column]!r}: not a number: {cell}"
+            if code == UNKNOWN_CLASS:
+                value = _cell_value(data[bad_starts[line] : bad_stops[line]], self.delimiter)
+                return f"label column {columns.names[column]!r}: {self.class_names.unknown_reason(value)}"
             if code == BAD_WEIGHT:
                 return f"weight column {columns.names[column]!r}: not a number: {cell}"
             return f"weight column {columns.names[column]!r}: importance weight must be finite and >= 0, got {cell}"
@@ -495,7 +545,17 @@ class CsvFormat(HashedFormat):
         def names(features: np.ndarray | None) -> dict[int, str]:
             return _names(columns, slots, feature_columns, value_spans, first_use, scratch, self.bits, features)
 
-        return finish_block(block, status, reason_of, batch, labels=self.labels, has_label=has_label, names=names)
+        return finish_block(
+            block, status, reason_of, batch, labels=self.labels, classes=self.classes, has_label=has_label, names=names
+        )
+
+
+def _cell_value(field: bytes, delimiter: str) -> str:
+    """The value of one field of a record (its padding trimmed, its quotes undone)."""
+    value = field.strip(bytes(c for c in b" \r\t" if c != ord(delimiter)))
+    if value.startswith(b'"'):
+        value = value[1:-1].replace(b'""', b'"')
+    return value.decode("utf-8", errors="replace")
 
 
 def _check_column_reference(column, option: str) -> None:

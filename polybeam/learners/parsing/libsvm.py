@@ -257,6 +257,15 @@ class LibsvmFormat(HashedFormat):
         Hash seed for indices too large to be their own slot.
     labels : {"real", "binary", "multiclass", "any"}
         Which labels are acceptable; others become dead letters.
+    classes : int
+        With ``labels="multiclass"``, labels outside 1 ... ``classes`` are dead
+        letters (0: no bound).
+    label_names : tuple of str
+        Accepted so that every format takes the same settings, but LIBSVM
+        labels are numbers: the names only set ``classes`` to their count.
+
+    >>> LibsvmFormat(labels="multiclass", classes=3).parse(b"3 1:1\\n4 1:1\\n").dead_letters[0].reason
+    'class label must be a whole number from 1 to 3'
     """
 
     name: ClassVar[str] = "libsvm"
@@ -294,4 +303,4 @@ class LibsvmFormat(HashedFormat):
                 reason += token_text(block.data, bad_starts[line], bad_stops[line])
             return reason
 
-        return finish_block(block, status, reason_of, batch, labels=self.labels)
+        return finish_block(block, status, reason_of, batch, labels=self.labels, classes=self.classes)

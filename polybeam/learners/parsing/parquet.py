@@ -17,6 +17,12 @@ becomes a dead letter whose ``raw`` is the row as JSON; its ``line`` is the
 1-based row number and its ``offset`` the 0-based one. A null label is a
 missing label, which only ``labels="any"`` (prediction) accepts.
 
+The label column is numeric, or, with ``label_names``, may hold strings
+(plain or dictionary-encoded): a name is its class (the i-th name is class
+i + 1), a string that reads as a number is that number, an empty string is a
+missing label and anything else a dead letter naming the known classes (see
+:mod:`polybeam.learners.parsing.classes`).
+
 Examples
 --------
 >>> import pyarrow as pa
@@ -30,6 +36,10 @@ Examples
 >>> named = ParquetFormat().parse_table(pa.table({"label": [1.0], "age": [30], "income": [0.0]}))
 >>> named.batch.names
 {165201: 'age'}
+>>> fmt = ParquetFormat(labels="multiclass", label_names=("cat", "dog"))
+>>> animals = fmt.parse_table(pa.table({"label": ["dog", "2", "cow", None], "indices": [[1], [2], [3], [4]]}))
+>>> animals.batch.labels.tolist(), [letter.reason for letter in animals.dead_letters]
+([2.0, 2.0], ["unknown class label 'cow'; known classes are cat, dog", 'missing label'])
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ import pyarrow.compute as pc
 
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, slot_mask
+from polybeam.learners.parsing.classes import string_labels
 from polybeam.learners.parsing.libsvm import libsvm_slots
 from polybeam.learners.parsing.records import DeadLetter, ParsedBlock, label_problems, reject_examples
 from polybeam.learners.parsing.settings import HashedFormat
@@ -61,6 +72,11 @@ class ParquetFormat(HashedFormat):
     labels : {"real", "binary", "multiclass", "any"}
         Which labels are acceptable; others become dead letters. With ``"any"``
         the label column may be absent (prediction input).
+    classes : int
+        With ``labels="multiclass"``, labels outside 1 ... ``classes`` are dead
+        letters (0: no bound, or the number of ``label_names``).
+    label_names : tuple of str
+        Class names a string label column holds; the i-th name is class i + 1.
     label_column, weight_column : str
         The label column and the optional importance weight column.
     indices_column, values_column : str
@@ -111,11 +127,13 @@ class ParquetFormat(HashedFormat):
         if first_row < 0:
             raise ValueError(f"first_row must be >= 0, got {first_row}")
         n = table.num_rows
-        labels, has_label = self._labels(table)
+        labels, has_label, unknown_classes = self._labels(table)
         weights = self._weights(table)
         reasons = np.full(n, None, dtype=object)
         # Reasons are filled from the least to the most basic problem, so the
         # most basic one is what a row's dead letter reports.
+        for row, reason in unknown_classes.items():
+            reasons[row] = reason
         if self.indices_column in table.column_names:
             indptr, slots, values, names = self._sparse_features(table, reasons)
         else:
@@ -150,24 +168,55 @@ class ParquetFormat(HashedFormat):
 
         if self.labels != "any":
             parsed = reject_examples(parsed, ~has_label[good], "missing label", raw_finder(parsed.batch))
-        bad, reason = label_problems(parsed.batch.labels, self.labels)
+        bad, reason = label_problems(parsed.batch.labels, self.labels, self.classes)
         parsed = reject_examples(parsed, bad, reason, raw_finder(parsed.batch))
         parsed.dead_letters.sort(key=lambda letter: letter.offset)
         return parsed
 
     # -- columns ---------------------------------------------------------------
 
-    def _labels(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    def _labels(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+        """Labels (NaN where missing), which rows have one, and why rows with unknown class names are bad."""
         n = table.num_rows
         if self.label_column not in table.column_names:
             if self.labels == "any":
-                return np.full(n, np.nan), np.zeros(n, dtype=bool)
+                return np.full(n, np.nan), np.zeros(n, dtype=bool), {}
             raise ValueError(
                 f"label column {self.label_column!r} not found; the columns are {table.column_names} "
                 "(use labels='any' to read unlabelled rows)"
             )
-        column = _numeric(table, self.label_column, "label column")
-        return _to_float(column, missing=np.nan), ~_null_mask(column)
+        column = table.column(self.label_column)
+        if self.label_names and _is_text(column.type):
+            return self._named_labels(column)
+        if not _is_numeric(column.type):
+            hint = "" if self.label_names or not _is_text(column.type) else "; to read class names, pass label_names"
+            raise ValueError(f"label column {self.label_column!r} must be numeric, got {column.type}{hint}")
+        return _to_float(column, missing=np.nan), ~_null_mask(column), {}
+
+    def _named_labels(self, column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+        """Class names (or numbers) from a string column, read in numba from the Arrow buffers."""
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        binary = pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)
+        array = column.cast(pa.large_binary() if binary else pa.large_string()).combine_chunks()
+        n = len(array)
+        _, offsets_buffer, data_buffer = array.buffers()
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        if offsets_buffer is not None and n:
+            offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[array.offset : array.offset + n + 1]
+        data = np.zeros(0, dtype=np.uint8) if data_buffer is None else np.frombuffer(data_buffer, dtype=np.uint8)
+        labels, unknown, empty = string_labels(data, offsets[:-1], offsets[1:], *self.class_names.arrays)
+        missing = _null_mask(array) | empty
+        labels[missing] = np.nan
+        rows = np.flatnonzero(unknown & ~missing)
+        texts = array.take(pa.array(rows, type=pa.int64())).to_pylist()
+        reasons = {
+            int(row): self.class_names.unknown_reason(
+                text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+            )
+            for row, text in zip(rows, texts)
+        }
+        return labels, ~missing, reasons
 
     def _weights(self, table: pa.Table) -> np.ndarray:
         if self.weight_column is None:
@@ -256,6 +305,19 @@ def _flag(reasons: np.ndarray, rows: np.ndarray, reason: str) -> None:
 
 def _is_numeric(column_type: pa.DataType) -> bool:
     return pa.types.is_integer(column_type) or pa.types.is_floating(column_type) or pa.types.is_boolean(column_type)
+
+
+def _is_text(column_type: pa.DataType) -> bool:
+    """Strings or bytes, plain or dictionary-encoded."""
+    if pa.types.is_dictionary(column_type):
+        column_type = column_type.value_type
+    return (
+        pa.types.is_string(column_type)
+        or pa.types.is_large_string(column_type)
+        or pa.types.is_string_view(column_type)
+        or pa.types.is_binary(column_type)
+        or pa.types.is_large_binary(column_type)
+    )
 
 
 def _numeric(table: pa.Table, name: str, role: str) -> pa.ChunkedArray:

@@ -84,17 +84,23 @@ class ParsedBlock:
 LABEL_KINDS = ("any", "real", "binary", "multiclass")
 
 
-def label_problems(labels: np.ndarray, kind: str) -> tuple[np.ndarray, str]:
+def label_problems(labels: np.ndarray, kind: str, classes: int = 0) -> tuple[np.ndarray, str]:
     """Which labels a task of ``kind`` cannot take, and the reason to report.
 
     ``any`` takes everything, a missing label (NaN) included, for prediction;
     ``real`` takes any finite number; ``binary`` takes -1, 0 and +1 (0 counts as
-    the negative class); ``multiclass`` takes positive whole class ids 1, 2, ...
+    the negative class); ``multiclass`` takes positive whole class ids 1, 2, ...,
+    up to ``classes`` when it is not 0.
 
     >>> bad, reason = label_problems(np.array([1.0, 0.0, 2.0, -1.0]), "binary")
     >>> bad.tolist(), reason
     ([False, False, True, False], 'binary label must be -1, 0 or +1')
+    >>> bad, reason = label_problems(np.array([1.0, 5.0, 6.0, 2.5]), "multiclass", classes=5)
+    >>> bad.tolist(), reason
+    ([False, False, True, True], 'class label must be a whole number from 1 to 5')
     """
+    if isinstance(classes, bool) or not isinstance(classes, (int, np.integer)) or classes < 0:
+        raise ValueError(f"classes must be a whole number >= 0, got {classes!r}")
     if kind == "any":
         return np.zeros(len(labels), dtype=bool), ""
     if kind == "real":
@@ -102,8 +108,10 @@ def label_problems(labels: np.ndarray, kind: str) -> tuple[np.ndarray, str]:
     if kind == "binary":
         return ~np.isin(labels, (-1.0, 0.0, 1.0)), "binary label must be -1, 0 or +1"
     if kind == "multiclass":
-        whole = np.isfinite(labels) & (labels == np.round(labels))
-        return ~(whole & (labels >= 1)), "class label must be a whole number >= 1"
+        whole = np.isfinite(labels) & (labels == np.round(labels)) & (labels >= 1)
+        if classes:
+            return ~(whole & (labels <= classes)), f"class label must be a whole number from 1 to {classes}"
+        return ~whole, "class label must be a whole number >= 1"
     raise ValueError(f"label kind must be one of {LABEL_KINDS}, got {kind!r}")
 
 

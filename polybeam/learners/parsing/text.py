@@ -64,6 +64,21 @@ def byte_pointer(typingctx, array):
     return types.CPointer(types.uint8)(array), codegen
 
 
+@intrinsic
+def array_pointer(typingctx, array):
+    """A raw pointer to a contiguous 1-D array of any number type, as :func:`byte_pointer`.
+
+    For lookup tables handed to a helper called once per line.
+    """
+    if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return types.CPointer(array.dtype)(array), codegen
+
+
 @numba.njit(cache=True)
 def is_blank(c):
     """Space, tab, ``\\r``, ``\\v`` or ``\\f``."""
@@ -197,6 +212,7 @@ def finish_block(
     batch: ExampleBatch,
     *,
     labels: str,
+    classes: int = 0,
     has_label: np.ndarray | None = None,
     names: Callable[[np.ndarray | None], dict[int, str]] | None = None,
 ) -> ParsedBlock:
@@ -205,8 +221,9 @@ def finish_block(
     ``reason_of(line, code)`` explains a rejected line. ``has_label`` marks the
     examples whose line gave a label at all: the others are rejected as
     "missing label" unless ``labels`` is ``"any"`` (prediction input).
-    Examples whose label the task cannot take become dead letters, via
-    :func:`label_problems`. Dead letters come out in line order.
+    Examples whose label the task (``labels``, with ``classes`` classes) cannot
+    take become dead letters, via :func:`label_problems`. Dead letters come out
+    in line order.
 
     ``names(features)`` names the slots of the kept examples: ``features`` is a
     mask over ``batch``'s features, or None when every example was kept. It
@@ -222,7 +239,7 @@ def finish_block(
     )
     if labels != "any" and has_label is not None and not has_label.all():
         parsed = reject_examples(parsed, ~has_label, "missing label", block.raw_finder(parsed.batch))
-    bad, reason = label_problems(parsed.batch.labels, labels)
+    bad, reason = label_problems(parsed.batch.labels, labels, classes)
     parsed = reject_examples(parsed, bad, reason, block.raw_finder(parsed.batch))
     if len(parsed.dead_letters) > len(letters):
         parsed.dead_letters.sort(key=lambda letter: letter.offset)

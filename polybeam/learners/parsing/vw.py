@@ -18,6 +18,11 @@ Stricter than VW, which warns and guesses: lines without any ``|``, a third
 label token (VW's initial prediction), anonymous features (``:2`` without a
 name), unparsable or non-finite numbers become dead letters.
 
+VW's multiclass labels are the numbers 1 ... K. As an extension, a format with
+``label_names`` also reads a label token that is one of the names as its class
+(the i-th name is class i + 1), so ``dog |f a`` and ``2 |f a`` mean the same
+with ``label_names=("cat", "dog")``; see :mod:`polybeam.learners.parsing.classes`.
+
 Examples
 --------
 >>> fmt = VWFormat(bits=18, feature_names=True)
@@ -32,6 +37,9 @@ b'ff '
 ('f^a', 'c')
 >>> parsed.dead_letters[0].reason
 'missing label'
+>>> named = VWFormat(labels="multiclass", label_names=("cat", "dog")).parse(b"dog |f a\\n1 |f b\\ncow |f c\\n")
+>>> named.batch.labels.tolist(), named.dead_letters[0].reason
+([2.0, 1.0], "unknown class label 'cow'; known classes are cat, dog")
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
+from polybeam.learners.parsing.classes import NO_CLASS, find_class
 from polybeam.learners.parsing.numbers import scan_number
 from polybeam.learners.parsing.records import ParsedBlock
 from polybeam.learners.parsing.settings import HashedFormat
@@ -54,6 +63,7 @@ from polybeam.learners.parsing.text import (
     NEWLINE,
     SKIPPED,
     LineBlock,
+    array_pointer,
     as_bytes_array,
     byte_pointer,
     check_position,
@@ -84,6 +94,7 @@ NON_FINITE_SCALE = FIRST_ERROR + 9
 UNNAMED_FEATURE = FIRST_ERROR + 10
 BAD_VALUE = FIRST_ERROR + 11
 NON_FINITE_VALUE = FIRST_ERROR + 12
+UNKNOWN_CLASS = FIRST_ERROR + 13  # its reason names the classes, so the format writes it
 
 # The reasons quoting the offending token say so with a trailing ": ".
 REASONS = {
@@ -128,8 +139,8 @@ def _is_number(data, start, stop):
 
 
 @numba.njit(cache=True)
-def _parse_head(data, start, bar):
-    """The part before the first '|'.
+def _parse_head(data, start, bar, class_count, class_hashes, class_ids, class_text, class_offsets):
+    """The part before the first '|'; a label that is not a number may name a class.
 
     Returns ``(status, bad start, bad stop, label, weight, has label, tag start, tag stop)``.
     """
@@ -180,7 +191,12 @@ def _parse_head(data, start, bar):
     if count >= 1:
         label, end = scan_number(data, t0, e0)
         if end != e0 or end == t0:
-            return BAD_LABEL, t0, e0, 0.0, 1.0, False, -1, -1
+            if class_count == 0:
+                return BAD_LABEL, t0, e0, 0.0, 1.0, False, -1, -1
+            class_id = find_class(data, t0, e0, class_count, class_hashes, class_ids, class_text, class_offsets)
+            if class_id == NO_CLASS:
+                return UNKNOWN_CLASS, t0, e0, 0.0, 1.0, False, -1, -1
+            label = np.float64(class_id)
     if count == 2:
         weight, end = scan_number(data, t1, e1)
         if end != e1 or end == t1:
@@ -252,8 +268,11 @@ def _parse_features(
 
 # nogil: Beam runs several bundles per worker process in threads.
 @numba.njit(cache=True, nogil=True)
-def scan_vw(data, mask, seed, default_seed, want_names):
+def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids, class_text, class_offsets):
     """Parse a block of VW lines (``data`` a uint8 array) in one pass.
+
+    The ``class_*`` arrays are the format's :class:`~polybeam.learners.parsing.classes.ClassNames`
+    (empty without class names).
 
     Returns per-line ``(status, starts, stops, bad_starts, bad_stops)``, per-example
     ``(example_lines, labels, weights, has_label, tag_spans, indptr)`` and
@@ -281,6 +300,12 @@ def scan_vw(data, mask, seed, default_seed, want_names):
     namespaces = np.empty(capacity, dtype=np.uint8)
     name_spans = np.empty((capacity if want_names else 0, 4), dtype=np.int64)
     text = byte_pointer(data)
+    # Pointers, so that handing the class names to the per-line helper costs no reference counting.
+    class_count = len(class_hashes)
+    hashes_pointer = array_pointer(class_hashes)
+    ids_pointer = array_pointer(class_ids)
+    names_pointer = array_pointer(class_text)
+    offsets_pointer = array_pointer(class_offsets)
     n_examples = 0
     nnz = 0
     pos = 0
@@ -302,7 +327,9 @@ def scan_vw(data, mask, seed, default_seed, want_names):
             bad_starts[line] = first
             bad_stops[line] = stop
             continue
-        code, bad_start, bad_stop, label, weight, labelled, tag_start, tag_stop = _parse_head(text, first, bar)
+        code, bad_start, bad_stop, label, weight, labelled, tag_start, tag_stop = _parse_head(
+            text, first, bar, class_count, hashes_pointer, ids_pointer, names_pointer, offsets_pointer
+        )
         if code == EXAMPLE:
             code, bad_start, bad_stop, line_nnz = _parse_features(
                 text, bar, stop, mask, seed, default_seed, want_names, slots, values, namespaces, name_spans, nnz
@@ -386,6 +413,12 @@ class VWFormat(HashedFormat):
     labels : {"real", "binary", "multiclass", "any"}
         Which labels are acceptable; others become dead letters. ``"any"``
         also accepts lines without a label, for prediction.
+    classes : int
+        With ``labels="multiclass"``, labels outside 1 ... ``classes`` are dead
+        letters (0: no bound, or the number of ``label_names``).
+    label_names : tuple of str
+        Class names a label token may be instead of its class number; a name
+        cannot hold blanks or ``|``, nor start with ``'`` (a tag) or ``#`` (a comment).
     feature_names : bool
         Fill ``batch.names`` with ``"ns^name"`` (``"name"`` in the default
         namespace) for every slot in the block, first name winning.
@@ -395,6 +428,15 @@ class VWFormat(HashedFormat):
     header_lines: ClassVar[int] = 0
 
     feature_names: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in self.label_names:
+            if any(c in name for c in " \t\r\v\f|") or name[0] in "'#":
+                raise ValueError(
+                    f"VW label names cannot hold blanks or '|', nor start with \"'\" (a tag) or '#' (a comment), "
+                    f"got {name!r}"
+                )
 
     def parse(
         self,
@@ -430,6 +472,7 @@ class VWFormat(HashedFormat):
             np.int64(self.seed),
             np.int64(namespace_seed(b"", self.seed)),
             bool(self.feature_names),
+            *self.class_names.arrays,
         )
         block = LineBlock(data, starts, stops, source, offset, first_line)
         batch = ExampleBatch(
@@ -446,6 +489,8 @@ class VWFormat(HashedFormat):
         )
 
         def reason_of(line: int, code: int) -> str:
+            if code == UNKNOWN_CLASS:
+                return self.class_names.unknown_reason(_decode(data[bad_starts[line] : bad_stops[line]]))
             reason = REASONS[code]
             if reason.endswith(" "):
                 reason += token_text(data, bad_starts[line], bad_stops[line])
@@ -462,6 +507,7 @@ class VWFormat(HashedFormat):
             reason_of,
             batch,
             labels=self.labels,
+            classes=self.classes,
             has_label=has_label,
             names=names if self.feature_names else None,
         )

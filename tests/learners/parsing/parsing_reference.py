@@ -65,6 +65,29 @@ def token_text(raw: bytes, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
+# -- class names ---------------------------------------------------------------
+
+
+def ref_class(value: bytes, label_names) -> int:
+    """The class ``value`` names (1-based), or 0."""
+    for position, name in enumerate(label_names):
+        if value == name.encode("utf-8"):
+            return position + 1
+    return 0
+
+
+def ref_unknown_class(value: bytes, label_names) -> str:
+    """The documented reason for a label that is neither a number nor a name."""
+
+    def cut(text: str) -> str:
+        return text if len(text) <= 40 else text[:40] + "..."
+
+    listed = ", ".join(cut(name) for name in label_names[:10])
+    if len(label_names) > 10:
+        listed += f", ... ({len(label_names)} in all)"
+    return f"unknown class label {cut(value.decode('utf-8', errors='replace'))!r}; known classes are {listed}"
+
+
 # -- hashing -------------------------------------------------------------------
 
 
@@ -134,11 +157,11 @@ def _libsvm_line(offset: int, raw: bytes, bits: int, seed: int) -> Line:
 # -- VW ------------------------------------------------------------------------
 
 
-def ref_vw(data: bytes, bits: int = 18, seed: int = 0) -> list[Line]:
-    return [_vw_line(offset, raw, bits, seed) for offset, raw in split_lines(data)]
+def ref_vw(data: bytes, bits: int = 18, seed: int = 0, label_names=()) -> list[Line]:
+    return [_vw_line(offset, raw, bits, seed, tuple(label_names)) for offset, raw in split_lines(data)]
 
 
-def _vw_line(offset: int, raw: bytes, bits: int, seed: int) -> Line:
+def _vw_line(offset: int, raw: bytes, bits: int, seed: int, label_names: tuple[str, ...]) -> Line:
     if is_skippable(raw):
         return Line(offset, raw, "skipped")
 
@@ -164,6 +187,10 @@ def _vw_line(offset: int, raw: bytes, bits: int, seed: int) -> Line:
         return dead("too many tokens before the first '|'")
     if tokens:
         label = ref_number(tokens[0])
+        if label is None and label_names:
+            label = ref_class(tokens[0], label_names) or None
+            if label is None:
+                return dead(ref_unknown_class(tokens[0], label_names))
         if label is None:
             return dead("label is not a number")
         line.label, line.has_label = label, True
@@ -255,7 +282,9 @@ def split_csv(raw: bytes, delimiter: bytes) -> tuple[list[tuple[bytes, bytes, bo
         pos += 1
 
 
-def ref_csv(data: bytes, *, names, kinds, bits=18, seed=0, delimiter=b",", header_first=True) -> list[Line]:
+def ref_csv(
+    data: bytes, *, names, kinds, bits=18, seed=0, delimiter=b",", header_first=True, label_names=()
+) -> list[Line]:
     """``kinds[j]`` is one of "numeric", "categorical", "label", "weight", "ignore"."""
     mask = (1 << bits) - 1
     lines = []
@@ -290,7 +319,14 @@ def ref_csv(data: bytes, *, names, kinds, bits=18, seed=0, delimiter=b",", heade
                     line.values.append(number)
                     line.names.append(name)
             elif kind == "label":
-                if number is None:
+                if number is None and label_names:
+                    number = ref_class(value, label_names) or None
+                    if number is None:
+                        reason = f"label column {name!r}: {ref_unknown_class(value, label_names)}"
+                        line = Line(offset, raw, "dead", reason)
+                    else:
+                        line.label, line.has_label = number, True
+                elif number is None:
                     line = Line(offset, raw, "dead", f"label column {name!r}: not a number: {token_text(raw_field)}")
                 else:
                     line.label, line.has_label = number, True
@@ -311,8 +347,8 @@ def ref_csv(data: bytes, *, names, kinds, bits=18, seed=0, delimiter=b",", heade
 # -- comparing -------------------------------------------------------------------
 
 
-def labels_ok(line: Line, labels: str) -> str:
-    """The label rejection a line's example gets for task ``labels`` ("" when accepted)."""
+def labels_ok(line: Line, labels: str, classes: int = 0) -> str:
+    """The label rejection a line's example gets for task ``labels`` with ``classes`` classes ("" when accepted)."""
     if labels == "any":
         return ""
     if not line.has_label:
@@ -323,24 +359,28 @@ def labels_ok(line: Line, labels: str) -> str:
     if labels == "binary":
         return "" if value in (-1.0, 0.0, 1.0) else "binary label must be -1, 0 or +1"
     whole = math.isfinite(value) and value == round(value) and value >= 1
+    if classes:
+        return "" if whole and value <= classes else f"class label must be a whole number from 1 to {classes}"
     return "" if whole else "class label must be a whole number >= 1"
 
 
-def expected_outcome(lines: list[Line], labels: str) -> list[Line]:
+def expected_outcome(lines: list[Line], labels: str, classes: int = 0) -> list[Line]:
     """Apply the task's label rules: examples with unacceptable labels turn dead."""
     out = []
     for line in lines:
         if line.kind == "example":
-            reason = labels_ok(line, labels)
+            reason = labels_ok(line, labels, classes)
             if reason:
                 line = Line(line.offset, line.raw, "dead", reason)
         out.append(line)
     return out
 
 
-def assert_matches(parsed, lines: list[Line], *, labels: str, source: str, offset: int, first_line, exact_reasons=True):
+def assert_matches(
+    parsed, lines: list[Line], *, labels: str, source: str, offset: int, first_line, exact_reasons=True, classes=0
+):
     """Check a ParsedBlock against the reference lines, field by field."""
-    lines = expected_outcome(lines, labels)
+    lines = expected_outcome(lines, labels, classes)
     examples = [line for line in lines if line.kind == "example"]
     dead = [line for line in lines if line.kind == "dead"]
     batch = parsed.batch

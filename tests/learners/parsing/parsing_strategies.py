@@ -83,6 +83,52 @@ def number_text(rnd: random.Random, *, allow_special: bool = False) -> bytes:
 number_texts = from_random(number_text, allow_special=True)
 
 
+# -- class names -------------------------------------------------------------------
+
+# None reads as a number; k15599 and k97211 have the same MurmurHash3 (seed 0),
+# so a table holding one must still reject the other.
+CSV_CLASS_NAMES = ["cat", "dog", "Cat", "dark, blue", 'say "hi"', " spaced ", "名前", "#hash", "x|y", "'q", "a;b",
+                   "tab\there", "nan-ish", "1x", "k15599"]  # fmt: skip
+VW_CLASS_NAMES = ["cat", "dog", "Cat", "名前", "a:b", "x-y", "1x", "nan-ish", "é", "k15599", "a,b"]
+UNKNOWN_LABELS = ["cow", "ca", "cats", "CAT", "名", "k97211", "x", "dog2"]
+
+
+def pick_class_names(rnd: random.Random, pool: list[str]) -> tuple[str, ...]:
+    """No names half the time, else a few from ``pool``, maybe with a number that is its own class."""
+    if rnd.random() < 0.5:
+        return ()
+    names = rnd.sample(pool, rnd.randint(1, 5))
+    if rnd.random() < 0.2:
+        position = rnd.randrange(len(names))
+        names[position] = str(position + 1)
+    return tuple(names)
+
+
+def label_token(rnd: random.Random, label_names: tuple[str, ...], *, unknown: float = 0.1) -> str:
+    """A label for a task with ``label_names``: mostly names and class numbers, sometimes neither."""
+    draw = rnd.random()
+    if draw < unknown:
+        return rnd.choice(UNKNOWN_LABELS)
+    if draw < 0.6:
+        return rnd.choice(label_names)
+    if draw < 0.9:
+        return str(rnd.randint(0, len(label_names) + 1))
+    return number_text(rnd).decode()
+
+
+def multiclass_options(options: dict, label_names: tuple[str, ...], classes: int) -> dict:
+    """``options`` with ``label_names`` and ``classes`` (with names: their count or 0), labels allowing them."""
+    multiclass = options["labels"] in ("multiclass", "any")
+    if label_names:
+        classes = len(label_names) if classes else 0
+    elif not multiclass:
+        classes = 0
+    options = dict(options, label_names=label_names, classes=classes)
+    if label_names and not multiclass:
+        options["labels"] = "multiclass"
+    return options
+
+
 def block(rnd: random.Random, make_line, *, max_lines: int = 12) -> bytes:
     """Lines joined by ``\\n`` or ``\\r\\n``, with blank and comment lines, maybe without a final newline."""
     lines = [make_line(rnd) for _ in range(rnd.randint(0, max_lines))]
@@ -129,10 +175,10 @@ def vw_name(rnd: random.Random) -> bytes:
     return "".join(rnd.choice(NAME_CHARS) for _ in range(rnd.randint(1, 8))).encode("utf-8")
 
 
-def vw_line(rnd: random.Random) -> bytes:
+def vw_line(rnd: random.Random, label_names: tuple[str, ...] = ()) -> bytes:
     head = []
     if rnd.random() < 0.7:
-        head.append(number_text(rnd))
+        head.append(label_token(rnd, label_names).encode() if label_names else number_text(rnd))
         if rnd.random() < 0.5:
             head.append(repr(rnd.uniform(0, 100)).encode())
     tag = pick_string(rnd, "abcXYZ019_", 0, 6) if rnd.random() < 0.4 else None
@@ -203,6 +249,20 @@ def fuzzed(make_line) -> st.SearchStrategy[bytes]:
     return from_random(fuzz_block, make_line)
 
 
+def vw_cases(*, fuzz: bool = False) -> st.SearchStrategy[tuple[tuple[str, ...], bytes]]:
+    """``(label_names, block)``: VW lines whose labels are numbers or (with names) mostly names."""
+
+    def generate(rnd):
+        names = pick_class_names(rnd, VW_CLASS_NAMES)
+
+        def make_line(line_rnd):
+            return vw_line(line_rnd, names)
+
+        return names, (fuzz_block(rnd, make_line) if fuzz else block(rnd, make_line))
+
+    return st.randoms(use_true_random=False).map(generate)
+
+
 # -- CSV ------------------------------------------------------------------------
 
 CSV_NAMES = ["y", "w", "a", "b c", "x,1", 'q"t', "名", "10", "size", "z;z", "col|9", " padded "]
@@ -220,10 +280,14 @@ def csv_spec(rnd: random.Random) -> dict:
     if free and rnd.random() < 0.4:
         kinds[rnd.choice(free)] = "weight"
     delimiter = rnd.choice([",", ",", ";", "\t", "|", " "])
-    return {"names": names, "kinds": kinds, "delimiter": delimiter, "header": rnd.random() < 0.7}
+    label_names = pick_class_names(rnd, CSV_CLASS_NAMES)
+    return {"names": names, "kinds": kinds, "delimiter": delimiter, "header": rnd.random() < 0.7,
+            "label_names": label_names}  # fmt: skip
 
 
-def csv_cell(rnd: random.Random, kind: str) -> str:
+def csv_cell(rnd: random.Random, kind: str, label_names: tuple[str, ...] = ()) -> str:
+    if kind == "label" and label_names:
+        return "" if rnd.random() < 0.1 else label_token(rnd, label_names)
     if kind in ("numeric", "label"):
         return "" if rnd.random() < 0.1 else number_text(rnd).decode()
     if kind == "weight":
@@ -249,7 +313,8 @@ def csv_block(rnd: random.Random, spec: dict, *, max_lines: int = 10) -> bytes:
     if spec["header"]:
         lines.append(delimiter.join(csv_render(rnd, name, delimiter) for name in spec["names"]).encode())
     for _ in range(rnd.randint(0, max_lines)):
-        lines.append(delimiter.join(csv_render(rnd, csv_cell(rnd, k), delimiter) for k in spec["kinds"]).encode())
+        cells = (csv_cell(rnd, kind, spec["label_names"]) for kind in spec["kinds"])
+        lines.append(delimiter.join(csv_render(rnd, cell, delimiter) for cell in cells).encode())
         if rnd.random() < 0.1:
             lines.append(rnd.choice([b"", b"  ", b"# a comment, with delimiters; | \t"]))
     newline = rnd.choice([b"\n", b"\r\n"])

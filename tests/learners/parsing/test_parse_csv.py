@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from parsing_reference import assert_matches, ref_csv, split_lines
-from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, csv_cases
+from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, csv_cases, multiclass_options
 
 from polybeam.learners.hashing import feature_slot, hash_string
 from polybeam.learners.parsing import CsvFormat
@@ -183,6 +183,65 @@ def test_bom_in_header_is_ignored():
     assert batch.labels.tolist() == [1.0]
 
 
+# -- class names ---------------------------------------------------------------------
+
+ANIMALS = ("cat", "dog", 'say "hi"', " spaced ", "名前", "k15599")
+
+
+def test_class_names_in_the_label_column():
+    data = 'a,y\n1,dog\n2, cat \n3,"say ""hi"""\n4," spaced "\n5,名前\n6,3\n7,"dog"\n8,k15599\n'.encode()
+    parsed = CsvFormat(label_column="y", labels="multiclass", label_names=ANIMALS).parse(data)
+    assert parsed.dead_letters == []
+    assert parsed.batch.labels.tolist() == [2.0, 1.0, 3.0, 4.0, 5.0, 3.0, 2.0, 6.0]
+    assert parsed.batch.values.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+
+
+@pytest.mark.parametrize(
+    "cell, reason",
+    [
+        (b"cow", "label column 'y': unknown class label 'cow'; known classes are cat, dog, bird"),
+        (b'" cat"', "label column 'y': unknown class label ' cat'; known classes are cat, dog, bird"),
+        (b'"c""at"', "label column 'y': unknown class label 'c\"at'; known classes are cat, dog, bird"),
+        (b"Dog", "label column 'y': unknown class label 'Dog'; known classes are cat, dog, bird"),
+        (b"k97211", "label column 'y': unknown class label 'k97211'; known classes are cat, dog, bird"),
+        (b"4", "class label must be a whole number from 1 to 3"),
+        (b"0", "class label must be a whole number from 1 to 3"),
+        (b"1.5", "class label must be a whole number from 1 to 3"),
+        (b"", "missing label"),
+    ],
+)
+def test_class_label_dead_letters(cell, reason):
+    data = b"a,y\n1,dog\n2," + cell + b"\n3,3\n"
+    parsed = CsvFormat(label_column="y", labels="multiclass", label_names=("cat", "dog", "bird")).parse(data)
+    assert parsed.batch.labels.tolist() == [2.0, 3.0]
+    (letter,) = parsed.dead_letters
+    assert (letter.reason, letter.line) == (reason, 3)
+
+
+def test_unknown_class_is_reported_even_for_prediction_input():
+    # Without a number or a name there is no label to keep; class bounds are not checked for "any".
+    parsed = CsvFormat(labels="any", label_names=("cat", "dog")).parse(b"y,a\ncow,1\n7,2\n,3\ndog,4\n")
+    assert parsed.batch.labels[[0, 2]].tolist() == [7.0, 2.0] and np.isnan(parsed.batch.labels[1])
+    assert [letter.reason for letter in parsed.dead_letters] == [
+        "label column 'y': unknown class label 'cow'; known classes are cat, dog"
+    ]
+
+
+def test_classes_bound_numeric_labels_without_names():
+    parsed = CsvFormat(labels="multiclass", classes=2).parse(b"y,a\n1,1\n2,1\n3,1\ncat,1\n")
+    assert parsed.batch.labels.tolist() == [1.0, 2.0]
+    assert [letter.reason for letter in parsed.dead_letters] == [
+        "class label must be a whole number from 1 to 2",
+        "label column 'y': not a number: 'cat'",
+    ]
+
+
+def test_class_names_in_later_blocks_and_without_header():
+    fmt = CsvFormat(has_header=False, label_column=1, labels="multiclass", label_names=("cat", "dog"))
+    parsed = fmt.parse(b"5,dog\n6,cat\n", offset=100, first_line=9, header=b"1,cat")
+    assert parsed.batch.labels.tolist() == [2.0, 1.0] and parsed.batch.row_ids.tolist() == [100, 106]
+
+
 # -- against the reference parser -------------------------------------------------
 
 
@@ -196,6 +255,7 @@ def format_for(spec: dict, options: dict) -> tuple[CsvFormat, list[str]]:
         refer = lambda i: i  # noqa: E731
     kinds = spec["kinds"]
     weight = [i for i, k in enumerate(kinds) if k == "weight"]
+    options = multiclass_options(options, spec["label_names"], options["classes"])
     fmt = CsvFormat(
         label_column=refer(kinds.index("label")),
         weight_column=refer(weight[0]) if weight else None,
@@ -209,7 +269,12 @@ def format_for(spec: dict, options: dict) -> tuple[CsvFormat, list[str]]:
 
 
 options = st.fixed_dictionaries(
-    {"bits": st.sampled_from([3, 18]), "seed": st.integers(0, 2**32 - 1), "labels": st.sampled_from(["real", "any"])}
+    {
+        "bits": st.sampled_from([3, 18]),
+        "seed": st.integers(0, 2**32 - 1),
+        "labels": st.sampled_from(["real", "any", "multiclass"]),
+        "classes": st.sampled_from([0, 0, 3]),
+    }
 )
 
 
@@ -224,10 +289,11 @@ def check_against_reference(spec, data, options, *, offset=0, first_line=1, head
         seed=options["seed"],
         delimiter=spec["delimiter"].encode(),
         header_first=spec["header"] and offset == 0,
+        label_names=spec["label_names"],
     )
     examples = assert_matches(
-        parsed, reference, labels=options["labels"], source="c", offset=offset, first_line=first_line,
-        exact_reasons=False,
+        parsed, reference, labels=fmt.labels, source="c", offset=offset, first_line=first_line,
+        exact_reasons=False, classes=fmt.classes,
     )  # fmt: skip
     expected_names = {}
     for line in examples:
@@ -248,7 +314,7 @@ def test_matches_reference_on_well_formed_blocks(case, options, later_block):
         return  # no records to learn the column count from
     offset = 1000 if later_block else 0
     parsed, reference = check_against_reference(spec, data, options, offset=offset, first_line=2, header=header)
-    assert all(line.kind != "dead" for line in reference), data
+    assert all(line.kind != "dead" or "unknown class label" in line.reason for line in reference), data
 
 
 @FUZZ_SETTINGS

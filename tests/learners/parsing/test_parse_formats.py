@@ -58,3 +58,49 @@ def test_text_formats_share_one_parse_signature(name, data):
     parsed = make_format(name).parse(data, source="x", offset=0, first_line=1, header=None)
     assert len(parsed.batch) == 1 and parsed.batch.source == "x" and parsed.batch.row_ids.tolist()[0] >= 0
     assert parsed.batch.bits == 18
+
+
+# -- classes and class names ---------------------------------------------------------
+
+
+def test_make_format_takes_class_names_and_counts():
+    fmt = make_format("csv", label_names=("cat", "dog"), labels="multiclass")
+    assert fmt == CsvFormat(label_names=["cat", "dog"], classes=2, labels="multiclass")
+    assert (fmt.classes, fmt.label_names) == (2, ("cat", "dog"))
+    assert make_format("libsvm", classes=5, labels="multiclass").classes == 5
+    assert make_format("vw").classes == 0 and make_format("parquet").label_names == ()
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_formats_with_class_names_pickle_and_hash(name):
+    fmt = make_format(name, labels="any", label_names=["a", "b", "c"])
+    assert fmt.classes == 3 and fmt.label_names == ("a", "b", "c")
+    copy = pickle.loads(pickle.dumps(fmt))
+    assert copy == fmt and hash(copy) == hash(fmt)
+    assert copy.class_names.class_of("c") == 3
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"labels": "multiclass", "label_names": ("a", "a")}, ValueError, "'a' is given 2 times"),
+        ({"labels": "multiclass", "label_names": ("a", "")}, ValueError, "cannot be empty"),
+        ({"labels": "multiclass", "label_names": "ab"}, TypeError, "not a single string"),
+        ({"labels": "multiclass", "label_names": ("a", "b"), "classes": 3}, ValueError, "classes is 3 but 2"),
+        ({"labels": "multiclass", "classes": -1}, ValueError, "classes must be >= 0"),
+        ({"labels": "multiclass", "classes": "3"}, TypeError, "classes must be a whole number"),
+        ({"label_names": ("a", "b")}, ValueError, "label_names describes a multiclass task, but labels is 'real'"),
+        ({"labels": "binary", "classes": 2}, ValueError, "classes describes a multiclass task"),
+    ],
+)
+def test_class_settings_are_validated_by_every_format(name, options, error, message):
+    with pytest.raises(error, match=message):
+        make_format(name, **options)
+
+
+@pytest.mark.parametrize("label_name", ["a b", "a\tb", "a|b", "'tag", "#x"])
+def test_vw_refuses_names_its_label_token_cannot_hold(label_name):
+    with pytest.raises(ValueError, match="VW label names cannot hold blanks"):
+        VWFormat(labels="multiclass", label_names=("ok", label_name))
+    CsvFormat(labels="multiclass", label_names=("ok", label_name))  # a quoted CSV cell can

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from parsing_reference import assert_matches, ref_libsvm, split_lines
-from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, fuzzed, libsvm_line
+from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, fuzzed, libsvm_line, multiclass_options
 
 from polybeam.learners.hashing import libsvm_slot
 from polybeam.learners.parsing import LibsvmFormat
@@ -110,6 +110,22 @@ def test_label_kinds(labels, accepted):
     assert [letter.line for letter in parsed.dead_letters] == sorted(letter.line for letter in parsed.dead_letters)
 
 
+def test_classes_bound_labels_and_names_only_count_them():
+    data = b"1 1:1\n3 1:1\n4 1:1\ncat 1:1\n"
+    parsed = parse(data, labels="multiclass", classes=3)
+    assert parsed.batch.labels.tolist() == [1.0, 3.0]
+    assert [letter.reason for letter in parsed.dead_letters] == [
+        "class label must be a whole number from 1 to 3",
+        "label is not a number: 'cat'",
+    ]
+    named = LibsvmFormat(labels="multiclass", label_names=("cat", "dog", "bird"))
+    assert named.classes == 3
+    assert [letter.reason for letter in named.parse(data).dead_letters] == [
+        letter.reason for letter in parsed.dead_letters
+    ]
+    assert parse(data, labels="any", classes=3).batch.labels.tolist() == [1.0, 3.0, 4.0]
+
+
 def test_unknown_first_line_gives_no_line_numbers():
     parsed = LibsvmFormat().parse(b"1 0:1\nx\n", offset=77, first_line=None)
     assert [(letter.line, letter.offset) for letter in parsed.dead_letters] == [(None, 77), (None, 83)]
@@ -156,9 +172,10 @@ options = st.fixed_dictionaries(
     {
         "bits": st.sampled_from([4, 18, 30]),
         "seed": st.integers(0, 2**32 - 1),
-        "labels": st.sampled_from(["real", "binary", "any"]),
+        "labels": st.sampled_from(["real", "binary", "any", "multiclass"]),
+        "classes": st.sampled_from([0, 0, 3]),
     }
-)
+).map(lambda options: multiclass_options(options, (), options["classes"]))
 
 
 @PROPERTY_SETTINGS
@@ -168,7 +185,10 @@ def test_matches_reference_on_well_formed_blocks(data, options, position):
     parsed = LibsvmFormat(**options).parse(data, source="s", offset=offset, first_line=first_line)
     reference = ref_libsvm(data, options["bits"], options["seed"])
     assert all(line.kind != "dead" for line in reference)
-    assert_matches(parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line)
+    assert_matches(
+        parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line,
+        classes=options["classes"],
+    )  # fmt: skip
 
 
 @FUZZ_SETTINGS
@@ -181,4 +201,7 @@ def test_fuzzed_input_never_raises_and_accounts_for_every_line(data, options, po
     assert len(parsed.batch.indices) == parsed.batch.nnz and (parsed.batch.indices < (1 << options["bits"])).all()
     assert np.isfinite(parsed.batch.values).all() and (parsed.batch.values != 0).all()
     reference = ref_libsvm(data, options["bits"], options["seed"])
-    assert_matches(parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line)
+    assert_matches(
+        parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line,
+        classes=options["classes"],
+    )  # fmt: skip

@@ -173,6 +173,75 @@ def test_configuration_errors(table, options, message):
         ParquetFormat(**options).parse_table(table)
 
 
+# -- class names ---------------------------------------------------------------------
+
+ANIMALS = ParquetFormat(labels="multiclass", label_names=("cat", "dog", "名前", "k15599"))
+LABELS = ["dog", "cat", "3", None, "", "cow", "k97211", "5", "名前", "2.5", "k15599"]
+
+
+def animal_table(labels):
+    return pa.table({"label": labels, "indices": [[i + 1] for i in range(len(labels))]})
+
+
+def expected_animals(parsed):
+    assert parsed.batch.labels.tolist() == [2.0, 1.0, 3.0, 3.0, 4.0]
+    assert parsed.batch.row_ids.tolist() == [0, 1, 2, 8, 10]
+    known = "known classes are cat, dog, 名前, k15599"
+    assert [(letter.offset, letter.reason) for letter in parsed.dead_letters] == [
+        (3, "missing label"),
+        (4, "missing label"),
+        (5, f"unknown class label 'cow'; {known}"),
+        (6, f"unknown class label 'k97211'; {known}"),
+        (7, "class label must be a whole number from 1 to 4"),
+        (9, "class label must be a whole number from 1 to 4"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "label_type", [pa.string(), pa.large_string(), pa.string_view(), pa.binary(), pa.dictionary(pa.int8(), pa.string())]
+)
+def test_string_label_columns_map_through_the_names(label_type):
+    binary = pa.types.is_binary(label_type)
+    labels = [label.encode() if binary and label is not None else label for label in LABELS]
+    expected_animals(ANIMALS.parse_table(animal_table(pa.array(labels, type=label_type))))
+
+
+def test_string_labels_in_chunked_sliced_and_dictionary_chunks():
+    table = animal_table(pa.array(LABELS))
+    chunked = pa.concat_tables([table.slice(0, 4), table.slice(4, 3), table.slice(7)])
+    assert chunked.column("label").num_chunks == 3
+    expected_animals(ANIMALS.parse_table(chunked))
+    encoded = pa.chunked_array([pa.array(LABELS[:5]).dictionary_encode(), pa.array(LABELS[5:]).dictionary_encode()])
+    expected_animals(ANIMALS.parse_table(table.set_column(0, "label", encoded)))
+    sliced = ANIMALS.parse_table(table.slice(5, 4), first_row=5)
+    assert sliced.batch.labels.tolist() == [3.0] and sliced.batch.row_ids.tolist() == [8]
+
+
+def test_a_parquet_file_with_string_labels():
+    buffer = io.BytesIO()
+    pq.write_table(animal_table(pa.array(LABELS).dictionary_encode()), buffer)
+    expected_animals(ANIMALS.parse(buffer.getvalue()))
+
+
+def test_numeric_label_columns_with_names_and_classes():
+    table = sparse_table(label=[1.0, 2.0, 3.0, 4.0])
+    assert ANIMALS.parse_table(table).batch.labels.tolist() == [1.0, 2.0, 3.0, 4.0]
+    parsed = ParquetFormat(labels="multiclass", classes=2).parse_table(table)
+    assert parsed.batch.labels.tolist() == [1.0, 2.0]
+    assert {letter.reason for letter in parsed.dead_letters} == {"class label must be a whole number from 1 to 2"}
+
+
+def test_unknown_class_labels_yield_to_feature_problems():
+    table = pa.table({"label": ["cow", "cow"], "indices": [[0], [1]]})
+    reasons = [letter.reason for letter in ANIMALS.parse_table(table).dead_letters]
+    assert reasons[0] == "feature index must be >= 1" and reasons[1].startswith("unknown class label 'cow'")
+
+
+def test_string_labels_without_names_are_a_configuration_error():
+    with pytest.raises(ValueError, match="must be numeric, got string; to read class names, pass label_names"):
+        ParquetFormat().parse_table(animal_table(["dog"]))
+
+
 def test_format_pickles():
     fmt = ParquetFormat(feature_columns=["a", "b"], weight_column="w")
     assert fmt.feature_columns == ("a", "b")

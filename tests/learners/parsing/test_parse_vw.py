@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from parsing_reference import assert_matches, expected_outcome, ref_vw, split_lines
-from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, fuzzed, vw_line, vw_name
+from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, multiclass_options, vw_cases, vw_line, vw_name
 
 from polybeam.learners.hashing import feature_slot
 from polybeam.learners.parsing import VWFormat
@@ -141,6 +141,47 @@ def test_unknown_first_line_gives_no_line_numbers():
     assert (parsed.dead_letters[0].line, parsed.dead_letters[0].offset) == (None, 9)
 
 
+def test_class_names_as_labels():
+    fmt = VWFormat(labels="multiclass", label_names=("cat", "dog", "名前", "a:b", "k15599"))
+    data = "dog |f a\n名前 2 'tag|f b\n 1 |f c\na:b 0.5 |f d\n3 |f e\nk15599 |f g\n".encode()
+    parsed = fmt.parse(data)
+    assert parsed.dead_letters == []
+    batch = parsed.batch
+    assert batch.labels.tolist() == [2.0, 3.0, 1.0, 4.0, 3.0, 5.0]
+    assert batch.weights.tolist() == [1.0, 2.0, 1.0, 0.5, 1.0, 1.0]
+    assert batch.tags.tolist() == [None, "tag", None, None, None, None]
+    assert batch.indices.tolist() == [feature_slot(name, 18, "f") for name in "abcdeg"]
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        (b"cow |f x", "unknown class label 'cow'; known classes are cat, dog"),
+        (b"Cat |f x", "unknown class label 'Cat'; known classes are cat, dog"),
+        (b"k97211 |f x", "unknown class label 'k97211'; known classes are cat, dog"),
+        (b"cat cat |f x", "importance weight is not a number: 'cat'"),
+        (b"cat 1 0.5 |f x", "VW initial prediction (third label token) is not supported"),
+        (b"3 |f x", "class label must be a whole number from 1 to 2"),
+        (b"-1 |f x", "class label must be a whole number from 1 to 2"),
+        (b"cat|f x", "missing label"),  # a token touching the bar is the tag
+    ],
+)
+def test_class_label_dead_letters(line, reason):
+    parsed = VWFormat(labels="multiclass", label_names=("cat", "dog")).parse(b"dog |a b\n" + line + b"\n1 |a c\n")
+    assert parsed.batch.labels.tolist() == [2.0, 1.0]
+    (letter,) = parsed.dead_letters
+    assert (letter.reason, letter.line, letter.raw) == (reason, 2, line.decode())
+
+
+def test_classes_bound_numeric_labels():
+    parsed = VWFormat(labels="multiclass", classes=3).parse(b"1 | a\n3 | a\n4 | a\ncat | a\n")
+    assert parsed.batch.labels.tolist() == [1.0, 3.0]
+    assert [letter.reason for letter in parsed.dead_letters] == [
+        "class label must be a whole number from 1 to 3",
+        "label is not a number: 'cat'",
+    ]
+
+
 def test_format_pickles():
     fmt = VWFormat(bits=12, seed=3, labels="multiclass", feature_names=True)
     assert pickle.loads(pickle.dumps(fmt)) == fmt
@@ -231,20 +272,24 @@ options = st.fixed_dictionaries(
     {
         "bits": st.sampled_from([2, 18, 30]),
         "seed": st.integers(0, 2**32 - 1),
-        "labels": st.sampled_from(["real", "any", "binary"]),
+        "labels": st.sampled_from(["real", "any", "binary", "multiclass"]),
         "feature_names": st.booleans(),
+        "classes": st.sampled_from([0, 0, 3]),
     }
 )
 positions = st.tuples(st.integers(0, 10**12), st.one_of(st.none(), st.integers(1, 10**6)))
 
 
-def check_against_reference(data, options, position):
+def check_against_reference(data, options, position, label_names=()):
     offset, first_line = position
-    parsed = VWFormat(**options).parse(data, source="s", offset=offset, first_line=first_line)
-    reference = ref_vw(data, options["bits"], options["seed"])
+    options = multiclass_options(options, label_names, options["classes"])
+    fmt = VWFormat(**options)
+    assert fmt.classes == (len(label_names) or options["classes"])
+    parsed = fmt.parse(data, source="s", offset=offset, first_line=first_line)
+    reference = ref_vw(data, options["bits"], options["seed"], label_names)
     examples = assert_matches(
         parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line,
-        exact_reasons=False,
+        exact_reasons=False, classes=fmt.classes,
     )  # fmt: skip
     batch = parsed.batch
     assert batch.namespaces.tolist() == [ns for line in examples for ns in line.namespaces]
@@ -262,17 +307,19 @@ def check_against_reference(data, options, position):
 
 
 @PROPERTY_SETTINGS
-@given(blocks(vw_line), options, positions)
-def test_matches_reference_on_well_formed_blocks(data, options, position):
-    reference = ref_vw(data, options["bits"], options["seed"])
-    assert all(line.kind != "dead" for line in reference), data
-    check_against_reference(data, options, position)
+@given(vw_cases(), options, positions)
+def test_matches_reference_on_well_formed_blocks(case, options, position):
+    label_names, data = case
+    reference = ref_vw(data, options["bits"], options["seed"], label_names)
+    assert all(line.kind != "dead" or line.reason.startswith("unknown class label") for line in reference), data
+    check_against_reference(data, options, position, label_names)
 
 
 @FUZZ_SETTINGS
-@given(fuzzed(vw_line), options, positions)
-def test_fuzzed_input_never_raises_and_accounts_for_every_line(data, options, position):
-    parsed = check_against_reference(data, options, position)
+@given(vw_cases(fuzz=True), options, positions)
+def test_fuzzed_input_never_raises_and_accounts_for_every_line(case, options, position):
+    label_names, data = case
+    parsed = check_against_reference(data, options, position, label_names)
     assert parsed.records == len(split_lines(data))
     assert parsed.records == len(parsed.batch) + len(parsed.dead_letters) + parsed.skipped
     assert np.isfinite(parsed.batch.values).all() and (parsed.batch.values != 0).all()

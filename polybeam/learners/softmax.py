@@ -1,0 +1,239 @@
+"""Numba kernels of the softmax (multinomial logistic) learner.
+
+Each hashed slot holds one weight per class (``raw[slot, k]``), so an example
+touches the same rows for every class. Per example: pending truncation is paid,
+class scores and probabilities are computed, the log loss is added to the
+progressive sums, the step is chosen (GSA's eq. 10 greedy step averaged over
+examples, AdaGrad per (slot, class), or a global rule) and the plain gradient
+step ``w_k -= step * (p_k - [k = y]) * x`` is applied. Shared pieces (stats
+layout, step rules, L2 decay, the truncation clock) come from
+:mod:`polybeam.learners.kernels`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from polybeam.learners.greedy import softmax_greedy_step
+from polybeam.learners.kernels import (
+    ADAPTIVE,
+    CLOCK,
+    EXAMPLES,
+    GREEDY_SUM,
+    GREEDY_WEIGHT,
+    GSA,
+    LOSS_SUM,
+    MIN_X2,
+    NORM_SUM,
+    NORM_WEIGHT,
+    SCALE,
+    STEPS,
+    TIME,
+    WEIGHT_SUM,
+    advance_clock,
+    base_step,
+    bounded,
+    decay_l2,
+    feature_at,
+    normalised_multiplier,
+    settle_raw,
+)
+from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, adaptive_rate, penalty_terms
+
+# Log loss of a probability that underflowed to zero.
+MAX_LOG_LOSS = 745.0
+
+
+@numba.njit(cache=True)
+def class_scores(raw, indices, values, start, stop, bias, out):
+    """Unscaled scores of every class for one example into ``out``."""
+    if bias:
+        out[:] = raw[0]
+    else:
+        out[:] = 0.0
+    for k in range(start, stop):
+        row = raw[indices[k]]
+        x = values[k]
+        for c in range(out.shape[0]):
+            out[c] += row[c] * x
+
+
+@numba.njit(cache=True)
+def to_probabilities(scores, out):
+    """Softmax of ``scores`` into ``out``, without overflow."""
+    top = scores.max()
+    total = 0.0
+    for c in range(scores.shape[0]):
+        out[c] = math.exp(scores[c] - top)
+        total += out[c]
+    for c in range(scores.shape[0]):
+        out[c] /= total
+
+
+@numba.njit(cache=True, inline="always")
+def class_rate(adaptive, gsa_normalized, sum_sq_grad, feature_scale, slot, c, normalized):
+    """Per-(slot, class) step factor: AdaGrad's, 1/N**2 for normalised GSA, else 1."""
+    if adaptive:
+        return adaptive_rate(sum_sq_grad[slot, c], feature_scale[slot], normalized)
+    if gsa_normalized and feature_scale[slot] > 0.0:
+        return 1.0 / (feature_scale[slot] * feature_scale[slot])
+    return 1.0
+
+
+@numba.njit(cache=True, inline="always")
+def class_penalty(adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, c, threshold):
+    """``penalty_terms`` of one (slot, class) weight, reading only the arrays the learner keeps."""
+    grad = sum_sq_grad[slot, c] if adaptive else 0.0
+    scale = feature_scale[slot] if adaptive or gsa_normalized else 0.0
+    return penalty_terms(adaptive, gsa_normalized, normalized, grad, scale, threshold)
+
+
+@numba.njit(cache=True, inline="always")
+def observe_row_scale(raw, feature_scale, slot, x):
+    """VW's normalisation for a row of per-class weights; returns (x / scale)**2."""
+    magnitude = max(abs(x), math.sqrt(MIN_X2))
+    if magnitude > feature_scale[slot]:
+        if feature_scale[slot] > 0.0:
+            for c in range(raw.shape[1]):
+                raw[slot, c] *= feature_scale[slot] / magnitude
+        feature_scale[slot] = magnitude
+    return max(x * x, MIN_X2) / (feature_scale[slot] * feature_scale[slot])
+
+
+@numba.njit(cache=True, nogil=True)
+def learn_batch_softmax(
+    labels,
+    importances,
+    indptr,
+    indices,
+    values,
+    raw,
+    sum_sq_grad,
+    feature_scale,
+    synced,
+    stats,
+    step,
+    eta,
+    power_t,
+    l2,
+    bias,
+    normalized,
+    sparsity,
+    gravity,
+    truncate_every,
+    threshold,
+    gsa_target,
+):
+    """Learn every example of a batch; labels are class ids 1..K (``raw.shape[1] == K``)."""
+    n = labels.shape[0]
+    classes = raw.shape[1]
+    adaptive = step == ADAPTIVE
+    gsa_normalized = step == GSA and normalized
+    lazy = sparsity == TRUNCATE or sparsity == ROUND
+    scores = np.empty(classes)
+    probabilities = np.empty(classes)
+    gradient = np.empty(classes)
+
+    for i in range(n):
+        start = indptr[i]
+        stop = indptr[i + 1]
+        first = start - 1 if bias else start
+        importance = importances[i]
+        label = int(labels[i]) - 1
+
+        if lazy:
+            clock = stats[CLOCK]
+            for k in range(first, stop):
+                slot, _ = feature_at(indices, values, start, k)
+                owed = clock - synced[slot]
+                if owed > 0.0:
+                    synced[slot] = clock
+                    for c in range(classes):
+                        if raw[slot, c] != 0.0:
+                            rate, limit = class_penalty(
+                                adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, c, threshold
+                            )
+                            raw[slot, c] = settle_raw(raw[slot, c], owed, rate, limit, stats, sparsity)
+
+        class_scores(raw, indices, values, start, stop, bias, scores)
+        for c in range(classes):
+            scores[c] = bounded(scores[c] * stats[SCALE])
+        to_probabilities(scores, probabilities)
+        p_true = probabilities[label]
+        stats[EXAMPLES] += 1.0
+        stats[WEIGHT_SUM] += importance
+        stats[LOSS_SUM] += importance * (-math.log(p_true) if p_true > 0.0 else MAX_LOG_LOSS)
+        stats[STEPS] += 1.0
+        t_before = stats[TIME]
+        stats[TIME] += importance
+
+        if step == GSA and importance > 0.0:
+            xx = 0.0
+            for k in range(first, stop):
+                slot, x = feature_at(indices, values, start, k)
+                if gsa_normalized:
+                    xx += observe_row_scale(raw, feature_scale, slot, x)
+                else:
+                    xx += x * x
+            if xx > 0.0:
+                stats[GREEDY_SUM] += importance * softmax_greedy_step(probabilities, label, xx, gsa_target)
+                stats[GREEDY_WEIGHT] += importance
+        eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
+
+        for c in range(classes):
+            gradient[c] = probabilities[c]
+        gradient[label] -= 1.0
+
+        multiplier = normalised_multiplier(stats, adaptive, normalized)
+        if importance > 0.0 and eta_t > 0.0:
+            if adaptive:
+                norm_x = 0.0
+                for k in range(first, stop):
+                    slot, x = feature_at(indices, values, start, k)
+                    x2 = max(x * x, MIN_X2)
+                    for c in range(classes):
+                        sum_sq_grad[slot, c] += importance * gradient[c] * gradient[c] * x2
+                    if normalized:
+                        norm_x += observe_row_scale(raw, feature_scale, slot, x)
+                if normalized and norm_x > 0.0:
+                    stats[NORM_WEIGHT] += importance
+                    stats[NORM_SUM] += importance * norm_x
+                multiplier = normalised_multiplier(stats, adaptive, normalized)
+
+            if l2 > 0.0:
+                decay_l2(raw, synced, stats, eta_t, l2, importance)
+
+            coefficient = eta_t * importance * multiplier / stats[SCALE]
+            for k in range(first, stop):
+                slot, x = feature_at(indices, values, start, k)
+                for c in range(classes):
+                    rate = class_rate(adaptive, gsa_normalized, sum_sq_grad, feature_scale, slot, c, normalized)
+                    delta = coefficient * rate * gradient[c] * x
+                    if abs(delta) < math.inf:
+                        raw[slot, c] -= delta
+
+        if sparsity == SUBGRADIENT and importance > 0.0:
+            amount = eta_t * multiplier * gravity * importance
+            scale = stats[SCALE]
+            for slot in range(raw.shape[0]):
+                for c in range(classes):
+                    if raw[slot, c] != 0.0:
+                        rate, _ = class_penalty(
+                            adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, c, 0.0
+                        )
+                        weight = scale * raw[slot, c]
+                        moved = weight - amount * rate if weight > 0.0 else weight + amount * rate
+                        if abs(moved) < math.inf:
+                            raw[slot, c] = moved / scale
+        elif lazy and stats[STEPS] % truncate_every == 0.0:
+            advance_clock(stats, sparsity, eta_t * multiplier * truncate_every * gravity)
+
+
+@numba.njit(cache=True, nogil=True)
+def predict_batch_softmax(indptr, indices, values, weights, bias, out):
+    """Class scores of every example into ``out`` (shape n x K)."""
+    for i in range(out.shape[0]):
+        class_scores(weights, indices, values, indptr[i], indptr[i + 1], bias, out[i])
