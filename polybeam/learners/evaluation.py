@@ -27,6 +27,11 @@ def pointwise_loss(loss: str, labels: np.ndarray, margins: np.ndarray, predictio
     """Per-example loss, with the learner's conventions (squared loss on clamped predictions)."""
     if loss == "squared":
         return (predictions - labels) ** 2
+    if loss == "softmax":
+        # Log loss of the true class; margins are (n, K) class scores.
+        rows = np.arange(len(labels))
+        shifted = margins - margins.max(axis=1, keepdims=True)
+        return np.log(np.exp(shifted).sum(axis=1)) - shifted[rows, labels.astype(np.int64) - 1]
     y = np.where(labels > 0, 1.0, -1.0)
     if loss == "logistic":
         return np.logaddexp(0.0, -y * margins)
@@ -39,7 +44,9 @@ class Evaluation:
     ``error`` is the 0-1 error when every label is binary (-1/0/+1; a score above
     ``threshold`` predicts the positive class) and the mean squared error
     otherwise; ``auc`` is reported for binary labels, ``mse`` always (for
-    logistic loss it is the Brier score of the probabilities).
+    logistic loss it is the Brier score of the probabilities). For softmax,
+    ``error`` is the multiclass error (the most probable class is wrong),
+    ``loss`` the log loss and ``mse`` the multiclass Brier score.
     """
 
     def __init__(self, loss: str, *, threshold: float = 0.0, label_range: tuple[float, float] = (0.0, 0.0)):
@@ -76,6 +83,8 @@ class Evaluation:
         margins = np.asarray(margins, dtype=np.float64)
         weights = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
         predictions = finalize_predictions(self.loss, margins, *self.label_range)
+        if self.loss == "softmax":
+            return self._add_multiclass(labels, margins, predictions, weights)
         self.examples += len(labels)
         self.weight += float(weights.sum())
         self.loss_sum += float(weights @ pointwise_loss(self.loss, labels, margins, predictions))
@@ -93,6 +102,19 @@ class Evaluation:
             wrong = (scores > self.threshold) != positive
             self.error_sum += float(weights @ wrong)
             self._add_scores(scores, np.where(positive, weights, 0.0), np.where(positive, 0.0, weights))
+        return self
+
+    def _add_multiclass(self, labels, margins, probabilities, weights) -> "Evaluation":
+        classes = labels.astype(np.int64) - 1
+        rows = np.arange(len(labels))
+        self.binary = False
+        self.examples += len(labels)
+        self.weight += float(weights.sum())
+        self.loss_sum += float(weights @ pointwise_loss("softmax", labels, margins, probabilities))
+        self.error_sum += float(weights @ (np.argmax(margins, axis=1) != classes))
+        one_hot = np.zeros_like(probabilities)
+        one_hot[rows, classes] = 1.0
+        self.squared_error_sum += float(weights @ ((probabilities - one_hot) ** 2).sum(axis=1))
         return self
 
     def _add_scores(self, scores, positive, negative) -> None:
@@ -160,10 +182,11 @@ class Evaluation:
         """The metrics as a plain dict (JSON-ready)."""
         weight = self.weight if self.weight > 0 else float("nan")
         mse = self.squared_error_sum / weight
+        classified = self.binary or self.loss == "softmax"
         return {
             "examples": self.examples,
             "loss": self.loss_sum / weight,
-            "error": self.error_sum / weight if self.binary else mse,
+            "error": self.error_sum / weight if classified else mse,
             "auc": self.auc(),
             "mse": mse,
         }

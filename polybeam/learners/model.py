@@ -215,9 +215,21 @@ class Model:
         """A human-readable summary: settings, sparsity, training figures, largest weights."""
         info = self.summary_dict(top)
         loss = info["progressive_loss"]
-        lines = [
-            f"polybeam linear model: loss={info['loss']} step={info['step']} bits={info['bits']}",
-            f"non-zero weights: {info['nonzero_weights']} of {info['slots']} slots",
+        config = self.config
+        lines = [f"polybeam linear model: loss={info['loss']} step={info['step']} bits={info['bits']}"]
+        if config.loss == "softmax":
+            named = f" ({', '.join(config.class_names)})" if config.class_names else ""
+            lines.append(f"classes: {config.classes}{named}")
+        if config.sparsity != "none":
+            theta = "inf" if config.truncate_threshold is None else f"{config.truncate_threshold:g}"
+            lines.append(
+                f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}, "
+                f"threshold {theta})"
+            )
+        if "greedy_step" in self.metadata:
+            lines.append(f"mean greedy step (GSA): {self.metadata['greedy_step']:.6g}")
+        lines += [
+            f"non-zero weights: {info['nonzero_weights']} of {info['slots'] * config.outputs} weights",
             f"trained on {info['examples']} examples, {info['passes']} pass(es); "
             f"progressive loss {loss:.6g}" if isinstance(loss, float) and math.isfinite(loss) else
             f"trained on {info['examples']} examples, {info['passes']} pass(es)",

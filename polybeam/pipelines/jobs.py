@@ -42,11 +42,9 @@ def _require(value, flag: str, command: str):
     return value
 
 
-def _read(pipeline, options: PipelineOptions, label: str, *, bits: int, seed: int, labels: str):
+def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None):
     read = options.view_as(InputOptions)
-    return pipeline | label >> ReadExamples(
-        read.input, format=read.format, **format_options(options, bits=bits, seed=seed, labels=labels)
-    )
+    return pipeline | label >> ReadExamples(read.input, format=read.format, **format_options(options, config, labels=labels))
 
 
 def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters"):
@@ -63,7 +61,7 @@ def run_train(options: PipelineOptions) -> dict:
     with_default_runner(options)
 
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", bits=config.bits, seed=config.seed, labels=config.label_kind)
+    read = _read(pipeline, options, "Read", config)
     facts = {"input_format": options.view_as(InputOptions).format}
     read.examples | "Train" >> Train(config, metadata=facts) | "WriteModel" >> WriteModel(model_path)
     _write_dead_letters(read, dead_path)
@@ -96,9 +94,7 @@ def run_evaluate(options: PipelineOptions) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         metrics_path = os.path.join(scratch, "metrics.json")
         pipeline = beam.Pipeline(options=options)
-        read = _read(
-            pipeline, options, "Read", bits=model.config.bits, seed=model.config.seed, labels=model.config.label_kind
-        )
+        read = _read(pipeline, options, "Read", model.config)
         (
             read.examples
             | "Evaluate" >> Evaluate(model)
@@ -133,7 +129,7 @@ def run_predict(options: PipelineOptions) -> dict:
     with_default_runner(options)
 
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", bits=model.config.bits, seed=model.config.seed, labels="any")
+    read = _read(pipeline, options, "Read", model.config, labels="any")
     models = pipeline | "Model" >> ReadModel(model_path)
     (
         read.examples

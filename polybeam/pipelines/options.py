@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from polybeam.learners.config import LOSSES, STEPS, LearnerConfig
+from polybeam.learners.config import DEFAULT_GSA_TARGET, LOSSES, SPARSITY, STEPS, LearnerConfig
 from polybeam.learners.hashing import DEFAULT_BITS
 
 FORMATS = ("libsvm", "vw", "csv", "parquet")
@@ -57,17 +57,25 @@ class LearnerOptions(PipelineOptions):
 
     @classmethod
     def _add_argparse_args(cls, parser):
-        _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared)")
-        _add(parser, "step", choices=STEPS, default="adaptive", help="step size rule (default: adaptive, VW's normalised AdaGrad)")
-        _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta (default: 0.5)")
+        _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared); softmax needs --classes or --class-names")
+        _add(parser, "step", choices=STEPS, default=None, help="step size rule (default: gsa, greedy step averaging, when no --learning-rate is given; adaptive, VW's normalised AdaGrad, otherwise)")
+        _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, else 0.5)")
         _add(parser, "power-t", type=float, default=0.5, help="decay exponent of --step decay (default: 0.5, eta/sqrt(t))")
         _add(parser, "l2", type=float, default=0.0, help="L2 regularisation strength (default: 0)")
         _add(parser, "passes", type=int, default=1, help="passes over the data; workers average after each (default: 1)")
         _add(parser, "bits", type=int, default=DEFAULT_BITS, help=f"hash into 2**bits weights (1..30, default: {DEFAULT_BITS})")
         _add(parser, "seed", type=int, default=0, help="seed of feature hashing and of the learner's randomness (default: 0)")
         _add(parser, "no-bias", action="store_true", default=False, help="do not learn a bias weight")
-        _add(parser, "no-normalize", action="store_true", default=False, help="adaptive steps without VW's per-feature scale normalisation")
+        _add(parser, "no-normalize", action="store_true", default=False, help="adaptive and gsa steps without per-feature scale normalisation")
         _add(parser, "plain-updates", action="store_true", default=False, help="plain gradient steps instead of importance-aware safe updates")
+        _add(parser, "classes", type=int, default=0, help="softmax: number of classes (labels 1..K)")
+        _add(parser, "class-names", type=_columns, default=(), help="softmax: comma-separated class names; the i-th is class i (labels may be names)")
+        _add(parser, "gsa-target", type=float, default=DEFAULT_GSA_TARGET, help=f"gsa: p_hat, the probability each greedy step aims the true class at (default: {DEFAULT_GSA_TARGET})")
+        _add(parser, "gsa-exact", action="store_true", default=False, help="gsa with logistic loss: the exact greedy step (paper section 3.2) instead of eq. 16")
+        _add(parser, "sparsity", choices=SPARSITY, default=None, help="truncate (truncated gradient; default when --gravity > 0), round (eq. 4), subgradient (eq. 5 baseline) or none")
+        _add(parser, "gravity", type=float, default=0.0, help="truncated gradient's g: pull of small weights toward 0 (default: 0)")
+        _add(parser, "truncate-every", type=int, default=1, help="K: truncate every K examples (default: 1)")
+        _add(parser, "truncate-threshold", type=float, default=None, help="theta: only weights up to this size are truncated (default: infinity); rounding threshold of round/subgradient")
 
 
 class ModelOptions(PipelineOptions):
@@ -110,13 +118,24 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
         bias=not learner.no_bias,
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,
+        classes=learner.classes,
+        class_names=learner.class_names,
+        gsa_target=learner.gsa_target,
+        gsa_exact=learner.gsa_exact,
+        sparsity=learner.sparsity,
+        gravity=learner.gravity,
+        truncate_every=learner.truncate_every,
+        truncate_threshold=learner.truncate_threshold,
     )
 
 
-def format_options(options: PipelineOptions, *, bits: int, seed: int, labels: str) -> dict:
-    """Keyword arguments for ``ReadExamples`` from the input options."""
+def format_options(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None) -> dict:
+    """Keyword arguments for ``ReadExamples``: the input options plus what the learner needs
+    (its bits and seed, the labels it accepts, its classes)."""
     read = options.view_as(InputOptions)
-    settings: dict = {"bits": bits, "seed": seed, "labels": labels}
+    settings: dict = {"bits": config.bits, "seed": config.seed, "labels": labels or config.label_kind}
+    if config.loss == "softmax":
+        settings.update(classes=config.classes, label_names=config.class_names)
     if read.format == "csv":
         settings.update(
             delimiter=read.csv_delimiter,

@@ -20,7 +20,12 @@ PREDICTION_HEADER = "prediction\tlabel\tsource\trow\ttag"
 
 @dataclass(frozen=True, eq=False)
 class ScoredBatch:
-    """Predictions for one batch: ``row_ids`` are byte offsets (text) or row numbers (Parquet)."""
+    """Predictions for one batch: ``row_ids`` are byte offsets (text) or row numbers (Parquet).
+
+    For softmax models ``predictions`` holds the class probabilities (n x K)
+    and the text output the most probable class (by name when the model has
+    class names).
+    """
 
     predictions: np.ndarray
     labels: np.ndarray
@@ -28,6 +33,13 @@ class ScoredBatch:
     row_ids: np.ndarray | None
     tags: np.ndarray | None
     key: object = None
+    class_names: tuple[str, ...] = ()
+
+    def _class(self, class_id) -> str:
+        class_id = int(class_id)
+        if self.class_names and 1 <= class_id <= len(self.class_names):
+            return self.class_names[class_id - 1]
+        return str(class_id)
 
     def to_text(self) -> str:
         """The batch's lines of prediction output (no trailing newline)."""
@@ -35,9 +47,15 @@ class ScoredBatch:
         rows = self.row_ids if self.row_ids is not None else np.full(n, -1)
         tags = self.tags if self.tags is not None else [None] * n
         source = self.source or ""
+        if self.predictions.ndim == 2:
+            predicted = [self._class(k + 1) for k in np.argmax(self.predictions, axis=1)]
+            labels = [self._class(label) if label == label else "" for label in self.labels.tolist()]
+        else:
+            predicted = [f"{value:.9g}" for value in self.predictions.tolist()]
+            labels = [f"{value:.9g}" for value in self.labels.tolist()]
         return "\n".join(
-            f"{prediction:.9g}\t{label:.9g}\t{source}\t{row}\t{tag or ''}"
-            for prediction, label, row, tag in zip(self.predictions.tolist(), self.labels.tolist(), rows.tolist(), tags)
+            f"{prediction}\t{label}\t{source}\t{row}\t{tag or ''}"
+            for prediction, label, row, tag in zip(predicted, labels, rows.tolist(), tags)
         )
 
 
@@ -47,7 +65,9 @@ class _PredictFn(beam.DoFn):
 
     def process(self, element, models):
         key, batch, model = model_for(element, models, self.keyed)
-        yield ScoredBatch(model.predict(batch), batch.labels, batch.source, batch.row_ids, batch.tags, key)
+        yield ScoredBatch(
+            model.predict(batch), batch.labels, batch.source, batch.row_ids, batch.tags, key, model.config.class_names
+        )
 
 
 class Predict(beam.PTransform):

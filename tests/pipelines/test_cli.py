@@ -156,3 +156,50 @@ def test_help_lists_options(capsys):
     assert code == 0
     for flag in ("--input", "--format", "--loss", "--step", "--learning-rate", "--l2", "--passes", "--bits", "--seed"):
         assert flag in stdout
+
+
+def test_softmax_with_class_names_from_the_command_line(tmp_path, capsys):
+    # dna: three classes, named here; the CSV carries the names as labels.
+    train, test = datasets.write_split("dna", str(tmp_path))
+    names = ["ei", "ie", "neither"]
+
+    def to_csv(path, target):
+        rows = []
+        for line in open(path):
+            label, *features = line.split()
+            present = {int(f.split(":")[0]) for f in features}
+            rows.append(",".join([names[int(float(label)) - 1]] + ["1" if j in present else "0" for j in range(1, 181)]))
+        header = "class," + ",".join(f"p{j}" for j in range(1, 181))
+        target.write_text(header + "\n" + "\n".join(rows) + "\n")
+
+    to_csv(train, tmp_path / "train.csv")
+    to_csv(test, tmp_path / "test.csv")
+    model = tmp_path / "dna.model"
+    common = ["--format", "csv", "--label-column", "class"]
+    code, stdout, stderr = run(capsys, "train", "--input", tmp_path / "train.csv", *common, "--loss", "softmax",
+                               "--class-names", ",".join(names), "--passes", "2", "--model", model)
+    assert code == 0, stderr
+    assert last_json(stdout)["examples"] == 2549
+    code, stdout, _ = run(capsys, "evaluate", "--input", tmp_path / "test.csv", *common, "--model", model)
+    metrics = last_json(stdout)
+    # Measured 0.066 multiclass error (GSA, two passes).
+    assert metrics["examples"] == 637 and metrics["error"] < 0.09 and metrics["auc"] is None
+    code, stdout, _ = run(capsys, "predict", "--input", tmp_path / "test.csv", *common, "--model", model,
+                          "--output", tmp_path / "p", "--num-shards", "1")
+    (path,) = last_json(stdout)["prediction_files"]
+    predicted = [line.split("\t")[0] for line in open(path).read().splitlines()[1:]]
+    assert set(predicted) <= set(names) and len(predicted) == 637
+    code, stdout, _ = run(capsys, "inspect", "--model", model, "--top", "3")
+    assert "classes: 3 (ei, ie, neither)" in stdout and "p" in stdout
+
+
+def test_truncated_gradient_from_the_command_line_makes_the_model_sparse(tmp_path, capsys, spam_split):
+    train, _ = spam_split
+    dense, sparse = tmp_path / "dense.model", tmp_path / "sparse.model"
+    assert run(capsys, "train", "--input", train, "--loss", "logistic", "--model", dense)[0] == 0
+    code, stdout, _ = run(capsys, "train", "--input", train, "--loss", "logistic", "--gravity", "0.05",
+                          "--model", sparse)
+    assert code == 0
+    assert last_json(stdout)["nonzero_weights"] < json.loads(run(capsys, "inspect", "--model", dense, "--json")[1])["nonzero_weights"]
+    code, stdout, _ = run(capsys, "inspect", "--model", sparse)
+    assert "sparsity: truncate (gravity 0.05, every 1, threshold inf)" in stdout
