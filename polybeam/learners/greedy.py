@@ -27,7 +27,7 @@ from polybeam.learners.losses import HINGE, LOGISTIC, SQUARED, loss_derivative
 E = math.e
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _clean(step):
     if step > 0.0 and step < math.inf:
         return step

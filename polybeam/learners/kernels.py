@@ -25,7 +25,7 @@ import numpy as np
 
 from polybeam.learners.greedy import greedy_step
 from polybeam.learners.losses import SQUARED, loss_derivative, loss_value, plain_update, safe_update
-from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, penalty_terms, settle, slot_rate
+from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, penalty_terms, rescaled, settled_raw, step_rate
 
 # Step rule codes.
 CONSTANT = 0
@@ -53,6 +53,7 @@ N_STATS = 13
 
 # VW's floor on x**2, so that tiny values do not blow up normalised rates.
 MIN_X2 = 1.1754943508222875e-38
+MIN_MAGNITUDE = math.sqrt(MIN_X2)
 # Scores and ppu are kept below this so that extreme feature values (1e150 and
 # up) give large but finite losses and steps instead of inf - inf = NaN.
 MAX_MAGNITUDE = 1e300
@@ -66,7 +67,7 @@ def new_stats() -> np.ndarray:
     return stats
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def binary_label(y):
     return 1.0 if y > 0.0 else -1.0
 
@@ -79,15 +80,7 @@ def raw_margin(raw, indices, values, start, stop, bias):
     return total
 
 
-@numba.njit(cache=True, inline="always")
-def feature_at(indices, values, start, k):
-    """Slot and value of position ``k`` of an example, where ``start - 1`` is the bias."""
-    if k < start:
-        return 0, 1.0
-    return indices[k], values[k]
-
-
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def bounded(value):
     """``value`` clipped to +-MAX_MAGNITUDE; NaN (an overflow of opposite signs) reads as 0."""
     if value != value:
@@ -95,14 +88,7 @@ def bounded(value):
     return min(max(value, -MAX_MAGNITUDE), MAX_MAGNITUDE)
 
 
-@numba.njit(cache=True, inline="always")
-def add_finite(raw, slot, delta):
-    """``raw[slot] += delta`` unless the step overflowed (then the weight keeps its value)."""
-    if abs(delta) < math.inf:
-        raw[slot] += delta
-
-
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def normalised_multiplier(stats, adaptive, normalized):
     if adaptive and normalized and stats[NORM_SUM] > 0.0:
         return math.sqrt(stats[NORM_WEIGHT] / stats[NORM_SUM])
@@ -145,7 +131,7 @@ def decay_l2(raw, synced, stats, eta_t, l2, importance):
             stats[SCALE] = 1.0
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def advance_clock(stats, sparsity, amount):
     """One truncation step: truncation adds its shrink amount in raw units (so that
     L2 decay after it shrinks it too, as it shrinks the weights), rounding adds 1."""
@@ -155,40 +141,21 @@ def advance_clock(stats, sparsity, amount):
         stats[CLOCK] += 1.0
 
 
-@numba.njit(cache=True, inline="always")
-def settle_raw(raw_value, owed, rate, threshold, stats, sparsity):
-    """A raw weight after paying ``owed`` clock units of truncation or rounding."""
-    scale = stats[SCALE]
-    return settle(scale * raw_value, owed * scale * rate, sparsity, threshold) / scale
-
-
-@numba.njit(cache=True, inline="always")
-def slot_penalty(adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, threshold):
-    """``penalty_terms`` of one slot, reading only the arrays the learner keeps."""
-    grad = sum_sq_grad[slot] if adaptive else 0.0
-    scale = feature_scale[slot] if adaptive or gsa_normalized else 0.0
-    return penalty_terms(adaptive, gsa_normalized, normalized, grad, scale, threshold)
-
-
-@numba.njit(cache=True, inline="always")
-def observe_scale(raw, feature_scale, slot, x):
-    """VW's normalisation: a larger |x| rescales the slot's weight as if the new scale had
-    been known all along; returns (x / scale)**2."""
-    magnitude = max(abs(x), math.sqrt(MIN_X2))
-    if magnitude > feature_scale[slot]:
-        if feature_scale[slot] > 0.0:
-            raw[slot] *= feature_scale[slot] / magnitude
-        feature_scale[slot] = magnitude
-    return max(x * x, MIN_X2) / (feature_scale[slot] * feature_scale[slot])
-
-
 @numba.njit(cache=True)
 def subgradient_l1(raw, sum_sq_grad, feature_scale, stats, amount, adaptive, gsa_normalized, normalized):
     """Eq. 5's L1 term for every weight: w -= amount * rate * sign(w) (eager, O(weights))."""
     scale = stats[SCALE]
+    keeps_scales = adaptive or gsa_normalized
     for slot in range(raw.shape[0]):
         if raw[slot] != 0.0:
-            rate, _ = slot_penalty(adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, 0.0)
+            rate, _ = penalty_terms(
+                adaptive,
+                gsa_normalized,
+                normalized,
+                sum_sq_grad[slot] if adaptive else 0.0,
+                feature_scale[slot] if keeps_scales else 0.0,
+                0.0,
+            )
             weight = scale * raw[slot]
             moved = weight - amount * rate if weight > 0.0 else weight + amount * rate
             if abs(moved) < math.inf:
@@ -222,16 +189,24 @@ def learn_batch(
     gsa_target,
     gsa_exact,
 ):
-    """Learn every example of a CSR batch in order, updating the state in place."""
+    """Learn every example of a CSR batch in order, updating the state in place.
+
+    Feature loops run from ``first`` (``start - 1`` with a bias, which is slot 0
+    with value 1) to ``stop``, and read arrays into scalars before calling any
+    helper (see ``sparsity.step_rate``).
+    """
     n = labels.shape[0]
     adaptive = step == ADAPTIVE
     # GSA learns in normalised feature space: x_j / N_j, with N_j the largest |x_j| so far.
     gsa_normalized = step == GSA and normalized
+    keeps_scales = adaptive or gsa_normalized
     lazy = sparsity == TRUNCATE or sparsity == ROUND
+    plain_truncation = sparsity == TRUNCATE and threshold == math.inf
     max_len = 0
     for i in range(n):
         max_len = max(max_len, indptr[i + 1] - indptr[i])
     rates = np.empty(max_len + 1)
+    factors = np.empty(max_len + 1)
 
     for i in range(n):
         start = indptr[i]
@@ -240,20 +215,70 @@ def learn_batch(
         importance = importances[i]
         y = labels[i] if loss == SQUARED else binary_label(labels[i])
 
-        if lazy:
-            clock = stats[CLOCK]
-            for k in range(first, stop):
-                slot, _ = feature_at(indices, values, start, k)
+        # One pass over the features: pay pending truncation (lazy sparsity),
+        # compute the margin and, for GSA, x . x (normalised: observing each
+        # feature's scale; weights of features whose scale grew are rescaled
+        # after the margin, so that the prediction uses the weights as they were).
+        scale = stats[SCALE]
+        clock = stats[CLOCK]
+        margin = 0.0
+        xx = 0.0
+        plain_ppu = 0.0  # ppu of the non-adaptive rules, exact unless a scale grew
+        rescale = False
+        for k in range(first, stop):
+            slot = indices[k] if k >= start else 0
+            x = values[k] if k >= start else 1.0
+            weight = raw[slot]
+            if lazy:
                 owed = clock - synced[slot]
-                if owed > 0.0:
-                    synced[slot] = clock
-                    if raw[slot] != 0.0:
-                        rate, limit = slot_penalty(
-                            adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, threshold
-                        )
-                        raw[slot] = settle_raw(raw[slot], owed, rate, limit, stats, sparsity)
-
-        p = bounded(stats[SCALE] * raw_margin(raw, indices, values, start, stop, bias))
+                synced[slot] = clock
+                if plain_truncation:
+                    # The common case, theta = infinity: every weight pays, and the
+                    # threshold needs no per-slot scaling; kept short and branch-free.
+                    if adaptive:
+                        g = sum_sq_grad[slot]
+                        rate = 1.0 / math.sqrt(g) if g > 0.0 else 0.0
+                    elif gsa_normalized:
+                        n = feature_scale[slot]
+                        rate = 1.0 / n if n > 0.0 else 1.0
+                    else:
+                        rate = 1.0
+                    weight = math.copysign(max(abs(weight) - owed * rate, 0.0), weight)
+                else:
+                    rate, limit = penalty_terms(
+                        adaptive,
+                        gsa_normalized,
+                        normalized,
+                        sum_sq_grad[slot] if adaptive else 0.0,
+                        feature_scale[slot] if keeps_scales else 0.0,
+                        threshold,
+                    )
+                    weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
+                raw[slot] = weight
+            margin += weight * x
+            if gsa_normalized:
+                if importance > 0.0:
+                    old_scale = feature_scale[slot]
+                    new_scale, factor = rescaled(old_scale, x, MIN_MAGNITUDE)
+                    factors[k - first] = factor
+                    if new_scale != old_scale:  # rare once scales settle: no store otherwise
+                        feature_scale[slot] = new_scale
+                        rescale = rescale or factor != 1.0
+                    rate = 1.0 / (new_scale * new_scale)
+                    rates[k - first] = rate
+                    x2 = max(x * x, MIN_X2)
+                    xx += x2 * rate
+                    plain_ppu += x2 * rate
+            elif not adaptive:
+                rates[k - first] = 1.0
+                plain_ppu += max(x * x, MIN_X2)
+                if step == GSA:
+                    xx += x * x
+        if rescale:
+            for k in range(first, stop):
+                if factors[k - first] != 1.0:
+                    raw[indices[k] if k >= start else 0] *= factors[k - first]
+        p = bounded(scale * margin)
         if loss == SQUARED:
             stats[LABEL_MIN] = min(stats[LABEL_MIN], y)
             stats[LABEL_MAX] = max(stats[LABEL_MAX], y)
@@ -266,36 +291,49 @@ def learn_batch(
         stats[TIME] += importance
 
         gradient = loss_derivative(loss, p, y) if importance > 0.0 else 0.0
-        xx = 0.0
         if step == GSA and importance > 0.0:
-            xx = 0.0
-            for k in range(first, stop):
-                slot, x = feature_at(indices, values, start, k)
-                xx += observe_scale(raw, feature_scale, slot, x) if gsa_normalized else x * x
             if xx > 0.0:
                 stats[GREEDY_SUM] += importance * greedy_step(loss, p, y, xx, gsa_target, gsa_exact)
                 stats[GREEDY_WEIGHT] += importance
         eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
 
         update = 0.0
-        multiplier = 1.0
-        if gradient != 0.0 and eta_t > 0.0:
-            # Per-feature rates (slot 0 of ``rates`` is the bias) and ppu, the
-            # change of the prediction per unit of update.
+        if gradient != 0.0 and eta_t > 0.0 and not adaptive and not rescale:
+            # Rates and ppu (the change of the prediction per unit of update)
+            # came out of the first pass.
+            multiplier = 1.0
+            ppu = min(plain_ppu, MAX_MAGNITUDE)
+            if safe:
+                update = safe_update(loss, p, y, eta_t * importance, ppu)
+            else:
+                update = plain_update(loss, p, y, eta_t * importance)
+        elif gradient != 0.0 and eta_t > 0.0:
+            # Per-feature rates (position 0 of ``rates`` is ``first``) and ppu;
+            # adaptive rates depend on this example's gradient, and a grown
+            # feature scale changes the rates of earlier positions of its slot.
             ppu = 0.0
             norm_x = 0.0
             grad_sq = importance * gradient * gradient
             for k in range(first, stop):
-                slot, x = feature_at(indices, values, start, k)
+                slot = indices[k] if k >= start else 0
+                x = values[k] if k >= start else 1.0
                 x2 = max(x * x, MIN_X2)
+                grad_sum = 0.0
                 if adaptive:
-                    sum_sq_grad[slot] += grad_sq * x2
+                    grad_sum = sum_sq_grad[slot] + grad_sq * x2
+                    sum_sq_grad[slot] = grad_sum
                     if normalized:
-                        norm_x += observe_scale(raw, feature_scale, slot, x)
+                        new_scale, factor = rescaled(feature_scale[slot], x, MIN_MAGNITUDE)
+                        if factor != 1.0:
+                            raw[slot] *= factor
+                        feature_scale[slot] = new_scale
+                        norm_x += x2 / (new_scale * new_scale)
                 # AdaGrad's sum already carries x**2, so its one factor of 1/N
                 # makes the step invariant to the feature's units; GSA's 1/N**2
                 # is a plain step in normalised space.
-                rate = slot_rate(adaptive, gsa_normalized, sum_sq_grad, feature_scale, slot, normalized)
+                rate = step_rate(
+                    adaptive, gsa_normalized, normalized, grad_sum, feature_scale[slot] if keeps_scales else 0.0
+                )
                 rates[k - first] = rate
                 ppu += x2 * rate
             if adaptive and normalized and norm_x > 0.0:
@@ -307,8 +345,7 @@ def learn_batch(
                 update = safe_update(loss, p, y, eta_t * importance, ppu)
             else:
                 update = plain_update(loss, p, y, eta_t * importance)
-        else:
-            multiplier = normalised_multiplier(stats, adaptive, normalized)
+        multiplier = normalised_multiplier(stats, adaptive, normalized)
 
         if l2 > 0.0 and importance > 0.0:
             decay_l2(raw, synced, stats, eta_t, l2, importance)
@@ -316,8 +353,11 @@ def learn_batch(
         if update != 0.0:
             coefficient = update * multiplier / stats[SCALE]
             for k in range(first, stop):
-                slot, x = feature_at(indices, values, start, k)
-                add_finite(raw, slot, coefficient * rates[k - first] * x)
+                slot = indices[k] if k >= start else 0
+                x = values[k] if k >= start else 1.0
+                delta = coefficient * rates[k - first] * x
+                if abs(delta) < math.inf:  # an overflowing step leaves the weight as it was
+                    raw[slot] += delta
 
         if sparsity == SUBGRADIENT and importance > 0.0:
             amount = eta_t * multiplier * gravity * importance

@@ -28,8 +28,8 @@ from polybeam.learners import kernels, sparsity
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.losses import LOSS_CODES
-from polybeam.learners.model import Model, finalize_predictions
-from polybeam.learners.softmax import learn_batch_softmax, predict_batch_softmax
+from polybeam.learners.model import Model
+from polybeam.learners.softmax import learn_batch_softmax
 
 # Statistics that add up across learners of one pass (the rest are min/max,
 # the scale, or the truncation clock, which merging resets).

@@ -35,7 +35,7 @@ LOSS_CODES = {"squared": SQUARED, "logistic": LOGISTIC, "hinge": HINGE}
 _TINY_STEP = 1e-9
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def log1pexp(z):
     """log(1 + exp(z)) without overflow."""
     if z > 0:

@@ -26,6 +26,7 @@ from polybeam.learners.kernels import (
     GREEDY_WEIGHT,
     GSA,
     LOSS_SUM,
+    MIN_MAGNITUDE,
     MIN_X2,
     NORM_SUM,
     NORM_WEIGHT,
@@ -37,11 +38,9 @@ from polybeam.learners.kernels import (
     base_step,
     bounded,
     decay_l2,
-    feature_at,
     normalised_multiplier,
-    settle_raw,
 )
-from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, adaptive_rate, penalty_terms
+from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, penalty_terms, rescaled, settled_raw, step_rate
 
 # Log loss of a probability that underflowed to zero.
 MAX_LOG_LOSS = 745.0
@@ -73,36 +72,6 @@ def to_probabilities(scores, out):
         out[c] /= total
 
 
-@numba.njit(cache=True, inline="always")
-def class_rate(adaptive, gsa_normalized, sum_sq_grad, feature_scale, slot, c, normalized):
-    """Per-(slot, class) step factor: AdaGrad's, 1/N**2 for normalised GSA, else 1."""
-    if adaptive:
-        return adaptive_rate(sum_sq_grad[slot, c], feature_scale[slot], normalized)
-    if gsa_normalized and feature_scale[slot] > 0.0:
-        return 1.0 / (feature_scale[slot] * feature_scale[slot])
-    return 1.0
-
-
-@numba.njit(cache=True, inline="always")
-def class_penalty(adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, c, threshold):
-    """``penalty_terms`` of one (slot, class) weight, reading only the arrays the learner keeps."""
-    grad = sum_sq_grad[slot, c] if adaptive else 0.0
-    scale = feature_scale[slot] if adaptive or gsa_normalized else 0.0
-    return penalty_terms(adaptive, gsa_normalized, normalized, grad, scale, threshold)
-
-
-@numba.njit(cache=True, inline="always")
-def observe_row_scale(raw, feature_scale, slot, x):
-    """VW's normalisation for a row of per-class weights; returns (x / scale)**2."""
-    magnitude = max(abs(x), math.sqrt(MIN_X2))
-    if magnitude > feature_scale[slot]:
-        if feature_scale[slot] > 0.0:
-            for c in range(raw.shape[1]):
-                raw[slot, c] *= feature_scale[slot] / magnitude
-        feature_scale[slot] = magnitude
-    return max(x * x, MIN_X2) / (feature_scale[slot] * feature_scale[slot])
-
-
 @numba.njit(cache=True, nogil=True)
 def learn_batch_softmax(
     labels,
@@ -127,11 +96,16 @@ def learn_batch_softmax(
     threshold,
     gsa_target,
 ):
-    """Learn every example of a batch; labels are class ids 1..K (``raw.shape[1] == K``)."""
+    """Learn every example of a batch; labels are class ids 1..K (``raw.shape[1] == K``).
+
+    As in ``kernels.learn_batch``, feature loops run from ``first`` (the bias at
+    ``start - 1``) and read arrays into scalars before calling helpers.
+    """
     n = labels.shape[0]
     classes = raw.shape[1]
     adaptive = step == ADAPTIVE
     gsa_normalized = step == GSA and normalized
+    keeps_scales = adaptive or gsa_normalized
     lazy = sparsity == TRUNCATE or sparsity == ROUND
     scores = np.empty(classes)
     probabilities = np.empty(classes)
@@ -146,17 +120,22 @@ def learn_batch_softmax(
 
         if lazy:
             clock = stats[CLOCK]
+            scale = stats[SCALE]
             for k in range(first, stop):
-                slot, _ = feature_at(indices, values, start, k)
+                slot = indices[k] if k >= start else 0
                 owed = clock - synced[slot]
-                if owed > 0.0:
-                    synced[slot] = clock
-                    for c in range(classes):
-                        if raw[slot, c] != 0.0:
-                            rate, limit = class_penalty(
-                                adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, c, threshold
-                            )
-                            raw[slot, c] = settle_raw(raw[slot, c], owed, rate, limit, stats, sparsity)
+                synced[slot] = clock
+                feature = feature_scale[slot] if keeps_scales else 0.0
+                for c in range(classes):
+                    rate, limit = penalty_terms(
+                        adaptive,
+                        gsa_normalized,
+                        normalized,
+                        sum_sq_grad[slot, c] if adaptive else 0.0,
+                        feature,
+                        threshold,
+                    )
+                    raw[slot, c] = settled_raw(raw[slot, c], owed, rate, limit, scale, sparsity)
 
         class_scores(raw, indices, values, start, stop, bias, scores)
         for c in range(classes):
@@ -173,9 +152,15 @@ def learn_batch_softmax(
         if step == GSA and importance > 0.0:
             xx = 0.0
             for k in range(first, stop):
-                slot, x = feature_at(indices, values, start, k)
+                x = values[k] if k >= start else 1.0
                 if gsa_normalized:
-                    xx += observe_row_scale(raw, feature_scale, slot, x)
+                    slot = indices[k] if k >= start else 0
+                    new_scale, factor = rescaled(feature_scale[slot], x, MIN_MAGNITUDE)
+                    if factor != 1.0:
+                        for c in range(classes):
+                            raw[slot, c] *= factor
+                    feature_scale[slot] = new_scale
+                    xx += max(x * x, MIN_X2) / (new_scale * new_scale)
                 else:
                     xx += x * x
             if xx > 0.0:
@@ -192,12 +177,18 @@ def learn_batch_softmax(
             if adaptive:
                 norm_x = 0.0
                 for k in range(first, stop):
-                    slot, x = feature_at(indices, values, start, k)
+                    slot = indices[k] if k >= start else 0
+                    x = values[k] if k >= start else 1.0
                     x2 = max(x * x, MIN_X2)
                     for c in range(classes):
                         sum_sq_grad[slot, c] += importance * gradient[c] * gradient[c] * x2
                     if normalized:
-                        norm_x += observe_row_scale(raw, feature_scale, slot, x)
+                        new_scale, factor = rescaled(feature_scale[slot], x, MIN_MAGNITUDE)
+                        if factor != 1.0:
+                            for c in range(classes):
+                                raw[slot, c] *= factor
+                        feature_scale[slot] = new_scale
+                        norm_x += x2 / (new_scale * new_scale)
                 if normalized and norm_x > 0.0:
                     stats[NORM_WEIGHT] += importance
                     stats[NORM_SUM] += importance * norm_x
@@ -208,21 +199,26 @@ def learn_batch_softmax(
 
             coefficient = eta_t * importance * multiplier / stats[SCALE]
             for k in range(first, stop):
-                slot, x = feature_at(indices, values, start, k)
+                slot = indices[k] if k >= start else 0
+                x = values[k] if k >= start else 1.0
+                feature = feature_scale[slot] if keeps_scales else 0.0
                 for c in range(classes):
-                    rate = class_rate(adaptive, gsa_normalized, sum_sq_grad, feature_scale, slot, c, normalized)
+                    rate = step_rate(
+                        adaptive, gsa_normalized, normalized, sum_sq_grad[slot, c] if adaptive else 0.0, feature
+                    )
                     delta = coefficient * rate * gradient[c] * x
-                    if abs(delta) < math.inf:
+                    if abs(delta) < math.inf:  # an overflowing step leaves the weight as it was
                         raw[slot, c] -= delta
 
         if sparsity == SUBGRADIENT and importance > 0.0:
             amount = eta_t * multiplier * gravity * importance
             scale = stats[SCALE]
             for slot in range(raw.shape[0]):
+                feature = feature_scale[slot] if keeps_scales else 0.0
                 for c in range(classes):
                     if raw[slot, c] != 0.0:
-                        rate, _ = class_penalty(
-                            adaptive, gsa_normalized, normalized, sum_sq_grad, feature_scale, slot, c, 0.0
+                        rate, _ = penalty_terms(
+                            adaptive, gsa_normalized, normalized, sum_sq_grad[slot, c] if adaptive else 0.0, feature, 0.0
                         )
                         weight = scale * raw[slot, c]
                         moved = weight - amount * rate if weight > 0.0 else weight + amount * rate
