@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import shutil
 import sys
@@ -147,6 +148,10 @@ def time_vw_one_core(vw_path: str, repeats: int) -> dict | None:
     }
 
 
+# VW's default update, which the learner-kernel comparison runs.
+VW_SETTINGS = LearnerConfig(loss="squared", step="adaptive", bits=BITS)
+
+
 # -- 3. parsers and learner kernel ------------------------------------------------------------
 
 
@@ -197,7 +202,7 @@ def parse_batches(path: str, parser, block_bytes: int, rows: int) -> list[Exampl
 
 def time_learner(batches: list[ExampleBatch], repeats: int) -> dict:
     """Learn from every batch in order with VW's settings, best of ``repeats`` fresh learners."""
-    config = LearnerConfig(loss="squared", bits=BITS)
+    config = VW_SETTINGS
     LinearLearner(config).learn(batches[0].take(np.arange(min(8, len(batches[0])))))  # JIT / cache load
     runs = []
     for _ in range(repeats):
@@ -219,6 +224,96 @@ def time_learner(batches: list[ExampleBatch], repeats: int) -> dict:
     }
 
 
+# The learners whose cost the sparsity and step-rule targets compare: each pair differs in one
+# setting only. Gravity is small so that the models stay comparable; truncation still runs on
+# every example (truncate_every=1), which is its most expensive setting.
+GRAVITY = 1e-6
+OVERHEAD_PAIRS = {
+    "truncation, adaptive steps": (
+        dict(step="adaptive"),
+        dict(step="adaptive", gravity=GRAVITY),
+    ),
+    "truncation, constant steps": (
+        dict(step="constant", learning_rate=0.01),
+        dict(step="constant", learning_rate=0.01, gravity=GRAVITY),
+    ),
+    "truncation, GSA steps": (
+        dict(step="gsa"),
+        dict(step="gsa", gravity=GRAVITY),
+    ),
+    "GSA (paper: raw features) over constant steps": (
+        dict(step="constant", learning_rate=0.01),
+        dict(step="gsa", normalized=False),
+    ),
+    "GSA (default: normalised online) over constant steps": (
+        dict(step="constant", learning_rate=0.01),
+        dict(step="gsa"),
+    ),
+}
+
+
+def time_overheads(batches: list[ExampleBatch], repeats: int) -> dict:
+    """Cost of truncated gradient and of GSA steps: interleaved runs of each pair, best of ``repeats``."""
+    configs = {
+        repr(sorted(settings.items())): LearnerConfig(loss="squared", bits=BITS, **settings)
+        for pair in OVERHEAD_PAIRS.values()
+        for settings in pair
+    }
+    warm = batches[0].take(np.arange(min(8, len(batches[0]))))
+    for config in configs.values():
+        LinearLearner(config).learn(warm)
+    best: dict = {}
+    learners: dict = {}
+    for _ in range(max(repeats, 5)):  # interleaved, so that machine noise hits every config alike
+        for key, config in configs.items():
+            learner = LinearLearner(config)
+            started = time.perf_counter()
+            for batch in batches:
+                learner.learn(batch)
+            best[key] = min(best.get(key, math.inf), time.perf_counter() - started)
+            learners[key] = learner
+    results = {}
+    for name, (base, changed) in OVERHEAD_PAIRS.items():
+        base_key, changed_key = repr(sorted(base.items())), repr(sorted(changed.items()))
+        entry = {
+            "base": base,
+            "changed": changed,
+            "base_seconds": best[base_key],
+            "changed_seconds": best[changed_key],
+            "overhead": best[changed_key] / best[base_key] - 1.0,
+            "base_progressive_loss": learners[base_key].progressive_loss,
+            "changed_progressive_loss": learners[changed_key].progressive_loss,
+            "base_nonzero": learners[base_key].to_model().nonzero,
+            "changed_nonzero": learners[changed_key].to_model().nonzero,
+        }
+        results[name] = entry
+        log(f"{name}: {entry['base_seconds']:.2f} s -> {entry['changed_seconds']:.2f} s ({entry['overhead']:+.0%})")
+    return results
+
+
+def time_pipeline_overheads(path: str, out: str, env: dict, repeats: int) -> dict:
+    """The same comparisons through the whole ``polybeam train`` pipeline (LIBSVM file)."""
+    runs = {
+        "adaptive": ("--step", "adaptive"),
+        "adaptive + truncation": ("--step", "adaptive", "--gravity", str(GRAVITY)),
+        "constant": ("--step", "constant", "--learning-rate", "0.01"),
+        "gsa": ("--step", "gsa"),
+        "gsa, raw features": ("--step", "gsa", "--no-normalize"),
+    }
+    model = os.path.join(out, "models", "overhead.model")
+    best: dict = {}
+    for _ in range(repeats):
+        for name, extra in runs.items():
+            run = describe_train(run_train(path, "libsvm", model, env, extra))
+            if run["returncode"] != 0:
+                return {"error": run.get("error")}
+            if name not in best or run["seconds"] < best[name]["seconds"]:
+                best[name] = run
+    for name, run in best.items():
+        log(f"pipeline {name}: {run['seconds']:.2f} s")
+    return best
+
+
 # -- 4. the whole pipeline ------------------------------------------------------------------------
 
 
@@ -229,7 +324,8 @@ def pipeline_env(numba_cache: str) -> dict:
     return env
 
 
-def run_train(path: str, format: str, model: str, env: dict, extra: tuple[str, ...] = ()) -> MeasuredRun:
+def run_train(path: str, format: str, model: str, env: dict, extra: tuple[str, ...] = ("--step", "adaptive")) -> MeasuredRun:
+    """``polybeam train`` on squared loss; by default with VW's update (its default), as VW runs."""
     command = polybeam_command(
         "train", "--input", path, "--format", format, "--loss", "squared", "--bits", str(BITS), "--model", model, *extra
     )
@@ -356,14 +452,16 @@ def polybeam_api_error(train: str, test: str) -> dict:
         train_batch = parser.parse(handle.read(), source=train).batch
     with open(test, "rb") as handle:
         test_batch = parser.parse(handle.read(), source=test).batch
-    learner = LinearLearner(LearnerConfig(loss="logistic", bits=BITS)).learn(train_batch)
+    learner = LinearLearner(LearnerConfig(loss="logistic", step="adaptive", bits=BITS)).learn(train_batch)
     metrics = Evaluation.of(learner.to_model(), [test_batch]).result()
     return {"error": metrics["error"], "progressive_loss": learner.progressive_loss, "test_examples": metrics["examples"]}
 
 
 def polybeam_pipeline_error(train: str, test: str, model: str, env: dict) -> dict:
     trained = measured_run(
-        polybeam_command("train", "--input", train, "--format", "libsvm", "--loss", "logistic", "--model", model),
+        polybeam_command(
+            "train", "--input", train, "--format", "libsvm", "--loss", "logistic", "--step", "adaptive", "--model", model
+        ),
         env=env,
         timeout=1800,
     )
@@ -500,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     # The learner reads the VW file's examples: the same hashed slots VW learns on.
     batches = parse_batches(paths["vw"], VWFormat(bits=BITS), block_bytes, args.batch_rows)
     report["learner"] = time_learner(batches, args.repeats)
+    report["overheads"] = time_overheads(batches, args.repeats)
     del batches
 
     env = pipeline_env(os.path.join(args.out, "numba-cache"))
@@ -507,6 +606,7 @@ def main(argv: list[str] | None = None) -> int:
         report["pipeline"] = time_pipeline(paths, args.out, args.repeats, vw)
         report["vw"] = vw.to_dict()
         report["breakdown"] = estimate_breakdown(report)
+        report["pipeline_overheads"] = time_pipeline_overheads(paths["libsvm"], args.out, env, args.repeats)
         if args.profile and "error" not in report["pipeline"]:
             report["profile"] = profile_pipeline(paths, args.out, args.results, env)
     if args.real:

@@ -17,6 +17,9 @@ PIPELINE_VS_VW = 2.0
 PIPELINE_MEMORY_BYTES = 2 * GB
 SPAM_ERROR = 0.10
 LETTER_GAP = 0.02
+# Targets of the sparse and tuning-free issue: costs relative to the same learner.
+TRUNCATION_OVERHEAD = 0.20
+GSA_OVERHEAD = 0.10
 
 
 def fmt(value, spec: str = ".2f", suffix: str = "") -> str | None:
@@ -45,6 +48,9 @@ def targets_of(report: dict) -> list[Target]:
                 unit="GB",
             )
         )
+    for name, entry in report.get("overheads", {}).items():
+        limit = TRUNCATION_OVERHEAD if name.startswith("truncation") else GSA_OVERHEAD
+        targets.append(Target(f"kernel cost of {name}", entry["overhead"] * 100, limit * 100, unit="%"))
     real = report.get("real")
     if real:
         targets.append(Target("spam held-out error (polybeam)", real["spam"]["polybeam_error"], SPAM_ERROR))
@@ -157,6 +163,33 @@ def render(report: dict) -> str:
                 "",
                 markdown_table(["data", "splits", "polybeam mean error", "VW mean error", "polybeam min", "polybeam max"], sweep_rows),
             ]
+    overheads = report.get("overheads")
+    if overheads:
+        parts += [
+            "",
+            "## Cost of truncated gradient and GSA (learner kernel, same pre-parsed batches, interleaved best of 5)",
+            "",
+            markdown_table(
+                ["comparison", "base", "changed", "base s", "changed s", "overhead", "progressive loss (base / changed)",
+                 "non-zero weights (base / changed)"],
+                [[name, _settings(e["base"]), _settings(e["changed"]), fmt(e["base_seconds"]), fmt(e["changed_seconds"]),
+                  fmt(e["overhead"] * 100, "+.0f", " %"),
+                  f"{e['base_progressive_loss']:.4f} / {e['changed_progressive_loss']:.4f}",
+                  f"{e['base_nonzero']} / {e['changed_nonzero']}"]
+                 for name, e in overheads.items()],
+            ),  # fmt: skip
+        ]
+    pipeline_overheads = report.get("pipeline_overheads")
+    if pipeline_overheads and "error" not in pipeline_overheads:
+        parts += [
+            "",
+            "The same settings through the whole `polybeam train` pipeline (LIBSVM file, best of the repeats):",
+            "",
+            markdown_table(
+                ["polybeam train", "seconds", "progressive loss"],
+                [[name, fmt(run["seconds"]), fmt(run.get("progressive_loss"), ".4f")] for name, run in pipeline_overheads.items()],
+            ),  # fmt: skip
+        ]
     breakdown = report.get("breakdown")
     if breakdown:
         parts += ["", "## Where the pipeline's time goes (estimate)", "", markdown_table(
@@ -164,6 +197,10 @@ def render(report: dict) -> str:
             [[name, fmt(seconds), fmt(seconds / breakdown["total"] * 100, ".0f", " %")] for name, seconds in breakdown["parts"].items()],
         )]  # fmt: skip
     return "\n".join(parts) + "\n"
+
+
+def _settings(settings: dict) -> str:
+    return ", ".join(f"{key}={value}" for key, value in settings.items())
 
 
 def threads_note(report: dict) -> list[str]:
