@@ -59,7 +59,10 @@ def greedy_step(loss, p, y, xx, target, exact):
         if gradient == 0.0:
             return 0.0
         goal = y * math.log(target / (1.0 - target))
-        return _clean((p - goal) / (gradient * xx))
+        denominator = gradient * xx
+        if denominator == 0.0:  # a subnormal x.x times a tiny gradient underflows
+            return 0.0
+        return _clean((p - goal) / denominator)
     # Eq. 16: softmax's linearised step (eq. 10) for two classes.
     p1 = sigmoid(p)
     p0 = 1.0 - p1
@@ -67,10 +70,13 @@ def greedy_step(loss, p, y, xx, target, exact):
     b1 = math.exp(p1)
     spread = target * (1.0 - p0 * b0 - p1 * b1)
     if y > 0.0:
-        step = (p1 - target) / (spread + p1 * (1.0 - b0))
+        numerator, denominator = p1 - target, spread + p1 * (1.0 - b0)
     else:
-        step = (p0 - target) / (spread + p0 * (1.0 - b1))
-    return _clean(2.0 * step / xx)
+        numerator, denominator = p0 - target, spread + p0 * (1.0 - b1)
+    if denominator == 0.0:
+        return 0.0
+    # Divide in two so that a subnormal x.x overflows to inf (cleaned to 0), never traps.
+    return _clean(2.0 * (numerator / denominator) / xx)
 
 
 @numba.njit(cache=True)

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from polybeam.learners import kernels
@@ -80,6 +80,9 @@ def test_weights_stay_finite_under_adversarial_batches(loss, rule, data):
     target=st.floats(0.51, 0.999),
     exact=st.booleans(),
 )
+@example(loss=LOGISTIC, p=0.0, y=-1.0, xx=5e-324, target=0.75, exact=True)  # underflow, found by CI
+@example(loss=LOGISTIC, p=0.0, y=1.0, xx=5e-324, target=0.75, exact=False)
+@example(loss=SQUARED, p=0.0, y=1.0, xx=5e-324, target=0.95, exact=False)
 def test_greedy_steps_are_never_negative_or_infinite(loss, p, y, xx, target, exact):
     step = greedy_step(loss, p, y, xx, target, exact)
     assert 0.0 <= step < np.inf
