@@ -261,21 +261,42 @@ def learn_batch(
                 raw[slot] = weight
                 margin += weight * x
             done = stop
-        elif fast_gsa and importance > 0.0:
-            # GSA in normalised feature space; theta = infinity or no lazy sparsity.
-            # One division per feature: 1 / N serves the truncation and the rate 1 / N**2.
+        elif fast_gsa and importance > 0.0 and plain_truncation:
+            # GSA in normalised feature space with truncation, theta = infinity. One
+            # division per feature: 1 / N serves the truncation and the rate 1 / N**2.
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
                 x = values[k] if k >= start else 1.0
                 old_scale = feature_scale[slot]
                 inverse = 1.0 / old_scale if old_scale > 0.0 else 1.0
                 weight = raw[slot]
-                if plain_truncation:
-                    owed = clock - synced[slot]
-                    synced[slot] = clock
-                    weight = math.copysign(max(abs(weight) - owed * inverse, 0.0), weight)
-                    raw[slot] = weight
+                owed = clock - synced[slot]
+                synced[slot] = clock
+                weight = math.copysign(max(abs(weight) - owed * inverse, 0.0), weight)
+                raw[slot] = weight
                 margin += weight * x
+                magnitude = max(abs(x), MIN_MAGNITUDE)
+                factor = 1.0
+                if magnitude > old_scale:  # rare once scales settle
+                    if old_scale > 0.0:
+                        factor = old_scale / magnitude
+                        rescale = True
+                    feature_scale[slot] = magnitude
+                    inverse = 1.0 / magnitude
+                factors[k - first] = factor
+                rate = inverse * inverse
+                rates[k - first] = rate
+                xx += max(x * x, MIN_X2) * rate
+            plain_ppu = xx
+            done = stop
+        elif fast_gsa and importance > 0.0:
+            # The same without lazy sparsity.
+            for k in range(first, stop):
+                slot = indices[k] if k >= start else 0
+                x = values[k] if k >= start else 1.0
+                old_scale = feature_scale[slot]
+                inverse = 1.0 / old_scale if old_scale > 0.0 else 1.0
+                margin += raw[slot] * x
                 magnitude = max(abs(x), MIN_MAGNITUDE)
                 factor = 1.0
                 if magnitude > old_scale:  # rare once scales settle
@@ -427,7 +448,7 @@ def learn_batch(
         if sparsity == SUBGRADIENT and importance > 0.0:
             amount = eta_t * multiplier * gravity * importance
             subgradient_l1(raw, sum_sq_grad, feature_scale, stats, amount, adaptive, gsa_normalized, normalized)
-        elif lazy and stats[STEPS] % truncate_every == 0.0:
+        elif lazy and (truncate_every == 1.0 or stats[STEPS] % truncate_every == 0.0):  # no fmod for K = 1
             advance_clock(stats, sparsity, eta_t * multiplier * truncate_every * gravity)
 
 

@@ -129,6 +129,7 @@ STEP_RULES = [
     dict(step="adaptive", learning_rate=0.5),
     dict(step="adaptive", learning_rate=0.5, normalized=False, l2=1e-3),
     dict(step="gsa"),
+    dict(step="gsa", normalized=False),
 ]
 
 
