@@ -26,6 +26,7 @@ import dataclasses
 import json
 import math
 import os
+import random
 import shutil
 import sys
 import time
@@ -228,6 +229,7 @@ def time_learner(batches: list[ExampleBatch], repeats: int) -> dict:
 # setting only. Gravity is small so that the models stay comparable; truncation still runs on
 # every example (truncate_every=1), which is its most expensive setting.
 GRAVITY = 1e-6
+OVERHEAD_REPEATS = 11
 OVERHEAD_PAIRS = {
     "truncation, adaptive steps": (
         dict(step="adaptive"),
@@ -264,8 +266,13 @@ def time_overheads(batches: list[ExampleBatch], repeats: int) -> dict:
         LinearLearner(config).learn(warm)
     best: dict = {}
     learners: dict = {}
-    for _ in range(max(repeats, 5)):  # interleaved, so that machine noise hits every config alike
-        for key, config in configs.items():
+    # Interleaved, in a fresh order every round, so that machine noise (which on this shared
+    # VM moves a 0.4 s run by 10-20%) hits every configuration alike; the best run counts.
+    order = list(configs)
+    for round_number in range(max(repeats, OVERHEAD_REPEATS)):
+        random.Random(round_number).shuffle(order)
+        for key in order:
+            config = configs[key]
             learner = LinearLearner(config)
             started = time.perf_counter()
             for batch in batches:

@@ -167,7 +167,7 @@ def render(report: dict) -> str:
     if overheads:
         parts += [
             "",
-            "## Cost of truncated gradient and GSA (learner kernel, same pre-parsed batches, interleaved best of 5)",
+            "## Cost of truncated gradient and GSA (learner kernel, same pre-parsed batches, interleaved in shuffled order, best of 11)",
             "",
             markdown_table(
                 ["comparison", "base", "changed", "base s", "changed s", "overhead", "progressive loss (base / changed)",

@@ -209,7 +209,9 @@ def learn_batch(
     for i in range(n):
         max_len = max(max_len, indptr[i + 1] - indptr[i])
     rates = np.empty(max_len + 1)
-    factors = np.empty(max_len + 1)
+    # Features whose scale grew in this example (rare once scales settle): position, factor.
+    grown_at = np.empty(max_len + 1, dtype=np.int64)
+    grown_by = np.empty(max_len + 1)
 
     for i in range(n):
         start = indptr[i]
@@ -227,7 +229,7 @@ def learn_batch(
         margin = 0.0
         xx = 0.0
         plain_ppu = 0.0  # ppu of the non-adaptive rules, exact unless a scale grew
-        rescale = False
+        grown = 0
         # The common settings get loops of their own, free of the other rules'
         # branches (which the compiler does not hoist out of the loop); together
         # they cost the lazy truncation about half of what the general loop does.
@@ -276,14 +278,13 @@ def learn_batch(
                 raw[slot] = weight
                 margin += weight * x
                 magnitude = max(abs(x), MIN_MAGNITUDE)
-                factor = 1.0
                 if magnitude > old_scale:  # rare once scales settle
                     if old_scale > 0.0:
-                        factor = old_scale / magnitude
-                        rescale = True
+                        grown_at[grown] = k
+                        grown_by[grown] = old_scale / magnitude
+                        grown += 1
                     feature_scale[slot] = magnitude
                     inverse = 1.0 / magnitude
-                factors[k - first] = factor
                 rate = inverse * inverse
                 rates[k - first] = rate
                 xx += max(x * x, MIN_X2) * rate
@@ -298,14 +299,13 @@ def learn_batch(
                 inverse = 1.0 / old_scale if old_scale > 0.0 else 1.0
                 margin += raw[slot] * x
                 magnitude = max(abs(x), MIN_MAGNITUDE)
-                factor = 1.0
                 if magnitude > old_scale:  # rare once scales settle
                     if old_scale > 0.0:
-                        factor = old_scale / magnitude
-                        rescale = True
+                        grown_at[grown] = k
+                        grown_by[grown] = old_scale / magnitude
+                        grown += 1
                     feature_scale[slot] = magnitude
                     inverse = 1.0 / magnitude
-                factors[k - first] = factor
                 rate = inverse * inverse
                 rates[k - first] = rate
                 xx += max(x * x, MIN_X2) * rate
@@ -346,10 +346,12 @@ def learn_batch(
                 if importance > 0.0:
                     old_scale = feature_scale[slot]
                     new_scale, factor = rescaled(old_scale, x, MIN_MAGNITUDE)
-                    factors[k - first] = factor
                     if new_scale != old_scale:  # rare once scales settle: no store otherwise
                         feature_scale[slot] = new_scale
-                        rescale = rescale or factor != 1.0
+                        if factor != 1.0:
+                            grown_at[grown] = k
+                            grown_by[grown] = factor
+                            grown += 1
                     rate = 1.0 / (new_scale * new_scale)
                     rates[k - first] = rate
                     x2 = max(x * x, MIN_X2)
@@ -360,10 +362,10 @@ def learn_batch(
                 plain_ppu += max(x * x, MIN_X2)
                 if step == GSA:
                     xx += x * x
-        if rescale:
-            for k in range(first, stop):
-                if factors[k - first] != 1.0:
-                    raw[indices[k] if k >= start else 0] *= factors[k - first]
+        rescale = grown > 0
+        for c in range(grown):
+            k = grown_at[c]
+            raw[indices[k] if k >= start else 0] *= grown_by[c]
         p = bounded(scale * margin)
         if loss == SQUARED:
             stats[LABEL_MIN] = min(stats[LABEL_MIN], y)
