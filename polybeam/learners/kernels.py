@@ -291,7 +291,8 @@ def learn_batch(
             plain_ppu = xx
             done = stop
         elif fast_gsa and importance > 0.0:
-            # The same without lazy sparsity.
+            # The same loop without truncation, written out again (not a flag inside
+            # one loop) so that untruncated GSA pays nothing for truncation.
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
                 x = values[k] if k >= start else 1.0

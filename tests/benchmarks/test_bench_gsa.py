@@ -6,21 +6,16 @@ import importlib.util
 import json
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
 
-BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+from tests.benchmarks.scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_gsa", os.path.join(BENCHMARKS, "bench_gsa.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_gsa")
 
 
 @pytest.fixture(scope="module")

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
-BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+from tests.benchmarks.scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_truncated_gradient", os.path.join(BENCHMARKS, "bench_truncated_gradient.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_truncated_gradient")
 
 
 def test_split_adds_random_binary_features(bench, tmp_path):
