@@ -10,6 +10,7 @@ import os
 
 from hypothesis import settings
 
-settings.register_profile("repeatable", derandomize=True)
-settings.register_profile("explore", max_examples=2000)
+# No deadline: the first call of a numba kernel compiles it (or loads its cache).
+settings.register_profile("repeatable", derandomize=True, deadline=None)
+settings.register_profile("explore", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))

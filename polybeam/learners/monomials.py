@@ -1,0 +1,134 @@
+"""Monomials over hashed base features: order-free identities, weight slots and names.
+
+A monomial is a *multiset* of base-feature slots: ``x12*x57`` and ``x57*x12``
+are one monomial with one weight; ``x12*x12`` (the square of a real-valued
+feature) is another, of degree 2. Polynomial expansion (``apple``, and the
+all-pairs / all-triples baselines) identifies a monomial by its **key**: the
+sum, modulo 2**64, of a 64-bit mix of each factor's slot. Addition commutes,
+so the key does not depend on the order in which the factors were multiplied
+(VW's ``--stage_poly`` hashes the path by which a product was reached, so one
+product can land in several slots); multiplying by one more factor adds one
+term, so a parent's children cost O(1) each to identify; a factor that repeats
+adds its term again, so multisets keep their multiplicities.
+
+Weight slots: a base feature keeps its own slot, so that expansion leaves the
+linear part of the model where it was; a product of two or more factors goes
+to ``finish(key) & mask``, a second mix of the key. Keys of distinct monomials
+collide with probability about 2**-64 per pair; their slots collide like any
+hashed features.
+
+>>> m = Monomial.of([57, 12])
+>>> m == Monomial.of([12, 57]), m.degree, m.name()
+(True, 2, 'w12*w57')
+>>> Monomial.of([12, 12]).name({12: "age"}), bool(Monomial.of([12, 12]).key == m.key)
+('age^2', False)
+>>> Monomial.of([12]).slot(bits=18), m.slot(bits=18) == product_slot(m.key, (1 << 18) - 1)
+(12, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import numba
+import numpy as np
+
+# splitmix64's constants (Steele, Lea and Flood): a cheap mix whose outputs of
+# consecutive inputs look independent, which is what a sum of them needs.
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+_SHIFT_1 = np.uint64(30)
+_SHIFT_2 = np.uint64(27)
+_SHIFT_3 = np.uint64(31)
+# Keys are offset by a different odd constant before the final mix, so that a
+# product's slot is not the base slot of any single factor's mix.
+_PRODUCT_SALT = np.uint64(0xD6E8FEB86659FD93)
+
+
+@numba.njit(cache=True)
+def _splitmix(z):
+    z = (z ^ (z >> _SHIFT_1)) * _MIX_1
+    z = (z ^ (z >> _SHIFT_2)) * _MIX_2
+    return z ^ (z >> _SHIFT_3)
+
+
+@numba.njit(cache=True)
+def factor_term(slot):
+    """The key term of one factor: a 64-bit mix of its slot."""
+    return _splitmix(np.uint64(slot) + _GOLDEN)
+
+
+@numba.njit(cache=True)
+def extend(key, slot):
+    """The key of the monomial ``key`` times the base feature in ``slot`` (wraps modulo 2**64)."""
+    return np.uint64(key) + factor_term(slot)
+
+
+@numba.njit(cache=True)
+def key_of_factors(factors):
+    """The key of the monomial with these factor slots, in any order (an int array)."""
+    key = np.uint64(0)
+    for slot in factors:
+        key = extend(key, slot)
+    return key
+
+
+@numba.njit(cache=True)
+def product_slot(key, mask):
+    """The weight slot of a product of two or more factors with this key."""
+    return np.int64(_splitmix(np.uint64(key) ^ _PRODUCT_SALT) & np.uint64(mask))
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Monomial:
+    """A product of base features, as the sorted tuple of its factors' slots (repeats allowed)."""
+
+    factors: tuple[int, ...]
+
+    def __post_init__(self):
+        if not self.factors:
+            raise ValueError("a monomial needs at least one factor")
+        if any(slot < 0 for slot in self.factors):
+            raise ValueError(f"factor slots are non-negative; got {self.factors}")
+        if list(self.factors) != sorted(self.factors):
+            raise ValueError("factors must be sorted; build monomials with Monomial.of")
+
+    @classmethod
+    def of(cls, factors: Iterable[int]) -> Monomial:
+        """The monomial of these factor slots, in any order."""
+        return cls(tuple(sorted(int(slot) for slot in factors)))
+
+    @property
+    def degree(self) -> int:
+        return len(self.factors)
+
+    @property
+    def key(self) -> np.uint64:
+        """The order-free identity (see the module docstring).
+
+        A numpy uint64, which the numba helpers take as it is (a Python int of
+        2**63 or more would not fit their int64 arguments).
+        """
+        return np.uint64(key_of_factors(np.asarray(self.factors, dtype=np.int64)))
+
+    def times(self, slot: int) -> Monomial:
+        """This monomial multiplied by the base feature in ``slot``."""
+        return Monomial.of((*self.factors, slot))
+
+    def slot(self, bits: int) -> int:
+        """The weight slot: a base feature's own slot, else the hashed key."""
+        if self.degree == 1:
+            return self.factors[0]
+        return int(product_slot(self.key, (1 << bits) - 1))
+
+    def name(self, names: Mapping[int, str] | None = None) -> str:
+        """``w12*w57``, or with feature names for the slots (``age^2*income``)."""
+        names = names or {}
+        parts = []
+        for slot, power in sorted(Counter(self.factors).items()):
+            base = names.get(slot, f"w{slot}")
+            parts.append(base if power == 1 else f"{base}^{power}")
+        return "*".join(parts)
