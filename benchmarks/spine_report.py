@@ -167,13 +167,18 @@ def render(report: dict) -> str:
     if overheads:
         parts += [
             "",
-            "## Cost of truncated gradient and GSA (learner kernel, same pre-parsed batches, interleaved in shuffled order, best of 11)",
+            "## Cost of truncated gradient and GSA (learner kernel, same pre-parsed batches)",
+            "",
+            "Rounds of every configuration in a shuffled order; the overhead is the median over rounds of the ratio "
+            "of the pair's two runs in that round (quartiles beside it); the seconds are each configuration's best run.",
             "",
             markdown_table(
-                ["comparison", "base", "changed", "base s", "changed s", "overhead", "progressive loss (base / changed)",
-                 "non-zero weights (base / changed)"],
+                ["comparison", "base", "changed", "base s", "changed s", "overhead (quartiles)",
+                 "progressive loss (base / changed)", "non-zero weights (base / changed)"],
                 [[name, _settings(e["base"]), _settings(e["changed"]), fmt(e["base_seconds"]), fmt(e["changed_seconds"]),
-                  fmt(e["overhead"] * 100, "+.0f", " %"),
+                  fmt(e["overhead"] * 100, "+.0f", " %")
+                  + (f" ({e['overhead_quartiles'][0] * 100:+.0f}, {e['overhead_quartiles'][1] * 100:+.0f})"
+                     if "overhead_quartiles" in e else ""),
                   f"{e['base_progressive_loss']:.4f} / {e['changed_progressive_loss']:.4f}",
                   f"{e['base_nonzero']} / {e['changed_nonzero']}"]
                  for name, e in overheads.items()],
