@@ -1,0 +1,272 @@
+"""Polynomial expansion of sparse batches over a set of parent monomials.
+
+Given parents P (monomials, see :mod:`polybeam.learners.monomials`), an
+example's expanded features are its base features plus every product
+``x_i * m`` of a parent m present in the example (all of m's factors are) with
+a base feature i of the example: the feature set S_k of apple's Algorithm 1,
+restricted to the example. Products of products follow: a child that is itself
+a parent is expanded in turn, up to ``max_degree``. Each monomial appears once
+per example however many parents reach it (``x_a * x_b`` is reached from
+parent ``x_a`` and from parent ``x_b``), because monomials are identified by
+their order-free keys.
+
+Expansion is a batch-to-batch step (numba, one call per batch), so every
+learner, loss, step rule and sparsity rule works on expanded features
+unchanged. It also records, for every weight slot it writes, which parent and
+which base feature made it (``slot_parent``, ``slot_factor``), which is how
+apple turns the heaviest weights back into monomials when it picks the next
+parents.
+
+>>> from polybeam.learners.batch import ExampleBatch
+>>> from polybeam.learners.monomials import Monomial
+>>> batch = ExampleBatch.from_rows([(1.0, {3: 2.0, 5: 1.0, 7: 0.5})], bits=10)
+>>> expander = Expander([Monomial.of([3])], bits=10)
+>>> expanded = expander.expand(batch)
+>>> sorted(expander.monomials_of(expanded)[0].items())   # doctest: +NORMALIZE_WHITESPACE
+[('w3', 2.0), ('w3*w5', 2.0), ('w3*w7', 1.0), ('w3^2', 4.0), ('w5', 1.0), ('w7', 0.5)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numba
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.monomials import Monomial, extend, factor_term, product_slot
+
+# Results of the kernel besides a row count.
+NEEDS_ROOM = -1  # the output arrays are full: call again with more room
+NEEDS_TABLE = -2  # one example has more monomials than its dedupe table holds
+
+NO_PARENT = -1
+
+
+@numba.njit(cache=True)
+def _probe(table, key):
+    """The position of ``key`` in an open-addressing table (0 marks a free cell), or where it would go."""
+    mask = table.shape[0] - 1
+    position = np.int64(key & np.uint64(mask))
+    while table[position] != np.uint64(0) and table[position] != key:
+        position = (position + 1) & mask
+    return position
+
+
+@numba.njit(cache=True)
+def build_table(keys):
+    """An open-addressing table of ``keys`` (uint64, none 0) at most half full, and the index of each."""
+    size = 4
+    while size < 2 * len(keys):
+        size *= 2
+    table = np.zeros(size, dtype=np.uint64)
+    index = np.full(size, NO_PARENT, dtype=np.int64)
+    for i in range(len(keys)):
+        position = _probe(table, keys[i])
+        table[position] = keys[i]
+        index[position] = i
+    return table, index
+
+
+@numba.njit(cache=True)
+def expand_rows(
+    indptr,
+    indices,
+    values,
+    parent_table,
+    parent_index,
+    mask,
+    max_degree,
+    repeat_factors,
+    out_indptr,
+    out_slots,
+    out_values,
+    out_degrees,
+    slot_parent,
+    slot_factor,
+    seen,
+    seen_stamp,
+):
+    """Expand every row of a CSR batch; returns the number of expanded features, or a NEEDS_* code.
+
+    ``seen`` / ``seen_stamp`` are a dedupe table reused across rows and calls
+    (a cell counts as used only when its stamp is the current row's, and the
+    last stamp cell counts the rows so far), so nothing is cleared per row.
+    A row's monomials are listed with their key, the monomial they extend and
+    the factor they added, so their factors can be walked (``repeat_factors``).
+    ``out_*`` receive each row's base features first, then its products.
+    """
+    n_rows = indptr.shape[0] - 1
+    capacity = out_slots.shape[0]
+    seen_mask = seen.shape[0] - 1
+    row_room = seen.shape[0] // 2
+    keys = np.empty(row_room, dtype=np.uint64)
+    origin = np.empty(row_room, dtype=np.int64)
+    added = np.empty(row_room, dtype=np.int64)
+    has_parents = parent_table.shape[0] > 0
+    first_stamp = seen_stamp[-1] + 1
+    seen_stamp[-1] += n_rows  # also on an early return, so that a retry never sees stale cells
+    nnz = 0
+    out_indptr[0] = 0
+    for row in range(n_rows):
+        start, stop = indptr[row], indptr[row + 1]
+        stamp = first_stamp + row
+        first = nnz
+        if stop - start > row_room:
+            return NEEDS_TABLE
+        # Base features as they are (the linear part of the model does not move).
+        for k in range(start, stop):
+            if nnz >= capacity:
+                return NEEDS_ROOM
+            out_slots[nnz] = indices[k]
+            out_values[nnz] = values[k]
+            out_degrees[nnz] = 1
+            keys[nnz - first] = factor_term(indices[k])
+            origin[nnz - first] = -1
+            added[nnz - first] = indices[k]
+            nnz += 1
+        # Breadth-first over the row's monomials: a parent among them adds its children.
+        cursor = first
+        while has_parents and cursor < nnz:
+            key = keys[cursor - first]
+            degree = out_degrees[cursor]
+            position = _probe(parent_table, key)
+            parent = parent_index[position] if parent_table[position] == key else NO_PARENT
+            if parent != NO_PARENT and degree < max_degree:
+                for k in range(start, stop):
+                    if not repeat_factors and _has_factor(origin, added, cursor - first, indices[k]):
+                        continue
+                    child = extend(key, indices[k])
+                    cell = np.int64(child & np.uint64(seen_mask))
+                    fresh = True
+                    while seen_stamp[cell] == stamp:
+                        if seen[cell] == child:
+                            fresh = False
+                            break
+                        cell = (cell + 1) & seen_mask
+                    if not fresh:
+                        continue
+                    if nnz - first >= row_room:
+                        return NEEDS_TABLE
+                    if nnz >= capacity:
+                        return NEEDS_ROOM
+                    seen[cell] = child
+                    seen_stamp[cell] = stamp
+                    slot = product_slot(child, mask)
+                    out_slots[nnz] = slot
+                    out_values[nnz] = out_values[cursor] * values[k]
+                    out_degrees[nnz] = degree + 1
+                    keys[nnz - first] = child
+                    origin[nnz - first] = cursor - first
+                    added[nnz - first] = indices[k]
+                    slot_parent[slot] = parent
+                    slot_factor[slot] = indices[k]
+                    nnz += 1
+            cursor += 1
+        out_indptr[row + 1] = nnz
+    return nnz
+
+
+@numba.njit(cache=True)
+def _has_factor(origin, added, position, slot):
+    """Whether ``slot`` is a factor of the row's monomial at ``position`` (walks its chain of extensions)."""
+    while position >= 0:
+        if added[position] == slot:
+            return True
+        position = origin[position]
+    return False
+
+
+class Expander:
+    """Expands batches over a fixed set of parent monomials (see the module docstring).
+
+    ``repeat_factors=False`` never multiplies a monomial by one of its own
+    factors (x*x = x for binary features, so those products only duplicate);
+    keep the default for real-valued features, where ``x_a^2`` is a feature of
+    its own.
+    """
+
+    def __init__(
+        self,
+        parents: Iterable[Monomial] = (),
+        *,
+        bits: int,
+        max_degree: int = 6,
+        repeat_factors: bool = True,
+    ):
+        if max_degree < 1:
+            raise ValueError(f"max_degree must be at least 1; got {max_degree}")
+        self.parents = list(dict.fromkeys(parents))
+        self.bits = bits
+        self.max_degree = max_degree
+        self.repeat_factors = repeat_factors
+        keys = np.array([parent.key for parent in self.parents], dtype=np.uint64)
+        if len(keys):
+            self._table, self._index = build_table(keys)
+        else:
+            self._table, self._index = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        self.slot_parent = np.full(1 << bits, NO_PARENT, dtype=np.int64)
+        self.slot_factor = np.zeros(1 << bits, dtype=np.int64)
+        self._seen = np.zeros(256, dtype=np.uint64)
+        self._stamps = np.zeros(257, dtype=np.int64)  # the last cell counts rows so far
+        self.last_degrees = np.zeros(0, dtype=np.int8)
+
+    def expand(self, batch: ExampleBatch) -> ExampleBatch:
+        """``batch`` with every example's products over the parents added.
+
+        The degree of every expanded feature is left in ``last_degrees``.
+        """
+        if batch.bits != self.bits:
+            raise ValueError(f"batch is hashed into {batch.bits} bits but the expander uses {self.bits}")
+        room = max(16, 2 * batch.nnz)
+        while True:
+            indptr = np.empty(len(batch) + 1, dtype=np.int64)
+            slots = np.empty(room, dtype=batch.indices.dtype)
+            values = np.empty(room, dtype=np.float64)
+            degrees = np.empty(room, dtype=np.int8)
+            result = expand_rows(
+                batch.indptr, batch.indices, batch.values, self._table, self._index, (1 << self.bits) - 1,
+                self.max_degree, self.repeat_factors, indptr, slots, values, degrees,
+                self.slot_parent, self.slot_factor, self._seen, self._stamps,
+            )  # fmt: skip
+            if result == NEEDS_ROOM:
+                room *= 2
+            elif result == NEEDS_TABLE:
+                self._grow_dedupe_table()
+            else:
+                self.last_degrees = degrees[:result]
+                return ExampleBatch(
+                    labels=batch.labels,
+                    weights=batch.weights,
+                    indptr=indptr,
+                    indices=slots[:result],
+                    values=values[:result],
+                    bits=batch.bits,
+                    names=batch.names,
+                )
+
+    def _grow_dedupe_table(self) -> None:
+        rows_so_far = self._stamps[-1]
+        self._seen = np.zeros(2 * len(self._seen), dtype=np.uint64)
+        self._stamps = np.zeros(len(self._seen) + 1, dtype=np.int64)
+        self._stamps[-1] = rows_so_far
+
+    def monomial_of_slot(self, slot: int, degree: int) -> Monomial:
+        """The monomial that was last written to ``slot`` (degree 1: the base feature itself)."""
+        if degree == 1:
+            return Monomial.of([slot])
+        parent = self.slot_parent[slot]
+        if parent == NO_PARENT:
+            raise KeyError(f"no product has been written to slot {slot}")
+        return self.parents[parent].times(int(self.slot_factor[slot]))
+
+    def monomials_of(self, expanded: ExampleBatch, names: Mapping[int, str] | None = None) -> list[dict[str, float]]:
+        """The last expanded batch's examples as {monomial name: value} (for inspection and tests; slow)."""
+        rows = []
+        for row in range(len(expanded)):
+            entries = {}
+            for k in range(expanded.indptr[row], expanded.indptr[row + 1]):
+                monomial = self.monomial_of_slot(int(expanded.indices[k]), int(self.last_degrees[k]))
+                entries[monomial.name(names)] = float(expanded.values[k])
+            rows.append(entries)
+        return rows

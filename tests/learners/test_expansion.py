@@ -1,0 +1,130 @@
+"""Polynomial expansion against a plain-Python reference of apple's feature set S_k."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.expansion import Expander
+from polybeam.learners.monomials import Monomial
+
+BITS = 20
+
+
+def reference_expansion(row: dict[int, float], parents: set[Monomial], max_degree: int, repeat_factors: bool):
+    """The row's monomials {monomial: value}: base features, then x_i * m for every parent m reached."""
+    values = {Monomial.of([slot]): value for slot, value in row.items()}
+    queue = list(values)
+    for monomial in queue:  # grows while we walk it: breadth-first
+        if monomial not in parents or monomial.degree >= max_degree:
+            continue
+        for slot, value in row.items():
+            if not repeat_factors and slot in monomial.factors:
+                continue
+            child = monomial.times(slot)
+            if child not in values:
+                values[child] = values[monomial] * value
+                queue.append(child)
+    return values
+
+
+def expanded_rows(batch: ExampleBatch, degrees: np.ndarray):
+    return [
+        sorted(
+            (int(batch.indices[k]), int(degrees[k]), float(batch.values[k]))
+            for k in range(batch.indptr[row], batch.indptr[row + 1])
+        )
+        for row in range(len(batch))
+    ]
+
+
+def expected_rows(rows, parents, max_degree, repeat_factors):
+    return [
+        sorted(
+            (monomial.slot(BITS), monomial.degree, value)
+            for monomial, value in reference_expansion(row, parents, max_degree, repeat_factors).items()
+        )
+        for row in rows
+    ]
+
+
+base_slots = st.integers(1, 12)
+rows_strategy = st.lists(
+    st.dictionaries(base_slots, st.sampled_from([1.0, 2.0, -0.5, 3.0]), min_size=0, max_size=6), min_size=1, max_size=5
+)
+monomials_strategy = st.lists(base_slots, min_size=1, max_size=3).map(Monomial.of)
+
+
+@settings(max_examples=150)
+@given(
+    rows=rows_strategy,
+    parents=st.sets(monomials_strategy, max_size=8),
+    max_degree=st.integers(1, 5),
+    repeat_factors=st.booleans(),
+)
+def test_expansion_matches_the_reference(rows, parents, max_degree, repeat_factors):
+    expander = Expander(parents, bits=BITS, max_degree=max_degree, repeat_factors=repeat_factors)
+    batch = ExampleBatch.from_rows([(1.0, row) for row in rows], bits=BITS)
+    expected = expected_rows(rows, parents, max_degree, repeat_factors)
+    # Twice: the dedupe table's stamps carry over between calls.
+    for _ in range(2):
+        expanded = expander.expand(batch)
+        assert expanded_rows(expanded, expander.last_degrees) == expected
+        assert expanded.labels.tolist() == batch.labels.tolist()
+
+
+def test_each_monomial_appears_once_however_many_parents_reach_it():
+    # x1*x2 is a child of parent x1 and of parent x2: one feature.
+    expander = Expander([Monomial.of([1]), Monomial.of([2])], bits=BITS, repeat_factors=False)
+    expanded = expander.expand(ExampleBatch.from_rows([(1.0, {1: 1.0, 2: 1.0, 3: 1.0})], bits=BITS))
+    assert sorted(expander.monomials_of(expanded)[0]) == ["w1", "w1*w2", "w1*w3", "w2", "w2*w3", "w3"]
+
+
+def test_children_of_children_up_to_the_maximum_degree():
+    parents = [Monomial.of([1]), Monomial.of([1, 2]), Monomial.of([1, 2, 3])]
+    row = {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
+    for max_degree, longest in [(1, 1), (2, 2), (3, 3), (6, 4)]:
+        expander = Expander(parents, bits=BITS, max_degree=max_degree, repeat_factors=False)
+        expander.expand(ExampleBatch.from_rows([(1.0, row)], bits=BITS))
+        assert expander.last_degrees.max() == longest
+
+
+def test_large_rows_grow_the_tables():
+    # 300 base features with the first 40 as parents: 300 + 40*300 - ... products in one row,
+    # far beyond the initial room and dedupe table.
+    row = {slot: 1.0 for slot in range(1, 301)}
+    parents = [Monomial.of([slot]) for slot in range(1, 41)]
+    expander = Expander(parents, bits=BITS)
+    expanded = expander.expand(ExampleBatch.from_rows([(1.0, row), (0.0, {1: 2.0})], bits=BITS))
+    pairs = {frozenset((a, b)) if a != b else (a,) for a in range(1, 41) for b in range(1, 301)}
+    assert expanded.indptr[1] == 300 + len(pairs)
+    assert expanded.indptr[2] - expanded.indptr[1] == 2  # x1 and x1^2
+    assert expanded.values[-1] == 4.0
+
+
+def test_products_are_traced_back_to_their_monomials():
+    parents = [Monomial.of([2]), Monomial.of([2, 5])]
+    expander = Expander(parents, bits=BITS)
+    expanded = expander.expand(ExampleBatch.from_rows([(1.0, {2: 1.0, 5: 1.0, 9: 1.0})], bits=BITS))
+    found = {
+        expander.monomial_of_slot(int(slot), int(degree)) for slot, degree in zip(expanded.indices, expander.last_degrees)
+    }
+    expected = reference_expansion({2: 1.0, 5: 1.0, 9: 1.0}, set(parents), 6, True)
+    assert found == set(expected)
+
+
+def test_no_parents_leaves_the_batch_as_it_was():
+    batch = ExampleBatch.from_rows([(1.0, {3: 2.0, 4: 1.0}), (-1.0, {})], bits=BITS)
+    expanded = Expander([], bits=BITS).expand(batch)
+    assert expanded.indptr.tolist() == batch.indptr.tolist()
+    assert expanded.indices.tolist() == batch.indices.tolist()
+    assert expanded.values.tolist() == batch.values.tolist()
+
+
+def test_bits_must_match():
+    with pytest.raises(ValueError, match="bits"):
+        Expander([], bits=10).expand(ExampleBatch.from_rows([(1.0, {1: 1.0})], bits=12))
