@@ -210,6 +210,7 @@ class Expander:
         self._seen = np.zeros(256, dtype=np.uint64)
         self._stamps = np.zeros(257, dtype=np.int64)  # the last cell counts rows so far
         self.last_degrees = np.zeros(0, dtype=np.int8)
+        self._ratio = 2.0  # expanded / base features in the last batch
 
     def expand(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` with every example's products over the parents added.
@@ -218,7 +219,9 @@ class Expander:
         """
         if batch.bits != self.bits:
             raise ValueError(f"batch is hashed into {batch.bits} bits but the expander uses {self.bits}")
-        room = max(16, 2 * batch.nnz)
+        # Room for the expansion ratio seen so far (and a margin), so that a retry of the
+        # whole batch with more room is rare.
+        room = max(16, int(batch.nnz * self._ratio * 1.25) + 16)
         while True:
             indptr = np.empty(len(batch) + 1, dtype=np.int64)
             slots = np.empty(room, dtype=batch.indices.dtype)
@@ -235,6 +238,8 @@ class Expander:
                 self._grow_dedupe_table()
             else:
                 self.last_degrees = degrees[:result]
+                if batch.nnz:
+                    self._ratio = max(1.0, result / batch.nnz)
                 return ExampleBatch(
                     labels=batch.labels,
                     weights=batch.weights,
