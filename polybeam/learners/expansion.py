@@ -13,7 +13,8 @@ their order-free keys.
 Expansion is a batch-to-batch step (numba, one call per batch), so every
 learner, loss, step rule and sparsity rule works on expanded features
 unchanged. It also records, for every weight slot it writes, which parent and
-which base feature made it (``slot_parent``, ``slot_factor``), which is how
+which base feature made it (``slot_trace``: parent index * 2**32 + factor
+slot, one array so that a product costs one scattered store), which is how
 apple turns the heaviest weights back into monomials when it picks the next
 parents.
 
@@ -41,6 +42,7 @@ NEEDS_ROOM = -1  # the output arrays are full: call again with more room
 NEEDS_TABLE = -2  # one example has more monomials than its dedupe table holds
 
 NO_PARENT = -1
+NO_TRACE = -1  # slot_trace of a slot no product has been written to
 
 
 @numba.njit(cache=True)
@@ -82,8 +84,7 @@ def expand_rows(
     out_slots,
     out_values,
     out_degrees,
-    slot_parent,
-    slot_factor,
+    slot_trace,
     seen,
     seen_stamp,
 ):
@@ -104,6 +105,8 @@ def expand_rows(
     origin = np.empty(row_room, dtype=np.int64)
     added = np.empty(row_room, dtype=np.int64)
     has_parents = parent_table.shape[0] > 0
+    parent_slots = parent_table.shape[0] - 1
+    parent_mask = np.uint64(max(parent_slots, 0))
     first_stamp = seen_stamp[-1] + 1
     seen_stamp[-1] += n_rows  # also on an early return, so that a retry never sees stale cells
     nnz = 0
@@ -130,9 +133,17 @@ def expand_rows(
         while has_parents and cursor < nnz:
             key = keys[cursor - first]
             degree = out_degrees[cursor]
-            position = _probe(parent_table, key)
-            parent = parent_index[position] if parent_table[position] == key else NO_PARENT
-            if parent != NO_PARENT and degree < max_degree:
+            # Is it a parent? (The probe is written out here: a helper taking the
+            # table would cost more than the lookup, once per monomial of every row.)
+            parent = NO_PARENT
+            if degree < max_degree:
+                position = np.int64(key & parent_mask)
+                while parent_table[position] != np.uint64(0):
+                    if parent_table[position] == key:
+                        parent = parent_index[position]
+                        break
+                    position = (position + 1) & parent_slots
+            if parent != NO_PARENT:
                 for k in range(start, stop):
                     if not repeat_factors and _has_factor(origin, added, cursor - first, indices[k]):
                         continue
@@ -159,8 +170,7 @@ def expand_rows(
                     keys[nnz - first] = child
                     origin[nnz - first] = cursor - first
                     added[nnz - first] = indices[k]
-                    slot_parent[slot] = parent
-                    slot_factor[slot] = indices[k]
+                    slot_trace[slot] = (parent << 32) | np.int64(indices[k])
                     nnz += 1
             cursor += 1
         out_indptr[row + 1] = nnz
@@ -205,8 +215,7 @@ class Expander:
             self._table, self._index = build_table(keys)
         else:
             self._table, self._index = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-        self.slot_parent = np.full(1 << bits, NO_PARENT, dtype=np.int64)
-        self.slot_factor = np.zeros(1 << bits, dtype=np.int64)
+        self.slot_trace = np.full(1 << bits, NO_TRACE, dtype=np.int64)
         self._seen = np.zeros(256, dtype=np.uint64)
         self._stamps = np.zeros(257, dtype=np.int64)  # the last cell counts rows so far
         self.last_degrees = np.zeros(0, dtype=np.int8)
@@ -230,7 +239,7 @@ class Expander:
             result = expand_rows(
                 batch.indptr, batch.indices, batch.values, self._table, self._index, (1 << self.bits) - 1,
                 self.max_degree, self.repeat_factors, indptr, slots, values, degrees,
-                self.slot_parent, self.slot_factor, self._seen, self._stamps,
+                self.slot_trace, self._seen, self._stamps,
             )  # fmt: skip
             if result == NEEDS_ROOM:
                 room *= 2
@@ -260,10 +269,10 @@ class Expander:
         """The monomial that was last written to ``slot`` (degree 1: the base feature itself)."""
         if degree == 1:
             return Monomial.of([slot])
-        parent = self.slot_parent[slot]
-        if parent == NO_PARENT:
+        trace = int(self.slot_trace[slot])
+        if trace == NO_TRACE:
             raise KeyError(f"no product has been written to slot {slot}")
-        return self.parents[parent].times(int(self.slot_factor[slot]))
+        return self.parents[trace >> 32].times(trace & 0xFFFFFFFF)
 
     def monomials_of(self, expanded: ExampleBatch, names: Mapping[int, str] | None = None) -> list[dict[str, float]]:
         """The last expanded batch's examples as {monomial name: value} (for inspection and tests; slow)."""
