@@ -206,20 +206,26 @@ class Expander:
     ):
         if max_degree < 1:
             raise ValueError(f"max_degree must be at least 1; got {max_degree}")
-        self.parents = list(dict.fromkeys(parents))
+        self.parents: list[Monomial] = []
         self.bits = bits
         self.max_degree = max_degree
         self.repeat_factors = repeat_factors
-        keys = np.array([parent.key for parent in self.parents], dtype=np.uint64)
-        if len(keys):
-            self._table, self._index = build_table(keys)
-        else:
-            self._table, self._index = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        self.add_parents(parents)
         self.slot_trace = np.full(1 << bits, NO_TRACE, dtype=np.int64)
         self._seen = np.zeros(256, dtype=np.uint64)
         self._stamps = np.zeros(257, dtype=np.int64)  # the last cell counts rows so far
         self.last_degrees = np.zeros(0, dtype=np.int8)
         self._ratio = 2.0  # expanded / base features in the last batch
+
+    def add_parents(self, parents: Iterable[Monomial]) -> None:
+        """Make more monomials parents (the ones already parents keep their index in the trace)."""
+        known = set(self.parents)
+        self.parents += [parent for parent in dict.fromkeys(parents) if parent not in known]
+        keys = np.array([parent.key for parent in self.parents], dtype=np.uint64)
+        if len(keys):
+            self._table, self._index = build_table(keys)
+        else:
+            self._table, self._index = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
 
     def expand(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` with every example's products over the parents added.

@@ -1,0 +1,129 @@
+"""Apple: an online linear learner over a stage-wise growing polynomial feature set.
+
+:class:`PolynomialLearner` expands every batch over the current parent
+monomials (:mod:`polybeam.learners.expansion`) and hands the expanded batch to
+a :class:`~polybeam.learners.linear.LinearLearner`, so every loss, step rule
+and sparsity rule works on the products unchanged (truncation acts on the
+expanded weights; GSA's x.x includes them). At the end of each epoch
+(:class:`~polybeam.learners.stages.ExpansionSchedule`; a batch that straddles
+an epoch's end is split there) the heaviest non-parent monomials become
+parents (:func:`~polybeam.learners.stages.pick_parents`).
+
+This is the Python-level learner; the Train transform, the command line and
+the model file do not know it yet.
+
+>>> import numpy as np
+>>> from polybeam.learners.batch import ExampleBatch
+>>> from polybeam.learners.config import LearnerConfig
+>>> rng = np.random.default_rng(0)
+>>> rows = [(float(x[0] * x[1]) * 2 - 1, {i + 1: 1.0 for i in np.flatnonzero(x)}) for x in rng.random((4000, 6)) < 0.5]
+>>> batch = ExampleBatch.from_rows(rows, bits=12)
+>>> learner = PolynomialLearner(LearnerConfig(loss="squared", bits=12), total=len(batch), repeat_factors=False)
+>>> _ = learner.learn(batch)
+>>> Monomial.of([1, 2]) in learner.parents or Monomial.of([1]) in learner.parents
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.expansion import NO_TRACE, Expander
+from polybeam.learners.linear import LinearLearner
+from polybeam.learners.monomials import Monomial
+from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_parents, slot_magnitudes
+
+
+class PolynomialLearner:
+    """Apple over a :class:`LinearLearner` (see the module docstring).
+
+    ``total``: the number of training examples over all passes, when known
+    (6 equally spaced epochs); otherwise expansions come after ``first``,
+    2 ``first``, 4 ``first``, ... examples. ``alpha``: s_k = (mean base
+    non-zeros) ** alpha. ``rule``: ``weight`` or ``fallback``.
+    """
+
+    def __init__(
+        self,
+        config: LearnerConfig,
+        *,
+        alpha: float = 1.0,
+        rule: str = "weight",
+        total: int | None = None,
+        stages: int = 5,
+        first: int = 1000,
+        max_degree: int = 6,
+        repeat_factors: bool = True,
+    ):
+        self.config = config
+        self.linear = LinearLearner(config)
+        self.expander = Expander(bits=config.bits, max_degree=max_degree, repeat_factors=repeat_factors)
+        self.schedule = ExpansionSchedule(total=total, stages=stages, first=first)
+        self.alpha = alpha
+        self.rule = rule
+        self.examples_seen = 0
+        self.base_nonzeros = 0
+        self.base_slots = np.zeros(1 << config.bits, dtype=bool)
+        self.stages_done: list[dict] = []
+        expansion_size(1.0, alpha)  # fail fast on a bad alpha
+        pick_parents(np.zeros(1), lambda slot: None, [], 1, rule=rule)  # ... and on a bad rule
+
+    @property
+    def parents(self) -> list[Monomial]:
+        return self.expander.parents
+
+    def learn(self, batch: ExampleBatch) -> PolynomialLearner:
+        """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it."""
+        position = 0
+        while position < len(batch):
+            boundary = self.schedule.next_boundary(self.examples_seen)
+            take = len(batch) - position
+            if boundary is not None:
+                take = min(take, boundary - self.examples_seen)
+            part = batch if take == len(batch) else batch.take(np.arange(position, position + take))
+            self.base_slots[part.indices] = True
+            self.base_nonzeros += part.nnz
+            self.linear.learn(self.expander.expand(part))
+            self.examples_seen += take
+            position += take
+            if boundary is not None and self.examples_seen == boundary:
+                self._grow()
+        return self
+
+    def _grow(self) -> None:
+        """End an epoch: the heaviest non-parent monomials become parents."""
+        self.linear.settle()
+        raw = self.linear.raw_ * self.linear.stats_[0]
+        magnitudes = slot_magnitudes(raw[:, 0] if raw.shape[1] == 1 else raw, self.linear.feature_scale_)
+        size = expansion_size(self.base_nonzeros / max(self.examples_seen, 1), self.alpha)
+        chosen = pick_parents(
+            magnitudes, self._monomial_of, self.parents, size, rule=self.rule,
+            smallest_degree_candidates=self._smallest_degree_candidates,
+        )  # fmt: skip
+        self.expander.add_parents(chosen)
+        self.stages_done.append({"examples": self.examples_seen, "size": size, "added": len(chosen)})
+
+    def _monomial_of(self, slot: int) -> Monomial | None:
+        """The monomial that owns ``slot``: the product last written there, else its base feature."""
+        trace = int(self.expander.slot_trace[slot])
+        if trace != NO_TRACE:
+            return self.parents[trace >> 32].times(trace & 0xFFFFFFFF)
+        if self.base_slots[slot]:
+            return Monomial.of([slot])
+        return None
+
+    def _smallest_degree_candidates(self):
+        """Base features seen (the smallest degree), with their magnitudes, for the fall-back rule."""
+        raw = self.linear.raw_ * self.linear.stats_[0]
+        magnitudes = slot_magnitudes(raw[:, 0] if raw.shape[1] == 1 else raw, self.linear.feature_scale_)
+        return [(float(magnitudes[slot]), Monomial.of([int(slot)])) for slot in np.flatnonzero(self.base_slots)]
+
+    def predict(self, batch: ExampleBatch) -> np.ndarray:
+        """Predictions for ``batch``, expanded exactly as training expands it now."""
+        return self.linear.predict(self.expander.expand(batch))
+
+    @property
+    def progressive_loss(self) -> float:
+        return self.linear.progressive_loss
