@@ -99,13 +99,13 @@ class PolynomialLearner:
         magnitudes = slot_magnitudes(raw[:, 0] if raw.shape[1] == 1 else raw, self.linear.feature_scale_)
         size = expansion_size(self.base_nonzeros / max(self.examples_seen, 1), self.alpha)
         chosen = pick_parents(
-            magnitudes, self._monomial_of, self.parents, size, rule=self.rule,
+            magnitudes, self.monomial_of, self.parents, size, rule=self.rule,
             smallest_degree_candidates=self._smallest_degree_candidates,
         )  # fmt: skip
         self.expander.add_parents(chosen)
         self.stages_done.append({"examples": self.examples_seen, "size": size, "added": len(chosen)})
 
-    def _monomial_of(self, slot: int) -> Monomial | None:
+    def monomial_of(self, slot: int) -> Monomial | None:
         """The monomial that owns ``slot``: the product last written there, else its base feature."""
         trace = int(self.expander.slot_trace[slot])
         if trace != NO_TRACE:
