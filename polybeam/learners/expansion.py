@@ -290,3 +290,74 @@ class Expander:
                 entries[monomial.name(names)] = float(expanded.values[k])
             rows.append(entries)
         return rows
+
+
+@numba.njit(cache=True)
+def _all_products_room(indptr, degree, repeat_factors):
+    """Output size of :func:`expand_all` (base features and every product up to ``degree``)."""
+    total = 0
+    for row in range(indptr.shape[0] - 1):
+        n = indptr[row + 1] - indptr[row]
+        count = 1.0
+        for d in range(1, degree + 1):
+            # Multisets (with repeats) or sets (without) of d positions out of n.
+            count = count * (n + d - 1 if repeat_factors else n - d + 1) / d
+            total += max(np.int64(round(count)), 0)
+    return total
+
+
+@numba.njit(cache=True)
+def expand_all(indptr, indices, values, degree, repeat_factors, mask, out_indptr, out_slots, out_values, out_degrees):
+    """Every product of up to ``degree`` (2 or 3) of a row's base features: VW's -q / --cubic.
+
+    Products are enumerated over positions i <= j (<= k) (i < j < k without
+    repeated factors), so each appears once; their slots come from the same
+    order-free keys as apple's, so a pair in the quadratic model and the same
+    pair found by apple share a slot.
+    """
+    nnz = 0
+    out_indptr[0] = 0
+    for row in range(indptr.shape[0] - 1):
+        start, stop = indptr[row], indptr[row + 1]
+        for i in range(start, stop):
+            out_slots[nnz] = indices[i]
+            out_values[nnz] = values[i]
+            out_degrees[nnz] = 1
+            nnz += 1
+        step = 0 if repeat_factors else 1
+        for i in range(start, stop):
+            key_i = factor_term(indices[i])
+            for j in range(i + step, stop):
+                key_ij = extend(key_i, indices[j])
+                value_ij = values[i] * values[j]
+                out_slots[nnz] = product_slot(key_ij, mask)
+                out_values[nnz] = value_ij
+                out_degrees[nnz] = 2
+                nnz += 1
+                if degree >= 3:
+                    for k in range(j + step, stop):
+                        out_slots[nnz] = product_slot(extend(key_ij, indices[k]), mask)
+                        out_values[nnz] = value_ij * values[k]
+                        out_degrees[nnz] = 3
+                        nnz += 1
+        out_indptr[row + 1] = nnz
+    return nnz
+
+
+def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: bool = True) -> tuple[ExampleBatch, np.ndarray]:
+    """``batch`` with every pair (``degree=2``, quadratic) or also every triple (3, cubic) of base features.
+
+    Returns the expanded batch and each feature's degree.
+    """
+    if degree not in (2, 3):
+        raise ValueError(f"all-products expansion is quadratic (2) or cubic (3); got degree {degree}")
+    room = int(_all_products_room(batch.indptr, degree, repeat_factors))
+    indptr = np.empty(len(batch) + 1, dtype=np.int64)
+    slots = np.empty(room, dtype=batch.indices.dtype)
+    values = np.empty(room, dtype=np.float64)
+    degrees = np.empty(room, dtype=np.int8)
+    nnz = expand_all(batch.indptr, batch.indices, batch.values, degree, repeat_factors, (1 << batch.bits) - 1,
+                     indptr, slots, values, degrees)  # fmt: skip
+    expanded = ExampleBatch(labels=batch.labels, weights=batch.weights, indptr=indptr, indices=slots[:nnz],
+                            values=values[:nnz], bits=batch.bits, names=batch.names)  # fmt: skip
+    return expanded, degrees[:nnz]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.expansion import Expander
+from polybeam.learners.expansion import Expander, expand_all_products
 from polybeam.learners.monomials import Monomial
 
 BITS = 20
@@ -128,3 +128,35 @@ def test_no_parents_leaves_the_batch_as_it_was():
 def test_bits_must_match():
     with pytest.raises(ValueError, match="bits"):
         Expander([], bits=10).expand(ExampleBatch.from_rows([(1.0, {1: 1.0})], bits=12))
+
+
+@settings(max_examples=100)
+@given(rows=rows_strategy, degree=st.sampled_from([2, 3]), repeat_factors=st.booleans())
+def test_all_pairs_and_triples_match_the_reference(rows, degree, repeat_factors):
+    import itertools
+
+    batch = ExampleBatch.from_rows([(1.0, row) for row in rows], bits=BITS)
+    expanded, degrees = expand_all_products(batch, degree, repeat_factors=repeat_factors)
+    choose = itertools.combinations_with_replacement if repeat_factors else itertools.combinations
+    expected = []
+    for row in rows:
+        items = sorted(row.items())
+        entries = [(slot, 1, value) for slot, value in items]
+        for d in range(2, degree + 1):
+            for combo in choose(items, d):
+                monomial = Monomial.of([slot for slot, _ in combo])
+                entries.append((monomial.slot(BITS), d, float(np.prod([value for _, value in combo]))))
+        expected.append(sorted(entries))
+    actual = expanded_rows(expanded, degrees)
+    assert [[(s, d, pytest.approx(v)) for s, d, v in row] for row in actual] == [
+        [(s, d, pytest.approx(v)) for s, d, v in row] for row in expected
+    ]
+
+
+def test_quadratic_pairs_share_slots_with_apples_products():
+    batch = ExampleBatch.from_rows([(1.0, {3: 1.0, 9: 2.0})], bits=BITS)
+    quadratic, _ = expand_all_products(batch, 2, repeat_factors=False)
+    apple = Expander([Monomial.of([3])], bits=BITS, repeat_factors=False).expand(batch)
+    assert sorted(quadratic.indices.tolist()) == sorted(apple.indices.tolist())
+    with pytest.raises(ValueError, match="quadratic"):
+        expand_all_products(batch, 4)
