@@ -29,7 +29,9 @@ parents.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numba
 import numpy as np
@@ -85,6 +87,7 @@ def expand_rows(
     out_values,
     out_degrees,
     slot_trace,
+    record_trace,
     seen,
     seen_stamp,
 ):
@@ -170,7 +173,8 @@ def expand_rows(
                     keys[nnz - first] = child
                     origin[nnz - first] = cursor - first
                     added[nnz - first] = indices[k]
-                    slot_trace[slot] = (parent << 32) | np.int64(indices[k])
+                    if record_trace:
+                        slot_trace[slot] = (parent << 32) | np.int64(indices[k])
                     nnz += 1
             cursor += 1
         out_indptr[row + 1] = nnz
@@ -203,6 +207,7 @@ class Expander:
         bits: int,
         max_degree: int = 6,
         repeat_factors: bool = True,
+        trace: bool = True,
     ):
         if max_degree < 1:
             raise ValueError(f"max_degree must be at least 1; got {max_degree}")
@@ -211,7 +216,8 @@ class Expander:
         self.max_degree = max_degree
         self.repeat_factors = repeat_factors
         self.add_parents(parents)
-        self.slot_trace = np.full(1 << bits, NO_TRACE, dtype=np.int64)
+        # Prediction needs no trace (and must not share one between threads).
+        self.slot_trace = np.full(1 << bits if trace else 0, NO_TRACE, dtype=np.int64)
         self._seen = np.zeros(256, dtype=np.uint64)
         self._stamps = np.zeros(257, dtype=np.int64)  # the last cell counts rows so far
         self.last_degrees = np.zeros(0, dtype=np.int8)
@@ -245,7 +251,7 @@ class Expander:
             result = expand_rows(
                 batch.indptr, batch.indices, batch.values, self._table, self._index, (1 << self.bits) - 1,
                 self.max_degree, self.repeat_factors, indptr, slots, values, degrees,
-                self.slot_trace, self._seen, self._stamps,
+                self.slot_trace, len(self.slot_trace) > 0, self._seen, self._stamps,
             )  # fmt: skip
             if result == NEEDS_ROOM:
                 room *= 2
@@ -275,7 +281,7 @@ class Expander:
         """The monomial that was last written to ``slot`` (degree 1: the base feature itself)."""
         if degree == 1:
             return Monomial.of([slot])
-        trace = int(self.slot_trace[slot])
+        trace = int(self.slot_trace[slot]) if len(self.slot_trace) else NO_TRACE
         if trace == NO_TRACE:
             raise KeyError(f"no product has been written to slot {slot}")
         return self.parents[trace >> 32].times(trace & 0xFFFFFFFF)
@@ -361,3 +367,41 @@ def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: boo
     expanded = ExampleBatch(labels=batch.labels, weights=batch.weights, indptr=indptr, indices=slots[:nnz],
                             values=values[:nnz], bits=batch.bits, names=batch.names)  # fmt: skip
     return expanded, degrees[:nnz]
+
+
+EXPANSION_KINDS = ("apple", "quadratic", "cubic")
+
+
+@dataclasses.dataclass(frozen=True)
+class Expansion:
+    """How a model expands its input, as recorded in the model file.
+
+    ``apple``: products over the recorded ``parents``; ``quadratic`` /
+    ``cubic``: every pair / triple of base features.
+    """
+
+    kind: str
+    parents: tuple[Monomial, ...] = ()
+    max_degree: int = 6
+    repeat_factors: bool = True
+
+    def __post_init__(self):
+        if self.kind not in EXPANSION_KINDS:
+            raise ValueError(f"unknown expansion {self.kind!r}; choose from {', '.join(EXPANSION_KINDS)}")
+
+    def expand(self, batch: ExampleBatch) -> ExampleBatch:
+        """``batch`` expanded exactly as training expanded it (safe to call from several threads)."""
+        if self.kind == "apple":
+            expander = Expander(self.parents, bits=batch.bits, max_degree=self.max_degree,
+                                repeat_factors=self.repeat_factors, trace=False)  # fmt: skip
+            return expander.expand(batch)
+        return expand_all_products(batch, 2 if self.kind == "quadratic" else 3, repeat_factors=self.repeat_factors)[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "parents": [list(parent.factors) for parent in self.parents],
+                "max_degree": self.max_degree, "repeat_factors": self.repeat_factors}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Expansion:
+        return cls(kind=data["kind"], parents=tuple(Monomial.of(factors) for factors in data.get("parents", [])),
+                   max_degree=int(data.get("max_degree", 6)), repeat_factors=bool(data.get("repeat_factors", True)))  # fmt: skip

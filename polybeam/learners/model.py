@@ -5,13 +5,16 @@ A model file is one self-checking binary file::
     b"POLYBEAM-MODEL\\n"          signature
     uint32 little-endian          format version
     uint64 little-endian          length of the JSON header
-    JSON header (UTF-8)           config, metadata, names, array dtypes and shapes
+    JSON header (UTF-8)           config, metadata, names, expansion, array dtypes and shapes
     array bytes                   slots (int64) then weights (float64; slots x classes for softmax)
     32 bytes                      SHA-256 of everything above
 
 Loading refuses, with a message that says what is wrong, a file that is not a
 model, comes from a newer format version, is truncated or fails its checksum.
-Version 1 files (array lengths instead of shapes) still load.
+Version 1 files (array lengths instead of shapes) and version 2 files (no
+polynomial expansion) still load. A model trained on expanded features records
+its expansion (for apple: the parent monomials) and the factors of its weighted
+products, and expands its input the same way before predicting.
 
 Examples
 --------
@@ -43,13 +46,15 @@ import numpy as np
 from polybeam.learners import kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.expansion import Expansion
 from polybeam.learners.hashing import BIAS_SLOT
+from polybeam.learners.monomials import Monomial
 from polybeam.learners.softmax import predict_batch_softmax
 
 MAGIC = b"POLYBEAM-MODEL\n"
 # Input formats whose numeric feature indices are the model's slots.
 INDEXED_FORMATS = ("libsvm", "parquet")
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _PREFIX = struct.Struct("<IQ")
 _DIGEST_BYTES = 32
 
@@ -96,6 +101,10 @@ class Model:
         What training saw (examples, progressive loss, label range, ...).
     names : mapping of slot -> feature name
         Names of weighted slots, when the input format knew them.
+    expansion : Expansion or None
+        How the input is expanded before the weights apply (polynomial models).
+    monomials : mapping of slot -> factor slots
+        The product each weighted product slot holds (for names and inspection).
     """
 
     config: LearnerConfig
@@ -103,6 +112,8 @@ class Model:
     weights: np.ndarray
     metadata: Mapping[str, Any] = field(default_factory=dict)
     names: Mapping[int, str] = field(default_factory=dict)
+    expansion: Expansion | None = None
+    monomials: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         slots = np.asarray(self.slots, dtype=np.int64)
@@ -132,6 +143,8 @@ class Model:
                 f"batch is hashed into {batch.bits} bits but the model uses {self.config.bits}; "
                 "read the data with the model's bits and seed"
             )
+        if self.expansion is not None:
+            batch = self.expansion.expand(batch)
         arrays = (batch.indptr, batch.indices, batch.values, self.dense_weights, self.config.bias)
         if self.config.outputs > 1:
             out = np.empty((len(batch), self.config.outputs))
@@ -172,6 +185,12 @@ class Model:
     def feature_name(self, slot: int) -> str | None:
         """The slot's feature name; for LIBSVM-style input, unnamed slots are the file's indices."""
         slot = int(slot)
+        if slot in self.monomials:
+            base = {factor: self._base_name(factor) for factor in set(self.monomials[slot])}
+            return Monomial.of(self.monomials[slot]).name(base)
+        return self._base_name(slot, unknown=None)
+
+    def _base_name(self, slot: int, unknown: str | None = "") -> str | None:
         if slot == BIAS_SLOT and self.config.bias and slot not in self.names:
             return "(bias)"
         if slot in self.names:
@@ -179,7 +198,7 @@ class Model:
         if self.metadata.get("input_format") in INDEXED_FORMATS:
             # Indices below 2**bits are their own slots (larger ones are hashed).
             return f"index {slot}"
-        return None
+        return f"w{slot}" if unknown == "" else unknown
 
     def top_weights(self, top: int = 20) -> list[dict[str, Any]]:
         """The ``top`` largest weights by magnitude, with slot, name (None if unknown) and class (softmax)."""
@@ -189,7 +208,8 @@ class Model:
         for position in order:
             row, column = divmod(int(position), flat.shape[1])
             slot = int(self.slots[row])
-            entry = {"slot": slot, "name": self.feature_name(slot), "weight": float(flat[row, column])}
+            entry = {"slot": slot, "name": self.feature_name(slot), "weight": float(flat[row, column]),
+                     "degree": len(self.monomials.get(slot, (slot,)))}  # fmt: skip
             if self.config.outputs > 1:
                 entry["class"] = self.class_name(column + 1)
             entries.append(entry)
@@ -226,6 +246,9 @@ class Model:
                 f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}, "
                 f"threshold {theta})"
             )
+        if self.expansion is not None:
+            parents = f", {len(self.expansion.parents)} parent monomials" if self.expansion.kind == "apple" else ""
+            lines.append(f"expansion: {self.expansion.kind}{parents} (max degree {self.expansion.max_degree})")
         if "greedy_step" in self.metadata:
             lines.append(f"mean greedy step (GSA): {self.metadata['greedy_step']:.6g}")
         lines += [
@@ -252,6 +275,8 @@ class Model:
                 "config": self.config.to_dict(),
                 "metadata": _jsonable(self.metadata),
                 "names": {str(k): v for k, v in self.names.items()},
+                "expansion": None if self.expansion is None else self.expansion.to_dict(),
+                "monomials": {str(k): list(v) for k, v in self.monomials.items()},
                 "arrays": {"slots": ["<i8", list(self.slots.shape)], "weights": ["<f8", list(self.weights.shape)]},
             },
             sort_keys=True,
@@ -304,6 +329,8 @@ class Model:
             weights=weights.astype(np.float64).reshape(weights_shape),
             metadata=header["metadata"],
             names={int(k): v for k, v in header["names"].items()},
+            expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
+            monomials={int(k): tuple(v) for k, v in header.get("monomials", {}).items()},
         )
 
     def save(self, path: str) -> None:

@@ -9,8 +9,9 @@ expanded weights; GSA's x.x includes them). At the end of each epoch
 an epoch's end is split there) the heaviest non-parent monomials become
 parents (:func:`~polybeam.learners.stages.pick_parents`).
 
-This is the Python-level learner; the Train transform, the command line and
-the model file do not know it yet.
+Its model (:meth:`PolynomialLearner.to_model`) records the parents and the
+factors of every weighted product, and expands its input exactly as training
+did. The Train transform and the command line do not know this learner yet.
 
 >>> import numpy as np
 >>> from polybeam.learners.batch import ExampleBatch
@@ -30,8 +31,12 @@ import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.expansion import NO_TRACE, Expander
+import dataclasses
+from collections.abc import Mapping
+
+from polybeam.learners.expansion import NO_TRACE, Expander, Expansion
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.model import Model
 from polybeam.learners.monomials import Monomial
 from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_parents, slot_magnitudes
 
@@ -121,8 +126,19 @@ class PolynomialLearner:
         return [(float(magnitudes[slot]), Monomial.of([int(slot)])) for slot in np.flatnonzero(self.base_slots)]
 
     def predict(self, batch: ExampleBatch) -> np.ndarray:
-        """Predictions for ``batch``, expanded exactly as training expands it now."""
-        return self.linear.predict(self.expander.expand(batch))
+        """Predictions for ``batch``, expanded as the model would (see :meth:`to_model`)."""
+        return self.to_model().predict(batch)
+
+    def to_model(self, metadata: Mapping[str, object] | None = None) -> Model:
+        """The sparse model with its expansion: parents, and the factors of each weighted product."""
+        model = self.linear.to_model({"stages": self.stages_done, **(metadata or {})})
+        monomials = {}
+        for slot in model.slots:
+            monomial = self.monomial_of(int(slot))
+            if monomial is not None and monomial.degree > 1:
+                monomials[int(slot)] = monomial.factors
+        expansion = Expansion("apple", tuple(self.parents), self.expander.max_degree, self.expander.repeat_factors)
+        return dataclasses.replace(model, expansion=expansion, monomials=monomials)
 
     @property
     def progressive_loss(self) -> float:

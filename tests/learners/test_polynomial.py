@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import sparse
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.expansion import Expansion, expand_all_products
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.model import Model
 from polybeam.learners.monomials import Monomial
 from polybeam.learners.polynomial import PolynomialLearner
 
@@ -101,3 +105,29 @@ def test_apple_finds_a_planted_degree_4_monomial(n, noise):
     assert len(learner.stages_done) == 5
     # O(d |M|) monomials with a weight, not the d^|M| of all degree-4 products.
     assert np.count_nonzero(weights) <= 5 * 100 * 4
+
+
+def test_the_model_file_records_the_expansion_and_predicts_as_training(tmp_path):
+    data, test = pairs_task(6000), pairs_task(500, seed=2)
+    learner = PolynomialLearner(LearnerConfig(loss="squared", bits=BITS), total=len(data), alpha=0.5, repeat_factors=False)
+    learner.learn(data)
+    model = learner.to_model()
+    path = str(tmp_path / "apple.model")
+    model.save(path)
+    loaded = Model.load(path)
+    assert loaded.expansion == model.expansion and loaded.expansion.parents == tuple(learner.parents)
+    expected = learner.linear.margins(learner.expander.expand(test))
+    assert loaded.margins(test) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    # Products are named by their factors, with their degree.
+    products = [entry for entry in loaded.top_weights(50) if entry["degree"] == 2]
+    assert products and all("*" in entry["name"] for entry in products)
+    assert "expansion: apple" in loaded.summary()
+
+
+def test_quadratic_models_expand_every_pair():
+    data = pairs_task(4000)
+    expanded, _ = expand_all_products(data, 2, repeat_factors=False)
+    linear = LinearLearner(LearnerConfig(loss="squared", bits=BITS)).fit(expanded)
+    model = dataclasses.replace(linear.to_model(), expansion=Expansion("quadratic", repeat_factors=False))
+    restored = Model.from_bytes(model.to_bytes())
+    assert restored.margins(data) == pytest.approx(linear.margins(expanded))
