@@ -79,6 +79,7 @@ def expand_rows(
     values,
     parent_table,
     parent_index,
+    parent_degree,
     mask,
     max_degree,
     repeat_factors,
@@ -132,8 +133,9 @@ def expand_rows(
             added[nnz - first] = indices[k]
             nnz += 1
         # Breadth-first over the row's monomials: a parent among them adds its children.
+        # Monomials come in order of degree, and none above the parents' largest degree is a parent.
         cursor = first
-        while has_parents and cursor < nnz:
+        while has_parents and cursor < nnz and out_degrees[cursor] <= parent_degree:
             key = keys[cursor - first]
             degree = out_degrees[cursor]
             # Is it a parent? (The probe is written out here: a helper taking the
@@ -228,6 +230,7 @@ class Expander:
         known = set(self.parents)
         self.parents += [parent for parent in dict.fromkeys(parents) if parent not in known]
         keys = np.array([parent.key for parent in self.parents], dtype=np.uint64)
+        self._parent_degree = max((parent.degree for parent in self.parents), default=0)
         if len(keys):
             self._table, self._index = build_table(keys)
         else:
@@ -249,7 +252,8 @@ class Expander:
             values = np.empty(room, dtype=np.float64)
             degrees = np.empty(room, dtype=np.int8)
             result = expand_rows(
-                batch.indptr, batch.indices, batch.values, self._table, self._index, (1 << self.bits) - 1,
+                batch.indptr, batch.indices, batch.values, self._table, self._index, self._parent_degree,
+                (1 << self.bits) - 1,
                 self.max_degree, self.repeat_factors, indptr, slots, values, degrees,
                 self.slot_trace, len(self.slot_trace) > 0, self._seen, self._stamps,
             )  # fmt: skip
