@@ -32,6 +32,7 @@ import numpy as np
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 import dataclasses
+import pickle
 from collections.abc import Mapping
 
 from polybeam.learners.expansion import NO_TRACE, Expander, Expansion
@@ -72,6 +73,7 @@ class PolynomialLearner:
         self.base_nonzeros = 0
         self.base_slots = np.zeros(1 << config.bits, dtype=bool)
         self.stages_done: list[dict] = []
+        self.frozen = False  # a merged learner keeps its parents (see merge)
         expansion_size(1.0, alpha)  # fail fast on a bad alpha
         pick_parents(np.zeros(1), lambda slot: None, [], 1, rule=rule)  # ... and on a bad rule
 
@@ -83,7 +85,7 @@ class PolynomialLearner:
         """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it."""
         position = 0
         while position < len(batch):
-            boundary = self.schedule.next_boundary(self.examples_seen)
+            boundary = None if self.frozen else self.schedule.next_boundary(self.examples_seen)
             take = len(batch) - position
             if boundary is not None:
                 take = min(take, boundary - self.examples_seen)
@@ -143,3 +145,41 @@ class PolynomialLearner:
     @property
     def progressive_loss(self) -> float:
         return self.linear.progressive_loss
+
+    # -- combining (parameter mixing, the paper's parallel apple) -------------------
+
+    def merge(self, others) -> PolynomialLearner:
+        """Average with ``others`` in place: weights as :meth:`LinearLearner.merge`, parents united.
+
+        As in the paper's parallel apple, the united parent set is then frozen:
+        a merged learner expands no further.
+        """
+        others = [other for other in others if other is not self]
+        if not others:
+            return self
+        self.linear.merge([other.linear for other in others])
+        for other in others:
+            self.expander.add_parents(other.parents)
+            index_of = {parent: i for i, parent in enumerate(self.parents)}
+            remap = np.array([index_of[parent] for parent in other.parents], dtype=np.int64)
+            # Slots only the other learner traced take its trace, with parent indices renumbered.
+            theirs = (self.expander.slot_trace == NO_TRACE) & (other.expander.slot_trace != NO_TRACE)
+            trace = other.expander.slot_trace[theirs]
+            self.expander.slot_trace[theirs] = (remap[trace >> 32] << 32) | (trace & 0xFFFFFFFF)
+            self.base_slots |= other.base_slots
+            self.examples_seen += other.examples_seen
+            self.base_nonzeros += other.base_nonzeros
+        self.frozen = True
+        return self
+
+    def start_pass(self) -> PolynomialLearner:
+        self.linear.start_pass()
+        return self
+
+    def compact(self) -> PolynomialLearner:
+        self.linear.compact()
+        return self
+
+    def copy(self) -> PolynomialLearner:
+        """An independent copy (e.g. to start several workers from one averaged state)."""
+        return pickle.loads(pickle.dumps(self))

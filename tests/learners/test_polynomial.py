@@ -131,3 +131,23 @@ def test_quadratic_models_expand_every_pair():
     model = dataclasses.replace(linear.to_model(), expansion=Expansion("quadratic", repeat_factors=False))
     restored = Model.from_bytes(model.to_bytes())
     assert restored.margins(data) == pytest.approx(linear.margins(expanded))
+
+
+def test_merging_unites_parents_keeps_traces_and_freezes():
+    data = pairs_task(12000)
+    halves = [data.take(np.arange(0, 6000)), data.take(np.arange(6000, 12000))]
+    config = LearnerConfig(loss="squared", bits=BITS)
+    learners = [PolynomialLearner(config, total=6000, alpha=0.5, repeat_factors=False).learn(half) for half in halves]
+    named = [{slot: learner.monomial_of(slot) for slot in np.flatnonzero(learner.expander.slot_trace != -1)}
+             for learner in learners]  # fmt: skip
+    merged = learners[0].copy().merge([learners[1].copy()])
+    assert set(merged.parents) == set(learners[0].parents) | set(learners[1].parents)
+    for slot, monomial in {**named[1], **named[0]}.items():
+        assert merged.monomial_of(slot) == monomial
+    assert merged.examples_seen == 12000
+    stages = len(merged.stages_done)
+    merged.start_pass().learn(data)
+    assert len(merged.stages_done) == stages  # frozen: no further expansion
+    test = pairs_task(1000, seed=3)
+    error = np.mean((np.clip(merged.to_model().margins(test), -1, 1) - test.labels) ** 2)
+    assert error < 0.1
