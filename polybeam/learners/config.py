@@ -20,6 +20,8 @@ from polybeam.learners.hashing import DEFAULT_BITS, check_bits
 LOSSES = ("squared", "logistic", "hinge", "softmax")
 STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
 SPARSITY = ("none", "truncate", "round", "subgradient")
+EXPANSIONS = ("none", "apple", "quadratic", "cubic")
+EXPANSION_RULES = ("weight", "fallback")
 # Default eta per loss when a step rule needs one. 0.5 is VW's default for every
 # loss; for logistic loss 1.0 gave lower held-out error on all four bundled data
 # sets and a lower progressive loss on the 1M-example synthetic benchmark, while
@@ -114,6 +116,24 @@ class LearnerConfig:
         theta. ``truncate``: only weights at most this large shrink (None:
         infinity, the online counterpart of L1; theta = gravity is the paper's
         second variant). Required by ``round`` and ``subgradient``.
+    expand : {"none", "apple", "quadratic", "cubic"}
+        Polynomial features: ``apple`` grows them stage by stage (see
+        :mod:`polybeam.learners.polynomial`); ``quadratic`` / ``cubic`` are all
+        pairs / triples of base features.
+    alpha : float
+        apple: each expansion adds (mean base non-zeros per example) ** alpha parents.
+    expand_rule : {"weight", "fallback"}
+        apple: parents by weight magnitude, or the risk-consistent fall-back rule.
+    max_degree : int
+        apple: the largest degree of a product.
+    expansions : int
+        apple: how many times the feature set grows (5: the paper's 6 epochs).
+    expand_after : int
+        apple on a stream of unknown length: the first expansion comes after
+        this many examples, the next ones after twice as many each time.
+    repeat_factors : bool
+        Whether a product may repeat a factor (``x_a^2``); turn off for binary
+        features, where x*x = x.
 
     Examples
     --------
@@ -148,6 +168,13 @@ class LearnerConfig:
     gravity: float = 0.0
     truncate_every: int = 1
     truncate_threshold: float | None = None
+    expand: str = "none"
+    alpha: float = 1.0
+    expand_rule: str = "weight"
+    max_degree: int = 6
+    expansions: int = 5
+    expand_after: int = 1000
+    repeat_factors: bool = True
 
     def __post_init__(self) -> None:
         set_field = functools.partial(object.__setattr__, self)
@@ -182,6 +209,22 @@ class LearnerConfig:
         if not 0.5 < self.gsa_target < 1.0:
             raise ValueError(f"gsa_target (p_hat) must lie strictly between 0.5 and 1; got {self.gsa_target}")
         self._check_sparsity(set_field)
+        self._check_expansion()
+
+    def _check_expansion(self) -> None:
+        if self.expand not in EXPANSIONS:
+            raise ValueError(f"expand must be one of {', '.join(EXPANSIONS)}; got {self.expand!r}")
+        _check_number("alpha", self.alpha)
+        if self.alpha < 0:
+            raise ValueError(f"alpha must be >= 0; got {self.alpha}")
+        if self.expand_rule not in EXPANSION_RULES:
+            raise ValueError(f"expand_rule must be one of {', '.join(EXPANSION_RULES)}; got {self.expand_rule!r}")
+        if not _whole(self.max_degree) or not 1 <= self.max_degree <= 32:
+            raise ValueError(f"max_degree must be a whole number from 1 to 32; got {self.max_degree!r}")
+        if not _whole(self.expansions) or self.expansions < 0:
+            raise ValueError(f"expansions must be a whole number >= 0; got {self.expansions!r}")
+        if not _whole(self.expand_after) or self.expand_after < 1:
+            raise ValueError(f"expand_after must be a whole number >= 1; got {self.expand_after!r}")
 
     def _check_classes(self, set_field) -> None:
         names = tuple(str(name) for name in self.class_names)

@@ -19,7 +19,8 @@ did. The Train transform and the command line do not know this learner yet.
 >>> rng = np.random.default_rng(0)
 >>> rows = [(float(x[0] * x[1]) * 2 - 1, {i + 1: 1.0 for i in np.flatnonzero(x)}) for x in rng.random((4000, 6)) < 0.5]
 >>> batch = ExampleBatch.from_rows(rows, bits=12)
->>> learner = PolynomialLearner(LearnerConfig(loss="squared", bits=12), total=len(batch), repeat_factors=False)
+>>> config = LearnerConfig(loss="squared", bits=12, expand="apple", repeat_factors=False)
+>>> learner = PolynomialLearner(config, total=len(batch))
 >>> _ = learner.learn(batch)
 >>> Monomial.of([1, 2]) in learner.parents or Monomial.of([1]) in learner.parents
 True
@@ -43,39 +44,29 @@ from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_par
 
 
 class PolynomialLearner:
-    """Apple over a :class:`LinearLearner` (see the module docstring).
+    """A :class:`LinearLearner` over polynomial features (see the module docstring).
 
-    ``total``: the number of training examples over all passes, when known
-    (6 equally spaced epochs); otherwise expansions come after ``first``,
-    2 ``first``, 4 ``first``, ... examples. ``alpha``: s_k = (mean base
-    non-zeros) ** alpha. ``rule``: ``weight`` or ``fallback``.
+    The expansion comes from the config: ``expand`` ("apple", "quadratic" or
+    "cubic"), and for apple ``alpha``, ``expand_rule``, ``max_degree``,
+    ``expansions``, ``expand_after`` and ``repeat_factors``. ``total``: the
+    number of training examples over all passes, when known (apple's epochs are
+    then equally spaced over it); otherwise apple expands after
+    ``expand_after``, twice that, four times that, ... examples.
     """
 
-    def __init__(
-        self,
-        config: LearnerConfig,
-        *,
-        alpha: float = 1.0,
-        rule: str = "weight",
-        total: int | None = None,
-        stages: int = 5,
-        first: int = 1000,
-        max_degree: int = 6,
-        repeat_factors: bool = True,
-    ):
+    def __init__(self, config: LearnerConfig, *, total: int | None = None):
+        if config.expand == "none":
+            raise ValueError("PolynomialLearner needs an expansion; set expand='apple', 'quadratic' or 'cubic'")
         self.config = config
         self.linear = LinearLearner(config)
-        self.expander = Expander(bits=config.bits, max_degree=max_degree, repeat_factors=repeat_factors)
-        self.schedule = ExpansionSchedule(total=total, stages=stages, first=first)
-        self.alpha = alpha
-        self.rule = rule
+        self.expander = Expander(bits=config.bits, max_degree=config.max_degree, repeat_factors=config.repeat_factors)
+        self.schedule = ExpansionSchedule(total=total, stages=config.expansions, first=config.expand_after)
         self.examples_seen = 0
         self.base_nonzeros = 0
         self.base_slots = np.zeros(1 << config.bits, dtype=bool)
         self.stages_done: list[dict] = []
-        self.frozen = False  # a merged learner keeps its parents (see merge)
-        expansion_size(1.0, alpha)  # fail fast on a bad alpha
-        pick_parents(np.zeros(1), lambda slot: None, [], 1, rule=rule)  # ... and on a bad rule
+        # Quadratic and cubic never grow; a merged apple learner keeps its parents (see merge).
+        self.frozen = config.expand != "apple"
 
     @property
     def parents(self) -> list[Monomial]:
@@ -92,21 +83,32 @@ class PolynomialLearner:
             part = batch if take == len(batch) else batch.take(np.arange(position, position + take))
             self.base_slots[part.indices] = True
             self.base_nonzeros += part.nnz
-            self.linear.learn(self.expander.expand(part))
+            self.linear.learn(self._expand(part))
             self.examples_seen += take
             position += take
             if boundary is not None and self.examples_seen == boundary:
                 self._grow()
         return self
 
+    def _expand(self, batch: ExampleBatch) -> ExampleBatch:
+        if self.config.expand == "apple":
+            return self.expander.expand(batch)
+        return self.expansion.expand(batch)
+
+    @property
+    def expansion(self) -> Expansion:
+        """The expansion as the model records it."""
+        parents = tuple(self.parents) if self.config.expand == "apple" else ()
+        return Expansion(self.config.expand, parents, self.config.max_degree, self.config.repeat_factors)
+
     def _grow(self) -> None:
         """End an epoch: the heaviest non-parent monomials become parents."""
         self.linear.settle()
         raw = self.linear.raw_ * self.linear.stats_[0]
         magnitudes = slot_magnitudes(raw[:, 0] if raw.shape[1] == 1 else raw, self.linear.feature_scale_)
-        size = expansion_size(self.base_nonzeros / max(self.examples_seen, 1), self.alpha)
+        size = expansion_size(self.base_nonzeros / max(self.examples_seen, 1), self.config.alpha)
         chosen = pick_parents(
-            magnitudes, self.monomial_of, self.parents, size, rule=self.rule,
+            magnitudes, self.monomial_of, self.parents, size, rule=self.config.expand_rule,
             smallest_degree_candidates=self._smallest_degree_candidates,
         )  # fmt: skip
         self.expander.add_parents(chosen)
@@ -115,7 +117,7 @@ class PolynomialLearner:
     def monomial_of(self, slot: int) -> Monomial | None:
         """The monomial that owns ``slot``: the product last written there, else its base feature."""
         trace = int(self.expander.slot_trace[slot])
-        if trace != NO_TRACE:
+        if trace != NO_TRACE and self.config.expand == "apple":
             return self.parents[trace >> 32].times(trace & 0xFFFFFFFF)
         if self.base_slots[slot]:
             return Monomial.of([slot])
@@ -139,8 +141,7 @@ class PolynomialLearner:
             monomial = self.monomial_of(int(slot))
             if monomial is not None and monomial.degree > 1:
                 monomials[int(slot)] = monomial.factors
-        expansion = Expansion("apple", tuple(self.parents), self.expander.max_degree, self.expander.repeat_factors)
-        return dataclasses.replace(model, expansion=expansion, monomials=monomials)
+        return dataclasses.replace(model, expansion=self.expansion, monomials=monomials)
 
     @property
     def progressive_loss(self) -> float:

@@ -19,6 +19,10 @@ from polybeam.learners.polynomial import PolynomialLearner
 BITS = 14
 
 
+def apple(total=None, **settings):
+    return PolynomialLearner(LearnerConfig(loss="squared", bits=BITS, expand="apple", **settings), total=total)
+
+
 def pairs_task(n: int, seed: int = 0) -> ExampleBatch:
     """Six binary features; y = x1 XOR x2 (as +-1): 2 (x1 + x2 - 2 x1 x2) - 1 needs the product x1*x2."""
     rng = np.random.default_rng(seed)
@@ -30,18 +34,18 @@ def pairs_task(n: int, seed: int = 0) -> ExampleBatch:
 @pytest.mark.parametrize("batch_rows", [1, 7, 500, 6000])
 def test_epochs_end_at_the_same_examples_whatever_the_batches(batch_rows):
     data = pairs_task(6000)
-    learner = PolynomialLearner(LearnerConfig(loss="squared", bits=BITS), total=len(data), alpha=0.5)
+    learner = apple(total=len(data), alpha=0.5)
     for start in range(0, len(data), batch_rows):
         learner.learn(data.take(np.arange(start, min(start + batch_rows, len(data)))))
     assert [stage["examples"] for stage in learner.stages_done] == [1000, 2000, 3000, 4000, 5000]
-    reference = PolynomialLearner(LearnerConfig(loss="squared", bits=BITS), total=len(data), alpha=0.5).learn(data)
+    reference = apple(total=len(data), alpha=0.5).learn(data)
     assert learner.parents == reference.parents
     assert learner.progressive_loss == pytest.approx(reference.progressive_loss, rel=1e-9)
 
 
 def test_parents_grow_by_mean_nonzeros_to_the_alpha():
     data = pairs_task(3000)
-    learner = PolynomialLearner(LearnerConfig(loss="squared", bits=BITS), total=len(data), alpha=1.0, stages=2)
+    learner = apple(total=len(data), alpha=1.0, expansions=2)
     learner.learn(data)
     mean_nonzeros = data.nnz / len(data)
     assert [stage["size"] for stage in learner.stages_done] == [round(mean_nonzeros)] * 2
@@ -51,32 +55,31 @@ def test_parents_grow_by_mean_nonzeros_to_the_alpha():
 
 def test_the_planted_pair_is_found_and_learned():
     data = pairs_task(20000)
-    learner = PolynomialLearner(
-        LearnerConfig(loss="squared", bits=BITS, step="adaptive", learning_rate=0.5),
-        total=len(data), alpha=0.5, repeat_factors=False,
-    )  # fmt: skip
+    learner = apple(total=len(data), step="adaptive", learning_rate=0.5, alpha=0.5, repeat_factors=False)
     learner.learn(data)
     assert Monomial.of([1]) in learner.parents or Monomial.of([2]) in learner.parents
     test = pairs_task(2000, seed=1)
     # XOR is beyond a linear model, even with clamping (its error is measured below); not beyond apple.
     expanded_error = np.mean((np.clip(learner.linear.margins(learner.expander.expand(test)), -1, 1) - test.labels) ** 2)
-    linear = LinearLearner(learner.config).fit(data)
+    linear = LinearLearner(learner.config.replace(expand="none")).fit(data)
     linear_error = np.mean((np.clip(linear.margins(test), -1, 1) - test.labels) ** 2)
     assert linear_error > 0.9
     assert expanded_error < 0.05
 
 
 def test_a_stream_expands_after_doubling_counts():
-    learner = PolynomialLearner(LearnerConfig(loss="squared", bits=BITS), first=100, stages=3)
+    learner = apple(expand_after=100, expansions=3)
     learner.learn(pairs_task(1000))
     assert [stage["examples"] for stage in learner.stages_done] == [100, 200, 400]
 
 
 def test_bad_settings_fail_fast():
     with pytest.raises(ValueError, match="alpha"):
-        PolynomialLearner(LearnerConfig(bits=BITS), alpha=-1.0)
-    with pytest.raises(ValueError, match="rule"):
-        PolynomialLearner(LearnerConfig(bits=BITS), rule="biggest")
+        apple(alpha=-1.0)
+    with pytest.raises(ValueError, match="expand_rule"):
+        apple(expand_rule="biggest")
+    with pytest.raises(ValueError, match="needs an expansion"):
+        PolynomialLearner(LearnerConfig(bits=BITS))
 
 
 def planted_monomial_task(n: int, noise: float, seed: int = 1):
@@ -96,8 +99,8 @@ def test_apple_finds_a_planted_degree_4_monomial(n, noise):
     # one's largest sub-monomials. Truncated gradient makes the regression sparse; polybeam's
     # defaults (GSA steps) need no learning rate.
     hidden, data = planted_monomial_task(n, noise)
-    learner = PolynomialLearner(LearnerConfig(loss="squared", bits=18, gravity=0.01), total=n, alpha=0.25,
-                                repeat_factors=False)  # fmt: skip
+    config = LearnerConfig(loss="squared", bits=18, gravity=0.01, expand="apple", alpha=0.25, repeat_factors=False)
+    learner = PolynomialLearner(config, total=n)
     learner.learn(data)
     weights = learner.linear.weights
     heaviest = int(np.argmax(np.abs(weights)))
@@ -109,7 +112,7 @@ def test_apple_finds_a_planted_degree_4_monomial(n, noise):
 
 def test_the_model_file_records_the_expansion_and_predicts_as_training(tmp_path):
     data, test = pairs_task(6000), pairs_task(500, seed=2)
-    learner = PolynomialLearner(LearnerConfig(loss="squared", bits=BITS), total=len(data), alpha=0.5, repeat_factors=False)
+    learner = apple(total=len(data), alpha=0.5, repeat_factors=False)
     learner.learn(data)
     model = learner.to_model()
     path = str(tmp_path / "apple.model")
@@ -136,8 +139,7 @@ def test_quadratic_models_expand_every_pair():
 def test_merging_unites_parents_keeps_traces_and_freezes():
     data = pairs_task(12000)
     halves = [data.take(np.arange(0, 6000)), data.take(np.arange(6000, 12000))]
-    config = LearnerConfig(loss="squared", bits=BITS)
-    learners = [PolynomialLearner(config, total=6000, alpha=0.5, repeat_factors=False).learn(half) for half in halves]
+    learners = [apple(total=6000, alpha=0.5, repeat_factors=False).learn(half) for half in halves]
     named = [{slot: learner.monomial_of(slot) for slot in np.flatnonzero(learner.expander.slot_trace != -1)}
              for learner in learners]  # fmt: skip
     merged = learners[0].copy().merge([learners[1].copy()])
@@ -150,4 +152,16 @@ def test_merging_unites_parents_keeps_traces_and_freezes():
     assert len(merged.stages_done) == stages  # frozen: no further expansion
     test = pairs_task(1000, seed=3)
     error = np.mean((np.clip(merged.to_model().margins(test), -1, 1) - test.labels) ** 2)
+    assert error < 0.1
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "cubic"])
+def test_all_products_learners_learn_xor_and_save_their_expansion(kind):
+    data, test = pairs_task(6000), pairs_task(1000, seed=4)
+    config = LearnerConfig(loss="squared", bits=BITS, expand=kind, repeat_factors=False)
+    learner = PolynomialLearner(config).learn(data)
+    assert learner.stages_done == [] and learner.parents == []
+    model = Model.from_bytes(learner.to_model().to_bytes())
+    assert model.expansion.kind == kind and model.config.expand == kind
+    error = np.mean((np.clip(model.margins(test), -1, 1) - test.labels) ** 2)
     assert error < 0.1
