@@ -184,3 +184,10 @@ class PolynomialLearner:
     def copy(self) -> PolynomialLearner:
         """An independent copy (e.g. to start several workers from one averaged state)."""
         return pickle.loads(pickle.dumps(self))
+
+
+def make_learner(config: LearnerConfig, *, total: int | None = None) -> LinearLearner | PolynomialLearner:
+    """The learner a config asks for: linear, or polynomial when ``expand`` is set."""
+    if config.expand == "none":
+        return LinearLearner(config)
+    return PolynomialLearner(config, total=total)

@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from polybeam.learners.config import DEFAULT_GSA_TARGET, LOSSES, SPARSITY, STEPS, LearnerConfig
+from polybeam.learners.config import (
+    DEFAULT_GSA_TARGET,
+    EXPANSION_RULES,
+    EXPANSIONS,
+    LOSSES,
+    SPARSITY,
+    STEPS,
+    LearnerConfig,
+)
 from polybeam.learners.hashing import DEFAULT_BITS
 
 FORMATS = ("libsvm", "vw", "csv", "parquet")
@@ -76,6 +84,13 @@ class LearnerOptions(PipelineOptions):
         _add(parser, "gravity", type=float, default=0.0, help="truncated gradient's g: pull of small weights toward 0 (default: 0)")
         _add(parser, "truncate-every", type=int, default=1, help="K: truncate every K examples (default: 1)")
         _add(parser, "truncate-threshold", type=float, default=None, help="theta: only weights up to this size are truncated (default: infinity); rounding threshold of round/subgradient")
+        _add(parser, "expand", choices=EXPANSIONS, default="none", help="polynomial features: apple (adaptive, stage-wise), quadratic or cubic (all pairs / triples), or none (default)")
+        _add(parser, "alpha", type=float, default=1.0, help="apple: each expansion adds (mean non-zeros per example)**alpha parent monomials (default: 1)")
+        _add(parser, "expand-rule", choices=EXPANSION_RULES, default="weight", help="apple: pick parents by weight magnitude (default) or the risk-consistent fallback rule")
+        _add(parser, "max-degree", type=int, default=6, help="apple: largest degree of a product (default: 6)")
+        _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
+        _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
+        _add(parser, "no-repeat-factors", action="store_true", default=False, help="products never repeat a factor (x*x); for binary features")
 
 
 class ModelOptions(PipelineOptions):
@@ -126,6 +141,13 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
         gravity=learner.gravity,
         truncate_every=learner.truncate_every,
         truncate_threshold=learner.truncate_threshold,
+        expand=learner.expand,
+        alpha=learner.alpha,
+        expand_rule=learner.expand_rule,
+        max_degree=learner.max_degree,
+        expansions=learner.expansions,
+        expand_after=learner.expand_after,
+        repeat_factors=not learner.no_repeat_factors,
     )
 
 

@@ -30,6 +30,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.polynomial import make_learner
 from polybeam.transforms.keys import KeyFn, split_by_key
 
 
@@ -46,7 +47,7 @@ class TrainFn(beam.CombineFn):
         self.metadata = metadata
 
     def create_accumulator(self) -> LinearLearner:
-        return LinearLearner(self.config)
+        return make_learner(self.config)
 
     def add_input(self, learner: LinearLearner, batch: ExampleBatch) -> LinearLearner:
         return learner.learn(batch)
@@ -89,7 +90,7 @@ class MergeLearnersFn(beam.CombineFn):
         return [learners[0].merge(learners[1:])] if len(learners) > 1 else learners
 
     def extract_output(self, learners):
-        learner = learners[0].merge(learners[1:]) if learners else LinearLearner(self.config)
+        learner = learners[0].merge(learners[1:]) if learners else make_learner(self.config)
         return learner.to_model(self.metadata) if self.output == "model" else learner
 
 
