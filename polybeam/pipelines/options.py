@@ -118,35 +118,22 @@ class DemoOptions(PipelineOptions):
         _add(parser, "output-dir", default="polybeam-demo", help="folder for the demo's data split, model and report (default: ./polybeam-demo)")
 
 
+# LearnerOptions attributes that carry a LearnerConfig field of the same name.
+_SAME_NAMES = (
+    "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "classes", "class_names",
+    "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every", "truncate_threshold",
+    "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after",
+)  # fmt: skip
+
+
 def learner_config(options: PipelineOptions) -> LearnerConfig:
     """The LearnerConfig the options describe (validated, with clear messages)."""
     learner = options.view_as(LearnerOptions)
     return LearnerConfig(
-        loss=learner.loss,
-        step=learner.step,
-        learning_rate=learner.learning_rate,
-        power_t=learner.power_t,
-        l2=learner.l2,
-        bits=learner.bits,
-        seed=learner.seed,
-        passes=learner.passes,
+        **{name: getattr(learner, name) for name in _SAME_NAMES},
         bias=not learner.no_bias,
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,
-        classes=learner.classes,
-        class_names=learner.class_names,
-        gsa_target=learner.gsa_target,
-        gsa_exact=learner.gsa_exact,
-        sparsity=learner.sparsity,
-        gravity=learner.gravity,
-        truncate_every=learner.truncate_every,
-        truncate_threshold=learner.truncate_threshold,
-        expand=learner.expand,
-        alpha=learner.alpha,
-        expand_rule=learner.expand_rule,
-        max_degree=learner.max_degree,
-        expansions=learner.expansions,
-        expand_after=learner.expand_after,
         repeat_factors=not learner.no_repeat_factors,
     )
 
