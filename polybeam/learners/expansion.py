@@ -281,14 +281,21 @@ class Expander:
         self._stamps = np.zeros(len(self._seen) + 1, dtype=np.int64)
         self._stamps[-1] = rows_so_far
 
+    def traced_product(self, slot: int) -> Monomial | None:
+        """The product last written to ``slot``, or None if none was (or no trace is kept)."""
+        trace = int(self.slot_trace[slot]) if len(self.slot_trace) else NO_TRACE
+        if trace == NO_TRACE:
+            return None
+        return self.parents[trace >> 32].times(trace & 0xFFFFFFFF)
+
     def monomial_of_slot(self, slot: int, degree: int) -> Monomial:
         """The monomial that was last written to ``slot`` (degree 1: the base feature itself)."""
         if degree == 1:
             return Monomial.of([slot])
-        trace = int(self.slot_trace[slot]) if len(self.slot_trace) else NO_TRACE
-        if trace == NO_TRACE:
+        product = self.traced_product(slot)
+        if product is None:
             raise KeyError(f"no product has been written to slot {slot}")
-        return self.parents[trace >> 32].times(trace & 0xFFFFFFFF)
+        return product
 
     def monomials_of(self, expanded: ExampleBatch, names: Mapping[int, str] | None = None) -> list[dict[str, float]]:
         """The last expanded batch's examples as {monomial name: value} (for inspection and tests; slow)."""

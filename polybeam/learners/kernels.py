@@ -319,28 +319,17 @@ def learn_batch(
             if lazy:
                 owed = clock - synced[slot]
                 synced[slot] = clock
-                if plain_truncation:
-                    # The common case, theta = infinity: every weight pays, and the
-                    # threshold needs no per-slot scaling; kept short and branch-free.
-                    if adaptive:
-                        g = sum_sq_grad[slot]
-                        rate = 1.0 / math.sqrt(g) if g > 0.0 else 0.0
-                    elif gsa_normalized:
-                        n = feature_scale[slot]
-                        rate = 1.0 / n if n > 0.0 else 1.0
-                    else:
-                        rate = 1.0
-                    weight = math.copysign(max(abs(weight) - owed * rate, 0.0), weight)
-                else:
-                    rate, limit = penalty_terms(
-                        adaptive,
-                        gsa_normalized,
-                        normalized,
-                        sum_sq_grad[slot] if adaptive else 0.0,
-                        feature_scale[slot] if keeps_scales else 0.0,
-                        threshold,
-                    )
-                    weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
+                # theta = infinity has loops of its own above (this loop sees it only for
+                # normalised GSA on examples of importance 0).
+                rate, limit = penalty_terms(
+                    adaptive,
+                    gsa_normalized,
+                    normalized,
+                    sum_sq_grad[slot] if adaptive else 0.0,
+                    feature_scale[slot] if keeps_scales else 0.0,
+                    threshold,
+                )
+                weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
                 raw[slot] = weight
             margin += weight * x
             if gsa_normalized:

@@ -103,31 +103,24 @@ class PolynomialLearner:
 
     def _grow(self) -> None:
         """End an epoch: the heaviest non-parent monomials become parents."""
-        self.linear.settle()
-        raw = self.linear.raw_ * self.linear.stats_[0]
-        magnitudes = slot_magnitudes(raw[:, 0] if raw.shape[1] == 1 else raw, self.linear.feature_scale_)
+        magnitudes = slot_magnitudes(self.linear.weights, self.linear.feature_scale_)
         size = expansion_size(self.base_nonzeros / max(self.examples_seen, 1), self.config.alpha)
+        base = np.flatnonzero(self.base_slots)
         chosen = pick_parents(
             magnitudes, self.monomial_of, self.parents, size, rule=self.config.expand_rule,
-            smallest_degree_candidates=self._smallest_degree_candidates,
+            smallest_degree_candidates=lambda: [(float(magnitudes[s]), Monomial.of([int(s)])) for s in base],
         )  # fmt: skip
         self.expander.add_parents(chosen)
         self.stages_done.append({"examples": self.examples_seen, "size": size, "added": len(chosen)})
 
     def monomial_of(self, slot: int) -> Monomial | None:
         """The monomial that owns ``slot``: the product last written there, else its base feature."""
-        trace = int(self.expander.slot_trace[slot])
-        if trace != NO_TRACE and self.config.expand == "apple":
-            return self.parents[trace >> 32].times(trace & 0xFFFFFFFF)
+        product = self.expander.traced_product(slot) if self.config.expand == "apple" else None
+        if product is not None:
+            return product
         if self.base_slots[slot]:
             return Monomial.of([slot])
         return None
-
-    def _smallest_degree_candidates(self):
-        """Base features seen (the smallest degree), with their magnitudes, for the fall-back rule."""
-        raw = self.linear.raw_ * self.linear.stats_[0]
-        magnitudes = slot_magnitudes(raw[:, 0] if raw.shape[1] == 1 else raw, self.linear.feature_scale_)
-        return [(float(magnitudes[slot]), Monomial.of([int(slot)])) for slot in np.flatnonzero(self.base_slots)]
 
     def predict(self, batch: ExampleBatch) -> np.ndarray:
         """Predictions for ``batch``, expanded as the model would (see :meth:`to_model`)."""
