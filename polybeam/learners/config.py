@@ -21,7 +21,7 @@ LOSSES = ("squared", "logistic", "hinge", "softmax")
 STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
 SPARSITY = ("none", "truncate", "round", "subgradient")
 EXPANSIONS = ("none", "apple", "quadratic", "cubic")
-EXPANSION_RULES = ("weight", "fallback")
+EXPANSION_RULES = ("weight", "fallback", "ssm")
 # Default eta per loss when a step rule needs one. 0.5 is VW's default for every
 # loss; for logistic loss 1.0 gave lower held-out error on all four bundled data
 # sets and a lower progressive loss on the 1M-example synthetic benchmark, while
@@ -122,8 +122,9 @@ class LearnerConfig:
         pairs / triples of base features.
     alpha : float
         apple: each expansion adds (mean base non-zeros per example) ** alpha parents.
-    expand_rule : {"weight", "fallback"}
-        apple: parents by weight magnitude, or the risk-consistent fall-back rule.
+    expand_rule : {"weight", "fallback", "ssm"}
+        apple: parents by weight magnitude, the risk-consistent fall-back rule,
+        or the SSM heuristic (by residual, :mod:`polybeam.learners.ssm`).
     max_degree : int
         apple: the largest degree of a product.
     expansions : int

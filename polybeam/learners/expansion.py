@@ -152,7 +152,8 @@ def expand_rows(
                 for k in range(start, stop):
                     if not repeat_factors and _has_factor(origin, added, cursor - first, indices[k]):
                         continue
-                    child = extend(key, indices[k])
+                    # The row's base features come first, so keys[k - start] is factor_term(indices[k]).
+                    child = key + keys[k - start]
                     cell = np.int64(child & np.uint64(seen_mask))
                     fresh = True
                     while seen_stamp[cell] == stamp:

@@ -40,6 +40,7 @@ from polybeam.learners.expansion import NO_TRACE, Expander, Expansion
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import Monomial
+from polybeam.learners.ssm import ResidualStatistics
 from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_parents, slot_magnitudes
 
 
@@ -67,6 +68,8 @@ class PolynomialLearner:
         self.stages_done: list[dict] = []
         # Quadratic and cubic never grow; a merged apple learner keeps its parents (see merge).
         self.frozen = config.expand != "apple"
+        # The SSM rule ranks candidates by residual statistics gathered over each epoch.
+        self.residuals = ResidualStatistics(config.bits) if config.expand_rule == "ssm" and not self.frozen else None
 
     @property
     def parents(self) -> list[Monomial]:
@@ -83,7 +86,10 @@ class PolynomialLearner:
             part = batch if take == len(batch) else batch.take(np.arange(position, position + take))
             self.base_slots[part.indices] = True
             self.base_nonzeros += part.nnz
-            self.linear.learn(self._expand(part))
+            expanded = self._expand(part)
+            if self.residuals is not None and not self.frozen:
+                self.residuals.add_predicted(self.linear, expanded)
+            self.linear.learn(expanded)
             self.examples_seen += take
             position += take
             if boundary is not None and self.examples_seen == boundary:
@@ -102,12 +108,16 @@ class PolynomialLearner:
         return Expansion(self.config.expand, parents, self.config.max_degree, self.config.repeat_factors)
 
     def _grow(self) -> None:
-        """End an epoch: the heaviest non-parent monomials become parents."""
+        """End an epoch: the heaviest non-parent monomials (highest SSM index for ``ssm``) become parents."""
         magnitudes = slot_magnitudes(self.linear.weights, self.linear.feature_scale_)
+        ranking = magnitudes
+        if self.residuals is not None:
+            ranking = self.residuals.index()
+            self.residuals.reset()
         size = expansion_size(self.base_nonzeros / max(self.examples_seen, 1), self.config.alpha)
         base = np.flatnonzero(self.base_slots)
         chosen = pick_parents(
-            magnitudes, self.monomial_of, self.parents, size, rule=self.config.expand_rule,
+            ranking, self.monomial_of, self.parents, size, rule=self.config.expand_rule,
             smallest_degree_candidates=lambda: [(float(magnitudes[s]), Monomial.of([int(s)])) for s in base],
         )  # fmt: skip
         self.expander.add_parents(chosen)

@@ -16,7 +16,9 @@ are not parents yet become parents, and every later example also carries
 * **Rule.** ``weight``: the heaviest non-parents by weight magnitude.
   ``fallback`` (section 2.4): ``s_k - 1`` by weight plus the heaviest
   non-parent of the smallest degree present, which makes every monomial of
-  every degree a parent eventually (risk consistency).
+  every degree a parent eventually (risk consistency). ``ssm`` (section 2.3):
+  the non-parents with the highest SSM index, an online estimate of
+  E[r^2 m^2] / E[m^2] over the epoch (:mod:`polybeam.learners.ssm`).
 * **Magnitude.** Learners that normalise features (adaptive and GSA steps
   with ``normalized``) learn, in effect, weights ``w_j * N_j`` of features
   ``x_j / N_j`` (N_j the largest |x_j| seen); monomials are ranked by that
@@ -41,7 +43,7 @@ import numpy as np
 
 from polybeam.learners.monomials import Monomial
 
-RULES = ("weight", "fallback")
+RULES = ("weight", "fallback", "ssm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +112,8 @@ def pick_parents(
 ) -> list[Monomial]:
     """The next ``size`` parents: non-parents of the heaviest slots (see the module docstring).
 
-    ``monomial_of(slot)`` names the monomial that owns a slot (None if no
+    ``magnitudes`` ranks the slots (weight magnitudes; SSM indices for
+    ``rule="ssm"``). ``monomial_of(slot)`` names the monomial that owns a slot (None if no
     known monomial does). With ``rule="fallback"``,
     ``smallest_degree_candidates()`` gives (magnitude, monomial) for the known
     monomials; the heaviest non-parent of the smallest degree fills the last

@@ -86,7 +86,7 @@ class LearnerOptions(PipelineOptions):
         _add(parser, "truncate-threshold", type=float, default=None, help="theta: only weights up to this size are truncated (default: infinity); rounding threshold of round/subgradient")
         _add(parser, "expand", choices=EXPANSIONS, default="none", help="polynomial features: apple (adaptive, stage-wise), quadratic or cubic (all pairs / triples), or none (default)")
         _add(parser, "alpha", type=float, default=1.0, help="apple: each expansion adds (mean non-zeros per example)**alpha parent monomials (default: 1)")
-        _add(parser, "expand-rule", choices=EXPANSION_RULES, default="weight", help="apple: pick parents by weight magnitude (default) or the risk-consistent fallback rule")
+        _add(parser, "expand-rule", choices=EXPANSION_RULES, default="weight", help="apple: pick parents by weight magnitude (default), the risk-consistent fallback rule, or the SSM residual heuristic")
         _add(parser, "max-degree", type=int, default=6, help="apple: largest degree of a product (default: 6)")
         _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
         _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
