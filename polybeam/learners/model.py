@@ -6,13 +6,16 @@ A model file is one self-checking binary file::
     uint32 little-endian          format version
     uint64 little-endian          length of the JSON header
     JSON header (UTF-8)           config, metadata, names, expansion, array dtypes and shapes
-    array bytes                   slots (int64) then weights (float64; slots x classes for softmax)
+    array bytes                   slots (int64) then weights (float64; slots x classes for softmax),
+                                  then (version 4) the products' factor table: monomial_slots,
+                                  monomial_offsets, monomial_factors (int64)
     32 bytes                      SHA-256 of everything above
 
 Loading refuses, with a message that says what is wrong, a file that is not a
 model, comes from a newer format version, is truncated or fails its checksum.
-Version 1 files (array lengths instead of shapes) and version 2 files (no
-polynomial expansion) still load. A model trained on expanded features records
+Version 1 files (array lengths instead of shapes), version 2 files (no
+polynomial expansion) and version 3 files (products' factors in the JSON
+header) still load. A model trained on expanded features records
 its expansion (for apple: the parent monomials) and the factors of its weighted
 products, and expands its input the same way before predicting.
 
@@ -48,13 +51,15 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion
 from polybeam.learners.hashing import BIAS_SLOT
-from polybeam.learners.monomials import Monomial
+from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.softmax import predict_batch_softmax
 
 MAGIC = b"POLYBEAM-MODEL\n"
 # Input formats whose numeric feature indices are the model's slots.
 INDEXED_FORMATS = ("libsvm", "parquet")
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+# The arrays after the header, in order (version 4; earlier versions have the first two).
+_ARRAYS = ("slots", "weights", "monomial_slots", "monomial_offsets", "monomial_factors")
 _PREFIX = struct.Struct("<IQ")
 _DIGEST_BYTES = 32
 
@@ -127,6 +132,7 @@ class Model:
         object.__setattr__(self, "weights", weights[order])
         if len(slots) and (slots[0] < 0 or slots[-1] >= 1 << self.config.bits):
             raise ValueError(f"model slots must lie in [0, 2**{self.config.bits})")
+        object.__setattr__(self, "monomials", FactorTable.from_mapping(self.monomials))
 
     # -- prediction -----------------------------------------------------------
 
@@ -268,20 +274,24 @@ class Model:
     # -- serialisation ------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        slots = self.slots.astype("<i8").tobytes()
-        weights = self.weights.astype("<f8").tobytes()
+        arrays = {
+            "slots": self.slots.astype("<i8"),
+            "weights": self.weights.astype("<f8"),
+            "monomial_slots": self.monomials.slots.astype("<i8"),
+            "monomial_offsets": self.monomials.offsets.astype("<i8"),
+            "monomial_factors": self.monomials.factors.astype("<i8"),
+        }
         header = json.dumps(
             {
                 "config": self.config.to_dict(),
                 "metadata": _jsonable(self.metadata),
                 "names": {str(k): v for k, v in self.names.items()},
                 "expansion": None if self.expansion is None else self.expansion.to_dict(),
-                "monomials": {str(k): list(v) for k, v in self.monomials.items()},
-                "arrays": {"slots": ["<i8", list(self.slots.shape)], "weights": ["<f8", list(self.weights.shape)]},
+                "arrays": {name: [array.dtype.str, list(array.shape)] for name, array in arrays.items()},
             },
             sort_keys=True,
         ).encode("utf-8")
-        body = MAGIC + _PREFIX.pack(FORMAT_VERSION, len(header)) + header + slots + weights
+        body = MAGIC + _PREFIX.pack(FORMAT_VERSION, len(header)) + header + b"".join(a.tobytes() for a in arrays.values())
         return body + hashlib.sha256(body).digest()
 
     @classmethod
@@ -306,31 +316,40 @@ class Model:
             )
         try:
             header = json.loads(data[fixed : fixed + header_length].decode("utf-8"))
-            # Version 1 recorded array lengths, version 2 array shapes.
-            slots_shape, weights_shape = (
-                _shape(header["arrays"][name][1]) for name in ("slots", "weights")
-            )
+            # Version 1 recorded array lengths, version 2 array shapes; version 4 added the factor table.
+            shapes = {name: _shape(header["arrays"][name][1]) for name in _ARRAYS if name in header["arrays"]}
+            if "slots" not in shapes or "weights" not in shapes:
+                raise KeyError("slots and weights")
         except (ValueError, KeyError, TypeError, IndexError) as error:
             raise ModelFileError(f"model file is corrupt: unreadable header ({error})") from None
-        n_slots, n_weights = math.prod(slots_shape), math.prod(weights_shape)
-        expected = fixed + header_length + 8 * (n_slots + n_weights) + _DIGEST_BYTES
+        expected = fixed + header_length + 8 * sum(math.prod(shape) for shape in shapes.values()) + _DIGEST_BYTES
         if len(data) != expected:
             kind = "truncated" if len(data) < expected else "corrupt"
             raise ModelFileError(f"model file is {kind}: expected {expected} bytes, found {len(data)}")
         body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
         if hashlib.sha256(body).digest() != digest:
             raise ModelFileError("model file is corrupt: its checksum does not match its contents")
-        start = fixed + header_length
-        slots = np.frombuffer(data, dtype="<i8", count=n_slots, offset=start)
-        weights = np.frombuffer(data, dtype="<f8", count=n_weights, offset=start + 8 * n_slots)
+        arrays, offset = {}, fixed + header_length
+        for name, shape in shapes.items():
+            dtype = "<f8" if name == "weights" else "<i8"
+            count = math.prod(shape)
+            arrays[name] = np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(shape)
+            offset += 8 * count
+        if "monomial_slots" in arrays:
+            try:
+                monomials = FactorTable(arrays["monomial_slots"], arrays["monomial_offsets"], arrays["monomial_factors"])
+            except (KeyError, ValueError) as error:
+                raise ModelFileError(f"model file is corrupt: bad factor table ({error})") from None
+        else:  # version 3: in the header
+            monomials = {int(k): tuple(v) for k, v in header.get("monomials", {}).items()}
         return cls(
             config=LearnerConfig.from_dict(header["config"]),
-            slots=slots.astype(np.int64),
-            weights=weights.astype(np.float64).reshape(weights_shape),
+            slots=arrays["slots"].astype(np.int64),
+            weights=arrays["weights"].astype(np.float64),
             metadata=header["metadata"],
             names={int(k): v for k, v in header["names"].items()},
             expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
-            monomials={int(k): tuple(v) for k, v in header.get("monomials", {}).items()},
+            monomials=monomials,
         )
 
     def save(self, path: str) -> None:

@@ -132,3 +132,83 @@ class Monomial:
             base = names.get(slot, f"w{slot}")
             parts.append(base if power == 1 else f"{base}^{power}")
         return "*".join(parts)
+
+
+class FactorTable(Mapping):
+    """Read-only mapping of weight slot -> factor slots of the product it holds, kept as three arrays.
+
+    A polynomial model names up to one product per weight slot (hundreds of
+    thousands with 18 bits): as flat arrays (``slots`` ascending, ``offsets``
+    into ``factors``) it saves and loads in milliseconds, and lookups are a
+    binary search.
+
+    >>> table = FactorTable.from_mapping({9: (1, 2), 4: (3, 3, 5)})
+    >>> table[9], list(table), len(table), 7 in table
+    ((1, 2), [4, 9], 2, False)
+    >>> table == {4: (3, 3, 5), 9: (1, 2)}
+    True
+    """
+
+    def __init__(self, slots: np.ndarray, offsets: np.ndarray, factors: np.ndarray):
+        self.slots = np.asarray(slots, dtype=np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.factors = np.asarray(factors, dtype=np.int64)
+        if len(self.offsets) != len(self.slots) + 1 or (len(self.offsets) and self.offsets[-1] != len(self.factors)):
+            raise ValueError("factor table offsets do not match its slots and factors")
+        if np.any(np.diff(self.slots) <= 0):
+            raise ValueError("factor table slots must be distinct and ascending")
+
+    @classmethod
+    def empty(cls) -> FactorTable:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[int, Iterable[int]]) -> FactorTable:
+        if isinstance(mapping, FactorTable):
+            return mapping
+        items = sorted((int(slot), tuple(sorted(int(f) for f in factors))) for slot, factors in mapping.items())
+        lengths = [len(factors) for _, factors in items]
+        return cls(
+            np.array([slot for slot, _ in items], dtype=np.int64),
+            np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64),
+            np.array([f for _, factors in items for f in factors], dtype=np.int64),
+        )
+
+    @classmethod
+    def from_products(cls, slots: np.ndarray, parents: list[Monomial], parent_index: np.ndarray,
+                      factor: np.ndarray) -> FactorTable:  # fmt: skip
+        """Products ``parents[parent_index[i]] * x_factor[i]`` in ``slots[i]`` (vectorised)."""
+        order = np.argsort(slots, kind="stable")
+        slots, parent_index, factor = slots[order], parent_index[order], factor[order]
+        if not len(slots):
+            return cls.empty()
+        widest = max(parent.degree for parent in parents) + 1
+        padding = np.iinfo(np.int64).max  # sorts last, then dropped
+        parent_factors = np.full((len(parents), widest), padding, dtype=np.int64)
+        for i, parent in enumerate(parents):
+            parent_factors[i, : parent.degree] = parent.factors
+        rows = parent_factors[parent_index]
+        rows[:, -1] = factor
+        rows.sort(axis=1)
+        present = rows != padding
+        offsets = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
+        return cls(slots, offsets, rows[present])
+
+    def __getitem__(self, slot: int) -> tuple[int, ...]:
+        i = int(np.searchsorted(self.slots, slot))
+        if i == len(self.slots) or self.slots[i] != slot:
+            raise KeyError(slot)
+        return tuple(int(f) for f in self.factors[self.offsets[i] : self.offsets[i + 1]])
+
+    def __iter__(self):
+        return iter(self.slots.tolist())
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __contains__(self, slot) -> bool:
+        i = int(np.searchsorted(self.slots, slot))
+        return i < len(self.slots) and self.slots[i] == slot
+
+    def __repr__(self) -> str:
+        return f"FactorTable({len(self)} products)"

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from polybeam.learners.expansion import NO_TRACE, Expander, Expansion
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
-from polybeam.learners.monomials import Monomial
+from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.ssm import ResidualStatistics
 from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_parents, slot_magnitudes
 
@@ -139,11 +139,12 @@ class PolynomialLearner:
     def to_model(self, metadata: Mapping[str, object] | None = None) -> Model:
         """The sparse model with its expansion: parents, and the factors of each weighted product."""
         model = self.linear.to_model({"stages": self.stages_done, **(metadata or {})})
-        monomials = {}
-        for slot in model.slots:
-            monomial = self.monomial_of(int(slot))
-            if monomial is not None and monomial.degree > 1:
-                monomials[int(slot)] = monomial.factors
+        monomials = FactorTable.empty()
+        if self.config.expand == "apple" and self.parents:
+            trace = self.expander.slot_trace[model.slots]
+            traced = trace != NO_TRACE
+            monomials = FactorTable.from_products(model.slots[traced], self.parents, trace[traced] >> 32,
+                                                  trace[traced] & 0xFFFFFFFF)  # fmt: skip
         return dataclasses.replace(model, expansion=self.expansion, monomials=monomials)
 
     @property

@@ -125,6 +125,30 @@ def test_the_model_file_records_the_expansion_and_predicts_as_training(tmp_path)
     products = [entry for entry in loaded.top_weights(50) if entry["degree"] == 2]
     assert products and all("*" in entry["name"] for entry in products)
     assert "expansion: apple" in loaded.summary()
+    # Every weighted product is named exactly as the learner traced it.
+    for slot in model.monomials:
+        assert Monomial.of(loaded.monomials[slot]) == learner.monomial_of(slot)
+    assert loaded.monomials == model.monomials and len(model.monomials) > 0
+
+
+def test_version_3_model_files_with_factors_in_the_header_still_load(tmp_path):
+    import hashlib
+    import json
+    import struct
+
+    from polybeam.learners.model import MAGIC
+
+    model = apple(total=3000, alpha=0.5, repeat_factors=False).learn(pairs_task(3000)).to_model()
+    header = json.dumps({
+        "config": model.config.to_dict(), "metadata": {}, "names": {}, "expansion": model.expansion.to_dict(),
+        "monomials": {str(k): list(v) for k, v in model.monomials.items()},
+        "arrays": {"slots": ["<i8", [len(model.slots)]], "weights": ["<f8", [len(model.weights)]]},
+    }).encode()  # fmt: skip
+    body = MAGIC + struct.pack("<IQ", 3, len(header)) + header + model.slots.tobytes() + model.weights.tobytes()
+    loaded = Model.from_bytes(body + hashlib.sha256(body).digest())
+    assert loaded.monomials == model.monomials
+    test = pairs_task(200, seed=4)
+    assert loaded.margins(test) == pytest.approx(model.margins(test))
 
 
 def test_quadratic_models_expand_every_pair():
