@@ -722,7 +722,6 @@ def aggregate(seeds: list[dict]) -> dict:
 def render(report: dict) -> str:
     first = report["seeds"][0]
     features = first["features"]
-    protocol = report["protocol"]
     agg = report["across_seeds"]
     lines = [
         "# Truncated gradient: spam + 1000 random features (Langford, Li & Zhang, Figures 1 and 2)",
