@@ -59,9 +59,9 @@ def _probe(table, key):
 
 @numba.njit(cache=True)
 def build_table(keys):
-    """An open-addressing table of ``keys`` (uint64, none 0) at most half full, and the index of each."""
+    """An open-addressing table of ``keys`` (uint64, none 0) at most 1/8 full, and the index of each."""
     size = 4
-    while size < 2 * len(keys):
+    while size < 8 * len(keys):  # mostly misses are probed: a sparse table ends them at once
         size *= 2
     table = np.zeros(size, dtype=np.uint64)
     index = np.full(size, NO_PARENT, dtype=np.int64)
@@ -108,6 +108,7 @@ def expand_rows(
     keys = np.empty(row_room, dtype=np.uint64)
     origin = np.empty(row_room, dtype=np.int64)
     added = np.empty(row_room, dtype=np.int64)
+    base_parent = np.empty(row_room, dtype=np.int64)
     has_parents = parent_table.shape[0] > 0
     parent_slots = parent_table.shape[0] - 1
     parent_mask = np.uint64(max(parent_slots, 0))
@@ -121,16 +122,34 @@ def expand_rows(
         first = nnz
         if stop - start > row_room:
             return NEEDS_TABLE
-        # Base features as they are (the linear part of the model does not move).
+        # Base features as they are (the linear part of the model does not move), each
+        # looked up among the parents, and entered in the dedupe table to spot a slot
+        # that a row repeats.
+        repeated_slot = False
         for k in range(start, stop):
             if nnz >= capacity:
                 return NEEDS_ROOM
+            key = factor_term(indices[k])
             out_slots[nnz] = indices[k]
             out_values[nnz] = values[k]
             out_degrees[nnz] = 1
-            keys[nnz - first] = factor_term(indices[k])
+            keys[nnz - first] = key
             origin[nnz - first] = -1
             added[nnz - first] = indices[k]
+            base_parent[k - start] = NO_PARENT
+            if has_parents and max_degree > 1:
+                position = np.int64(key & parent_mask)
+                while parent_table[position] != np.uint64(0):
+                    if parent_table[position] == key:
+                        base_parent[k - start] = parent_index[position]
+                        break
+                    position = (position + 1) & parent_slots
+            cell = np.int64(key & np.uint64(seen_mask))
+            while seen_stamp[cell] == stamp and seen[cell] != key:
+                cell = (cell + 1) & seen_mask
+            repeated_slot = repeated_slot or seen_stamp[cell] == stamp
+            seen[cell] = key
+            seen_stamp[cell] = stamp
             nnz += 1
         # Breadth-first over the row's monomials: a parent among them adds its children.
         # Monomials come in order of degree, and none above the parents' largest degree is a parent.
@@ -141,7 +160,9 @@ def expand_rows(
             # Is it a parent? (The probe is written out here: a helper taking the
             # table would cost more than the lookup, once per monomial of every row.)
             parent = NO_PARENT
-            if degree < max_degree:
+            if degree == 1:
+                parent = base_parent[cursor - first]
+            elif degree < max_degree:
                 position = np.int64(key & parent_mask)
                 while parent_table[position] != np.uint64(0):
                     if parent_table[position] == key:
@@ -154,21 +175,27 @@ def expand_rows(
                         continue
                     # The row's base features come first, so keys[k - start] is factor_term(indices[k]).
                     child = key + keys[k - start]
-                    cell = np.int64(child & np.uint64(seen_mask))
-                    fresh = True
-                    while seen_stamp[cell] == stamp:
-                        if seen[cell] == child:
-                            fresh = False
-                            break
-                        cell = (cell + 1) & seen_mask
-                    if not fresh:
-                        continue
+                    if degree == 1 and not repeated_slot:
+                        # x_a * x_b comes only from the parents x_a and x_b: the one earlier
+                        # in the row makes it, so no table is needed (most children).
+                        if base_parent[k - start] != NO_PARENT and k - start < cursor - first:
+                            continue
+                    else:
+                        cell = np.int64(child & np.uint64(seen_mask))
+                        fresh = True
+                        while seen_stamp[cell] == stamp:
+                            if seen[cell] == child:
+                                fresh = False
+                                break
+                            cell = (cell + 1) & seen_mask
+                        if not fresh:
+                            continue
+                        seen[cell] = child
+                        seen_stamp[cell] = stamp
                     if nnz - first >= row_room:
                         return NEEDS_TABLE
                     if nnz >= capacity:
                         return NEEDS_ROOM
-                    seen[cell] = child
-                    seen_stamp[cell] = stamp
                     slot = product_slot(child, mask)
                     out_slots[nnz] = slot
                     out_values[nnz] = out_values[cursor] * values[k]
