@@ -160,3 +160,22 @@ def test_quadratic_pairs_share_slots_with_apples_products():
     assert sorted(quadratic.indices.tolist()) == sorted(apple.indices.tolist())
     with pytest.raises(ValueError, match="quadratic"):
         expand_all_products(batch, 4)
+
+
+def test_a_row_that_repeats_a_slot_still_gets_each_product_once():
+    # Hash collisions can put two features of one example in one slot; products must not double.
+    batch = ExampleBatch(labels=np.ones(1), weights=np.ones(1), indptr=np.array([0, 4]),
+                         indices=np.array([3, 5, 3, 7], dtype=np.int32), values=np.ones(4), bits=BITS)  # fmt: skip
+    parents = [Monomial.of([3]), Monomial.of([5]), Monomial.of([3, 5])]
+    expander = Expander(parents, bits=BITS)
+    expanded = expander.expand(batch)
+    products = [
+        expander.monomial_of_slot(int(slot), int(degree))
+        for slot, degree in zip(expanded.indices, expander.last_degrees)
+        if degree > 1
+    ]
+    assert len(products) == len(set(products))
+    expected = set(reference_expansion({3: 1.0, 5: 1.0, 7: 1.0}, set(parents), 6, True)) - {
+        Monomial.of([s]) for s in (3, 5, 7)
+    }
+    assert set(products) == expected
