@@ -132,6 +132,10 @@ class LearnerConfig:
     expand_after : int
         apple on a stream of unknown length: the first expansion comes after
         this many examples, the next ones after twice as many each time.
+    examples_per_pass : int, optional
+        apple: the number of training examples in one pass, when known; the
+        epochs are then equally spaced over ``examples_per_pass * passes``
+        examples. (Train counts the examples itself when there are several passes.)
     repeat_factors : bool
         Whether a product may repeat a factor (``x_a^2``); turn off for binary
         features, where x*x = x.
@@ -175,6 +179,7 @@ class LearnerConfig:
     max_degree: int = 6
     expansions: int = 5
     expand_after: int = 1000
+    examples_per_pass: int | None = None
     repeat_factors: bool = True
 
     def __post_init__(self) -> None:
@@ -226,6 +231,8 @@ class LearnerConfig:
             raise ValueError(f"expansions must be a whole number >= 0; got {self.expansions!r}")
         if not _whole(self.expand_after) or self.expand_after < 1:
             raise ValueError(f"expand_after must be a whole number >= 1; got {self.expand_after!r}")
+        if self.examples_per_pass is not None and (not _whole(self.examples_per_pass) or self.examples_per_pass < 1):
+            raise ValueError(f"examples_per_pass must be a whole number >= 1 (or None); got {self.examples_per_pass!r}")
 
     def _check_classes(self, set_field) -> None:
         names = tuple(str(name) for name in self.class_names)

@@ -11,7 +11,7 @@ parents (:func:`~polybeam.learners.stages.pick_parents`).
 
 Its model (:meth:`PolynomialLearner.to_model`) records the parents and the
 factors of every weighted product, and expands its input exactly as training
-did. The Train transform and the command line do not know this learner yet.
+did.
 
 >>> import numpy as np
 >>> from polybeam.learners.batch import ExampleBatch
@@ -28,14 +28,14 @@ True
 
 from __future__ import annotations
 
-import numpy as np
-
-from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.config import LearnerConfig
 import dataclasses
 import pickle
 from collections.abc import Mapping
 
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, Expander, Expansion
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
@@ -49,10 +49,12 @@ class PolynomialLearner:
 
     The expansion comes from the config: ``expand`` ("apple", "quadratic" or
     "cubic"), and for apple ``alpha``, ``expand_rule``, ``max_degree``,
-    ``expansions``, ``expand_after`` and ``repeat_factors``. ``total``: the
-    number of training examples over all passes, when known (apple's epochs are
-    then equally spaced over it); otherwise apple expands after
-    ``expand_after``, twice that, four times that, ... examples.
+    ``expansions``, ``expand_after``, ``examples_per_pass`` and
+    ``repeat_factors``. ``total``: the number of training examples over all
+    passes, when known (default: ``examples_per_pass * passes`` when the config
+    gives a count); apple's epochs are then equally spaced over it; otherwise
+    apple expands after ``expand_after``, twice that, four times that, ...
+    examples.
     """
 
     def __init__(self, config: LearnerConfig, *, total: int | None = None):
@@ -61,6 +63,8 @@ class PolynomialLearner:
         self.config = config
         self.linear = LinearLearner(config)
         self.expander = Expander(bits=config.bits, max_degree=config.max_degree, repeat_factors=config.repeat_factors)
+        if total is None and config.examples_per_pass is not None:
+            total = config.examples_per_pass * config.passes
         self.schedule = ExpansionSchedule(total=total, stages=config.expansions, first=config.expand_after)
         self.examples_seen = 0
         self.base_nonzeros = 0
@@ -70,6 +74,15 @@ class PolynomialLearner:
         self.frozen = config.expand != "apple"
         # The SSM rule ranks candidates by residual statistics gathered over each epoch.
         self.residuals = ResidualStatistics(config.bits) if config.expand_rule == "ssm" and not self.frozen else None
+
+    def expect(self, total: int) -> PolynomialLearner:
+        """Space the epochs equally over ``total`` examples (all passes), unless a count was given already.
+
+        Only before the first example: the schedule must not change under a learner midway.
+        """
+        if self.schedule.total is None and self.examples_seen == 0 and total > 0:
+            self.schedule = dataclasses.replace(self.schedule, total=int(total))
+        return self
 
     @property
     def parents(self) -> list[Monomial]:

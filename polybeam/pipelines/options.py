@@ -90,6 +90,7 @@ class LearnerOptions(PipelineOptions):
         _add(parser, "max-degree", type=int, default=6, help="apple: largest degree of a product (default: 6)")
         _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
         _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
+        _add(parser, "examples-per-pass", type=int, default=None, help="apple: number of training examples, when known: the 6 epochs are then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)")
         _add(parser, "no-repeat-factors", action="store_true", default=False, help="products never repeat a factor (x*x); for binary features")
 
 
@@ -122,7 +123,7 @@ class DemoOptions(PipelineOptions):
 _SAME_NAMES = (
     "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "classes", "class_names",
     "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every", "truncate_threshold",
-    "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after",
+    "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after", "examples_per_pass",
 )  # fmt: skip
 
 

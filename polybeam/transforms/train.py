@@ -49,8 +49,11 @@ class TrainFn(beam.CombineFn):
     def create_accumulator(self) -> LinearLearner:
         return make_learner(self.config)
 
-    def add_input(self, learner: LinearLearner, batch: ExampleBatch) -> LinearLearner:
-        return learner.learn(batch)
+    def add_input(self, learner: LinearLearner, element) -> LinearLearner:
+        if isinstance(element, tuple):  # (batch, examples over all passes): see Train
+            element, total = element
+            learner.expect(total)
+        return learner.learn(element)
 
     def merge_accumulators(self, learners) -> LinearLearner:
         learners = iter(learners)
@@ -118,6 +121,31 @@ class _LearnOnePass(beam.DoFn):
         self._learners = {}
 
 
+def _with_total_examples(batches, keyed: bool, passes: int):
+    """Each batch paired with the number of examples (of its key) over all passes."""
+    if keyed:
+        counts = batches | "CountExamples" >> beam.CombinePerKey(_CountExamples())
+        return batches | "PairWithCount" >> beam.Map(
+            lambda pair, totals: (pair[0], (pair[1], totals[pair[0]] * passes)), beam.pvalue.AsDict(counts)
+        )
+    count = batches | "CountExamples" >> beam.CombineGlobally(_CountExamples())
+    return batches | "PairWithCount" >> beam.Map(lambda batch, total: (batch, total * passes), beam.pvalue.AsSingleton(count))
+
+
+class _CountExamples(beam.CombineFn):
+    def create_accumulator(self) -> int:
+        return 0
+
+    def add_input(self, count: int, batch: ExampleBatch) -> int:
+        return count + len(batch)
+
+    def merge_accumulators(self, counts) -> int:
+        return sum(counts)
+
+    def extract_output(self, count: int) -> int:
+        return count
+
+
 class _ReportModel(beam.DoFn):
     """Publishes what training produced as Beam metrics."""
 
@@ -169,10 +197,15 @@ class Train(beam.PTransform):
         batches = split_by_key(batches, self.key)
         last = config.passes == 1
         first_fn = TrainFn(config, output="model" if last else "state", metadata=self.metadata)
+        first_input = batches
+        if config.expand == "apple" and config.examples_per_pass is None and config.passes > 1:
+            # The later passes wait for the first one anyway, so counting the examples
+            # first costs little, and lets apple space its epochs over all passes.
+            first_input = _with_total_examples(batches, keyed, config.passes)
         if keyed:
-            states = batches | "Pass1" >> beam.CombinePerKey(first_fn)
+            states = first_input | "Pass1" >> beam.CombinePerKey(first_fn)
         else:
-            states = batches | "Pass1" >> beam.CombineGlobally(first_fn)
+            states = first_input | "Pass1" >> beam.CombineGlobally(first_fn)
         for number in range(2, config.passes + 1):
             output = "model" if number == config.passes else "state"
             start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)

@@ -73,7 +73,17 @@ def test_a_stream_expands_after_doubling_counts():
     assert [stage["examples"] for stage in learner.stages_done] == [100, 200, 400]
 
 
+def test_a_given_example_count_spaces_the_epochs_over_all_passes():
+    learner = apple(examples_per_pass=600, passes=2, alpha=0.5)
+    assert learner.schedule.boundaries() == [200, 400, 600, 800, 1000]
+    streaming = apple(expand_after=100, expansions=2)
+    assert streaming.expect(600).schedule.boundaries() == [200, 400]  # 3 epochs of 200
+    assert apple().learn(pairs_task(10)).expect(600).schedule.total is None  # too late: already learning
+
+
 def test_bad_settings_fail_fast():
+    with pytest.raises(ValueError, match="examples_per_pass"):
+        apple(examples_per_pass=0)
     with pytest.raises(ValueError, match="alpha"):
         apple(alpha=-1.0)
     with pytest.raises(ValueError, match="expand_rule"):

@@ -88,6 +88,23 @@ def test_multiple_passes_average_and_record_each_pass(spam):
     assert passes[-1]["loss"] < passes[0]["loss"]
 
 
+def test_apple_over_several_passes_spaces_its_epochs_over_the_counted_examples(spam):
+    (model,) = run_collect(lambda p: p | beam.Create(spam) | Train(loss="squared", passes=2, expand="apple", alpha=0.5))
+    # 4601 examples x 2 passes in 6 equal epochs, whatever the batches (one bundle on this runner).
+    assert [stage["examples"] for stage in model.metadata["stages"]] == [9202 * k // 6 for k in range(1, 6)]
+    assert len(model.expansion.parents) == sum(stage["added"] for stage in model.metadata["stages"])
+
+
+def test_per_key_apple_counts_each_keys_examples(spam):
+    def half(batch):
+        return np.arange(len(batch)) % 2 == 0
+
+    models = dict(run_collect(lambda p: p | beam.Create(spam) | Train(loss="squared", passes=2, expand="apple", key=half)))
+    for model in models.values():
+        total = 2 * model.metadata["passes"][0]["examples"]
+        assert [stage["examples"] for stage in model.metadata["stages"]] == [total * k // 6 for k in range(1, 6)]
+
+
 def test_per_key_training_gives_one_model_per_key(spam):
     def parity(batch):  # key each example by whether feature 1 is present
         return np.array([1 in batch.row(i)[0] for i in range(len(batch))])
