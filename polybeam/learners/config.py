@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from polybeam.learners.hashing import DEFAULT_BITS, check_bits
+from polybeam.learners.expansion import check_interactions
 
 LOSSES = ("squared", "logistic", "hinge", "softmax")
 STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
@@ -139,6 +140,10 @@ class LearnerConfig:
     repeat_factors : bool
         Whether a product may repeat a factor (``x_a^2``); turn off for binary
         features, where x*x = x.
+    interactions : tuple of str
+        quadratic / cubic: only products of one feature from each namespace
+        named (by first letter), like VW's ``-q ab`` and ``--cubic abc``:
+        ``("ab", "abc")``. Needs VW text input. Default: all pairs / triples.
 
     Examples
     --------
@@ -181,6 +186,7 @@ class LearnerConfig:
     expand_after: int = 1000
     examples_per_pass: int | None = None
     repeat_factors: bool = True
+    interactions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         set_field = functools.partial(object.__setattr__, self)
@@ -231,6 +237,7 @@ class LearnerConfig:
             raise ValueError(f"expansions must be a whole number >= 0; got {self.expansions!r}")
         if not _whole(self.expand_after) or self.expand_after < 1:
             raise ValueError(f"expand_after must be a whole number >= 1; got {self.expand_after!r}")
+        object.__setattr__(self, "interactions", check_interactions(self.interactions, self.expand))
         if self.examples_per_pass is not None and (not _whole(self.examples_per_pass) or self.examples_per_pass < 1):
             raise ValueError(f"examples_per_pass must be a whole number >= 1 (or None); got {self.examples_per_pass!r}")
 

@@ -408,6 +408,97 @@ def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: boo
     return expanded, degrees[:nnz]
 
 
+@numba.njit(cache=True)
+def expand_interactions(indptr, indices, values, namespaces, interactions, repeat_factors, mask, write,
+                        out_indptr, out_slots, out_values, out_degrees):  # fmt: skip
+    """Base features plus the products VW's ``-q ab`` / ``--cubic abc`` make, each once per row.
+
+    ``interactions`` is an (m, 3) uint8 array of sorted namespace bytes, 0 in
+    the last column for a pair. A product takes one feature from each listed
+    namespace; within one namespace listed twice, positions ascend (i <= j, or
+    i < j without repeated factors), so each product appears once. With
+    ``write`` False only counts (the output size); returns the count.
+    """
+    nnz = 0
+    if write:
+        out_indptr[0] = 0
+    step = 0 if repeat_factors else 1
+    for row in range(indptr.shape[0] - 1):
+        start, stop = indptr[row], indptr[row + 1]
+        for i in range(start, stop):
+            if write:
+                out_slots[nnz] = indices[i]
+                out_values[nnz] = values[i]
+                out_degrees[nnz] = 1
+            nnz += 1
+        for m in range(interactions.shape[0]):
+            first, second, third = interactions[m, 0], interactions[m, 1], interactions[m, 2]
+            for i in range(start, stop):
+                if namespaces[i] != first:
+                    continue
+                key_i = factor_term(indices[i])
+                j_from = i + step if second == first else start
+                for j in range(j_from, stop):
+                    if namespaces[j] != second:
+                        continue
+                    key_ij = extend(key_i, indices[j])
+                    if third == 0:
+                        if write:
+                            out_slots[nnz] = product_slot(key_ij, mask)
+                            out_values[nnz] = values[i] * values[j]
+                            out_degrees[nnz] = 2
+                        nnz += 1
+                        continue
+                    k_from = j + step if third == second else start
+                    for k in range(k_from, stop):
+                        if namespaces[k] != third:
+                            continue
+                        if write:
+                            out_slots[nnz] = product_slot(extend(key_ij, indices[k]), mask)
+                            out_values[nnz] = values[i] * values[j] * values[k]
+                            out_degrees[nnz] = 3
+                        nnz += 1
+        if write:
+            out_indptr[row + 1] = nnz
+    return nnz
+
+
+def interaction_array(interactions) -> np.ndarray:
+    """Interactions like ``("ab", "abc")`` as the kernel's (m, 3) array of sorted namespace bytes."""
+    rows = sorted({tuple(sorted(text.encode("utf-8"))) for text in interactions})
+    array = np.zeros((len(rows), 3), dtype=np.uint8)
+    for m, row in enumerate(rows):
+        array[m, : len(row)] = row
+    return array
+
+
+def expand_namespace_interactions(batch: ExampleBatch, interactions, *, repeat_factors: bool = True) -> tuple[ExampleBatch, np.ndarray]:
+    """``batch`` with the products of the given namespace interactions (see :func:`expand_interactions`).
+
+    Returns the expanded batch and each feature's degree.
+    """
+    if batch.namespaces is None:
+        raise ValueError(
+            "namespace interactions need to know each feature's namespace: read VW text input "
+            "(LIBSVM, CSV and Parquet features have none), or expand all pairs / triples instead"
+        )
+    table = interaction_array(interactions)
+    mask = (1 << batch.bits) - 1
+    unused = np.empty(0, dtype=np.int64)
+    room = expand_interactions(batch.indptr, batch.indices, batch.values, batch.namespaces, table, repeat_factors,
+                               mask, False, unused, unused.astype(batch.indices.dtype), unused.astype(np.float64),
+                               unused.astype(np.int8))  # fmt: skip
+    indptr = np.empty(len(batch) + 1, dtype=np.int64)
+    slots = np.empty(room, dtype=batch.indices.dtype)
+    values = np.empty(room, dtype=np.float64)
+    degrees = np.empty(room, dtype=np.int8)
+    expand_interactions(batch.indptr, batch.indices, batch.values, batch.namespaces, table, repeat_factors, mask, True,
+                        indptr, slots, values, degrees)  # fmt: skip
+    expanded = ExampleBatch(labels=batch.labels, weights=batch.weights, indptr=indptr, indices=slots, values=values,
+                            bits=batch.bits, names=batch.names)  # fmt: skip
+    return expanded, degrees
+
+
 EXPANSION_KINDS = ("apple", "quadratic", "cubic")
 
 
@@ -416,17 +507,22 @@ class Expansion:
     """How a model expands its input, as recorded in the model file.
 
     ``apple``: products over the recorded ``parents``; ``quadratic`` /
-    ``cubic``: every pair / triple of base features.
+    ``cubic``: every pair / triple of base features, or with ``interactions``
+    (e.g. ``("ab", "abc")``, VW's ``-q ab --cubic abc``) only the products of
+    one feature from each listed namespace (keyed on the namespace's first
+    byte, as VW does).
     """
 
     kind: str
     parents: tuple[Monomial, ...] = ()
     max_degree: int = 6
     repeat_factors: bool = True
+    interactions: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.kind not in EXPANSION_KINDS:
             raise ValueError(f"unknown expansion {self.kind!r}; choose from {', '.join(EXPANSION_KINDS)}")
+        object.__setattr__(self, "interactions", check_interactions(self.interactions, self.kind))
 
     def expand(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` expanded exactly as training expanded it (safe to call from several threads)."""
@@ -434,13 +530,38 @@ class Expansion:
             expander = Expander(self.parents, bits=batch.bits, max_degree=self.max_degree,
                                 repeat_factors=self.repeat_factors, trace=False)  # fmt: skip
             return expander.expand(batch)
+        if self.interactions:
+            return expand_namespace_interactions(batch, self.interactions, repeat_factors=self.repeat_factors)[0]
         return expand_all_products(batch, 2 if self.kind == "quadratic" else 3, repeat_factors=self.repeat_factors)[0]
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parents": [list(parent.factors) for parent in self.parents],
-                "max_degree": self.max_degree, "repeat_factors": self.repeat_factors}  # fmt: skip
+                "max_degree": self.max_degree, "repeat_factors": self.repeat_factors,
+                "interactions": list(self.interactions)}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Expansion:
         return cls(kind=data["kind"], parents=tuple(Monomial.of(factors) for factors in data.get("parents", [])),
-                   max_degree=int(data.get("max_degree", 6)), repeat_factors=bool(data.get("repeat_factors", True)))  # fmt: skip
+                   max_degree=int(data.get("max_degree", 6)), repeat_factors=bool(data.get("repeat_factors", True)),
+                   interactions=tuple(data.get("interactions", ())))  # fmt: skip
+
+
+def check_interactions(interactions, kind: str) -> tuple[str, ...]:
+    """Validated namespace interactions (strings of 2 or 3 namespace letters) for a quadratic / cubic expansion."""
+    if isinstance(interactions, str):
+        interactions = tuple(part for part in interactions.split(",") if part)
+    interactions = tuple(str(text) for text in interactions)
+    if not interactions:
+        return ()
+    if kind not in ("quadratic", "cubic"):
+        raise ValueError(f"namespace interactions restrict the quadratic or cubic expansion, not {kind!r}")
+    largest = 2 if kind == "quadratic" else 3
+    for text in interactions:
+        if ":" in text:
+            raise ValueError(f"interaction {text!r}: no ':' wildcard; expand all pairs / triples without interactions instead")
+        if not 2 <= len(text.encode("utf-8")) <= largest:
+            raise ValueError(
+                f"interaction {text!r} must name {'2' if largest == 2 else '2 or 3'} namespaces by their first "
+                f"letter (like VW's -q ab{' or --cubic abc' if largest == 3 else ''}); a 3-letter interaction needs the cubic expansion"
+            )
+    return interactions

@@ -118,7 +118,8 @@ class PolynomialLearner:
     def expansion(self) -> Expansion:
         """The expansion as the model records it."""
         parents = tuple(self.parents) if self.config.expand == "apple" else ()
-        return Expansion(self.config.expand, parents, self.config.max_degree, self.config.repeat_factors)
+        return Expansion(self.config.expand, parents, self.config.max_degree, self.config.repeat_factors,
+                         self.config.interactions)  # fmt: skip
 
     def _grow(self) -> None:
         """End an epoch: the heaviest non-parent monomials (highest SSM index for ``ssm``) become parents."""

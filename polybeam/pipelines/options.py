@@ -91,6 +91,7 @@ class LearnerOptions(PipelineOptions):
         _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
         _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
         _add(parser, "examples-per-pass", type=int, default=None, help="apple: number of training examples, when known: the 6 epochs are then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)")
+        _add(parser, "interactions", type=_columns, default=(), help="quadratic/cubic: only products across these namespaces (first letters), like VW's -q/--cubic: e.g. ab,abc (VW text input)")
         _add(parser, "no-repeat-factors", action="store_true", default=False, help="products never repeat a factor (x*x); for binary features")
 
 
@@ -123,7 +124,7 @@ class DemoOptions(PipelineOptions):
 _SAME_NAMES = (
     "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "classes", "class_names",
     "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every", "truncate_threshold",
-    "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after", "examples_per_pass",
+    "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after", "examples_per_pass", "interactions",
 )  # fmt: skip
 
 

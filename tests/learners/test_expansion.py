@@ -179,3 +179,59 @@ def test_a_row_that_repeats_a_slot_still_gets_each_product_once():
         Monomial.of([s]) for s in (3, 5, 7)
     }
     assert set(products) == expected
+
+
+def reference_interactions(row, interactions, repeat_factors):
+    """VW's -q / --cubic in plain Python: per namespace letter used r times, r-combinations of its features."""
+    import itertools
+    from collections import Counter
+
+    combine = itertools.combinations_with_replacement if repeat_factors else itertools.combinations
+    products = []
+    for interaction in sorted({tuple(sorted(text.encode())) for text in interactions}):
+        per_letter = [list(combine([f for f in row if f[2] == letter], times)) for letter, times in sorted(Counter(interaction).items())]
+        for choice in itertools.product(*per_letter):
+            factors = [feature for group in choice for feature in group]
+            monomial = Monomial.of([slot for slot, _, _ in factors])
+            products.append((monomial.slot(BITS), len(factors), float(np.prod([value for _, value, _ in factors]))))
+    return products
+
+
+namespaced_rows = st.lists(
+    st.lists(st.tuples(st.integers(1, 12), st.sampled_from([1.0, 2.0, -0.5]), st.sampled_from(b"abc ")), max_size=7),
+    min_size=1, max_size=4,
+)  # fmt: skip
+interaction_lists = st.lists(st.text(alphabet="abc ", min_size=2, max_size=3), min_size=1, max_size=3)
+
+
+@given(rows=namespaced_rows, interactions=interaction_lists, repeat_factors=st.booleans())
+def test_namespace_interactions_match_the_reference(rows, interactions, repeat_factors):
+    from polybeam.learners.expansion import expand_namespace_interactions
+
+    batch = ExampleBatch(
+        labels=np.ones(len(rows)), weights=np.ones(len(rows)),
+        indptr=np.cumsum([0] + [len(row) for row in rows]).astype(np.int64),
+        indices=np.array([f[0] for row in rows for f in row], dtype=np.int32),
+        values=np.array([f[1] for row in rows for f in row], dtype=np.float64),
+        namespaces=np.array([f[2] for row in rows for f in row], dtype=np.uint8), bits=BITS,
+    )  # fmt: skip
+    expanded, degrees = expand_namespace_interactions(batch, interactions, repeat_factors=repeat_factors)
+    got = expanded_rows(expanded, degrees)
+    for row, found in zip(rows, got):
+        expected = sorted([(slot, 1, value) for slot, value, _ in row] + reference_interactions(row, interactions, repeat_factors))
+        assert found == pytest.approx(expected)
+
+
+def test_namespace_interactions_need_namespaces_and_valid_letters():
+    from polybeam.learners.config import LearnerConfig
+    from polybeam.learners.expansion import Expansion
+
+    with pytest.raises(ValueError, match="VW text"):
+        Expansion("quadratic", interactions=("ab",)).expand(ExampleBatch.from_rows([(1.0, {1: 1.0})], bits=BITS))
+    with pytest.raises(ValueError, match="cubic"):
+        LearnerConfig(expand="quadratic", interactions=("abc",))
+    with pytest.raises(ValueError, match="wildcard"):
+        LearnerConfig(expand="quadratic", interactions=("a:",))
+    with pytest.raises(ValueError, match="quadratic or cubic"):
+        LearnerConfig(expand="apple", interactions=("ab",))
+    assert Expansion.from_dict(Expansion("cubic", interactions=("ba", "abc")).to_dict()).interactions == ("ba", "abc")

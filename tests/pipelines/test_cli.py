@@ -4,6 +4,7 @@ import gzip
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from polybeam import datasets
@@ -231,3 +232,30 @@ def test_bad_expansion_options_fail_fast(capsys, spam_split):
     train, _ = spam_split
     code, _, stderr = run(capsys, "train", "--input", train, "--expand", "apple", "--alpha", "-1", "--model", "m")
     assert code != 0 and "alpha" in stderr
+
+
+def test_namespace_interactions_from_the_command_line(tmp_path, capsys):
+    # y = sign(u * v) with u from namespace "user" and v from namespace "item", plus noise
+    # features in "noise": only the cross-namespace product (VW's -q ui) explains the label.
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(3000):
+        u, v = rng.integers(0, 2, size=2)
+        noise = " ".join(f"n{j}" for j in rng.choice(20, size=3, replace=False))
+        label = 1 if u == v else -1
+        lines.append(f"{label} |user u{u} |item i{v} |noise {noise}\n")
+    train, test = tmp_path / "train.vw", tmp_path / "test.vw"
+    train.write_text("".join(lines[:2400]))
+    test.write_text("".join(lines[2400:]))
+    errors = {}
+    for name, extra in (("linear", ()), ("ui", ("--expand", "quadratic", "--interactions", "ui"))):
+        model = tmp_path / f"{name}.model"
+        code, _, stderr = run(capsys, "train", "--input", train, "--format", "vw", "--loss", "logistic", *extra,
+                              "--model", model)  # fmt: skip
+        assert code == 0, stderr
+        code, stdout, _ = run(capsys, "evaluate", "--input", test, "--format", "vw", "--model", model)
+        errors[name] = last_json(stdout)["error"]
+    assert errors["ui"] == 0.0 and errors["linear"] > 0.3, errors
+    code, _, stderr = run(capsys, "train", "--input", train, "--format", "vw", "--expand", "quadratic",
+                          "--interactions", "uin", "--model", tmp_path / "bad.model")  # fmt: skip
+    assert code != 0 and "cubic" in stderr
