@@ -203,6 +203,27 @@ class ExampleBatch:
         start, stop = self.indptr[i], self.indptr[i + 1]
         return self.indices[start:stop], self.values[start:stop]
 
+    def rows_between(self, start: int, stop: int) -> "ExampleBatch":
+        """Examples ``start:stop`` as a batch of views into this one's arrays (no copy).
+
+        >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (2.0, {2: 1.0, 3: 1.0}), (3.0, {})])
+        >>> part = batch.rows_between(1, 3)
+        >>> part.labels.tolist(), part.indptr.tolist(), part.indices.tolist()
+        ([2.0, 3.0], [0, 2, 2], [2, 3])
+        """
+        first, last = int(self.indptr[start]), int(self.indptr[stop])
+        return replace(
+            self,
+            labels=self.labels[start:stop],
+            weights=self.weights[start:stop],
+            indptr=self.indptr[start : stop + 1] - first,
+            indices=self.indices[first:last],
+            values=self.values[first:last],
+            namespaces=None if self.namespaces is None else self.namespaces[first:last],
+            row_ids=None if self.row_ids is None else self.row_ids[start:stop],
+            tags=None if self.tags is None else self.tags[start:stop],
+        )
+
     def take(self, rows) -> "ExampleBatch":
         """A new batch with the examples at ``rows`` (indices or a boolean mask), in that order."""
         rows = np.asarray(rows)

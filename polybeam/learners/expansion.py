@@ -72,7 +72,7 @@ def build_table(keys):
     return table, index
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def expand_rows(
     indptr,
     indices,
@@ -351,7 +351,7 @@ def _all_products_room(indptr, degree, repeat_factors):
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def expand_all(indptr, indices, values, degree, repeat_factors, mask, out_indptr, out_slots, out_values, out_degrees):
     """Every product of up to ``degree`` (2 or 3) of a row's base features: VW's -q / --cubic.
 
@@ -408,7 +408,7 @@ def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: boo
     return expanded, degrees[:nnz]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def expand_interactions(indptr, indices, values, namespaces, interactions, repeat_factors, mask, write,
                         out_indptr, out_slots, out_values, out_degrees):  # fmt: skip
     """Base features plus the products VW's ``-q ab`` / ``--cubic abc`` make, each once per row.

@@ -29,8 +29,10 @@ True
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -42,6 +44,24 @@ from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.ssm import ResidualStatistics
 from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_parents, slot_magnitudes
+
+
+# Expansion runs ahead of learning on a helper thread, sub-batch by sub-batch (both
+# kernels release the GIL): with two cores or more, expanding then costs little wall
+# time beyond learning, as VW's parser thread hides its parsing.
+AHEAD_ROWS = 512
+_helper: ThreadPoolExecutor | None = None
+
+
+def _expansion_thread() -> ThreadPoolExecutor | None:
+    """The process's one expansion helper thread, or None on a single core."""
+    global _helper
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cores < 2:
+        return None
+    if _helper is None:
+        _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polybeam-expand")
+    return _helper
 
 
 class PolynomialLearner:
@@ -99,15 +119,37 @@ class PolynomialLearner:
             part = batch if take == len(batch) else batch.take(np.arange(position, position + take))
             self.base_slots[part.indices] = True
             self.base_nonzeros += part.nnz
-            expanded = self._expand(part)
-            if self.residuals is not None and not self.frozen:
-                self.residuals.add_predicted(self.linear, expanded)
-            self.linear.learn(expanded)
+            self._learn_expanded(part)
             self.examples_seen += take
             position += take
             if boundary is not None and self.examples_seen == boundary:
                 self._grow()
         return self
+
+    def _learn_expanded(self, part: ExampleBatch) -> None:
+        """Expand ``part`` and learn it, expanding one sub-batch ahead on the helper thread when there is one.
+
+        The parents do not change inside ``part`` (it lies within one epoch), so
+        the expansion of later rows never depends on learning earlier ones.
+        """
+        helper = _expansion_thread() if len(part) >= 2 * AHEAD_ROWS else None
+        if helper is None:
+            self._learn_one(self._expand(part))
+            return
+        pieces = [part.rows_between(start, min(start + AHEAD_ROWS, len(part))) for start in range(0, len(part), AHEAD_ROWS)]
+        futures = [helper.submit(self._expand, piece) for piece in pieces]
+        try:
+            for future in futures:
+                self._learn_one(future.result())
+        finally:
+            for future in futures:  # on an error: nothing may still touch the expander afterwards
+                future.cancel()
+            wait(futures)
+
+    def _learn_one(self, expanded: ExampleBatch) -> None:
+        if self.residuals is not None and not self.frozen:
+            self.residuals.add_predicted(self.linear, expanded)
+        self.linear.learn(expanded)
 
     def _expand(self, batch: ExampleBatch) -> ExampleBatch:
         if self.config.expand == "apple":
