@@ -430,6 +430,47 @@ def time_pipeline(paths: dict, out: str, repeats: int, vw: VWYardstick) -> dict:
     return results
 
 
+APPLE_ALPHAS = (1.0, 0.5)
+
+
+def time_apple(paths: dict, out: str, env: dict, repeats: int) -> dict:
+    """Apple against VW --stage_poly at the same exponent: whole runs, alternated, best of ``repeats``.
+
+    Both on squared loss, 18 bits, one pass, normalised adaptive steps at
+    VW's default rate 0.5. VW: its stage-wise expansion after 1000, 2000, 4000,
+    ... examples (its default schedule); polybeam: ``polybeam train --expand
+    apple`` on the LIBSVM and the VW file, whose count is unknown to it, so it
+    expands after 1000, 2000, ..., 16000 examples (5 expansions: the paper's 6 epochs).
+    """
+    model_dir = os.path.join(out, "models")
+    os.makedirs(model_dir, exist_ok=True)
+    results = {}
+    for alpha in APPLE_ALPHAS:
+        vw_runs, runs = [], {"libsvm": [], "vw": []}
+        for _ in range(repeats):
+            vw_runs.append(run_vw("-d", paths["vw"], "-b", str(BITS), "--loss_function", "squared", "--stage_poly",
+                                  "--sched_exponent", f"{alpha:g}"))  # fmt: skip
+            for format in ("libsvm", "vw"):
+                model = os.path.join(model_dir, f"apple-{alpha:g}-{format}.model")
+                extra = ("--step", "adaptive", "--learning-rate", "0.5", "--expand", "apple", "--alpha", f"{alpha:g}")
+                runs[format].append(describe_train(run_train(paths[format], format, model, env, extra)))
+        best_vw = min(vw_runs, key=lambda run: run.run.seconds)
+        entry = {
+            "vw": {"seconds": best_vw.run.seconds, "cpu_seconds": best_vw.run.cpu_seconds,
+                   "average_loss": best_vw.average_loss, "peak_rss_bytes": best_vw.run.peak_rss_bytes,
+                   "all_seconds": [run.run.seconds for run in vw_runs], "command": " ".join(best_vw.run.command[1:])},
+        }  # fmt: skip
+        for format, format_runs in runs.items():
+            failed = [run for run in format_runs if run["returncode"] != 0]
+            run = failed[0] if failed else dict(min(format_runs, key=lambda r: r["seconds"]))
+            run["all_seconds"] = [r["seconds"] for r in format_runs]
+            entry[format] = run
+        results[f"{alpha:g}"] = entry
+        log(f"apple alpha {alpha:g}: VW --stage_poly {entry['vw']['seconds']:.2f} s (loss {entry['vw']['average_loss']:.4f}); "
+            + ", ".join(f"polybeam {f} {entry[f]['seconds']:.2f} s (loss {entry[f].get('progressive_loss')})" for f in runs))
+    return results
+
+
 def profile_pipeline(paths: dict, out: str, results_dir: str, env: dict) -> str:
     """Run ``polybeam train`` under cProfile on the LIBSVM file and on 100 examples; top functions to a file."""
     import io
@@ -586,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-rows", type=int, default=4096, help="rows per learner batch (default: 4096)")
     parser.add_argument("--real", action=argparse.BooleanOptionalAction, default=True, help="also compare on bundled spam and letter (default: on)")
     parser.add_argument("--pipeline", action=argparse.BooleanOptionalAction, default=True, help="also time `polybeam train` (default: on)")
+    parser.add_argument("--apple", action=argparse.BooleanOptionalAction, default=True, help="also time apple against VW --stage_poly at alpha 1 and 0.5 (default: on)")
     parser.add_argument("--split-seeds", type=int, default=10, help="real data: also average over this many 80/20 splits (default: 10)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repetitions of each polybeam and VW measurement; the best counts (default: 3)")
     parser.add_argument("--render", action="store_true", help="only rewrite spine.md from an existing spine.json (no measuring)")
@@ -620,6 +662,8 @@ def main(argv: list[str] | None = None) -> int:
         report["vw"] = vw.to_dict()
         report["breakdown"] = estimate_breakdown(report)
         report["pipeline_overheads"] = time_pipeline_overheads(paths["libsvm"], args.out, env, args.repeats)
+        if args.apple and "error" not in report["pipeline"]:
+            report["apple"] = time_apple(paths, args.out, env, args.repeats)
         if args.profile and "error" not in report["pipeline"]:
             report["profile"] = profile_pipeline(paths, args.out, args.results, env)
     if args.real:

@@ -44,6 +44,8 @@ NEEDS_ROOM = -1  # the output arrays are full: call again with more room
 NEEDS_TABLE = -2  # one example has more monomials than its dedupe table holds
 
 NO_PARENT = -1
+# Output buffers an Expander cycles through when asked to reuse memory.
+RING = 3
 NO_TRACE = -1  # slot_trace of a slot no product has been written to
 
 
@@ -252,6 +254,8 @@ class Expander:
         self._stamps = np.zeros(257, dtype=np.int64)  # the last cell counts rows so far
         self.last_degrees = np.zeros(0, dtype=np.int8)
         self._ratio = 2.0  # expanded / base features in the last batch
+        self._ring: list = []  # reusable output buffers (see expand)
+        self._ring_next = 0
 
     def add_parents(self, parents: Iterable[Monomial]) -> None:
         """Make more monomials parents (the ones already parents keep their index in the trace)."""
@@ -264,10 +268,15 @@ class Expander:
         else:
             self._table, self._index = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
 
-    def expand(self, batch: ExampleBatch) -> ExampleBatch:
+    def expand(self, batch: ExampleBatch, *, reuse: bool = False) -> ExampleBatch:
         """``batch`` with every example's products over the parents added.
 
-        The degree of every expanded feature is left in ``last_degrees``.
+        The degree of every expanded feature is left in ``last_degrees``. With
+        ``reuse`` the result lives in one of :data:`RING` output buffers that
+        later calls with ``reuse`` write again: it stays valid for the next
+        ``RING - 1`` such calls. (Fresh memory costs a page fault per 4 KiB on
+        first touch, more than expanding into it; a learner consumes each
+        expanded batch at once.)
         """
         if batch.bits != self.bits:
             raise ValueError(f"batch is hashed into {batch.bits} bits but the expander uses {self.bits}")
@@ -275,10 +284,7 @@ class Expander:
         # whole batch with more room is rare.
         room = max(16, int(batch.nnz * self._ratio * 1.25) + 16)
         while True:
-            indptr = np.empty(len(batch) + 1, dtype=np.int64)
-            slots = np.empty(room, dtype=batch.indices.dtype)
-            values = np.empty(room, dtype=np.float64)
-            degrees = np.empty(room, dtype=np.int8)
+            indptr, slots, values, degrees = self._output(len(batch) + 1, room, batch.indices.dtype, reuse)
             result = expand_rows(
                 batch.indptr, batch.indices, batch.values, self._table, self._index, self._parent_degree,
                 (1 << self.bits) - 1,
@@ -286,10 +292,12 @@ class Expander:
                 self.slot_trace, len(self.slot_trace) > 0, self._seen, self._stamps,
             )  # fmt: skip
             if result == NEEDS_ROOM:
-                room *= 2
+                room = 2 * len(slots)
             elif result == NEEDS_TABLE:
                 self._grow_dedupe_table()
             else:
+                if reuse:
+                    self._ring_next = (self._ring_next + 1) % RING
                 self.last_degrees = degrees[:result]
                 if batch.nnz:
                     self._ratio = max(1.0, result / batch.nnz)
@@ -302,6 +310,27 @@ class Expander:
                     bits=batch.bits,
                     names=batch.names,
                 )
+
+    def _output(self, rows: int, room: int, index_dtype, reuse: bool):
+        """Output arrays for one expansion: fresh ones, or the next ring buffer grown to fit."""
+        if not reuse:
+            return (np.empty(rows, dtype=np.int64), np.empty(room, dtype=index_dtype), np.empty(room, dtype=np.float64),
+                    np.empty(room, dtype=np.int8))  # fmt: skip
+        while len(self._ring) <= self._ring_next:
+            self._ring.append(None)
+        buffer = self._ring[self._ring_next]
+        if buffer is None or len(buffer[0]) < rows or len(buffer[1]) < room or buffer[1].dtype != index_dtype:
+            # Grown with a margin, so that slowly growing batches do not reallocate every time.
+            size = max(room, int(1.5 * len(buffer[1])) if buffer is not None else 0)
+            buffer = (np.empty(max(rows, len(buffer[0]) if buffer is not None else 0), dtype=np.int64),
+                      np.empty(size, dtype=index_dtype), np.empty(size, dtype=np.float64), np.empty(size, dtype=np.int8))  # fmt: skip
+            self._ring[self._ring_next] = buffer
+        return buffer[0][:rows], buffer[1], buffer[2], buffer[3]
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_ring"], state["_ring_next"] = [], 0  # scratch memory, not state
+        return state
 
     def _grow_dedupe_table(self) -> None:
         rows_so_far = self._stamps[-1]

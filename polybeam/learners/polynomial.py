@@ -29,8 +29,10 @@ True
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import pickle
+from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -38,7 +40,7 @@ import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.expansion import NO_TRACE, Expander, Expansion
+from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
@@ -136,15 +138,21 @@ class PolynomialLearner:
         if helper is None:
             self._learn_one(self._expand(part))
             return
-        pieces = [part.rows_between(start, min(start + AHEAD_ROWS, len(part))) for start in range(0, len(part), AHEAD_ROWS)]
-        futures = [helper.submit(self._expand, piece) for piece in pieces]
+        pieces = (part.rows_between(start, min(start + AHEAD_ROWS, len(part))) for start in range(0, len(part), AHEAD_ROWS))
+        # At most RING - 1 pieces are expanded ahead of the one being learned: each
+        # lives in its own ring buffer of the expander until it is learned.
+        pending = deque(helper.submit(self._expand, piece) for piece in itertools.islice(pieces, RING - 1))
         try:
-            for future in futures:
-                self._learn_one(future.result())
+            while pending:
+                expanded = pending.popleft().result()
+                following = next(pieces, None)
+                if following is not None:
+                    pending.append(helper.submit(self._expand, following))
+                self._learn_one(expanded)
         finally:
-            for future in futures:  # on an error: nothing may still touch the expander afterwards
+            for future in pending:  # on an error: nothing may still touch the expander afterwards
                 future.cancel()
-            wait(futures)
+            wait(pending)
 
     def _learn_one(self, expanded: ExampleBatch) -> None:
         if self.residuals is not None and not self.frozen:
@@ -152,8 +160,9 @@ class PolynomialLearner:
         self.linear.learn(expanded)
 
     def _expand(self, batch: ExampleBatch) -> ExampleBatch:
+        """``batch`` expanded into the expander's reused memory: valid until RING - 1 more expansions."""
         if self.config.expand == "apple":
-            return self.expander.expand(batch)
+            return self.expander.expand(batch, reuse=True)
         return self.expansion.expand(batch)
 
     @property

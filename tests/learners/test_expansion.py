@@ -235,3 +235,25 @@ def test_namespace_interactions_need_namespaces_and_valid_letters():
     with pytest.raises(ValueError, match="quadratic or cubic"):
         LearnerConfig(expand="apple", interactions=("ab",))
     assert Expansion.from_dict(Expansion("cubic", interactions=("ba", "abc")).to_dict()).interactions == ("ba", "abc")
+
+
+def test_reused_output_buffers_give_the_same_batches_and_stay_valid_for_a_ring():
+    from polybeam.learners.expansion import RING
+
+    rng = np.random.default_rng(2)
+    batches = [
+        ExampleBatch.from_rows([(1.0, {int(s): 1.0 for s in rng.choice(np.arange(1, 30), size=rng.integers(1, 9))})
+                                for _ in range(rng.integers(1, 40))], bits=BITS)  # fmt: skip
+        for _ in range(8)
+    ]
+    parents = [Monomial.of([s]) for s in range(1, 12)] + [Monomial.of([1, 2])]
+    fresh, reusing = Expander(parents, bits=BITS), Expander(parents, bits=BITS)
+    expected = [fresh.expand(batch) for batch in batches]
+    window = []
+    for batch, want in zip(batches, expected):
+        window.append((reusing.expand(batch, reuse=True), want))
+        window = window[-(RING - 1) :]  # the results of the last RING - 1 calls are all intact
+        for got, wanted in window:
+            assert np.array_equal(got.indptr, wanted.indptr)
+            assert np.array_equal(got.indices, wanted.indices) and np.array_equal(got.values, wanted.values)
+    assert np.array_equal(fresh.slot_trace, reusing.slot_trace)
