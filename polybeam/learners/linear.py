@@ -167,6 +167,10 @@ class LinearLearner:
                 self.names_.setdefault(slot, name)
         return self
 
+    def expect(self, total: int) -> "LinearLearner":
+        """Told how many examples training will see: nothing to plan for a linear learner (apple has a schedule)."""
+        return self
+
     def _check_classes(self, labels: np.ndarray) -> None:
         classes = self.config.classes
         bad = (labels < 1) | (labels > classes) | (labels != np.round(labels))

@@ -10,7 +10,8 @@ again: iterative parameter mixing.
 Example
 -------
 >>> import apache_beam as beam
->>> from polybeam.learners.batch import ExampleBatch
+>>> from polybeam.learners.background import BackgroundLearner
+from polybeam.learners.batch import ExampleBatch
 >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 20, bits=10)
 >>> with beam.Pipeline(runner="FnApiRunner") as p:
 ...     models = (p | beam.Create([batch, batch])
@@ -27,6 +28,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
@@ -35,8 +37,11 @@ from polybeam.transforms.keys import KeyFn, split_by_key
 
 
 class TrainFn(beam.CombineFn):
-    """A CombineFn whose accumulator is a :class:`LinearLearner`.
+    """A CombineFn whose accumulator is a learner (linear or polynomial, as the config asks).
 
+    The accumulator learns on a helper thread while the worker reads the next
+    batches (:class:`~polybeam.learners.background.BackgroundLearner`); it is
+    settled before it is merged, compacted, pickled or extracted.
     ``output="model"`` extracts the sparse Model, ``"state"`` the learner itself
     (to continue training in another pass).
     """
@@ -46,24 +51,24 @@ class TrainFn(beam.CombineFn):
         self.output = output
         self.metadata = metadata
 
-    def create_accumulator(self) -> LinearLearner:
-        return make_learner(self.config)
+    def create_accumulator(self) -> BackgroundLearner:
+        return BackgroundLearner(make_learner(self.config))
 
-    def add_input(self, learner: LinearLearner, element) -> LinearLearner:
+    def add_input(self, accumulator: BackgroundLearner, element) -> BackgroundLearner:
         if isinstance(element, tuple):  # (batch, examples over all passes): see Train
-            element, total = element
-            learner.expect(total)
-        return learner.learn(element)
+            return accumulator.learn(*element)
+        return accumulator.learn(element)
 
-    def merge_accumulators(self, learners) -> LinearLearner:
-        learners = iter(learners)
-        first = next(learners)
-        return first.merge(list(learners))
+    def merge_accumulators(self, accumulators) -> BackgroundLearner:
+        learners = [accumulator.settle() for accumulator in accumulators]
+        return BackgroundLearner(learners[0].merge(learners[1:]))
 
-    def compact(self, learner: LinearLearner) -> LinearLearner:
-        return learner.compact()
+    def compact(self, accumulator: BackgroundLearner) -> BackgroundLearner:
+        accumulator.settle().compact()
+        return accumulator
 
-    def extract_output(self, learner: LinearLearner):
+    def extract_output(self, accumulator: BackgroundLearner):
+        learner = accumulator.settle()
         return learner.to_model(self.metadata) if self.output == "model" else learner
 
 
@@ -111,11 +116,12 @@ class _LearnOnePass(beam.DoFn):
         learner = self._learners.get(key)
         if learner is None:
             origin = start[key] if self.keyed else start
-            learner = self._learners[key] = origin.copy().start_pass()
+            learner = self._learners[key] = BackgroundLearner(origin.copy().start_pass())
         learner.learn(batch)
 
     def finish_bundle(self):
-        for key, learner in self._learners.items():
+        for key, background in self._learners.items():
+            learner = background.settle()
             value = (key, learner.compact()) if self.keyed else learner.compact()
             yield WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
         self._learners = {}
