@@ -16,7 +16,7 @@ its next call.
 
 >>> from polybeam.learners.batch import ExampleBatch
 >>> from polybeam.learners.linear import LinearLearner
->>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 50, bits=8)
+>>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 50)
 >>> background = BackgroundLearner(LinearLearner())
 >>> for _ in range(4):
 ...     _ = background.learn(batch)
@@ -41,6 +41,17 @@ MAX_PENDING = 2
 _lanes: list[ThreadPoolExecutor] = []
 _next_lane = itertools.count()
 _lock = threading.Lock()
+
+
+def _forget_lanes() -> None:
+    # A forked child has none of its parent's threads: it must start its own.
+    global _lanes, _lock
+    _lanes = []
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_lanes)
 
 
 def available_cores() -> int:

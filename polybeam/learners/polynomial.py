@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
+from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion
@@ -55,11 +56,19 @@ AHEAD_ROWS = 512
 _helper: ThreadPoolExecutor | None = None
 
 
+def _forget_helper() -> None:
+    global _helper
+    _helper = None  # a forked child has none of its parent's threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)
+
+
 def _expansion_thread() -> ThreadPoolExecutor | None:
     """The process's one expansion helper thread, or None on a single core."""
     global _helper
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cores < 2:
+    if available_cores() < 2:
         return None
     if _helper is None:
         _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polybeam-expand")
