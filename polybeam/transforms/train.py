@@ -10,8 +10,7 @@ again: iterative parameter mixing.
 Example
 -------
 >>> import apache_beam as beam
->>> from polybeam.learners.background import BackgroundLearner
-from polybeam.learners.batch import ExampleBatch
+>>> from polybeam.learners.batch import ExampleBatch
 >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 20, bits=10)
 >>> with beam.Pipeline(runner="FnApiRunner") as p:
 ...     models = (p | beam.Create([batch, batch])
