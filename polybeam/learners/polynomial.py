@@ -127,7 +127,7 @@ class PolynomialLearner:
             take = len(batch) - position
             if boundary is not None:
                 take = min(take, boundary - self.examples_seen)
-            part = batch if take == len(batch) else batch.take(np.arange(position, position + take))
+            part = batch if take == len(batch) else batch.rows_between(position, position + take)
             self.base_slots[part.indices] = True
             self.base_nonzeros += part.nnz
             self._learn_expanded(part)
