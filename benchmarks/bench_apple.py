@@ -21,6 +21,9 @@ of the sign for binary tasks, mean squared error for regression) of:
   triple; 24 bits, as the paper found important), all computed on the fly;
 * ``apple`` at alpha in {0.125, 0.25, 0.5, 0.75, 1} (6 epochs equally spaced
   over the known number of examples) and ``ssm`` (the SSM rule) at alpha = 1;
+  for reference ``apple-stream`` at alpha 0.5 and 1: apple as a stream of
+  unknown length runs it, expanding after 1000, 2000, 4000, ... examples, the
+  schedule VW's ``--stage_poly`` follows;
 * VW ``--stage_poly --sched_exponent alpha`` at the same alphas (and VW linear
   for reference), its learning rate picked the same way from its own progressive
   loss, on the same split files.
@@ -97,6 +100,7 @@ class Method:
     settings: dict
     bits: int = BITS
     vw_alpha: float | None = None  # for apple: the VW stage_poly run it is compared with
+    stream: bool = False  # apple without the example count: expansions after 1000, 2000, 4000, ... (VW's schedule)
 
     def config(self, rate: float) -> LearnerConfig:
         return LearnerConfig(loss="squared", step="adaptive", learning_rate=rate, bits=self.bits, **self.settings)
@@ -108,6 +112,7 @@ METHODS = (
     Method("cubic", {"expand": "cubic"}, bits=CUBIC_BITS),
     *(Method(f"apple({alpha:g})", {"expand": "apple", "alpha": alpha}, vw_alpha=alpha) for alpha in ALPHAS),
     Method("ssm(1)", {"expand": "apple", "alpha": 1.0, "expand_rule": "ssm"}),
+    *(Method(f"apple-stream({alpha:g})", {"expand": "apple", "alpha": alpha}, stream=True) for alpha in (0.5, 1.0)),
 )
 
 
@@ -175,7 +180,7 @@ def run_polybeam(task: Task, method: Method, train: ExampleBatch, test: ExampleB
     parts = chunks(train, method)
     runs, best = [], None
     for rate in rates:
-        learner = make_learner(method.config(rate), total=len(train))
+        learner = make_learner(method.config(rate), total=None if method.stream else len(train))
         started = time.perf_counter()
         for part in parts:
             learner.learn(part)
