@@ -456,7 +456,7 @@ def time_apple(paths: dict, out: str, env: dict, repeats: int) -> dict:
                 runs[format].append(describe_train(run_train(paths[format], format, model, env, extra)))
         best_vw = min(vw_runs, key=lambda run: run.run.seconds)
         entry = {
-            "vw": {"seconds": best_vw.run.seconds, "cpu_seconds": best_vw.run.cpu_seconds,
+            "stage_poly": {"seconds": best_vw.run.seconds, "cpu_seconds": best_vw.run.cpu_seconds,
                    "average_loss": best_vw.average_loss, "peak_rss_bytes": best_vw.run.peak_rss_bytes,
                    "all_seconds": [run.run.seconds for run in vw_runs], "command": " ".join(best_vw.run.command[1:])},
         }  # fmt: skip
@@ -466,7 +466,8 @@ def time_apple(paths: dict, out: str, env: dict, repeats: int) -> dict:
             run["all_seconds"] = [r["seconds"] for r in format_runs]
             entry[format] = run
         results[f"{alpha:g}"] = entry
-        log(f"apple alpha {alpha:g}: VW --stage_poly {entry['vw']['seconds']:.2f} s (loss {entry['vw']['average_loss']:.4f}); "
+        log(f"apple alpha {alpha:g}: VW --stage_poly {entry['stage_poly']['seconds']:.2f} s "
+            f"(loss {entry['stage_poly']['average_loss']:.4f}); "
             + ", ".join(f"polybeam {f} {entry[f]['seconds']:.2f} s (loss {entry[f].get('progressive_loss')})" for f in runs))
     return results
 

@@ -56,7 +56,7 @@ def targets_of(report: dict) -> list[Target]:
             run = entry[format]
             ok = run.get("returncode") == 0
             targets.append(Target(f"apple alpha={alpha} ({format.upper() if format == 'vw' else 'LIBSVM'}) / VW --stage_poly",
-                                  run["seconds"] / entry["vw"]["seconds"] if ok else None, 1.0, unit="x"))  # fmt: skip
+                                  run["seconds"] / entry["stage_poly"]["seconds"] if ok else None, 1.0, unit="x"))  # fmt: skip
     real = report.get("real")
     if real:
         targets.append(Target("spam held-out error (polybeam)", real["spam"]["polybeam_error"], SPAM_ERROR))
@@ -173,7 +173,7 @@ def render(report: dict) -> str:
     if apple:
         rows = []
         for alpha, entry in apple.items():
-            vw_entry = entry["vw"]
+            vw_entry = entry["stage_poly"]
             rows.append([f"VW `--stage_poly --sched_exponent {alpha}`", fmt(vw_entry["seconds"]), fmt(vw_entry["cpu_seconds"]),
                          "1.00", fmt(vw_entry["average_loss"], ".4f"), fmt(vw_entry["peak_rss_bytes"] / MIB, ".0f", " MiB"),
                          ", ".join(f"{s:.2f}" for s in vw_entry["all_seconds"])])
