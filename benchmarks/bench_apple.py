@@ -316,7 +316,8 @@ def targets(summary: dict) -> dict:
         "apple1_relative_error_at_most_half": {"tasks": under_half, "count": len(under_half), "of": len(rated),
                                                "met": len(under_half) > len(rated) / 2},  # fmt: skip
         "apple_vs_vw_stage_poly": versus,
-        "apple1_vs_vw_met": versus["1"]["wins"] >= versus["1"]["losses"],
+        # None when VW was not run (--no-vw): nothing was compared.
+        "apple1_vs_vw_met": versus["1"]["wins"] >= versus["1"]["losses"] if sum(versus["1"].values()) else None,
     }
 
 
@@ -350,7 +351,7 @@ def render(report: dict) -> str:
         f"**{'met' if goal['apple1_relative_error_at_most_half']['met'] else 'MISSED'}**",
         "- apple vs VW --stage_poly at the same alpha (held-out error; wins / losses / ties): "
         + "; ".join(f"alpha {a}: {v['wins']} / {v['losses']} / {v['ties']}" for a, v in goal["apple_vs_vw_stage_poly"].items())
-        + f": **{'met' if goal['apple1_vs_vw_met'] else 'MISSED'}** at alpha = 1",
+        + f": **{ {True: 'met', False: 'MISSED', None: 'not measured'}[goal['apple1_vs_vw_met']] }** at alpha = 1",
         "",
         "## Per task",
     ]
