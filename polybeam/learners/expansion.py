@@ -380,15 +380,28 @@ def _all_products_room(indptr, degree, repeat_factors):
     return total
 
 
+@numba.njit(cache=True)
+def _width(mask):
+    """field_width(bits) for mask = 2**bits - 1."""
+    width = np.int64(1)
+    while (np.int64(1) << width) <= mask + 1:
+        width += 1
+    return width
+
+
 @numba.njit(cache=True, nogil=True)
-def expand_all(indptr, indices, values, degree, repeat_factors, mask, out_indptr, out_slots, out_values, out_degrees):
+def expand_all(indptr, indices, values, degree, repeat_factors, mask, out_indptr, out_slots, out_values, out_degrees,
+               slot_trace):  # fmt: skip
     """Every product of up to ``degree`` (2 or 3) of a row's base features: VW's -q / --cubic.
 
     Products are enumerated over positions i <= j (<= k) (i < j < k without
     repeated factors), so each appears once; their slots come from the same
     order-free keys as apple's, so a pair in the quadratic model and the same
-    pair found by apple share a slot.
+    pair found by apple share a slot. Unless ``slot_trace`` is empty, each
+    product's factors are packed into it (:func:`pack_factors`).
     """
+    trace = slot_trace.shape[0] > 0
+    width = _width(mask)
     nnz = 0
     out_indptr[0] = 0
     for row in range(indptr.shape[0] - 1):
@@ -404,24 +417,33 @@ def expand_all(indptr, indices, values, degree, repeat_factors, mask, out_indptr
             for j in range(i + step, stop):
                 key_ij = extend(key_i, indices[j])
                 value_ij = values[i] * values[j]
-                out_slots[nnz] = product_slot(key_ij, mask)
+                slot = product_slot(key_ij, mask)
+                out_slots[nnz] = slot
                 out_values[nnz] = value_ij
                 out_degrees[nnz] = 2
+                if trace:
+                    slot_trace[slot] = (np.int64(indices[i]) + 1) | ((np.int64(indices[j]) + 1) << width)
                 nnz += 1
                 if degree >= 3:
                     for k in range(j + step, stop):
-                        out_slots[nnz] = product_slot(extend(key_ij, indices[k]), mask)
+                        slot = product_slot(extend(key_ij, indices[k]), mask)
+                        out_slots[nnz] = slot
                         out_values[nnz] = value_ij * values[k]
                         out_degrees[nnz] = 3
+                        if trace:
+                            slot_trace[slot] = ((np.int64(indices[i]) + 1) | ((np.int64(indices[j]) + 1) << width)
+                                                | ((np.int64(indices[k]) + 1) << (2 * width)))  # fmt: skip
                         nnz += 1
         out_indptr[row + 1] = nnz
     return nnz
 
 
-def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: bool = True) -> tuple[ExampleBatch, np.ndarray]:
+def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: bool = True,
+                        slot_trace: np.ndarray | None = None) -> tuple[ExampleBatch, np.ndarray]:  # fmt: skip
     """``batch`` with every pair (``degree=2``, quadratic) or also every triple (3, cubic) of base features.
 
-    Returns the expanded batch and each feature's degree.
+    Returns the expanded batch and each feature's degree. ``slot_trace``
+    (from :func:`new_product_trace`) receives each product's packed factors.
     """
     if degree not in (2, 3):
         raise ValueError(f"all-products expansion is quadratic (2) or cubic (3); got degree {degree}")
@@ -430,8 +452,9 @@ def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: boo
     slots = np.empty(room, dtype=batch.indices.dtype)
     values = np.empty(room, dtype=np.float64)
     degrees = np.empty(room, dtype=np.int8)
+    trace = np.zeros(0, dtype=np.int64) if slot_trace is None else slot_trace
     nnz = expand_all(batch.indptr, batch.indices, batch.values, degree, repeat_factors, (1 << batch.bits) - 1,
-                     indptr, slots, values, degrees)  # fmt: skip
+                     indptr, slots, values, degrees, trace)  # fmt: skip
     expanded = ExampleBatch(labels=batch.labels, weights=batch.weights, indptr=indptr, indices=slots[:nnz],
                             values=values[:nnz], bits=batch.bits, names=batch.names)  # fmt: skip
     return expanded, degrees[:nnz]
@@ -439,15 +462,18 @@ def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: boo
 
 @numba.njit(cache=True, nogil=True)
 def expand_interactions(indptr, indices, values, namespaces, interactions, repeat_factors, mask, write,
-                        out_indptr, out_slots, out_values, out_degrees):  # fmt: skip
+                        out_indptr, out_slots, out_values, out_degrees, slot_trace):  # fmt: skip
     """Base features plus the products VW's ``-q ab`` / ``--cubic abc`` make, each once per row.
 
     ``interactions`` is an (m, 3) uint8 array of sorted namespace bytes, 0 in
     the last column for a pair. A product takes one feature from each listed
     namespace; within one namespace listed twice, positions ascend (i <= j, or
     i < j without repeated factors), so each product appears once. With
-    ``write`` False only counts (the output size); returns the count.
+    ``write`` False only counts (the output size); returns the count. Unless
+    ``slot_trace`` is empty, written products' factors are packed into it.
     """
+    trace = write and slot_trace.shape[0] > 0
+    width = _width(mask)
     nnz = 0
     if write:
         out_indptr[0] = 0
@@ -473,9 +499,12 @@ def expand_interactions(indptr, indices, values, namespaces, interactions, repea
                     key_ij = extend(key_i, indices[j])
                     if third == 0:
                         if write:
-                            out_slots[nnz] = product_slot(key_ij, mask)
+                            slot = product_slot(key_ij, mask)
+                            out_slots[nnz] = slot
                             out_values[nnz] = values[i] * values[j]
                             out_degrees[nnz] = 2
+                            if trace:
+                                slot_trace[slot] = (np.int64(indices[i]) + 1) | ((np.int64(indices[j]) + 1) << width)
                         nnz += 1
                         continue
                     k_from = j + step if third == second else start
@@ -483,9 +512,13 @@ def expand_interactions(indptr, indices, values, namespaces, interactions, repea
                         if namespaces[k] != third:
                             continue
                         if write:
-                            out_slots[nnz] = product_slot(extend(key_ij, indices[k]), mask)
+                            slot = product_slot(extend(key_ij, indices[k]), mask)
+                            out_slots[nnz] = slot
                             out_values[nnz] = values[i] * values[j] * values[k]
                             out_degrees[nnz] = 3
+                            if trace:
+                                slot_trace[slot] = ((np.int64(indices[i]) + 1) | ((np.int64(indices[j]) + 1) << width)
+                                                    | ((np.int64(indices[k]) + 1) << (2 * width)))  # fmt: skip
                         nnz += 1
         if write:
             out_indptr[row + 1] = nnz
@@ -501,10 +534,12 @@ def interaction_array(interactions) -> np.ndarray:
     return array
 
 
-def expand_namespace_interactions(batch: ExampleBatch, interactions, *, repeat_factors: bool = True) -> tuple[ExampleBatch, np.ndarray]:
+def expand_namespace_interactions(batch: ExampleBatch, interactions, *, repeat_factors: bool = True,
+                                  slot_trace: np.ndarray | None = None) -> tuple[ExampleBatch, np.ndarray]:  # fmt: skip
     """``batch`` with the products of the given namespace interactions (see :func:`expand_interactions`).
 
-    Returns the expanded batch and each feature's degree.
+    Returns the expanded batch and each feature's degree; ``slot_trace`` as in
+    :func:`expand_all_products`.
     """
     if batch.namespaces is None:
         raise ValueError(
@@ -516,16 +551,40 @@ def expand_namespace_interactions(batch: ExampleBatch, interactions, *, repeat_f
     unused = np.empty(0, dtype=np.int64)
     room = expand_interactions(batch.indptr, batch.indices, batch.values, batch.namespaces, table, repeat_factors,
                                mask, False, unused, unused.astype(batch.indices.dtype), unused.astype(np.float64),
-                               unused.astype(np.int8))  # fmt: skip
+                               unused.astype(np.int8), unused)  # fmt: skip
     indptr = np.empty(len(batch) + 1, dtype=np.int64)
     slots = np.empty(room, dtype=batch.indices.dtype)
     values = np.empty(room, dtype=np.float64)
     degrees = np.empty(room, dtype=np.int8)
+    trace = unused if slot_trace is None else slot_trace
     expand_interactions(batch.indptr, batch.indices, batch.values, batch.namespaces, table, repeat_factors, mask, True,
-                        indptr, slots, values, degrees)  # fmt: skip
+                        indptr, slots, values, degrees, trace)  # fmt: skip
     expanded = ExampleBatch(labels=batch.labels, weights=batch.weights, indptr=indptr, indices=slots, values=values,
                             bits=batch.bits, names=batch.names)  # fmt: skip
     return expanded, degrees
+
+
+def field_width(bits: int) -> int:
+    """Bits per packed factor: enough for slot + 1 up to 2**bits (0 marks no factor)."""
+    return bits + 1
+
+
+def new_product_trace(bits: int, degree: int) -> np.ndarray:
+    """A trace of all-products factors for ``2**bits`` slots, or an empty array when ``degree`` factors do not fit 63 bits."""
+    if degree * field_width(bits) > 63:
+        return np.zeros(0, dtype=np.int64)
+    return np.zeros(1 << bits, dtype=np.int64)
+
+
+def unpack_factors(packed: np.ndarray, bits: int) -> np.ndarray:
+    """Packed traces (0: none) as an (n, 3) matrix of factor slots, -1 where there is no factor.
+
+    >>> unpack_factors(np.array([(3 + 1) | ((7 + 1) << 11)]), bits=10).tolist()
+    [[3, 7, -1]]
+    """
+    width = field_width(bits)
+    fields = np.stack([(packed >> (width * f)) & ((1 << width) - 1) for f in range(3)], axis=1)
+    return fields - 1
 
 
 EXPANSION_KINDS = ("apple", "quadratic", "cubic")
@@ -553,15 +612,20 @@ class Expansion:
             raise ValueError(f"unknown expansion {self.kind!r}; choose from {', '.join(EXPANSION_KINDS)}")
         object.__setattr__(self, "interactions", check_interactions(self.interactions, self.kind))
 
-    def expand(self, batch: ExampleBatch) -> ExampleBatch:
-        """``batch`` expanded exactly as training expanded it (safe to call from several threads)."""
+    def expand(self, batch: ExampleBatch, *, slot_trace: np.ndarray | None = None) -> ExampleBatch:
+        """``batch`` expanded exactly as training expanded it (safe to call from several threads).
+
+        quadratic / cubic: ``slot_trace`` (:func:`new_product_trace`) receives the products' factors.
+        """
         if self.kind == "apple":
             expander = Expander(self.parents, bits=batch.bits, max_degree=self.max_degree,
                                 repeat_factors=self.repeat_factors, trace=False)  # fmt: skip
             return expander.expand(batch)
         if self.interactions:
-            return expand_namespace_interactions(batch, self.interactions, repeat_factors=self.repeat_factors)[0]
-        return expand_all_products(batch, 2 if self.kind == "quadratic" else 3, repeat_factors=self.repeat_factors)[0]
+            return expand_namespace_interactions(batch, self.interactions, repeat_factors=self.repeat_factors,
+                                                 slot_trace=slot_trace)[0]  # fmt: skip
+        return expand_all_products(batch, 2 if self.kind == "quadratic" else 3, repeat_factors=self.repeat_factors,
+                                   slot_trace=slot_trace)[0]  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parents": [list(parent.factors) for parent in self.parents],

@@ -178,21 +178,28 @@ class FactorTable(Mapping):
     def from_products(cls, slots: np.ndarray, parents: list[Monomial], parent_index: np.ndarray,
                       factor: np.ndarray) -> FactorTable:  # fmt: skip
         """Products ``parents[parent_index[i]] * x_factor[i]`` in ``slots[i]`` (vectorised)."""
-        order = np.argsort(slots, kind="stable")
-        slots, parent_index, factor = slots[order], parent_index[order], factor[order]
         if not len(slots):
             return cls.empty()
         widest = max(parent.degree for parent in parents) + 1
-        padding = np.iinfo(np.int64).max  # sorts last, then dropped
-        parent_factors = np.full((len(parents), widest), padding, dtype=np.int64)
+        parent_factors = np.full((len(parents), widest), -1, dtype=np.int64)
         for i, parent in enumerate(parents):
             parent_factors[i, : parent.degree] = parent.factors
         rows = parent_factors[parent_index]
         rows[:, -1] = factor
+        return cls.from_matrix(slots, rows)
+
+    @classmethod
+    def from_matrix(cls, slots: np.ndarray, factors: np.ndarray) -> FactorTable:
+        """Products in ``slots[i]`` with the factor slots of row i of ``factors`` (-1: no factor; any order)."""
+        if not len(slots):
+            return cls.empty()
+        order = np.argsort(slots, kind="stable")
+        padding = np.iinfo(np.int64).max  # sorts last, then dropped
+        rows = np.where(factors[order] < 0, padding, factors[order])
         rows.sort(axis=1)
         present = rows != padding
         offsets = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
-        return cls(slots, offsets, rows[present])
+        return cls(np.asarray(slots)[order], offsets, rows[present])
 
     def __getitem__(self, slot: int) -> tuple[int, ...]:
         i = int(np.searchsorted(self.slots, slot))

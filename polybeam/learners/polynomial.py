@@ -41,7 +41,7 @@ import numpy as np
 from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion
+from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new_product_trace, unpack_factors
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
@@ -103,6 +103,10 @@ class PolynomialLearner:
         self.stages_done: list[dict] = []
         # Quadratic and cubic never grow; a merged apple learner keeps its parents (see merge).
         self.frozen = config.expand != "apple"
+        # Quadratic and cubic: each product slot's packed factors, to name the model's products
+        # (empty when the factors do not fit 63 bits: cubic above 20 bits).
+        degree = {"quadratic": 2, "cubic": 3}.get(config.expand)
+        self.product_trace = new_product_trace(config.bits, degree) if degree else np.zeros(0, dtype=np.int64)
         # The SSM rule ranks candidates by residual statistics gathered over each epoch.
         self.residuals = ResidualStatistics(config.bits) if config.expand_rule == "ssm" and not self.frozen else None
 
@@ -172,7 +176,7 @@ class PolynomialLearner:
         """``batch`` expanded into the expander's reused memory: valid until RING - 1 more expansions."""
         if self.config.expand == "apple":
             return self.expander.expand(batch, reuse=True)
-        return self.expansion.expand(batch)
+        return self.expansion.expand(batch, slot_trace=self.product_trace)
 
     @property
     def expansion(self) -> Expansion:
@@ -219,6 +223,10 @@ class PolynomialLearner:
             traced = trace != NO_TRACE
             monomials = FactorTable.from_products(model.slots[traced], self.parents, trace[traced] >> 32,
                                                   trace[traced] & 0xFFFFFFFF)  # fmt: skip
+        elif len(self.product_trace):
+            trace = self.product_trace[model.slots]
+            traced = trace != 0
+            monomials = FactorTable.from_matrix(model.slots[traced], unpack_factors(trace[traced], self.config.bits))
         return dataclasses.replace(model, expansion=self.expansion, monomials=monomials)
 
     @property

@@ -257,3 +257,16 @@ def test_reused_output_buffers_give_the_same_batches_and_stay_valid_for_a_ring()
             assert np.array_equal(got.indptr, wanted.indptr)
             assert np.array_equal(got.indices, wanted.indices) and np.array_equal(got.values, wanted.values)
     assert np.array_equal(fresh.slot_trace, reusing.slot_trace)
+
+
+@given(rows=rows_strategy, degree=st.sampled_from([2, 3]), repeat_factors=st.booleans())
+def test_all_products_trace_names_every_product_slot(rows, degree, repeat_factors):
+    from polybeam.learners.expansion import new_product_trace, unpack_factors
+
+    batch = ExampleBatch.from_rows([(1.0, row) for row in rows], bits=BITS - 2)  # 18 bits: 3 factors fit
+    trace = new_product_trace(batch.bits, degree)
+    expanded, degrees = expand_all_products(batch, degree, repeat_factors=repeat_factors, slot_trace=trace)
+    products = expanded.indices[degrees > 1]
+    for slot, factors in zip(products.tolist(), unpack_factors(trace[products], batch.bits).tolist()):
+        monomial = Monomial.of([f for f in factors if f >= 0])
+        assert monomial.slot(batch.bits) == slot and monomial.degree >= 2

@@ -204,6 +204,21 @@ def test_all_products_learners_learn_xor_and_save_their_expansion(kind):
     assert model.expansion.kind == kind and model.config.expand == kind
     error = np.mean((np.clip(model.margins(test), -1, 1) - test.labels) ** 2)
     assert error < 0.1
+    # Products are named by their traced factors, with their degree.
+    top = {entry["name"]: entry["degree"] for entry in model.top_weights(3)}
+    assert top.get("w1*w2") == 2, top
+    if kind == "cubic":
+        assert any(Monomial.of(factors).degree == 3 for factors in model.monomials.values())
+    for slot, factors in model.monomials.items():
+        assert Monomial.of(factors).slot(BITS) == slot  # the trace holds the product last written there
+
+
+def test_products_are_unnamed_when_their_factors_do_not_fit_the_trace():
+    learner = PolynomialLearner(LearnerConfig(loss="squared", bits=22, expand="cubic"))
+    assert len(learner.product_trace) == 0  # 3 factors of 23 bits exceed 63
+    data = pairs_task(50)
+    learner.learn(dataclasses.replace(data, bits=22))
+    assert len(learner.to_model().monomials) == 0
 
 
 @pytest.mark.parametrize("loss", ["logistic", "hinge", "softmax"])
