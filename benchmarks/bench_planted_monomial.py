@@ -19,7 +19,6 @@ Writes ``results/planted_monomial.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -30,7 +29,7 @@ from scipy import sparse
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from harness import machine_info, markdown_table  # noqa: E402
+from harness import machine_info, markdown_table, write_report  # noqa: E402
 
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
@@ -118,12 +117,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     report = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(), "examples": args.examples,
               "runs": [run(args.examples, float(noise), seed) for noise in args.noise.split(",") for seed in range(args.seeds)]}  # fmt: skip
-    os.makedirs(args.results, exist_ok=True)
-    with open(os.path.join(args.results, "planted_monomial.json"), "w") as handle:
-        json.dump(report, handle, indent=1, default=float)
     text = render(report)
-    with open(os.path.join(args.results, "planted_monomial.md"), "w") as handle:
-        handle.write(text)
+    write_report(args.results, "planted_monomial", report, text)
     print(text)
     return 0
 

@@ -44,6 +44,7 @@ from harness import (  # noqa: E402
     measured_run,
     read_predictions,
     run_vw,
+    write_report,
 )
 from spine_report import estimate_breakdown, render, targets_of  # noqa: E402
 
@@ -673,12 +674,8 @@ def main(argv: list[str] | None = None) -> int:
     report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     report["load_average_at_end"] = load_average()
 
-    with open(os.path.join(args.results, "spine.json"), "w") as handle:
-        json.dump(report, handle, indent=2, sort_keys=True, default=float)
-        handle.write("\n")
     text = render(report)
-    with open(os.path.join(args.results, "spine.md"), "w") as handle:
-        handle.write(text)
+    write_report(args.results, "spine", report, text, indent=2, sort_keys=True)
     print(text)
     return 0
 

@@ -190,6 +190,16 @@ def line_blocks(path: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
 # -- reporting --------------------------------------------------------------------------
 
 
+def write_report(folder: str, stem: str, report: dict, markdown: str, *, indent: int = 1, sort_keys: bool = False) -> None:
+    """``<folder>/<stem>.json`` (every figure) and ``<stem>.md`` (the readable summary)."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"{stem}.json"), "w") as handle:
+        json.dump(report, handle, indent=indent, sort_keys=sort_keys, default=float)
+        handle.write("\n")
+    with open(os.path.join(folder, f"{stem}.md"), "w") as handle:
+        handle.write(markdown)
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A GitHub-flavoured markdown table; ``None`` prints as an empty cell."""
 
