@@ -2,6 +2,7 @@
 
 from polybeam.transforms.dead_letters import FillLineNumbers, LineIndex, WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate, EvaluationFn
+from polybeam.transforms.group_statistics import GramStatisticsFn, GroupStatistics
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model, write_model
 from polybeam.transforms.predict import Predict, ScoredBatch, WritePredictions
 from polybeam.transforms.read import (
@@ -23,6 +24,8 @@ __all__ = [
     "Evaluate",
     "EvaluationFn",
     "FillLineNumbers",
+    "GramStatisticsFn",
+    "GroupStatistics",
     "LineIndex",
     "MergeLearnersFn",
     "ParseBlocks",
