@@ -41,7 +41,7 @@ import numpy as np
 from polybeam.learners import kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.losses import LOSS_CODES, SQUARED, loss_derivative
-from polybeam.learners.softmax import predict_batch_softmax, to_probabilities
+from polybeam.learners.softmax import predict_batch_softmax
 
 PRIOR = 10.0
 
@@ -117,12 +117,6 @@ class ResidualStatistics:
             array[:] = 0.0
         self.sum_r2 = self.weight = 0.0
 
-    def merge(self, other: ResidualStatistics) -> None:
-        for mine, theirs in ((self.sum_r2x2, other.sum_r2x2), (self.sum_x2, other.sum_x2), (self.count, other.count)):
-            mine += theirs
-        self.sum_r2 += other.sum_r2
-        self.weight += other.weight
-
 
 def residuals_squared(learner, batch: ExampleBatch) -> np.ndarray:
     """Each example's squared residual under a :class:`LinearLearner`'s current weights.
@@ -137,9 +131,9 @@ def residuals_squared(learner, batch: ExampleBatch) -> np.ndarray:
         scores = np.empty((len(batch), config.outputs))
         predict_batch_softmax(batch.indptr, batch.indices, batch.values, learner.raw_, config.bias, scores)
         scores *= scale
-        probabilities = np.empty_like(scores)
-        for row in range(len(batch)):
-            to_probabilities(scores[row], probabilities[row])
+        # Softmax of every row at once, shifted by its largest score so that exp cannot overflow.
+        probabilities = np.exp(scores - scores.max(axis=1, keepdims=True))
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
         probabilities[np.arange(len(batch)), batch.labels.astype(np.int64) - 1] -= 1.0
         return np.einsum("ij,ij->i", probabilities, probabilities)
     margins = np.empty(len(batch))

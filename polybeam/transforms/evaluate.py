@@ -10,6 +10,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from polybeam.learners.evaluation import Evaluation
+from polybeam.transforms.combining import MergeFn
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import model_argument, model_for
 
@@ -24,21 +25,8 @@ class _ScoreFn(beam.DoFn):
         yield (key, evaluation) if self.keyed else evaluation
 
 
-class EvaluationFn(beam.CombineFn):
+class EvaluationFn(MergeFn):
     """Merges partial Evaluations into the metrics dict."""
-
-    def create_accumulator(self):
-        return None
-
-    def add_input(self, accumulator, evaluation: Evaluation):
-        return evaluation if accumulator is None else accumulator.merge([evaluation])
-
-    def merge_accumulators(self, accumulators):
-        merged = None
-        for accumulator in accumulators:
-            if accumulator is not None:
-                merged = accumulator if merged is None else merged.merge([accumulator])
-        return merged
 
     def compact(self, accumulator):
         return accumulator.compact() if accumulator is not None else None

@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.selection.groups import GroupSpec
 from polybeam.selection.statistics import DEFAULT_MEMORY_LIMIT, GramStatistics
+from polybeam.transforms.combining import MergeFn
 
 
 class GramStatisticsFn(beam.CombineFn):
@@ -85,31 +89,9 @@ class _AddWithSpec(beam.DoFn):
         self._statistics.add(batch)
 
     def finish_bundle(self):
-        from apache_beam.transforms.window import GlobalWindow
-        from apache_beam.utils.timestamp import MIN_TIMESTAMP
-        from apache_beam.utils.windowed_value import WindowedValue
-
         if self._statistics is not None:
             yield WindowedValue(self._statistics, MIN_TIMESTAMP, [GlobalWindow()])
         self._statistics = None
-
-
-class _MergeStatistics(beam.CombineFn):
-    def create_accumulator(self):
-        return None
-
-    def add_input(self, merged, statistics):
-        return statistics if merged is None else merged.merge([statistics])
-
-    def merge_accumulators(self, accumulators):
-        merged = None
-        for statistics in accumulators:
-            if statistics is not None:
-                merged = statistics if merged is None else merged.merge([statistics])
-        return merged
-
-    def extract_output(self, merged):
-        return merged
 
 
 class GroupStatistics(beam.PTransform):
@@ -139,7 +121,7 @@ class GroupStatistics(beam.PTransform):
                  | "Resolve" >> beam.Map(lambda seen: base.with_default(seen, name=name, cost=cost)))  # fmt: skip
         spec_input = beam.pvalue.AsSingleton(specs)
         partial = batches | "Statistics" >> beam.ParDo(_AddWithSpec(self.memory_limit), spec_input)
-        merged = partial | "Merge" >> beam.CombineGlobally(_MergeStatistics())
+        merged = partial | "Merge" >> beam.CombineGlobally(MergeFn())
         limit = self.memory_limit
         return merged | "WithSpec" >> beam.Map(
             lambda statistics, spec: (spec, statistics if statistics is not None
