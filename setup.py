@@ -13,7 +13,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["polybeam", "polybeam.*"]),
-    package_data={"polybeam.datasets": ["data/*.libsvm.gz"]},
+    package_data={"polybeam.datasets": ["data/*.libsvm.gz", "groups/*.json"]},
     install_requires=[
         "apache-beam>=2.77,<3",
         "numpy>=1.26",

@@ -12,6 +12,10 @@ satellite  6435   36       1..6 (UCI Statlog Landsat)
 dna        3186   180      1..3 (UCI/StatLog splice junctions)
 ========== ====== ======== ===================================================
 
+Feature groups with costs for cost-sensitive group sequencing ship as group
+specifications (:mod:`polybeam.selection.groups`); :data:`GROUP_SPECS` maps
+each to its dataset and :func:`group_spec_path` finds the file.
+
 >>> batch = load("spam")
 >>> len(batch), sorted(set(batch.labels.tolist()))
 (4601, [-1.0, 1.0])
@@ -30,6 +34,8 @@ import numpy as np
 from polybeam.learners.batch import ExampleBatch
 
 ROWS = {"spam": 4601, "letter": 20000, "satellite": 6435, "dna": 3186}
+# Bundled group specifications (groups/<name>.json) and the dataset each covers.
+GROUP_SPECS = {"spam": "spam", "satellite_band": "satellite", "satellite_pixel": "satellite", "dna": "dna"}
 
 
 def path(name: str) -> str:
@@ -37,6 +43,21 @@ def path(name: str) -> str:
     if name not in ROWS:
         raise ValueError(f"no bundled dataset {name!r}; choose one of {', '.join(ROWS)}")
     return str(resources.files("polybeam.datasets") / "data" / f"{name}.libsvm.gz")
+
+
+def group_spec_path(name: str) -> str:
+    """Filesystem path of a bundled group specification (JSON with a ``description`` of its costs).
+
+    >>> os.path.basename(group_spec_path("satellite_band"))
+    'satellite_band.json'
+    >>> group_spec_path("letter")
+    Traceback (most recent call last):
+    ...
+    ValueError: no bundled group specification 'letter'; choose one of spam, satellite_band, satellite_pixel, dna
+    """
+    if name not in GROUP_SPECS:
+        raise ValueError(f"no bundled group specification {name!r}; choose one of {', '.join(GROUP_SPECS)}")
+    return str(resources.files("polybeam.datasets") / "groups" / f"{name}.json")
 
 
 def lines(name: str, *, binary: bool = False) -> list[bytes]:

@@ -53,6 +53,13 @@ class FeatureGroup:
     name: str
     slots: tuple[int, ...]
     cost: float
+    # The features as written in the specification, one per slot (a LIBSVM index
+    # as a string, or the name); empty: the slots' numbers name them.
+    features: tuple[str, ...] = dataclasses.field(default=(), repr=False)
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return self.features if len(self.features) == len(self.slots) else tuple(str(slot) for slot in self.slots)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +126,11 @@ class GroupSpec:
         return np.repeat(np.arange(len(self.groups)), [len(group.slots) for group in self.groups])
 
     @property
+    def feature_names(self) -> list[str]:
+        """Each column's feature as written in the specification (slot numbers for a default group)."""
+        return [name for group in self.groups for name in group.feature_names]
+
+    @property
     def costs(self) -> np.ndarray:
         return np.array([group.cost for group in self.groups], dtype=np.float64)
 
@@ -162,11 +174,11 @@ def _parse_group(entry: Any, position: int, *, bits: int, seed: int) -> FeatureG
     if "cost" not in entry:
         raise GroupSpecError(f"{where} needs a cost")
     _check_cost(entry["cost"], name)
-    slots: dict[int, None] = {}
+    slots: dict[int, str] = {}
     for feature in features:
-        for slot in _feature_slots(feature, where, bits=bits, seed=seed):
-            slots.setdefault(slot, None)
-    return FeatureGroup(name=name, slots=tuple(slots), cost=float(entry["cost"]))
+        for slot, written in _feature_slots(feature, where, bits=bits, seed=seed):
+            slots.setdefault(slot, written)
+    return FeatureGroup(name=name, slots=tuple(slots), cost=float(entry["cost"]), features=tuple(slots.values()))
 
 
 def _check_cost(cost: Any, name: str) -> None:
@@ -174,13 +186,14 @@ def _check_cost(cost: Any, name: str) -> None:
         raise GroupSpecError(f"group {name!r} needs a finite cost > 0; got {cost!r}")
 
 
-def _feature_slots(feature: Any, where: str, *, bits: int, seed: int) -> list[int]:
+def _feature_slots(feature: Any, where: str, *, bits: int, seed: int) -> list[tuple[int, str]]:
+    """The (slot, feature as written) pairs a specification entry stands for."""
     if isinstance(feature, bool) or isinstance(feature, float):
         raise GroupSpecError(f"{where}: feature {feature!r} is neither an index, a range 'a-b' nor a name")
     if isinstance(feature, int):
         if feature < 1:
             raise GroupSpecError(f"{where}: feature index {feature} must be >= 1 (LIBSVM indices are 1-based)")
-        return [libsvm_slot(feature, bits, seed)]
+        return [(libsvm_slot(feature, bits, seed), str(feature))]
     if not isinstance(feature, str) or not feature:
         raise GroupSpecError(f"{where}: feature {feature!r} is neither an index, a range 'a-b' nor a name")
     match = _RANGE.match(feature)
@@ -188,6 +201,6 @@ def _feature_slots(feature: Any, where: str, *, bits: int, seed: int) -> list[in
         first, last = int(match.group(1)), int(match.group(2))
         if first < 1 or last < first:
             raise GroupSpecError(f"{where}: range {feature!r} must be 'a-b' with 1 <= a <= b")
-        return [libsvm_slot(index, bits, seed) for index in range(first, last + 1)]
+        return [(libsvm_slot(index, bits, seed), str(index)) for index in range(first, last + 1)]
     namespace, _, name = feature.rpartition("^")
-    return [feature_slot(name, bits, namespace, seed)]
+    return [(feature_slot(name, bits, namespace, seed), feature)]

@@ -50,6 +50,8 @@ class StandardizedProblem:
     scale_y: float
     constant: np.ndarray  # bool per column: zero variance
     standardize: bool
+    # What a model's explained variance is a fraction of: 1 when standardised, y'Wy / n otherwise.
+    total_variance: float = 1.0
 
     def raw_model(self, weights: np.ndarray) -> tuple[np.ndarray, float]:
         """Weights and intercept in the input's units of a model fitted on the standardised problem."""
@@ -68,7 +70,9 @@ def standardized(statistics: GramStatistics, *, standardize: bool = True) -> Sta
     if not standardize:
         zero = np.zeros_like(cross)
         constant = diagonal <= 0
-        return StandardizedProblem(second, cross, zero, np.ones_like(cross), 0.0, 1.0, constant, False)
+        total = float(statistics.yty / n)
+        return StandardizedProblem(second, cross, zero, np.ones_like(cross), 0.0, 1.0, constant, False,
+                                   total if total > 0 else 1.0)  # fmt: skip
     mean_x = statistics.sum_x / n
     mean_y = statistics.sum_y / n
     cov = second - np.outer(mean_x, mean_x)
