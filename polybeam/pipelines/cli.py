@@ -1,4 +1,4 @@
-"""The ``polybeam`` command: train, evaluate, predict, inspect, demo.
+"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, demo.
 
 Every option is a PipelineOptions field (see ``polybeam.pipelines.options``),
 so the same names work here, from Python and in templates; any Beam option
@@ -22,6 +22,8 @@ COMMANDS = {
     "train": "train a model from examples and write the model file",
     "evaluate": "held-out metrics of a model on examples (JSON on the last line)",
     "predict": "write a prediction for every example",
+    "sequence": "order cost-weighted feature groups into anytime model prefixes (JSON lines)",
+    "timeliness": "held-out explained variance against cost and alpha-timeliness of prefix files",
     "inspect": "print a model's summary: settings, non-zeros, largest weights",
     "demo": "train and evaluate on bundled real data with the local runner",
 }
@@ -35,8 +37,28 @@ def _option_classes(command: str):
         "evaluate": [o.InputOptions, o.ModelOptions],
         "predict": [o.InputOptions, o.ModelOptions, o.OutputOptions],
         "demo": [o.DemoOptions],
+        "sequence": [o.InputOptions, _Only(o.LearnerOptions, "--bits", "--seed"), o.SequenceOptions, o.OutputOptions],
+        "timeliness": [o.InputOptions, o.TimelinessOptions, _Only(o.LearnerOptions, "--alpha", help=o.TIMELINESS_ALPHA_HELP)],
         "inspect": [],
     }[command]
+
+
+class _Only:
+    """The named flags of an options class (a command that shares a few of its options)."""
+
+    def __init__(self, options_class, *flags: str, help: str | None = None):
+        self.options_class = options_class
+        self.flags = flags
+        self.help = help
+
+    def _add_argparse_args(self, parser) -> None:
+        full = argparse.ArgumentParser(add_help=False)
+        self.options_class._add_argparse_args(full)
+        for action in full._actions:
+            if any(flag in action.option_strings for flag in self.flags):
+                if self.help is not None:
+                    action.help = self.help
+                parser._add_action(action)
 
 
 def _usage() -> str:
@@ -83,7 +105,8 @@ def _check_arguments(command: str, argv: Sequence[str]) -> None:
 
     allowed = _command_parser(command)
     own = argparse.ArgumentParser(allow_abbrev=False)
-    for options_class in (ours.InputOptions, ours.LearnerOptions, ours.ModelOptions, ours.OutputOptions, ours.DemoOptions):
+    for options_class in (ours.InputOptions, ours.LearnerOptions, ours.ModelOptions, ours.OutputOptions, ours.DemoOptions,
+                          ours.SequenceOptions, ours.TimelinessOptions):  # fmt: skip
         options_class._add_argparse_args(own)
     allowed_flags = {flag for action in allowed._actions for flag in action.option_strings}
     for action in own._actions:
@@ -144,6 +167,10 @@ def _runner(command: str) -> Callable:
         from polybeam.pipelines.demo import run_demo
 
         return run_demo
+    if command in ("sequence", "timeliness"):
+        from polybeam.pipelines import anytime
+
+        return {"sequence": anytime.run_sequence, "timeliness": anytime.run_timeliness}[command]
     from polybeam.pipelines import jobs
 
     return {"train": jobs.run_train, "evaluate": jobs.run_evaluate, "predict": jobs.run_predict}[command]
@@ -190,6 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_describe_train(report))
     elif command == "predict":
         print(f"predictions written to {', '.join(report['prediction_files'])}")
+    elif command in ("sequence", "timeliness"):
+        from polybeam.pipelines import anytime
+
+        print(anytime.describe(report))
     _print_json(report)
     # Nothing after this needs collecting: skip the teardown's full collection.
     gc.freeze()

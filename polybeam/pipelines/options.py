@@ -40,6 +40,19 @@ def _add(parser, name: str, **kwargs) -> None:
     parser.add_argument(*spellings, dest=name.replace("-", "_"), **kwargs)
 
 
+def _number_or_auto(text: str) -> float | str:
+    """--alpha: a number, or "auto" (timeliness: the plateau rule). One flag serves both commands
+    because Beam parses every options class together, so two classes cannot both define it."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    return float(text)
+
+
+# What --alpha means to polybeam timeliness (LearnerOptions defines the flag).
+TIMELINESS_ALPHA_HELP = ("alpha of the alpha-stopping cost, in (0, 1], or auto: the paper's plateau rule "
+                         "(default: auto)")  # fmt: skip
+
+
 def _columns(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
@@ -85,7 +98,7 @@ class LearnerOptions(PipelineOptions):
         _add(parser, "truncate-every", type=int, default=1, help="K: truncate every K examples (default: 1)")
         _add(parser, "truncate-threshold", type=float, default=None, help="theta: only weights up to this size are truncated (default: infinity); rounding threshold of round/subgradient")
         _add(parser, "expand", choices=EXPANSIONS, default="none", help="polynomial features: apple (adaptive, stage-wise), quadratic or cubic (all pairs / triples), or none (default)")
-        _add(parser, "alpha", type=float, default=1.0, help="apple: each expansion adds (mean non-zeros per example)**alpha parent monomials (default: 1)")
+        _add(parser, "alpha", type=_number_or_auto, default=None, help="apple: each expansion adds (mean non-zeros per example)**alpha parent monomials (default: 1)")
         _add(parser, "expand-rule", choices=EXPANSION_RULES, default="weight", help="apple: pick parents by weight magnitude (default), the risk-consistent fallback rule, or the SSM residual heuristic")
         _add(parser, "max-degree", type=int, default=6, help="apple: largest degree of a product (default: 6)")
         _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
@@ -112,6 +125,36 @@ class OutputOptions(PipelineOptions):
         _add(parser, "num-shards", type=int, default=0, help="number of output files (default: 0, the runner decides)")
 
 
+class SequenceOptions(PipelineOptions):
+    """Options of ``polybeam sequence``: feature groups, method, ridge."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        from polybeam.selection.sequencing import METHODS
+
+        _add(parser, "groups", default=None, help='group specification JSON: {"groups": [{"name": ..., "features": [1, "3-48", "name"], "cost": 2.5}, ...]}')
+        _add(parser, "method", choices=METHODS, default="cs-g-omp", help="sequencing method (default: cs-g-omp)")
+        _add(parser, "ridge", type=float, default=1e-6, help="ridge lambda of every prefix model, on the standardised problem (default: 1e-6)")
+        _add(parser, "no-whiten", action="store_true", default=False, help="do not whiten groups (individually standardised features; no-whiten and single never whiten)")
+        _add(parser, "no-standardize", action="store_true", default=False, help="neither centre nor scale features and response")
+        _add(parser, "default-group", default=None, help="name of a group for features the specification does not name (default: such features fail the job)")
+        _add(parser, "default-group-cost", type=float, default=1.0, help="cost of --default-group (default: 1)")
+        _add(parser, "memory-limit-mb", type=float, default=2048, help="refuse Gram statistics above this size per worker, in MiB (default: 2048)")
+        _add(parser, "minimum-cost", type=float, default=None, help="doubling: c_min, the most the first group may cost (default: the cheapest group's cost)")
+        _add(parser, "lasso-points", type=int, default=100, help="sparse: points on the group lasso path (default: 100)")
+        _add(parser, "skipped-output", default=None, help="where to write the skipped groups and reasons (JSON lines; default: OUTPUT.skipped.jsonl)")
+
+
+class TimelinessOptions(PipelineOptions):
+    """Options of ``polybeam timeliness``."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        _add(parser, "prefixes", type=_columns, default=(), help="comma-separated prefix files (polybeam sequence --output), one per method")
+        _add(parser, "reference", default=None, help="the prefix file whose training curve sets the stopping cost (default: the cs-g-omp one, else the first)")
+        _add(parser, "plot", default=None, help="write a PNG of held-out explained variance against cost of every method (needs matplotlib: pip install polybeam[plot])")
+
+
 class DemoOptions(PipelineOptions):
     """Options of ``polybeam demo``."""
 
@@ -131,8 +174,13 @@ _SAME_NAMES = (
 def learner_config(options: PipelineOptions) -> LearnerConfig:
     """The LearnerConfig the options describe (validated, with clear messages)."""
     learner = options.view_as(LearnerOptions)
+    values = {name: getattr(learner, name) for name in _SAME_NAMES}
+    if values["alpha"] is None:
+        values["alpha"] = 1.0
+    elif values["alpha"] == "auto":
+        raise ValueError("--alpha auto applies to polybeam timeliness; apple's --alpha is a number (default: 1)")
     return LearnerConfig(
-        **{name: getattr(learner, name) for name in _SAME_NAMES},
+        **values,
         bias=not learner.no_bias,
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,
