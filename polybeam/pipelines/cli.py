@@ -95,6 +95,13 @@ def _check_arguments(command: str, argv: Sequence[str]) -> None:
 
     from polybeam.pipelines import options as ours
 
+    own_parser = _command_parser(command)
+    own_parser.exit_on_error = False
+    try:  # a bad value of one of our options: say so in one line, not with Beam's whole usage
+        own_parser.parse_known_args(list(argv))
+    except argparse.ArgumentError as error:
+        raise UsageError(f"{error} (see polybeam {command} --help)") from None
+
     everything = _BeamArgumentParser(allow_abbrev=False)
     for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
         options_class._add_argparse_args(everything)

@@ -19,7 +19,8 @@ training fraction of the response's variance explained, ``objective`` the
 ridge objective the greedy choice maximised.
 
 :class:`AnytimeModel` predicts for a budget (the longest prefix whose
-cumulative cost fits; below the first group's cost, the training mean) or
+cumulative cost fits; below the first group's cost, the training mean, or 0
+when the problem was not standardised) or
 from the groups available when interrupted (the longest prefix made only of
 them).
 
@@ -72,7 +73,7 @@ def sequence_statistics(spec: GroupSpec, statistics: GramStatistics, *, method: 
     problem = standardized(statistics, standardize=standardize)
     result = sequence(problem.gram, problem.correlations, spec.group_of_column, spec.costs, method=method,
                       ridge=ridge, whiten=whiten, constant=problem.constant, total_variance=problem.total_variance,
-                      **options)  # fmt: skip
+                      names=[group.name for group in spec.groups], **options)  # fmt: skip
     return problem, result
 
 
@@ -129,6 +130,9 @@ class AnytimeModel:
     """Predictions of the sequenced prefixes (see the module docstring)."""
 
     def __init__(self, records: Sequence[Mapping[str, Any]], *, source: str = "the prefix records"):
+        for position, record in enumerate(records, 1):
+            if not isinstance(record, Mapping):
+                raise AnytimeModelError(f"{source}: prefix {position} is not a JSON object: {record!r:.80}")
         self.prefixes = [dict(record) for record in records]
         _check_records(self.prefixes, source)
         self._matrix = None
@@ -163,6 +167,8 @@ class AnytimeModel:
 
     def prefix_for_budget(self, budget: float) -> int:
         """How many groups the budget pays for: the longest prefix whose cumulative cost is <= ``budget``."""
+        if not budget == budget:  # NaN
+            raise ValueError("the budget must be a number, got NaN")
         costs = [prefix["cumulative_cost"] for prefix in self.prefixes]
         return int(np.searchsorted(costs, budget * (1 + 1e-12), side="right"))
 
@@ -234,8 +240,6 @@ def _check_records(records: list[dict], source: str) -> None:
     previous = 0.0
     for position, record in enumerate(records, 1):
         where = f"{source}: prefix {position}"
-        if not isinstance(record, dict):
-            raise AnytimeModelError(f"{where} is not a JSON object")
         missing = [key for key in REQUIRED_KEYS if key not in record]
         if missing:
             raise AnytimeModelError(f"{where} lacks {', '.join(missing)}; write prefixes with polybeam sequence")

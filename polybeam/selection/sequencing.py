@@ -107,12 +107,13 @@ def check_method(method: str) -> None:
 def sequence(gram: np.ndarray, correlations: np.ndarray, group_of_column: np.ndarray, costs: np.ndarray, *,
              method: str = "cs-g-omp", ridge: float = 0.0, whiten: bool | None = None,
              constant: np.ndarray | None = None, tolerance: float = DEFAULT_TOLERANCE,
-             minimum_cost: float | None = None, total_variance: float = 1.0, lasso_points: int = 100) -> SequenceResult:  # fmt: skip
+             minimum_cost: float | None = None, total_variance: float = 1.0, lasso_points: int = 100,
+             names: list[str] | None = None) -> SequenceResult:  # fmt: skip
     """Order every group of the problem ``(gram, correlations)`` by ``method`` (see the module docstring).
 
     ``minimum_cost`` is Algorithm 2's c_min (default: the cheapest group's
     cost); ``total_variance`` scales explained variance to a fraction (1 for a
-    standardised response).
+    standardised response); ``names`` name the groups in skip reasons.
     """
     whitened = method_whitens(method, whiten)
     if not (np.isfinite(ridge) and ridge >= 0):
@@ -124,7 +125,7 @@ def sequence(gram: np.ndarray, correlations: np.ndarray, group_of_column: np.nda
         raise ValueError(f"{len(costs)} costs for {len(basis.columns)} groups")
     skipped = [Skipped(group, "all its features are constant in the training data")
                for group in np.flatnonzero(basis.ranks == 0).tolist()]  # fmt: skip
-    run = _Run(basis, costs, ridge, tolerance, total_variance)
+    run = _Run(basis, costs, ridge, tolerance, total_variance, names)
     if method == "sparse":
         from polybeam.selection.group_lasso import entry_order
 
@@ -142,8 +143,10 @@ def sequence(gram: np.ndarray, correlations: np.ndarray, group_of_column: np.nda
 class _Run:
     """The growing factor of the selected block and the prefixes recorded so far."""
 
-    def __init__(self, basis: GroupBasis, costs: np.ndarray, ridge: float, tolerance: float, total_variance: float):
+    def __init__(self, basis: GroupBasis, costs: np.ndarray, ridge: float, tolerance: float, total_variance: float,
+                 names: list[str] | None = None):  # fmt: skip
         self.basis = basis
+        self.names = names if names is not None else [str(group) for group in range(len(costs))]
         self.costs = costs
         self.ridge = ridge
         self.tolerance = tolerance
@@ -192,7 +195,7 @@ class _Run:
             plain, plain_schur = projection, schur
         keep = _independent_directions(plain_schur, self.tolerance * np.diag(own))
         if len(keep) == 0:
-            names = ", ".join(str(chosen) for chosen in self.chosen)
+            names = ", ".join(self.names[chosen] for chosen in self.chosen)
             self.skipped.append(Skipped(group, f"its features are linear combinations of the groups chosen "
                                                f"before it ({names}): it adds no new direction"))  # fmt: skip
             return None

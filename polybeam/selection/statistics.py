@@ -47,8 +47,8 @@ def check_memory(columns: int, limit: int = DEFAULT_MEMORY_LIMIT) -> None:
     needed = estimate_bytes(columns)
     if needed > limit:
         raise MemoryError(
-            f"Gram statistics over {columns} features need {needed / 2**20:.0f} MiB, above the limit of "
-            f"{limit / 2**20:.0f} MiB: use fewer features (or groups), or raise the memory limit"
+            f"Gram statistics over {columns} features need {needed / 2**20:.3g} MiB, above the limit of "
+            f"{limit / 2**20:.3g} MiB: use fewer features (or groups), or raise the memory limit"
         )
 
 

@@ -83,7 +83,9 @@ def oracle_curve(costs: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.
     spent, gains = np.diff(costs), np.diff(values)
     rate = np.where(spent > 0, gains / np.where(spent > 0, spent, 1.0), np.where(gains > 0, np.inf, 0.0))
     order = np.argsort(-rate, kind="stable")
-    return np.concatenate([[0.0], np.cumsum(spent[order])]), np.concatenate([[0.0], np.cumsum(gains[order])])
+    # From the curve's own start: a held-out curve starts at the training mean's value, not exactly 0.
+    return (np.concatenate([[costs[0]], costs[0] + np.cumsum(spent[order])]),
+            np.concatenate([[values[0]], values[0] + np.cumsum(gains[order])]))  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -122,6 +124,7 @@ class HeldOutCurve:
         if not self.n > 0:
             raise ValueError("no held-out examples")
         total = self.sum_y2 - self.sum_y**2 / self.n
-        if not total > 0:
+        # Relative to y'y: a constant response leaves only rounding (e.g. 1e-17) here.
+        if not total > 1e-12 * self.sum_y2:
             raise ValueError("the held-out response is constant: explained variance is undefined")
         return 1.0 - self.squared_errors / total

@@ -14,10 +14,15 @@ from polybeam.transforms.read import (
     ReadParquetBatches,
     ReadResult,
 )
+from polybeam.transforms.sequence import ApplyAnytime, EvaluateAnytime, SequenceGroups, WritePrefixes
 from polybeam.transforms.sources import TextBlock, TextBlockSource
 from polybeam.transforms.train import MergeLearnersFn, Train, TrainFn
 
 __all__ = [
+    "ApplyAnytime",
+    "EvaluateAnytime",
+    "SequenceGroups",
+    "WritePrefixes",
     "COUNTER_NAMESPACE",
     "DEAD_LETTERS",
     "EXAMPLES",

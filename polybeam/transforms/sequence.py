@@ -73,11 +73,13 @@ class SequenceGroups(beam.PTransform):
 
 
 def _in_rank_order(records: list[dict]) -> str:
-    return "\n".join(json.dumps(record, allow_nan=False) for record in sorted(records, key=lambda r: r["rank"]))
+    """JSON lines by rank (prefixes), or by group name (skipped groups have no rank)."""
+    ordered = sorted(records, key=lambda record: (record.get("rank", 0), str(record.get("group", ""))))
+    return "\n".join(json.dumps(record, allow_nan=False) for record in ordered)
 
 
 class WritePrefixes(beam.PTransform):
-    """Writes prefix dicts to one file ``path`` as JSON lines in rank order (an empty file if none)."""
+    """Writes prefix dicts (or skipped-group dicts) to one file ``path`` as JSON lines in rank order."""
 
     def __init__(self, path: str):
         super().__init__()
