@@ -9,7 +9,8 @@ all importance-weighted. They add up over batches and over workers, so a
 Beam CombineFn accumulates them per bundle and merges by summation; everything
 after (standardisation, whitening, CS-G-OMP, CS-G-FR, ...) is computed from
 them, never from the rows again. A batch becomes a sparse matrix over the D
-columns and X'X is one sparse-times-dense product (BLAS underneath); the
+columns and X'X is one sparse product, or a dense BLAS product for dense
+rows (blocks of rows densified, at least 5% non-zeros); the
 D x D matrix is the memory that counts, so :func:`estimate_bytes` checks it
 against a limit before anything is allocated.
 
@@ -31,6 +32,9 @@ from scipy import sparse
 from polybeam.learners.batch import ExampleBatch
 
 DEFAULT_MEMORY_LIMIT = 2 << 30  # bytes of statistics (X'X dominates) a worker may hold
+# Batches at least this dense go through dense BLAS products, in blocks of at most this many entries.
+DENSE_FRACTION = 0.05
+DENSE_BLOCK_ENTRIES = 1 << 22
 
 
 class UnassignedFeatureError(ValueError):
@@ -98,16 +102,29 @@ class GramStatistics:
             )
         x = sparse.csr_matrix((batch.values, columns, batch.indptr), shape=(len(batch), self.columns))
         w, y = batch.weights, batch.labels
-        weighted = sparse.diags(w) @ x
-        # X'WX as a sparse product, densified: the D x D block is the only dense part.
-        self.xtx += (x.T @ weighted).toarray()
-        self.xty += weighted.T @ y
-        self.sum_x += np.asarray(weighted.sum(axis=0)).ravel()
+        if batch.nnz >= DENSE_FRACTION * len(batch) * self.columns:
+            self._add_dense(x, w, y)
+        else:
+            weighted = sparse.diags(w) @ x
+            # X'WX as a sparse product, densified: the D x D block is the only dense part.
+            self.xtx += (x.T @ weighted).toarray()
+            self.xty += weighted.T @ y
+            self.sum_x += np.asarray(weighted.sum(axis=0)).ravel()
         self.n += float(w.sum())
         self.sum_y += float(w @ y)
         self.yty += float(w @ (y * y))
         self.examples += len(batch)
         return self
+
+    def _add_dense(self, x: sparse.csr_matrix, w: np.ndarray, y: np.ndarray) -> None:
+        """Dense-ish rows: densify a block of rows at a time and let BLAS form X'WX (~100x the sparse product)."""
+        rows = max(1, DENSE_BLOCK_ENTRIES // max(self.columns, 1))
+        for start in range(0, x.shape[0], rows):
+            block = x[start : start + rows].toarray()
+            weighted = block * w[start : start + rows, None]
+            self.xtx += block.T @ weighted
+            self.xty += weighted.T @ y[start : start + rows]
+            self.sum_x += weighted.sum(axis=0)
 
     def merge(self, others) -> GramStatistics:
         """Add others' sums into these (same columns)."""

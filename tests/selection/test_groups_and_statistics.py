@@ -105,3 +105,24 @@ def test_features_in_no_group_are_refused_and_memory_is_checked_first():
     assert estimate_bytes(2000) < 40 << 20
     with pytest.raises(MemoryError, match="limit"):
         check_memory(100_000)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dense_and_sparse_products_agree(seed, monkeypatch):
+    # Rows go through a dense BLAS product when dense enough, a sparse one otherwise: same sums either way,
+    # with blocks of rows smaller than the batch.
+    from polybeam.selection import statistics as module
+
+    rng = np.random.default_rng(seed)
+    rows = [(float(rng.normal()), {int(j): float(rng.normal()) for j in rng.choice(np.arange(1, 13), size=rng.integers(1, 12), replace=False)})
+            for _ in range(57)]  # fmt: skip
+    batch = ExampleBatch.from_rows(rows, bits=6, weights=rng.uniform(0.5, 2.0, size=57))
+    results = []
+    for fraction, block in ((0.0, 40), (2.0, 1 << 22)):
+        monkeypatch.setattr(module, "DENSE_FRACTION", fraction)
+        monkeypatch.setattr(module, "DENSE_BLOCK_ENTRIES", block)
+        results.append(GramStatistics.for_columns(np.arange(1, 13), bits=6).add(batch))
+    dense, sparse_ = results
+    for name in ("xtx", "xty", "sum_x"):
+        np.testing.assert_allclose(getattr(dense, name), getattr(sparse_, name), rtol=1e-12, atol=1e-12)
+    assert dense.n == pytest.approx(sparse_.n) and dense.yty == pytest.approx(sparse_.yty)
