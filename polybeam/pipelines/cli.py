@@ -37,7 +37,8 @@ def _option_classes(command: str):
         "evaluate": [o.InputOptions, o.ModelOptions],
         "predict": [o.InputOptions, o.ModelOptions, o.OutputOptions],
         "demo": [o.DemoOptions],
-        "sequence": [o.InputOptions, _Only(o.LearnerOptions, "--bits", "--seed"), o.SequenceOptions, o.OutputOptions],
+        "sequence": [o.InputOptions, _Only(o.LearnerOptions, "--bits", "--seed"), o.SequenceOptions,
+                     _Only(o.OutputOptions, "--output", help="where to write the prefixes (JSON lines, one file)")],
         "timeliness": [o.InputOptions, o.TimelinessOptions, _Only(o.LearnerOptions, "--alpha", help=o.TIMELINESS_ALPHA_HELP)],
         "inspect": [],
     }[command]
@@ -63,7 +64,8 @@ class _Only:
 
 def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
-    lines += [f"  {name:<9} {text}" for name, text in COMMANDS.items()]
+    width = max(map(len, COMMANDS)) + 1
+    lines += [f"  {name:<{width}} {text}" for name, text in COMMANDS.items()]
     lines += ["", "polybeam COMMAND --help lists a command's options."]
     return "\n".join(lines)
 
@@ -110,12 +112,11 @@ def _check_arguments(command: str, argv: Sequence[str]) -> None:
     if flags or unknown:
         raise UsageError(f"unrecognised arguments: {' '.join(unknown)} (see polybeam {command} --help)")
 
-    allowed = _command_parser(command)
     own = argparse.ArgumentParser(allow_abbrev=False)
     for options_class in (ours.InputOptions, ours.LearnerOptions, ours.ModelOptions, ours.OutputOptions, ours.DemoOptions,
                           ours.SequenceOptions, ours.TimelinessOptions):  # fmt: skip
         options_class._add_argparse_args(own)
-    allowed_flags = {flag for action in allowed._actions for flag in action.option_strings}
+    allowed_flags = {flag for action in own_parser._actions for flag in action.option_strings}
     for action in own._actions:
         for flag in action.option_strings:
             if flag not in allowed_flags and any(arg == flag or arg.startswith(flag + "=") for arg in argv):

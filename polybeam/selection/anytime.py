@@ -193,15 +193,19 @@ class AnytimeModel:
             prefix = self.prefix_for_groups(groups)
         elif prefix is None:
             prefix = len(self.prefixes)
-        return self.predict_prefixes(batch)[:, prefix]
+        return self._predict(batch, [prefix])[:, 0]
 
     def predict_prefixes(self, batch: ExampleBatch) -> np.ndarray:
         """Every prefix's predictions at once (n x (prefixes + 1)); column 0 is the training mean."""
+        return self._predict(batch, slice(None))
+
+    def _predict(self, batch: ExampleBatch, prefixes) -> np.ndarray:
+        """Predictions of the chosen columns (prefix lengths) only: one sparse product."""
         if batch.bits != self.bits:
             raise AnytimeModelError(f"the batch is hashed to {batch.bits} bits but the prefixes to {self.bits}; "
                                     f"read the input with --bits {self.bits}")  # fmt: skip
         matrix, intercepts = self._weights()
-        return np.asarray((batch.to_csr() @ matrix).todense()) + intercepts
+        return (batch.to_csr() @ matrix[:, prefixes]).toarray() + intercepts[prefixes]
 
     def _weights(self):
         """A sparse (2^bits x prefixes+1) matrix of every prefix's weights, and their intercepts."""

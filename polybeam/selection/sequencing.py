@@ -54,6 +54,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from polybeam.selection.cholesky import GrowingCholesky
+from polybeam.selection.group_lasso import entry_order
 from polybeam.selection.whitening import DEFAULT_TOLERANCE, GroupBasis
 
 METHODS = ("cs-g-omp", "cs-g-fr", "doubling", "no-whiten", "single", "g-omp", "sparse")
@@ -127,8 +128,6 @@ def sequence(gram: np.ndarray, correlations: np.ndarray, group_of_column: np.nda
                for group in np.flatnonzero(basis.ranks == 0).tolist()]  # fmt: skip
     run = _Run(basis, costs, ridge, tolerance, total_variance, names)
     if method == "sparse":
-        from polybeam.selection.group_lasso import entry_order
-
         order = entry_order(basis, costs, ridge=ridge, points=lasso_points)
         for group in order:
             if basis.ranks[group] > 0:
@@ -158,11 +157,15 @@ class _Run:
         self.z = np.zeros(size)
         self.selected = np.zeros(size, dtype=np.int64)  # basis columns, in the order chosen
         self.selected_gram = np.zeros((size, size), order="F")  # C[:, selected], columns appended
-        self.size = 0
         self.remaining = [group for group in range(len(basis.columns)) if basis.ranks[group] > 0]
         self.chosen: list[int] = []
         self.steps: list[Step] = []
         self.skipped: list[Skipped] = []
+
+    @property
+    def size(self) -> int:
+        """Basis columns selected so far (the factor's order)."""
+        return self.factor.size
 
     def columns_of(self, group: int) -> np.ndarray:
         return np.arange(self.basis.offsets[group], self.basis.offsets[group + 1])
@@ -209,7 +212,6 @@ class _Run:
         self.z[k : k + m] = solve_triangular(block, residual, lower=True, check_finite=False)
         self.selected[k : k + m] = kept
         self.selected_gram[:, k : k + m] = gram[:, kept]
-        self.size += m
         self.chosen.append(group)
         self._record(group, m)
         return keep
@@ -230,8 +232,8 @@ def _independent_directions(schur: np.ndarray, thresholds: np.ndarray) -> np.nda
     factor = np.zeros_like(schur)
     for column in range(len(schur)):
         if keep:
-            row = solve_triangular(factor[np.ix_(range(len(keep)), range(len(keep)))], schur[keep, column],
-                                   lower=True, check_finite=False)  # fmt: skip
+            row = solve_triangular(factor[: len(keep), : len(keep)], schur[keep, column], lower=True,
+                                   check_finite=False)  # fmt: skip
         else:
             row = np.zeros(0)
         pivot = schur[column, column] - row @ row
@@ -248,11 +250,11 @@ def _matching_pursuit(run: _Run, method: str) -> None:
     basis = run.basis
     group_of_basis = basis.group_of_basis
     groups = len(basis.columns)
+    present = np.flatnonzero(basis.ranks > 0)
     while run.remaining:
         gradient = run.gradient()
         squared = gradient * gradient
         if method == "single":
-            present = np.flatnonzero(basis.ranks > 0)
             best = np.zeros(groups)
             best[present] = np.maximum.reduceat(squared, basis.offsets[present])
             scores = best / run.costs
