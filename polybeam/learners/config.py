@@ -15,23 +15,24 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from polybeam.learners.hashing import DEFAULT_BITS, check_bits
+from polybeam.learners.choices import (  # noqa: F401  (re-exported: the settings' names live there)
+    DEFAULT_BITS,
+    DEFAULT_GSA_TARGET,
+    EXPANSION_RULES,
+    EXPANSIONS,
+    LOSSES,
+    SPARSITY,
+    STEPS,
+)
+from polybeam.learners.hashing import check_bits
 from polybeam.learners.expansion import check_interactions
 
-LOSSES = ("squared", "logistic", "hinge", "softmax")
-STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
-SPARSITY = ("none", "truncate", "round", "subgradient")
-EXPANSIONS = ("none", "apple", "quadratic", "cubic")
-EXPANSION_RULES = ("weight", "fallback", "ssm")
 # Default eta per loss when a step rule needs one. 0.5 is VW's default for every
 # loss; for logistic loss 1.0 gave lower held-out error on all four bundled data
 # sets and a lower progressive loss on the 1M-example synthetic benchmark, while
 # squared and hinge loss did best at 0.5 on the large data
 # (benchmarks/bench_default_rates.py).
 DEFAULT_LEARNING_RATES = {"squared": 0.5, "logistic": 1.0, "hinge": 0.5, "softmax": 0.5}
-# Greedy step averaging aims each example's greedy step at this probability of
-# the true class (the GSA paper's and Fregata's p_hat).
-DEFAULT_GSA_TARGET = 0.95
 
 
 @dataclass(frozen=True)

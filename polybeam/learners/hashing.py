@@ -39,9 +39,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-MIN_BITS = 1
-MAX_BITS = 30
-DEFAULT_BITS = 18
+from polybeam.learners.choices import DEFAULT_BITS, MAX_BITS, MIN_BITS  # noqa: F401  (re-exported)
+
 BIAS_SLOT = 0
 # A digit-only name longer than this would overflow VW's integer conversion;
 # such names are hashed like any other string.

@@ -36,17 +36,14 @@ model file is truncated
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import struct
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
 import numpy as np
 
-from polybeam.learners import kernels
+from polybeam.learners import container, kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion
@@ -60,12 +57,9 @@ INDEXED_FORMATS = ("libsvm", "parquet")
 FORMAT_VERSION = 4
 # The arrays after the header, in order (version 4; earlier versions have the first two).
 _ARRAYS = ("slots", "weights", "monomial_slots", "monomial_offsets", "monomial_factors")
-_PREFIX = struct.Struct("<IQ")
-_DIGEST_BYTES = 32
 
-
-class ModelFileError(ValueError):
-    """A model file that cannot be used, with the reason."""
+# A model (or learner-state) file that cannot be used, with the reason.
+ModelFileError = container.FormatError
 
 
 def softmax_probabilities(scores: np.ndarray) -> np.ndarray:
@@ -281,76 +275,41 @@ class Model:
             "monomial_offsets": self.monomials.offsets.astype("<i8"),
             "monomial_factors": self.monomials.factors.astype("<i8"),
         }
-        header = json.dumps(
-            {
-                "config": self.config.to_dict(),
-                "metadata": _jsonable(self.metadata),
-                "names": {str(k): v for k, v in self.names.items()},
-                "expansion": None if self.expansion is None else self.expansion.to_dict(),
-                "arrays": {name: [array.dtype.str, list(array.shape)] for name, array in arrays.items()},
-            },
-            sort_keys=True,
-        ).encode("utf-8")
-        body = MAGIC + _PREFIX.pack(FORMAT_VERSION, len(header)) + header + b"".join(a.tobytes() for a in arrays.values())
-        return body + hashlib.sha256(body).digest()
+        header = {
+            "config": self.config.to_dict(),
+            "metadata": _jsonable(self.metadata),
+            "names": {str(k): v for k, v in self.names.items()},
+            "expansion": None if self.expansion is None else self.expansion.to_dict(),
+        }
+        return container.pack(MAGIC, FORMAT_VERSION, header, arrays)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Model":
-        if not data.startswith(MAGIC):
-            raise ModelFileError("not a polybeam model file: it does not start with the polybeam model signature")
-        fixed = len(MAGIC) + _PREFIX.size
-        if len(data) < fixed:
-            raise ModelFileError(f"model file is truncated: only {len(data)} bytes")
-        version, header_length = _PREFIX.unpack_from(data, len(MAGIC))
-        if version > FORMAT_VERSION:
-            raise ModelFileError(
-                f"model file format version {version} is newer than this polybeam reads "
-                f"(up to {FORMAT_VERSION}); upgrade polybeam to load it"
-            )
-        if version < 1:
-            raise ModelFileError(f"model file has an invalid format version {version}")
-        if len(data) < fixed + header_length + _DIGEST_BYTES:
-            raise ModelFileError(
-                f"model file is truncated: its header alone needs {fixed + header_length + _DIGEST_BYTES} "
-                f"bytes, found {len(data)}"
-            )
-        try:
-            header = json.loads(data[fixed : fixed + header_length].decode("utf-8"))
-            # Version 1 recorded array lengths, version 2 array shapes; version 4 added the factor table.
-            shapes = {name: _shape(header["arrays"][name][1]) for name in _ARRAYS if name in header["arrays"]}
-            if "slots" not in shapes or "weights" not in shapes:
-                raise KeyError("slots and weights")
-        except (ValueError, KeyError, TypeError, IndexError) as error:
-            raise ModelFileError(f"model file is corrupt: unreadable header ({error})") from None
-        expected = fixed + header_length + 8 * sum(math.prod(shape) for shape in shapes.values()) + _DIGEST_BYTES
-        if len(data) != expected:
-            kind = "truncated" if len(data) < expected else "corrupt"
-            raise ModelFileError(f"model file is {kind}: expected {expected} bytes, found {len(data)}")
-        body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
-        if hashlib.sha256(body).digest() != digest:
-            raise ModelFileError("model file is corrupt: its checksum does not match its contents")
-        arrays, offset = {}, fixed + header_length
-        for name, shape in shapes.items():
-            dtype = "<f8" if name == "weights" else "<i8"
-            count = math.prod(shape)
-            arrays[name] = np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(shape)
-            offset += 8 * count
+        _, header, arrays = container.unpack(data, MAGIC, newest=FORMAT_VERSION, what="model file", names=_ARRAYS)
+        # Version 1 recorded array lengths, version 2 array shapes; version 4 added the factor table.
+        if "slots" not in arrays or "weights" not in arrays:
+            raise ModelFileError("model file is corrupt: unreadable header (no slots and weights)")
         if "monomial_slots" in arrays:
             try:
-                monomials = FactorTable(arrays["monomial_slots"], arrays["monomial_offsets"], arrays["monomial_factors"])
+                monomials = FactorTable(arrays["monomial_slots"].astype(np.int64),
+                                        arrays["monomial_offsets"].astype(np.int64),
+                                        arrays["monomial_factors"].astype(np.int64))  # fmt: skip
             except (KeyError, ValueError) as error:
                 raise ModelFileError(f"model file is corrupt: bad factor table ({error})") from None
         else:  # version 3: in the header
             monomials = {int(k): tuple(v) for k, v in header.get("monomials", {}).items()}
-        return cls(
-            config=LearnerConfig.from_dict(header["config"]),
-            slots=arrays["slots"].astype(np.int64),
-            weights=arrays["weights"].astype(np.float64),
-            metadata=header["metadata"],
-            names={int(k): v for k, v in header["names"].items()},
-            expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
-            monomials=monomials,
-        )
+        try:
+            return cls(
+                config=LearnerConfig.from_dict(header["config"]),
+                slots=arrays["slots"].astype(np.int64),
+                weights=arrays["weights"].astype(np.float64),
+                metadata=header["metadata"],
+                names={int(k): v for k, v in header["names"].items()},
+                expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
+                monomials=monomials,
+            )
+        except (KeyError, TypeError) as error:
+            raise ModelFileError(f"model file is corrupt: incomplete header ({error})") from None
 
     def save(self, path: str) -> None:
         """Write the model to a local file (see ``transforms.model_io`` for any Beam file system)."""
@@ -369,13 +328,6 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(loss={self.config.loss!r}, bits={self.config.bits}, nonzero={self.nonzero})"
-
-
-def _shape(recorded) -> tuple[int, ...]:
-    shape = (int(recorded),) if isinstance(recorded, (int, float)) else tuple(int(n) for n in recorded)
-    if any(n < 0 for n in shape):
-        raise ValueError(f"negative array shape {shape}")
-    return shape
 
 
 def _jsonable(value: Any) -> Any:

@@ -18,6 +18,8 @@ import math
 import sys
 from typing import Callable, Sequence
 
+from polybeam.pipelines.option_specs import ALL_OPTIONS, COMMAND_OPTIONS
+
 COMMANDS = {
     "train": "train a model from examples and write the model file",
     "evaluate": "held-out metrics of a model on examples (JSON on the last line)",
@@ -27,39 +29,6 @@ COMMANDS = {
     "inspect": "print a model's summary: settings, non-zeros, largest weights",
     "demo": "train and evaluate on bundled real data with the local runner",
 }
-
-
-def _option_classes(command: str):
-    from polybeam.pipelines import options as o
-
-    return {
-        "train": [o.InputOptions, o.LearnerOptions, o.ModelOptions],
-        "evaluate": [o.InputOptions, o.ModelOptions],
-        "predict": [o.InputOptions, o.ModelOptions, o.OutputOptions],
-        "demo": [o.DemoOptions],
-        "sequence": [o.InputOptions, _Only(o.LearnerOptions, "--bits", "--seed"), o.SequenceOptions,
-                     _Only(o.OutputOptions, "--output", help="where to write the prefixes (JSON lines, one file)")],
-        "timeliness": [o.InputOptions, o.TimelinessOptions, _Only(o.LearnerOptions, "--alpha", help=o.TIMELINESS_ALPHA_HELP)],
-        "inspect": [],
-    }[command]
-
-
-class _Only:
-    """The named flags of an options class (a command that shares a few of its options)."""
-
-    def __init__(self, options_class, *flags: str, help: str | None = None):
-        self.options_class = options_class
-        self.flags = flags
-        self.help = help
-
-    def _add_argparse_args(self, parser) -> None:
-        full = argparse.ArgumentParser(add_help=False)
-        self.options_class._add_argparse_args(full)
-        for action in full._actions:
-            if any(flag in action.option_strings for flag in self.flags):
-                if self.help is not None:
-                    action.help = self.help
-                parser._add_action(action)
 
 
 def _usage() -> str:
@@ -78,8 +47,8 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
         "is passed through; the default runner is the local FnApiRunner.",
         allow_abbrev=False,
     )
-    for options_class in _option_classes(command):
-        options_class._add_argparse_args(parser)
+    for add_options in COMMAND_OPTIONS[command]:
+        add_options(parser)
     return parser
 
 
@@ -95,7 +64,7 @@ def _check_arguments(command: str, argv: Sequence[str]) -> None:
     """Fail fast on options nobody knows, and on polybeam options the command does not take."""
     from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
-    from polybeam.pipelines import options as ours
+    import polybeam.pipelines.options  # noqa: F401  (registers polybeam's PipelineOptions classes with Beam)
 
     own_parser = _command_parser(command)
     own_parser.exit_on_error = False
@@ -113,9 +82,8 @@ def _check_arguments(command: str, argv: Sequence[str]) -> None:
         raise UsageError(f"unrecognised arguments: {' '.join(unknown)} (see polybeam {command} --help)")
 
     own = argparse.ArgumentParser(allow_abbrev=False)
-    for options_class in (ours.InputOptions, ours.LearnerOptions, ours.ModelOptions, ours.OutputOptions, ours.DemoOptions,
-                          ours.SequenceOptions, ours.TimelinessOptions):  # fmt: skip
-        options_class._add_argparse_args(own)
+    for add_options in ALL_OPTIONS:
+        add_options(own)
     allowed_flags = {flag for action in own_parser._actions for flag in action.option_strings}
     for action in own._actions:
         for flag in action.option_strings:

@@ -15,12 +15,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from polybeam.learners.model import Model, ModelFileError
+from polybeam.transforms.files import write_atomically
 
 
 def write_model(model: Model, path: str) -> None:
-    """Write ``model`` to ``path`` in one piece."""
-    with FileSystems.create(path) as handle:
-        handle.write(model.to_bytes())
+    """Write ``model`` to ``path`` in one piece: a reader sees the old file or the new one, never half."""
+    write_atomically(path, model.to_bytes())
 
 
 def read_model(path: str) -> Model:

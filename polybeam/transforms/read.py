@@ -4,7 +4,10 @@
 :class:`~polybeam.learners.batch.ExampleBatch` (a few thousand examples per
 element) and a PCollection of :class:`~polybeam.learners.parsing.records.DeadLetter`
 for the records that could not be parsed. Every record read is counted once,
-in the Beam counters of namespace ``polybeam.read``::
+in the Beam counters of namespace ``polybeam.read`` (for the runner's UI) and
+in a PCollection holding one :class:`~polybeam.learners.parsing.records.ReadCounts`
+(for the job's own report, which a worker writes: a launcher that does not
+wait for the job never sees its metrics)::
 
     records == examples + dead_letters + skipped
 
@@ -26,23 +29,26 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.learners.parsing.formats import make_format
-from polybeam.learners.parsing.records import ParsedBlock
+from polybeam.learners.parsing.records import ParsedBlock, ReadCounts
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.sources import DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_LINES, TextBlock, TextBlockSource
 
 __all__ = [
     "COUNTER_NAMESPACE",
+    "COUNTS",
     "EXAMPLES",
     "DEAD_LETTERS",
     "ParseBlocks",
     "ReadParquetBatches",
     "ReadExamples",
     "ReadResult",
+    "SumCounts",
 ]
 
 COUNTER_NAMESPACE = "polybeam.read"
 EXAMPLES = "examples"
 DEAD_LETTERS = "dead_letters"
+COUNTS = "counts"
 
 
 class _ReadCounters:
@@ -55,7 +61,7 @@ class _ReadCounters:
         self.skipped = Metrics.counter(COUNTER_NAMESPACE, "skipped")
 
     def emit(self, parsed: ParsedBlock):
-        """Count a parsed block; yield its batch (if not empty) and its tagged dead letters."""
+        """Count a parsed block; yield its batch (if not empty), its tagged dead letters and its counts."""
         self.records.inc(parsed.records)
         self.examples.inc(len(parsed.batch))
         self.dead_letters.inc(len(parsed.dead_letters))
@@ -64,6 +70,7 @@ class _ReadCounters:
             yield parsed.batch
         for letter in parsed.dead_letters:
             yield beam.pvalue.TaggedOutput(DEAD_LETTERS, letter)
+        yield beam.pvalue.TaggedOutput(COUNTS, parsed.counts)
 
 
 class ParseBlocks(beam.DoFn):
@@ -166,15 +173,36 @@ class ReadParquetBatches(beam.DoFn):
                 yield from self._counters.emit(parsed)
 
 
-class ReadResult(NamedTuple):
-    """What :class:`ReadExamples` produces: ``examples`` (ExampleBatch) and ``dead_letters`` (DeadLetter).
+class SumCounts(beam.CombineFn):
+    """Adds up the :class:`ReadCounts` of every block (an empty input counts nothing)."""
 
-    Like a ParDo's outputs, it can be unpacked, or indexed by attribute or tag
-    name: ``read.examples``, ``read["dead_letters"]``.
+    def create_accumulator(self) -> ReadCounts:
+        return ReadCounts()
+
+    def add_input(self, total: ReadCounts, counts: ReadCounts) -> ReadCounts:
+        return total + counts
+
+    def merge_accumulators(self, totals) -> ReadCounts:
+        merged = ReadCounts()
+        for total in totals:
+            merged = merged + total
+        return merged
+
+    def extract_output(self, total: ReadCounts) -> ReadCounts:
+        return total
+
+
+class ReadResult(NamedTuple):
+    """What :class:`ReadExamples` produces: ``examples`` (ExampleBatch), ``dead_letters``
+    (DeadLetter) and ``counts`` (one :class:`ReadCounts` for everything read).
+
+    Like a ParDo's outputs, it can be indexed by attribute or tag name:
+    ``read.examples``, ``read["dead_letters"]``.
     """
 
     examples: beam.PCollection
     dead_letters: beam.PCollection
+    counts: beam.PCollection | None = None
 
     def __getitem__(self, key):
         return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
@@ -287,11 +315,11 @@ class ReadExamples(beam.PTransform):
         parsed = (
             pbegin
             | "ReadBlocks" >> beam.io.Read(source)
-            | "Parse" >> beam.ParDo(ParseBlocks(self.format)).with_outputs(DEAD_LETTERS, main=EXAMPLES)
+            | "Parse" >> beam.ParDo(ParseBlocks(self.format)).with_outputs(DEAD_LETTERS, COUNTS, main=EXAMPLES)
         )
         # Readers that start mid-file leave line numbers to this (rare) path.
         letters = parsed[DEAD_LETTERS] | "FillLineNumbers" >> beam.ParDo(FillLineNumbers())
-        return ReadResult(parsed[EXAMPLES], letters)
+        return ReadResult(parsed[EXAMPLES], letters, parsed[COUNTS] | "SumCounts" >> beam.CombineGlobally(SumCounts()))
 
     def _read_parquet(self, pbegin) -> ReadResult:
         parsed = (
@@ -301,9 +329,12 @@ class ReadExamples(beam.PTransform):
             # One file is one task; the reshuffle spreads files over workers.
             | "Spread" >> beam.Reshuffle()
             | "ReadParquet"
-            >> beam.ParDo(ReadParquetBatches(self.format, self.block_lines)).with_outputs(DEAD_LETTERS, main=EXAMPLES)
+            >> beam.ParDo(ReadParquetBatches(self.format, self.block_lines)).with_outputs(
+                DEAD_LETTERS, COUNTS, main=EXAMPLES
+            )
         )
-        return ReadResult(parsed[EXAMPLES], parsed[DEAD_LETTERS])
+        counts = parsed[COUNTS] | "SumCounts" >> beam.CombineGlobally(SumCounts())
+        return ReadResult(parsed[EXAMPLES], parsed[DEAD_LETTERS], counts)
 
     def display_data(self):
         return {

@@ -22,7 +22,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.parsing.csv import CsvFormat
 from polybeam.learners.parsing.libsvm import LibsvmFormat
 from polybeam.learners.parsing.parquet import ParquetFormat
-from polybeam.learners.parsing.records import DeadLetter
+from polybeam.learners.parsing.records import DeadLetter, ReadCounts
 from polybeam.transforms import dead_letters as dead_letter_module
 from polybeam.transforms.dead_letters import FillLineNumbers, LineIndex, WriteDeadLetters
 from polybeam.transforms.read import (
@@ -133,6 +133,9 @@ def test_bundled_data_sets_read_completely_and_counters_reconcile(tmp_path):
         sums = np.array([len(whole), 0, 0, whole.labels.sum(), whole.values.sum()])
         expected.append((name, tuple(float(v) for v in sums.round(6))))
     assert_that(summarize(results, limits), equal_to(expected))
+    for name, read in results.items():  # the counts as data, for reports that workers write
+        rows = {"spam": 4601, "letter": 20000}[name.replace("Gzip", "").lower()]
+        assert_that(read.counts, equal_to([ReadCounts(rows, rows, 0, 0)]), label=f"{name}Counts")
     result = run(pipeline)
 
     for name, (_, content, _) in reads.items():
@@ -230,7 +233,7 @@ def test_mid_file_reader_leaves_line_numbers_to_the_dead_letter_path(tmp_path):
     letters = []
     for block in bundle.source.read(bundle.source.get_range_tracker(start, len(content))):
         assert block.first_line is None
-        letters += [out.value for out in parse.process(block) if isinstance(out, beam.pvalue.TaggedOutput)]
+        letters += [out.value for out in parse.process(block) if getattr(out, "tag", None) == "dead_letters"]
     assert letters and all(letter.line is None for letter in letters)
     fill = FillLineNumbers()
     fill.setup()
@@ -315,8 +318,9 @@ def test_format_by_name_gets_its_options(tmp_path):
 
 
 def test_read_result_is_indexed_like_do_outputs():
-    result = ReadResult("e", "d")
-    assert (result["examples"], result["dead_letters"], result[0], tuple(result)) == ("e", "d", "e", ("e", "d"))
+    result = ReadResult("e", "d", "c")
+    assert (result["examples"], result["dead_letters"], result["counts"], result[0], tuple(result)) == (
+        "e", "d", "c", "e", ("e", "d", "c"))
 
 
 # -- (e) Parquet -----------------------------------------------------------------
@@ -354,9 +358,11 @@ def test_parquet_batches_number_their_rows(tmp_path):
     pq.write_table(pa.table({"label": [1.0, None, 0.0, None, 1.0], "a": [1.0, 2.0, 3.0, 4.0, 5.0]}), path)
     outputs = list(ReadParquetBatches(ParquetFormat(), batch_rows=2).process(str(path)))
     batches = [out for out in outputs if isinstance(out, ExampleBatch)]
-    letters = [out.value for out in outputs if isinstance(out, beam.pvalue.TaggedOutput)]
+    letters = [out.value for out in outputs if getattr(out, "tag", None) == "dead_letters"]
+    counts = [out.value for out in outputs if getattr(out, "tag", None) == "counts"]
     assert [b.row_ids.tolist() for b in batches] == [[0], [2], [4]]  # 0-based row numbers
     assert [(letter.line, letter.offset) for letter in letters] == [(2, 1), (4, 3)]  # 1-based lines
+    assert sum(counts, ReadCounts()) == ReadCounts(records=5, examples=3, dead_letters=2, skipped=0)
 
 
 def test_prefetching_parse_emits_what_plain_parse_emits_with_each_blocks_window(tmp_path):

@@ -56,6 +56,52 @@ class DeadLetter:
         return cls(**json.loads(text))
 
 
+@dataclass(frozen=True)
+class ReadCounts:
+    """Records read and where each went; they add up across blocks, files and workers.
+
+    ``reconciles`` checks that none was lost: every record became an example,
+    a dead letter or a skipped (blank, comment or header) line.
+
+    >>> total = ReadCounts(10, 7, 1, 2) + ReadCounts(5, 5, 0, 0)
+    >>> total, total.reconciles
+    (ReadCounts(records=15, examples=12, dead_letters=1, skipped=2), True)
+    >>> ReadCounts.from_dict(total.to_dict()) == total
+    True
+    """
+
+    records: int = 0
+    examples: int = 0
+    dead_letters: int = 0
+    skipped: int = 0
+
+    def __add__(self, other: "ReadCounts") -> "ReadCounts":
+        return ReadCounts(
+            self.records + other.records,
+            self.examples + other.examples,
+            self.dead_letters + other.dead_letters,
+            self.skipped + other.skipped,
+        )
+
+    @property
+    def reconciles(self) -> bool:
+        return self.records == self.examples + self.dead_letters + self.skipped
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "reconciles": self.reconciles}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "ReadCounts":
+        return cls(*(int(values.get(name, 0)) for name in ("records", "examples", "dead_letters", "skipped")))
+
+    def describe(self) -> str:
+        check = "ok" if self.reconciles else "MISMATCH"
+        return (
+            f"records read {self.records} = examples {self.examples} + dead letters {self.dead_letters} "
+            f"+ skipped {self.skipped} ({check})"
+        )
+
+
 @dataclass
 class ParsedBlock:
     """The outcome of parsing one block of records.
@@ -69,6 +115,11 @@ class ParsedBlock:
     dead_letters: list[DeadLetter] = field(default_factory=list)
     records: int = 0
     skipped: int = 0
+
+    @property
+    def counts(self) -> "ReadCounts":
+        """Where this block's records went."""
+        return ReadCounts(self.records, len(self.batch), len(self.dead_letters), self.skipped)
 
     def __post_init__(self) -> None:
         accounted = len(self.batch) + len(self.dead_letters) + self.skipped
