@@ -47,6 +47,12 @@ class ExampleBatch:
         Per-example tags (VW's ``'tag``), when the input has any.
     names : mapping of slot -> feature name, optional
         Names of the features seen in this batch, when the format knows them.
+    key_codes : int32 array, shape (n,), optional
+        Each example's key (``--key namespace:NAME`` or ``column:NAME``) as an
+        index into ``key_names``; keys are kept as codes so that splitting a
+        batch by key costs no Python per example.
+    key_names : tuple of str, optional
+        The distinct keys ``key_codes`` point to.
 
     Examples
     --------
@@ -70,6 +76,8 @@ class ExampleBatch:
     source: str | None = None
     tags: np.ndarray | None = None
     names: Mapping[int, str] | None = field(default=None)
+    key_codes: np.ndarray | None = None
+    key_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.labels)
@@ -84,7 +92,7 @@ class ExampleBatch:
                 f"inconsistent batch: indptr ends at {nnz} but there are "
                 f"{len(self.indices)} indices and {len(self.values)} values"
             )
-        for name in ("row_ids", "tags"):
+        for name in ("row_ids", "tags", "key_codes"):
             extra = getattr(self, name)
             if extra is not None and len(extra) != n:
                 raise ValueError(f"batch {name} has {len(extra)} entries for {n} examples")
@@ -222,6 +230,7 @@ class ExampleBatch:
             namespaces=None if self.namespaces is None else self.namespaces[first:last],
             row_ids=None if self.row_ids is None else self.row_ids[start:stop],
             tags=None if self.tags is None else self.tags[start:stop],
+            key_codes=None if self.key_codes is None else self.key_codes[start:stop],
         )
 
     def take(self, rows) -> "ExampleBatch":
@@ -247,6 +256,7 @@ class ExampleBatch:
             namespaces=None if self.namespaces is None else self.namespaces[gather],
             row_ids=None if self.row_ids is None else self.row_ids[rows],
             tags=None if self.tags is None else self.tags[rows],
+            key_codes=None if self.key_codes is None else self.key_codes[rows],
             names=None
             if kept_slots is None
             else {int(s): self.names[int(s)] for s in kept_slots if int(s) in self.names},
@@ -272,6 +282,30 @@ class ExampleBatch:
         return [
             (key.item(), self.take(order[bounds[i] : bounds[i + 1]])) for i, key in enumerate(distinct)
         ]
+
+    @property
+    def keys(self) -> np.ndarray | None:
+        """Each example's key as an object array of str (None when the batch has no keys)."""
+        if self.key_codes is None:
+            return None
+        return np.array(self.key_names, dtype=object)[self.key_codes] if len(self) else np.zeros(0, dtype=object)
+
+    def split_by_key_codes(self) -> list[tuple[str, "ExampleBatch"]]:
+        """One ``(key, batch)`` per distinct key of ``key_codes``, keys in the order of ``key_names``.
+
+        >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (2.0, {2: 1.0}), (3.0, {3: 1.0})])
+        >>> batch = replace(batch, key_codes=np.array([1, 0, 1], dtype=np.int32), key_names=("a", "b"))
+        >>> [(key, part.labels.tolist()) for key, part in batch.split_by_key_codes()]
+        [('a', [2.0]), ('b', [1.0, 3.0])]
+        """
+        if self.key_codes is None:
+            raise ValueError("this batch has no keys (read it with a key column or key namespace)")
+        present = np.flatnonzero(np.bincount(self.key_codes, minlength=len(self.key_names)))
+        if len(present) == 1:
+            return [(self.key_names[present[0]], self)]
+        order = np.argsort(self.key_codes, kind="stable")
+        bounds = np.searchsorted(self.key_codes[order], np.append(present, len(self.key_names)))
+        return [(self.key_names[code], self.take(order[bounds[i] : bounds[i + 1]])) for i, code in enumerate(present)]
 
     def with_labels(self, labels) -> "ExampleBatch":
         """The same examples with new labels."""

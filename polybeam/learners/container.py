@@ -21,7 +21,7 @@ signature, comes from a newer version, is truncated, or fails its checksum.
 ...     unpack(data[:-1], b"DEMO\\n", newest=1, what="demo file")
 ... except FormatError as error:
 ...     print(error)
-demo file is truncated: expected 118 bytes, found 117
+demo file is truncated: expected 140 bytes, found 139
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class FormatError(ValueError):
 def pack(magic: bytes, version: int, header: dict, arrays: dict[str, np.ndarray]) -> bytes:
     """The bytes of a file holding ``header`` (JSON-able) and ``arrays`` (little-endian, C order)."""
     arrays = {name: np.ascontiguousarray(array, dtype=np.asarray(array).dtype.newbyteorder("<")) for name, array in arrays.items()}
-    described = {**header, "arrays": {name: [array.dtype.str, list(array.shape)] for name, array in arrays.items()}}
+    described = {**header, "arrays": {name: [array.dtype.str, list(array.shape)] for name, array in arrays.items()},
+                 "array_order": list(arrays)}  # the header's keys are sorted; the bytes follow this order
     text = json.dumps(described, sort_keys=True).encode("utf-8")
     body = magic + _PREFIX.pack(version, len(text)) + text + b"".join(array.tobytes() for array in arrays.values())
     return body + hashlib.sha256(body).digest()
@@ -55,8 +56,8 @@ def pack(magic: bytes, version: int, header: dict, arrays: dict[str, np.ndarray]
 def unpack(data: bytes, magic: bytes, *, newest: int, what: str, names=None) -> tuple[int, dict, dict[str, np.ndarray]]:
     """``(version, header, arrays)`` of a file written by :func:`pack`; arrays are read-only views.
 
-    ``names`` (optional) lists the arrays to read, in file order, for old
-    versions whose header described more than the arrays; ``what`` names the
+    ``names`` (optional) lists the arrays to read, in file order, for files
+    that do not record their order; ``what`` names the
     kind of file in error messages ("model file").
     """
     if not data.startswith(magic):
@@ -76,8 +77,8 @@ def unpack(data: bytes, magic: bytes, *, newest: int, what: str, names=None) -> 
     try:
         header = json.loads(data[fixed : fixed + header_length].decode("utf-8"))
         declared = header["arrays"]
-        layout = {name: (_dtype(declared[name][0]), _shape(declared[name][1]))
-                  for name in (names if names is not None else declared) if name in declared}  # fmt: skip
+        order = names if names is not None else header.get("array_order", list(declared))
+        layout = {name: (_dtype(declared[name][0]), _shape(declared[name][1])) for name in order if name in declared}
     except (ValueError, KeyError, TypeError, IndexError) as error:
         raise FormatError(f"{what} is corrupt: unreadable header ({error})") from None
     size = sum(dtype.itemsize * math.prod(shape) for dtype, shape in layout.values())

@@ -195,6 +195,11 @@ class LinearLearner:
         self.passes_.append(self._pass_summary())
         for index in (kernels.EXAMPLES, kernels.WEIGHT_SUM, kernels.LOSS_SUM):
             self.stats_[index] = 0.0
+        return self.mark_pass_start()
+
+    def mark_pass_start(self) -> "LinearLearner":
+        """Count the additive statistics so far as earlier passes': merging learners that go on
+        from this state then counts it once."""
         self.pass_start_ = np.where(_ADDITIVE, self.stats_, 0.0)
         return self
 

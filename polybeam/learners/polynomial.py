@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-import pickle
 from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -269,7 +268,66 @@ class PolynomialLearner:
 
     def copy(self) -> PolynomialLearner:
         """An independent copy (e.g. to start several workers from one averaged state)."""
-        return pickle.loads(pickle.dumps(self))
+        clone = PolynomialLearner.__new__(PolynomialLearner)
+        clone.__setstate__(self.__getstate__())
+        return clone
+
+    # -- state (pickles, checkpoints): only what is not derived or scratch, dense arrays as their touched slots
+
+    def __getstate__(self) -> dict:
+        traced = np.flatnonzero(self.expander.slot_trace != NO_TRACE)
+        products = np.flatnonzero(self.product_trace)
+        state = {
+            "config": self.config.to_dict(),
+            "linear": self.linear.__getstate__(),
+            "parents": [list(parent.factors) for parent in self.parents],
+            "trace_slots": traced,
+            "trace": self.expander.slot_trace[traced],
+            "product_slots": products,
+            "products": self.product_trace[products],
+            "schedule": dataclasses.asdict(self.schedule),
+            "examples_seen": int(self.examples_seen),
+            "base_nonzeros": int(self.base_nonzeros),
+            "base_slots": np.flatnonzero(self.base_slots),
+            "stages_done": list(self.stages_done),
+            "frozen": bool(self.frozen),
+            "residuals": None,
+        }
+        if self.residuals is not None:
+            seen = np.flatnonzero(self.residuals.count)
+            state["residuals"] = {
+                "slots": seen,
+                "sum_r2x2": self.residuals.sum_r2x2[seen],
+                "sum_x2": self.residuals.sum_x2[seen],
+                "count": self.residuals.count[seen],
+                "sum_r2": float(self.residuals.sum_r2),
+                "weight": float(self.residuals.weight),
+            }
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(LearnerConfig.from_dict(state["config"]), total=state["schedule"]["total"])
+        self.linear = LinearLearner.__new__(LinearLearner)
+        self.linear.__setstate__(state["linear"])
+        self.schedule = ExpansionSchedule(**state["schedule"])
+        self.expander.add_parents(Monomial.of(factors) for factors in state["parents"])
+        self.expander.slot_trace[state["trace_slots"]] = state["trace"]
+        self.product_trace[state["product_slots"]] = state["products"]
+        self.examples_seen = int(state["examples_seen"])
+        self.base_nonzeros = int(state["base_nonzeros"])
+        self.base_slots[state["base_slots"]] = True
+        self.stages_done = list(state["stages_done"])
+        self.frozen = bool(state["frozen"])
+        residuals = state["residuals"]
+        if self.frozen:
+            self.residuals = None
+        elif residuals is not None and self.residuals is not None:
+            slots = residuals["slots"]
+            self.residuals.sum_r2x2[slots] = residuals["sum_r2x2"]
+            self.residuals.sum_x2[slots] = residuals["sum_x2"]
+            self.residuals.count[slots] = residuals["count"]
+            self.residuals.sum_r2 = float(residuals["sum_r2"])
+            self.residuals.weight = float(residuals["weight"])
 
 
 def make_learner(config: LearnerConfig, *, total: int | None = None) -> LinearLearner | PolynomialLearner:

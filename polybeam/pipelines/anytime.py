@@ -11,9 +11,8 @@ and optionally a plot of the curves.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-import tempfile
 import time
 
 import apache_beam as beam
@@ -21,21 +20,43 @@ import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam.learners.config import LearnerConfig
-from polybeam.pipelines.counts import read_counts
-from polybeam.pipelines.jobs import OptionError, _read, _require, _write_dead_letters
+from polybeam.learners.parsing.records import ReadCounts
+from polybeam.pipelines.jobs import OptionError, _finish, _read, _require, _write_dead_letters, job_facts
+from polybeam.pipelines.launch import launch
 from polybeam.pipelines.options import (
     InputOptions,
     LearnerOptions,
     OutputOptions,
+    RunOptions,
     SequenceOptions,
     TimelinessOptions,
     with_default_runner,
 )
+from polybeam.transforms.report import WriteReport
 from polybeam.selection.anytime import AnytimeModel
 from polybeam.selection.groups import GroupSpec
 from polybeam.selection.statistics import check_memory
 from polybeam.selection.timeliness import oracle_curve, plateau_alpha, stopping_cost, timeliness
 from polybeam.transforms.sequence import EvaluateAnytime, SequenceGroups, WritePrefixes
+
+
+def _in_rank_order(records: list[dict]) -> list[dict]:
+    return sorted(records, key=lambda record: (record.get("rank", 0), str(record.get("group", ""))))
+
+
+def _sequence_report(parts: dict, *, facts: dict) -> dict:
+    prefixes = _in_rank_order(parts["prefixes"])
+    skipped = sorted(parts["skipped"], key=lambda record: record["group"])
+    report = {
+        **sum(parts["counts"], ReadCounts()).to_dict(),
+        "groups": len(prefixes) + len(skipped),
+        "sequenced": len(prefixes),
+        "order": [prefix["group"] for prefix in prefixes],
+        "skipped": [{"group": s["group"], "reason": s["reason"]} for s in skipped],
+        "total_cost": prefixes[-1]["cumulative_cost"] if prefixes else 0.0,
+        "explained_variance": prefixes[-1]["explained_variance"] if prefixes else 0.0,
+    }
+    return _finish(report, facts)
 
 
 def run_sequence(options: PipelineOptions) -> dict:
@@ -57,6 +78,7 @@ def run_sequence(options: PipelineOptions) -> dict:
         check_memory(len(spec.slots), memory_limit)
     skipped_path = settings.skipped_output or f"{output}.skipped.jsonl"
     dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
+    report_path = options.view_as(RunOptions).report or f"{output}.report.json"
     extra = {"lasso_points": settings.lasso_points}
     if settings.minimum_cost is not None:
         extra["minimum_cost"] = settings.minimum_cost
@@ -68,40 +90,19 @@ def run_sequence(options: PipelineOptions) -> dict:
         spec, method=settings.method, ridge=settings.ridge, whiten=False if settings.no_whiten else None,
         standardize=not settings.no_standardize, default_group=settings.default_group,
         default_cost=settings.default_group_cost, memory_limit=memory_limit, seed=config.seed, **extra)  # fmt: skip
-    sequenced.prefixes | "WritePrefixes" >> WritePrefixes(output)
-    sequenced.skipped | "WriteSkipped" >> WritePrefixes(skipped_path)
-    _write_dead_letters(read, dead_path)
-    result = pipeline.run()
-    result.wait_until_finish()
-
-    model = AnytimeModel.load(output) if os.path.exists(output) else AnytimeModel([])
-    skipped = _json_lines(skipped_path)
-    prefixes = model.prefixes
-    return {
-        "command": "sequence",
-        "method": settings.method,
-        "ridge": settings.ridge,
-        "output": output,
-        "skipped_output": skipped_path,
-        "dead_letter_file": dead_path,
-        **read_counts(result, "Read").to_dict(),
-        "groups": len(prefixes) + len(skipped),
-        "sequenced": len(prefixes),
-        "order": [prefix["group"] for prefix in prefixes],
-        "skipped": [{"group": s["group"], "reason": s["reason"]} for s in skipped],
-        "total_cost": prefixes[-1]["cumulative_cost"] if prefixes else 0.0,
-        "explained_variance": prefixes[-1]["explained_variance"] if prefixes else 0.0,
-        "wall_seconds": time.perf_counter() - started,
+    parts = {
+        "counts": read.counts,
+        "prefixes": sequenced.prefixes,
+        "skipped": sequenced.skipped,
+        "written": sequenced.prefixes | "WritePrefixes" >> WritePrefixes(output),
+        "written_skipped": sequenced.skipped | "WriteSkipped" >> WritePrefixes(skipped_path),
+        "dead_files": _write_dead_letters(read, dead_path),
     }
-
-
-def _json_lines(path: str) -> list[dict]:
-    """Skipped-group records (written one per line, in no particular order; sorted by group name)."""
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as handle:
-        records = [json.loads(line) for line in handle if line.strip()]
-    return sorted(records, key=lambda record: record["group"])
+    facts = {**job_facts("sequence", options, report_path), "method": settings.method, "ridge": settings.ridge,
+             "output": output, "skipped_output": skipped_path, "dead_letter_file": dead_path}  # fmt: skip
+    pipeline | "Report" >> WriteReport(report_path, functools.partial(_sequence_report, facts=facts), **parts)
+    return launch(pipeline, options, command="sequence", report=report_path, started=started,
+                  outputs={"prefixes": output, "skipped": skipped_path, "dead_letters": dead_path})  # fmt: skip
 
 
 def load_models(paths) -> dict[str, AnytimeModel]:
@@ -126,6 +127,38 @@ def parse_alpha(text: str | float | None) -> float | None:
     return alpha
 
 
+def _timeliness_report(parts: dict, *, models: dict, facts: dict) -> dict:
+    """The held-out curves of every method, measured by the job, as the report (and the plot)."""
+    measured = {name: values for name, values in parts["curves"]}
+    if not measured:
+        raise ValueError("no held-out examples were read: nothing to measure")
+    stop, alpha = facts["stopping_cost"], facts["alpha"]
+    methods = {}
+    for label, model in models.items():
+        costs = model.curve()[0]
+        held_out = np.array(measured[label])
+        oracle = oracle_curve(costs, held_out)
+        methods[label] = {
+            "timeliness": timeliness(costs, held_out, stop=stop),
+            "oracle_timeliness": timeliness(*oracle, stop=stop),
+            "training_timeliness": timeliness(*model.curve(), stop=stop),
+            "final_explained_variance": float(held_out[-1]),
+            "total_cost": float(costs[-1]),
+            "curve": [[float(c), float(v)] for c, v in zip(costs, held_out)],
+            "order": [prefix["group"] for prefix in model.prefixes],
+        }
+    report = {
+        **sum(parts["counts"], ReadCounts()).to_dict(),
+        "methods": methods,
+        "timeliness": {label: entry["timeliness"] for label, entry in methods.items()},
+    }
+    if facts.get("plot"):
+        from polybeam.pipelines.plots import plot_curves
+
+        plot_curves(facts["plot"], {label: entry["curve"] for label, entry in methods.items()}, stop=stop, alpha=alpha)
+    return _finish(report, facts)
+
+
 def run_timeliness(options: PipelineOptions) -> dict:
     """Held-out curves and alpha-timeliness of the ``--prefixes`` files on ``--input``."""
     started = time.perf_counter()
@@ -146,59 +179,27 @@ def run_timeliness(options: PipelineOptions) -> dict:
     if alpha is None:
         alpha = plateau_alpha(train_costs, train_values)
     stop = stopping_cost(train_costs, train_values, alpha=alpha)
+    if settings.plot:
+        from polybeam.pipelines.plots import check_plotting
+
+        check_plotting()
     dead_path = options.view_as(InputOptions).dead_letters or f"{paths[0]}.timeliness.dead_letters.jsonl"
+    report_path = options.view_as(RunOptions).report or f"{paths[0]}.timeliness.json"
     with_default_runner(options)
 
     config = LearnerConfig(loss="squared", bits=bits, seed=seed)
-    with tempfile.TemporaryDirectory() as scratch:
-        curves_path = os.path.join(scratch, "curves.json")
-        pipeline = beam.Pipeline(options=options)
-        read = _read(pipeline, options, "Read", config)
-        (read.examples
-         | "Evaluate" >> EvaluateAnytime(models)
-         | "Values" >> beam.MapTuple(lambda name, curve: (name, curve.explained_variance().tolist(), curve.examples))
-         | "Gather" >> beam.combiners.ToList()
-         | "ToJson" >> beam.Map(json.dumps)
-         | "Write" >> beam.io.WriteToText(curves_path, num_shards=1, shard_name_template=""))  # fmt: skip
-        _write_dead_letters(read, dead_path)
-        result = pipeline.run()
-        result.wait_until_finish()
-        with open(curves_path) as handle:
-            measured = {name: (values, examples) for name, values, examples in json.loads(handle.read() or "[]")}
-    if not measured:
-        raise OptionError("no held-out examples were read: nothing to measure")
-    methods = {}
-    for label, model in models.items():
-        values, _ = measured[label]
-        costs = model.curve()[0]
-        held_out = np.array(values)
-        oracle = oracle_curve(costs, held_out)
-        methods[label] = {
-            "timeliness": timeliness(costs, held_out, stop=stop),
-            "oracle_timeliness": timeliness(*oracle, stop=stop),
-            "training_timeliness": timeliness(*model.curve(), stop=stop),
-            "final_explained_variance": float(held_out[-1]),
-            "total_cost": float(costs[-1]),
-            "curve": [[float(c), float(v)] for c, v in zip(costs, held_out)],
-            "order": [prefix["group"] for prefix in model.prefixes],
-        }
-    report = {
-        "command": "timeliness",
-        "alpha": alpha,
-        "stopping_cost": stop,
-        "reference": reference,
-        "methods": methods,
-        "timeliness": {label: entry["timeliness"] for label, entry in methods.items()},
-        "dead_letter_file": dead_path,
-        **read_counts(result, "Read").to_dict(),
-    }
-    if settings.plot:
-        from polybeam.pipelines.plots import plot_curves
-
-        plot_curves(settings.plot, {label: entry["curve"] for label, entry in methods.items()}, stop=stop, alpha=alpha)
-        report["plot"] = settings.plot
-    report["wall_seconds"] = time.perf_counter() - started
-    return report
+    pipeline = beam.Pipeline(options=options)
+    read = _read(pipeline, options, "Read", config)
+    curves = (read.examples
+              | "Evaluate" >> EvaluateAnytime(models)
+              | "Values" >> beam.MapTuple(lambda name, curve: (name, curve.explained_variance().tolist())))  # fmt: skip
+    facts = {**job_facts("timeliness", options, report_path), "alpha": alpha, "stopping_cost": stop,
+             "reference": reference, "plot": settings.plot, "dead_letter_file": dead_path}  # fmt: skip
+    build = functools.partial(_timeliness_report, models=models, facts=facts)
+    pipeline | "Report" >> WriteReport(report_path, build, counts=read.counts, curves=curves,
+                                       dead_files=_write_dead_letters(read, dead_path))  # fmt: skip
+    outputs = {"dead_letters": dead_path, **({"plot": settings.plot} if settings.plot else {})}
+    return launch(pipeline, options, command="timeliness", report=report_path, started=started, outputs=outputs)
 
 
 def _reference(models: dict[str, AnytimeModel], paths, chosen: str | None) -> str:

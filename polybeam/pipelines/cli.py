@@ -95,19 +95,10 @@ class UsageError(ValueError):
     """Wrong command-line usage."""
 
 
-def _finite(value):
-    """JSON cannot carry NaN: report it as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
 def _print_json(report: dict) -> None:
-    print(json.dumps(_finite(report), sort_keys=True))
+    from polybeam.transforms.files import finite  # JSON cannot carry NaN: null instead
+
+    print(json.dumps(finite(report), sort_keys=True))
 
 
 def _run_inspect(argv: Sequence[str]) -> int:
@@ -123,19 +114,34 @@ def _run_inspect(argv: Sequence[str]) -> int:
 
 
 def _describe_train(report: dict) -> str:
-    from polybeam.pipelines.counts import ReadCounts
+    from polybeam.learners.parsing.records import ReadCounts
 
-    counts = ReadCounts(report["records"], report["examples"], report["dead_letters"], report["skipped"])
-    loss = report["progressive_loss"]
-    return "\n".join(
-        [
-            f"read: {counts.describe()}",
-            f"progressive validation loss: {loss:.6g}" if loss is not None and math.isfinite(loss) else "progressive validation loss: n/a (no examples)",
-            f"non-zero weights: {report['nonzero_weights']}",
-            f"model written to {report['model']}; dead letters to {report['dead_letter_file']}",
-            f"wall time: {report['wall_seconds']:.1f} s",
-        ]
-    )
+    counts = ReadCounts.from_dict(report)
+    loss = report.get("progressive_loss")
+    trained = (f"{report['keys']} models, one per key ({report['key']}), in {report['model']}" if report.get("key")
+               else f"model written to {report['model']}")  # fmt: skip
+    lines = [
+        f"read: {counts.describe()}",
+        f"progressive validation loss: {loss:.6g}" if loss is not None and math.isfinite(loss)
+        else "progressive validation loss: n/a (no examples)",
+        f"non-zero weights: {report['nonzero_weights']}",
+        f"{trained}; dead letters to {report['dead_letter_file']}",
+    ]  # fmt: skip
+    if report.get("resumed_from_pass"):
+        lines.append(f"resumed after pass {report['resumed_from_pass']} from {report['checkpoint_dir']}")
+    elif report.get("checkpoint_dir"):
+        lines.append(f"learner state after each pass in {report['checkpoint_dir']}")
+    lines += [f"report: {report['report']}", f"wall time: {report['wall_seconds']:.1f} s"]
+    return "\n".join(lines)
+
+
+def _describe_launch(report: dict) -> str:
+    where = ", ".join(f"{name} {path}" for name, path in report["outputs"].items() if path)
+    lines = [f"launched polybeam {report['command']} as job {report['job_id']} on {report['runner'] or 'FnApiRunner'} "
+             f"({report['state']}); it writes its report to {report['report']}", f"outputs: {where}"]  # fmt: skip
+    if report.get("log"):
+        lines.append(f"the detached local job logs to {report['log']}")
+    return "\n".join(lines)
 
 
 def _runner(command: str) -> Callable:
@@ -169,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # nothing here uses them.
     logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
     from polybeam.learners.model import ModelFileError
+    from polybeam.pipelines.launch import JobFailed
 
     try:
         if command == "inspect":
@@ -182,10 +189,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # collections on a large job.
         gc.freeze()
         report = runner(PipelineOptions(rest))
-    except (UsageError, ModelFileError, ValueError, MemoryError) as error:
+    except (UsageError, ModelFileError, ValueError, MemoryError, FileNotFoundError) as error:
         print(f"polybeam {command}: error: {error}", file=sys.stderr)
         return 2
-    if command == "demo":
+    except JobFailed as error:
+        print(f"polybeam {command}: error: {error}", file=sys.stderr)
+        return 1
+    if "job_id" in report:  # launched, not waited for
+        print(_describe_launch(report))
+    elif command == "demo":
         from polybeam.pipelines.demo import describe
 
         print(describe(report, report["learner"]["bits"]))

@@ -3,40 +3,65 @@
 One pipeline reads an 80/20 split of UCI Spambase (bundled with polybeam),
 trains a logistic model in one pass with adaptive steps, evaluates it on the
 held-out fifth and writes the model, the dead letters and a report under the
-output folder.
+output folder (the job writes its report itself, so the folder must be one the
+workers can reach: a shared or cloud path when they run elsewhere).
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import time
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam import datasets
 from polybeam.learners.config import LearnerConfig
-from polybeam.pipelines.counts import read_counts
+from polybeam.learners.parsing.records import ReadCounts
+from polybeam.pipelines.jobs import _finish, _model_summary, job_facts
+from polybeam.pipelines.launch import launch
 from polybeam.pipelines.options import DemoOptions, with_default_runner
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
-from polybeam.transforms.model_io import WriteModel, read_model
+from polybeam.transforms.files import write_atomically
+from polybeam.transforms.model_io import WriteModel
 from polybeam.transforms.read import ReadExamples
+from polybeam.transforms.report import WriteReport
 from polybeam.transforms.train import Train
 
 DATASET = "spam"
 CONFIG = LearnerConfig(loss="logistic", step="adaptive", passes=1)
 
 
+def _demo_report(parts: dict, *, facts: dict, text_path: str) -> dict:
+    """The demo's report (written by the job), plus the same as text in ``text_path``."""
+    train_counts = sum(parts["train_counts"], ReadCounts())
+    test_counts = sum(parts["test_counts"], ReadCounts())
+    summary = parts["summary"][0]
+    report = _finish({
+        "dataset": DATASET,
+        "learner": CONFIG.to_dict(),
+        "train": train_counts.to_dict(),
+        "test": test_counts.to_dict(),
+        "records_read": train_counts.records + test_counts.records,
+        "dead_letters": train_counts.dead_letters + test_counts.dead_letters,
+        "progressive_loss": summary["progressive_loss"],
+        "heldout": parts["heldout"][0],
+        "nonzero_weights": summary["nonzero_weights"],
+    }, facts)  # fmt: skip
+    write_atomically(text_path, (describe(report, CONFIG.bits) + "\n").encode("utf-8"))
+    return report
+
+
 def run_demo(options: PipelineOptions) -> dict:
-    """Run the demo pipeline and return its report (also written to ``report.json``)."""
+    """Run the demo pipeline; its report is also written to ``report.json`` and ``report.txt``."""
     started = time.perf_counter()
     out = options.view_as(DemoOptions).output_dir
     train_path, test_path = datasets.write_split(DATASET, os.path.join(out, "data"), test_fraction=0.2)
     model_path = os.path.join(out, f"{DATASET}.model")
-    metrics_path = os.path.join(out, "heldout_metrics.json")
     dead_path = os.path.join(out, "dead_letters.jsonl")
+    report_path = os.path.join(out, "report.json")
     with_default_runner(options)
 
     pipeline = beam.Pipeline(options=options)
@@ -44,45 +69,21 @@ def run_demo(options: PipelineOptions) -> dict:
     train = pipeline | "ReadTrain" >> ReadExamples(train_path, format="libsvm", **read)
     test = pipeline | "ReadTest" >> ReadExamples(test_path, format="libsvm", **read)
     models = train.examples | "Train" >> Train(CONFIG, metadata={"input_format": "libsvm", "dataset": DATASET})
-    models | "WriteModel" >> WriteModel(model_path)
-    (
-        test.examples
-        | "Evaluate" >> Evaluate(models)
-        | "ToJson" >> beam.Map(json.dumps)
-        | "WriteMetrics" >> beam.io.WriteToText(metrics_path, num_shards=1, shard_name_template="")
-    )
-    (
-        (train.dead_letters, test.dead_letters)
-        | "AllDeadLetters" >> beam.Flatten()
-        | "WriteDeadLetters" >> WriteDeadLetters(dead_path, file_name_suffix="", num_shards=1, shard_name_template="")
-    )
-    result = pipeline.run()
-    result.wait_until_finish()
-
-    model = read_model(model_path)
-    with open(metrics_path) as handle:
-        heldout = json.load(handle)
-    train_counts, test_counts = read_counts(result, "ReadTrain"), read_counts(result, "ReadTest")
-    report = {
-        "dataset": DATASET,
-        "runner": options.view_as(StandardOptions).runner,
-        "learner": CONFIG.to_dict(),
-        "train": train_counts.to_dict(),
-        "test": test_counts.to_dict(),
-        "records_read": train_counts.records + test_counts.records,
-        "dead_letters": train_counts.dead_letters + test_counts.dead_letters,
-        "progressive_loss": model.metadata["progressive_loss"],
-        "heldout": heldout,
-        "nonzero_weights": model.nonzero,
-        "model": model_path,
-        "dead_letter_file": dead_path,
-        "wall_seconds": time.perf_counter() - started,
-    }
-    with open(os.path.join(out, "report.json"), "w") as handle:
-        json.dump(report, handle, indent=2)
-    with open(os.path.join(out, "report.txt"), "w") as handle:
-        handle.write(describe(report, model.config.bits) + "\n")
-    return report
+    letters = (train.dead_letters, test.dead_letters) | "AllDeadLetters" >> beam.Flatten()
+    parts = {
+        "train_counts": train.counts,
+        "test_counts": test.counts,
+        "written": models | "WriteModel" >> WriteModel(model_path),
+        "summary": models | "Summary" >> beam.Map(_model_summary),
+        "heldout": test.examples | "Evaluate" >> Evaluate(models),
+        "dead_files": letters | "WriteDeadLetters" >> WriteDeadLetters(
+            dead_path, file_name_suffix="", num_shards=1, shard_name_template=""),
+    }  # fmt: skip
+    facts = {**job_facts("demo", options, report_path), "model": model_path, "dead_letter_file": dead_path}
+    build = functools.partial(_demo_report, facts=facts, text_path=os.path.join(out, "report.txt"))
+    pipeline | "Report" >> WriteReport(report_path, build, **parts)
+    return launch(pipeline, options, command="demo", report=report_path, started=started,
+                  outputs={"model": model_path, "report_text": os.path.join(out, "report.txt")})  # fmt: skip
 
 
 def describe(report: dict, bits: int) -> str:
@@ -101,8 +102,8 @@ def describe(report: dict, bits: int) -> str:
             f"error {heldout['error']:.4f}, AUC {heldout['auc']:.4f}",
             f"non-zero weights:       {report['nonzero_weights']} of {1 << bits} slots",
             f"model:                  {report['model']}",
-            f"report:                 {os.path.join(os.path.dirname(report['model']), 'report.json')}",
-            f"wall time:              {report['wall_seconds']:.1f} s",
+            f"report:                 {report['report']}",
+            f"wall time:              {report.get('wall_seconds', report['job_seconds']):.1f} s",
         ]
     )
 

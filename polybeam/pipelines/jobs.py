@@ -1,34 +1,48 @@
 """The runnable pipelines behind ``polybeam train``, ``evaluate`` and ``predict``.
 
 Each function takes PipelineOptions (so the same job runs from the command line,
-from Python and from a template), runs the pipeline and returns a report dict.
+from Python and from a template), checks them (failing fast with what to fix),
+builds the pipeline and launches it (see :mod:`polybeam.pipelines.launch`).
+The pipeline's last step, run by a worker, writes the job's JSON report next
+to its output; the function returns that report when it waits for the job,
+or where the job's results will appear when it does not.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
+import functools
 import time
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from polybeam.pipelines.counts import read_counts
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.parsing.records import ReadCounts
+from polybeam.pipelines.launch import launch, runner_name
 from polybeam.pipelines.options import (
     InputOptions,
+    KeyOptions,
     ModelOptions,
     OutputOptions,
+    RoutingOptions,
+    RunOptions,
+    TrainingOptions,
     format_options,
     learner_config,
     with_default_runner,
 )
+from polybeam.learners.warm_start import check_compatible, source_config
+from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
 from polybeam.transforms.dead_letters import WriteDeadLetters
-from polybeam.transforms.evaluate import Evaluate
+from polybeam.transforms.evaluate import OVERALL, Evaluate
+from polybeam.transforms.files import exists, read_bytes
+from polybeam.transforms.keyed_files import join, read_index
+from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
 from polybeam.transforms.predict import Predict, WritePredictions
 from polybeam.transforms.read import ReadExamples
+from polybeam.transforms.report import WriteReport
+from polybeam.transforms.routing import KEYED_MODELS, ModelLibrary, RouteByKey, WriteKeyedModels
 from polybeam.transforms.train import Train
 
 
@@ -42,110 +56,287 @@ def _require(value, flag: str, command: str):
     return value
 
 
-def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None):
+def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None, key: str | None = None):
     read = options.view_as(InputOptions)
-    return pipeline | label >> ReadExamples(read.input, format=read.format, **format_options(options, config, labels=labels))
+    settings = format_options(options, config, labels=labels, key=key)
+    return pipeline | label >> ReadExamples(read.input, format=read.format, **settings)
 
 
-def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters"):
-    return read.dead_letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
+def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):
+    letters = read.dead_letters if extra is None else (read.dead_letters, extra) | f"{label}All" >> beam.Flatten()
+    return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
+
+
+def _count(pcollection, label: str):
+    """How many elements ``pcollection`` has, as a one-element PCollection."""
+    return pcollection | label >> beam.combiners.Count.Globally()
+
+
+def job_facts(command: str, options: PipelineOptions, report: str) -> dict:
+    """What every report says about the job itself (the launcher's view, recorded before launch)."""
+    return {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
+            "launched": time.time()}  # fmt: skip
+
+
+def _finish(report: dict, facts: dict) -> dict:
+    finished = time.time()
+    return {**facts, **report, "finished": finished, "job_seconds": finished - facts["launched"]}
+
+
+def _counts(parts: dict, name: str = "counts") -> ReadCounts:
+    return sum(parts.get(name, []), ReadCounts())
+
+
+def _key_spec_for(options: PipelineOptions, command: str) -> str | None:
+    key = options.view_as(KeyOptions).key
+    fmt = options.view_as(InputOptions).format
+    if key is None:
+        return None
+    kind = key.partition(":")[0]
+    if kind in ("tag", "namespace") and fmt != "vw":
+        raise OptionError(f"--key {key} needs VW text input (--format vw), not {fmt}")
+    if kind == "column" and fmt not in ("csv", "parquet"):
+        raise OptionError(f"--key {key} needs CSV or Parquet input (--format csv/parquet), not {fmt}")
+    return key
+
+
+# -- train -------------------------------------------------------------------------------------------------
+
+
+def _model_summary(model) -> dict:
+    meta = model.metadata
+    return {"examples": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
+            "passes": meta.get("passes"), "nonzero_weights": model.nonzero}  # fmt: skip
+
+
+def _train_report(parts: dict, *, facts: dict) -> dict:
+    counts = _counts(parts)
+    report = counts.to_dict()
+    if facts.get("key"):
+        index = parts["index"][0] if parts["index"] else None
+        entries = read_index(facts["model"])["entries"] if index else {}
+        examples = sum(entry.get("examples") or 0 for entry in entries.values())
+        losses = [(entry["progressive_loss"], entry.get("examples") or 0) for entry in entries.values()
+                  if entry.get("progressive_loss") is not None]  # fmt: skip
+        report.update(
+            keys=len(entries),
+            progressive_loss=sum(loss * n for loss, n in losses) / max(1, sum(n for _, n in losses)) if losses else None,
+            nonzero_weights=sum(entry.get("nonzero_weights") or 0 for entry in entries.values()),
+            examples_trained=examples,
+            index=index,
+        )
+    else:
+        summary = dict(parts["summary"][0])
+        history = summary.get("passes") or []
+        if facts.get("initial_model") and not facts.get("resumed_from_pass") and history:
+            # A warm start's own first pass (the history before it came with the initial state).
+            own = history[max(0, len(history) - facts["passes_run"])]
+            summary["progressive_loss"] = own.get("loss")
+        report.update(summary)
+    return _finish(report, facts)
+
+
+def _initial_source(options: PipelineOptions, config: LearnerConfig, model_path: str, keyed: bool):
+    """``(path, first_pass, checkpoint_dir, resumed_from)``: where training starts and where it saves."""
+    training = options.view_as(TrainingOptions)
+    checkpoint_dir = training.checkpoint_dir
+    if checkpoint_dir is None and (config.passes > 1 or training.resume):
+        checkpoint_dir = f"{model_path}.checkpoints"
+    if training.resume:
+        done, path = last_complete_pass(checkpoint_dir, keyed)
+        if done:
+            _check_source(path, config, keyed, f"checkpoint {path}", exact=True)
+            if done > config.passes:
+                raise OptionError(f"--resume: {checkpoint_dir} holds pass {done}, more than --passes {config.passes}")
+            return path, done + 1, checkpoint_dir, done
+    if training.initial_model:
+        _check_source(training.initial_model, config, keyed, f"--initial-model {training.initial_model}")
+        return training.initial_model, 1, checkpoint_dir, None
+    return None, 1, checkpoint_dir, None
+
+
+def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exact: bool = False) -> None:
+    """Fail fast, before launching, on a warm-start source that cannot be read or does not fit."""
+    if keyed:
+        try:
+            entries = read_index(path)["entries"]
+        except FileNotFoundError as error:
+            raise OptionError(f"{what}: per-key training starts from a folder with an index.json ({error})") from None
+        if not entries:
+            return
+        path = join(path, next(iter(entries.values()))["file"])
+    try:
+        data = read_bytes(path)
+    except Exception as error:  # Beam wraps file-system errors in its own types
+        raise OptionError(f"{what}: cannot read it ({error})") from None
+    source = source_config(data)
+    check_compatible(source, config, what)
+    if exact and source.replace(passes=config.passes) != config:
+        different = sorted(k for k, v in config.to_dict().items() if source.to_dict().get(k) != v and k != "passes")
+        raise OptionError(f"--resume: {what} was written with other settings ({', '.join(different)}); "
+                          "resume with the same settings, or start afresh without --resume")  # fmt: skip
 
 
 def run_train(options: PipelineOptions) -> dict:
-    """Read examples, train, write the model and its dead letters; report what happened."""
+    """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report."""
     started = time.perf_counter()
     _require(options.view_as(InputOptions).input, "--input", "train")
     model_path = _require(options.view_as(ModelOptions).model, "--model", "train")
     config = learner_config(options)
-    dead_path = options.view_as(InputOptions).dead_letters or f"{model_path}.dead_letters.jsonl"
+    key = _key_spec_for(options, "train")
+    keyed = key is not None
+    initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(options, config, model_path, keyed)
+    inside = (lambda name: join(model_path, name)) if keyed else (lambda name: f"{model_path}.{name}")
+    dead_path = options.view_as(InputOptions).dead_letters or inside("dead_letters.jsonl")
+    report_path = options.view_as(RunOptions).report or (join(model_path, "report.json") if keyed else f"{model_path}.report.json")
     with_default_runner(options)
 
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config)
+    read = _read(pipeline, options, "Read", config, key=key)
     facts = {"input_format": options.view_as(InputOptions).format}
-    read.examples | "Train" >> Train(config, metadata=facts) | "WriteModel" >> WriteModel(model_path)
-    _write_dead_letters(read, dead_path)
-    result = pipeline.run()
-    result.wait_until_finish()
+    initial = None
+    if initial_path is not None:
+        initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
+    models = read.examples | "Train" >> Train(
+        config, key=ParsedKeys(key) if keyed else None, metadata=facts, initial=initial, first_pass=first_pass,
+        checkpoint_dir=checkpoint_dir)  # fmt: skip
+    dead_files = _write_dead_letters(read, dead_path)
+    parts = {"counts": read.counts, "dead_files": dead_files}
+    if keyed:
+        parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())
+    else:
+        written = models | "WriteModel" >> WriteModel(model_path)
+        parts["summary"] = models | "Summary" >> beam.Map(_model_summary)
+        parts["written"] = written
+    report_facts = {
+        **job_facts("train", options, report_path), "model": model_path, "dead_letter_file": dead_path,
+        "key": key, "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
+        "initial_model": options.view_as(TrainingOptions).initial_model, "passes_run": config.passes - first_pass + 1,
+    }  # fmt: skip
+    pipeline | "Report" >> WriteReport(report_path, functools.partial(_train_report, facts=report_facts), **parts)
+    return launch(pipeline, options, command="train", report=report_path, started=started,
+                  outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir})  # fmt: skip
 
-    model = read_model(model_path)
-    counts = read_counts(result, "Read")
-    return {
-        "command": "train",
-        "model": model_path,
-        "dead_letter_file": dead_path,
-        **counts.to_dict(),
-        "progressive_loss": model.metadata.get("progressive_loss"),
-        "passes": model.metadata.get("passes"),
-        "nonzero_weights": model.nonzero,
-        "wall_seconds": time.perf_counter() - started,
-    }
+
+# -- evaluate and predict: one model, or a folder of per-key models --------------------------------------
+
+
+def _is_keyed_folder(path: str) -> bool:
+    return exists(join(path, "index.json"))
+
+
+def _model_source(options: PipelineOptions, command: str):
+    """``(model or library, config, key spec)`` of --model, failing fast on a bad file or folder."""
+    model_path = _require(options.view_as(ModelOptions).model, "--model", command)
+    fallback = options.view_as(RoutingOptions).fallback_model
+    key = options.view_as(KeyOptions).key
+    if not _is_keyed_folder(model_path):
+        if fallback or key:
+            raise OptionError(f"--{'fallback-model' if fallback else 'key'} applies to a folder of per-key models; "
+                              f"{model_path} is a model file")  # fmt: skip
+        model = read_model(model_path)  # fail fast on a bad model file, before any pipeline work
+        return model, model.config, None
+    index = read_index(model_path)
+    if index.get("kind") != KEYED_MODELS:
+        raise OptionError(f"{model_path} is not a folder of per-key models (its index.json is a {index.get('kind')})")
+    trained_key = index.get("key")
+    if key is not None and key != trained_key:
+        raise OptionError(f"--key {key} differs from the key the models were trained with ({trained_key})")
+    config = LearnerConfig.from_dict(index["config"])
+    if fallback:
+        fallback_config = read_model(fallback).config
+        check_compatible(fallback_config, config, f"--fallback-model {fallback}")
+    return ModelLibrary(model_path, fallback), config, trained_key
+
+
+def _routed(read, source, key: str | None):
+    """``(scored input, unrouted dead letters or None)``."""
+    if key is None:
+        return read.examples, None
+    routed = read.examples | "Route" >> RouteByKey(source, ParsedKeys(key))
+    return routed.routed, routed.unrouted
+
+
+def _reconciled(counts: ReadCounts, unrouted: int) -> dict:
+    """The read counts, with examples that had no model moved to the dead letters."""
+    moved = ReadCounts(counts.records, counts.examples - unrouted, counts.dead_letters + unrouted, counts.skipped)
+    return {**moved.to_dict(), "examples_without_model": unrouted} if unrouted else moved.to_dict()
+
+
+def _evaluate_report(parts: dict, *, facts: dict) -> dict:
+    unrouted = sum(parts.get("unrouted", [0]))
+    counts = _reconciled(_counts(parts), unrouted)
+    if facts.get("key"):
+        per_key = {key: metrics for key, metrics in parts["metrics"] if key is not OVERALL}
+        overall = next((metrics for key, metrics in parts["metrics"] if key is OVERALL),
+                       {"examples": 0, "loss": None, "error": None, "auc": None, "mse": None})  # fmt: skip
+        report = {**overall, "keys": per_key}
+    else:
+        report = dict(parts["metrics"][0])
+    report.update({name: counts[name] for name in counts if name != "examples"})
+    return _finish(report, facts)
 
 
 def run_evaluate(options: PipelineOptions) -> dict:
-    """Held-out metrics of a model file on examples."""
+    """Held-out metrics of a model file (or per key, of a folder of per-key models) on examples."""
     started = time.perf_counter()
     _require(options.view_as(InputOptions).input, "--input", "evaluate")
-    model_path = _require(options.view_as(ModelOptions).model, "--model", "evaluate")
-    model = read_model(model_path)  # fail fast on a bad model file, before any pipeline work
-    dead_path = options.view_as(InputOptions).dead_letters or f"{model_path}.evaluate.dead_letters.jsonl"
-    with_default_runner(options)
-
-    with tempfile.TemporaryDirectory() as scratch:
-        metrics_path = os.path.join(scratch, "metrics.json")
-        pipeline = beam.Pipeline(options=options)
-        read = _read(pipeline, options, "Read", model.config)
-        (
-            read.examples
-            | "Evaluate" >> Evaluate(model)
-            | "ToJson" >> beam.Map(json.dumps)
-            | "WriteMetrics" >> beam.io.WriteToText(metrics_path, num_shards=1, shard_name_template="")
-        )
-        _write_dead_letters(read, dead_path)
-        result = pipeline.run()
-        result.wait_until_finish()
-        with open(metrics_path) as handle:
-            metrics = json.loads(handle.read())
-    counts = read_counts(result, "Read")
-    return {
-        **metrics,
-        "dead_letters": counts.dead_letters,
-        "records": counts.records,
-        "skipped": counts.skipped,
-        "reconciles": counts.reconciles,
-        "dead_letter_file": dead_path,
-        "wall_seconds": time.perf_counter() - started,
-    }
-
-
-def run_predict(options: PipelineOptions) -> dict:
-    """Predictions of a model file for every example, as tab-separated text files."""
-    started = time.perf_counter()
-    _require(options.view_as(InputOptions).input, "--input", "predict")
-    model_path = _require(options.view_as(ModelOptions).model, "--model", "predict")
-    output = _require(options.view_as(OutputOptions).output, "--output", "predict")
-    model = read_model(model_path)
-    dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
+    source, config, key = _model_source(options, "evaluate")
+    model_path = options.view_as(ModelOptions).model
+    beside = (lambda name: join(model_path, name)) if key else (lambda name: f"{model_path}.{name}")
+    dead_path = options.view_as(InputOptions).dead_letters or beside("evaluate.dead_letters.jsonl")
+    report_path = options.view_as(RunOptions).report or beside("evaluation.json")
     with_default_runner(options)
 
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", model.config, labels="any")
-    models = pipeline | "Model" >> ReadModel(model_path)
-    (
-        read.examples
-        | "Predict" >> Predict(models)
-        | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards)
+    read = _read(pipeline, options, "Read", config, key=key)
+    scored, unrouted = _routed(read, source, key)
+    # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
+    model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
+    metrics = scored | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
+    parts = {"counts": read.counts, "metrics": metrics, "dead_files": _write_dead_letters(read, dead_path, extra=unrouted)}
+    if unrouted is not None:
+        parts["unrouted"] = _count(unrouted, "CountUnrouted")
+    facts = {**job_facts("evaluate", options, report_path), "model": model_path, "key": key,
+             "dead_letter_file": dead_path}  # fmt: skip
+    pipeline | "Report" >> WriteReport(report_path, functools.partial(_evaluate_report, facts=facts), **parts)
+    return launch(pipeline, options, command="evaluate", report=report_path, started=started,
+                  outputs={"dead_letters": dead_path})  # fmt: skip
+
+
+def _predict_report(parts: dict, *, facts: dict) -> dict:
+    unrouted = sum(parts.get("unrouted", [0]))
+    return _finish({**_reconciled(_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts)
+
+
+def run_predict(options: PipelineOptions) -> dict:
+    """Predictions of a model file (or of per-key models) for every example, as tab-separated text files."""
+    started = time.perf_counter()
+    _require(options.view_as(InputOptions).input, "--input", "predict")
+    output = _require(options.view_as(OutputOptions).output, "--output", "predict")
+    source, config, key = _model_source(options, "predict")
+    model_path = options.view_as(ModelOptions).model
+    dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
+    report_path = options.view_as(RunOptions).report or f"{output}.report.json"
+    with_default_runner(options)
+
+    pipeline = beam.Pipeline(options=options)
+    read = _read(pipeline, options, "Read", config, labels="any", key=key)
+    scored_input, unrouted = _routed(read, source, key)
+    # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
+    model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
+    files = (
+        scored_input
+        | "Predict" >> Predict(model, routed=key is not None)
+        | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
+                                                 with_key=key is not None)  # fmt: skip
     )
-    _write_dead_letters(read, dead_path)
-    result = pipeline.run()
-    result.wait_until_finish()
-    counts = read_counts(result, "Read")
-    files = sorted(m.path for m in FileSystems.match([output + "*"])[0].metadata_list if not m.path.endswith(".jsonl"))
-    return {
-        "command": "predict",
-        "prediction_files": files,
-        "dead_letter_file": dead_path,
-        **counts.to_dict(),
-        "wall_seconds": time.perf_counter() - started,
-    }
+    parts = {"counts": read.counts, "files": files, "dead_files": _write_dead_letters(read, dead_path, extra=unrouted)}
+    if unrouted is not None:
+        parts["unrouted"] = _count(unrouted, "CountUnrouted")
+    facts = {**job_facts("predict", options, report_path), "model": model_path, "key": key, "output": output,
+             "dead_letter_file": dead_path}  # fmt: skip
+    pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
+    return launch(pipeline, options, command="predict", report=report_path, started=started,
+                  outputs={"predictions": output + "*", "dead_letters": dead_path})  # fmt: skip
 

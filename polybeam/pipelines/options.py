@@ -137,9 +137,12 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
     )
 
 
-def format_options(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None) -> dict:
+def format_options(
+    options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None
+) -> dict:
     """Keyword arguments for ``ReadExamples``: the input options plus what the learner needs
-    (its bits and seed, the labels it accepts, its classes)."""
+    (its bits and seed, the labels it accepts, its classes) and, for ``--key namespace:NAME``
+    or ``column:NAME``, where the readers find each example's key."""
     read = options.view_as(InputOptions)
     settings: dict = {"bits": config.bits, "seed": config.seed, "labels": labels or config.label_kind}
     if config.loss == "softmax":
@@ -160,6 +163,11 @@ def format_options(options: PipelineOptions, config: LearnerConfig, *, labels: s
             settings["label_column"] = read.label_column
     elif read.format == "vw":
         settings["feature_names"] = read.feature_names
+    kind, _, name = (key or "").partition(":")
+    if kind == "namespace":
+        settings["key_namespace"] = name
+    elif kind == "column":
+        settings["key_column"] = name
     return settings
 
 

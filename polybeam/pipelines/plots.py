@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 
 from polybeam.pipelines.jobs import OptionError
+from polybeam.transforms.files import write_atomically
+
+
+def check_plotting() -> None:
+    """Fail fast, before launching a job that plots, when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise OptionError("plots need matplotlib: pip install 'polybeam[plot]'") from None
 
 
 def plot_curves(path: str, curves: Mapping[str, Sequence[Sequence[float]]], *, stop: float | None = None,
@@ -37,6 +47,8 @@ def plot_curves(path: str, curves: Mapping[str, Sequence[Sequence[float]]], *, s
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=120)
     plt.close(figure)
+    write_atomically(path, image.getvalue())  # any Beam file system: a worker draws it
     return path

@@ -2,10 +2,14 @@
 
 Partial results built per bundle (evaluations, Gram statistics, ...) have a
 ``merge(others)`` that adds the others into the first; this CombineFn folds a
-PCollection of them into one, and gives None for an empty input.
+PCollection of them into one, and gives None for an empty input. The first
+partial of an accumulator is copied before anything is merged into it: an
+input element must not change, since another transform may consume it too.
 """
 
 from __future__ import annotations
+
+import copy
 
 import apache_beam as beam
 
@@ -17,13 +21,13 @@ class MergeFn(beam.CombineFn):
         return None
 
     def add_input(self, merged, partial):
-        return partial if merged is None else merged.merge([partial])
+        return copy.deepcopy(partial) if merged is None else merged.merge([partial])
 
     def merge_accumulators(self, accumulators):
         merged = None
-        for accumulator in accumulators:
+        for accumulator in accumulators:  # accumulators are this CombineFn's own: the first may change
             if accumulator is not None:
-                merged = self.add_input(merged, accumulator)
+                merged = accumulator if merged is None else merged.merge([accumulator])
         return merged
 
     def extract_output(self, merged):

@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from polybeam.learners.parsing.records import DeadLetter
+from polybeam.learners.parsing.records import MAX_RAW_CHARS, DeadLetter
 
 __all__ = ["LineIndex", "FillLineNumbers", "WriteDeadLetters"]
 
@@ -77,6 +77,15 @@ class LineIndex:
                 self._checkpoint_lines.append(self._line)
         return self._line
 
+    def text_at(self, offset: int, limit: int) -> bytes:
+        """The line that starts at byte ``offset`` (at most ``limit`` bytes of it)."""
+        self.line_at(offset)
+        chunk = self._stream.read(limit)
+        self._position += len(chunk)
+        self._line += chunk.count(b"\n")
+        end = chunk.find(b"\n")
+        return chunk if end < 0 else chunk[:end]
+
     def _seek(self, offset: int, line: int) -> None:
         if self._stream is None:
             self._stream = FileSystems.open(self.path, compression_type=CompressionTypes.AUTO)
@@ -91,9 +100,10 @@ class LineIndex:
 
 
 class FillLineNumbers(beam.DoFn):
-    """Give dead letters without a line number (``line=None``) the line their offset is on.
+    """Give dead letters without a line number (``line=None``) the line their offset is on,
+    and those without their text (``raw=None``, e.g. examples without a model) the line's text.
 
-    Letters that know their line pass through untouched. Line indexes of the
+    Letters that know both pass through untouched. Line indexes of the
     most recently seen files are kept between bundles; their streams are
     closed at the end of each bundle.
 
@@ -111,10 +121,16 @@ class FillLineNumbers(beam.DoFn):
         self._indexes = OrderedDict()
 
     def process(self, letter: DeadLetter):
-        if letter.line is not None:
-            yield letter
+        if letter.offset < 0 or not letter.source:  # nothing to look up: an example made in memory
+            yield letter if letter.raw is not None else dataclasses.replace(letter, raw="")
             return
-        yield dataclasses.replace(letter, line=self._index(letter.source).line_at(letter.offset))
+        if letter.line is None:
+            letter = dataclasses.replace(letter, line=self._index(letter.source).line_at(letter.offset))
+        if letter.raw is None:
+            raw = self._index(letter.source).text_at(letter.offset, MAX_RAW_CHARS * 4)
+            letter = DeadLetter.from_bytes(raw, source=letter.source, line=letter.line, offset=letter.offset,
+                                           reason=letter.reason)  # fmt: skip
+        yield letter
 
     def _index(self, path: str) -> LineIndex:
         index = self._indexes.pop(path, None) or LineIndex(path)

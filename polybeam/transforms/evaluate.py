@@ -15,6 +15,11 @@ from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import model_argument, model_for
 
 
+# The key under which Evaluate(..., overall=True) reports the metrics of all keys together
+# (keys of examples are never None: the command line's keys are strings, "" when missing).
+OVERALL = None
+
+
 class _ScoreFn(beam.DoFn):
     def __init__(self, keyed: bool):
         self.keyed = keyed
@@ -41,18 +46,32 @@ class Evaluate(beam.PTransform):
     """Metrics of ``model`` on the input batches: examples, loss, error, auc, mse.
 
     ``model`` is a Model or a PCollection holding one; with ``key``, a PCollection
-    of ``(key, Model)`` and the output holds ``(key, metrics)`` per key.
+    of ``(key, Model)`` or a :class:`~polybeam.transforms.routing.ModelLibrary`,
+    and the output holds ``(key, metrics)`` per key (with ``overall=True``, also
+    ``(OVERALL, metrics)`` over all keys together). ``routed=True``: the input
+    is ``(key, batch)`` pairs already.
     """
 
-    def __init__(self, model, *, key: KeyFn | None = None):
+    def __init__(self, model, *, key: KeyFn | None = None, routed: bool = False, overall: bool = False):
         super().__init__()
         self.model = model
         self.key = key
+        self.routed = routed
+        self.overall = overall
 
     def expand(self, batches):
-        keyed = self.key is not None
-        batches = split_by_key(batches, self.key)
+        keyed = self.key is not None or self.routed
+        batches = batches if self.routed else split_by_key(batches, self.key)
         partial = batches | "Score" >> beam.ParDo(_ScoreFn(keyed), model_argument(self.model, keyed))
-        if keyed:
-            return partial | "Metrics" >> beam.CombinePerKey(EvaluationFn())
-        return partial | "Metrics" >> beam.CombineGlobally(EvaluationFn())
+        if not keyed:
+            return partial | "Metrics" >> beam.CombineGlobally(EvaluationFn())
+        per_key = partial | "Metrics" >> beam.CombinePerKey(EvaluationFn())
+        if not self.overall:
+            return per_key
+        overall = (
+            partial
+            | "Partials" >> beam.Values()
+            | "Overall" >> beam.CombineGlobally(EvaluationFn())
+            | "AsOverall" >> beam.Map(lambda metrics: (OVERALL, metrics))
+        )
+        return (per_key, overall) | "PerKeyAndOverall" >> beam.Flatten()

@@ -1,7 +1,16 @@
-"""Splitting batches by a user's key function, for per-key learners."""
+"""Splitting batches by key, for per-key learners: a user's key function, or ``--key``'s.
+
+:class:`ParsedKeys` is the key of ``--key``: ``tag`` (VW tags), ``file`` (the
+input file), ``namespace:NAME`` (the feature of a VW namespace) or
+``column:NAME`` (a CSV/Parquet column); the readers pick the last two out of
+the examples as integer codes (see ``ExampleBatch.key_codes``), so a batch
+splits by key without Python work per example. Missing keys (an example
+without a tag, an empty column) are the empty key ``""``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Hashable
 
 import apache_beam as beam
@@ -19,6 +28,10 @@ class SplitByKey(beam.DoFn):
         self.key = key
 
     def process(self, batch: ExampleBatch):
+        split = getattr(self.key, "split", None)
+        if split is not None:
+            yield from split(batch)
+            return
         keys = self.key(batch)
         if isinstance(keys, (str, bytes, tuple)) or np.ndim(keys) == 0:
             yield keys, batch
@@ -31,3 +44,48 @@ def split_by_key(batches, key: KeyFn | None):
     if key is None:
         return batches
     return batches | "SplitByKey" >> beam.ParDo(SplitByKey(key))
+
+
+class ParsedKeys:
+    """The key function of ``--key SPEC``; see the module docstring.
+
+    >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (0.0, {2: 1.0})])
+    >>> ParsedKeys("file")(batch)
+    ''
+    """
+
+    def __init__(self, spec: str):
+        self.spec = spec
+        self.kind, _, self.name = spec.partition(":")
+
+    def __call__(self, batch: ExampleBatch):
+        if self.kind == "file":
+            return batch.source or ""
+        if self.kind == "tag":
+            return np.array(["" if tag is None else tag for tag in _tags(batch)], dtype=object)
+        return _parsed_keys(batch, self.spec).keys
+
+    def split(self, batch: ExampleBatch) -> list[tuple[str, ExampleBatch]]:
+        """``(key, part)`` for every key of ``batch``."""
+        if self.kind == "file":
+            return [(batch.source or "", batch)]
+        if self.kind == "tag":
+            index: dict[str, int] = {}
+            codes = np.fromiter((index.setdefault("" if tag is None else tag, len(index)) for tag in _tags(batch)),
+                                dtype=np.int32, count=len(batch))  # fmt: skip
+            keyed = dataclasses.replace(batch, key_codes=codes, key_names=tuple(index))
+            return keyed.split_by_key_codes()
+        return _parsed_keys(batch, self.spec).split_by_key_codes()
+
+    def __repr__(self) -> str:
+        return f"ParsedKeys({self.spec!r})"
+
+
+def _tags(batch: ExampleBatch):
+    return batch.tags if batch.tags is not None else [None] * len(batch)
+
+
+def _parsed_keys(batch: ExampleBatch, spec: str) -> ExampleBatch:
+    if batch.key_codes is None:
+        raise ValueError(f"--key {spec}: the batch has no keys; read it with the key's column or namespace")
+    return batch

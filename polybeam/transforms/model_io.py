@@ -72,7 +72,10 @@ class ReadModel(beam.PTransform):
 
 
 def model_argument(model, keyed: bool = False):
-    """What a DoFn needs to receive ``model``: the Model itself, or a side input of a PCollection."""
+    """What a DoFn needs to receive ``model``: the Model itself (or a per-key
+    :class:`~polybeam.transforms.routing.ModelLibrary`), or a side input of a PCollection."""
+    if hasattr(model, "model") and hasattr(model, "has"):  # a ModelLibrary: it loads models on the worker
+        return model
     if isinstance(model, Model):
         if keyed:
             raise ValueError("per-key prediction needs a PCollection of (key, Model), not one Model")
@@ -85,7 +88,10 @@ def model_argument(model, keyed: bool = False):
 def model_for(element, models, keyed: bool):
     """``(key, batch, model)`` for an element: keyed elements pick their key's model."""
     key, batch = element if keyed else (None, element)
-    model = models.get(key) if keyed else models
+    if hasattr(models, "has"):
+        model = models.model(key)
+    else:
+        model = models.get(key) if keyed else models
     if model is None:
         raise KeyError(f"no model was trained for key {key!r}")
     return key, batch, model

@@ -41,8 +41,8 @@ class ScoredBatch:
             return self.class_names[class_id - 1]
         return str(class_id)
 
-    def to_text(self) -> str:
-        """The batch's lines of prediction output (no trailing newline)."""
+    def to_text(self, with_key: bool = False) -> str:
+        """The batch's lines of prediction output (no trailing newline); ``with_key`` adds the key column."""
         n = len(self.predictions)
         rows = self.row_ids if self.row_ids is not None else np.full(n, -1)
         tags = self.tags if self.tags is not None else [None] * n
@@ -53,8 +53,9 @@ class ScoredBatch:
         else:
             predicted = [f"{value:.9g}" for value in self.predictions.tolist()]
             labels = [f"{value:.9g}" for value in self.labels.tolist()]
+        key = f"\t{self.key}" if with_key else ""
         return "\n".join(
-            f"{prediction}\t{label}\t{source}\t{row}\t{tag or ''}"
+            f"{prediction}\t{label}\t{source}\t{row}\t{tag or ''}{key}"
             for prediction, label, row, tag in zip(predicted, labels, rows.tolist(), tags)
         )
 
@@ -75,34 +76,42 @@ class Predict(beam.PTransform):
 
     ``model`` is a Model, or a PCollection holding one Model (e.g. from
     ``ReadModel`` or ``Train``); with ``key``, a PCollection of ``(key, Model)``
-    and each example is scored by its key's model.
+    or a :class:`~polybeam.transforms.routing.ModelLibrary`, and each example
+    is scored by its key's model. ``routed=True``: the input is ``(key, batch)``
+    pairs already (from :class:`~polybeam.transforms.routing.RouteByKey`).
     """
 
-    def __init__(self, model, *, key: KeyFn | None = None):
+    def __init__(self, model, *, key: KeyFn | None = None, routed: bool = False):
         super().__init__()
         self.model = model
         self.key = key
+        self.routed = routed
 
     def expand(self, batches):
-        keyed = self.key is not None
-        batches = split_by_key(batches, self.key)
+        keyed = self.key is not None or self.routed
+        batches = batches if self.routed else split_by_key(batches, self.key)
         return batches | "Score" >> beam.ParDo(_PredictFn(keyed), model_argument(self.model, keyed))
 
 
 class WritePredictions(beam.PTransform):
-    """Writes ScoredBatches as tab-separated lines: prediction, label, source, row, tag."""
+    """Writes ScoredBatches as tab-separated lines: prediction, label, source, row, tag (and key).
 
-    def __init__(self, path_prefix: str, *, num_shards: int = 0, shard_name_template: str | None = None):
+    Emits the names of the files written."""
+
+    def __init__(self, path_prefix: str, *, num_shards: int = 0, shard_name_template: str | None = None,
+                 with_key: bool = False):  # fmt: skip
         super().__init__()
         self.path_prefix = path_prefix
         self.num_shards = num_shards
         self.shard_name_template = shard_name_template
+        self.with_key = with_key
 
     def expand(self, scored):
         extra = {} if self.shard_name_template is None else {"shard_name_template": self.shard_name_template}
+        header = PREDICTION_HEADER + ("\tkey" if self.with_key else "")
         return (
             scored
-            | "ToText" >> beam.Map(ScoredBatch.to_text)
+            | "ToText" >> beam.Map(ScoredBatch.to_text, self.with_key)
             | "NonEmpty" >> beam.Filter(bool)
-            | "Write" >> beam.io.WriteToText(self.path_prefix, header=PREDICTION_HEADER, num_shards=self.num_shards, **extra)
+            | "Write" >> beam.io.WriteToText(self.path_prefix, header=header, num_shards=self.num_shards, **extra)
         )

@@ -31,7 +31,8 @@ from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.polynomial import make_learner
+from polybeam.learners.polynomial import PolynomialLearner, make_learner
+from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.keys import KeyFn, split_by_key
 
 
@@ -42,7 +43,7 @@ class TrainFn(beam.CombineFn):
     batches (:class:`~polybeam.learners.background.BackgroundLearner`); it is
     settled before it is merged, compacted, pickled or extracted.
     ``output="model"`` extracts the sparse Model, ``"state"`` the learner itself
-    (to continue training in another pass).
+    (to continue training in another pass, or to checkpoint).
     """
 
     def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None):
@@ -68,11 +69,11 @@ class TrainFn(beam.CombineFn):
 
     def extract_output(self, accumulator: BackgroundLearner):
         learner = accumulator.settle()
-        return learner.to_model(self.metadata) if self.output == "model" else learner
+        return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
 
 
 class MergeLearnersFn(beam.CombineFn):
-    """Averages the partial learners of a later pass into one state or Model."""
+    """Averages the partial learners of a later pass into one Model (or state, to go on)."""
 
     def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None):
         self.config = config
@@ -98,14 +99,30 @@ class MergeLearnersFn(beam.CombineFn):
 
     def extract_output(self, learners):
         learner = learners[0].merge(learners[1:]) if learners else make_learner(self.config)
-        return learner.to_model(self.metadata) if self.output == "model" else learner
+        return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
+
+
+def _linear_part(learner) -> LinearLearner:
+    return learner.linear if isinstance(learner, PolynomialLearner) else learner
+
+
+def continue_from(origin):
+    """A learner that goes on from ``origin`` in a new pass (``origin`` itself is not touched).
+
+    A state that has learned in its current pass closes that pass first; a
+    warm start from a model file has no pass of its own to close.
+    """
+    learner = origin.copy()
+    return learner.start_pass() if _linear_part(learner).examples_seen else learner
 
 
 class _LearnOnePass(beam.DoFn):
-    """Continues training from the previous pass's state, one learner per key per bundle."""
+    """Continues training from the previous pass's state, one learner per key per bundle
+    (a key the previous state lacks, e.g. new in a warm start, starts afresh)."""
 
-    def __init__(self, keyed: bool):
+    def __init__(self, keyed: bool, config: LearnerConfig):
         self.keyed = keyed
+        self.config = config
 
     def start_bundle(self):
         self._learners: dict = {}
@@ -114,8 +131,10 @@ class _LearnOnePass(beam.DoFn):
         key, batch = element if self.keyed else (None, element)
         learner = self._learners.get(key)
         if learner is None:
-            origin = start[key] if self.keyed else start
-            learner = self._learners[key] = BackgroundLearner(origin.copy().start_pass())
+            origin = start.get(key) if self.keyed else start
+            fresh = origin is None
+            learner = BackgroundLearner(make_learner(self.config) if fresh else continue_from(origin))
+            self._learners[key] = learner
         learner.learn(batch)
 
     def finish_bundle(self):
@@ -166,6 +185,13 @@ class _ReportModel(beam.DoFn):
         yield element
 
 
+def _to_model(state, metadata: dict | None, keyed: bool):
+    if keyed:
+        key, learner = state
+        return key, learner.to_model(metadata)
+    return state.to_model(metadata)
+
+
 class Train(beam.PTransform):
     """Learn one model, or one model per key, from ExampleBatches.
 
@@ -180,6 +206,16 @@ class Train(beam.PTransform):
         a PCollection of ``(key, Model)``. Without it, a PCollection of one Model.
     metadata : dict, optional
         Extra facts to record in the model (e.g. ``{"input_format": "libsvm"}``).
+    initial : PCollection, optional
+        Learners to start from (see :class:`~polybeam.transforms.checkpoints.ReadLearners`):
+        one learner, or ``(key, learner)`` pairs with ``key``; a key without
+        one starts afresh. Every pass then continues from the previous state.
+    first_pass : int, default 1
+        The number of this job's first pass: after resuming from the state of
+        pass ``k``, ``k + 1``. Passes ``first_pass`` to ``config.passes`` run.
+    checkpoint_dir : str, optional
+        Write the learner state(s) after every pass there
+        (:class:`~polybeam.transforms.checkpoints.WriteCheckpoint`).
     """
 
     def __init__(
@@ -188,36 +224,56 @@ class Train(beam.PTransform):
         *,
         key: KeyFn | None = None,
         metadata: dict | None = None,
+        initial=None,
+        first_pass: int = 1,
+        checkpoint_dir: str | None = None,
         **settings,
     ):
         super().__init__()
         if config is not None and settings:
             raise ValueError("give either a LearnerConfig or keyword settings, not both")
         self.config = config if config is not None else LearnerConfig(**settings)
+        if first_pass < 1 or (initial is None and first_pass != 1):
+            raise ValueError(f"first_pass must be 1, or >= 1 with initial learners; got {first_pass}")
         self.key = key
         self.metadata = metadata
+        self.initial = initial
+        self.first_pass = first_pass
+        self.checkpoint_dir = checkpoint_dir
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
         batches = split_by_key(batches, self.key)
-        last = config.passes == 1
-        first_fn = TrainFn(config, output="model" if last else "state", metadata=self.metadata)
+        if self.initial is None:
+            states, number = self._first_pass(batches, keyed), 1
+            self._checkpoint(states, number, keyed)
+        else:
+            states, number = self.initial, self.first_pass - 1
+        for number in range(number + 1, config.passes + 1):
+            start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
+            partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config), start)
+            merge = MergeLearnersFn(config, output="state")
+            if keyed:
+                states = partial | f"Pass{number}" >> beam.CombinePerKey(merge)
+            else:
+                states = partial | f"Pass{number}" >> beam.CombineGlobally(merge)
+            self._checkpoint(states, number, keyed)
+        models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
+        return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
+
+    def _first_pass(self, batches, keyed: bool):
+        config = self.config
+        first_fn = TrainFn(config, output="state", metadata=self.metadata)
         first_input = batches
         if config.expand == "apple" and config.examples_per_pass is None and config.passes > 1:
             # The later passes wait for the first one anyway, so counting the examples
             # first costs little, and lets apple space its epochs over all passes.
             first_input = _with_total_examples(batches, keyed, config.passes)
         if keyed:
-            states = first_input | "Pass1" >> beam.CombinePerKey(first_fn)
-        else:
-            states = first_input | "Pass1" >> beam.CombineGlobally(first_fn)
-        for number in range(2, config.passes + 1):
-            output = "model" if number == config.passes else "state"
-            start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
-            partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed), start)
-            merge = MergeLearnersFn(config, output, metadata=self.metadata)
-            if keyed:
-                states = partial | f"Pass{number}" >> beam.CombinePerKey(merge)
-            else:
-                states = partial | f"Pass{number}" >> beam.CombineGlobally(merge)
-        return states | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
+            return first_input | "Pass1" >> beam.CombinePerKey(first_fn)
+        return first_input | "Pass1" >> beam.CombineGlobally(first_fn)
+
+    def _checkpoint(self, states, number: int, keyed: bool) -> None:
+        if self.checkpoint_dir is not None:
+            states | f"Checkpoint{number}" >> WriteCheckpoint(self.checkpoint_dir, number, keyed=keyed,
+                                                            config=self.config)  # fmt: skip

@@ -1,0 +1,134 @@
+"""Warm starts: a learner that continues from a saved model or learner state.
+
+``polybeam train --initial-model PATH`` (VW's ``-i``) accepts either file:
+
+* a **learner-state file** (:mod:`polybeam.learners.state_file`, the
+  checkpoints ``train`` writes after each pass): the continuation is exact;
+* a **model file**: the learner starts from its weights, its label range, its
+  mean greedy step (GSA) and its apple parents; what a model does not keep
+  starts afresh (AdaGrad sums, feature scales, truncation clocks), as after
+  VW's ``-i`` of a model saved without its adaptive state.
+
+Either way the source must fit this run: its loss, bits, hashing seed,
+expansion, step rule (and its normalisation), sparsity rule, bias and
+classes decide what the weights mean and which arrays the learner keeps, so
+a mismatch is refused with the differences named. Settings that only change
+how learning proceeds from here (learning rate, gravity, passes, ...) may
+differ; the run's own apply.
+
+>>> from polybeam.learners.config import LearnerConfig
+>>> try:
+...     check_compatible(LearnerConfig(loss="logistic", bits=12), LearnerConfig(loss="squared", bits=12), "m.model")
+... except ValueError as error:
+...     print(error)
+m.model does not fit this run: loss is logistic there, squared here
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polybeam.learners import kernels
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.linear import LinearLearner
+from polybeam.learners.model import Model, ModelFileError
+from polybeam.learners.monomials import Monomial
+from polybeam.learners.polynomial import PolynomialLearner, make_learner
+from polybeam.learners.state_file import is_learner_state, read_learner_state
+
+# Settings that decide what a learner's weights mean or which arrays it keeps.
+FIXED_SETTINGS = ("loss", "bits", "seed", "expand", "max_degree", "repeat_factors", "interactions", "step",
+                  "normalized", "sparsity", "bias", "classes", "class_names")  # fmt: skip
+# Apple's parents are part of the state; how they were picked must match too.
+_APPLE_SETTINGS = ("alpha", "expand_rule", "expansions")
+
+
+def differences(source: LearnerConfig, config: LearnerConfig) -> list[str]:
+    """The fixed settings on which ``source`` and ``config`` disagree, as ``name is A there, B here``."""
+    names = FIXED_SETTINGS + (_APPLE_SETTINGS if config.expand == "apple" else ())
+    found = []
+    for name in names:
+        theirs, ours = getattr(source, name), getattr(config, name)
+        if theirs != ours:
+            show = (lambda v: ",".join(v) if v else "none") if isinstance(ours, tuple) else str
+            found.append(f"{name} is {show(theirs)} there, {show(ours)} here")
+    return found
+
+
+def check_compatible(source: LearnerConfig, config: LearnerConfig, what: str) -> None:
+    """Refuse a warm start whose source (named ``what``) does not fit ``config``."""
+    found = differences(source, config)
+    if found:
+        raise ValueError(f"{what} does not fit this run: {'; '.join(found)}")
+
+
+def continue_learner(learner, config: LearnerConfig):
+    """``learner`` (from a state file) set to learn on with ``config``'s settings."""
+    learner.config = config
+    if isinstance(learner, PolynomialLearner):
+        learner.linear.config = config
+    return learner
+
+
+def learner_from_model(model: Model, config: LearnerConfig) -> LinearLearner | PolynomialLearner:
+    """A learner that starts from ``model``'s weights (see the module docstring)."""
+    learner = make_learner(config)
+    linear = learner.linear if isinstance(learner, PolynomialLearner) else learner
+    weights = model.weights.reshape(len(model.slots), -1)
+    linear.raw_[model.slots] = weights
+    linear.names_ = dict(model.names)
+    stats, meta = linear.stats_, model.metadata
+    stats[kernels.LABEL_MIN] = float(meta.get("label_min", 0.0))
+    stats[kernels.LABEL_MAX] = float(meta.get("label_max", 0.0))
+    passes = meta.get("passes") or []
+    stats[kernels.TIME] = float(sum(p.get("importance_weight", 0.0) for p in passes))
+    stats[kernels.STEPS] = float(sum(p.get("examples", 0) for p in passes))
+    if meta.get("greedy_step") is not None:  # GSA's running mean goes on from where it was
+        weight = float(meta.get("importance_weight") or 1.0)
+        stats[kernels.GREEDY_SUM] = float(meta["greedy_step"]) * weight
+        stats[kernels.GREEDY_WEIGHT] = weight
+    linear.mark_pass_start()
+    if isinstance(learner, PolynomialLearner):
+        _restore_products(learner, model)
+    return learner
+
+
+def _restore_products(learner: PolynomialLearner, model: Model) -> None:
+    """Apple parents (frozen, as after a merge) and the trace that names each product's slot."""
+    if model.expansion is not None and model.expansion.kind == "apple":
+        learner.expander.add_parents(model.expansion.parents)
+        learner.frozen = True
+        learner.residuals = None
+        index_of = {parent: i for i, parent in enumerate(learner.parents)}
+        for slot, factors in model.monomials.items():
+            for position, factor in enumerate(factors):
+                parent = index_of.get(Monomial.of(factors[:position] + factors[position + 1 :]))
+                if parent is not None:
+                    learner.expander.slot_trace[slot] = (parent << 32) | int(factor)
+                    break
+    base = np.setdiff1d(model.slots, np.fromiter(model.monomials.keys(), dtype=np.int64, count=len(model.monomials)))
+    learner.base_slots[base] = True
+
+
+def initial_learner(data: bytes, config: LearnerConfig, what: str) -> LinearLearner | PolynomialLearner:
+    """The learner a warm start from the file ``what`` (its bytes ``data``) begins with.
+
+    Raises ValueError (ModelFileError for an unreadable file) naming what does not fit.
+    """
+    if is_learner_state(data):
+        learner, _ = read_learner_state(data)
+        check_compatible(learner.config, config, what)
+        return continue_learner(learner, config)
+    try:
+        model = Model.from_bytes(data)
+    except ModelFileError as error:
+        raise ModelFileError(f"{what}: not a model or learner state file ({error})") from None
+    check_compatible(model.config, config, what)
+    return learner_from_model(model, config)
+
+
+def source_config(data: bytes) -> LearnerConfig:
+    """The configuration recorded in a model or learner-state file."""
+    if is_learner_state(data):
+        return read_learner_state(data)[0].config
+    return Model.from_bytes(data).config

@@ -1,0 +1,118 @@
+"""Launching a job: wait for it and read the report it wrote, or hand it over and return.
+
+Every polybeam job writes its own JSON report (see
+:class:`~polybeam.transforms.report.WriteReport`) next to its output, through
+Beam's file systems. The launcher never reads a worker's local files or its
+metrics to report on a job:
+
+* waiting (the default), it waits for the job to finish and reads that report;
+* with ``--no-wait`` (the default of a flex template's entry point) it
+  returns as soon as the runner has the job, with the job's id and where its
+  outputs and report will appear. Remote runners (Dataflow, Flink, Spark,
+  Beam's portable job service) run the job on their own; the local runner
+  runs in the launching process, so there the job is handed to a detached
+  copy of the command, whose log sits next to the report.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
+from polybeam.transforms.files import read_json
+
+# Runners that run the job inside the launching process.
+LOCAL_RUNNERS = {None, "", DEFAULT_RUNNER, "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"}
+# Set in the detached copy of a --no-wait command, so that it runs the job instead of detaching again.
+DETACHED = "POLYBEAM_DETACHED_JOB"
+
+
+class JobFailed(RuntimeError):
+    """The runner reports that the job did not finish successfully."""
+
+
+def runner_name(options: PipelineOptions) -> str:
+    runner = options.view_as(StandardOptions).runner
+    return runner if isinstance(runner, str) or runner is None else type(runner).__name__
+
+
+def waits(options: PipelineOptions) -> bool:
+    """Whether the launcher waits for the job (``--no-wait`` not given, or this is the detached copy)."""
+    return not options.view_as(RunOptions).no_wait or os.environ.get(DETACHED) == "1"
+
+
+def as_flags(options: PipelineOptions, *, drop: tuple[str, ...] = ("no_wait",)) -> list[str]:
+    """The options as command-line flags (``--name=value``), without their defaults and ``drop``.
+
+    >>> as_flags(PipelineOptions(["--loss", "logistic", "--no-wait", "--class-names", "a,b"]))
+    ['--class_names=a,b', '--loss=logistic']
+    """
+    values = options.get_all_options(drop_default=True, retain_unknown_options=True)
+    flags = []
+    for name, value in sorted(values.items()):
+        if name in drop or value is None:
+            continue
+        if isinstance(value, bool):
+            if value:
+                flags.append(f"--{name}")
+        elif isinstance(value, tuple):  # comma-separated options (--class-names a,b)
+            flags.append(f"--{name}={','.join(map(str, value))}")
+        elif isinstance(value, list):
+            flags += [f"--{name}={item}" for item in value]
+        else:
+            flags.append(f"--{name}={value}")
+    return flags
+
+
+def _log_path(report_path: str) -> str:
+    if "://" in report_path:
+        return os.path.join(tempfile.gettempdir(), f"polybeam-{os.getpid()}-{int(time.time())}.log")
+    return os.path.abspath(report_path) + ".log"
+
+
+def detach(command: str, options: PipelineOptions, report_path: str) -> dict:
+    """Run ``polybeam COMMAND`` with these options in a detached process; where to look for it."""
+    log_path = _log_path(report_path)
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "polybeam.pipelines.cli", command, *as_flags(options)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # not stopped by the launcher's terminal or its exit
+            env={**os.environ, DETACHED: "1"},
+        )
+    return {"job_id": f"local-{process.pid}", "state": "RUNNING", "log": log_path}
+
+
+def _job_id(result) -> str | None:
+    job_id = getattr(result, "job_id", None)
+    if callable(job_id):
+        return job_id()
+    return job_id or getattr(result, "_job_id", None)
+
+
+def launch(pipeline, options: PipelineOptions, *, command: str, report: str, outputs: dict, started: float) -> dict:
+    """Run ``pipeline``; the job's report when waiting, else where the job's results will appear.
+
+    ``outputs`` names the job's outputs (model, prediction prefix, ...) for the
+    no-wait answer; ``started`` is the ``time.perf_counter()`` when the
+    command began, for the reported wall time.
+    """
+    if not waits(options):
+        launched = {"command": command, "report": report, "outputs": outputs, "runner": runner_name(options)}
+        if runner_name(options) in LOCAL_RUNNERS:
+            return {**launched, **detach(command, options, report)}
+        result = pipeline.run()
+        return {**launched, "job_id": _job_id(result), "state": str(result.state)}
+    result = pipeline.run()
+    state = result.wait_until_finish()
+    if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
+        raise JobFailed(f"polybeam {command}: the job ended in state {state}")
+    return {**read_json(report), "wall_seconds": time.perf_counter() - started}
