@@ -33,7 +33,7 @@ from polybeam.pipelines.options import (
 )
 from polybeam.learners.warm_start import check_compatible, source_config
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
-from polybeam.transforms.dead_letters import WriteDeadLetters
+from polybeam.transforms.dead_letters import FillLineNumbers, WriteDeadLetters
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
 from polybeam.transforms.keyed_files import join, read_index
@@ -254,7 +254,8 @@ def _routed(read, source, key: str | None):
     if key is None:
         return read.examples, None
     routed = read.examples | "Route" >> RouteByKey(source, ParsedKeys(key))
-    return routed.routed, routed.unrouted
+    # Where each unrouted example sits in its file, and its text, for the dead letters.
+    return routed.routed, routed.unrouted | "FillUnrouted" >> beam.ParDo(FillLineNumbers())
 
 
 def _reconciled(counts: ReadCounts, unrouted: int) -> dict:

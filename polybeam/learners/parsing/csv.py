@@ -49,6 +49,7 @@ import numpy as np
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
 from polybeam.learners.parsing.classes import NO_CLASS, find_class
+from polybeam.learners.parsing.keys import key_codes
 from polybeam.learners.parsing.numbers import scan_number
 from polybeam.learners.parsing.records import ParsedBlock
 from polybeam.learners.parsing.settings import HashedFormat
@@ -332,6 +333,7 @@ class CsvColumns:
     seeds: np.ndarray
     label: int
     weight: int
+    key: int = -1  # the key column (read as a category, then taken out of the features), or -1
 
     @property
     def count(self) -> int:
@@ -408,6 +410,9 @@ class CsvFormat(HashedFormat):
         need that line passed as ``header``.
     categorical_columns, ignore_columns : tuple of str or int
         Columns whose values are categories, and columns to leave out.
+    key_column : str or int, optional
+        A column whose value is each example's key (``batch.key_codes``;
+        ``--key column:NAME``), not a feature. An empty cell is the empty key.
 
     Without a header, the number of columns comes from ``header`` (the file's
     first line) when given, else from the block's first data line.
@@ -421,6 +426,7 @@ class CsvFormat(HashedFormat):
     has_header: bool = True
     categorical_columns: tuple[str | int, ...] = field(default=())
     ignore_columns: tuple[str | int, ...] = field(default=())
+    key_column: str | int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -435,7 +441,7 @@ class CsvFormat(HashedFormat):
             object.__setattr__(self, option, tuple(value))
             for column in getattr(self, option):
                 _check_column_reference(column, option)
-        for option in ("label_column", "weight_column"):
+        for option in ("label_column", "weight_column", "key_column"):
             if getattr(self, option) is not None:
                 _check_column_reference(getattr(self, option), option)
 
@@ -508,6 +514,11 @@ class CsvFormat(HashedFormat):
             *self.class_names.arrays,
         )
         block = LineBlock(data, starts, stops, source, offset, first_line)
+        keys = {}
+        if columns.key >= 0:
+            (indptr, slots, values, feature_columns, value_spans, first_use), keys = _take_keys(
+                columns.key, scratch, indptr, slots, values, feature_columns, value_spans, first_use
+            )
         batch = ExampleBatch(
             labels=labels,
             weights=weights,
@@ -517,6 +528,7 @@ class CsvFormat(HashedFormat):
             bits=self.bits,
             row_ids=offset + starts[example_lines],
             source=source,
+            **keys,
         )
 
         def reason_of(line: int, code: int) -> str:
@@ -548,6 +560,27 @@ class CsvFormat(HashedFormat):
         return finish_block(
             block, status, reason_of, batch, labels=self.labels, classes=self.classes, has_label=has_label, names=names
         )
+
+
+def _take_keys(key_column, scratch, indptr, slots, values, feature_columns, value_spans, first_use):
+    """Move the key column's features (read as categories) out of the features, into key codes.
+
+    All numpy over whole arrays: no Python per example.
+    """
+    n = len(indptr) - 1
+    example_of = np.repeat(np.arange(n), np.diff(indptr))
+    is_key = feature_columns == key_column
+    spans = np.full((n, 2), -1, dtype=np.int64)
+    spans[example_of[is_key]] = value_spans[is_key]
+    keep = ~is_key
+    kept_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(example_of[keep], minlength=n), out=kept_indptr[1:])
+    renumbered = np.cumsum(keep) - 1  # a kept feature's index after the key features are gone
+    first_use = np.where(first_use >= 0, renumbered[np.maximum(first_use, 0)], -1)
+    first_use[key_column] = -1
+    arrays = (kept_indptr, slots[keep], values[keep], feature_columns[keep], value_spans[keep], first_use)
+    codes, names = key_codes(scratch, spans)
+    return arrays, {"key_codes": codes, "key_names": names}
 
 
 def _cell_value(field: bytes, delimiter: str) -> str:
@@ -587,15 +620,18 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
         raise ValueError(f"the label and weight columns are the same column, {names[label]!r}")
     categorical = {position(c, "categorical_columns") for c in fmt.categorical_columns}
     ignored = {position(c, "ignore_columns") for c in fmt.ignore_columns}
+    key = -1 if fmt.key_column is None else position(fmt.key_column, "key_column")
     for role, column in (("label", label), ("weight", weight)):
         if column in categorical or column in ignored:
             raise ValueError(f"the {role} column {names[column]!r} cannot also be categorical or ignored")
+    if key >= 0 and (key in (label, weight) or key in categorical or key in ignored):
+        raise ValueError(f"the key column {names[key]!r} cannot also be the label, the weight, categorical or ignored")
     if categorical & ignored:
         both = sorted(names[c] for c in categorical & ignored)
         raise ValueError(f"columns {both} are both categorical and ignored")
     kinds = np.full(len(names), NUMERIC, dtype=np.int8)
     kinds[sorted(ignored)] = IGNORED
-    kinds[sorted(categorical)] = CATEGORICAL
+    kinds[sorted(categorical | ({key} if key >= 0 else set()))] = CATEGORICAL
     kinds[label] = LABEL
     if weight >= 0:
         kinds[weight] = WEIGHT
@@ -603,7 +639,7 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
     seeds = np.array([hash_string(name, fmt.seed) for name in names], dtype=np.int64)
     for array in (kinds, slots, seeds):
         array.setflags(write=False)
-    return CsvColumns(names, kinds, slots, seeds, label, weight)
+    return CsvColumns(names, kinds, slots, seeds, label, weight, key)
 
 
 def _names(columns, slots, feature_columns, value_spans, first_use, scratch, bits, features=None) -> dict[int, str]:

@@ -83,6 +83,10 @@ class ParquetFormat(HashedFormat):
         The list columns of the sparse layout.
     feature_columns : tuple of str, optional
         The feature columns of the named layout (default: every numeric one).
+    key_column : str, optional
+        A column whose value (as text) is each example's key
+        (``batch.key_codes``; ``--key column:NAME``), never a feature; a null
+        is the empty key.
     """
 
     name: ClassVar[str] = "parquet"
@@ -93,6 +97,7 @@ class ParquetFormat(HashedFormat):
     indices_column: str = "indices"
     values_column: str = "values"
     feature_columns: tuple[str, ...] | None = None
+    key_column: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -101,6 +106,10 @@ class ParquetFormat(HashedFormat):
             object.__setattr__(self, "feature_columns", columns)
         if self.weight_column is not None and self.weight_column == self.label_column:
             raise ValueError(f"label_column and weight_column are the same column, {self.label_column!r}")
+        if self.key_column is not None and self.key_column in (self.label_column, self.weight_column):
+            raise ValueError(f"the key column {self.key_column!r} cannot also be the label or weight column")
+        if self.key_column is not None and self.feature_columns and self.key_column in self.feature_columns:
+            raise ValueError(f"the key column {self.key_column!r} cannot also be a feature column")
 
     def parse(
         self,
@@ -152,6 +161,7 @@ class ParquetFormat(HashedFormat):
             row_ids=row_numbers,
             source=source,
             names=names,
+            **self._keys(table),
         ).take(good)
 
         def raw_of(row: int) -> tuple[bytes, int, int]:
@@ -174,6 +184,17 @@ class ParquetFormat(HashedFormat):
         return parsed
 
     # -- columns ---------------------------------------------------------------
+
+    def _keys(self, table: pa.Table) -> dict:
+        """Key codes and names of the key column, by Arrow's dictionary encoding (no Python per row)."""
+        if self.key_column is None:
+            return {}
+        if self.key_column not in table.column_names:
+            raise ValueError(f"key column {self.key_column!r} not found; the columns are {table.column_names}")
+        text = pc.fill_null(pc.cast(table.column(self.key_column), pa.string()), "")
+        encoded = pc.dictionary_encode(text).combine_chunks()
+        return {"key_codes": encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
+                "key_names": tuple(encoded.dictionary.to_pylist())}  # fmt: skip
 
     def _labels(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
         """Labels (NaN where missing), which rows have one, and why rows with unknown class names are bad."""
@@ -276,7 +297,7 @@ class ParquetFormat(HashedFormat):
                     raise ValueError(f"feature column {name!r} not found; the columns are {table.column_names}")
                 _numeric(table, name, "feature column")
         else:
-            skip = {self.label_column, self.weight_column}
+            skip = {self.label_column, self.weight_column, self.key_column}
             names = [
                 name
                 for name, column_type in zip(table.column_names, table.schema.types)

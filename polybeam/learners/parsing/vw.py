@@ -53,6 +53,7 @@ import numpy as np
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
 from polybeam.learners.parsing.classes import NO_CLASS, find_class
+from polybeam.learners.parsing.keys import key_codes
 from polybeam.learners.parsing.numbers import scan_number
 from polybeam.learners.parsing.records import ParsedBlock
 from polybeam.learners.parsing.settings import HashedFormat
@@ -207,11 +208,26 @@ def _parse_head(data, start, bar, class_count, class_hashes, class_ids, class_te
 
 
 @numba.njit(cache=True)
+def _same_bytes(data, start, stop, name):
+    """Whether ``data[start:stop]`` is ``name`` (never for an empty ``name``)."""
+    if len(name) == 0 or stop - start != len(name):
+        return False
+    for k in range(len(name)):
+        if data[start + k] != name[k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
 def _parse_features(
-    data, bar, stop, mask, seed, default_seed, want_names, out_slots, out_values, out_namespaces, name_spans, nnz
+    data, bar, stop, mask, seed, default_seed, want_names, out_slots, out_values, out_namespaces, name_spans, nnz,
+    key_name,
 ):
-    """Namespaces and features after the first '|': ``(status, bad start, bad stop, nnz after)``."""
+    """Namespaces and features after the first '|': ``(status, bad start, bad stop, nnz after, key start,
+    key stop)``. The first feature of the namespace ``key_name`` (when not empty) is the example's key
+    and, like the rest of that namespace, no feature."""
     pos = bar
+    key_start = key_stop = -1
     while pos < stop:
         pos += 1  # past the '|'
         scale = 1.0
@@ -220,7 +236,7 @@ def _parse_features(
             namespace_hash = default_seed
             namespace_byte = DEFAULT_NAMESPACE
         elif data[pos] == COLON:
-            return UNNAMED_NAMESPACE, pos - 1, _token_stop(data, pos, stop), nnz
+            return UNNAMED_NAMESPACE, pos - 1, _token_stop(data, pos, stop), nnz, key_start, key_stop
         else:
             while not _ends_name(data, pos, stop):
                 pos += 1
@@ -230,10 +246,11 @@ def _parse_features(
             if pos < stop and data[pos] == COLON:
                 scale, end = scan_number(data, pos + 1, stop)
                 if end == pos + 1 or not _ends_number(data, end, stop):
-                    return BAD_SCALE, namespace_start, _token_stop(data, pos, stop), nnz
+                    return BAD_SCALE, namespace_start, _token_stop(data, pos, stop), nnz, key_start, key_stop
                 if not np.isfinite(scale):
-                    return NON_FINITE_SCALE, namespace_start, end, nnz
+                    return NON_FINITE_SCALE, namespace_start, end, nnz, key_start, key_stop
                 pos = end
+        is_key = _same_bytes(data, namespace_start, namespace_stop, key_name)
         while True:
             pos = skip_blanks(data, pos, stop)
             if pos == stop or data[pos] == BAR:
@@ -243,17 +260,20 @@ def _parse_features(
                 pos += 1
             name_stop = pos
             if name_stop == name_start:
-                return UNNAMED_FEATURE, name_start, _token_stop(data, pos, stop), nnz
+                return UNNAMED_FEATURE, name_start, _token_stop(data, pos, stop), nnz, key_start, key_stop
             value = 1.0
             if pos < stop and data[pos] == COLON:
                 value, end = scan_number(data, pos + 1, stop)
                 if end == pos + 1 or not _ends_number(data, end, stop):
-                    return BAD_VALUE, name_start, _token_stop(data, pos, stop), nnz
+                    return BAD_VALUE, name_start, _token_stop(data, pos, stop), nnz, key_start, key_stop
                 pos = end
             value *= scale
             if not np.isfinite(value):
-                return NON_FINITE_VALUE, name_start, pos, nnz
-            if value != 0.0:
+                return NON_FINITE_VALUE, name_start, pos, nnz, key_start, key_stop
+            if is_key:
+                if key_start < 0:
+                    key_start, key_stop = name_start, name_stop
+            elif value != 0.0:
                 out_slots[nnz] = hash_token(data, name_start, name_stop, namespace_hash) & mask
                 out_values[nnz] = value
                 out_namespaces[nnz] = namespace_byte
@@ -263,19 +283,19 @@ def _parse_features(
                     name_spans[nnz, 2] = name_start
                     name_spans[nnz, 3] = name_stop
                 nnz += 1
-    return EXAMPLE, 0, 0, nnz
+    return EXAMPLE, 0, 0, nnz, key_start, key_stop
 
 
 # nogil: Beam runs several bundles per worker process in threads.
 @numba.njit(cache=True, nogil=True)
-def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids, class_text, class_offsets):
+def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids, class_text, class_offsets, key_name):
     """Parse a block of VW lines (``data`` a uint8 array) in one pass.
 
     The ``class_*`` arrays are the format's :class:`~polybeam.learners.parsing.classes.ClassNames`
-    (empty without class names).
+    (empty without class names); ``key_name`` the key namespace's name (empty: none).
 
     Returns per-line ``(status, starts, stops, bad_starts, bad_stops)``, per-example
-    ``(example_lines, labels, weights, has_label, tag_spans, indptr)`` and
+    ``(example_lines, labels, weights, has_label, tag_spans, key_spans, indptr)`` and
     per-feature ``(slots, values, namespaces, name_spans)``; ``name_spans`` rows
     are (namespace start, stop, name start, stop), filled when ``want_names``.
     """
@@ -291,6 +311,7 @@ def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids,
     weights = np.empty(n_lines, dtype=np.float64)
     has_label = np.empty(n_lines, dtype=np.bool_)
     tag_spans = np.empty((n_lines, 2), dtype=np.int64)
+    key_spans = np.empty((n_lines, 2), dtype=np.int64)
     indptr = np.empty(n_lines + 1, dtype=np.int64)
     indptr[0] = 0
     # Every feature takes at least one name byte and a separator.
@@ -330,9 +351,11 @@ def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids,
         code, bad_start, bad_stop, label, weight, labelled, tag_start, tag_stop = _parse_head(
             text, first, bar, class_count, hashes_pointer, ids_pointer, names_pointer, offsets_pointer
         )
+        key_start = key_stop = -1
         if code == EXAMPLE:
-            code, bad_start, bad_stop, line_nnz = _parse_features(
-                text, bar, stop, mask, seed, default_seed, want_names, slots, values, namespaces, name_spans, nnz
+            code, bad_start, bad_stop, line_nnz, key_start, key_stop = _parse_features(
+                text, bar, stop, mask, seed, default_seed, want_names, slots, values, namespaces, name_spans, nnz,
+                key_name,
             )
         status[line] = code
         if code != EXAMPLE:
@@ -345,6 +368,8 @@ def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids,
         has_label[n_examples] = labelled
         tag_spans[n_examples, 0] = tag_start
         tag_spans[n_examples, 1] = tag_stop
+        key_spans[n_examples, 0] = key_start
+        key_spans[n_examples, 1] = key_stop
         nnz = line_nnz
         n_examples += 1
         indptr[n_examples] = nnz
@@ -359,6 +384,7 @@ def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids,
         weights[:n_examples].copy(),
         has_label[:n_examples].copy(),
         tag_spans[:n_examples].copy(),
+        key_spans[:n_examples].copy(),
         indptr[: n_examples + 1].copy(),
         slots[:nnz].copy(),
         values[:nnz].copy(),
@@ -422,15 +448,23 @@ class VWFormat(HashedFormat):
     feature_names : bool
         Fill ``batch.names`` with ``"ns^name"`` (``"name"`` in the default
         namespace) for every slot in the block, first name winning.
+    key_namespace : str, optional
+        The namespace whose (first) feature names each example's key
+        (``batch.key_codes``; ``--key namespace:NAME``). It is not a feature:
+        per-key models learn from the other namespaces. An example without
+        that namespace has the empty key.
     """
 
     name: ClassVar[str] = "vw"
     header_lines: ClassVar[int] = 0
 
     feature_names: bool = False
+    key_namespace: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.key_namespace is not None and (not self.key_namespace or any(c in self.key_namespace for c in " \t|:")):
+            raise ValueError(f"a key namespace is a non-empty name without blanks, '|' or ':', got {self.key_namespace!r}")
         for name in self.label_names:
             if any(c in name for c in " \t\r\v\f|") or name[0] in "'#":
                 raise ValueError(
@@ -461,6 +495,7 @@ class VWFormat(HashedFormat):
             weights,
             has_label,
             tag_spans,
+            key_spans,
             indptr,
             slots,
             values,
@@ -473,6 +508,7 @@ class VWFormat(HashedFormat):
             np.int64(namespace_seed(b"", self.seed)),
             bool(self.feature_names),
             *self.class_names.arrays,
+            np.frombuffer((self.key_namespace or "").encode("utf-8"), dtype=np.uint8),
         )
         block = LineBlock(data, starts, stops, source, offset, first_line)
         batch = ExampleBatch(
@@ -486,6 +522,7 @@ class VWFormat(HashedFormat):
             row_ids=offset + starts[example_lines],
             source=source,
             tags=self._tags(data, tag_spans),
+            **self._keys(data, key_spans),
         )
 
         def reason_of(line: int, code: int) -> str:
@@ -511,6 +548,12 @@ class VWFormat(HashedFormat):
             has_label=has_label,
             names=names if self.feature_names else None,
         )
+
+    def _keys(self, data: bytes, key_spans: np.ndarray) -> dict:
+        if self.key_namespace is None:
+            return {}
+        codes, names = key_codes(as_bytes_array(data), key_spans)
+        return {"key_codes": codes, "key_names": names}
 
     @staticmethod
     def _tags(data: bytes, tag_spans: np.ndarray) -> np.ndarray | None:
