@@ -184,11 +184,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from apache_beam.options.pipeline_options import PipelineOptions
 
         runner = _runner(command)
+        from polybeam.pipelines import forked_workers
+
+        # Local workers may be forked from the command's process, unless threads other than
+        # polybeam's own run in it (main called from a process that ran pipelines over gRPC).
+        forked_workers.ENABLED = forked_workers.safe_to_fork()
         # Beam and numba leave ~10^6 long-lived objects behind at import; moving
         # them out of the collector's view saves about a second of full
         # collections on a large job.
         gc.freeze()
-        report = runner(PipelineOptions(rest))
+        try:
+            report = runner(PipelineOptions(rest))
+        finally:
+            forked_workers.ENABLED = False
     except (UsageError, ModelFileError, ValueError, MemoryError, FileNotFoundError) as error:
         print(f"polybeam {command}: error: {error}", file=sys.stderr)
         return 2

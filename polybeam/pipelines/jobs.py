@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.parsing.records import ReadCounts
 from polybeam.pipelines.launch import launch, runner_name
+from polybeam.pipelines.preload import preload_kernels
 from polybeam.pipelines.options import (
     InputOptions,
     KeyOptions,
@@ -65,6 +66,13 @@ def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str
 def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):
     letters = read.dead_letters if extra is None else (read.dead_letters, extra) | f"{label}All" >> beam.Flatten()
     return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
+
+
+def _preloader(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None):
+    """What loads this job's kernels before local workers are forked (see polybeam.pipelines.preload)."""
+    read = options.view_as(InputOptions)
+    settings = format_options(options, config, labels=labels, key=key)
+    return functools.partial(preload_kernels, read.input, read.format, settings, config)
 
 
 def _count(pcollection, label: str):
@@ -215,7 +223,8 @@ def run_train(options: PipelineOptions) -> dict:
     }  # fmt: skip
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_train_report, facts=report_facts), **parts)
     return launch(pipeline, options, command="train", report=report_path, started=started,
-                  outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir})  # fmt: skip
+                  outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
+                  preload=_preloader(options, config, key=key))  # fmt: skip
 
 
 # -- evaluate and predict: one model, or a folder of per-key models --------------------------------------
@@ -302,7 +311,7 @@ def run_evaluate(options: PipelineOptions) -> dict:
              "dead_letter_file": dead_path}  # fmt: skip
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_evaluate_report, facts=facts), **parts)
     return launch(pipeline, options, command="evaluate", report=report_path, started=started,
-                  outputs={"dead_letters": dead_path})  # fmt: skip
+                  outputs={"dead_letters": dead_path}, preload=_preloader(options, config, key=key))  # fmt: skip
 
 
 def _predict_report(parts: dict, *, facts: dict) -> dict:
@@ -339,5 +348,6 @@ def run_predict(options: PipelineOptions) -> dict:
              "dead_letter_file": dead_path}  # fmt: skip
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
     return launch(pipeline, options, command="predict", report=report_path, started=started,
-                  outputs={"predictions": output + "*", "dead_letters": dead_path})  # fmt: skip
+                  outputs={"predictions": output + "*", "dead_letters": dead_path},
+                  preload=_preloader(options, config, labels="any", key=key))  # fmt: skip
 

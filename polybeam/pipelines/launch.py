@@ -21,9 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
 from polybeam.transforms.files import read_json
 
@@ -98,21 +100,36 @@ def _job_id(result) -> str | None:
     return job_id or getattr(result, "_job_id", None)
 
 
-def launch(pipeline, options: PipelineOptions, *, command: str, report: str, outputs: dict, started: float) -> dict:
+def launch(pipeline, options: PipelineOptions, *, command: str, report: str, outputs: dict, started: float,
+           preload: Callable[[], None] | None = None) -> dict:  # fmt: skip
     """Run ``pipeline``; the job's report when waiting, else where the job's results will appear.
 
     ``outputs`` names the job's outputs (model, prediction prefix, ...) for the
     no-wait answer; ``started`` is the ``time.perf_counter()`` when the
-    command began, for the reported wall time.
+    command began, for the reported wall time. A local multi-process run
+    forks its workers from this process (see
+    :mod:`polybeam.pipelines.forked_workers`), after ``preload()`` has loaded
+    the kernels they will call.
     """
+    local = runner_name(options) in LOCAL_RUNNERS
     if not waits(options):
         launched = {"command": command, "report": report, "outputs": outputs, "runner": runner_name(options)}
-        if runner_name(options) in LOCAL_RUNNERS:
+        if local:
             return {**launched, **detach(command, options, report)}
         result = pipeline.run()
         return {**launched, "job_id": _job_id(result), "state": str(result.state)}
-    result = pipeline.run()
-    state = result.wait_until_finish()
+    workers = wants_forked_workers(options) if local else 0
+    pool = None
+    try:
+        if workers:
+            if preload is not None:
+                preload()
+            pipeline.runner, pool = forked_runner(options, workers)
+        result = pipeline.run()
+        state = result.wait_until_finish()
+    finally:
+        if pool is not None:
+            pool.close()
     if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
         raise JobFailed(f"polybeam {command}: the job ended in state {state}")
     return {**read_json(report), "wall_seconds": time.perf_counter() - started}
