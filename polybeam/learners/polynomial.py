@@ -248,15 +248,44 @@ class PolynomialLearner:
             self.expander.add_parents(other.parents)
             index_of = {parent: i for i, parent in enumerate(self.parents)}
             remap = np.array([index_of[parent] for parent in other.parents], dtype=np.int64)
-            # Slots only the other learner traced take its trace, with parent indices renumbered.
-            theirs = (self.expander.slot_trace == NO_TRACE) & (other.expander.slot_trace != NO_TRACE)
-            trace = other.expander.slot_trace[theirs]
-            self.expander.slot_trace[theirs] = (remap[trace >> 32] << 32) | (trace & 0xFFFFFFFF)
+            # Slots only the other learner traced take its trace, with parent indices renumbered; a slot
+            # both traced with different products (a hash collision) keeps the smaller product, so the
+            # name does not depend on the merge order.
+            mine = self.expander.slot_trace
+            traced = other.expander.slot_trace != NO_TRACE
+            renumbered = np.full_like(mine, NO_TRACE)
+            trace = other.expander.slot_trace[traced]
+            renumbered[traced] = (remap[trace >> 32] << 32) | (trace & 0xFFFFFFFF)
+            theirs = (mine == NO_TRACE) & traced
+            mine[theirs] = renumbered[theirs]
+            for slot in np.flatnonzero(traced & (mine != NO_TRACE) & (mine != renumbered)):
+                if self._traced_key(int(renumbered[slot])) < self._traced_key(int(mine[slot])):
+                    mine[slot] = renumbered[slot]
             self.base_slots |= other.base_slots
             self.examples_seen += other.examples_seen
             self.base_nonzeros += other.base_nonzeros
+        self._sort_parents()
         self.frozen = True
         return self
+
+    def _traced_key(self, trace: int) -> tuple:
+        """The (degree, factors) of the product a trace names: a total order for tie-breaks."""
+        product = Monomial.of(self.parents[trace >> 32].factors + (trace & 0xFFFFFFFF,))
+        return product.degree, product.factors
+
+    def _sort_parents(self) -> None:
+        """Put the united parents in a canonical order (by degree, then factors), renumbering the trace,
+        so the merged learner, and its model file, do not depend on the order learners were merged in."""
+        canonical = sorted(self.parents, key=lambda parent: (parent.degree, parent.factors))
+        if canonical == self.parents:
+            return
+        position = {parent: i for i, parent in enumerate(canonical)}
+        remap = np.array([position[parent] for parent in self.parents], dtype=np.int64)
+        traced = self.expander.slot_trace != NO_TRACE
+        trace = self.expander.slot_trace[traced]
+        self.expander.slot_trace[traced] = (remap[trace >> 32] << 32) | (trace & 0xFFFFFFFF)
+        self.expander.parents = []
+        self.expander.add_parents(canonical)
 
     def start_pass(self) -> PolynomialLearner:
         self.linear.start_pass()

@@ -30,6 +30,7 @@ from polybeam.pipelines.options import (
     RunOptions,
     SequenceOptions,
     TimelinessOptions,
+    absolute_paths,
     with_default_runner,
 )
 from polybeam.transforms.report import WriteReport
@@ -62,6 +63,7 @@ def _sequence_report(parts: dict, *, facts: dict) -> dict:
 def run_sequence(options: PipelineOptions) -> dict:
     """Sequence the groups of ``--groups`` over ``--input``; write the prefixes to ``--output``."""
     started = time.perf_counter()
+    absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "sequence")
     settings = options.view_as(SequenceOptions)
     groups_path = _require(settings.groups, "--groups", "sequence")
@@ -162,6 +164,7 @@ def _timeliness_report(parts: dict, *, models: dict, facts: dict) -> dict:
 def run_timeliness(options: PipelineOptions) -> dict:
     """Held-out curves and alpha-timeliness of the ``--prefixes`` files on ``--input``."""
     started = time.perf_counter()
+    absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "timeliness")
     settings = options.view_as(TimelinessOptions)
     paths = _require(settings.prefixes, "--prefixes", "timeliness")

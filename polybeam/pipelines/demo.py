@@ -21,7 +21,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.parsing.records import ReadCounts
 from polybeam.pipelines.jobs import _finish, _model_summary, job_facts
 from polybeam.pipelines.launch import launch
-from polybeam.pipelines.options import DemoOptions, with_default_runner
+from polybeam.pipelines.options import DemoOptions, absolute_paths, with_default_runner
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
 from polybeam.transforms.files import write_atomically
@@ -57,6 +57,7 @@ def _demo_report(parts: dict, *, facts: dict, text_path: str) -> dict:
 def run_demo(options: PipelineOptions) -> dict:
     """Run the demo pipeline; its report is also written to ``report.json`` and ``report.txt``."""
     started = time.perf_counter()
+    absolute_paths(options)
     out = options.view_as(DemoOptions).output_dir
     train_path, test_path = datasets.write_split(DATASET, os.path.join(out, "data"), test_fraction=0.2)
     model_path = os.path.join(out, f"{DATASET}.model")

@@ -41,6 +41,8 @@ URN = "polybeam:env:forked_python:v1"
 # this on; a long-lived Python process that calls the pipelines gets Beam's own
 # freshly started workers instead.
 ENABLED = False
+# POLYBEAM_FORK_WORKERS=0 asks for Beam's own freshly started workers (for comparison, or debugging).
+SWITCH = "POLYBEAM_FORK_WORKERS"
 # Pools of waiting workers by id (the environment's payload names its pool).
 _POOLS: dict[str, "ForkedWorkers"] = {}
 
@@ -174,7 +176,9 @@ def wants_forked_workers(options: PipelineOptions) -> int:
     """How many workers to fork: ``--direct_num_workers N --direct_running_mode multi_processing``
     on the local runner (0: not such a run)."""
     direct = options.view_as(DirectOptions)
-    if not ENABLED or direct.direct_running_mode != "multi_processing" or not hasattr(os, "fork"):
+    if not ENABLED or os.environ.get(SWITCH) == "0" or not hasattr(os, "fork"):
+        return 0
+    if direct.direct_running_mode != "multi_processing":
         return 0
     workers = direct.direct_num_workers or os.cpu_count() or 1
     return workers if workers > 1 else 0

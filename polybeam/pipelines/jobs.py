@@ -30,6 +30,7 @@ from polybeam.pipelines.options import (
     TrainingOptions,
     format_options,
     learner_config,
+    absolute_paths,
     with_default_runner,
 )
 from polybeam.learners.warm_start import check_compatible, source_config
@@ -45,6 +46,7 @@ from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.report import WriteReport
 from polybeam.transforms.routing import KEYED_MODELS, ModelLibrary, RouteByKey, WriteKeyedModels
 from polybeam.transforms.train import Train
+from polybeam.transforms.workers import NoteWorkers, peak_per_worker
 
 
 class OptionError(ValueError):
@@ -86,9 +88,21 @@ def job_facts(command: str, options: PipelineOptions, report: str) -> dict:
             "launched": time.time()}  # fmt: skip
 
 
-def _finish(report: dict, facts: dict) -> dict:
+def _finish(report: dict, facts: dict, parts: dict | None = None) -> dict:
     finished = time.time()
-    return {**facts, **report, "finished": finished, "job_seconds": finished - facts["launched"]}
+    report = {**facts, **report, "finished": finished, "job_seconds": finished - facts["launched"]}
+    if parts and "workers" in parts:
+        workers = peak_per_worker(parts["workers"])
+        report["workers"] = workers
+        report["worker_peak_rss_bytes"] = max((w["peak_rss_bytes"] for w in workers), default=None)
+    return report
+
+
+def _noted(examples, parts: dict, label: str = "NoteWorkers"):
+    """``examples`` unchanged; the processes that handle them are noted in the report's ``workers``."""
+    noted = examples | label >> NoteWorkers()
+    parts["workers"] = noted.workers
+    return noted.main
 
 
 def _counts(parts: dict, name: str = "counts") -> ReadCounts:
@@ -141,7 +155,7 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
             own = history[max(0, len(history) - facts["passes_run"])]
             summary["progressive_loss"] = own.get("loss")
         report.update(summary)
-    return _finish(report, facts)
+    return _finish(report, facts, parts)
 
 
 def _initial_source(options: PipelineOptions, config: LearnerConfig, model_path: str, keyed: bool):
@@ -188,6 +202,7 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
 def run_train(options: PipelineOptions) -> dict:
     """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report."""
     started = time.perf_counter()
+    absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "train")
     model_path = _require(options.view_as(ModelOptions).model, "--model", "train")
     config = learner_config(options)
@@ -205,11 +220,11 @@ def run_train(options: PipelineOptions) -> dict:
     initial = None
     if initial_path is not None:
         initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
-    models = read.examples | "Train" >> Train(
+    parts = {"counts": read.counts}
+    models = _noted(read.examples, parts) | "Train" >> Train(
         config, key=ParsedKeys(key) if keyed else None, metadata=facts, initial=initial, first_pass=first_pass,
         checkpoint_dir=checkpoint_dir)  # fmt: skip
-    dead_files = _write_dead_letters(read, dead_path)
-    parts = {"counts": read.counts, "dead_files": dead_files}
+    parts["dead_files"] = _write_dead_letters(read, dead_path)
     if keyed:
         parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())
     else:
@@ -284,12 +299,13 @@ def _evaluate_report(parts: dict, *, facts: dict) -> dict:
     else:
         report = dict(parts["metrics"][0])
     report.update({name: counts[name] for name in counts if name != "examples"})
-    return _finish(report, facts)
+    return _finish(report, facts, parts)
 
 
 def run_evaluate(options: PipelineOptions) -> dict:
     """Held-out metrics of a model file (or per key, of a folder of per-key models) on examples."""
     started = time.perf_counter()
+    absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "evaluate")
     source, config, key = _model_source(options, "evaluate")
     model_path = options.view_as(ModelOptions).model
@@ -303,8 +319,9 @@ def run_evaluate(options: PipelineOptions) -> dict:
     scored, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    metrics = scored | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
-    parts = {"counts": read.counts, "metrics": metrics, "dead_files": _write_dead_letters(read, dead_path, extra=unrouted)}
+    parts = {"counts": read.counts}
+    metrics = _noted(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
+    parts.update(metrics=metrics, dead_files=_write_dead_letters(read, dead_path, extra=unrouted))
     if unrouted is not None:
         parts["unrouted"] = _count(unrouted, "CountUnrouted")
     facts = {**job_facts("evaluate", options, report_path), "model": model_path, "key": key,
@@ -316,12 +333,13 @@ def run_evaluate(options: PipelineOptions) -> dict:
 
 def _predict_report(parts: dict, *, facts: dict) -> dict:
     unrouted = sum(parts.get("unrouted", [0]))
-    return _finish({**_reconciled(_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts)
+    return _finish({**_reconciled(_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts, parts)
 
 
 def run_predict(options: PipelineOptions) -> dict:
     """Predictions of a model file (or of per-key models) for every example, as tab-separated text files."""
     started = time.perf_counter()
+    absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "predict")
     output = _require(options.view_as(OutputOptions).output, "--output", "predict")
     source, config, key = _model_source(options, "predict")
@@ -335,13 +353,14 @@ def run_predict(options: PipelineOptions) -> dict:
     scored_input, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
+    parts = {"counts": read.counts}
     files = (
-        scored_input
+        _noted(scored_input, parts)
         | "Predict" >> Predict(model, routed=key is not None)
         | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
                                                  with_key=key is not None)  # fmt: skip
     )
-    parts = {"counts": read.counts, "files": files, "dead_files": _write_dead_letters(read, dead_path, extra=unrouted)}
+    parts.update(files=files, dead_files=_write_dead_letters(read, dead_path, extra=unrouted))
     if unrouted is not None:
         parts["unrouted"] = _count(unrouted, "CountUnrouted")
     facts = {**job_facts("predict", options, report_path), "model": model_path, "key": key, "output": output,

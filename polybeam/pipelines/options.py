@@ -18,6 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.option_specs import FORMATS  # noqa: F401  (re-exported)
+from polybeam.transforms.files import absolute_path
 
 # The local runner that needs no network (the DirectRunner name first tries to
 # download the Prism runner).
@@ -176,4 +177,32 @@ def with_default_runner(options: PipelineOptions) -> PipelineOptions:
     standard = options.view_as(StandardOptions)
     if not standard.runner:
         standard.runner = DEFAULT_RUNNER
+    return options
+
+
+# Options that name files or folders, by the options class that holds them.
+_PATH_OPTIONS = {
+    InputOptions: ("input", "dead_letters"),
+    ModelOptions: ("model",),
+    TrainingOptions: ("initial_model", "checkpoint_dir"),
+    RoutingOptions: ("fallback_model",),
+    OutputOptions: ("output",),
+    RunOptions: ("report",),
+    SequenceOptions: ("groups", "skipped_output"),
+    TimelinessOptions: ("prefixes", "reference", "plot"),
+    DemoOptions: ("output_dir",),
+}
+
+
+def absolute_paths(options: PipelineOptions) -> PipelineOptions:
+    """Make every local path option absolute: a worker elsewhere would resolve a relative one in its
+    own folder, reading nothing or writing where nobody looks. URLs (gs://...) are left alone."""
+    for options_class, names in _PATH_OPTIONS.items():
+        view = options.view_as(options_class)
+        for name in names:
+            value = getattr(view, name, None)
+            if isinstance(value, tuple):
+                setattr(view, name, tuple(absolute_path(item) for item in value))
+            elif isinstance(value, str) and not (name == "reference" and "/" not in value):
+                setattr(view, name, absolute_path(value))  # (--reference may name a method instead)
     return options

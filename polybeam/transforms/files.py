@@ -63,6 +63,19 @@ def read_json(path: str):
     return json.loads(read_bytes(path).decode("utf-8"))
 
 
+def absolute_path(path: str) -> str:
+    """A local path made absolute (workers run in folders of their own); URLs are left alone.
+
+    >>> absolute_path("gs://bucket/a-*.gz"), absolute_path("/data/x")
+    ('gs://bucket/a-*.gz', '/data/x')
+    """
+    if not path or "://" in path:
+        return path
+    import os.path
+
+    return os.path.abspath(path)
+
+
 def exists(path: str) -> bool:
     return FileSystems.exists(path)
 

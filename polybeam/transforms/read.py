@@ -31,6 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from polybeam.learners.parsing.formats import make_format
 from polybeam.learners.parsing.records import ParsedBlock, ReadCounts
 from polybeam.transforms.dead_letters import FillLineNumbers
+from polybeam.transforms.files import absolute_path
 from polybeam.transforms.sources import DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_LINES, TextBlock, TextBlockSource
 
 __all__ = [
@@ -240,7 +241,8 @@ class ReadExamples(beam.PTransform):
     Parameters
     ----------
     file_pattern : str
-        A file or glob, local or on any filesystem Beam knows (``gs://`` ...).
+        A file or glob, local or on any filesystem Beam knows (``gs://`` ...);
+        a relative local path is taken relative to the launcher's folder.
         Each file is read in parallel; uncompressed text files are also split
         into byte ranges. Compressed text (``.gz``, ``.bz2``, ...) is
         decompressed on the fly, each file by one reader.
@@ -293,7 +295,8 @@ class ReadExamples(beam.PTransform):
         super().__init__()
         if block_lines < 1 or block_bytes < 1:
             raise ValueError(f"block_lines and block_bytes must be >= 1, got {block_lines} and {block_bytes}")
-        self.file_pattern = file_pattern
+        # A worker elsewhere resolves a relative path in its own folder: pin it to the launcher's.
+        self.file_pattern = absolute_path(file_pattern)
         self.format = resolve_format(format, format_options)
         self.block_lines = block_lines
         self.block_bytes = block_bytes

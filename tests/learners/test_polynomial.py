@@ -14,7 +14,7 @@ from polybeam.learners.expansion import Expansion, expand_all_products
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import Monomial
-from polybeam.learners.polynomial import PolynomialLearner
+from polybeam.learners.polynomial import PolynomialLearner, make_learner
 
 BITS = 14
 
@@ -241,3 +241,24 @@ def test_apple_learns_xor_with_every_loss_and_step(loss, step):
         return np.mean(np.sign(m.margins(test)) == test.labels)
 
     assert accuracy(linear) < 0.87 and accuracy(model) > 0.97, (accuracy(linear), accuracy(model))
+
+
+def test_merged_parents_do_not_depend_on_the_merge_order():
+    """Parallel apple unites the workers' parents; the union is canonical, so models are byte-identical
+    whatever order the runner merges partial learners in."""
+    rng = np.random.default_rng(4)
+    rows = [(float(x[0] * x[1] + x[2] * x[3]) * 2 - 1, {i + 1: 1.0 for i in np.flatnonzero(x)})
+            for x in rng.random((6000, 10)) < 0.5]  # fmt: skip
+    batch = ExampleBatch.from_rows(rows, bits=12)
+    config = LearnerConfig(loss="squared", bits=12, expand="apple", repeat_factors=False)
+    parts = [batch.rows_between(i * 2000, (i + 1) * 2000) for i in range(3)]
+
+    def merged(order):
+        learners = [make_learner(config, total=2000).learn(parts[i]) for i in order]
+        return learners[0].merge(learners[1:]).to_model()
+
+    first, second = merged([0, 1, 2]), merged([2, 0, 1])
+    assert first.expansion.parents == second.expansion.parents
+    assert len(set(first.expansion.parents)) == len(first.expansion.parents) > 0
+    assert np.array_equal(first.slots, second.slots) and np.allclose(first.weights, second.weights)
+    assert dict(first.monomials) == dict(second.monomials)

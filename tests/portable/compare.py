@@ -1,0 +1,101 @@
+"""Comparisons of what a portable run and an in-process run produced.
+
+What is compared exactly, and what within a tolerance:
+
+* read counts (records, examples, dead letters, skipped, reconciles), pass
+  example counts, non-zero weights, slots, model settings, feature names,
+  apple's parents (as a set: see :func:`expansion_facts`) and monomials,
+  prediction lines, prefix orders: exactly;
+* floating-point results (weights, progressive losses, evaluation metrics,
+  prefix weights, timeliness): to ``RTOL``/``ATOL``. Both runs execute the same
+  code on the same bundles, so they agree to the last bit today; the tolerance
+  only allows partial results to be merged in another order (with two
+  workers, the order their bundles finish).
+* paths in reports: exactly, once each run's own output folder is replaced by
+  a placeholder (each run writes to its own folder);
+* the runner's name, the worker processes (``workers``: host, pid, peak
+  memory), times and durations (``*seconds``, ``launched``, ``finished``):
+  never.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from polybeam.transforms.model_io import read_model
+
+RTOL = 1e-9
+ATOL = 1e-12
+# Report fields that differ by nature between two runs of the same job: on which
+# runner and in which processes it ran (host, pid, peak memory), when, and for how long.
+RUN_SPECIFIC = {"runner", "job_id", "launched", "finished", "started", "workers"}
+OUT = "<run folder>"
+
+
+def run_specific(key: str) -> bool:
+    return key in RUN_SPECIFIC or key.endswith("seconds") or "rss" in key
+
+
+def normalised(value, folder: str):
+    """``value`` without run-specific fields, its run's folder written as OUT (so paths compare too)."""
+    if isinstance(value, dict):
+        return {k: normalised(v, folder) for k, v in value.items() if not run_specific(k)}
+    if isinstance(value, list):
+        return [normalised(v, folder) for v in value]
+    if isinstance(value, str):
+        return value.replace(folder, OUT)
+    return value
+
+
+def assert_close(portable, in_process, path: str = "report") -> None:
+    """Nested JSON values equal: numbers to RTOL/ATOL, everything else exactly (dict keys included)."""
+    if isinstance(in_process, dict):
+        assert isinstance(portable, dict), f"{path}: {portable!r} is not an object"
+        assert sorted(portable) == sorted(in_process), f"{path}: keys {sorted(portable)} != {sorted(in_process)}"
+        for key in in_process:
+            assert_close(portable[key], in_process[key], f"{path}.{key}")
+    elif isinstance(in_process, (list, tuple)):
+        assert isinstance(portable, (list, tuple)) and len(portable) == len(in_process), (
+            f"{path}: {portable!r} != {in_process!r}"
+        )
+        for index, (left, right) in enumerate(zip(portable, in_process)):
+            assert_close(left, right, f"{path}[{index}]")
+    elif isinstance(in_process, float) and not isinstance(portable, bool) and isinstance(portable, (int, float)):
+        assert math.isclose(portable, in_process, rel_tol=RTOL, abs_tol=ATOL), f"{path}: {portable!r} != {in_process!r}"
+    else:
+        assert portable == in_process, f"{path}: {portable!r} != {in_process!r}"
+
+
+def assert_same_report(runs) -> None:
+    """A side-by-side run's two JSON reports agree on all but run-specific fields; paths relative to each run's folder."""
+    assert_close(normalised(runs.portable.report, str(runs.portable_dir)),
+                 normalised(runs.in_process.report, str(runs.in_process_dir)))  # fmt: skip
+
+
+def expansion_facts(model) -> dict:
+    """A polynomial model's expansion, its parent monomials as a sorted list.
+
+    Merged apple learners keep the union of their parents in the order the
+    learners were merged, and with two workers that is the order their bundles
+    finished: the same parents (and the same weights, slots and monomials)
+    may be listed in another order.
+    """
+    facts = model.expansion.to_dict()
+    facts["parents"] = sorted(facts["parents"])
+    return facts
+
+
+def assert_same_model(portable_path, in_process_path) -> None:
+    """Two model files hold the same model: settings, slots, names, polynomial structure exactly; weights to RTOL."""
+    portable, in_process = read_model(str(portable_path)), read_model(str(in_process_path))
+    assert portable.config.to_dict() == in_process.config.to_dict()
+    np.testing.assert_array_equal(portable.slots, in_process.slots)
+    np.testing.assert_allclose(portable.weights, in_process.weights, rtol=RTOL, atol=ATOL)
+    assert_close(dict(portable.metadata), dict(in_process.metadata), "metadata")
+    assert dict(portable.names) == dict(in_process.names)
+    assert (portable.expansion is None) == (in_process.expansion is None)
+    if in_process.expansion is not None:
+        assert_close(expansion_facts(portable), expansion_facts(in_process), "expansion")
+    assert dict(portable.monomials) == dict(in_process.monomials)

@@ -1,0 +1,123 @@
+"""Run commands side by side (portable and in process), several at once, each at most once per session.
+
+A portable job spends much of its few seconds waiting (worker start-up, gRPC
+round trips, the job service's polling), so the suite overlaps jobs: a
+:class:`Plan` runs up to ``parallel`` commands at a time on a thread pool, and
+tests wait only for the runs they check. A run may name runs it needs (e.g. an
+evaluation needs a trained model); it waits for them and does not start if one
+failed. A run is always submitted after the runs it needs, so it only ever
+waits for runs already queued or running before it: the pool cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tests.portable.commands import IN_PROCESS_OPTIONS, CommandRun, polybeam
+
+ArgsFor = Callable[[Path], Sequence]
+DEFAULT_PARALLEL = 3
+
+
+@dataclass
+class SideBySide:
+    """One command run on the portable runner and in process, each writing to its own folder."""
+
+    name: str
+    futures: dict[str, Future]
+    folders: dict[str, Path]
+
+    @property
+    def portable(self) -> CommandRun:
+        return self.futures["portable"].result()
+
+    @property
+    def in_process(self) -> CommandRun:
+        return self.futures["in-process"].result()
+
+    @property
+    def portable_dir(self) -> Path:
+        return self.folders["portable"]
+
+    @property
+    def in_process_dir(self) -> Path:
+        return self.folders["in-process"]
+
+
+@dataclass
+class _Definition:
+    args_for: ArgsFor
+    workers: int
+    needs: Sequence[str]
+    kinds: Sequence[str]
+
+
+class Plan:
+    """Named side-by-side runs on a cluster, run ``parallel`` commands at a time.
+
+    Runs are defined first (:meth:`side_by_side`) and submitted when a test
+    asks for one (``plan[name]``, which submits what it needs first) or all at
+    once (:meth:`submit_all`), so that they overlap.
+    """
+
+    def __init__(self, cluster, parallel: int | None = None):
+        self.cluster = cluster
+        parallel = parallel or int(os.environ.get("POLYBEAM_PORTABLE_PARALLEL", DEFAULT_PARALLEL))
+        self.executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="portable-run")
+        self.definitions: dict[str, _Definition] = {}
+        self.runs: dict[str, SideBySide] = {}
+
+    def side_by_side(self, name: str, args_for: ArgsFor, *, workers: int = 1, needs: Sequence[str] = (),
+                     kinds: Sequence[str] = ("portable", "in-process")) -> None:  # fmt: skip
+        """Define ``polybeam *args_for(folder)`` on the portable runner and in process (``workers`` in both).
+
+        ``args_for`` gets the run's own output folder, on the disk the workers
+        share, so two runs never write the same files. ``needs`` names runs
+        whose in-process command must succeed first. ``kinds`` can drop one side.
+        """
+        if name in self.definitions:
+            raise ValueError(f"run {name!r} is defined twice")
+        unknown = [need for need in needs if need not in self.definitions]
+        if unknown:
+            raise ValueError(f"run {name!r} needs runs defined before it: {unknown}")
+        self.definitions[name] = _Definition(args_for, workers, tuple(needs), tuple(kinds))
+
+    def folder(self, name: str, kind: str = "in-process") -> Path:
+        """Where run ``name``'s ``kind`` side writes (known before it runs)."""
+        return self.cluster.job_dir(f"{name}/{kind}", create=False)
+
+    def __getitem__(self, name: str) -> SideBySide:
+        """Run ``name`` (submitted now if it was not yet, after the runs it needs)."""
+        if name not in self.runs:
+            definition = self.definitions[name]
+            needs = [self[need] for need in definition.needs]
+            options = {"portable": self.cluster.portable_options(definition.workers),
+                       "in-process": IN_PROCESS_OPTIONS[definition.workers]}  # fmt: skip
+            futures, folders = {}, {}
+            for kind in definition.kinds:
+                folders[kind] = self.folder(name, kind)
+                folders[kind].mkdir(parents=True)
+                args = definition.args_for(folders[kind])
+                futures[kind] = self.executor.submit(self._run, args, options[kind], needs)
+            self.runs[name] = SideBySide(name, futures, folders)
+        return self.runs[name]
+
+    def submit_all(self) -> None:
+        """Submit every defined run, in the order defined."""
+        for name in self.definitions:
+            self[name]
+
+    def _run(self, args: Sequence, options: Sequence[str], needs: list[SideBySide]) -> CommandRun:
+        for need in needs:
+            if need.in_process.returncode != 0:
+                return CommandRun([str(arg) for arg in args], -2, "", f"not run: {need.name} failed\n"
+                                  f"{need.in_process.failure()}", 0.0)  # fmt: skip
+        return polybeam(args, options, cwd=self.cluster.launcher_dir, env=self.cluster.launcher_env)
+
+    def shutdown(self) -> None:
+        """Drop runs not started yet and wait for the running ones (before the services stop)."""
+        self.executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,54 @@
+"""The ``polybeam train`` variants the portable suite runs, and what shows each did what it says.
+
+Each variant is a bundled dataset, its example count in the 80% train split,
+the command's options, and a check on the in-process model: two runners that
+both, say, forgot to expand would still agree, so each variant also shows its
+feature is really at work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from polybeam.learners.model import Model
+
+
+@dataclass(frozen=True)
+class TrainVariant:
+    dataset: str
+    examples: int
+    options: tuple[str, ...]
+    check: Callable[[Model, dict], None]
+
+
+def _passes(count: int):
+    def check(model: Model, report: dict) -> None:
+        assert [entry["examples"] for entry in report["passes"]] == [report["examples"]] * count
+
+    return check
+
+
+def _apple(model: Model, report: dict) -> None:
+    assert model.expansion is not None and len(model.monomials) > 0
+    assert max(len(factors) for factors in model.monomials.values()) >= 2  # products of base features
+
+
+def _sparse(model: Model, report: dict) -> None:
+    # spam has 57 features and the bias: truncation must zero some of them.
+    assert model.nonzero < 58 and model.config.to_dict().get("gravity", 0) > 0
+
+
+def _softmax(model: Model, report: dict) -> None:
+    assert model.config.loss == "softmax" and model.weights.shape[1] == 6 and np.all(np.isfinite(model.weights))
+
+
+TRAIN_VARIANTS = {
+    "one-pass": TrainVariant("spam", 3681, ("--loss", "logistic"), _passes(1)),
+    "three-passes": TrainVariant("spam", 3681, ("--loss", "logistic", "--passes", "3"), _passes(3)),
+    "apple": TrainVariant("spam", 3681, ("--loss", "logistic", "--expand", "apple"), _apple),
+    "truncated-gradient": TrainVariant("spam", 3681, ("--loss", "logistic", "--gravity", "0.05"), _sparse),
+    "softmax": TrainVariant("satellite", 5148, ("--loss", "softmax", "--classes", "6"), _softmax),
+}
