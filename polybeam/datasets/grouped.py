@@ -81,6 +81,7 @@ import numba
 import numpy as np
 
 from polybeam.datasets.synthetic import _write_number
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 
 # Rows per generated block: the unit of seeding and of writing.
 BLOCK_ROWS = 1 << 13

@@ -52,6 +52,7 @@ from typing import Iterable, Iterator, Sequence
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 
 # Rows per generated block: the unit of seeding (so results do not depend on

@@ -36,6 +36,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.monomials import Monomial, extend, factor_term, product_slot
 

@@ -22,6 +22,7 @@ import math
 
 import numba
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.losses import HINGE, LOGISTIC, SQUARED, loss_derivative
 
 E = math.e

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.choices import DEFAULT_BITS, MAX_BITS, MIN_BITS  # noqa: F401  (re-exported)
 
 BIAS_SLOT = 0

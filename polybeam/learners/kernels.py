@@ -23,6 +23,7 @@ import math
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.greedy import greedy_step
 from polybeam.learners.losses import SQUARED, loss_derivative, loss_value, plain_update, safe_update
 from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, penalty_terms, rescaled, settled_raw, step_rate

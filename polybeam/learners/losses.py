@@ -25,6 +25,8 @@ import math
 
 import numba
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+
 SQUARED = 0
 LOGISTIC = 1
 HINGE = 2

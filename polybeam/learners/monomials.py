@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+
 # splitmix64's constants (Steele, Lea and Flood): a cheap mix whose outputs of
 # consecutive inputs look independent, which is what a sum of them needs.
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

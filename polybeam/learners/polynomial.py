@@ -110,12 +110,13 @@ class PolynomialLearner:
         self.residuals = ResidualStatistics(config.bits) if config.expand_rule == "ssm" and not self.frozen else None
 
     def expect(self, total: int) -> PolynomialLearner:
-        """Space the epochs equally over ``total`` examples (all passes), unless a count was given already.
+        """Space the epochs equally over the ``total`` examples this learner will see (0: the doubling
+        schedule, when nobody knows), whatever the config said.
 
         Only before the first example: the schedule must not change under a learner midway.
         """
-        if self.schedule.total is None and self.examples_seen == 0 and total > 0:
-            self.schedule = dataclasses.replace(self.schedule, total=int(total))
+        if self.examples_seen == 0:
+            self.schedule = dataclasses.replace(self.schedule, total=int(total) if total > 0 else None)
         return self
 
     @property

@@ -17,6 +17,7 @@ import math
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.greedy import softmax_greedy_step
 from polybeam.learners.kernels import (
     ADAPTIVE,

@@ -38,6 +38,8 @@ import math
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+
 NONE = 0
 TRUNCATE = 1
 ROUND = 2

@@ -39,6 +39,7 @@ import numba
 import numpy as np
 
 from polybeam.learners import kernels
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.losses import LOSS_CODES, SQUARED, loss_derivative
 from polybeam.learners.softmax import predict_batch_softmax

@@ -58,7 +58,7 @@ def run_demo(options: PipelineOptions) -> dict:
     """Run the demo pipeline; its report is also written to ``report.json`` and ``report.txt``."""
     started = time.perf_counter()
     absolute_paths(options)
-    out = options.view_as(DemoOptions).output_dir
+    out = os.path.abspath(options.view_as(DemoOptions).output_dir)  # the workers write the report there
     train_path, test_path = datasets.write_split(DATASET, os.path.join(out, "data"), test_fraction=0.2)
     model_path = os.path.join(out, f"{DATASET}.model")
     dead_path = os.path.join(out, "dead_letters.jsonl")

@@ -11,14 +11,15 @@ or where the job's results will appear when it does not.
 from __future__ import annotations
 
 import functools
+import os
 import time
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.parsing.records import ReadCounts
-from polybeam.pipelines.launch import launch, runner_name
+from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
 from polybeam.pipelines.preload import preload_kernels
 from polybeam.pipelines.options import (
     InputOptions,
@@ -158,6 +159,17 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
     return _finish(report, facts, parts)
 
 
+def first_pass_learners(options: PipelineOptions) -> int | None:
+    """How many learners the first pass will have (see ``Train``'s ``learners``): the local runner's
+    workers, or ``--direct_num_workers`` when given as a hint to another runner; else None, since a
+    remote runner splits the input as it likes."""
+    direct = options.view_as(DirectOptions)
+    workers = direct.direct_num_workers if direct.direct_num_workers != 0 else (os.cpu_count() or 1)
+    if workers and workers > 1:
+        return workers
+    return 1 if runner_name(options) in LOCAL_RUNNERS else None
+
+
 def _initial_source(options: PipelineOptions, config: LearnerConfig, model_path: str, keyed: bool):
     """``(path, first_pass, checkpoint_dir, resumed_from)``: where training starts and where it saves."""
     training = options.view_as(TrainingOptions)
@@ -223,7 +235,7 @@ def run_train(options: PipelineOptions) -> dict:
     parts = {"counts": read.counts}
     models = _noted(read.examples, parts) | "Train" >> Train(
         config, key=ParsedKeys(key) if keyed else None, metadata=facts, initial=initial, first_pass=first_pass,
-        checkpoint_dir=checkpoint_dir)  # fmt: skip
+        checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options))  # fmt: skip
     parts["dead_files"] = _write_dead_letters(read, dead_path)
     if keyed:
         parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())

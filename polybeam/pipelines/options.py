@@ -195,11 +195,15 @@ _PATH_OPTIONS = {
 
 
 def absolute_paths(options: PipelineOptions) -> PipelineOptions:
-    """Make every local path option absolute: a worker elsewhere would resolve a relative one in its
-    own folder, reading nothing or writing where nobody looks. URLs (gs://...) are left alone."""
+    """Make every local path option that was given absolute: a worker elsewhere would resolve a
+    relative one in its own folder, reading nothing or writing where nobody looks. URLs (gs://...)
+    and defaults (which other commands' options have too) are left alone."""
+    given = options.get_all_options(drop_default=True)
     for options_class, names in _PATH_OPTIONS.items():
         view = options.view_as(options_class)
         for name in names:
+            if name not in given:
+                continue
             value = getattr(view, name, None)
             if isinstance(value, tuple):
                 setattr(view, name, tuple(absolute_path(item) for item in value))

@@ -25,6 +25,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+
 
 class GrowingCholesky:
     """The lower factor of the selected block, grown by :meth:`append`."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.selection.whitening import GroupBasis
 
 

@@ -145,15 +145,44 @@ class _LearnOnePass(beam.DoFn):
         self._learners = {}
 
 
-def _with_total_examples(batches, keyed: bool, passes: int):
-    """Each batch paired with the number of examples (of its key) over all passes."""
+def learner_total(count: int, passes: int, learners: int | None) -> int:
+    """The examples one pass-1 learner spaces apple's epochs over (0: the doubling schedule).
+
+    A lone learner spreads them over all passes. Several learners each see
+    their share of the first pass, and their parents freeze when they are
+    averaged after it (the paper's parallel apple), so each spreads its epochs
+    over its share; when nobody knows how many learners the runner will make
+    (a remote runner splits the input as it likes), each expands on the
+    doubling schedule (after 1000, 2000, 4000, ... examples), whatever its share.
+
+    >>> learner_total(1000, 3, 1), learner_total(1000, 3, 4), learner_total(1000, 3, None)
+    (3000, 250, 0)
+    """
+    if learners == 1:
+        return count * passes
+    if learners:
+        return max(1, count // learners)
+    return 0
+
+
+def _with_total_examples(batches, keyed: bool, passes: int, learners: int | None, known: int | None = None):
+    """Each batch paired with the examples its pass-1 learner spaces apple's epochs over
+    (``known``: the examples per pass, when given; else they are counted, per key when keyed)."""
+    if known is not None:
+        total = learner_total(known, passes, learners)
+        if keyed:
+            return batches | "PairWithCount" >> beam.MapTuple(lambda key, batch: (key, (batch, total)))
+        return batches | "PairWithCount" >> beam.Map(lambda batch: (batch, total))
     if keyed:
         counts = batches | "CountExamples" >> beam.CombinePerKey(_CountExamples())
         return batches | "PairWithCount" >> beam.Map(
-            lambda pair, totals: (pair[0], (pair[1], totals[pair[0]] * passes)), beam.pvalue.AsDict(counts)
+            lambda pair, totals: (pair[0], (pair[1], learner_total(totals[pair[0]], passes, learners))),
+            beam.pvalue.AsDict(counts),
         )
     count = batches | "CountExamples" >> beam.CombineGlobally(_CountExamples())
-    return batches | "PairWithCount" >> beam.Map(lambda batch, total: (batch, total * passes), beam.pvalue.AsSingleton(count))
+    return batches | "PairWithCount" >> beam.Map(
+        lambda batch, total: (batch, learner_total(total, passes, learners)), beam.pvalue.AsSingleton(count)
+    )
 
 
 class _CountExamples(beam.CombineFn):
@@ -216,6 +245,11 @@ class Train(beam.PTransform):
     checkpoint_dir : str, optional
         Write the learner state(s) after every pass there
         (:class:`~polybeam.transforms.checkpoints.WriteCheckpoint`).
+    learners : int or None, default 1
+        How many learners the first pass will have (per key): the runner's
+        bundles, 1 on the local runner's single worker, its worker count with
+        several, None when unknown (remote runners). Apple spaces its epochs by
+        it (see :func:`learner_total`).
     """
 
     def __init__(
@@ -227,6 +261,7 @@ class Train(beam.PTransform):
         initial=None,
         first_pass: int = 1,
         checkpoint_dir: str | None = None,
+        learners: int | None = 1,
         **settings,
     ):
         super().__init__()
@@ -240,6 +275,7 @@ class Train(beam.PTransform):
         self.initial = initial
         self.first_pass = first_pass
         self.checkpoint_dir = checkpoint_dir
+        self.learners = learners
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
@@ -265,10 +301,12 @@ class Train(beam.PTransform):
         config = self.config
         first_fn = TrainFn(config, output="state", metadata=self.metadata)
         first_input = batches
-        if config.expand == "apple" and config.examples_per_pass is None and config.passes > 1:
+        if config.expand == "apple" and config.examples_per_pass is not None:
+            first_input = _with_total_examples(batches, keyed, config.passes, self.learners, config.examples_per_pass)
+        elif config.expand == "apple" and config.passes > 1:
             # The later passes wait for the first one anyway, so counting the examples
-            # first costs little, and lets apple space its epochs over all passes.
-            first_input = _with_total_examples(batches, keyed, config.passes)
+            # first costs little, and lets apple space its epochs over what each learner sees.
+            first_input = _with_total_examples(batches, keyed, config.passes, self.learners)
         if keyed:
             return first_input | "Pass1" >> beam.CombinePerKey(first_fn)
         return first_input | "Pass1" >> beam.CombineGlobally(first_fn)

@@ -72,11 +72,15 @@ class PortableCluster:
 
     def portable_options(self, workers: int = 1) -> list[str]:
         """Pipeline options that send a job to the job service with ``workers`` SDK workers per job."""
+        # The job service decides the worker count; --direct_num_workers only tells polybeam how many
+        # learners the first pass will have (apple spaces its epochs by it), as on the in-process side.
+        hint = ["--direct_num_workers", str(workers)] if workers > 1 else []
         return [
             "--runner", "PortableRunner",
             "--job_endpoint", self.job_services[workers].address,
             "--environment_type", "EXTERNAL",
             "--environment_config", self.pool.address,
+            *hint,
         ]  # fmt: skip
 
     @property

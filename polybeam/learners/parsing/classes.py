@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.hashing import murmur3_32
 from polybeam.learners.parsing.numbers import parse_number, scan_number
 from polybeam.learners.parsing.records import LABEL_KINDS

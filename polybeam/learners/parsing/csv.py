@@ -46,6 +46,7 @@ from typing import ClassVar
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
 from polybeam.learners.parsing.classes import NO_CLASS, find_class

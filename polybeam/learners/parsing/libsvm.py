@@ -33,6 +33,7 @@ from typing import ClassVar
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import libsvm_slot_kernel, slot_mask
 from polybeam.learners.parsing.numbers import scan_number

@@ -31,6 +31,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.parsing.records import DeadLetter, ParsedBlock, label_problems, reject_examples
 

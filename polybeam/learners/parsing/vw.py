@@ -50,6 +50,7 @@ from typing import ClassVar
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
 from polybeam.learners.parsing.classes import NO_CLASS, find_class
