@@ -239,54 +239,39 @@ class PolynomialLearner:
         """Average with ``others`` in place: weights as :meth:`LinearLearner.merge`, parents united.
 
         As in the paper's parallel apple, the united parent set is then frozen:
-        a merged learner expands no further.
+        a merged learner expands no further. The union is put in a canonical
+        order (by degree, then factors), and a slot that learners traced to
+        different products (a hash collision) keeps the one with the smaller
+        canonical trace, so the merged learner, and its model file, do not
+        depend on the order in which the runner merged partial learners.
         """
         others = [other for other in others if other is not self]
         if not others:
             return self
         self.linear.merge([other.linear for other in others])
+        learners = [self] + others
+        united = sorted({parent for learner in learners for parent in learner.parents},
+                        key=lambda parent: (parent.degree, parent.factors))  # fmt: skip
+        position = {parent: i for i, parent in enumerate(united)}
+        untraced = np.iinfo(np.int64).max
+        traces = np.full_like(self.expander.slot_trace, untraced)
+        for learner in learners:
+            trace = learner.expander.slot_trace
+            traced = np.flatnonzero(trace != NO_TRACE)
+            if len(traced):
+                remap = np.array([position[parent] for parent in learner.parents], dtype=np.int64)
+                renumbered = (remap[trace[traced] >> 32] << 32) | (trace[traced] & 0xFFFFFFFF)
+                traces[traced] = np.minimum(traces[traced], renumbered)
         for other in others:
-            self.expander.add_parents(other.parents)
-            index_of = {parent: i for i, parent in enumerate(self.parents)}
-            remap = np.array([index_of[parent] for parent in other.parents], dtype=np.int64)
-            # Slots only the other learner traced take its trace, with parent indices renumbered; a slot
-            # both traced with different products (a hash collision) keeps the smaller product, so the
-            # name does not depend on the merge order.
-            mine = self.expander.slot_trace
-            traced = other.expander.slot_trace != NO_TRACE
-            renumbered = np.full_like(mine, NO_TRACE)
-            trace = other.expander.slot_trace[traced]
-            renumbered[traced] = (remap[trace >> 32] << 32) | (trace & 0xFFFFFFFF)
-            theirs = (mine == NO_TRACE) & traced
-            mine[theirs] = renumbered[theirs]
-            for slot in np.flatnonzero(traced & (mine != NO_TRACE) & (mine != renumbered)):
-                if self._traced_key(int(renumbered[slot])) < self._traced_key(int(mine[slot])):
-                    mine[slot] = renumbered[slot]
             self.base_slots |= other.base_slots
             self.examples_seen += other.examples_seen
             self.base_nonzeros += other.base_nonzeros
-        self._sort_parents()
+        traces[traces == untraced] = NO_TRACE
+        self.expander.parents = []
+        self.expander.add_parents(united)
+        self.expander.slot_trace = traces
         self.frozen = True
         return self
-
-    def _traced_key(self, trace: int) -> tuple:
-        """The (degree, factors) of the product a trace names: a total order for tie-breaks."""
-        product = Monomial.of(self.parents[trace >> 32].factors + (trace & 0xFFFFFFFF,))
-        return product.degree, product.factors
-
-    def _sort_parents(self) -> None:
-        """Put the united parents in a canonical order (by degree, then factors), renumbering the trace,
-        so the merged learner, and its model file, do not depend on the order learners were merged in."""
-        canonical = sorted(self.parents, key=lambda parent: (parent.degree, parent.factors))
-        if canonical == self.parents:
-            return
-        position = {parent: i for i, parent in enumerate(canonical)}
-        remap = np.array([position[parent] for parent in self.parents], dtype=np.int64)
-        traced = self.expander.slot_trace != NO_TRACE
-        trace = self.expander.slot_trace[traced]
-        self.expander.slot_trace[traced] = (remap[trace >> 32] << 32) | (trace & 0xFFFFFFFF)
-        self.expander.parents = []
-        self.expander.add_parents(canonical)
 
     def start_pass(self) -> PolynomialLearner:
         self.linear.start_pass()
