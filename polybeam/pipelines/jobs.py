@@ -218,6 +218,9 @@ def run_train(options: PipelineOptions) -> dict:
     _require(options.view_as(InputOptions).input, "--input", "train")
     model_path = _require(options.view_as(ModelOptions).model, "--model", "train")
     config = learner_config(options)
+    fanout = options.view_as(TrainingOptions).merge_fanout
+    if fanout is not None and fanout < 2:
+        raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
     key = _key_spec_for(options, "train")
     keyed = key is not None
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(options, config, model_path, keyed)
@@ -235,7 +238,8 @@ def run_train(options: PipelineOptions) -> dict:
     parts = {"counts": read.counts}
     models = _noted(read.examples, parts) | "Train" >> Train(
         config, key=ParsedKeys(key) if keyed else None, metadata=facts, initial=initial, first_pass=first_pass,
-        checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options))  # fmt: skip
+        checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
+        fanout=options.view_as(TrainingOptions).merge_fanout)  # fmt: skip
     parts["dead_files"] = _write_dead_letters(read, dead_path)
     if keyed:
         parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())

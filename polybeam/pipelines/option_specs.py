@@ -148,6 +148,9 @@ def add_training_options(parser) -> None:
               "MODEL.checkpoints)")  # fmt: skip
     _add(parser, "resume", action="store_true", default=False,
          help="restart from the last complete pass saved in --checkpoint-dir (a fresh start if there is none)")
+    _add(parser, "merge-fanout", type=int, default=None,
+         help="average the workers' partial learners in a tree of merges with this fan-out instead of all at "
+              "once on one worker (for jobs with thousands of bundles; see docs/scaling.md)")  # fmt: skip
 
 
 def add_routing_options(parser) -> None:

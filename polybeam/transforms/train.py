@@ -118,7 +118,8 @@ def continue_from(origin):
 
 class _LearnOnePass(beam.DoFn):
     """Continues training from the previous pass's state, one learner per key per bundle
-    (a key the previous state lacks, e.g. new in a warm start, starts afresh)."""
+    (a key the previous state lacks, e.g. new in a warm start, or every key of a first pass
+    without a side input, starts afresh)."""
 
     def __init__(self, keyed: bool, config: LearnerConfig):
         self.keyed = keyed
@@ -127,15 +128,18 @@ class _LearnOnePass(beam.DoFn):
     def start_bundle(self):
         self._learners: dict = {}
 
-    def process(self, element, start):
+    def process(self, element, start=None):
         key, batch = element if self.keyed else (None, element)
         learner = self._learners.get(key)
         if learner is None:
-            origin = start.get(key) if self.keyed else start
+            origin = (start or {}).get(key) if self.keyed else start
             fresh = origin is None
             learner = BackgroundLearner(make_learner(self.config) if fresh else continue_from(origin))
             self._learners[key] = learner
-        learner.learn(batch)
+        if isinstance(batch, tuple):  # (batch, examples to space apple's epochs over): see Train
+            learner.learn(*batch)
+        else:
+            learner.learn(batch)
 
     def finish_bundle(self):
         for key, background in self._learners.items():
@@ -250,6 +254,14 @@ class Train(beam.PTransform):
         bundles, 1 on the local runner's single worker, its worker count with
         several, None when unknown (remote runners). Apple spaces its epochs by
         it (see :func:`learner_total`).
+    fanout : int, optional
+        Average the partial learners (one per bundle) in a tree of merges with
+        this fan-out instead of all at once on one worker: with B bundles, no
+        merge holds more than about ``max(B / fanout, fanout)`` learners
+        (``CombineGlobally.with_fanout``, ``CombinePerKey.with_hot_key_fanout``).
+        Averages of averages weigh each learner by the importance it saw, so the
+        model is the same up to rounding. Each bundle then learns in a ParDo
+        rather than in a lifted CombineFn.
     """
 
     def __init__(
@@ -262,6 +274,7 @@ class Train(beam.PTransform):
         first_pass: int = 1,
         checkpoint_dir: str | None = None,
         learners: int | None = 1,
+        fanout: int | None = None,
         **settings,
     ):
         super().__init__()
@@ -276,6 +289,9 @@ class Train(beam.PTransform):
         self.first_pass = first_pass
         self.checkpoint_dir = checkpoint_dir
         self.learners = learners
+        if fanout is not None and fanout < 2:
+            raise ValueError(f"fanout must be at least 2, got {fanout}")
+        self.fanout = fanout
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
@@ -288,11 +304,7 @@ class Train(beam.PTransform):
         for number in range(number + 1, config.passes + 1):
             start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
             partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config), start)
-            merge = MergeLearnersFn(config, output="state")
-            if keyed:
-                states = partial | f"Pass{number}" >> beam.CombinePerKey(merge)
-            else:
-                states = partial | f"Pass{number}" >> beam.CombineGlobally(merge)
+            states = partial | f"Pass{number}" >> self._merge(keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
@@ -307,9 +319,21 @@ class Train(beam.PTransform):
             # The later passes wait for the first one anyway, so counting the examples
             # first costs little, and lets apple space its epochs over what each learner sees.
             first_input = _with_total_examples(batches, keyed, config.passes, self.learners)
+        if self.fanout is not None:  # one learner per bundle, then the merge tree
+            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config))
+            return partial | "Pass1" >> self._merge(keyed)
         if keyed:
             return first_input | "Pass1" >> beam.CombinePerKey(first_fn)
         return first_input | "Pass1" >> beam.CombineGlobally(first_fn)
+
+    def _merge(self, keyed: bool):
+        """The transform that averages partial learners (per key), through a merge tree with ``fanout``."""
+        merge = MergeLearnersFn(self.config, output="state")
+        if keyed:
+            combine = beam.CombinePerKey(merge)
+            return combine.with_hot_key_fanout(self.fanout) if self.fanout else combine
+        combine = beam.CombineGlobally(merge)
+        return combine.with_fanout(self.fanout) if self.fanout else combine
 
     def _checkpoint(self, states, number: int, keyed: bool) -> None:
         if self.checkpoint_dir is not None:

@@ -114,3 +114,21 @@ def test_reading_a_source_that_does_not_fit_fails_the_job(tmp_path):
     with pytest.raises(Exception, match="does not fit this run: loss is logistic there, squared here"):
         with beam.Pipeline(runner="FnApiRunner") as p:
             _ = p | ReadLearners(state_path(str(tmp_path / "ck"), 1), config.replace(loss="squared"))
+
+
+def test_a_merge_tree_averages_like_one_merge(tmp_path):
+    """Averages of averages, each learner weighed by the importance it saw: the same model up to rounding."""
+    from polybeam.learners.linear import LinearLearner
+
+    config = LearnerConfig(loss="logistic", bits=8, step="adaptive", learning_rate=0.5)
+    parts = [LinearLearner(config).learn(batch) for batch in batches(4)]
+    copies = [[part.copy() for part in parts] for _ in range(2)]
+    flat = copies[0][0].merge(copies[0][1:])
+    tree = copies[1][0].merge([copies[1][1]]).merge([copies[1][2].merge([copies[1][3]])])
+    assert np.allclose(flat.weights, tree.weights, rtol=1e-12, atol=1e-15)
+    assert np.allclose(flat.sum_sq_grad_, tree.sum_sq_grad_) and flat.examples_seen == tree.examples_seen
+
+    config = config.replace(passes=2)
+    plain = train(batches(5), config, str(tmp_path / "plain"))
+    fanned = train(batches(5), config, str(tmp_path / "fanned"), fanout=2)
+    assert np.array_equal(plain.slots, fanned.slots) and np.allclose(plain.weights, fanned.weights, rtol=1e-12)
