@@ -11,6 +11,13 @@ What is compared exactly, and what within a tolerance:
   code on the same bundles, so they agree to the last bit today; the tolerance
   only allows partial results to be merged in another order (with two
   workers, the order their bundles finish).
+* per-key model folders: the index's facts, keys, files, example counts and
+  non-zero weights exactly, its progressive losses as floats, and every key's
+  model as a model file (:func:`assert_same_per_key_models`);
+* learner-state files (checkpoints): every array and value of the state, as
+  integers exactly and floats to the tolerance (:func:`assert_same_state`);
+* dead-letter files: exactly, as sets of lines (they name the input file,
+  which both runs read from the shared data folder);
 * paths in reports: exactly, once each run's own output folder is replaced by
   a placeholder (each run writes to its own folder);
 * the runner's name, the worker processes (``workers``: host, pid, peak
@@ -20,10 +27,14 @@ What is compared exactly, and what within a tolerance:
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 
+from polybeam.learners.state_file import read_learner_state
+from polybeam.transforms.keyed_files import INDEX_NAME
 from polybeam.transforms.model_io import read_model
 
 RTOL = 1e-9
@@ -99,3 +110,64 @@ def assert_same_model(portable_path, in_process_path) -> None:
     if in_process.expansion is not None:
         assert_close(expansion_facts(portable), expansion_facts(in_process), "expansion")
     assert dict(portable.monomials) == dict(in_process.monomials)
+
+
+def plain(value):
+    """``value`` with numpy arrays and scalars as lists and numbers, so :func:`assert_close` can compare it."""
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    return value
+
+
+def assert_same_state(portable_path, in_process_path) -> None:
+    """Two learner-state files (checkpoints) hold the same state and the same facts (pass, settings)."""
+    states = {}
+    for kind, path in (("portable", portable_path), ("in-process", in_process_path)):
+        learner, info = read_learner_state(open(path, "rb").read())
+        states[kind] = {"kind": type(learner).__name__, "info": info, "state": plain(learner.__getstate__())}
+    assert_close(states["portable"], states["in-process"], f"state {portable_path}")
+
+
+def read_index(folder) -> dict:
+    """The ``index.json`` of a per-key folder (written last: a job that finished has one)."""
+    return json.loads((Path(folder) / INDEX_NAME).read_text())
+
+
+def assert_same_per_key_models(portable_folder, in_process_folder) -> None:
+    """Two per-key folders hold the same index and the same model for every key.
+
+    The index's facts (kind, key specification, settings), its keys, each
+    key's file name, examples and non-zero weights: exactly; progressive
+    losses to RTOL/ATOL. Each key's model: :func:`assert_same_model`.
+    """
+    portable, in_process = read_index(portable_folder), read_index(in_process_folder)
+    facts = {kind: {key: value for key, value in index.items() if key != "entries"}
+             for kind, index in (("portable", portable), ("in-process", in_process))}  # fmt: skip
+    assert facts["portable"] == facts["in-process"], f"index facts: {facts['portable']} != {facts['in-process']}"
+    # Keys and each entry's fields exactly, its numbers by assert_close's rules (the losses are floats).
+    assert_close(portable["entries"], in_process["entries"], "index.entries")
+    for entry in in_process["entries"].values():
+        assert_same_model(Path(portable_folder) / entry["file"], Path(in_process_folder) / entry["file"])
+
+
+def assert_same_lines(portable_path, in_process_path) -> None:
+    """Two text files (dead letters) have the same lines, in any order (workers may write them in any order)."""
+    portable = sorted(Path(portable_path).read_text().splitlines())
+    in_process = sorted(Path(in_process_path).read_text().splitlines())
+    assert portable == in_process, f"{portable_path} and {in_process_path} differ"
+
+
+def prediction_lines(report: dict) -> tuple[str, list[str]]:
+    """The header and the sorted lines of a one-shard prediction run (the order of lines is the workers')."""
+    (path,) = report["prediction_files"]
+    header, *body = Path(path).read_text().splitlines()
+    return header, sorted(body)
+
+
+def assert_same_predictions(runs) -> None:
+    """A side-by-side predict run wrote the same header and prediction lines, in any order."""
+    assert prediction_lines(runs.portable.report) == prediction_lines(runs.in_process.report)

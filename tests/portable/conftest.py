@@ -62,9 +62,11 @@ def portable_cluster():
 
 @pytest.fixture(scope="session")
 def portable_data(portable_cluster):
-    """Splits of bundled spam and satellite (whole files and shards) on the disk the workers share."""
+    """Splits of bundled spam and satellite, and the per-key task's files (whole and shards), on the disk the
+    workers share."""
     folder = portable_cluster.job_dir("data")
-    return {name: data.write_split(name, folder) for name in ("spam", "satellite")}
+    splits = {name: data.write_split(name, folder) for name in ("spam", "satellite")}
+    return {**splits, "per-key": data.write_per_key(folder / "per-key")}
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,15 @@ round trips, the job service's polling), so the suite overlaps jobs: a
 :class:`Plan` runs up to ``parallel`` commands at a time on a thread pool, and
 tests wait only for the runs they check. A run may name runs it needs (e.g. an
 evaluation needs a trained model); it waits for them and does not start if one
-failed. A run is always submitted after the runs it needs, so it only ever
-waits for runs already queued or running before it: the pool cannot deadlock.
+failed. A run may also prepare its folder once its needs are done (e.g. copy
+what a needed run wrote, as a resumed job finds its checkpoints). A run is
+always submitted after the runs it needs, so it only ever waits for runs
+already queued or running before it: the pool cannot deadlock.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +23,8 @@ from typing import Callable, Sequence
 from tests.portable.commands import IN_PROCESS_OPTIONS, CommandRun, polybeam
 
 ArgsFor = Callable[[Path], Sequence]
+# prepare(kind, folder): called before a side's command runs, once the runs it needs succeeded.
+Prepare = Callable[[str, Path], None]
 DEFAULT_PARALLEL = 3
 
 
@@ -54,6 +59,7 @@ class _Definition:
     workers: int
     needs: Sequence[str]
     kinds: Sequence[str]
+    prepare: Prepare | None = None
 
 
 class Plan:
@@ -72,19 +78,23 @@ class Plan:
         self.runs: dict[str, SideBySide] = {}
 
     def side_by_side(self, name: str, args_for: ArgsFor, *, workers: int = 1, needs: Sequence[str] = (),
-                     kinds: Sequence[str] = ("portable", "in-process")) -> None:  # fmt: skip
+                     kinds: Sequence[str] = ("portable", "in-process"),
+                     prepare: Prepare | None = None) -> None:  # fmt: skip
         """Define ``polybeam *args_for(folder)`` on the portable runner and in process (``workers`` in both).
 
         ``args_for`` gets the run's own output folder, on the disk the workers
         share, so two runs never write the same files. ``needs`` names runs
         whose in-process command must succeed first. ``kinds`` can drop one side.
+        ``prepare(kind, folder)`` runs just before each side's command, after
+        the needs succeeded; it may wait for either side of a run it needs
+        (``plan[need].portable``), since needs are always submitted first.
         """
         if name in self.definitions:
             raise ValueError(f"run {name!r} is defined twice")
         unknown = [need for need in needs if need not in self.definitions]
         if unknown:
             raise ValueError(f"run {name!r} needs runs defined before it: {unknown}")
-        self.definitions[name] = _Definition(args_for, workers, tuple(needs), tuple(kinds))
+        self.definitions[name] = _Definition(args_for, workers, tuple(needs), tuple(kinds), prepare)
 
     def folder(self, name: str, kind: str = "in-process") -> Path:
         """Where run ``name``'s ``kind`` side writes (known before it runs)."""
@@ -102,7 +112,8 @@ class Plan:
                 folders[kind] = self.folder(name, kind)
                 folders[kind].mkdir(parents=True)
                 args = definition.args_for(folders[kind])
-                futures[kind] = self.executor.submit(self._run, args, options[kind], needs)
+                prepare = functools.partial(definition.prepare, kind, folders[kind]) if definition.prepare else None
+                futures[kind] = self.executor.submit(self._run, args, options[kind], needs, prepare)
             self.runs[name] = SideBySide(name, futures, folders)
         return self.runs[name]
 
@@ -111,13 +122,23 @@ class Plan:
         for name in self.definitions:
             self[name]
 
-    def _run(self, args: Sequence, options: Sequence[str], needs: list[SideBySide]) -> CommandRun:
+    def _run(self, args: Sequence, options: Sequence[str], needs: list[SideBySide],
+             prepare: Callable[[], None] | None = None) -> CommandRun:  # fmt: skip
         for need in needs:
             if need.in_process.returncode != 0:
-                return CommandRun([str(arg) for arg in args], -2, "", f"not run: {need.name} failed\n"
-                                  f"{need.in_process.failure()}", 0.0)  # fmt: skip
+                return _not_run(args, f"{need.name} failed\n{need.in_process.failure()}")
+        if prepare is not None:
+            try:
+                prepare()
+            except Exception as error:  # reported by the test that reads this run, like a failed command
+                return _not_run(args, f"preparing its folder failed: {error!r}")
         return polybeam(args, options, cwd=self.cluster.launcher_dir, env=self.cluster.launcher_env)
 
     def shutdown(self) -> None:
         """Drop runs not started yet and wait for the running ones (before the services stop)."""
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _not_run(args: Sequence, why: str) -> CommandRun:
+    """The record of a command that was not started, saying why (its test fails with that)."""
+    return CommandRun([str(arg) for arg in args], -2, "", f"not run: {why}", 0.0)

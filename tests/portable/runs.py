@@ -6,13 +6,34 @@ in-process runs of ``train`` and ``sequence`` wrote, so each test checks only
 its own command. Runs are defined so that those that others need come first;
 the slowest (two-worker) runs come last, to overlap with the tests checking
 the first ones.
+
+Production runs: per-key models (train from VW tags and a CSV column,
+evaluate on the folder, predict with a fallback model), a resume from the
+checkpoints of the three-pass run after losing its last pass, and warm
+starts from its model and from one of its learner-state files. Where an
+in-process run adds nothing (resume, and the warm start from a state, equal
+the uninterrupted in-process run), only the portable side runs: each run
+costs seconds of the suite's budget.
 """
 
 from __future__ import annotations
 
+import shutil
+
 from polybeam import datasets
 from tests.portable.plan import Plan
-from tests.portable.variants import TRAIN_VARIANTS
+from tests.portable.variants import PER_KEY_VARIANTS, TRAIN_VARIANTS
+
+# The uninterrupted multi-pass run whose checkpoints the resume and warm-start runs read.
+CHECKPOINTED = "train/three-passes/1w"
+CHECKPOINTS = "model.checkpoints"
+# A job that died in pass 3 of 3: pass 2's state is the last complete one.
+LOST_PASS = "pass-0003.state"
+# Warm starts (--initial-model) from the checkpointed run's files: its model, or its state after pass 2.
+WARM_STARTS = {"model": "model", "state": f"{CHECKPOINTS}/pass-0002.state"}
+# The fallback model of per-key prediction: any model of the per-key settings will do, so one key's
+# own model stands in for a global one (one training job less).
+FALLBACK = "models/kkey0.model"
 
 # Evaluated and predicted with both a binary (logistic) and a multiclass (softmax) model.
 SCORED_VARIANTS = ("one-pass", "softmax")
@@ -29,8 +50,65 @@ def beside(out):
     return ["--report", out / "report.json", "--dead-letters", out / "dead_letters.jsonl"]
 
 
+def per_key_models_of(plan: Plan, variant: str = "per-key-vw"):
+    """The per-key folder of the in-process one-worker run of a per-key train variant."""
+    return plan.folder(f"train/{variant}/1w") / "models"
+
+
+def copy_checkpoints_but_the_last(plan: Plan):
+    """``prepare`` of a resume: the checkpointed run's checkpoints, from the same side, without its last pass.
+
+    That is what a job killed in its last pass leaves (no model, pass 2 saved);
+    copied, so that the checkpointed run's own folder stays as its test expects.
+    """
+
+    def prepare(kind, out):
+        source = plan[CHECKPOINTED]
+        if source.futures[kind].result().returncode != 0:
+            raise RuntimeError(f"{CHECKPOINTED} ({kind}) failed")
+        shutil.copytree(source.folders[kind] / CHECKPOINTS, out / CHECKPOINTS)
+        (out / CHECKPOINTS / LOST_PASS).unlink()
+
+    return prepare
+
+
+def define_per_key_training(plan: Plan, split) -> None:
+    """``train --key`` from VW tags and from a CSV column."""
+    for variant, spec in PER_KEY_VARIANTS.items():
+        plan.side_by_side(f"train/{variant}/1w", lambda out, spec=spec: [
+            "train", "--input", getattr(split, spec.input), "--model", out / "models", *spec.options])  # fmt: skip
+
+
+def define_per_key_scoring(plan: Plan, split) -> None:
+    """Evaluate and predict on the per-key folder; the test file's last example has a key without a model:
+    a dead letter in the evaluation, the fallback model's in the predictions."""
+    trained = "train/per-key-vw/1w"
+    scored = ["--input", split.test_vw, "--format", "vw", "--model", per_key_models_of(plan)]
+    plan.side_by_side("evaluate/per-key/1w", lambda out: ["evaluate", *scored, *beside(out)], needs=[trained])
+    plan.side_by_side("predict/per-key-fallback/1w", lambda out: [
+        "predict", *scored, "--fallback-model", per_key_models_of(plan) / FALLBACK, "--output", out / "predictions",
+        "--num-shards", "1"], needs=[trained])  # fmt: skip
+
+
+def define_resume_and_warm_starts(plan: Plan, spam) -> None:
+    """``--resume`` after losing pass 3, and ``--initial-model`` from the checkpointed run's model and from its
+    state after pass 2. The resume and the warm start from a state are portable only: their in-process
+    reference is the uninterrupted in-process run itself."""
+    options = TRAIN_VARIANTS["three-passes"].options
+    plan.side_by_side("train/resume/1w", lambda out: [
+        "train", "--input", spam.train, "--model", out / "model", *options, "--resume"],
+        kinds=("portable",), needs=[CHECKPOINTED], prepare=copy_checkpoints_but_the_last(plan))  # fmt: skip
+    for source, name in WARM_STARTS.items():
+        initial = plan.folder(CHECKPOINTED) / name
+        kinds = ("portable",) if source == "state" else ("portable", "in-process")
+        plan.side_by_side(f"train/warm-from-{source}/1w", lambda out, initial=initial: [
+            "train", "--input", spam.train, "--model", out / "model", "--loss", "logistic", "--initial-model", initial],
+            needs=[CHECKPOINTED], kinds=kinds)  # fmt: skip
+
+
 def define_runs(plan: Plan, data: dict) -> None:
-    """Define every run of the suite in ``plan``; ``data`` maps dataset names to ``data.Split``."""
+    """Define every run of the suite in ``plan``; ``data`` maps dataset names to ``data.Split`` (and
+    ``"per-key"`` to ``data.PerKeySplit``)."""
     spam = data["spam"]
     groups = datasets.group_spec_path("spam")
 
@@ -41,6 +119,7 @@ def define_runs(plan: Plan, data: dict) -> None:
             return ["train", "--input", train, "--model", out / "model", *spec.options]
 
         plan.side_by_side(f"train/{variant}/1w", train_args)
+    define_per_key_training(plan, data["per-key"])
 
     # Handed to the job service without waiting (as a flex template's launcher does): portable only.
     plan.side_by_side("train/one-pass-no-wait/1w", lambda out: [
@@ -65,6 +144,9 @@ def define_runs(plan: Plan, data: dict) -> None:
             "predict", "--input", test, "--model", model, "--output", out / "predictions", "--num-shards", "1"],
             needs=[f"train/{variant}/1w"])  # fmt: skip
 
+    define_per_key_scoring(plan, data["per-key"])
+    define_resume_and_warm_starts(plan, spam)
+
     prefixes = ",".join(str(plan.folder(f"sequence/{method}/1w") / "prefixes.jsonl")
                         for method in ("cs-g-omp", "cs-g-fr"))  # fmt: skip
     plan.side_by_side("timeliness/spam/1w", lambda out: [
@@ -88,3 +170,7 @@ def define_runs(plan: Plan, data: dict) -> None:
     plan.side_by_side("evaluate/one-pass/2w", lambda out: [
         "evaluate", "--input", spam.test_shards, "--model", model_of(plan, "one-pass"), *beside(out)],
         workers=2, needs=["train/one-pass/1w"])  # fmt: skip
+    # Per-key learners of four shards, merged key by key.
+    plan.side_by_side("train/per-key-vw/2w", lambda out: [
+        "train", "--input", data["per-key"].train_vw_shards, "--model", out / "models",
+        *PER_KEY_VARIANTS["per-key-vw"].options], workers=2)  # fmt: skip

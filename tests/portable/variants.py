@@ -3,7 +3,8 @@
 Each variant is a bundled dataset, its example count in the 80% train split,
 the command's options, and a check on the in-process model: two runners that
 both, say, forgot to expand would still agree, so each variant also shows its
-feature is really at work.
+feature is really at work. Per-key variants (``train --key``) read the per-key
+task's files (``data.PerKeySplit``) and are checked on their index.
 """
 
 from __future__ import annotations
@@ -52,3 +53,34 @@ TRAIN_VARIANTS = {
     "truncated-gradient": TrainVariant("spam", 3681, ("--loss", "logistic", "--gravity", "0.05"), _sparse),
     "softmax": TrainVariant("satellite", 5148, ("--loss", "softmax", "--classes", "6"), _softmax),
 }
+
+
+# Few bits: each key's learner holds 2^bits weights per worker (README, "Per-key models").
+PER_KEY_LEARNER = ("--bits", "10", "--loss", "logistic")
+
+
+@dataclass(frozen=True)
+class PerKeyVariant:
+    """A ``train --key`` run: which file of ``data.PerKeySplit`` it reads, in which format, by which key."""
+
+    input: str
+    format: str
+    key: str
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return ("--format", self.format, "--key", self.key, *PER_KEY_LEARNER)
+
+
+PER_KEY_VARIANTS = {
+    "per-key-vw": PerKeyVariant("train_vw", "vw", "tag"),
+    "per-key-csv": PerKeyVariant("train_csv", "csv", "column:key"),
+}
+
+
+def check_per_key_index(index: dict, split, key: str) -> None:
+    """The index of a per-key folder trained on ``split``: one model per key, each of that key's examples only."""
+    assert index["kind"] == "polybeam-keyed-models" and index["key"] == key
+    assert sorted(index["entries"]) == sorted(f"key{number}" for number in range(split.keys))
+    assert {entry["examples"] for entry in index["entries"].values()} == {split.train_per_key}
+    assert all(entry["file"] == f"models/k{name}.model" for name, entry in index["entries"].items())
