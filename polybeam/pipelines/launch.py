@@ -124,7 +124,8 @@ def launch(pipeline, options: PipelineOptions, *, command: str, report: str, out
         if workers:
             if preload is not None:
                 preload()
-            pipeline.runner, pool = forked_runner(options, workers)
+            # The pipeline keeps its own copy of the options, which the runner reads.
+            pipeline.runner, pool = forked_runner(pipeline.options, workers)
         result = pipeline.run()
         state = result.wait_until_finish()
     finally:
