@@ -1,52 +1,41 @@
-"""Beam PTransforms, DoFns and sources: the only part of polybeam that knows Beam."""
+"""Beam PTransforms, DoFns and sources: the only part of polybeam that knows Beam.
 
-from polybeam.transforms.dead_letters import FillLineNumbers, LineIndex, WriteDeadLetters
-from polybeam.transforms.evaluate import Evaluate, EvaluationFn
-from polybeam.transforms.group_statistics import GramStatisticsFn, GroupStatistics
-from polybeam.transforms.model_io import ReadModel, WriteModel, read_model, write_model
-from polybeam.transforms.predict import Predict, ScoredBatch, WritePredictions
-from polybeam.transforms.read import (
-    COUNTER_NAMESPACE,
-    DEAD_LETTERS,
-    EXAMPLES,
-    ParseBlocks,
-    ReadExamples,
-    ReadParquetBatches,
-    ReadResult,
-)
-from polybeam.transforms.sequence import ApplyAnytime, EvaluateAnytime, SequenceGroups, WritePrefixes
-from polybeam.transforms.sources import TextBlock, TextBlockSource
-from polybeam.transforms.train import MergeLearnersFn, Train, TrainFn
+The names below are imported on first use (PEP 562), so that a job that
+trains does not load the feature-group sequencing (and SciPy) it never runs.
+"""
 
-__all__ = [
-    "ApplyAnytime",
-    "EvaluateAnytime",
-    "SequenceGroups",
-    "WritePrefixes",
-    "COUNTER_NAMESPACE",
-    "DEAD_LETTERS",
-    "EXAMPLES",
-    "Evaluate",
-    "EvaluationFn",
-    "FillLineNumbers",
-    "GramStatisticsFn",
-    "GroupStatistics",
-    "LineIndex",
-    "MergeLearnersFn",
-    "ParseBlocks",
-    "Predict",
-    "ReadExamples",
-    "ReadModel",
-    "ReadParquetBatches",
-    "ReadResult",
-    "ScoredBatch",
-    "TextBlock",
-    "TextBlockSource",
-    "Train",
-    "TrainFn",
-    "WriteDeadLetters",
-    "WriteModel",
-    "WritePredictions",
-    "read_model",
-    "write_model",
-]
+from __future__ import annotations
+
+import importlib
+
+# Public name -> the module that defines it.
+_EXPORTS = {
+    "FillLineNumbers": "dead_letters", "LineIndex": "dead_letters", "WriteDeadLetters": "dead_letters",
+    "Evaluate": "evaluate", "EvaluationFn": "evaluate",
+    "GramStatisticsFn": "group_statistics", "GroupStatistics": "group_statistics",
+    "ReadModel": "model_io", "WriteModel": "model_io", "read_model": "model_io", "write_model": "model_io",
+    "Predict": "predict", "ScoredBatch": "predict", "WritePredictions": "predict",
+    "COUNTER_NAMESPACE": "read", "COUNTS": "read", "DEAD_LETTERS": "read", "EXAMPLES": "read", "ParseBlocks": "read",
+    "ReadExamples": "read", "ReadParquetBatches": "read", "ReadResult": "read", "SumCounts": "read",
+    "ApplyAnytime": "sequence", "EvaluateAnytime": "sequence", "SequenceGroups": "sequence",
+    "WritePrefixes": "sequence",
+    "TextBlock": "sources", "TextBlockSource": "sources",
+    "MergeLearnersFn": "train", "Train": "train", "TrainFn": "train",
+    "ReadLearners": "checkpoints", "WriteCheckpoint": "checkpoints",
+    "ModelLibrary": "routing", "RouteByKey": "routing", "WriteKeyedModels": "routing",
+    "ParsedKeys": "keys", "WriteReport": "report", "NoteWorkers": "workers",
+}  # fmt: skip
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return __all__
