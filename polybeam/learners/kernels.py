@@ -372,7 +372,9 @@ def learn_batch(
         gradient = loss_derivative(loss, p, y) if importance > 0.0 else 0.0
         if step == GSA and importance > 0.0:
             if xx > 0.0:
-                stats[GREEDY_SUM] += importance * greedy_step(loss, p, y, xx, gsa_target, gsa_exact)
+                # Capped: a huge importance times a huge step (x.x near 0) must not make the mean infinite.
+                stats[GREEDY_SUM] = min(stats[GREEDY_SUM] + importance * greedy_step(loss, p, y, xx, gsa_target, gsa_exact),
+                                        MAX_MAGNITUDE)
                 stats[GREEDY_WEIGHT] += importance
         eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
 

@@ -27,6 +27,7 @@ from polybeam.learners.kernels import (
     GREEDY_WEIGHT,
     GSA,
     LOSS_SUM,
+    MAX_MAGNITUDE,
     MIN_MAGNITUDE,
     MIN_X2,
     NORM_SUM,
@@ -165,7 +166,9 @@ def learn_batch_softmax(
                 else:
                     xx += x * x
             if xx > 0.0:
-                stats[GREEDY_SUM] += importance * softmax_greedy_step(probabilities, label, xx, gsa_target)
+                # Capped, as in kernels.learn_batch: the running mean must stay finite.
+                stats[GREEDY_SUM] = min(stats[GREEDY_SUM] + importance * softmax_greedy_step(probabilities, label, xx, gsa_target),
+                                        MAX_MAGNITUDE)
                 stats[GREEDY_WEIGHT] += importance
         eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
 
