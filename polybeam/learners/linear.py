@@ -365,21 +365,26 @@ class LinearLearner:
         )
 
     def __getstate__(self) -> dict:
-        touched = np.any(self.raw_ != 0, axis=1)
-        if len(self.sum_sq_grad_):
-            touched |= np.any(self.sum_sq_grad_ != 0, axis=1)
-        if len(self.feature_scale_):
-            touched |= self.feature_scale_ != 0
-        if len(self.synced_):
-            touched |= self.synced_ != 0
+        """The state to pickle or save: the touched slots' rows, or every row when that is smaller
+        (a slot number costs as much as a value: dense wins once most slots are touched)."""
+        arrays = [self.raw_] + [a for a in (self.sum_sq_grad_, self.feature_scale_, self.synced_) if len(a)]
+        touched = np.zeros(len(self.raw_), dtype=bool)
+        for array in arrays:
+            touched |= (array != 0) if array.ndim == 1 else np.any(array != 0, axis=1)
         slots = np.flatnonzero(touched)
+        row = sum(a.shape[1] if a.ndim == 2 else 1 for a in arrays)  # values per slot
+        keep = slice(None) if len(slots) * (row + 1) >= len(touched) * row else slots
+
+        def part(array):
+            return array[keep] if len(array) else None
+
         return {
             "config": self.config.to_dict(),
-            "slots": slots,
-            "raw": self.raw_[slots],
-            "sum_sq_grad": self.sum_sq_grad_[slots] if len(self.sum_sq_grad_) else None,
-            "feature_scale": self.feature_scale_[slots] if len(self.feature_scale_) else None,
-            "synced": self.synced_[slots] if len(self.synced_) else None,
+            "slots": None if isinstance(keep, slice) else slots,
+            "raw": self.raw_[keep],
+            "sum_sq_grad": part(self.sum_sq_grad_),
+            "feature_scale": part(self.feature_scale_),
+            "synced": part(self.synced_),
             "stats": self.stats_,
             "pass_start": self.pass_start_,
             "names": self.names_,
@@ -388,7 +393,7 @@ class LinearLearner:
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(LearnerConfig.from_dict(state["config"]))
-        slots = state["slots"]
+        slots = state["slots"] if state["slots"] is not None else slice(None)  # None: every slot
         self.raw_[slots] = state["raw"]
         for name in ("sum_sq_grad", "feature_scale", "synced"):
             if state.get(name) is not None:

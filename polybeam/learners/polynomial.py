@@ -290,20 +290,22 @@ class PolynomialLearner:
     # -- state (pickles, checkpoints): only what is not derived or scratch, dense arrays as their touched slots
 
     def __getstate__(self) -> dict:
-        traced = np.flatnonzero(self.expander.slot_trace != NO_TRACE)
-        products = np.flatnonzero(self.product_trace)
+        trace_slots, trace = _sparse_or_dense(self.expander.slot_trace, self.expander.slot_trace != NO_TRACE)
+        product_slots, products = _sparse_or_dense(self.product_trace, self.product_trace != 0)
+        base = np.flatnonzero(self.base_slots)
         state = {
             "config": self.config.to_dict(),
             "linear": self.linear.__getstate__(),
             "parents": [list(parent.factors) for parent in self.parents],
-            "trace_slots": traced,
-            "trace": self.expander.slot_trace[traced],
-            "product_slots": products,
-            "products": self.product_trace[products],
+            "trace_slots": trace_slots,
+            "trace": trace,
+            "product_slots": product_slots,
+            "products": products,
             "schedule": dataclasses.asdict(self.schedule),
             "examples_seen": int(self.examples_seen),
             "base_nonzeros": int(self.base_nonzeros),
-            "base_slots": np.flatnonzero(self.base_slots),
+            # Slot numbers (8 bytes each) while few, else one byte per slot.
+            "base_slots": base if len(base) * 8 < len(self.base_slots) else self.base_slots.copy(),
             "stages_done": list(self.stages_done),
             "frozen": bool(self.frozen),
             "residuals": None,
@@ -326,11 +328,17 @@ class PolynomialLearner:
         self.linear.__setstate__(state["linear"])
         self.schedule = ExpansionSchedule(**state["schedule"])
         self.expander.add_parents(Monomial.of(factors) for factors in state["parents"])
-        self.expander.slot_trace[state["trace_slots"]] = state["trace"]
-        self.product_trace[state["product_slots"]] = state["products"]
+        every = slice(None)
+        self.expander.slot_trace[every if state["trace_slots"] is None else state["trace_slots"]] = state["trace"]
+        if len(self.product_trace):
+            self.product_trace[every if state["product_slots"] is None else state["product_slots"]] = state["products"]
         self.examples_seen = int(state["examples_seen"])
         self.base_nonzeros = int(state["base_nonzeros"])
-        self.base_slots[state["base_slots"]] = True
+        base = np.asarray(state["base_slots"])
+        if base.dtype == bool:  # saved dense: one flag per slot
+            self.base_slots[:] = base
+        else:  # saved as the slot numbers
+            self.base_slots[base] = True
         self.stages_done = list(state["stages_done"])
         self.frozen = bool(state["frozen"])
         residuals = state["residuals"]
@@ -343,6 +351,14 @@ class PolynomialLearner:
             self.residuals.count[slots] = residuals["count"]
             self.residuals.sum_r2 = float(residuals["sum_r2"])
             self.residuals.weight = float(residuals["weight"])
+
+
+def _sparse_or_dense(array: np.ndarray, present: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(slots, values)`` of the present entries, or ``(None, array)`` when the whole array is smaller."""
+    slots = np.flatnonzero(present)
+    if 2 * len(slots) >= len(array):
+        return None, array.copy()
+    return slots, array[slots]
 
 
 def make_learner(config: LearnerConfig, *, total: int | None = None) -> LinearLearner | PolynomialLearner:

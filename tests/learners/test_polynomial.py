@@ -262,3 +262,24 @@ def test_merged_parents_do_not_depend_on_the_merge_order():
     assert len(set(first.expansion.parents)) == len(first.expansion.parents) > 0
     assert np.array_equal(first.slots, second.slots) and np.allclose(first.weights, second.weights)
     assert dict(first.monomials) == dict(second.monomials)
+
+
+@pytest.mark.parametrize("bits", [4, BITS])
+def test_pickled_state_continues_exactly_whether_saved_dense_or_sparse(bits):
+    import pickle
+
+    def task(n, seed):  # features 1..6 fit every table
+        return dataclasses.replace(pairs_task(n, seed=seed, p=0.6), bits=bits)
+
+    config = LearnerConfig(loss="squared", bits=bits, expand="apple", alpha=0.5, expand_after=200, expansions=3)
+    learner = PolynomialLearner(config).learn(task(1500, 0))
+    state = learner.__getstate__()
+    # A 16-slot table is mostly touched: kept whole; a 2^14 one is not: kept as its touched slots.
+    assert (state["linear"]["slots"] is None) == (bits == 4)
+    clone = pickle.loads(pickle.dumps(learner))
+    assert clone.parents == learner.parents
+    np.testing.assert_array_equal(clone.expander.slot_trace, learner.expander.slot_trace)
+    np.testing.assert_array_equal(clone.base_slots, learner.base_slots)
+    more = task(700, 1)
+    np.testing.assert_array_equal(clone.learn(more).linear.weights, learner.learn(more).linear.weights)
+    assert clone.progressive_loss == learner.progressive_loss
