@@ -179,7 +179,7 @@ def add_run_options(parser) -> None:
 
 def add_sequence_options(parser) -> None:
     """Options of ``polybeam sequence``: feature groups, method, ridge."""
-    from polybeam.selection.sequencing import METHODS  # the kernels' module: only when sequencing
+    from polybeam.selection.methods import METHODS  # names only: no SciPy, no kernels
 
     _add(parser, "groups", default=None, help='group specification JSON: {"groups": [{"name": ..., "features": [1, "3-48", "name"], "cost": 2.5}, ...]}')
     _add(parser, "method", choices=METHODS, default="cs-g-omp", help="sequencing method (default: cs-g-omp)")

@@ -6,23 +6,32 @@ the groups' columns), ``standardize`` (the standardised problem),
 ``sequencing`` (CS-G-OMP, CS-G-FR, Doubling and the comparison variants),
 ``group_lasso`` (the Sparse baseline), ``anytime`` (prefix records and the
 anytime predictor) and ``timeliness`` (curves, alpha-timeliness, Oracle).
+
+The names below are imported on first use (PEP 562): ``polybeam.selection.methods``
+(the methods' names, for option parsing) loads without SciPy.
 """
 
-from polybeam.selection.anytime import AnytimeModel, AnytimeModelError, prefix_records, sequence_statistics
-from polybeam.selection.groups import FeatureGroup, GroupSpec, GroupSpecError
-from polybeam.selection.sequencing import METHODS, SequenceResult, sequence
-from polybeam.selection.statistics import GramStatistics
+from __future__ import annotations
 
-__all__ = [
-    "METHODS",
-    "AnytimeModel",
-    "AnytimeModelError",
-    "FeatureGroup",
-    "GramStatistics",
-    "GroupSpec",
-    "GroupSpecError",
-    "SequenceResult",
-    "prefix_records",
-    "sequence",
-    "sequence_statistics",
-]
+import importlib
+
+# Public name -> the module that defines it.
+_EXPORTS = {
+    "AnytimeModel": "anytime", "AnytimeModelError": "anytime", "prefix_records": "anytime",
+    "sequence_statistics": "anytime", "FeatureGroup": "groups", "GroupSpec": "groups", "GroupSpecError": "groups",
+    "METHODS": "methods", "SequenceResult": "sequencing", "sequence": "sequencing", "GramStatistics": "statistics",
+}  # fmt: skip
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return __all__

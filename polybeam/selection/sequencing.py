@@ -57,9 +57,8 @@ from polybeam.selection.cholesky import GrowingCholesky
 from polybeam.selection.group_lasso import entry_order
 from polybeam.selection.whitening import DEFAULT_TOLERANCE, GroupBasis
 
-METHODS = ("cs-g-omp", "cs-g-fr", "doubling", "no-whiten", "single", "g-omp", "sparse")
-# Methods that score features one by one, or are the paper's unwhitened comparison, work unwhitened.
-_UNWHITENED = ("no-whiten", "single")
+from polybeam.selection.methods import METHODS
+from polybeam.selection.methods import UNWHITENED as _UNWHITENED
 
 
 @dataclasses.dataclass(frozen=True)
