@@ -13,7 +13,7 @@ The names below are imported on first use (PEP 562): ``polybeam.selection.method
 
 from __future__ import annotations
 
-import importlib
+from polybeam.lazy_exports import lazy_exports
 
 # Public name -> the module that defines it.
 _EXPORTS = {
@@ -25,13 +25,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

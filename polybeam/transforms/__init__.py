@@ -6,7 +6,7 @@ trains does not load the feature-group sequencing (and SciPy) it never runs.
 
 from __future__ import annotations
 
-import importlib
+from polybeam.lazy_exports import lazy_exports
 
 # Public name -> the module that defines it.
 _EXPORTS = {
@@ -29,13 +29,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
