@@ -82,7 +82,7 @@ setup(
         "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4"],
         "plot": ["matplotlib>=3.8"],
         # Peers for side-by-side benchmarks only; never imported by the package.
-        "bench": ["vowpalwabbit>=9.9", "scikit-learn>=1.4", "matplotlib>=3.8"],
+        "bench": ["vowpalwabbit>=9.9", "scikit-learn>=1.4", "matplotlib>=3.8", "rdata>=1.0"],
     },
     entry_points={"console_scripts": ["polybeam=polybeam.pipelines.cli:main"]},
     cmdclass={"build_py": BuildPyWithKernels},

@@ -1,0 +1,97 @@
+"""The protocol's splits: seeded 80/20 train/test, and the training part's last fifth for validation.
+
+Every learner reads the same files, in the same (shuffled) order:
+
+* ``train``: the first 80% of the shuffled rows; the final model learns on it;
+* ``test``: the other 20%; only the final model is measured on it;
+* ``fit`` and ``valid``: the first 80% and last 20% of ``train``; settings
+  (VW's learning rate, a sparsity strength) are chosen by learning on ``fit``
+  and measuring on ``valid``, never on ``test``.
+
+>>> import tempfile
+>>> folder = tempfile.mkdtemp()
+>>> data = os.path.join(folder, "data.libsvm")
+>>> _ = open(data, "w").write("".join(f"{i % 2 * 2 - 1} 1:{i}\\n" for i in range(100)))
+>>> split = make_split(data, os.path.join(folder, "s0"), seed=0)
+>>> [sum(1 for _ in open(path)) for path in (split.train, split.test, split.fit, split.valid)]
+[80, 20, 64, 16]
+>>> open(split.train).read() == open(split.fit).read() + open(split.valid).read()
+True
+>>> make_split(data, os.path.join(folder, "again"), seed=0).rows == split.rows
+True
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+TEST_SHARE = 0.2
+VALIDATION_SHARE = 0.2
+PARTS = ("train", "test", "fit", "valid")
+
+
+@dataclass(frozen=True)
+class Split:
+    """The four LIBSVM files of one seed's split, and how many rows each holds."""
+
+    folder: str
+    seed: int
+    rows: dict
+
+    @property
+    def train(self) -> str:
+        return os.path.join(self.folder, "train.libsvm")
+
+    @property
+    def test(self) -> str:
+        return os.path.join(self.folder, "test.libsvm")
+
+    @property
+    def fit(self) -> str:
+        return os.path.join(self.folder, "fit.libsvm")
+
+    @property
+    def valid(self) -> str:
+        return os.path.join(self.folder, "valid.libsvm")
+
+    def path(self, part: str) -> str:
+        return getattr(self, part)
+
+    def vw(self, part: str) -> str:
+        """The same rows as VW text (written on first use): ``label |f index:value ...``."""
+        target = os.path.join(self.folder, f"{part}.vw")
+        if not os.path.exists(target):
+            temporary = target + ".tmp"
+            with open(self.path(part)) as reader, open(temporary, "w") as writer:
+                for line in reader:
+                    label, _, features = line.strip().partition(" ")
+                    writer.write(f"{float(label):g} |f {features}\n")
+            os.replace(temporary, target)
+        return target
+
+
+def make_split(data: str, folder: str, seed: int) -> Split:
+    """Shuffle ``data``'s rows with ``seed`` and write the split under ``folder`` (reused when there)."""
+    counts = os.path.join(folder, "rows.txt")
+    if os.path.exists(counts):
+        with open(counts) as handle:
+            return Split(folder, seed, {part: int(n) for part, n in zip(PARTS, handle.read().split())})
+    with open(data, "rb") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    order = np.random.default_rng(seed).permutation(len(lines))
+    n_train = len(lines) - int(round(TEST_SHARE * len(lines)))
+    n_fit = n_train - int(round(VALIDATION_SHARE * n_train))
+    parts = {"train": order[:n_train], "test": order[n_train:], "fit": order[:n_fit], "valid": order[n_fit:n_train]}
+    os.makedirs(folder, exist_ok=True)
+    for part, rows in parts.items():
+        temporary = os.path.join(folder, f"{part}.libsvm.tmp")
+        with open(temporary, "wb") as handle:
+            handle.writelines(lines[i] for i in rows)
+        os.replace(temporary, os.path.join(folder, f"{part}.libsvm"))
+    rows = {part: len(parts[part]) for part in PARTS}
+    with open(counts, "w") as handle:  # written last: its presence means the split is whole
+        handle.write(" ".join(str(rows[part]) for part in PARTS))
+    return Split(folder, seed, rows)

@@ -1,0 +1,68 @@
+"""Smoke test of benchmarks/suite/run.py: the protocol's splits, the runners and the report, on bundled data."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+SUITE = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "suite")
+
+
+@pytest.fixture(scope="module")
+def suite():
+    sys.path[:0] = [SUITE, os.path.dirname(SUITE)]
+    import runners
+    import splits
+
+    return runners, splits
+
+
+def test_the_suite_modules_doctests_pass(suite):
+    runners, splits = suite
+    for module in (runners, splits):
+        assert doctest.testmod(module).failed == 0
+
+
+def test_splits_never_mix_test_rows_into_training(suite, tmp_path):
+    _, splits = suite
+    data = tmp_path / "data.libsvm"
+    data.write_text("".join(f"{1 if i % 3 else -1} 1:{i}\n" for i in range(1000)))
+    split = splits.make_split(str(data), str(tmp_path / "s"), seed=7)
+    rows = {part: open(split.path(part)).read().splitlines() for part in splits.PARTS}
+    assert not set(rows["train"]) & set(rows["test"])
+    assert sorted(rows["train"] + rows["test"]) == sorted(data.read_text().splitlines())
+    assert rows["fit"] + rows["valid"] == rows["train"]
+    other = splits.make_split(str(data), str(tmp_path / "t"), seed=8)
+    assert open(other.test).read() != open(split.test).read()
+
+
+def test_polybeam_runner_uses_the_command_lines_configuration(suite):
+    runners, _ = suite
+    task = runners.Task("t", "multiclass", 4, 10)
+    config = runners.polybeam_config(runners.polybeam_flags(task, "--passes", "3"))
+    assert (config.loss, config.classes, config.passes) == ("softmax", 4, 3)
+    assert runners.polybeam_config(runners.polybeam_flags(runners.Task("r", "regression", None, 3))).loss == "squared"
+
+
+def test_quick_run_writes_a_report_with_every_learner(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("vowpalwabbit")
+    sys.path[:0] = [SUITE, os.path.dirname(SUITE)]
+    import run
+
+    assert run.main(["--quick", "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "suite.json").read_text())
+    results = report["results"]
+    assert {"sk_breast_cancer", "sk_wine", "sk_digits", "sk_diabetes"} <= set(results)
+    cancer = results["sk_breast_cancer"]["summary"]
+    assert set(cancer) == set(run.LEARNERS)
+    assert all(0 <= entry["error"] <= 1 for entry in cancer.values())
+    assert cancer["sklearn batch"]["error"] < 0.1  # the batch optimum on scaled features: a few percent
+    assert "vw stage_poly" not in results["sk_digits"]["summary"]  # multiclass: no polynomial peers
+    assert np.isfinite(results["sk_diabetes"]["summary"]["polybeam"]["error"])
+    assert "## Targets" in (tmp_path / "out" / "suite.md").read_text()
