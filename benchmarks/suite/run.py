@@ -12,6 +12,7 @@ scikit-learn bundled sets on one seed, into ``--out``, for a smoke test).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -30,7 +31,8 @@ from splits import make_split  # noqa: E402
 
 SEEDS = (0, 1, 2)
 MARGIN = 0.005  # a win or a loss: a mean error lower or higher by more than this
-SMALL_ROWS = 10_000  # "small data": fewer training rows than this get the 20-pass run
+SMALL_ROWS = 10_000
+FLOOR = 1e-3  # errors of 0 are drawn here on the plot's log axes  # "small data": fewer training rows than this get the 20-pass run
 APPLE = ("--expand", "apple", "--alpha", "1")
 STAGE_POLY = ("--stage_poly", "--sched_exponent", "1")
 
@@ -180,11 +182,16 @@ def plot(report: dict, path: str) -> None:
         for kind, marker in (("binary", "o"), ("multiclass", "s"), ("regression", "^")):
             chosen = [p for p in points if p[3] == kind]
             if chosen:
-                axis.scatter([p[0] for p in chosen], [p[1] for p in chosen], marker=marker, label=kind)
-        top = max([max(p[0], p[1]) for p in points] + [0.1]) * 1.05
-        axis.plot([0, top], [0, top], color="grey", linewidth=0.8)
-        axis.set(xlim=(0, top), ylim=(0, top), xlabel=f"{theirs} error", ylabel=f"{ours} error", title=title)
+                axis.scatter([max(p[0], FLOOR) for p in chosen], [max(p[1], FLOOR) for p in chosen], marker=marker,
+                             label=kind)
+        # Log axes: errors from under 1% to relative MSEs above 1 share one picture.
+        values = [max(v, FLOOR) for p in points for v in p[:2]] or [FLOOR, 1.0]
+        low, high = min(values) / 1.3, max(values) * 1.3
+        axis.plot([low, high], [low, high], color="grey", linewidth=0.8)
+        axis.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high), xlabel=f"{theirs} error",
+                 ylabel=f"{ours} error", title=title)
         axis.legend()
+    figure.suptitle("Held-out error per task, mean of 3 seeds (below the diagonal: polybeam better)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -200,7 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2; --quick: 0)")
     parser.add_argument("--learners", default=",".join(LEARNERS), help="comma-separated learners")
     parser.add_argument("--quick", action="store_true", help="scikit-learn's bundled data sets, one seed")
+    parser.add_argument("--render", action="store_true", help="rewrite suite.md and suite.png from suite.json")
     args = parser.parse_args(argv)
+    if args.render:
+        folder = args.results or os.path.join(BENCHMARKS, "results")
+        with open(os.path.join(folder, "suite.json")) as handle:
+            report = json.load(handle)
+        return publish(report, folder)
     seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else ((0,) if args.quick else SEEDS)
     learners = [name.strip() for name in args.learners.split(",")]
     unknown = [name for name in learners if name not in LEARNERS]
@@ -219,10 +232,15 @@ def main(argv: list[str] | None = None) -> int:
               "protocol": "benchmarks/suite/PROTOCOL.md", "results": results}  # fmt: skip
     report["targets"] = targets(results)
     report["elapsed_seconds"] = time.perf_counter() - clock
+    return publish(report, results_folder)
+
+
+def publish(report: dict, folder: str) -> int:
+    """Write suite.{json,md,png} into ``folder`` and print the markdown."""
     markdown = render(report)
-    write_report(results_folder, "suite", report, markdown)
+    write_report(folder, "suite", report, markdown)
     try:
-        plot(report, os.path.join(results_folder, "suite.png"))
+        plot(report, os.path.join(folder, "suite.png"))
     except ImportError:
         log("matplotlib is not installed: no plot (pip install '.[plot]')")
     print(markdown)
