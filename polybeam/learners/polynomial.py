@@ -100,6 +100,11 @@ class PolynomialLearner:
         self.base_nonzeros = 0
         self.base_slots = np.zeros(1 << config.bits, dtype=bool)
         self.stages_done: list[dict] = []
+        # An epoch that ended with the last example seen so far grows the parents only when
+        # another example comes: parents added after the last example would never be learned,
+        # yet their products (hashed onto slots trained for other features) would enter every
+        # prediction of the model.
+        self.grow_pending = False
         # Quadratic and cubic never grow; a merged apple learner keeps its parents (see merge).
         self.frozen = config.expand != "apple"
         # Quadratic and cubic: each product slot's packed factors, to name the model's products
@@ -127,6 +132,9 @@ class PolynomialLearner:
         """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it."""
         position = 0
         while position < len(batch):
+            if self.grow_pending and not self.frozen:
+                self._grow()
+            self.grow_pending = False
             boundary = None if self.frozen else self.schedule.next_boundary(self.examples_seen)
             take = len(batch) - position
             if boundary is not None:
@@ -138,7 +146,7 @@ class PolynomialLearner:
             self.examples_seen += take
             position += take
             if boundary is not None and self.examples_seen == boundary:
-                self._grow()
+                self.grow_pending = True
         return self
 
     def _learn_expanded(self, part: ExampleBatch) -> None:
@@ -271,6 +279,7 @@ class PolynomialLearner:
         self.expander.add_parents(united)
         self.expander.slot_trace = traces
         self.frozen = True
+        self.grow_pending = False
         return self
 
     def start_pass(self) -> PolynomialLearner:
@@ -308,6 +317,7 @@ class PolynomialLearner:
             "base_slots": base if len(base) * 8 < len(self.base_slots) else self.base_slots.copy(),
             "stages_done": list(self.stages_done),
             "frozen": bool(self.frozen),
+            "grow_pending": bool(self.grow_pending),
             "residuals": None,
         }
         if self.residuals is not None:
@@ -341,6 +351,7 @@ class PolynomialLearner:
             self.base_slots[base] = True
         self.stages_done = list(state["stages_done"])
         self.frozen = bool(state["frozen"])
+        self.grow_pending = bool(state.get("grow_pending", False))  # states saved before it existed: False
         residuals = state["residuals"]
         if self.frozen:
             self.residuals = None

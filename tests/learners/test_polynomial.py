@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -266,8 +267,6 @@ def test_merged_parents_do_not_depend_on_the_merge_order():
 
 @pytest.mark.parametrize("bits", [4, BITS])
 def test_pickled_state_continues_exactly_whether_saved_dense_or_sparse(bits):
-    import pickle
-
     def task(n, seed):  # features 1..6 fit every table
         return dataclasses.replace(pairs_task(n, seed=seed, p=0.6), bits=bits)
 
@@ -283,3 +282,18 @@ def test_pickled_state_continues_exactly_whether_saved_dense_or_sparse(bits):
     more = task(700, 1)
     np.testing.assert_array_equal(clone.learn(more).linear.weights, learner.learn(more).linear.weights)
     assert clone.progressive_loss == learner.progressive_loss
+
+
+def test_an_epoch_ending_with_the_data_adds_no_parents_that_could_not_be_learned():
+    data = pairs_task(1001, p=0.6)
+    ends_on_a_boundary = apple(expand_after=250, expansions=3).learn(data.take(np.arange(1000)))
+    # Epochs end after 250, 500 and 1000 examples; the last one ends with the data.
+    assert [stage["examples"] for stage in ends_on_a_boundary.stages_done] == [250, 500]
+    assert ends_on_a_boundary.grow_pending
+    assert ends_on_a_boundary.to_model().expansion.parents == tuple(ends_on_a_boundary.parents)
+    # One more example and the growth happens, from the state the boundary left: as in one run.
+    continued = pickle.loads(pickle.dumps(ends_on_a_boundary)).learn(data.take(np.arange(1000, 1001)))
+    whole = apple(expand_after=250, expansions=3).learn(data)
+    assert [stage["examples"] for stage in continued.stages_done] == [250, 500, 1000]
+    assert continued.parents == whole.parents
+    np.testing.assert_array_equal(continued.linear.weights, whole.linear.weights)
