@@ -24,6 +24,7 @@ BENCHMARKS = os.path.dirname(HERE)
 sys.path[:0] = [HERE, BENCHMARKS]
 
 import runners  # noqa: E402
+import sparsity  # noqa: E402
 import suite_data  # noqa: E402
 from harness import machine_info, markdown_table, vw_version, write_report  # noqa: E402
 from runners import Task  # noqa: E402
@@ -79,6 +80,52 @@ def run_task(meta: dict, seeds, splits_folder: str, learners: list[str]) -> dict
                       "seconds": float(np.mean([r["seconds"] for r in results]))} for name, results in runs.items()}  # fmt: skip
     return {"task": task.kind, "rows": meta["rows"], "features": task.features, "classes": task.classes,
             "kind": meta.get("kind"), "source": meta.get("source"), "summary": summary, "runs": runs}  # fmt: skip
+
+
+def run_sparsity_task(meta: dict, seeds, splits_folder: str) -> dict:
+    """The sparsity protocol (``sparsity.py``) on one ``NAME+random1000`` task, every method and seed."""
+    task = Task.of(meta)
+    runs: dict = {method: [] for method in sparsity.METHODS}
+    for seed in seeds:
+        split = make_split(os.path.join(meta["folder"], "data.libsvm"), os.path.join(splits_folder, task.name, str(seed)), seed)
+        for method in sparsity.METHODS:
+            runs[method].append({"seed": seed, **sparsity.sweep(method, task, split)})
+        log(f"{task.name} seed {seed}: " + ", ".join(
+            f"{m} {r[-1]['test']['random_zero']:.0%} zero, {r[-1]['test']['loss']:+.1%} acc." for m, r in runs.items()))
+    return {"rows": meta["rows"], "features": task.features, "base": meta.get("base"),
+            "summary": {method: sparsity.summarise(r) for method, r in runs.items()}, "runs": runs}  # fmt: skip
+
+
+def render_sparsity(report: dict) -> str:
+    results = report["results"]
+    methods = list(sparsity.METHODS)
+    met = {m: [n for n, r in results.items() if r["summary"][m]["meets_target"]] for m in methods}
+    rows = [[name, r["rows"], *(f"{r['summary'][m]['random_zero']:.1%} / {r['summary'][m]['accuracy_loss']:+.2%}"
+                                for m in methods)] for name, r in results.items()]  # fmt: skip
+    lines = [
+        "# The suite's sparsity protocol: binary tasks plus 1000 random binary features",
+        "",
+        f"Measured {report['started']} by `benchmarks/suite/run.py --sparsity` (protocol: "
+        "`benchmarks/suite/PROTOCOL.md`, `benchmarks/suite/sparsity.py`); seeds "
+        f"{', '.join(map(str, report['seeds']))}. Each method's strength is chosen on the validation fifth: the "
+        "sparsest point of its grid within 1% (relative) of its own unregularised validation accuracy; the table "
+        "gives, on the test part and averaged over seeds, the share of the 1000 random features exactly 0 and the "
+        "accuracy lost against the same method without sparsity (negative: gained). Grids: "
+        + "; ".join(f"{m} {min(g):g} to {max(g):g} ({len(g)} points)" for m, g in sparsity.GRIDS.items()) + ".",
+        "",
+        "## Target: >= 90% of the random features exactly 0 at <= 1% accuracy loss, on >= 80% of the tasks",
+        "",
+        *(f"- {m}: {len(met[m])} of {len(results)} tasks" + (" (met)" if len(met[m]) >= 0.8 * len(results) else
+                                                            " (NOT met)") for m in methods),  # fmt: skip
+        "",
+        "## Random features zeroed / accuracy lost, per task",
+        "",
+        markdown_table(["task", "rows", *methods], rows),
+        "",
+        "Accuracy against non-zero weights along each sweep (validation, seed 0): `suite_sparsity.png`.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def compare(results: dict, ours: str, theirs: str, kinds) -> dict:
@@ -207,13 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2; --quick: 0)")
     parser.add_argument("--learners", default=",".join(LEARNERS), help="comma-separated learners")
     parser.add_argument("--quick", action="store_true", help="scikit-learn's bundled data sets, one seed")
-    parser.add_argument("--render", action="store_true", help="rewrite suite.md and suite.png from suite.json")
+    parser.add_argument("--sparsity", action="store_true", help="the sparsity protocol instead (suite_sparsity.*)")
+    parser.add_argument("--render", action="store_true", help="rewrite the markdown and plots from the JSON")
     args = parser.parse_args(argv)
+    stem = "suite_sparsity" if args.sparsity else "suite"
     if args.render:
         folder = args.results or os.path.join(BENCHMARKS, "results")
-        with open(os.path.join(folder, "suite.json")) as handle:
+        with open(os.path.join(folder, f"{stem}.json")) as handle:
             report = json.load(handle)
-        return publish(report, folder)
+        return publish(report, folder, stem)
     seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else ((0,) if args.quick else SEEDS)
     learners = [name.strip() for name in args.learners.split(",")]
     unknown = [name for name in learners if name not in LEARNERS]
@@ -221,26 +270,34 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown learners {unknown}; choose from {', '.join(LEARNERS)}")
     results_folder = args.results or (args.out if args.quick else os.path.join(BENCHMARKS, "results"))
     only = args.only.split(",") if args.only else None
-    metas = suite_data.assemble(args.cache, names=only, quick=args.quick, variants=False)
+    metas = suite_data.assemble(args.cache, names=only, quick=args.quick, variants=args.sparsity)
+    if args.sparsity:
+        metas = [meta for meta in metas if meta.get("random_features")]
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     clock = time.perf_counter()
     results = {}
     for meta in metas:
         meta = {**meta, "folder": meta.get("folder") or os.path.join(args.cache, meta["name"])}
-        results[meta["name"]] = run_task(meta, seeds, os.path.join(args.out, "splits"), learners)
+        if args.sparsity:
+            results[meta["name"]] = run_sparsity_task(meta, seeds, os.path.join(args.out, "splits"))
+        else:
+            results[meta["name"]] = run_task(meta, seeds, os.path.join(args.out, "splits"), learners)
     report = {"started": started, "seeds": list(seeds), "machine": machine_info(), "vw_version": vw_version(),
               "protocol": "benchmarks/suite/PROTOCOL.md", "results": results}  # fmt: skip
-    report["targets"] = targets(results)
+    if not args.sparsity:
+        report["targets"] = targets(results)
     report["elapsed_seconds"] = time.perf_counter() - clock
-    return publish(report, results_folder)
+    return publish(report, results_folder, stem)
 
 
-def publish(report: dict, folder: str) -> int:
-    """Write suite.{json,md,png} into ``folder`` and print the markdown."""
-    markdown = render(report)
-    write_report(folder, "suite", report, markdown)
+def publish(report: dict, folder: str, stem: str = "suite") -> int:
+    """Write STEM.{json,md,png} into ``folder`` and print the markdown."""
+    sparse = stem == "suite_sparsity"
+    markdown = render_sparsity(report) if sparse else render(report)
+    write_report(folder, stem, report, markdown)
     try:
-        plot(report, os.path.join(folder, "suite.png"))
+        (sparsity.plot_curves if sparse else plot)(report["results"] if sparse else report,
+                                                   os.path.join(folder, f"{stem}.png"))
     except ImportError:
         log("matplotlib is not installed: no plot (pip install '.[plot]')")
     print(markdown)

@@ -85,7 +85,8 @@ def polybeam_config(flags: list[str]):
     return learner_config(PipelineOptions(flags))
 
 
-def _read_batch(path: str, config):
+def read_batch(path: str, config):
+    """``path`` parsed as ``polybeam train`` reads it for ``config`` (a row it refuses fails the run)."""
     from polybeam.learners.parsing.libsvm import LibsvmFormat
 
     reader = LibsvmFormat(bits=config.bits, seed=config.seed, labels=config.label_kind, classes=config.classes or 0)
@@ -114,9 +115,9 @@ def run_polybeam(task: Task, flags: list[str], train: str, test: str) -> dict:
     """``polybeam train FLAGS`` on ``train``, measured on ``test``."""
     config = polybeam_config(flags)
     started = time.perf_counter()
-    model = train_like_train(config, _read_batch(train, config))
+    model = train_like_train(config, read_batch(train, config))
     seconds = time.perf_counter() - started
-    test_batch = _read_batch(test, config)
+    test_batch = read_batch(test, config)
     # What `polybeam predict` answers: a class (softmax), a clamped value (squared), a score's sign.
     if task.kind == "multiclass":
         predictions = model.predict_classes(test_batch)
@@ -175,7 +176,8 @@ def run_vw(task: Task, split, extra: tuple[str, ...] = ()) -> dict:
 # -- scikit-learn -------------------------------------------------------------------------------
 
 
-def _load(path: str, features: int):
+def load_svmlight(path: str, features: int):
+    """``(matrix, labels)`` of a LIBSVM file: column i - 1 holds feature index i."""
     from sklearn.datasets import load_svmlight_file
 
     matrix, labels = load_svmlight_file(path, n_features=features, zero_based=False)
@@ -187,8 +189,8 @@ def run_sklearn(task: Task, split, which: str) -> dict:
     from sklearn.linear_model import LogisticRegression, Ridge, SGDClassifier, SGDRegressor
     from sklearn.preprocessing import StandardScaler
 
-    train_x, train_y = _load(split.train, task.features)
-    test_x, test_y = _load(split.test, task.features)
+    train_x, train_y = load_svmlight(split.train, task.features)
+    test_x, test_y = load_svmlight(split.test, task.features)
     dense = train_x.nnz > 0.1 * train_x.shape[0] * train_x.shape[1]
     if dense:
         train_x, test_x = train_x.toarray(), test_x.toarray()

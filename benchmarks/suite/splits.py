@@ -27,6 +27,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+from harness import libsvm_to_vw  # benchmarks/harness.py: the runner puts benchmarks/ on the path
 
 TEST_SHARE = 0.2
 VALIDATION_SHARE = 0.2
@@ -64,12 +65,7 @@ class Split:
         """The same rows as VW text (written on first use): ``label |f index:value ...``."""
         target = os.path.join(self.folder, f"{part}.vw")
         if not os.path.exists(target):
-            temporary = target + ".tmp"
-            with open(self.path(part)) as reader, open(temporary, "w") as writer:
-                for line in reader:
-                    label, _, features = line.strip().partition(" ")
-                    writer.write(f"{float(label):g} |f {features}\n")
-            os.replace(temporary, target)
+            os.replace(libsvm_to_vw(self.path(part), target + ".tmp"), target)
         return target
 
 

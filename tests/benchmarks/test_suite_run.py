@@ -66,3 +66,26 @@ def test_quick_run_writes_a_report_with_every_learner(tmp_path):
     assert "vw stage_poly" not in results["sk_digits"]["summary"]  # multiclass: no polynomial peers
     assert np.isfinite(results["sk_diabetes"]["summary"]["polybeam"]["error"])
     assert "## Targets" in (tmp_path / "out" / "suite.md").read_text()
+
+
+def test_quick_sparsity_protocol_chooses_on_validation_and_reports_every_method(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("vowpalwabbit")
+    sys.path[:0] = [SUITE, os.path.dirname(SUITE)]
+    import run
+    import sparsity
+
+    out = tmp_path / "out"
+    assert run.main(["--sparsity", "--quick", "--cache", str(tmp_path / "cache"), "--out", str(out)]) == 0
+    result = json.loads((out / "suite_sparsity.json").read_text())["results"]["sk_breast_cancer+random1000"]
+    for method in sparsity.METHODS:
+        seed = result["runs"][method][0]
+        curve = seed["validation"]["curve"]
+        assert [point["strength"] for point in curve] == list(sparsity.GRIDS[method])
+        # The chosen strength is a grid point within 1% of the unregularised validation accuracy.
+        chosen = [point for point in curve if point["strength"] == seed["chosen"]]
+        assert chosen and chosen[0]["accuracy"] >= 0.99 * seed["validation"]["unregularised"]
+        assert 0.0 <= seed["test"]["random_zero"] <= 1.0
+    # The strongest L1 empties scikit-learn's model: every random weight is exactly 0 there.
+    assert result["runs"]["sklearn"][0]["validation"]["curve"][-1]["random_zero"] == 1.0
+    assert (out / "suite_sparsity.png").exists()
