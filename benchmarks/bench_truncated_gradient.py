@@ -254,7 +254,7 @@ def polybeam_config(method: str, value: float | None, protocol: Protocol, *, eve
     if value is None:
         return sgd_config(protocol)
     if method == "tg_inf":
-        return sgd_config(protocol, gravity=value, truncate_every=every)
+        return sgd_config(protocol, sparsity="truncate", gravity=value, truncate_every=every)  # the paper's form
     if method == "tg_theta_g":
         return sgd_config(protocol, gravity=value, truncate_every=every, truncate_threshold=value)
     if method == "rounding":

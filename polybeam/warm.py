@@ -67,7 +67,7 @@ CSV_NO_HEADER = b"1,0.5,2\n-1,1.5,0\n1,2,1\n"
 
 LOSSES = ("squared", "logistic", "hinge", "softmax")
 STEPS = ("gsa", "adaptive", "constant", "decay", "inverse")
-SPARSITY = ("none", "truncate", "round", "subgradient")
+SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 BITS = 10
 
 

@@ -10,7 +10,7 @@ True
 
 LOSSES = ("squared", "logistic", "hinge", "softmax")
 STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
-SPARSITY = ("none", "truncate", "round", "subgradient")
+SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 EXPANSIONS = ("none", "apple", "quadratic", "cubic")
 EXPANSION_RULES = ("weight", "fallback", "ssm")
 # Greedy step averaging aims each example's greedy step at this probability of

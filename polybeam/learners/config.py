@@ -100,8 +100,14 @@ class LearnerConfig:
     gsa_exact : bool
         ``gsa`` with logistic loss: the exact greedy step of the GSA paper's
         section 3.2 instead of its eq. 16 (the binary case of softmax's eq. 10).
-    sparsity : {"none", "truncate", "round", "subgradient"}, optional
-        How weights are made sparse: ``truncate`` truncated gradient (every
+    sparsity : {"none", "cumulative", "truncate", "round", "subgradient"}, optional
+        How weights are made sparse: ``cumulative`` truncated gradient with a
+        cumulative penalty (every ``truncate_every`` examples every weight owes
+        step * truncate_every * gravity; it pays from its magnitude, stopping at
+        0, and what it could not pay stays owed, so a weight whose gradients
+        cancel ends at exactly 0: Tsuruoka et al.'s cumulative L1, like VW's
+        ``--l1``; see :mod:`polybeam.learners.sparsity`); ``truncate`` the
+        paper's truncated gradient (every
         ``truncate_every`` examples, weights with ``|w| <= truncate_threshold``
         shrink toward 0 by step * truncate_every * gravity, applied lazily per
         weight); ``round`` sets weights with ``|w| < truncate_threshold`` to zero
@@ -109,7 +115,8 @@ class LearnerConfig:
         adds ``step * gravity * sign(w)`` to every weight's gradient and rounds
         weights below ``truncate_threshold`` to zero at the end (eq. 5; it costs
         O(2**bits) per example and exists as the paper's baseline). Default:
-        ``truncate`` when ``gravity > 0``, else ``none``.
+        ``cumulative`` when ``gravity > 0`` (``truncate`` if a
+        ``truncate_threshold`` is given too), else ``none``.
     gravity : float
         g, the L1-like pull toward zero.
     truncate_every : int
@@ -153,7 +160,7 @@ class LearnerConfig:
     >>> LearnerConfig(loss="logistic", step="adaptive").learning_rate
     1.0
     >>> LearnerConfig(gravity=1e-3).sparsity
-    'truncate'
+    'cumulative'
     >>> LearnerConfig(loss="logistic", step="inverse")
     Traceback (most recent call last):
     ...
@@ -264,7 +271,11 @@ class LearnerConfig:
         if self.gravity < 0:
             raise ValueError(f"gravity must be >= 0; got {self.gravity}")
         if self.sparsity is None:
-            set_field("sparsity", "truncate" if self.gravity > 0 else "none")
+            # A threshold asks for the paper's K/theta form; a gravity alone for the cumulative penalty.
+            if self.gravity <= 0:
+                set_field("sparsity", "none")
+            else:
+                set_field("sparsity", "cumulative" if self.truncate_threshold is None else "truncate")
         if self.sparsity not in SPARSITY:
             raise ValueError(f"sparsity must be one of {', '.join(SPARSITY)}; got {self.sparsity!r}")
         if not _whole(self.truncate_every) or self.truncate_every < 1:
@@ -273,8 +284,13 @@ class LearnerConfig:
             _check_number("truncate_threshold", self.truncate_threshold)
             if self.truncate_threshold < 0:
                 raise ValueError(f"truncate_threshold must be >= 0; got {self.truncate_threshold}")
-        if self.sparsity in ("truncate", "subgradient") and self.gravity <= 0:
+        if self.sparsity in ("cumulative", "truncate", "subgradient") and self.gravity <= 0:
             raise ValueError(f"sparsity {self.sparsity!r} needs gravity > 0; e.g. gravity=1e-4")
+        if self.sparsity == "cumulative" and self.truncate_threshold is not None:
+            raise ValueError(
+                "sparsity 'cumulative' pulls every weight (no truncate_threshold); "
+                "for the paper's K/theta form use sparsity='truncate'"
+            )
         if self.sparsity in ("round", "subgradient") and self.truncate_threshold is None:
             raise ValueError(f"sparsity {self.sparsity!r} needs truncate_threshold (weights below it become 0)")
         if self.sparsity == "none" and (self.gravity > 0 or self.truncate_threshold is not None):

@@ -26,7 +26,18 @@ import numpy as np
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.greedy import greedy_step
 from polybeam.learners.losses import SQUARED, loss_derivative, loss_value, plain_update, safe_update
-from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, penalty_terms, rescaled, settled_raw, step_rate
+from polybeam.learners.sparsity import (
+    CUMULATIVE,
+    ROUND,
+    SUBGRADIENT,
+    TRUNCATE,
+    penalty_terms,
+    rescaled,
+    settled_raw,
+    owed_since,
+    step_rate,
+    unpaid,
+)
 
 # Step rule codes.
 CONSTANT = 0
@@ -136,7 +147,7 @@ def decay_l2(raw, synced, stats, eta_t, l2, importance):
 def advance_clock(stats, sparsity, amount):
     """One truncation step: truncation adds its shrink amount in raw units (so that
     L2 decay after it shrinks it too, as it shrinks the weights), rounding adds 1."""
-    if sparsity == TRUNCATE:
+    if sparsity == TRUNCATE or sparsity == CUMULATIVE:
         stats[CLOCK] += amount / stats[SCALE]
     else:
         stats[CLOCK] += 1.0
@@ -201,8 +212,12 @@ def learn_batch(
     # GSA learns in normalised feature space: x_j / N_j, with N_j the largest |x_j| so far.
     gsa_normalized = step == GSA and normalized
     keeps_scales = adaptive or gsa_normalized
-    lazy = sparsity == TRUNCATE or sparsity == ROUND
-    plain_truncation = sparsity == TRUNCATE and threshold == math.inf
+    lazy = sparsity == TRUNCATE or sparsity == ROUND or sparsity == CUMULATIVE
+    plain_truncation = (sparsity == TRUNCATE or sparsity == CUMULATIVE) and threshold == math.inf
+    # The cumulative penalty keeps what a weight could not pay (0 or 1, to multiply
+    # rather than branch in the feature loops).
+    cumulative = sparsity == CUMULATIVE
+    keeps_unpaid = 1.0 if cumulative else 0.0
     fast_plain = plain_truncation and not adaptive and not gsa_normalized
     fast_adaptive = plain_truncation and adaptive
     fast_gsa = gsa_normalized and (plain_truncation or not lazy)
@@ -240,9 +255,9 @@ def learn_batch(
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
                 x = values[k] if k >= start else 1.0
-                owed = clock - synced[slot]
-                synced[slot] = clock
+                owed = owed_since(clock, synced[slot], cumulative)
                 weight = raw[slot]
+                synced[slot] = clock - keeps_unpaid * max(owed - abs(weight), 0.0)
                 weight = math.copysign(max(abs(weight) - owed, 0.0), weight)
                 raw[slot] = weight
                 margin += weight * x
@@ -255,11 +270,11 @@ def learn_batch(
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
                 x = values[k] if k >= start else 1.0
-                owed = clock - synced[slot]
-                synced[slot] = clock
+                owed = owed_since(clock, synced[slot], cumulative)
                 g = sum_sq_grad[slot]
                 rate = 1.0 / math.sqrt(g) if g > 0.0 else 0.0
                 weight = raw[slot]
+                synced[slot] = clock - keeps_unpaid * unpaid(owed, weight, rate)
                 weight = math.copysign(max(abs(weight) - owed * rate, 0.0), weight)
                 raw[slot] = weight
                 margin += weight * x
@@ -273,8 +288,8 @@ def learn_batch(
                 old_scale = feature_scale[slot]
                 inverse = 1.0 / old_scale if old_scale > 0.0 else 1.0
                 weight = raw[slot]
-                owed = clock - synced[slot]
-                synced[slot] = clock
+                owed = owed_since(clock, synced[slot], cumulative)
+                synced[slot] = clock - keeps_unpaid * unpaid(owed, weight, inverse)
                 weight = math.copysign(max(abs(weight) - owed * inverse, 0.0), weight)
                 raw[slot] = weight
                 margin += weight * x
@@ -318,8 +333,7 @@ def learn_batch(
             x = values[k] if k >= start else 1.0
             weight = raw[slot]
             if lazy:
-                owed = clock - synced[slot]
-                synced[slot] = clock
+                owed = owed_since(clock, synced[slot], cumulative)
                 # theta = infinity has loops of its own above (this loop sees it only for
                 # normalised GSA on examples of importance 0).
                 rate, limit = penalty_terms(
@@ -330,6 +344,7 @@ def learn_batch(
                     feature_scale[slot] if keeps_scales else 0.0,
                     threshold,
                 )
+                synced[slot] = clock - keeps_unpaid * unpaid(owed, weight, rate)
                 weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
                 raw[slot] = weight
             margin += weight * x

@@ -56,7 +56,7 @@ def state_bytes(config: LearnerConfig) -> int:
         per_slot += config.outputs + 1  # AdaGrad sums and feature scales
     elif config.step == "gsa" and config.normalized:
         per_slot += 1  # feature scales
-    if config.sparsity in ("truncate", "round"):
+    if config.sparsity in sparsity.LAZY:
         per_slot += 1  # truncation time stamps
     return per_slot * 8 << config.bits
 
@@ -92,7 +92,7 @@ class LinearLearner:
         size, outputs = 1 << self.config.bits, self.config.outputs
         adaptive = self.config.step == "adaptive"
         scaled = adaptive or (self.config.step == "gsa" and self.config.normalized)
-        lazy = self.config.sparsity in ("truncate", "round")
+        lazy = self.config.sparsity in sparsity.LAZY
         self.raw_ = np.zeros((size, outputs))
         self.sum_sq_grad_ = np.zeros((size if adaptive else 0, outputs))
         self.feature_scale_ = np.zeros(size if scaled else 0)

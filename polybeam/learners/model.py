@@ -241,11 +241,8 @@ class Model:
             named = f" ({', '.join(config.class_names)})" if config.class_names else ""
             lines.append(f"classes: {config.classes}{named}")
         if config.sparsity != "none":
-            theta = "inf" if config.truncate_threshold is None else f"{config.truncate_threshold:g}"
-            lines.append(
-                f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}, "
-                f"threshold {theta})"
-            )
+            theta = "" if config.truncate_threshold is None else f", threshold {config.truncate_threshold:g}"
+            lines.append(f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}{theta})")
         if self.expansion is not None:
             parents = f", {len(self.expansion.parents)} parent monomials" if self.expansion.kind == "apple" else ""
             lines.append(f"expansion: {self.expansion.kind}{parents} (max degree {self.expansion.max_degree})")

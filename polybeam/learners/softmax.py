@@ -42,7 +42,18 @@ from polybeam.learners.kernels import (
     decay_l2,
     normalised_multiplier,
 )
-from polybeam.learners.sparsity import ROUND, SUBGRADIENT, TRUNCATE, penalty_terms, rescaled, settled_raw, step_rate
+from polybeam.learners.sparsity import (
+    CUMULATIVE,
+    ROUND,
+    SUBGRADIENT,
+    TRUNCATE,
+    penalty_terms,
+    rescaled,
+    settled_raw,
+    owed_since,
+    step_rate,
+    unpaid,
+)
 
 # Log loss of a probability that underflowed to zero.
 MAX_LOG_LOSS = 745.0
@@ -108,7 +119,8 @@ def learn_batch_softmax(
     adaptive = step == ADAPTIVE
     gsa_normalized = step == GSA and normalized
     keeps_scales = adaptive or gsa_normalized
-    lazy = sparsity == TRUNCATE or sparsity == ROUND
+    lazy = sparsity == TRUNCATE or sparsity == ROUND or sparsity == CUMULATIVE
+    cumulative = sparsity == CUMULATIVE
     scores = np.empty(classes)
     probabilities = np.empty(classes)
     gradient = np.empty(classes)
@@ -125,8 +137,9 @@ def learn_batch_softmax(
             scale = stats[SCALE]
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
-                owed = clock - synced[slot]
-                synced[slot] = clock
+                owed = owed_since(clock, synced[slot], cumulative)
+                # The cumulative penalty: a slot keeps the least any class could not pay.
+                rest = owed if cumulative else 0.0
                 feature = feature_scale[slot] if keeps_scales else 0.0
                 for c in range(classes):
                     rate, limit = penalty_terms(
@@ -137,7 +150,10 @@ def learn_batch_softmax(
                         feature,
                         threshold,
                     )
+                    if cumulative:
+                        rest = min(rest, unpaid(owed, raw[slot, c], rate))
                     raw[slot, c] = settled_raw(raw[slot, c], owed, rate, limit, scale, sparsity)
+                synced[slot] = clock - rest
 
         class_scores(raw, indices, values, start, stop, bias, scores)
         for c in range(classes):

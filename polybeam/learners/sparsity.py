@@ -1,4 +1,7 @@
-"""Sparsity: truncated gradient, coefficient rounding and L1 subgradient (Langford, Li, Zhang).
+"""Sparsity: truncated gradient, its cumulative-penalty form, coefficient rounding and L1 subgradient.
+
+Truncated gradient, rounding and the subgradient baseline are Langford, Li and
+Zhang's; the cumulative penalty is Tsuruoka, Tsujii and Ananiadou's (2009).
 
 Truncated gradient shrinks, every K examples, each weight with |w| <= theta
 toward zero by eta * K * g (eq. 6). Doing that to every weight every K examples
@@ -15,6 +18,21 @@ weight that the decay alone brings under theta starts paying at its next touch
 rather than at once.) Rounding (eq. 4) uses the same clock counting truncation
 steps. The L1 subgradient baseline (eq. 5) moves every weight every example and
 is done eagerly by the kernels.
+
+The cumulative penalty (``cumulative``, the default for a gravity) keeps the
+part of the pull a weight could not pay: truncation stops at zero, and a noise
+weight that each touch nudges away from zero and the pull brings back would
+otherwise be nudged anew every time, never owing more than the pull since its
+last touch. Here the unpaid rest stays owed: the weight's time stamp moves only
+as far as what it paid, so ``clock - synced`` is the total pull it has owed
+since it began minus what it paid, and a weight whose gradients cancel ends at
+exactly 0 (VW's ``--l1`` does the same by truncating the sum of a weight's
+steps by the total pull). A weight's account opens at its first touch (a slot
+never touched has ``synced == 0`` and owes nothing): a feature that appears late,
+such as a monomial apple adds at an expansion, does not owe the pull of the
+examples before it existed. Paying lazily is still exact: between touches the
+weight only moves toward zero, at one rate. Merging starts every weight's
+account afresh (it resets the clock and the time stamps).
 
 Which weights the penalty sees: learners that normalise features (adaptive
 and GSA steps with ``normalized``) learn, in effect, weights ``w_j * N_j`` of
@@ -44,7 +62,9 @@ NONE = 0
 TRUNCATE = 1
 ROUND = 2
 SUBGRADIENT = 3
-SPARSITY_CODES = {"none": NONE, "truncate": TRUNCATE, "round": ROUND, "subgradient": SUBGRADIENT}
+CUMULATIVE = 4
+SPARSITY_CODES = {"none": NONE, "truncate": TRUNCATE, "round": ROUND, "subgradient": SUBGRADIENT, "cumulative": CUMULATIVE}
+LAZY = ("truncate", "round", "cumulative")  # the rules that keep a time stamp per slot
 
 
 @numba.njit(cache=True)
@@ -114,10 +134,39 @@ def settled_raw(raw_value, owed, rate, limit, scale, sparsity):
     on weight signs would cost more than the arithmetic.
     """
     magnitude = abs(raw_value) * scale
-    if sparsity == TRUNCATE:
+    if sparsity == TRUNCATE or sparsity == CUMULATIVE:
         shrunk = math.copysign(max(abs(raw_value) - owed * rate, 0.0), raw_value)
         return shrunk if magnitude <= limit else raw_value
     return 0.0 if (owed > 0.0) & (magnitude < limit) else raw_value
+
+
+@numba.njit(cache=True)
+def owed_since(clock, synced, cumulative):
+    """The clock units a slot owes: ``clock - synced``, except that under the cumulative
+    penalty a slot never touched (``synced == 0``) owes nothing until its account opens.
+
+    >>> owed_since(5.0, 2.0, True), owed_since(5.0, 0.0, True), owed_since(5.0, 0.0, False)
+    (3.0, 0.0, 5.0)
+    """
+    if cumulative and synced == 0.0:
+        return 0.0
+    return clock - synced
+
+
+@numba.njit(cache=True)
+def unpaid(owed, raw_value, rate):
+    """What the cumulative penalty still owes (in clock units) after a raw weight of
+    ``raw_value`` paid ``owed`` at ``rate``: the rest it could not pay from its magnitude.
+
+    A weight with no rate yet (AdaGrad before its first gradient) pays nothing
+    and keeps owing it all.
+
+    >>> unpaid(5.0, -2.0, 1.0), unpaid(5.0, 7.0, 1.0), unpaid(5.0, 2.0, 0.0)
+    (3.0, 0.0, 5.0)
+    """
+    if rate <= 0.0:
+        return owed
+    return max(owed - abs(raw_value) / rate, 0.0)
 
 
 def penalty_arrays(
@@ -140,20 +189,35 @@ def penalty_arrays(
 
 
 def flush(raw: np.ndarray, scale: float, synced: np.ndarray, *, clock: float, rates, thresholds, sparsity: int) -> None:
-    """Pay every weight's pending truncation or rounding, in place (rows of ``raw`` are slots)."""
-    owed = clock - synced
-    if sparsity not in (TRUNCATE, ROUND) or not np.any(owed > 0):
-        synced[:] = clock
+    """Pay every weight's pending truncation or rounding, in place (rows of ``raw`` are slots).
+
+    The cumulative penalty keeps what a slot could not pay (for softmax, the
+    least any of its classes left unpaid; see :func:`unpaid`).
+    """
+    # Under the cumulative penalty a slot never touched keeps its account unopened (owed_since).
+    opened = (synced != 0.0) | (sparsity != CUMULATIVE)
+    owed_by_slot = np.where(opened, clock - synced, 0.0)
+    if sparsity not in (TRUNCATE, ROUND, CUMULATIVE) or not np.any(owed_by_slot > 0):
+        synced[:] = np.where(opened, clock, 0.0)
         return
+    shrinks = sparsity != ROUND
     # Truncation's clock counts in raw units; rounding's counts steps.
-    owed = owed.reshape(owed.shape + (1,) * (raw.ndim - 1)) * (scale if sparsity == TRUNCATE else 1.0)
+    column = owed_by_slot.shape + (1,) * (raw.ndim - 1)
+    owed = owed_by_slot.reshape(column) * (scale if shrinks else 1.0)
     weights = raw * scale
     magnitude = np.abs(weights)
-    if sparsity == TRUNCATE:
+    if shrinks:
         due = (owed > 0) & (magnitude <= thresholds)
         settled = np.sign(weights) * np.maximum(magnitude - owed * rates, 0.0) + 0.0  # no -0.0
     else:
         due = (owed > 0) & (magnitude < thresholds)
         settled = np.zeros_like(weights)
+    unpaid_rest = np.zeros(column)
+    if sparsity == CUMULATIVE:
+        rates = np.broadcast_to(rates, raw.shape)
+        paying = rates > 0
+        rest = np.maximum(owed_by_slot.reshape(column) - np.abs(raw) / np.where(paying, rates, 1.0), 0.0)
+        rest = np.where(paying, rest, owed_by_slot.reshape(column))
+        unpaid_rest = rest.min(axis=tuple(range(1, raw.ndim))) if raw.ndim > 1 else rest
     np.copyto(raw, np.where(due, settled / scale, raw))
-    synced[:] = clock
+    synced[:] = np.where(opened, clock - unpaid_rest.reshape(synced.shape), 0.0)

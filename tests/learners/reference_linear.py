@@ -135,6 +135,9 @@ class _Reference:
         self.bias, self.normalized, self.gsa_target = bias, normalized, gsa_target
         self.sparsity, self.gravity, self.K = sparsity, gravity, truncate_every
         self.theta = math.inf if truncate_threshold is None else truncate_threshold
+        # The cumulative penalty (Tsuruoka et al.): the total pull so far, and what each slot paid of it.
+        self.pull_total = 0.0
+        self.paid = {}
         self.G = {}
         self.N = {}
         self.t = 0.0
@@ -220,6 +223,12 @@ class _Reference:
                         rate, _ = self.penalty(key, key[0] if isinstance(key, tuple) else key)
                         amount = eta_t * multiplier * self.gravity * importance * rate
                         weights[key] = w - amount if w > 0 else w + amount
+        elif self.sparsity == "cumulative" and self.steps % self.K == 0:
+            self.pull_total += eta_t * multiplier * self.K * self.gravity
+            keys_by_slot = {}
+            for key in weights:
+                keys_by_slot.setdefault(key[0] if isinstance(key, tuple) else key, []).append(key)
+            self.pay_cumulative(weights, keys_by_slot)
         elif self.sparsity in ("truncate", "round") and self.steps % self.K == 0:
             for key, w in list(weights.items()):
                 rate, theta = self.penalty(key, key[0] if isinstance(key, tuple) else key)
@@ -228,6 +237,32 @@ class _Reference:
                     weights[key] = max(0.0, abs(w) - amount) * (1 if w > 0 else -1)
                 elif self.sparsity == "round" and abs(w) < theta:
                     weights[key] = 0.0
+
+    def pay_cumulative(self, weights, keys_by_slot, touching=False):
+        """The cumulative penalty: each slot's weights pay what the slot owes of the total pull,
+        and the slot keeps owing what it could not pay (the least over its classes). A slot's
+        account opens when an example touches it (the kernel's time stamp 0 is "never")."""
+        for slot, keys in keys_by_slot.items():
+            opened = self.paid.get(slot, 0.0) != 0.0
+            if not (opened or touching):
+                continue
+            owed = self.pull_total - self.paid[slot] if opened else 0.0
+            rest = owed
+            for key in keys:
+                rate, _ = self.penalty(key, slot)
+                w = weights.get(key, 0.0)
+                if rate > 0:
+                    rest = min(rest, max(owed - abs(w) / rate, 0.0))
+                weights[key] = max(0.0, abs(w) - owed * rate) * (1 if w > 0 else -1)
+            self.paid[slot] = self.pull_total - rest
+
+    def pay_before_touch(self, weights, features, classes=0):
+        """An example's features pay their unpaid cumulative pull before it is predicted
+        (between truncation steps only the cumulative penalty can owe anything)."""
+        if self.sparsity == "cumulative":
+            slots = {j for j, _ in features}
+            keys = {j: [(j, c) for c in range(classes)] if classes else [j] for j in slots}
+            self.pay_cumulative(weights, keys, touching=True)
 
     def rounded(self, weights):
         """The subgradient baseline rounds small weights to zero at the end."""
@@ -257,6 +292,7 @@ class ReferenceLinearLearner(_Reference):
 
     def learn_one(self, label, importance, slots, values):
         features = self.features(slots, values)
+        self.pay_before_touch(self.w, features)
         y = label if self.loss == "squared" else (1.0 if label > 0 else -1.0)
         p = bounded(sum(self.w.get(j, 0.0) * x for j, x in features))
         if self.loss == "squared":
@@ -327,6 +363,7 @@ class ReferenceSoftmaxLearner(_Reference):
 
     def learn_one(self, label, importance, slots, values):
         features = self.features(slots, values)
+        self.pay_before_touch(self.w, features, self.classes)
         k = int(label) - 1
         scores = [sum(self.w.get((j, c), 0.0) * x for j, x in features) for c in range(self.classes)]
         top = max(scores)

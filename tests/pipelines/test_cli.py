@@ -203,7 +203,7 @@ def test_truncated_gradient_from_the_command_line_makes_the_model_sparse(tmp_pat
     assert code == 0
     assert last_json(stdout)["nonzero_weights"] < json.loads(run(capsys, "inspect", "--model", dense, "--json")[1])["nonzero_weights"]
     code, stdout, _ = run(capsys, "inspect", "--model", sparse)
-    assert "sparsity: truncate (gravity 0.05, every 1, threshold inf)" in stdout
+    assert "sparsity: cumulative (gravity 0.05, every 1)" in stdout
 
 
 def test_apple_from_the_command_line(tmp_path, capsys):
