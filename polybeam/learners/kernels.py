@@ -214,10 +214,8 @@ def learn_batch(
     keeps_scales = adaptive or gsa_normalized
     lazy = sparsity == TRUNCATE or sparsity == ROUND or sparsity == CUMULATIVE
     plain_truncation = (sparsity == TRUNCATE or sparsity == CUMULATIVE) and threshold == math.inf
-    # The cumulative penalty keeps what a weight could not pay (0 or 1, to multiply
-    # rather than branch in the feature loops).
+    # The cumulative penalty keeps what a weight could not pay (see polybeam.learners.sparsity).
     cumulative = sparsity == CUMULATIVE
-    keeps_unpaid = 1.0 if cumulative else 0.0
     fast_plain = plain_truncation and not adaptive and not gsa_normalized
     fast_adaptive = plain_truncation and adaptive
     fast_gsa = gsa_normalized and (plain_truncation or not lazy)
@@ -255,9 +253,13 @@ def learn_batch(
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
                 x = values[k] if k >= start else 1.0
-                owed = owed_since(clock, synced[slot], cumulative)
                 weight = raw[slot]
-                synced[slot] = clock - keeps_unpaid * max(owed - abs(weight), 0.0)
+                if cumulative:  # loop-invariant: the compiler unswitches it
+                    owed = owed_since(clock, synced[slot], True)
+                    synced[slot] = clock - max(owed - abs(weight), 0.0)
+                else:
+                    owed = clock - synced[slot]
+                    synced[slot] = clock
                 weight = math.copysign(max(abs(weight) - owed, 0.0), weight)
                 raw[slot] = weight
                 margin += weight * x
@@ -270,11 +272,17 @@ def learn_batch(
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
                 x = values[k] if k >= start else 1.0
-                owed = owed_since(clock, synced[slot], cumulative)
                 g = sum_sq_grad[slot]
-                rate = 1.0 / math.sqrt(g) if g > 0.0 else 0.0
+                root = math.sqrt(g)
+                rate = 1.0 / root if g > 0.0 else 0.0
                 weight = raw[slot]
-                synced[slot] = clock - keeps_unpaid * unpaid(owed, weight, rate)
+                if cumulative:
+                    # What the weight could not pay: owed - |w| / rate (all of it at rate 0).
+                    owed = owed_since(clock, synced[slot], True)
+                    synced[slot] = clock - max(owed - abs(weight) * root, 0.0)
+                else:
+                    owed = clock - synced[slot]
+                    synced[slot] = clock
                 weight = math.copysign(max(abs(weight) - owed * rate, 0.0), weight)
                 raw[slot] = weight
                 margin += weight * x
@@ -288,8 +296,12 @@ def learn_batch(
                 old_scale = feature_scale[slot]
                 inverse = 1.0 / old_scale if old_scale > 0.0 else 1.0
                 weight = raw[slot]
-                owed = owed_since(clock, synced[slot], cumulative)
-                synced[slot] = clock - keeps_unpaid * unpaid(owed, weight, inverse)
+                if cumulative:
+                    owed = owed_since(clock, synced[slot], True)
+                    synced[slot] = clock - max(owed - abs(weight) * (old_scale if old_scale > 0.0 else 1.0), 0.0)
+                else:
+                    owed = clock - synced[slot]
+                    synced[slot] = clock
                 weight = math.copysign(max(abs(weight) - owed * inverse, 0.0), weight)
                 raw[slot] = weight
                 margin += weight * x
@@ -344,7 +356,7 @@ def learn_batch(
                     feature_scale[slot] if keeps_scales else 0.0,
                     threshold,
                 )
-                synced[slot] = clock - keeps_unpaid * unpaid(owed, weight, rate)
+                synced[slot] = clock - unpaid(owed, weight, rate) if cumulative else clock
                 weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
                 raw[slot] = weight
             margin += weight * x
