@@ -136,15 +136,15 @@ class Method:
 def methods(task: Task) -> list[Method]:
     """The paper's line-up for ``task``: GSA variants, SGD, AdaGrad and polybeam's adaptive default."""
     gsa = [
-        Method("gsa", "GSA", "GSA (polybeam default: online-normalised)", {}),
+        Method("gsa", "GSA", "GSA (online-normalised; polybeam's default for squared and hinge loss)", {"step": "gsa"}),
         Method("gsa-paper", "GSA", "GSA, paper (plain steps on the given features)",
-               {"normalized": False, "safe_updates": False}),
+               {"step": "gsa", "normalized": False, "safe_updates": False}),
     ]  # fmt: skip
     if task.loss == "logistic":
         gsa += [
-            Method("gsa-exact", "GSA", "GSA exact step (sec. 3.2), online-normalised", {"gsa_exact": True}),
+            Method("gsa-exact", "GSA", "GSA exact step (sec. 3.2), online-normalised", {"step": "gsa", "gsa_exact": True}),
             Method("gsa-exact-paper", "GSA", "GSA exact step (sec. 3.2), paper",
-                   {"gsa_exact": True, "normalized": False, "safe_updates": False}),
+                   {"step": "gsa", "gsa_exact": True, "normalized": False, "safe_updates": False}),
         ]  # fmt: skip
     sgd = [
         Method(f"sgd-{rate:g}", "SGD", f"r={rate:g}", {"step": "constant", "learning_rate": rate, "safe_updates": False})
@@ -500,7 +500,7 @@ def render(report: dict) -> str:
         "",
         f"Best SGD = the rate in {{{', '.join(f'{r:g}' for r in SGD_RATES)}}} with the best mean accuracy "
         "over the splits, chosen separately for each task, scaling and number of passes (so SGD is tuned on "
-        "the test splits: its best case). GSA = polybeam's default (`LearnerConfig(loss=...)`, no rate). "
+        "the test splits: its best case). GSA = `LearnerConfig(loss=..., step=\"gsa\")`, no rate. "
         "The cell shows GSA's accuracy and, in brackets, the gap best SGD - GSA ± its paired standard error "
         "over the splits; ✗ marks a gap above 0.01.",
         "",
@@ -561,7 +561,7 @@ def render(report: dict) -> str:
         + ("`minmax` x_j mapped from the training [min, max] (implicit zeros included) to [-1, 1], LIBSVM's "
            "svm-scale (dense; constant features dropped). " if "minmax" in report["scalings"] else "")
         + "A bias feature (value 1) is always learned.",
-        "- GSA: `LearnerConfig(loss=...)` (step `gsa`, online normalisation, safe updates for logistic loss; "
+        "- GSA: `LearnerConfig(loss=..., step=\"gsa\")` (online normalisation, safe updates for logistic loss; "
         "eq. 16 / eq. 10, p_hat = 0.95); `gsa-paper`: `normalized=False, safe_updates=False`; "
         "`gsa-exact` / `gsa-exact-paper`: the same with `gsa_exact=True` (logistic only).",
         f"- SGD: `step='constant', learning_rate=r, safe_updates=False` for r in {list(SGD_RATES)}. "

@@ -18,6 +18,7 @@ import numpy as np
 from polybeam.learners.choices import (  # noqa: F401  (re-exported: the settings' names live there)
     DEFAULT_BITS,
     DEFAULT_GSA_TARGET,
+    DEFAULT_STEPS,
     EXPANSION_RULES,
     EXPANSIONS,
     LOSSES,
@@ -55,8 +56,10 @@ class LearnerConfig:
         magnitude when ``normalized`` (VW's default update); ``constant`` eta;
         ``decay`` eta * t**-power_t (t the importance-weighted number of examples
         including this one, at least 1); ``inverse`` 1 / (l2 * (t + 1)) with t the examples
-        before this one (Pegasos; needs ``l2 > 0``). Default: ``gsa`` when no
-        learning rate is given, ``adaptive`` otherwise.
+        before this one (Pegasos; needs ``l2 > 0``). Default: with a learning
+        rate ``adaptive``; without one, ``gsa`` for squared and hinge loss and
+        ``adaptive`` at its default rate for logistic and softmax loss (see
+        ``choices.DEFAULT_STEPS`` for why).
     learning_rate : float, optional
         eta of ``adaptive``, ``constant`` and ``decay``; defaults to 1.0 for
         logistic loss and 0.5 (VW's default) otherwise. ``gsa`` and ``inverse``
@@ -155,7 +158,7 @@ class LearnerConfig:
 
     Examples
     --------
-    >>> LearnerConfig(loss="logistic").step, LearnerConfig(loss="logistic", learning_rate=0.2).step
+    >>> LearnerConfig(loss="squared").step, LearnerConfig(loss="logistic").step
     ('gsa', 'adaptive')
     >>> LearnerConfig(loss="logistic", step="adaptive").learning_rate
     1.0
@@ -201,7 +204,7 @@ class LearnerConfig:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {self.loss!r}")
         if self.step is None:
-            set_field("step", "gsa" if self.learning_rate is None else "adaptive")
+            set_field("step", DEFAULT_STEPS[self.loss] if self.learning_rate is None else "adaptive")
         if self.step not in STEPS:
             raise ValueError(f"step must be one of {', '.join(STEPS)}; got {self.step!r}")
         if self.step in ("gsa", "inverse"):

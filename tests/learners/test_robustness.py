@@ -131,5 +131,8 @@ def test_a_greedy_step_fits_the_example(loss, target):
 def test_single_class_data_and_empty_examples_learn_quietly():
     rows = [(1.0, {})] * 20 + [(1.0, {3: 2.0})] * 20
     for loss in ("logistic", "hinge", "squared"):
-        learner = LinearLearner(LearnerConfig(loss=loss, bits=BITS)).learn(ExampleBatch.from_rows(rows, bits=BITS))
-        assert np.all(np.isfinite(learner.weights)) and learner.greedy_step >= 0
+        for step in ("gsa", None):  # the paper's rule and the loss's default
+            config = LearnerConfig(loss=loss, bits=BITS, step=step)
+            learner = LinearLearner(config).learn(ExampleBatch.from_rows(rows, bits=BITS))
+            assert np.all(np.isfinite(learner.weights))
+            assert config.step != "gsa" or learner.greedy_step >= 0

@@ -93,14 +93,16 @@ def linear_batch(rows: int, seed: int = 0) -> ExampleBatch:
     return ExampleBatch.from_rows([(y, {i + 1: v for i, v in enumerate(row)}) for y, row in zip(labels, x)], bits=12)
 
 
-def test_a_warm_start_from_a_model_file_starts_at_its_weights_and_keeps_learning():
-    config = LearnerConfig(loss="logistic", bits=12)
+@pytest.mark.parametrize("step", ["gsa", "adaptive"])
+def test_a_warm_start_from_a_model_file_starts_at_its_weights_and_keeps_learning(step):
+    config = LearnerConfig(loss="logistic", bits=12, step=step)
     batch = linear_batch(4000)
     model = make_learner(config).learn(batch.rows_between(0, 2000)).to_model({"input_format": "libsvm"})
     warm = initial_learner(model.to_bytes(), config, "m.model")
     start = warm.to_model()
     assert np.array_equal(start.slots, model.slots) and np.allclose(start.weights, model.weights)
-    assert warm.greedy_step == pytest.approx(model.metadata["greedy_step"])
+    if step == "gsa":
+        assert warm.greedy_step == pytest.approx(model.metadata["greedy_step"])
     cold = make_learner(config).learn(batch.rows_between(2000, 4000))
     warm.learn(batch.rows_between(2000, 4000))
     assert warm.progressive_loss < cold.progressive_loss  # it starts where the model left off

@@ -223,9 +223,9 @@ def test_apple_from_the_command_line(tmp_path, capsys):
         code, stdout, _ = run(capsys, "evaluate", "--input", test, "--model", model)
         assert code == 0
         errors[name] = last_json(stdout)["error"]
-    # Both read the same test file (apple expands it as it trained). Measured: linear 0.060,
-    # apple 0.044 held-out error.
-    assert errors["apple"] < 0.05 < errors["linear"], errors
+    # Both read the same test file (apple expands it as it trained). Measured with the default
+    # (adaptive) steps: linear 0.0440, apple 0.0424 held-out error (GSA steps: 0.060 and 0.044).
+    assert errors["apple"] < min(0.045, errors["linear"]), errors
 
 
 def test_bad_expansion_options_fail_fast(capsys, spam_split):

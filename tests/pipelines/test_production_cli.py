@@ -181,8 +181,8 @@ def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_k
     assert sum(metrics["examples"] for metrics in by_key["keys"].values()) == 30_000
     code, overall, _ = run(capsys, "evaluate", "--input", per_key["test_vw"], "--format", "vw",
                            "--model", tmp_path / "global.model")  # fmt: skip
-    # Measured: per-key error 0.28, global 0.47 (the global model only learns the shared part).
-    assert by_key["error"] < 0.33 and overall["error"] > 0.42
+    # Measured: per-key error 0.245, global 0.413 (the global model only learns the shared part).
+    assert by_key["error"] < 0.29 and overall["error"] > 0.38
     assert by_key["error"] < overall["error"] - 0.1 and by_key["auc"] > overall["auc"] + 0.15
 
 
