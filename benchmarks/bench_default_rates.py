@@ -6,7 +6,11 @@ adaptive, safe-update) learner on:
 * the four bundled data sets as binary tasks, mean held-out 0-1 error over
   ``--splits`` seeded 80/20 splits;
 * the spine benchmark's planted-polynomial synthetic data (``--examples``,
-  default 1M), progressive loss.
+  default 1M), progressive loss;
+* softmax loss: the three bundled multiclass data sets (letter, satellite,
+  dna) with their own classes, mean held-out 0-1 error over the same splits.
+  The rule, fixed before measuring: the rate with the lowest error averaged
+  over the three data sets.
 
 It prints a table and writes ``benchmarks/results/default_rates.{json,md}``;
 ``polybeam.learners.config.DEFAULT_LEARNING_RATES`` records the choice.
@@ -33,6 +37,7 @@ from polybeam.learners.parsing.libsvm import LibsvmFormat
 RATES = (0.25, 0.5, 1.0, 2.0)
 LOSSES = ("logistic", "hinge", "squared")
 REAL = ("spam", "letter", "satellite", "dna")
+MULTICLASS = {"letter": 26, "satellite": 6, "dna": 3}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -46,6 +51,32 @@ def real_splits(folder: str, splits: int) -> dict:
             with open(train, "rb") as a, open(test, "rb") as b:
                 found[name].append((parser.parse(a.read()).batch, parser.parse(b.read()).batch))
     return found
+
+
+def multiclass_splits(folder: str, splits: int) -> dict:
+    found = {}
+    for name, classes in MULTICLASS.items():
+        parser = LibsvmFormat(labels="multiclass", classes=classes)
+        found[name] = []
+        for seed in range(splits):
+            train, test = datasets.write_split(name, os.path.join(folder, f"{name}{seed}"), seed=seed)
+            with open(train, "rb") as a, open(test, "rb") as b:
+                found[name].append((parser.parse(a.read()).batch, parser.parse(b.read()).batch))
+    return found
+
+
+def softmax_rows(splits: dict) -> list[dict]:
+    rows = []
+    for rate in RATES:
+        row = {"loss": "softmax", "learning_rate": rate}
+        for name, pairs in splits.items():
+            config = LearnerConfig(loss="softmax", classes=MULTICLASS[name], learning_rate=rate)
+            errors = [Evaluation.of(LinearLearner(config).fit(train).to_model(), [test]).result()["error"] for train, test in pairs]
+            row[name] = float(np.mean(errors))
+        row["mean"] = float(np.mean([row[name] for name in splits]))
+        rows.append(row)
+        print(json.dumps(row))
+    return rows
 
 
 def synthetic_batches(examples: int, batch_size: int = 4096):
@@ -63,6 +94,7 @@ def main(argv=None) -> dict:
 
     with tempfile.TemporaryDirectory() as scratch:
         real = real_splits(scratch, args.splits)
+        multiclass = multiclass_splits(scratch, args.splits)
     synthetic = synthetic_batches(args.examples) if args.examples else []
     rows = []
     for loss in LOSSES:
@@ -80,6 +112,7 @@ def main(argv=None) -> dict:
             rows.append(row)
             print(json.dumps(row))
 
+    multiclass_rows = softmax_rows(multiclass)
     columns = list(REAL) + (["synthetic_progressive_loss"] if synthetic else [])
     lines = [
         "# Default learning rate of the adaptive step, per loss",
@@ -96,9 +129,22 @@ def main(argv=None) -> dict:
         lines.append(
             f"| {row['loss']} | {row['learning_rate']}{mark} | " + " | ".join(f"{row[c]:.4f}" for c in columns) + " |"
         )
+    best = min(multiclass_rows, key=lambda row: row["mean"])["learning_rate"]
+    lines += [
+        "",
+        "Softmax loss on the bundled multiclass data sets with their own classes (same splits; the rule: "
+        f"the lowest mean error over the three). Best: {best:g}.",
+        "",
+        "| loss | eta | " + " | ".join(MULTICLASS) + " | mean |",
+        "|---|---|" + "---|" * (len(MULTICLASS) + 1),
+    ]
+    for row in multiclass_rows:
+        mark = " (default)" if DEFAULT_LEARNING_RATES["softmax"] == row["learning_rate"] else ""
+        values = [row[name] for name in MULTICLASS] + [row["mean"]]
+        lines.append(f"| softmax | {row['learning_rate']}{mark} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "default_rates.json"), "w") as handle:
-        json.dump(rows, handle, indent=2)
+        json.dump(rows + multiclass_rows, handle, indent=2)
     with open(os.path.join(HERE, "results", "default_rates.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -16,7 +16,7 @@ EXPANSION_RULES = ("weight", "fallback", "ssm")
 # The step rule when neither a rule nor a learning rate is given. Greedy step
 # averaging keeps regression (squared) and hinge loss free of any rate. For
 # logistic and softmax loss the default is VW's normalised AdaGrad at a fixed
-# rate (config.DEFAULT_LEARNING_RATES): GSA takes one scalar step for every
+# rate (config.DEFAULT_LEARNING_RATES, chosen on the bundled data sets): GSA takes one scalar step for every
 # feature, and on uncentred, unscaled or sparse one-hot features that step is
 # bounded by the most active directions and too small for the rest, where
 # per-feature rates are not (benchmarks/results/suite.md: within 0.005 of VW at

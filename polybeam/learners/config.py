@@ -33,7 +33,7 @@ from polybeam.learners.expansion import check_interactions
 # sets and a lower progressive loss on the 1M-example synthetic benchmark, while
 # squared and hinge loss did best at 0.5 on the large data
 # (benchmarks/bench_default_rates.py).
-DEFAULT_LEARNING_RATES = {"squared": 0.5, "logistic": 1.0, "hinge": 0.5, "softmax": 0.5}
+DEFAULT_LEARNING_RATES = {"squared": 0.5, "logistic": 1.0, "hinge": 0.5, "softmax": 2.0}
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ class LearnerConfig:
         ``choices.DEFAULT_STEPS`` for why).
     learning_rate : float, optional
         eta of ``adaptive``, ``constant`` and ``decay``; defaults to 1.0 for
-        logistic loss and 0.5 (VW's default) otherwise. ``gsa`` and ``inverse``
+        logistic loss, 2.0 for softmax loss and 0.5 (VW's default) otherwise
+        (``benchmarks/results/default_rates.md``). ``gsa`` and ``inverse``
         take none.
     power_t : float
         Decay exponent of the ``decay`` rule (0.5: eta / sqrt(t)).
