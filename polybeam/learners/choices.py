@@ -20,7 +20,7 @@ EXPANSION_RULES = ("weight", "fallback", "ssm")
 # feature, and on uncentred, unscaled or sparse one-hot features that step is
 # bounded by the most active directions and too small for the rest, where
 # per-feature rates are not (benchmarks/results/suite.md: within 0.005 of VW at
-# its validation-chosen rate on 22 of 28 classification tasks instead of 16).
+# its validation-chosen rate on 23 of 28 classification tasks instead of 16).
 # ``step="gsa"`` is the paper's rule for every loss.
 DEFAULT_STEPS = {"squared": "gsa", "hinge": "gsa", "logistic": "adaptive", "softmax": "adaptive"}
 # Greedy step averaging aims each example's greedy step at this probability of
