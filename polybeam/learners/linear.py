@@ -197,6 +197,19 @@ class LinearLearner:
             self.stats_[index] = 0.0
         return self.mark_pass_start()
 
+    def restart_greedy_mean(self) -> "LinearLearner":
+        """Forget the greedy steps so far: GSA's step becomes the mean of the greedy steps from here on.
+
+        For a learner whose features change (apple's expansions): a greedy step
+        is about 1 / (x . x), and the mean of steps taken before an expansion,
+        on fewer and smaller features, is too large after it. Merging later
+        counts only the steps after the restart (pass_start forgets them too).
+        """
+        for index in (kernels.GREEDY_SUM, kernels.GREEDY_WEIGHT):
+            self.stats_[index] = 0.0
+            self.pass_start_[index] = 0.0
+        return self
+
     def mark_pass_start(self) -> "LinearLearner":
         """Count the additive statistics so far as earlier passes': merging learners that go on
         from this state then counts it once."""

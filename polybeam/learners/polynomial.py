@@ -207,6 +207,10 @@ class PolynomialLearner:
             smallest_degree_candidates=lambda: [(float(magnitudes[s]), Monomial.of([int(s)])) for s in base],
         )  # fmt: skip
         self.expander.add_parents(chosen)
+        if self.config.step == "gsa":
+            # The examples' x . x grows with the products: GSA's mean step starts afresh
+            # (on the suite, apple with GSA: ames 0.59 -> 0.41, CPS1988 0.78 -> 0.74).
+            self.linear.restart_greedy_mean()
         self.stages_done.append({"examples": self.examples_seen, "size": size, "added": len(chosen)})
 
     def monomial_of(self, slot: int) -> Monomial | None:

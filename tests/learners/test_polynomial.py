@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from polybeam.learners import kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion, expand_all_products
@@ -297,3 +298,21 @@ def test_an_epoch_ending_with_the_data_adds_no_parents_that_could_not_be_learned
     assert [stage["examples"] for stage in continued.stages_done] == [250, 500, 1000]
     assert continued.parents == whole.parents
     np.testing.assert_array_equal(continued.linear.weights, whole.linear.weights)
+
+
+def test_gsa_mean_step_restarts_at_each_expansion():
+    # A greedy step is about 1 / (x . x); after an expansion x . x grows with the products,
+    # so GSA's mean counts only the greedy steps since the last expansion. Squared loss:
+    # every example with features adds one greedy step of weight 1.
+    hidden, data = planted_monomial_task(1200, 0.1)
+    config = LearnerConfig(loss="squared", bits=18, step="gsa", expand="apple", alpha=0.5, repeat_factors=False)
+    learner = PolynomialLearner(config, total=1200).learn(data)
+    assert [stage["examples"] for stage in learner.stages_done] == [200, 400, 600, 800, 1000]
+    assert learner.linear.stats_[kernels.GREEDY_WEIGHT] == 200
+    after_expansions = learner.linear.greedy_step
+    linear = LinearLearner(config.replace(expand="none")).learn(data).greedy_step
+    assert after_expansions < linear  # the products' larger x . x: smaller greedy steps
+    # Merging counts each learner's steps since its restart once.
+    other = PolynomialLearner(config, total=1200).learn(data)
+    learner.merge([other])
+    assert learner.linear.stats_[kernels.GREEDY_WEIGHT] == 400
