@@ -10,11 +10,11 @@ Examples
 --------
 >>> from polybeam.learners.batch import ExampleBatch
 >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 50)
->>> learner = LinearLearner(LearnerConfig(loss="logistic")).learn(batch)   # GSA steps: no learning rate
+>>> learner = LinearLearner(LearnerConfig(loss="logistic")).learn(batch)   # adaptive steps at the default rate
 >>> learner.examples_seen, learner.progressive_loss < 0.69
 (100, True)
 >>> learner.predict(batch)[:2].round(2)
-array([0.9 , 0.09])
+array([0.97, 0.03])
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ differ; the run's own apply.
 ...     check_compatible(LearnerConfig(loss="logistic", bits=12), LearnerConfig(loss="squared", bits=12), "m.model")
 ... except ValueError as error:
 ...     print(error)
-m.model does not fit this run: loss is logistic there, squared here
+m.model does not fit this run: loss is logistic there, squared here; step is adaptive there, gsa here
 """
 
 from __future__ import annotations
