@@ -254,11 +254,13 @@ OVERHEAD_PAIRS = {
 }
 
 
-def time_overheads(batches: list[ExampleBatch], repeats: int) -> dict:
-    """Cost of truncated gradient and of GSA steps: interleaved rounds, median paired ratio per pair."""
+def time_overheads(batches: list[ExampleBatch], repeats: int, pairs: dict | None = None) -> dict:
+    """Cost of truncated gradient and of GSA steps: interleaved rounds, median paired ratio per pair
+    (``pairs``: name -> (base settings, changed settings); default OVERHEAD_PAIRS)."""
+    pairs = OVERHEAD_PAIRS if pairs is None else pairs
     configs = {
         repr(sorted(settings.items())): LearnerConfig(loss="squared", bits=BITS, **settings)
-        for pair in OVERHEAD_PAIRS.values()
+        for pair in pairs.values()
         for settings in pair
     }
     warm = batches[0].take(np.arange(min(8, len(batches[0]))))
@@ -282,7 +284,7 @@ def time_overheads(batches: list[ExampleBatch], repeats: int) -> dict:
             seconds[key].append(time.perf_counter() - started)
             learners[key] = learner
     results = {}
-    for name, (base, changed) in OVERHEAD_PAIRS.items():
+    for name, (base, changed) in pairs.items():
         base_key, changed_key = repr(sorted(base.items())), repr(sorted(changed.items()))
         ratios = np.array(seconds[changed_key]) / np.array(seconds[base_key])
         entry = {
