@@ -105,7 +105,7 @@ def add_learner_options(parser) -> None:
     """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
     _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared); softmax needs --classes or --class-names")
     _add(parser, "step", choices=STEPS, default=None, help="step size rule (default: adaptive, VW's normalised AdaGrad, for logistic and softmax loss or with --learning-rate; gsa, greedy step averaging, for squared and hinge loss)")
-    _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, else 0.5)")
+    _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, 2.0 for softmax, else 0.5)")
     _add(parser, "power-t", type=float, default=0.5, help="decay exponent of --step decay (default: 0.5, eta/sqrt(t))")
     _add(parser, "l2", type=float, default=0.0, help="L2 regularisation strength (default: 0)")
     _add(parser, "passes", type=int, default=1, help="passes over the data; workers average after each (default: 1)")
