@@ -41,28 +41,25 @@ MULTICLASS = {"letter": 26, "satellite": 6, "dna": 3}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def real_splits(folder: str, splits: int) -> dict:
-    parser = LibsvmFormat()
+def read_splits(folder: str, splits: int, classes: dict[str, int] | None = None) -> dict:
+    """``name -> [(train, test) batches per seed]``: the binary tasks of REAL, or with ``classes``
+    (name -> number of classes) those data sets with their own classes."""
     found = {}
-    for name in REAL:
+    for name in classes or REAL:
+        parser = LibsvmFormat(labels="multiclass", classes=classes[name]) if classes else LibsvmFormat()
         found[name] = []
         for seed in range(splits):
-            train, test = datasets.write_split(name, os.path.join(folder, f"{name}{seed}"), seed=seed, binary=True)
+            folder_of_seed = os.path.join(folder, f"{name}{seed}{'' if classes else '.binary'}")
+            train, test = datasets.write_split(name, folder_of_seed, seed=seed, binary=not classes)
             with open(train, "rb") as a, open(test, "rb") as b:
                 found[name].append((parser.parse(a.read()).batch, parser.parse(b.read()).batch))
     return found
 
 
-def multiclass_splits(folder: str, splits: int) -> dict:
-    found = {}
-    for name, classes in MULTICLASS.items():
-        parser = LibsvmFormat(labels="multiclass", classes=classes)
-        found[name] = []
-        for seed in range(splits):
-            train, test = datasets.write_split(name, os.path.join(folder, f"{name}{seed}"), seed=seed)
-            with open(train, "rb") as a, open(test, "rb") as b:
-                found[name].append((parser.parse(a.read()).batch, parser.parse(b.read()).batch))
-    return found
+def mean_error(config: LearnerConfig, pairs: list) -> float:
+    """Held-out 0-1 error of one pass of ``config`` on each (train, test) pair, averaged."""
+    return float(np.mean([Evaluation.of(LinearLearner(config).fit(train).to_model(), [test]).result()["error"]
+                          for train, test in pairs]))  # fmt: skip
 
 
 def softmax_rows(splits: dict) -> list[dict]:
@@ -70,9 +67,7 @@ def softmax_rows(splits: dict) -> list[dict]:
     for rate in RATES:
         row = {"loss": "softmax", "learning_rate": rate}
         for name, pairs in splits.items():
-            config = LearnerConfig(loss="softmax", classes=MULTICLASS[name], learning_rate=rate)
-            errors = [Evaluation.of(LinearLearner(config).fit(train).to_model(), [test]).result()["error"] for train, test in pairs]
-            row[name] = float(np.mean(errors))
+            row[name] = mean_error(LearnerConfig(loss="softmax", classes=MULTICLASS[name], learning_rate=rate), pairs)
         row["mean"] = float(np.mean([row[name] for name in splits]))
         rows.append(row)
         print(json.dumps(row))
@@ -93,8 +88,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as scratch:
-        real = real_splits(scratch, args.splits)
-        multiclass = multiclass_splits(scratch, args.splits)
+        real = read_splits(scratch, args.splits)
+        multiclass = read_splits(scratch, args.splits, MULTICLASS)
     synthetic = synthetic_batches(args.examples) if args.examples else []
     rows = []
     for loss in LOSSES:
@@ -102,8 +97,7 @@ def main(argv=None) -> dict:
             config = LearnerConfig(loss=loss, learning_rate=rate)
             row = {"loss": loss, "learning_rate": rate}
             for name, pairs in real.items():
-                errors = [Evaluation.of(LinearLearner(config).fit(train).to_model(), [test]).result()["error"] for train, test in pairs]
-                row[name] = float(np.mean(errors))
+                row[name] = mean_error(config, pairs)
             if synthetic:
                 learner = LinearLearner(config)
                 for batch in synthetic:

@@ -42,24 +42,14 @@ class Split:
     seed: int
     rows: dict
 
-    @property
-    def train(self) -> str:
-        return os.path.join(self.folder, "train.libsvm")
-
-    @property
-    def test(self) -> str:
-        return os.path.join(self.folder, "test.libsvm")
-
-    @property
-    def fit(self) -> str:
-        return os.path.join(self.folder, "fit.libsvm")
-
-    @property
-    def valid(self) -> str:
-        return os.path.join(self.folder, "valid.libsvm")
-
     def path(self, part: str) -> str:
-        return getattr(self, part)
+        """The LIBSVM file of ``part`` (one of PARTS)."""
+        return os.path.join(self.folder, f"{part}.libsvm")
+
+    train = property(lambda self: self.path("train"))
+    test = property(lambda self: self.path("test"))
+    fit = property(lambda self: self.path("fit"))
+    valid = property(lambda self: self.path("valid"))
 
     def vw(self, part: str) -> str:
         """The same rows as VW text (written on first use): ``label |f index:value ...``."""
