@@ -48,7 +48,7 @@ from scipy import sparse
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from harness import libsvm_to_vw, machine_info, markdown_table, read_predictions, vw_command  # noqa: E402
+from harness import libsvm_to_vw, machine_info, markdown_table, read_predictions, read_vw_model, vw_command  # noqa: E402
 
 from polybeam import datasets  # noqa: E402
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
@@ -359,20 +359,6 @@ def lasso_sweep(data: Data, grid) -> tuple[Point, list[Point]]:
             model.fit(train_x, train_y)
         points[value] = finish(value, model, started)
     return baseline, [points[value] for value in grid]
-
-
-def read_vw_model(path: str) -> tuple[dict[int, float], float]:
-    """VW's ``--readable_model``: ``{slot: weight}`` and the accumulated L1 (``l1_state``)."""
-    weights, l1_state = {}, 0.0
-    with open(path) as handle:
-        for line in handle:
-            if line.startswith("l1_state"):
-                l1_state = float(line.split()[1])
-                continue
-            slot, colon, value = line.strip().partition(":")
-            if colon and slot.isdigit() and value:
-                weights[int(slot)] = float(value)
-    return weights, l1_state
 
 
 def vw_sweep(data: Data, protocol: Protocol, grid, folder: str) -> tuple[Point, list[Point]]:

@@ -163,6 +163,25 @@ def read_predictions(path: str) -> list[float]:
         return [float(line.split()[0]) for line in handle if line.strip()]
 
 
+def read_vw_model(path: str) -> tuple[dict[int, float], float]:
+    """VW's ``--readable_model``: ``{slot: weight}`` and the accumulated L1 (``l1_state``).
+
+    A slot's line is ``slot:weight`` followed, for adaptive and normalised runs, by its
+    AdaGrad sum and scale; only the weight is read. VW applies ``l1_state`` when it
+    predicts, so the weight in force is ``sign(w) max(|w| - l1_state, 0)``.
+    """
+    weights, l1_state = {}, 0.0
+    with open(path) as handle:
+        for line in handle:
+            if line.startswith("l1_state"):
+                l1_state = float(line.split()[1])
+                continue
+            slot, colon, value = line.strip().partition(":")
+            if colon and slot.isdigit() and value:
+                weights[int(slot)] = float(value.split()[0])
+    return weights, l1_state
+
+
 # -- reading files in blocks ------------------------------------------------------------
 
 

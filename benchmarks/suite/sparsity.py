@@ -24,7 +24,7 @@ import tempfile
 import time
 
 import numpy as np
-from harness import libsvm_to_vw
+from harness import libsvm_to_vw, read_predictions, read_vw_model
 
 import runners
 from runners import Task
@@ -36,7 +36,6 @@ GRIDS = {  # each method's strengths: log grids wide enough to reach an empty mo
 }
 TOLERANCE = 0.01  # at most 1% (relative) accuracy lost against the same method without sparsity
 RANDOM_FEATURES = 1000
-VW_CONSTANT = 11650396  # VW's constant feature, before masking to the table
 
 
 def _accuracy(task: Task, labels, predictions) -> float:
@@ -72,14 +71,12 @@ def vw_point(task: Task, train: str, test: str, strength: float | None) -> tuple
         subprocess.run([sys.executable, "-m", "vowpalwabbit", *arguments], check=True, capture_output=True)
         subprocess.run([sys.executable, "-m", "vowpalwabbit", "-t", "-i", model, "-d", test_vw, "-p", predictions,
                         "--quiet"], check=True, capture_output=True)  # fmt: skip
-        predicted = np.array([float(line.split()[0]) for line in open(predictions) if line.strip()])
-        weights, l1_state = np.zeros(task.features + 1), 0.0
-        for line in open(readable):
-            if line.startswith("l1_state"):
-                l1_state = float(line.split()[1])
-            slot, colon, value = line.strip().partition(":")
-            if colon and slot.isdigit() and 1 <= int(slot) <= task.features and value:
-                weights[int(slot)] = float(value.split()[0])  # adaptive runs add their AdaGrad state
+        predicted = np.array(read_predictions(predictions))
+        slots, l1_state = read_vw_model(readable)
+    weights = np.zeros(task.features + 1)
+    for slot, value in slots.items():
+        if 1 <= slot <= task.features:
+            weights[slot] = value
     # VW keeps its L1 as one accumulated amount and applies it when predicting: the weight in force.
     weights = np.sign(weights) * np.maximum(np.abs(weights) - l1_state, 0.0)
     return _accuracy(task, runners.read_labels(test), predicted), weights[1:]
