@@ -103,7 +103,9 @@ class Method:
     stream: bool = False  # apple without the example count: expansions after 1000, 2000, 4000, ... (VW's schedule)
 
     def config(self, rate: float) -> LearnerConfig:
-        return LearnerConfig(loss="squared", step="adaptive", learning_rate=rate, bits=self.bits, **self.settings)
+        # The paper's learner (and VW's) learns on the raw features: no centring.
+        return LearnerConfig(loss="squared", step="adaptive", learning_rate=rate, bits=self.bits, center=False,
+                             **self.settings)
 
 
 METHODS = (

@@ -126,7 +126,7 @@ class Method:
     settings: dict
 
     def config(self, task: Task) -> LearnerConfig:
-        return LearnerConfig(**task.settings, **self.settings)
+        return LearnerConfig(**task.settings, center=False, **self.settings)  # the paper's learners: raw features
 
     @property
     def is_gsa(self) -> bool:
@@ -265,7 +265,8 @@ def run_benchmark(tasks, seeds: int, passes: int, scalings) -> dict:
                         # Plain SGD at the paper's GSA's mean step after pass 1 (same units: plain steps
                         # on these features): if it matches GSA, GSA's shortfall is the size of its step.
                         rate = runs[task.name][scaling]["gsa-paper"][-1]["greedy_step"][0]
-                        config = LearnerConfig(**task.settings, step="constant", learning_rate=rate, safe_updates=False)
+                        config = LearnerConfig(**task.settings, step="constant", learning_rate=rate, safe_updates=False,
+                                               center=False)
                         runs[task.name][scaling].setdefault(SGD_AT_GSA_STEP, []).append(
                             learning_curve(config, train, test, passes) | {"learning_rate": rate}
                         )

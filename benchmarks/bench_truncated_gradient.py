@@ -239,6 +239,7 @@ def sgd_config(protocol: Protocol, **sparsity) -> LearnerConfig:
         learning_rate=protocol.learning_rate,
         power_t=POWER_T,
         safe_updates=False,
+        center=False,  # the paper's SGD learns on the raw features
         bits=BITS,
         passes=protocol.passes,
         **sparsity,

@@ -80,6 +80,12 @@ class LearnerConfig:
         averaged model of the previous pass.
     bias : bool
         Learn a bias weight (slot 0, feature value 1).
+    center : bool
+        Learn on ``x_j - mean_j`` for the features every example so far has
+        (running means; needs ``bias``): the same models, a far better
+        conditioned problem on unscaled numeric columns. Sparse features are
+        left as they are, and model files hold ordinary weights (the means go
+        into the bias). See :mod:`polybeam.learners.centring`.
     normalized : bool
         With ``adaptive``: divide each feature's step by the largest magnitude
         seen for it (and rescale its weight when that grows), so that learning
@@ -180,6 +186,7 @@ class LearnerConfig:
     seed: int = 0
     passes: int = 1
     bias: bool = True
+    center: bool = True
     normalized: bool = True
     safe_updates: bool = True
     classes: int = 0

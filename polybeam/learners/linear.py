@@ -26,6 +26,7 @@ import numpy as np
 
 from polybeam.learners import kernels, sparsity
 from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.losses import LOSS_CODES
 from polybeam.learners.model import Model
@@ -97,6 +98,8 @@ class LinearLearner:
         self.sum_sq_grad_ = np.zeros((size if adaptive else 0, outputs))
         self.feature_scale_ = np.zeros(size if scaled else 0)
         self.synced_ = np.zeros(size if lazy else 0)
+        # Centring needs a bias to fold the centred features' means into (see polybeam.learners.centring).
+        self.centring_ = Centring.empty() if self.config.center and self.config.bias else Centring.off()
         self.stats_ = kernels.new_stats()
         # Additive statistics at the start of the current pass, so that merging
         # learners that continued one averaged state counts that state once.
@@ -116,7 +119,20 @@ class LinearLearner:
             )
         if len(batch) == 0:
             return self
-        common = (batch.labels, batch.weights, batch.indptr, batch.indices, batch.values)
+        if config.loss == "softmax":
+            self._check_classes(batch.labels)
+        for start, stop, values in self.centring_.segments(batch, self.raw_):
+            self._learn_rows(batch, start, stop, values)
+        if batch.names:
+            for slot, name in batch.names.items():
+                self.names_.setdefault(slot, name)
+        return self
+
+    def _learn_rows(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
+        """Learn rows ``start:stop`` of ``batch``, reading ``values`` for its values."""
+        config = self.config
+        rows = slice(start, stop)
+        common = (batch.labels[rows], batch.weights[rows], batch.indptr[start : stop + 1], batch.indices, values)
         sparse = (
             sparsity.SPARSITY_CODES[config.sparsity],
             float(config.gravity),
@@ -127,7 +143,6 @@ class LinearLearner:
         step = kernels.STEP_CODES[config.step]
         rate = float(config.learning_rate or 0.0)
         if config.loss == "softmax":
-            self._check_classes(batch.labels)
             learn_batch_softmax(
                 *common,
                 self.raw_,
@@ -162,10 +177,6 @@ class LinearLearner:
                 *sparse,
                 config.gsa_exact,
             )
-        if batch.names:
-            for slot, name in batch.names.items():
-                self.names_.setdefault(slot, name)
-        return self
 
     def expect(self, total: int) -> "LinearLearner":
         """Told how many examples training will see: nothing to plan for a linear learner (apple has a schedule)."""
@@ -312,7 +323,10 @@ class LinearLearner:
         sum_sq_grad = np.zeros_like(self.sum_sq_grad_)
         stats = self.pass_start_.copy()
         for learner, share in zip(learners, shares):
-            weights += share * learner.stats_[kernels.SCALE] * learner.raw_
+            # Each learner's function in uncentred form; the merged means are put back below.
+            learner_weights = learner.stats_[kernels.SCALE] * learner.raw_
+            weights += share * learner_weights
+            weights[0] -= share * learner.centring_.bias_offset(learner_weights)
             if len(sum_sq_grad):
                 sum_sq_grad += share * learner.sum_sq_grad_
             if len(self.feature_scale_) and learner is not self:
@@ -324,6 +338,8 @@ class LinearLearner:
         stats[kernels.SCALE] = 1.0
         stats[kernels.LABEL_MIN] = min(learner.stats_[kernels.LABEL_MIN] for learner in learners)
         stats[kernels.LABEL_MAX] = max(learner.stats_[kernels.LABEL_MAX] for learner in learners)
+        self.centring_ = Centring.merged([learner.centring_ for learner in learners])
+        weights[0] += self.centring_.bias_offset(weights)
         self.raw_ = weights
         self.sum_sq_grad_ = sum_sq_grad
         self.synced_[:] = 0.0
@@ -352,6 +368,7 @@ class LinearLearner:
         ``truncate_threshold`` to zero here, at the end of training.
         """
         weights = self.stats_[kernels.SCALE] * self.settle().raw_
+        weights[0] -= self.centring_.bias_offset(weights)  # centred slots' means into the bias
         if self.config.sparsity == "subgradient":
             _, thresholds = self._penalty()
             weights[np.abs(weights) < thresholds] = 0.0
@@ -402,6 +419,7 @@ class LinearLearner:
             "pass_start": self.pass_start_,
             "names": self.names_,
             "passes": self.passes_,
+            "centring": self.centring_.to_state(),
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -415,6 +433,10 @@ class LinearLearner:
         self.pass_start_ = np.array(state["pass_start"], dtype=np.float64)
         self.names_ = dict(state["names"])
         self.passes_ = list(state["passes"])
+        self.centring_ = Centring.from_state(state.get("centring"))
+        if not self.config.center and self.centring_.active:  # continued without centring: fold it away
+            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_)
+            self.centring_ = Centring.off()
 
     def __repr__(self) -> str:
         return (

@@ -7,7 +7,8 @@
 * a **model file**: the learner starts from its weights, its label range, its
   mean greedy step (GSA) and its apple parents; what a model does not keep
   starts afresh (AdaGrad sums, feature scales, truncation clocks), as after
-  VW's ``-i`` of a model saved without its adaptive state.
+  VW's ``-i`` of a model saved without its adaptive state; it keeps no
+  feature means, so such a learner does not centre features.
 
 Either way the source must fit this run: its loss, bits, hashing seed,
 expansion, step rule (and its normalisation), sparsity rule, bias and
@@ -29,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from polybeam.learners import kernels
+from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model, ModelFileError
@@ -77,6 +79,9 @@ def learner_from_model(model: Model, config: LearnerConfig) -> LinearLearner | P
     weights = model.weights.reshape(len(model.slots), -1)
     linear.raw_[model.slots] = weights
     linear.names_ = dict(model.names)
+    # A model keeps no feature means: centring afresh would move the function (the means of the
+    # first examples are not the ones the weights were learned with), so this learner centres nothing.
+    linear.centring_ = Centring.off()
     stats, meta = linear.stats_, model.metadata
     stats[kernels.LABEL_MIN] = float(meta.get("label_min", 0.0))
     stats[kernels.LABEL_MAX] = float(meta.get("label_max", 0.0))

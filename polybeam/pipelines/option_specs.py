@@ -112,6 +112,7 @@ def add_learner_options(parser) -> None:
     _add(parser, "bits", type=int, default=DEFAULT_BITS, help=f"hash into 2**bits weights (1..30, default: {DEFAULT_BITS})")
     _add(parser, "seed", type=int, default=0, help="seed of feature hashing and of the learner's randomness (default: 0)")
     _add(parser, "no-bias", action="store_true", default=False, help="do not learn a bias weight")
+    _add(parser, "no-center", action="store_true", default=False, help="learn on the raw features; by default the features every example has are centred online on their running means (the models are the same; learning is far better conditioned on unscaled numeric columns)")
     _add(parser, "no-normalize", action="store_true", default=False, help="adaptive and gsa steps without per-feature scale normalisation")
     _add(parser, "plain-updates", action="store_true", default=False, help="plain gradient steps instead of importance-aware safe updates")
     _add(parser, "classes", type=int, default=0, help="softmax: number of classes (labels 1..K)")

@@ -132,6 +132,7 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
     return LearnerConfig(
         **values,
         bias=not learner.no_bias,
+        center=not learner.no_center,
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,
         repeat_factors=not learner.no_repeat_factors,

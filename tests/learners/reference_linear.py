@@ -415,3 +415,64 @@ class ReferenceSoftmaxLearner(_Reference):
             slots, values = batch.row(i)
             self.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
         return self
+
+
+class CentredReference:
+    """Online centring (polybeam.learners.centring) in plain Python, in front of a reference learner.
+
+    The first example names the candidate slots (its slots but the bias's, 0);
+    a candidate the example lacks stops being centred, its term ``w * mean`` folded
+    into the bias; every other example adds to the candidates' sums, and the
+    first occurrence of each becomes ``x - mean`` (this example counted).
+    """
+
+    def __init__(self, learner):
+        self.learner = learner
+        self.candidates = None
+        self.sums = {}
+        self.count = 0
+
+    def _keys(self, slot):
+        """The reference's weight keys of ``slot`` and of the bias, class by class for softmax."""
+        classes = getattr(self.learner, "classes", 0)
+        if classes:
+            return [((slot, c), (0, c)) for c in range(classes)]
+        return [(slot, 0)]
+
+    def _fold(self, slot, mean):
+        weights = self.learner.w
+        for key, bias in self._keys(slot):
+            weights[bias] = weights.get(bias, 0.0) - weights.get(key, 0.0) * mean
+
+    def learn(self, batch):
+        for i in range(len(batch)):
+            slots, values = batch.row(i)
+            slots, values = [int(s) for s in slots], [float(v) for v in values]
+            if self.candidates is None:
+                self.candidates = sorted(set(slots) - {0})
+                self.sums = {s: 0.0 for s in self.candidates}
+            for slot in [s for s in self.candidates if s not in slots]:
+                self._fold(slot, self.sums[slot] / self.count if self.count else 0.0)
+                self.candidates.remove(slot)
+                del self.sums[slot]
+            if self.candidates:
+                self.count += 1
+                for slot, x in zip(slots, values):
+                    if slot in self.sums:
+                        self.sums[slot] += x
+                centred, done = [], set()
+                for slot, x in zip(slots, values):
+                    if slot in self.sums and slot not in done:
+                        done.add(slot)
+                        x -= self.sums[slot] / self.count
+                    centred.append(x)
+                values = centred
+            self.learner.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
+        return self
+
+    def final_weights(self):
+        """The reference's weights with the remaining means folded into the bias, as a model holds them."""
+        for slot in list(self.candidates or []):
+            self._fold(slot, self.sums[slot] / self.count)
+            self.candidates.remove(slot)
+        return self.learner.final_weights()

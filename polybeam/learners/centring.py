@@ -1,0 +1,206 @@
+"""Online centring of the features every example has: a better-conditioned problem at no change of model.
+
+Features with large means (unscaled numeric columns: ages, incomes, counts)
+make a linear learner's problem ill-conditioned: every weight's step also
+moves the prediction of every example by ``w_j * mean_j``, so the bias and the
+weights fight over the same direction, and online steps crawl along it. A
+batch solver's user standardises the columns first; an online learner reading
+sparse, hashed data cannot subtract a mean from a feature an example does not
+have without making every update dense.
+
+It can for the features that every example has. The learner learns on
+``x_j - mean_j`` for each slot present in every example so far (its mean is
+the running mean over those examples, this one included), which is the same
+family of models: ``b + sum_j w_j (x_j - mean_j)`` is ``b' + w . x`` with
+``b' = b - sum_j w_j mean_j``. The first example names the candidates (its
+slots); a candidate is dropped at the first example that lacks it, and its
+term is then folded into the bias (``b -= w_j * mean_j``) so that the
+function learned so far does not change. Sparse features (one-hot levels,
+words) drop out after a few examples and cost nothing from then on; dense
+numeric columns stay centred. Extracted models fold every mean into the bias:
+a model file holds ordinary weights.
+
+Only the values the kernels see change, and only between examples, so every
+loss, step rule and sparsity rule works on centred features unchanged. The
+learner splits a batch where a candidate drops out, to fold its weight at
+that point.
+
+>>> import numpy as np
+>>> from polybeam.learners.batch import ExampleBatch
+>>> batch = ExampleBatch.from_rows([(1.0, {3: 10.0, 5: 1.0}), (-1.0, {3: 20.0}), (1.0, {3: 30.0})], bits=4)
+>>> centring = Centring.empty()
+>>> raw = np.zeros((16, 1))
+>>> [(start, stop, values[batch.indptr[start]:batch.indptr[stop]].tolist())
+...  for start, stop, values in centring.segments(batch, raw)]
+[(0, 1, [0.0, 0.0]), (1, 3, [5.0, 10.0])]
+>>> centring.slots.tolist(), centring.means().tolist()
+([3], [20.0])
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numba
+import numpy as np
+
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners.batch import ExampleBatch
+
+
+@numba.njit(cache=True)
+def _position(slots, slot):
+    """Where ``slot`` sits in the sorted array ``slots``, or -1."""
+    low, high = 0, slots.shape[0]
+    while low < high:
+        middle = (low + high) // 2
+        if slots[middle] < slot:
+            low = middle + 1
+        else:
+            high = middle
+    return low if low < slots.shape[0] and slots[low] == slot else -1
+
+
+@numba.njit(cache=True)
+def centre_rows(indptr, indices, values, row, stop, slots, sums, count, out, positions, seen):
+    """Centre rows ``row, row + 1, ...`` of a CSR batch into ``out`` until a row lacks a centred slot.
+
+    ``slots`` are the centred slots (sorted), ``sums`` their sums over the
+    ``count[0]`` examples counted so far; each centred row adds to both. The
+    first occurrence of a centred slot in a row becomes ``x - mean`` (the mean
+    including this row), every other value is copied. Returns the first row
+    that lacks a centred slot (not counted, not written), or ``stop``.
+    ``positions`` (one per value) and ``seen`` (one per centred slot, -1 at
+    first) are scratch.
+    """
+    wanted = slots.shape[0]
+    for i in range(row, stop):
+        found = 0
+        for k in range(indptr[i], indptr[i + 1]):
+            where = _position(slots, indices[k])
+            positions[k] = where
+            if where >= 0 and seen[where] != 2 * i:
+                seen[where] = 2 * i
+                found += 1
+        if found < wanted:
+            return i
+        count[0] += 1.0
+        for k in range(indptr[i], indptr[i + 1]):
+            if positions[k] >= 0:
+                sums[positions[k]] += values[k]
+        for k in range(indptr[i], indptr[i + 1]):
+            where = positions[k]
+            if where >= 0 and seen[where] != 2 * i + 1:
+                seen[where] = 2 * i + 1
+                out[k] = values[k] - sums[where] / count[0]
+            else:
+                out[k] = values[k]
+    return stop
+
+
+class Centring:
+    """Which slots a learner centres and their running sums (see the module docstring).
+
+    ``started`` is False until the first example names the candidates; a
+    learner that must not centre (no bias to fold into, or weights that came
+    from elsewhere) starts with ``started=True`` and no slots.
+    """
+
+    def __init__(self, slots: np.ndarray, sums: np.ndarray, count: float, started: bool):
+        self.slots = np.array(slots, dtype=np.int64)  # copies: learning adds to the sums in place
+        self.sums = np.array(sums, dtype=np.float64)
+        self.count = float(count)
+        self.started = bool(started)
+
+    @classmethod
+    def empty(cls) -> "Centring":
+        """Not started: the next example names the candidates."""
+        return cls(np.zeros(0, np.int64), np.zeros(0), 0.0, False)
+
+    @classmethod
+    def off(cls) -> "Centring":
+        """Centres nothing, ever."""
+        return cls(np.zeros(0, np.int64), np.zeros(0), 0.0, True)
+
+    @property
+    def active(self) -> bool:
+        """Whether any slot is (or may become) centred."""
+        return not self.started or len(self.slots) > 0
+
+    def means(self) -> np.ndarray:
+        """The centred slots' means (0 before any example is counted)."""
+        return self.sums / self.count if self.count > 0 else np.zeros_like(self.sums)
+
+    def bias_offset(self, weights: np.ndarray) -> np.ndarray:
+        """``sum_j w_j * mean_j`` over the centred slots, per output: what the bias of the
+        uncentred model lacks (``b' = b - offset``). ``weights`` has one row per slot."""
+        if not len(self.slots):
+            return np.zeros(weights.shape[1:])
+        return np.tensordot(self.means(), weights[self.slots], axes=1)
+
+    def segments(self, batch: ExampleBatch, raw: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+        """Split ``batch`` into runs of rows ``(start, stop, values)`` to learn in turn, with the
+        centred values. Between two runs (after the caller learned the first) the slots the next
+        row lacks stop being centred and their terms are folded into the bias row ``raw[0]``."""
+        n = len(batch)
+        if not self.started:
+            first = batch.indices[batch.indptr[0] : batch.indptr[1]]
+            self.slots = np.unique(first.astype(np.int64))
+            self.slots = self.slots[self.slots != 0]  # slot 0 is the bias
+            self.sums = np.zeros(len(self.slots))
+            self.started = True
+        if not len(self.slots):
+            yield 0, n, batch.values
+            return
+        out = np.empty_like(batch.values)
+        positions = np.empty(len(batch.values), dtype=np.int64)
+        count = np.array([self.count])
+        row = 0
+        while row < n:
+            if not len(self.slots):
+                out[batch.indptr[row] :] = batch.values[batch.indptr[row] :]
+                yield row, n, out
+                break
+            seen = np.full(len(self.slots), -1, dtype=np.int64)
+            stop = centre_rows(batch.indptr, batch.indices, batch.values, row, n, self.slots, self.sums, count,
+                               out, positions, seen)  # fmt: skip
+            self.count = float(count[0])
+            if stop > row:
+                yield row, stop, out
+            if stop < n:
+                lacking = ~np.isin(self.slots, batch.indices[batch.indptr[stop] : batch.indptr[stop + 1]])
+                self.drop(lacking, raw)
+            row = stop
+
+    def drop(self, which: np.ndarray, raw: np.ndarray) -> None:
+        """Stop centring the slots selected by the mask ``which``, folding their terms into ``raw[0]``."""
+        raw[0] -= np.tensordot(self.means()[which], raw[self.slots[which]], axes=1)
+        self.slots = self.slots[~which]
+        self.sums = self.sums[~which]
+
+    def to_state(self) -> dict:
+        return {"slots": self.slots, "sums": self.sums, "count": self.count, "started": self.started}
+
+    @classmethod
+    def from_state(cls, state: dict | None) -> "Centring":
+        """From :meth:`to_state`; a state saved before centring existed centres nothing."""
+        if state is None:
+            return cls.off()
+        return cls(state["slots"], state["sums"], state["count"], state["started"])
+
+    @classmethod
+    def merged(cls, centrings: list["Centring"]) -> "Centring":
+        """The slots every started centring centres, with their sums and counts added
+        (the means weighted by examples); not started if none has started."""
+        started = [c for c in centrings if c.started]
+        if not started:
+            return cls.empty()
+        slots = started[0].slots
+        for other in started[1:]:
+            slots = np.intersect1d(slots, other.slots)
+        sums = np.zeros(len(slots))
+        count = 0.0
+        for other in started:
+            sums += other.sums[np.searchsorted(other.slots, slots)]
+            count += other.count
+        return cls(slots, sums, count, True)
