@@ -62,13 +62,14 @@ def _position(slots, slot):
 
 
 @numba.njit(cache=True)
-def centre_rows(indptr, indices, values, row, stop, slots, sums, count, out, positions, seen):
+def centre_rows(indptr, indices, values, row, stop, slots, sums, count, out, positions, seen, first_raw):
     """Centre rows ``row, row + 1, ...`` of a CSR batch into ``out`` until a row lacks a centred slot.
 
     ``slots`` are the centred slots (sorted), ``sums`` their sums over the
     ``count[0]`` examples counted so far; each centred row adds to both. The
     first occurrence of a centred slot in a row becomes ``x - mean`` (the mean
-    including this row), every other value is copied. Returns the first row
+    including this row), every other value is copied; with ``first_raw`` the
+    first row counted keeps its values (see :meth:`Centring.segments`). Returns the first row
     that lacks a centred slot (not counted, not written), or ``stop``.
     ``positions`` (one per value) and ``seen`` (one per centred slot, -1 at
     first) are scratch.
@@ -85,12 +86,13 @@ def centre_rows(indptr, indices, values, row, stop, slots, sums, count, out, pos
         if found < wanted:
             return i
         count[0] += 1.0
+        keep = first_raw and count[0] == 1.0
         for k in range(indptr[i], indptr[i + 1]):
             if positions[k] >= 0:
                 sums[positions[k]] += values[k]
         for k in range(indptr[i], indptr[i + 1]):
             where = positions[k]
-            if where >= 0 and seen[where] != 2 * i + 1:
+            if where >= 0 and seen[where] != 2 * i + 1 and not keep:
                 seen[where] = 2 * i + 1
                 out[k] = values[k] - sums[where] / count[0]
             else:
@@ -138,10 +140,19 @@ class Centring:
             return np.zeros(weights.shape[1:])
         return np.tensordot(self.means(), weights[self.slots], axes=1)
 
-    def segments(self, batch: ExampleBatch, raw: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+    def segments(
+        self, batch: ExampleBatch, raw: np.ndarray, *, first_raw: bool = False
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
         """Split ``batch`` into runs of rows ``(start, stop, values)`` to learn in turn, with the
         centred values. Between two runs (after the caller learned the first) the slots the next
-        row lacks stop being centred and their terms are folded into the bias row ``raw[0]``."""
+        row lacks stop being centred and their terms are folded into the bias row ``raw[0]``.
+
+        The first example counted is all means: its centred values are 0. ``first_raw`` has it
+        learned on its raw values instead, for GSA: there, the bias alone would make its x . x
+        (and so its greedy step, about 1 / x . x) far larger than any later one, and the mean
+        step would carry it. AdaGrad is better off with the zeros: raw first values would set
+        each feature's normalising scale to a magnitude far above its centred values'.
+        """
         n = len(batch)
         if not self.started:
             first = batch.indices[batch.indptr[0] : batch.indptr[1]]
@@ -163,7 +174,7 @@ class Centring:
                 break
             seen = np.full(len(self.slots), -1, dtype=np.int64)
             stop = centre_rows(batch.indptr, batch.indices, batch.values, row, n, self.slots, self.sums, count,
-                               out, positions, seen)  # fmt: skip
+                               out, positions, seen, first_raw)  # fmt: skip
             self.count = float(count[0])
             if stop > row:
                 yield row, stop, out

@@ -121,7 +121,7 @@ class LinearLearner:
             return self
         if config.loss == "softmax":
             self._check_classes(batch.labels)
-        for start, stop, values in self.centring_.segments(batch, self.raw_):
+        for start, stop, values in self.centring_.segments(batch, self.raw_, first_raw=config.step == "gsa"):
             self._learn_rows(batch, start, stop, values)
         if batch.names:
             for slot, name in batch.names.items():

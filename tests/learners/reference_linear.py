@@ -423,11 +423,13 @@ class CentredReference:
     The first example names the candidate slots (its slots but the bias's, 0);
     a candidate the example lacks stops being centred, its term ``w * mean`` folded
     into the bias; every other example adds to the candidates' sums, and the
-    first occurrence of each becomes ``x - mean`` (this example counted).
+    first occurrence of each becomes ``x - mean`` (this example counted), but
+    for the first example counted when ``first_raw`` (GSA).
     """
 
-    def __init__(self, learner):
+    def __init__(self, learner, first_raw=False):
         self.learner = learner
+        self.first_raw = first_raw
         self.candidates = None
         self.sums = {}
         self.count = 0
@@ -462,7 +464,7 @@ class CentredReference:
                         self.sums[slot] += x
                 centred, done = [], set()
                 for slot, x in zip(slots, values):
-                    if slot in self.sums and slot not in done:
+                    if slot in self.sums and slot not in done and not (self.first_raw and self.count == 1):
                         done.add(slot)
                         x -= self.sums[slot] / self.count
                     centred.append(x)
