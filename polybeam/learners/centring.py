@@ -49,44 +49,75 @@ from polybeam.learners.batch import ExampleBatch
 
 
 @numba.njit(cache=True)
-def _position(slots, slot):
-    """Where ``slot`` sits in the sorted array ``slots``, or -1."""
-    low, high = 0, slots.shape[0]
-    while low < high:
-        middle = (low + high) // 2
-        if slots[middle] < slot:
-            low = middle + 1
-        else:
-            high = middle
-    return low if low < slots.shape[0] and slots[low] == slot else -1
+def lookup_table(slots):
+    """An open-addressing table from slot to position in ``slots``: ``(keys, positions)`` of a
+    power-of-two size at least sixteen times the slots', so that the many slots that are not
+    centred are turned away after about one probe."""
+    size = 8
+    while size < 16 * slots.shape[0]:
+        size *= 2
+    keys = np.full(size, -1, dtype=np.int64)
+    positions = np.empty(size, dtype=np.int64)
+    for where in range(slots.shape[0]):
+        h = (slots[where] * 2654435761) & (size - 1)
+        while keys[h] != -1:
+            h = (h + 1) & (size - 1)
+        keys[h] = slots[where]
+        positions[h] = where
+    return keys, positions
 
 
 @numba.njit(cache=True)
-def centre_rows(indptr, indices, values, row, stop, slots, sums, count, out, positions, seen, first_raw):
+def centre_rows(indptr, indices, values, row, stop, keys, table, sums, count, out, positions, seen, first_raw):
     """Centre rows ``row, row + 1, ...`` of a CSR batch into ``out`` until a row lacks a centred slot.
 
-    ``slots`` are the centred slots (sorted), ``sums`` their sums over the
-    ``count[0]`` examples counted so far; each centred row adds to both. The
-    first occurrence of a centred slot in a row becomes ``x - mean`` (the mean
+    ``keys`` and ``table`` find a slot's position among the centred slots
+    (:func:`lookup_table`); ``sums`` are their sums over the ``count[0]``
+    examples counted so far, and each centred row adds to both. The first
+    occurrence of a centred slot in a row becomes ``x - mean`` (the mean
     including this row), every other value is copied; with ``first_raw`` the
-    first row counted keeps its values (see :meth:`Centring.segments`). Returns the first row
-    that lacks a centred slot (not counted, not written), or ``stop``.
-    ``positions`` (one per value) and ``seen`` (one per centred slot, -1 at
-    first) are scratch.
+    first row counted keeps its values (see :meth:`Centring.segments`).
+    Returns the first row that lacks a centred slot (not counted, not
+    written), or ``stop``. ``positions`` (one per value) and ``seen`` (one per
+    centred slot, -1 at first) are scratch.
     """
-    wanted = slots.shape[0]
+    wanted = sums.shape[0]
+    mask = keys.shape[0] - 1
     for i in range(row, stop):
         found = 0
+        occurrences = 0
         for k in range(indptr[i], indptr[i + 1]):
-            where = _position(slots, indices[k])
+            # The table's probe, written out: numba pays ~15 ns per array passed to a helper.
+            slot = indices[k]
+            h = (slot * 2654435761) & mask
+            where = -1
+            while keys[h] != -1:
+                if keys[h] == slot:
+                    where = table[h]
+                    break
+                h = (h + 1) & mask
             positions[k] = where
-            if where >= 0 and seen[where] != 2 * i:
-                seen[where] = 2 * i
-                found += 1
+            if where >= 0:
+                occurrences += 1
+                if seen[where] != 2 * i:
+                    seen[where] = 2 * i
+                    found += 1
         if found < wanted:
             return i
         count[0] += 1.0
         keep = first_raw and count[0] == 1.0
+        if occurrences == found and not keep:
+            # Each centred slot once (the rule): add to its sum and centre it in one loop.
+            inverse = 1.0 / count[0]
+            for k in range(indptr[i], indptr[i + 1]):
+                where = positions[k]
+                x = values[k]
+                if where >= 0:
+                    total = sums[where] + x
+                    sums[where] = total
+                    x -= total * inverse
+                out[k] = x
+            continue
         for k in range(indptr[i], indptr[i + 1]):
             if positions[k] >= 0:
                 sums[positions[k]] += values[k]
@@ -173,7 +204,8 @@ class Centring:
                 yield row, n, out
                 break
             seen = np.full(len(self.slots), -1, dtype=np.int64)
-            stop = centre_rows(batch.indptr, batch.indices, batch.values, row, n, self.slots, self.sums, count,
+            keys, table = lookup_table(self.slots)
+            stop = centre_rows(batch.indptr, batch.indices, batch.values, row, n, keys, table, self.sums, count,
                                out, positions, seen, first_raw)  # fmt: skip
             self.count = float(count[0])
             if stop > row:
