@@ -149,8 +149,8 @@ def time_vw_one_core(vw_path: str, repeats: int) -> dict | None:
     }
 
 
-# VW's default update, which the learner-kernel comparison runs.
-VW_SETTINGS = LearnerConfig(loss="squared", step="adaptive", bits=BITS)
+# VW's default update, which the learner-kernel comparison runs (VW does not centre features).
+VW_SETTINGS = LearnerConfig(loss="squared", step="adaptive", bits=BITS, center=False)
 
 
 # -- 3. parsers and learner kernel ------------------------------------------------------------
