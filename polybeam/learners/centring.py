@@ -48,6 +48,10 @@ from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba ca
 from polybeam.learners.batch import ExampleBatch
 
 
+# Relative size below which a centred value is taken for cancellation, not signal.
+CANCELLED = 1e-9
+
+
 @numba.njit(cache=True)
 def lookup_table(slots):
     """An open-addressing table from slot to position in ``slots``: ``(keys, positions)`` of a
@@ -65,6 +69,18 @@ def lookup_table(slots):
         keys[h] = slots[where]
         positions[h] = where
     return keys, positions
+
+
+@numba.njit(cache=True, inline="always")
+def centred(x, mean):
+    """``x - mean``, but exactly 0 where that is rounding: a constant column's centred values
+    would otherwise be noise of 1e-16 that a normalising step scales up to unit size.
+
+    >>> centred(5.0, 2.0), centred(0.1 + 0.2, 0.3)
+    (3.0, 0.0)
+    """
+    difference = x - mean
+    return 0.0 if abs(difference) <= CANCELLED * max(abs(x), abs(mean)) else difference
 
 
 @numba.njit(cache=True)
@@ -115,7 +131,7 @@ def centre_rows(indptr, indices, values, row, stop, keys, table, sums, count, ou
                 if where >= 0:
                     total = sums[where] + x
                     sums[where] = total
-                    x -= total * inverse
+                    x = centred(x, total * inverse)
                 out[k] = x
             continue
         for k in range(indptr[i], indptr[i + 1]):
@@ -125,7 +141,7 @@ def centre_rows(indptr, indices, values, row, stop, keys, table, sums, count, ou
             where = positions[k]
             if where >= 0 and seen[where] != 2 * i + 1 and not keep:
                 seen[where] = 2 * i + 1
-                out[k] = values[k] - sums[where] / count[0]
+                out[k] = centred(values[k], sums[where] / count[0])
             else:
                 out[k] = values[k]
     return stop

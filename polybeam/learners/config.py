@@ -151,6 +151,11 @@ class LearnerConfig:
     expand_after : int
         apple on a stream of unknown length: the first expansion comes after
         this many examples, the next ones after twice as many each time.
+    apple_guard : bool
+        apple: learn the same examples without products alongside, and make the
+        model the linear one when the products predicted worse (progressive loss
+        over the first pass's examples since apple last grew). Costs one linear
+        learner over the base features.
     examples_per_pass : int, optional
         apple: the number of training examples in one pass, when known; the
         epochs are then equally spaced over ``examples_per_pass * passes``
@@ -203,6 +208,7 @@ class LearnerConfig:
     max_degree: int = 6
     expansions: int = 5
     expand_after: int = 1000
+    apple_guard: bool = True
     examples_per_pass: int | None = None
     repeat_factors: bool = True
     interactions: tuple[str, ...] = ()

@@ -35,7 +35,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model, ModelFileError
 from polybeam.learners.monomials import Monomial
-from polybeam.learners.polynomial import PolynomialLearner, make_learner
+from polybeam.learners.polynomial import PolynomialLearner, linear_config, make_learner
 from polybeam.learners.state_file import is_learner_state, read_learner_state
 
 # Settings that decide what a learner's weights mean or which arrays it keeps.
@@ -69,6 +69,8 @@ def continue_learner(learner, config: LearnerConfig):
     learner.config = config
     if isinstance(learner, PolynomialLearner):
         learner.linear.config = config
+        if learner.shadow is not None:
+            learner.shadow.config = linear_config(config)
     return learner
 
 
@@ -95,6 +97,8 @@ def learner_from_model(model: Model, config: LearnerConfig) -> LinearLearner | P
     linear.mark_pass_start()
     if isinstance(learner, PolynomialLearner):
         _restore_products(learner, model)
+        # Apple's guard would start from nothing while apple starts from the model: no fair race.
+        learner.shadow = None
     return learner
 
 

@@ -128,6 +128,7 @@ def add_learner_options(parser) -> None:
     _add(parser, "expand-rule", choices=EXPANSION_RULES, default="weight", help="apple: pick parents by weight magnitude (default), the risk-consistent fallback rule, or the SSM residual heuristic")
     _add(parser, "max-degree", type=int, default=6, help="apple: largest degree of a product (default: 6)")
     _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
+    _add(parser, "no-apple-guard", action="store_true", default=False, help="apple: keep the products even where they predicted worse than the same learner without them (by default apple learns that linear model alongside, compares their progressive loss since its last expansion, and writes the better)")
     _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
     _add(parser, "examples-per-pass", type=int, default=None, help="apple: number of training examples, when known: the 6 epochs are then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)")
     _add(parser, "interactions", type=columns, default=(), help="quadratic/cubic: only products across these namespaces (first letters), like VW's -q/--cubic: e.g. ab,abc (VW text input)")

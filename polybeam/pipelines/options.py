@@ -133,6 +133,7 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
         **values,
         bias=not learner.no_bias,
         center=not learner.no_center,
+        apple_guard=not learner.no_apple_guard,
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,
         repeat_factors=not learner.no_repeat_factors,

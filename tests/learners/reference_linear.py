@@ -466,7 +466,9 @@ class CentredReference:
                 for slot, x in zip(slots, values):
                     if slot in self.sums and slot not in done and not (self.first_raw and self.count == 1):
                         done.add(slot)
-                        x -= self.sums[slot] / self.count
+                        mean = self.sums[slot] / self.count
+                        # Rounding is not signal: a constant column centres to exactly 0.
+                        x = 0.0 if abs(x - mean) <= 1e-9 * max(abs(x), abs(mean)) else x - mean
                     centred.append(x)
                 values = centred
             self.learner.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
