@@ -103,9 +103,10 @@ class Method:
     stream: bool = False  # apple without the example count: expansions after 1000, 2000, 4000, ... (VW's schedule)
 
     def config(self, rate: float) -> LearnerConfig:
-        # The paper's learner (and VW's) learns on the raw features: no centring.
+        # The paper's learner (and VW's) learns on the raw features (no centring) and keeps its
+        # products (no guard).
         return LearnerConfig(loss="squared", step="adaptive", learning_rate=rate, bits=self.bits, center=False,
-                             **self.settings)
+                             apple_guard=False, **self.settings)
 
 
 METHODS = (

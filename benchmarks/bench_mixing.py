@@ -121,14 +121,14 @@ class Setting:
 
 SETTINGS = (
     Setting("linear", "linear, GSA (default)", {}),
-    Setting("apple", "apple, GSA (default), as Train runs it", {"expand": "apple"}),
+    Setting("apple", "apple, GSA (default), as Train runs it", {"expand": "apple", "apple_guard": False}),
     # Later passes expand every example over the union of all workers' parents (thousands at N = 256,
     # ~80 features per base feature): 2 passes keep the run within its budget.
-    Setting("apple-shard", "apple, GSA, epochs over each worker's pass-1 shard (what-if)", {"expand": "apple"},
+    Setting("apple-shard", "apple, GSA, epochs over each worker's pass-1 shard (what-if)", {"expand": "apple", "apple_guard": False},
             "shard", most_passes=2),
     Setting("linear-adaptive", "linear, adaptive steps", {"step": "adaptive"}),
     # With P > 1 passes it repeats linear-adaptive from N = 2 on (see schedule_notes): one pass only.
-    Setting("apple-adaptive", "apple, adaptive steps, as Train runs it", {"expand": "apple", "step": "adaptive"},
+    Setting("apple-adaptive", "apple, adaptive steps, as Train runs it", {"expand": "apple", "apple_guard": False, "step": "adaptive"},
             most_passes=1),
 )
 BY_KEY = {setting.key: setting for setting in SETTINGS}
