@@ -228,6 +228,7 @@ class Model:
             "examples": meta.get("examples"),
             "progressive_loss": meta.get("progressive_loss"),
             "passes": len(meta.get("passes", [])) or self.config.passes,
+            "apple_guard": meta.get("apple_guard"),
             "top_weights": self.top_weights(top),
         }
 
@@ -246,6 +247,12 @@ class Model:
         if self.expansion is not None:
             parents = f", {len(self.expansion.parents)} parent monomials" if self.expansion.kind == "apple" else ""
             lines.append(f"expansion: {self.expansion.kind}{parents} (max degree {self.expansion.max_degree})")
+        guard = info["apple_guard"]
+        if guard:
+            kept = "apple's products" if guard["products_kept"] else "the linear model (apple's products did not pay)"
+            lines.append(f"apple guard: kept {kept}; progressive loss since the last expansion "
+                         f"{guard['progressive_loss']:.6g} with products, {guard['linear_progressive_loss']:.6g} "
+                         f"without, over {guard['examples']:g} examples")  # fmt: skip
         if "greedy_step" in self.metadata:
             lines.append(f"mean greedy step (GSA): {self.metadata['greedy_step']:.6g}")
         lines += [

@@ -252,7 +252,7 @@ class PolynomialLearner:
         """Apple's and its guard's mean progressive loss over the first pass's examples since apple
         last grew (NaN before any)."""
         apple, linear, weight = self.race
-        return (apple / weight, linear / weight) if weight > 0 else (math.nan, math.nan)
+        return (float(apple / weight), float(linear / weight)) if weight > 0 else (math.nan, math.nan)
 
     def products_paid(self) -> bool:
         """Whether apple predicted better than its guard, the same learner without products: their

@@ -363,3 +363,12 @@ def test_the_guard_is_merged_saved_and_dropped_by_a_warm_start_from_a_model():
     np.testing.assert_array_equal(restored.shadow.weights, merged.shadow.weights)
     warm = learner_from_model(merged.to_model(), config)
     assert warm.shadow is None and warm.products_paid()
+
+
+def test_inspect_says_what_the_guard_kept():
+    from tests.learners.test_state_file import linear_batch
+
+    learner = make_learner(LearnerConfig(loss="logistic", bits=12, expand="apple"), total=600).learn(linear_batch(600))
+    summary = learner.to_model().summary()
+    assert "apple guard: kept the linear model (apple's products did not pay)" in summary
+    assert learner.to_model().summary_dict()["apple_guard"]["products_kept"] is False
