@@ -100,6 +100,27 @@ def bounded(value):
     return min(max(value, -MAX_MAGNITUDE), MAX_MAGNITUDE)
 
 
+@numba.njit(cache=True, inline="always")
+def within_scale(x, known):
+    """``x`` clipped to the largest magnitude its feature had before (``known``; none yet: ``x``).
+
+    The normalised adaptive step predicts with this: a weight learned while the
+    feature's scale was ``known`` stands for ``weight * known`` per unit of
+    x / scale, and a value beyond it (heavy-tailed raw columns, and more so
+    apple's products of them) would otherwise multiply that weight by a
+    magnitude it never saw. The update then rescales the weight to the new
+    scale, as VW does; VW predicts with the unclipped value. On spam, apple's
+    progressive log loss after its last expansion was 5-18 with unclipped
+    values, 0.18-0.28 clipped (its linear model: 0.24-0.31).
+
+    >>> within_scale(3.0, 2.0), within_scale(-3.0, 2.0), within_scale(1.5, 2.0), within_scale(7.0, 0.0)
+    (2.0, -2.0, 1.5, 7.0)
+    """
+    if known > 0.0 and abs(x) > known:
+        return math.copysign(known, x)
+    return x
+
+
 @numba.njit(cache=True)
 def normalised_multiplier(stats, adaptive, normalized):
     if adaptive and normalized and stats[NORM_SUM] > 0.0:
@@ -285,7 +306,7 @@ def learn_batch(
                     synced[slot] = clock
                 weight = math.copysign(max(abs(weight) - owed * rate, 0.0), weight)
                 raw[slot] = weight
-                margin += weight * x
+                margin += weight * (within_scale(x, feature_scale[slot]) if normalized else x)
             done = stop
         elif fast_gsa and importance > 0.0 and plain_truncation:
             # GSA in normalised feature space with truncation, theta = infinity. One
@@ -359,7 +380,8 @@ def learn_batch(
                 synced[slot] = clock - unpaid(owed, weight, rate) if cumulative else clock
                 weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
                 raw[slot] = weight
-            margin += weight * x
+            # (adaptive, normalised: the value as far as the feature's known scale; see within_scale)
+            margin += weight * (within_scale(x, feature_scale[slot]) if adaptive and normalized else x)
             if gsa_normalized:
                 if importance > 0.0:
                     old_scale = feature_scale[slot]

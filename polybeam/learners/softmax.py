@@ -41,6 +41,7 @@ from polybeam.learners.kernels import (
     bounded,
     decay_l2,
     normalised_multiplier,
+    within_scale,
 )
 from polybeam.learners.sparsity import (
     CUMULATIVE,
@@ -69,6 +70,22 @@ def class_scores(raw, indices, values, start, stop, bias, out):
     for k in range(start, stop):
         row = raw[indices[k]]
         x = values[k]
+        for c in range(out.shape[0]):
+            out[c] += row[c] * x
+
+
+@numba.njit(cache=True)
+def clipped_scores(raw, indices, values, start, stop, bias, feature_scale, out):
+    """:func:`class_scores` with each value clipped to its feature's known scale (the normalised
+    adaptive step's prediction: see ``kernels.within_scale``)."""
+    if bias:
+        out[:] = raw[0]
+    else:
+        out[:] = 0.0
+    for k in range(start, stop):
+        slot = indices[k]
+        row = raw[slot]
+        x = within_scale(values[k], feature_scale[slot])
         for c in range(out.shape[0]):
             out[c] += row[c] * x
 
@@ -155,7 +172,10 @@ def learn_batch_softmax(
                     raw[slot, c] = settled_raw(raw[slot, c], owed, rate, limit, scale, sparsity)
                 synced[slot] = clock - rest
 
-        class_scores(raw, indices, values, start, stop, bias, scores)
+        if adaptive and normalized:
+            clipped_scores(raw, indices, values, start, stop, bias, feature_scale, scores)
+        else:
+            class_scores(raw, indices, values, start, stop, bias, scores)
         for c in range(classes):
             scores[c] = bounded(scores[c] * stats[SCALE])
         to_probabilities(scores, probabilities)

@@ -154,6 +154,14 @@ class _Reference:
         pairs = [(0, 1.0)] if self.bias else []
         return pairs + list(zip((int(s) for s in slots), (float(v) for v in values)))
 
+    def seen(self, slot, x):
+        """The value the normalised adaptive step predicts with: clipped to the largest magnitude
+        its feature had before this example."""
+        known = self.N.get(slot, 0.0)
+        if self.step == "adaptive" and self.normalized and known > 0 and abs(x) > known:
+            return math.copysign(known, x)
+        return x
+
     def base_step(self, t_before, importance):
         if self.step in ("constant", "adaptive"):
             return self.eta
@@ -294,7 +302,7 @@ class ReferenceLinearLearner(_Reference):
         features = self.features(slots, values)
         self.pay_before_touch(self.w, features)
         y = label if self.loss == "squared" else (1.0 if label > 0 else -1.0)
-        p = bounded(sum(self.w.get(j, 0.0) * x for j, x in features))
+        p = bounded(sum(self.w.get(j, 0.0) * self.seen(j, x) for j, x in features))
         if self.loss == "squared":
             self.label_min = min(self.label_min, y)
             self.label_max = max(self.label_max, y)
@@ -365,7 +373,7 @@ class ReferenceSoftmaxLearner(_Reference):
         features = self.features(slots, values)
         self.pay_before_touch(self.w, features, self.classes)
         k = int(label) - 1
-        scores = [sum(self.w.get((j, c), 0.0) * x for j, x in features) for c in range(self.classes)]
+        scores = [sum(self.w.get((j, c), 0.0) * self.seen(j, x) for j, x in features) for c in range(self.classes)]
         top = max(scores)
         exps = [math.exp(s - top) for s in scores]
         probabilities = [e / sum(exps) for e in exps]

@@ -211,8 +211,7 @@ def test_apple_from_the_command_line(tmp_path, capsys):
     train, test = datasets.write_split("dna", str(tmp_path), binary=True)
     linear, apple = tmp_path / "linear.model", tmp_path / "apple.model"
     assert run(capsys, "train", "--input", train, "--loss", "logistic", "--model", linear)[0] == 0
-    # Without the guard, which keeps the linear model here (apple's progressive log loss after its
-    # last expansion is the higher, though its held-out error is the lower).
+    # Without the guard: this test is about apple's products from the command line.
     code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--expand", "apple",
                                "--alpha", "0.5", "--expand-after", "200", "--no-repeat-factors", "--no-apple-guard",
                                "--model", apple)
