@@ -28,12 +28,12 @@ from polybeam.learners.greedy import greedy_step
 from polybeam.learners.losses import SQUARED, loss_derivative, loss_value, plain_update, safe_update
 from polybeam.learners.sparsity import (
     CUMULATIVE,
-    ROUND,
     SUBGRADIENT,
-    TRUNCATE,
+    keeps_time_stamps,
     penalty_terms,
     rescaled,
     settled_raw,
+    shrinks,
     owed_since,
     step_rate,
     unpaid,
@@ -168,7 +168,7 @@ def decay_l2(raw, synced, stats, eta_t, l2, importance):
 def advance_clock(stats, sparsity, amount):
     """One truncation step: truncation adds its shrink amount in raw units (so that
     L2 decay after it shrinks it too, as it shrinks the weights), rounding adds 1."""
-    if sparsity == TRUNCATE or sparsity == CUMULATIVE:
+    if shrinks(sparsity):
         stats[CLOCK] += amount / stats[SCALE]
     else:
         stats[CLOCK] += 1.0
@@ -233,8 +233,8 @@ def learn_batch(
     # GSA learns in normalised feature space: x_j / N_j, with N_j the largest |x_j| so far.
     gsa_normalized = step == GSA and normalized
     keeps_scales = adaptive or gsa_normalized
-    lazy = sparsity == TRUNCATE or sparsity == ROUND or sparsity == CUMULATIVE
-    plain_truncation = (sparsity == TRUNCATE or sparsity == CUMULATIVE) and threshold == math.inf
+    lazy = keeps_time_stamps(sparsity)
+    plain_truncation = shrinks(sparsity) and threshold == math.inf
     # The cumulative penalty keeps what a weight could not pay (see polybeam.learners.sparsity).
     cumulative = sparsity == CUMULATIVE
     fast_plain = plain_truncation and not adaptive and not gsa_normalized

@@ -283,9 +283,8 @@ class PolynomialLearner:
             }
             if not extra["apple_guard"]["products_kept"]:
                 model = self.shadow.to_model(extra)
-                expansion = Expansion("apple", (), self.config.max_degree, self.config.repeat_factors,
-                                      self.config.interactions)  # fmt: skip
-                return dataclasses.replace(model, config=self.config, expansion=expansion)
+                no_parents = dataclasses.replace(self.expansion, parents=())
+                return dataclasses.replace(model, config=self.config, expansion=no_parents)
         model = self.linear.to_model(extra)
         monomials = FactorTable.empty()
         if self.config.expand == "apple" and self.parents:

@@ -45,9 +45,8 @@ from polybeam.learners.kernels import (
 )
 from polybeam.learners.sparsity import (
     CUMULATIVE,
-    ROUND,
     SUBGRADIENT,
-    TRUNCATE,
+    keeps_time_stamps,
     penalty_terms,
     rescaled,
     settled_raw,
@@ -136,7 +135,7 @@ def learn_batch_softmax(
     adaptive = step == ADAPTIVE
     gsa_normalized = step == GSA and normalized
     keeps_scales = adaptive or gsa_normalized
-    lazy = sparsity == TRUNCATE or sparsity == ROUND or sparsity == CUMULATIVE
+    lazy = keeps_time_stamps(sparsity)
     cumulative = sparsity == CUMULATIVE
     scores = np.empty(classes)
     probabilities = np.empty(classes)

@@ -67,6 +67,19 @@ SPARSITY_CODES = {"none": NONE, "truncate": TRUNCATE, "round": ROUND, "subgradie
 LAZY = ("truncate", "round", "cumulative")  # the rules that keep a time stamp per slot
 
 
+@numba.njit(cache=True, inline="always")
+def shrinks(sparsity):
+    """Whether the rule shrinks weights by the clock (truncated gradient, either form), rather
+    than rounding them."""
+    return sparsity == TRUNCATE or sparsity == CUMULATIVE
+
+
+@numba.njit(cache=True, inline="always")
+def keeps_time_stamps(sparsity):
+    """Whether the rule pays lazily by per-slot time stamps (see ``LAZY``)."""
+    return sparsity == TRUNCATE or sparsity == ROUND or sparsity == CUMULATIVE
+
+
 @numba.njit(cache=True)
 def adaptive_rate(sum_sq_grad, feature_scale, normalized):
     """The per-coordinate factor of the adaptive step (0 before any gradient)."""
@@ -134,7 +147,7 @@ def settled_raw(raw_value, owed, rate, limit, scale, sparsity):
     on weight signs would cost more than the arithmetic.
     """
     magnitude = abs(raw_value) * scale
-    if sparsity == TRUNCATE or sparsity == CUMULATIVE:
+    if shrinks(sparsity):
         shrunk = math.copysign(max(abs(raw_value) - owed * rate, 0.0), raw_value)
         return shrunk if magnitude <= limit else raw_value
     return 0.0 if (owed > 0.0) & (magnitude < limit) else raw_value
