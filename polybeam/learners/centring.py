@@ -39,7 +39,7 @@ that point.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numba
 import numpy as np
@@ -188,7 +188,12 @@ class Centring:
         return np.tensordot(self.means(), weights[self.slots], axes=1)
 
     def segments(
-        self, batch: ExampleBatch, raw: np.ndarray, *, first_raw: bool = False
+        self,
+        batch: ExampleBatch,
+        raw: np.ndarray,
+        *,
+        first_raw: bool = False,
+        before_fold: Callable[[np.ndarray], None] | None = None,
     ) -> Iterator[tuple[int, int, np.ndarray]]:
         """Split ``batch`` into runs of rows ``(start, stop, values)`` to learn in turn, with the
         centred values. Between two runs (after the caller learned the first) the slots the next
@@ -199,6 +204,8 @@ class Centring:
         (and so its greedy step, about 1 / x . x) far larger than any later one, and the mean
         step would carry it. AdaGrad is better off with the zeros: raw first values would set
         each feature's normalising scale to a magnitude far above its centred values'.
+
+        ``before_fold`` (see :meth:`drop`) is called with the rows a fold is about to read.
         """
         n = len(batch)
         if not self.started:
@@ -228,11 +235,17 @@ class Centring:
                 yield row, stop, out
             if stop < n:
                 lacking = ~np.isin(self.slots, batch.indices[batch.indptr[stop] : batch.indptr[stop + 1]])
-                self.drop(lacking, raw)
+                self.drop(lacking, raw, before_fold)
             row = stop
 
-    def drop(self, which: np.ndarray, raw: np.ndarray) -> None:
-        """Stop centring the slots selected by the mask ``which``, folding their terms into ``raw[0]``."""
+    def drop(self, which: np.ndarray, raw: np.ndarray, before_fold: Callable[[np.ndarray], None] | None = None) -> None:
+        """Stop centring the slots selected by the mask ``which``, folding their terms into ``raw[0]``.
+
+        ``before_fold(rows)`` first makes ``raw[rows]`` (those slots and the bias) the weights in
+        force, for a learner whose rows hold something else (the cumulative penalty's sums).
+        """
+        if before_fold is not None:
+            before_fold(np.append(self.slots[which], 0))
         raw[0] -= np.tensordot(self.means()[which], raw[self.slots[which]], axes=1)
         self.slots = self.slots[~which]
         self.sums = self.sums[~which]

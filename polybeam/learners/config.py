@@ -113,9 +113,9 @@ class LearnerConfig:
     sparsity : {"none", "cumulative", "truncate", "round", "subgradient"}, optional
         How weights are made sparse: ``cumulative`` truncated gradient with a
         cumulative penalty (every ``truncate_every`` examples every weight owes
-        step * truncate_every * gravity; it pays from its magnitude, stopping at
-        0, and what it could not pay stays owed, so a weight whose gradients
-        cancel ends at exactly 0: Tsuruoka et al.'s cumulative L1, like VW's
+        step * truncate_every * gravity more; the weight in force is the sum of
+        its steps truncated by all it owed since its first touch, so a weight
+        whose gradients cancel is exactly 0, its latest step included: VW's
         ``--l1``; see :mod:`polybeam.learners.sparsity`); ``truncate`` the
         paper's truncated gradient (every
         ``truncate_every`` examples, weights with ``|w| <= truncate_threshold``

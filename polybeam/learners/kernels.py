@@ -32,11 +32,10 @@ from polybeam.learners.sparsity import (
     keeps_time_stamps,
     penalty_terms,
     rescaled,
+    opened_at,
     settled_raw,
     shrinks,
-    owed_since,
     step_rate,
-    unpaid,
 )
 
 # Step rule codes.
@@ -235,7 +234,8 @@ def learn_batch(
     keeps_scales = adaptive or gsa_normalized
     lazy = keeps_time_stamps(sparsity)
     plain_truncation = shrinks(sparsity) and threshold == math.inf
-    # The cumulative penalty keeps what a weight could not pay (see polybeam.learners.sparsity).
+    # The cumulative penalty predicts with each sum of steps truncated by the pull its account
+    # owes since it opened, and leaves the sum in raw (see polybeam.learners.sparsity).
     cumulative = sparsity == CUMULATIVE
     fast_plain = plain_truncation and not adaptive and not gsa_normalized
     fast_adaptive = plain_truncation and adaptive
@@ -276,13 +276,14 @@ def learn_batch(
                 x = values[k] if k >= start else 1.0
                 weight = raw[slot]
                 if cumulative:  # loop-invariant: the compiler unswitches it
-                    owed = owed_since(clock, synced[slot], True)
-                    synced[slot] = clock - max(owed - abs(weight), 0.0)
+                    opened = opened_at(synced[slot], clock)
+                    synced[slot] = opened
+                    weight = math.copysign(max(abs(weight) - (clock - opened), 0.0), weight)
                 else:
                     owed = clock - synced[slot]
                     synced[slot] = clock
-                weight = math.copysign(max(abs(weight) - owed, 0.0), weight)
-                raw[slot] = weight
+                    weight = math.copysign(max(abs(weight) - owed, 0.0), weight)
+                    raw[slot] = weight
                 margin += weight * x
                 plain_ppu += max(x * x, MIN_X2)
                 xx += x * x
@@ -294,18 +295,17 @@ def learn_batch(
                 slot = indices[k] if k >= start else 0
                 x = values[k] if k >= start else 1.0
                 g = sum_sq_grad[slot]
-                root = math.sqrt(g)
-                rate = 1.0 / root if g > 0.0 else 0.0
+                rate = 1.0 / math.sqrt(g) if g > 0.0 else 0.0
                 weight = raw[slot]
                 if cumulative:
-                    # What the weight could not pay: owed - |w| / rate (all of it at rate 0).
-                    owed = owed_since(clock, synced[slot], True)
-                    synced[slot] = clock - max(owed - abs(weight) * root, 0.0)
+                    opened = opened_at(synced[slot], clock)
+                    synced[slot] = opened
+                    weight = math.copysign(max(abs(weight) - (clock - opened) * rate, 0.0), weight)
                 else:
                     owed = clock - synced[slot]
                     synced[slot] = clock
-                weight = math.copysign(max(abs(weight) - owed * rate, 0.0), weight)
-                raw[slot] = weight
+                    weight = math.copysign(max(abs(weight) - owed * rate, 0.0), weight)
+                    raw[slot] = weight
                 margin += weight * (within_scale(x, feature_scale[slot]) if normalized else x)
             done = stop
         elif fast_gsa and importance > 0.0 and plain_truncation:
@@ -318,13 +318,14 @@ def learn_batch(
                 inverse = 1.0 / old_scale if old_scale > 0.0 else 1.0
                 weight = raw[slot]
                 if cumulative:
-                    owed = owed_since(clock, synced[slot], True)
-                    synced[slot] = clock - max(owed - abs(weight) * (old_scale if old_scale > 0.0 else 1.0), 0.0)
+                    opened = opened_at(synced[slot], clock)
+                    synced[slot] = opened
+                    weight = math.copysign(max(abs(weight) - (clock - opened) * inverse, 0.0), weight)
                 else:
                     owed = clock - synced[slot]
                     synced[slot] = clock
-                weight = math.copysign(max(abs(weight) - owed * inverse, 0.0), weight)
-                raw[slot] = weight
+                    weight = math.copysign(max(abs(weight) - owed * inverse, 0.0), weight)
+                    raw[slot] = weight
                 margin += weight * x
                 magnitude = max(abs(x), MIN_MAGNITUDE)
                 if magnitude > old_scale:  # rare once scales settle
@@ -366,7 +367,6 @@ def learn_batch(
             x = values[k] if k >= start else 1.0
             weight = raw[slot]
             if lazy:
-                owed = owed_since(clock, synced[slot], cumulative)
                 # theta = infinity has loops of its own above (this loop sees it only for
                 # normalised GSA on examples of importance 0).
                 rate, limit = penalty_terms(
@@ -377,9 +377,15 @@ def learn_batch(
                     feature_scale[slot] if keeps_scales else 0.0,
                     threshold,
                 )
-                synced[slot] = clock - unpaid(owed, weight, rate) if cumulative else clock
-                weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
-                raw[slot] = weight
+                if cumulative:  # the weight in force; raw keeps the sum
+                    opened = opened_at(synced[slot], clock)
+                    synced[slot] = opened
+                    weight = settled_raw(weight, clock - opened, rate, limit, scale, sparsity)
+                else:
+                    owed = clock - synced[slot]
+                    synced[slot] = clock
+                    weight = settled_raw(weight, owed, rate, limit, scale, sparsity)
+                    raw[slot] = weight
             # (adaptive, normalised: the value as far as the feature's known scale; see within_scale)
             margin += weight * (within_scale(x, feature_scale[slot]) if adaptive and normalized else x)
             if gsa_normalized:

@@ -121,7 +121,10 @@ class LinearLearner:
             return self
         if config.loss == "softmax":
             self._check_classes(batch.labels)
-        for start, stop, values in self.centring_.segments(batch, self.raw_, first_raw=config.step == "gsa"):
+        segments = self.centring_.segments(
+            batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook()
+        )
+        for start, stop, values in segments:
             self._learn_rows(batch, start, stop, values)
         if batch.names:
             for slot, name in batch.names.items():
@@ -230,7 +233,9 @@ class LinearLearner:
     # -- reading the state -----------------------------------------------------
 
     def settle(self) -> "LinearLearner":
-        """Pay every weight's pending truncation now (the kernels do it lazily)."""
+        """Pay every weight's pending truncation now (the kernels do it lazily); under the cumulative
+        penalty, make the weights in force the sums and open every account again (see
+        polybeam.learners.sparsity: what a merge does anyway)."""
         if len(self.synced_):
             rates, thresholds = self._penalty()
             sparsity.flush(
@@ -244,16 +249,41 @@ class LinearLearner:
             )
         return self
 
-    def _penalty(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-weight penalty rates and per-slot thresholds (see polybeam.learners.sparsity)."""
+    def _penalty(self, rows: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """Per-weight penalty rates and per-slot thresholds of ``rows`` (see polybeam.learners.sparsity)."""
+        raw = self.raw_[rows]
         return sparsity.penalty_arrays(
-            self.sum_sq_grad_,
-            self.feature_scale_,
+            self.sum_sq_grad_[rows] if len(self.sum_sq_grad_) else self.sum_sq_grad_,
+            self.feature_scale_[rows] if len(self.feature_scale_) else self.feature_scale_,
             adaptive=self.config.step == "adaptive",
             normalized=self.config.normalized,
             threshold=self.config.threshold,
-            shape=self.raw_.shape,
+            shape=raw.shape,
         )
+
+    @property
+    def _cumulative(self) -> bool:
+        return self.config.sparsity == "cumulative"
+
+    def raw_in_force(self) -> np.ndarray:
+        """The raw weights as the model holds them, pending truncation paid. Under the cumulative
+        penalty a new array (the learner keeps its sums); otherwise ``raw_`` itself, settled."""
+        if not self._cumulative:
+            return self.settle().raw_
+        rates, _ = self._penalty()
+        return sparsity.in_force(self.raw_, self.synced_, clock=self.stats_[kernels.CLOCK], rates=rates)
+
+    def _fold_hook(self):
+        """What centring calls before it folds rows into the bias: under the cumulative penalty,
+        settle those rows (their weights in force become their sums), so the fold is exact."""
+        return self._settle_rows if self._cumulative else None
+
+    def _settle_rows(self, rows: np.ndarray) -> None:
+        rates, _ = self._penalty(rows)
+        clock = self.stats_[kernels.CLOCK]
+        synced = self.synced_[rows]
+        self.raw_[rows] = sparsity.in_force(self.raw_[rows], synced, clock=clock, rates=rates)
+        self.synced_[rows] = np.where(synced != 0.0, clock, 0.0)
 
     def _output_shape(self, array: np.ndarray) -> np.ndarray:
         return array.reshape(-1) if self.config.outputs == 1 else array
@@ -261,8 +291,7 @@ class LinearLearner:
     @property
     def weights(self) -> np.ndarray:
         """The dense weights, truncation paid (a new array; (slots, classes) for softmax)."""
-        self.settle()
-        return self._output_shape(self.stats_[kernels.SCALE] * self.raw_)
+        return self._output_shape(self.stats_[kernels.SCALE] * self.raw_in_force())
 
     @property
     def examples_seen(self) -> int:
@@ -367,7 +396,7 @@ class LinearLearner:
         Pending truncation is paid; the subgradient baseline rounds weights below
         ``truncate_threshold`` to zero here, at the end of training.
         """
-        weights = self.stats_[kernels.SCALE] * self.settle().raw_
+        weights = self.stats_[kernels.SCALE] * self.raw_in_force()
         weights[0] -= self.centring_.bias_offset(weights)  # centred slots' means into the bias
         if self.config.sparsity == "subgradient":
             _, thresholds = self._penalty()
@@ -435,7 +464,7 @@ class LinearLearner:
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
-            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_)
+            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook())
             self.centring_ = Centring.off()
 
     def __repr__(self) -> str:

@@ -50,9 +50,8 @@ from polybeam.learners.sparsity import (
     penalty_terms,
     rescaled,
     settled_raw,
-    owed_since,
+    opened_at,
     step_rate,
-    unpaid,
 )
 
 # Log loss of a probability that underflowed to zero.
@@ -87,6 +86,20 @@ def clipped_scores(raw, indices, values, start, stop, bias, feature_scale, out):
         x = within_scale(values[k], feature_scale[slot])
         for c in range(out.shape[0]):
             out[c] += row[c] * x
+
+
+@numba.njit(cache=True)
+def in_force_scores(in_force, indices, values, start, stop, bias, feature_scale, clipped, out):
+    """:func:`class_scores` of one example from its weights in force (row ``k - first`` for position
+    ``k``; the bias first), values clipped as in :func:`clipped_scores` when ``clipped``."""
+    out[:] = 0.0
+    first = start - 1 if bias else start
+    for k in range(first, stop):
+        x = values[k] if k >= start else 1.0
+        if clipped and k >= start:
+            x = within_scale(x, feature_scale[indices[k]])
+        for c in range(out.shape[0]):
+            out[c] += in_force[k - first, c] * x
 
 
 @numba.njit(cache=True)
@@ -140,6 +153,11 @@ def learn_batch_softmax(
     scores = np.empty(classes)
     probabilities = np.empty(classes)
     gradient = np.empty(classes)
+    # The cumulative penalty's weights in force for one example (its sums stay in raw).
+    max_len = 0
+    for i in range(n):
+        max_len = max(max_len, indptr[i + 1] - indptr[i])
+    in_force = np.empty((max_len + 1 if cumulative else 0, classes))
 
     for i in range(n):
         start = indptr[i]
@@ -153,9 +171,13 @@ def learn_batch_softmax(
             scale = stats[SCALE]
             for k in range(first, stop):
                 slot = indices[k] if k >= start else 0
-                owed = owed_since(clock, synced[slot], cumulative)
-                # The cumulative penalty: a slot keeps the least any class could not pay.
-                rest = owed if cumulative else 0.0
+                if cumulative:
+                    opened = opened_at(synced[slot], clock)
+                    owed = clock - opened
+                    synced[slot] = opened
+                else:
+                    owed = clock - synced[slot]
+                    synced[slot] = clock
                 feature = feature_scale[slot] if keeps_scales else 0.0
                 for c in range(classes):
                     rate, limit = penalty_terms(
@@ -166,12 +188,15 @@ def learn_batch_softmax(
                         feature,
                         threshold,
                     )
+                    settled = settled_raw(raw[slot, c], owed, rate, limit, scale, sparsity)
                     if cumulative:
-                        rest = min(rest, unpaid(owed, raw[slot, c], rate))
-                    raw[slot, c] = settled_raw(raw[slot, c], owed, rate, limit, scale, sparsity)
-                synced[slot] = clock - rest
+                        in_force[k - first, c] = settled
+                    else:
+                        raw[slot, c] = settled
 
-        if adaptive and normalized:
+        if cumulative:
+            in_force_scores(in_force, indices, values, start, stop, bias, feature_scale, adaptive and normalized, scores)
+        elif adaptive and normalized:
             clipped_scores(raw, indices, values, start, stop, bias, feature_scale, scores)
         else:
             class_scores(raw, indices, values, start, stop, bias, scores)

@@ -119,7 +119,7 @@ def add_learner_options(parser) -> None:
     _add(parser, "class-names", type=columns, default=(), help="softmax: comma-separated class names; the i-th is class i (labels may be names)")
     _add(parser, "gsa-target", type=float, default=DEFAULT_GSA_TARGET, help=f"gsa: p_hat, the probability each greedy step aims the true class at (default: {DEFAULT_GSA_TARGET})")
     _add(parser, "gsa-exact", action="store_true", default=False, help="gsa with logistic loss: the exact greedy step (paper section 3.2) instead of eq. 16")
-    _add(parser, "sparsity", choices=SPARSITY, default=None, help="cumulative (truncated gradient with a cumulative penalty: noise weights end at exactly 0; default when --gravity > 0), truncate (the paper's K/theta truncated gradient; default with --truncate-threshold), round (eq. 4), subgradient (eq. 5 baseline) or none")
+    _add(parser, "sparsity", choices=SPARSITY, default=None, help="cumulative (truncated gradient with a cumulative penalty, as VW's --l1: each weight's sum of steps truncated by all the pull it owed, so noise weights end at exactly 0; default when --gravity > 0), truncate (the paper's K/theta truncated gradient; default with --truncate-threshold), round (eq. 4), subgradient (eq. 5 baseline) or none")
     _add(parser, "gravity", type=float, default=0.0, help="truncated gradient's g: pull of small weights toward 0 (default: 0)")
     _add(parser, "truncate-every", type=int, default=1, help="K: truncate every K examples (default: 1)")
     _add(parser, "truncate-threshold", type=float, default=None, help="theta: only weights up to this size are truncated (default: infinity); rounding threshold of round/subgradient")

@@ -135,9 +135,9 @@ class _Reference:
         self.bias, self.normalized, self.gsa_target = bias, normalized, gsa_target
         self.sparsity, self.gravity, self.K = sparsity, gravity, truncate_every
         self.theta = math.inf if truncate_threshold is None else truncate_threshold
-        # The cumulative penalty (Tsuruoka et al.): the total pull so far, and what each slot paid of it.
+        # The cumulative penalty (VW's --l1): the total pull so far, and where each slot's account opened.
         self.pull_total = 0.0
-        self.paid = {}
+        self.opened = {}
         self.G = {}
         self.N = {}
         self.t = 0.0
@@ -232,11 +232,7 @@ class _Reference:
                         amount = eta_t * multiplier * self.gravity * importance * rate
                         weights[key] = w - amount if w > 0 else w + amount
         elif self.sparsity == "cumulative" and self.steps % self.K == 0:
-            self.pull_total += eta_t * multiplier * self.K * self.gravity
-            keys_by_slot = {}
-            for key in weights:
-                keys_by_slot.setdefault(key[0] if isinstance(key, tuple) else key, []).append(key)
-            self.pay_cumulative(weights, keys_by_slot)
+            self.pull_total += eta_t * multiplier * self.K * self.gravity  # the weights keep their sums
         elif self.sparsity in ("truncate", "round") and self.steps % self.K == 0:
             for key, w in list(weights.items()):
                 rate, theta = self.penalty(key, key[0] if isinstance(key, tuple) else key)
@@ -246,36 +242,40 @@ class _Reference:
                 elif self.sparsity == "round" and abs(w) < theta:
                     weights[key] = 0.0
 
-    def pay_cumulative(self, weights, keys_by_slot, touching=False):
-        """The cumulative penalty: each slot's weights pay what the slot owes of the total pull,
-        and the slot keeps owing what it could not pay (the least over its classes). A slot's
-        account opens when an example touches it (the kernel's time stamp 0 is "never")."""
-        for slot, keys in keys_by_slot.items():
-            opened = self.paid.get(slot, 0.0) != 0.0
-            if not (opened or touching):
-                continue
-            owed = self.pull_total - self.paid[slot] if opened else 0.0
-            rest = owed
-            for key in keys:
-                rate, _ = self.penalty(key, slot)
-                w = weights.get(key, 0.0)
-                if rate > 0:
-                    rest = min(rest, max(owed - abs(w) / rate, 0.0))
-                weights[key] = max(0.0, abs(w) - owed * rate) * (1 if w > 0 else -1)
-            self.paid[slot] = self.pull_total - rest
+    def in_force(self, weights, key):
+        """The weight in force of ``key``: under the cumulative penalty its sum of steps truncated
+        by the pull its slot owes since the account opened, at the weight's current rate."""
+        w = weights.get(key, 0.0)
+        if self.sparsity != "cumulative":
+            return w
+        slot = key[0] if isinstance(key, tuple) else key
+        opened = self.opened.get(slot, 0.0)
+        owed = self.pull_total - opened if opened != 0.0 else 0.0  # 0 is "not opened", as in the kernel
+        rate, _ = self.penalty(key, slot)
+        return max(0.0, abs(w) - owed * rate) * (1 if w > 0 else -1)
 
-    def pay_before_touch(self, weights, features, classes=0):
-        """An example's features pay their unpaid cumulative pull before it is predicted
-        (between truncation steps only the cumulative penalty can owe anything)."""
+    def open_accounts(self, features):
+        """An example's slots open their accounts at their first touch (one opened while the
+        total is still 0 opens again at its next touch, as the kernel's time stamp 0 means "never")."""
         if self.sparsity == "cumulative":
-            slots = {j for j, _ in features}
-            keys = {j: [(j, c) for c in range(classes)] if classes else [j] for j in slots}
-            self.pay_cumulative(weights, keys, touching=True)
+            for j, _ in features:
+                if self.opened.get(j, 0.0) == 0.0:
+                    self.opened[j] = self.pull_total
+
+    def settle(self, weights, keys_by_slot):
+        """Make the weights in force of these slots their sums and open their accounts again."""
+        if self.sparsity != "cumulative":
+            return
+        for slot, keys in keys_by_slot.items():
+            for key in keys:
+                weights[key] = self.in_force(weights, key)
+            if self.opened.get(slot, 0.0) != 0.0:
+                self.opened[slot] = self.pull_total
 
     def rounded(self, weights):
         """The subgradient baseline rounds small weights to zero at the end."""
         if self.sparsity != "subgradient":
-            return dict(weights)
+            return {key: self.in_force(weights, key) for key in weights}
         kept = {}
         for key, w in weights.items():
             _, theta = self.penalty(key, key[0] if isinstance(key, tuple) else key)
@@ -298,11 +298,24 @@ class ReferenceLinearLearner(_Reference):
         self.label_min = 0.0
         self.label_max = 0.0
 
+    def in_force_terms(self, features, importance):
+        """Each position's w * x for the margin. Normalised GSA observes each feature's scale in
+        the same loop as the kernel predicts, so a slot repeated in one example is penalised (the
+        cumulative penalty's rate 1 / N) at the scale its earlier occurrence left."""
+        if not (self.step == "gsa" and self.normalized and importance > 0 and self.sparsity == "cumulative"):
+            return [self.in_force(self.w, j) * self.seen(j, x) for j, x in features]
+        scales, terms = dict(self.N), []
+        for j, x in features:
+            terms.append(self.in_force(self.w, j) * x)
+            self.N[j] = max(self.N.get(j, 0.0), abs(x), math.sqrt(MIN_X2))
+        self.N = scales
+        return terms
+
     def learn_one(self, label, importance, slots, values):
         features = self.features(slots, values)
-        self.pay_before_touch(self.w, features)
+        self.open_accounts(features)
         y = label if self.loss == "squared" else (1.0 if label > 0 else -1.0)
-        p = bounded(sum(self.w.get(j, 0.0) * self.seen(j, x) for j, x in features))
+        p = bounded(sum(self.in_force_terms(features, importance)))
         if self.loss == "squared":
             self.label_min = min(self.label_min, y)
             self.label_max = max(self.label_max, y)
@@ -371,9 +384,9 @@ class ReferenceSoftmaxLearner(_Reference):
 
     def learn_one(self, label, importance, slots, values):
         features = self.features(slots, values)
-        self.pay_before_touch(self.w, features, self.classes)
+        self.open_accounts(features)
         k = int(label) - 1
-        scores = [sum(self.w.get((j, c), 0.0) * self.seen(j, x) for j, x in features) for c in range(self.classes)]
+        scores = [sum(self.in_force(self.w, (j, c)) * self.seen(j, x) for j, x in features) for c in range(self.classes)]
         top = max(scores)
         exps = [math.exp(s - top) for s in scores]
         probabilities = [e / sum(exps) for e in exps]
@@ -451,7 +464,10 @@ class CentredReference:
 
     def _fold(self, slot, mean):
         weights = self.learner.w
-        for key, bias in self._keys(slot):
+        pairs = self._keys(slot)
+        # The fold reads the weights in force (the cumulative penalty keeps sums: settle them first).
+        self.learner.settle(weights, {slot: [key for key, _ in pairs], 0: [bias for _, bias in pairs]})
+        for key, bias in pairs:
             weights[bias] = weights.get(bias, 0.0) - weights.get(key, 0.0) * mean
 
     def learn(self, batch):

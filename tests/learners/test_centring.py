@@ -52,6 +52,10 @@ CASES = [
     dict(loss="hinge", step="decay", learning_rate=0.3),
     dict(loss="softmax", classes=3, step="adaptive", learning_rate=0.5),
     dict(loss="softmax", classes=3, step="gsa"),
+    # The cumulative penalty keeps sums; a fold reads the weights in force.
+    dict(loss="logistic", step="adaptive", learning_rate=0.5, gravity=0.01),
+    dict(loss="squared", step="gsa", gravity=0.001),
+    dict(loss="softmax", classes=3, step="adaptive", learning_rate=0.5, gravity=0.01),
 ]
 
 

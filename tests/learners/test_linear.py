@@ -169,6 +169,35 @@ def test_cumulative_penalty_zeroes_noise_weights_that_truncation_leaves(step):
     assert nonzero["cumulative"] <= 10 < 100 <= nonzero["truncate"]
 
 
+@pytest.mark.parametrize("step", ["gsa", "adaptive"])
+def test_cumulative_penalty_zeroes_noise_weights_right_after_their_last_step(step):
+    # The weight in force is the sum of a weight's steps truncated by all the pull it owed: a
+    # noise feature's last step, just taken, is netted against that pull (VW's --l1). Paying
+    # the pull out of the weight itself left each noise weight holding its latest step.
+    batch = noisy_signal(np.random.default_rng(1))
+    learner = LinearLearner(LearnerConfig(loss="logistic", step=step, bits=BITS, gravity=0.003))
+    learner.learn(batch)
+    last_slots, _ = batch.row(len(batch) - 1)
+    noise = [int(s) for s in last_slots if int(s) >= 2]
+    weights = learner.to_model().dense_weights
+    assert len(noise) == 10 and np.all(weights[noise] == 0.0)
+    assert weights[1] > 1.5
+    # The learner kept the sums: they are not 0, and reading the model left them alone.
+    assert np.count_nonzero(learner.raw_[noise]) == len(noise)
+
+
+def test_reading_the_model_does_not_change_what_the_cumulative_penalty_learns():
+    batch = noisy_signal(np.random.default_rng(2), n=2000)
+    config = LearnerConfig(loss="logistic", bits=BITS, gravity=0.003)
+    read, unread = LinearLearner(config), LinearLearner(config)
+    for part in range(4):
+        rows = np.arange(part * 500, (part + 1) * 500)
+        read.learn(batch.take(rows))
+        read.to_model(), read.weights  # mid-training reads
+        unread.learn(batch.take(rows))
+    np.testing.assert_array_equal(read.to_model().dense_weights, unread.to_model().dense_weights)
+
+
 def test_cumulative_penalty_is_the_default_for_a_gravity_and_refuses_a_threshold():
     assert LearnerConfig(gravity=1e-3).sparsity == "cumulative"
     assert LearnerConfig(gravity=1e-3, truncate_threshold=1e-3).sparsity == "truncate"  # the paper's K/theta form
