@@ -121,6 +121,15 @@ def within_scale(x, known):
 
 
 @numba.njit(cache=True)
+def longest_row(indptr):
+    """The most values any row of a CSR batch has (the size of per-example scratch arrays)."""
+    longest = 0
+    for i in range(indptr.shape[0] - 1):
+        longest = max(longest, indptr[i + 1] - indptr[i])
+    return longest
+
+
+@numba.njit(cache=True)
 def normalised_multiplier(stats, adaptive, normalized):
     if adaptive and normalized and stats[NORM_SUM] > 0.0:
         return math.sqrt(stats[NORM_WEIGHT] / stats[NORM_SUM])
@@ -240,9 +249,7 @@ def learn_batch(
     fast_plain = plain_truncation and not adaptive and not gsa_normalized
     fast_adaptive = plain_truncation and adaptive
     fast_gsa = gsa_normalized and (plain_truncation or not lazy)
-    max_len = 0
-    for i in range(n):
-        max_len = max(max_len, indptr[i + 1] - indptr[i])
+    max_len = longest_row(indptr)
     rates = np.empty(max_len + 1)
     # Features whose scale grew in this example (rare once scales settle): position, factor.
     grown_at = np.empty(max_len + 1, dtype=np.int64)

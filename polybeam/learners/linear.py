@@ -280,10 +280,9 @@ class LinearLearner:
 
     def _settle_rows(self, rows: np.ndarray) -> None:
         rates, _ = self._penalty(rows)
-        clock = self.stats_[kernels.CLOCK]
-        synced = self.synced_[rows]
-        self.raw_[rows] = sparsity.in_force(self.raw_[rows], synced, clock=clock, rates=rates)
-        self.synced_[rows] = np.where(synced != 0.0, clock, 0.0)
+        self.raw_[rows], self.synced_[rows] = sparsity.settled_accounts(
+            self.raw_[rows], self.synced_[rows], clock=self.stats_[kernels.CLOCK], rates=rates
+        )
 
     def _output_shape(self, array: np.ndarray) -> np.ndarray:
         return array.reshape(-1) if self.config.outputs == 1 else array

@@ -40,6 +40,7 @@ from polybeam.learners.kernels import (
     base_step,
     bounded,
     decay_l2,
+    longest_row,
     normalised_multiplier,
     within_scale,
 )
@@ -154,10 +155,7 @@ def learn_batch_softmax(
     probabilities = np.empty(classes)
     gradient = np.empty(classes)
     # The cumulative penalty's weights in force for one example (its sums stay in raw).
-    max_len = 0
-    for i in range(n):
-        max_len = max(max_len, indptr[i + 1] - indptr[i])
-    in_force = np.empty((max_len + 1 if cumulative else 0, classes))
+    in_force = np.empty((longest_row(indptr) + 1 if cumulative else 0, classes))
 
     for i in range(n):
         start = indptr[i]

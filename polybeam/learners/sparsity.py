@@ -204,6 +204,13 @@ def in_force(raw: np.ndarray, synced: np.ndarray, *, clock: float, rates) -> np.
         return np.sign(raw) * np.maximum(np.abs(raw) - owed * rates, 0.0) + 0.0  # + 0.0: no -0.0
 
 
+def settled_accounts(raw: np.ndarray, synced: np.ndarray, *, clock: float, rates) -> tuple[np.ndarray, np.ndarray]:
+    """The cumulative penalty settled: ``(weights in force, stamps)``, the weights in force to
+    become the sums and every opened account opened again now (new arrays; see :func:`in_force`)."""
+    weights = in_force(raw, synced, clock=clock, rates=np.broadcast_to(rates, raw.shape))
+    return weights, np.where(synced != 0.0, clock, 0.0)
+
+
 def flush(raw: np.ndarray, scale: float, synced: np.ndarray, *, clock: float, rates, thresholds, sparsity: int) -> None:
     """Pay every weight's pending truncation or rounding, in place (rows of ``raw`` are slots).
 
@@ -211,8 +218,7 @@ def flush(raw: np.ndarray, scale: float, synced: np.ndarray, *, clock: float, ra
     and every opened account opens again now.
     """
     if sparsity == CUMULATIVE:
-        np.copyto(raw, in_force(raw, synced, clock=clock, rates=np.broadcast_to(rates, raw.shape)))
-        synced[:] = np.where(synced != 0.0, clock, 0.0)
+        raw[...], synced[...] = settled_accounts(raw, synced, clock=clock, rates=rates)
         return
     owed_by_slot = clock - synced
     if sparsity not in (TRUNCATE, ROUND) or not np.any(owed_by_slot > 0):
