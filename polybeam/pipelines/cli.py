@@ -1,4 +1,4 @@
-"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, demo.
+"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, template, demo.
 
 Every option is a PipelineOptions field (see ``polybeam.pipelines.options``),
 so the same names work here, from Python and in templates; any Beam option
@@ -27,6 +27,7 @@ COMMANDS = {
     "sequence": "order cost-weighted feature groups into anytime model prefixes (JSON lines)",
     "timeliness": "held-out explained variance against cost and alpha-timeliness of prefix files",
     "inspect": "print a model's summary: settings, non-zeros, largest weights",
+    "template": "write a Dataflow flex template of a command: metadata.json, Dockerfile, entry point, README",
     "demo": "train and evaluate on bundled real data with the local runner",
 }
 
@@ -58,6 +59,36 @@ def _inspect_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--top", type=int, default=20, help="how many of the largest weights to list (default: 20)")
     return parser
+
+
+def _template_parser() -> argparse.ArgumentParser:
+    from polybeam.pipelines.flex_template import LAUNCHER_TAG, TEMPLATE_COMMANDS
+
+    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"], allow_abbrev=False)
+    parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
+    parser.add_argument("--output-dir", "--output_dir", dest="output_dir", required=True,
+                        help="folder for metadata.json, Dockerfile, main.py and README.md (the image's build context)")
+    parser.add_argument("--image", default=None,
+                        help="the image's name, for the README's build and run commands (default: "
+                             "REGION-docker.pkg.dev/PROJECT/REPOSITORY/polybeam-COMMAND:VERSION)")
+    parser.add_argument("--package", default=None,
+                        help="what the image pip-installs: a requirement (default: polybeam==VERSION) or a local "
+                             "wheel file, which is copied into the folder (pip wheel --no-deps -w DIR .)")
+    parser.add_argument("--launcher-tag", "--launcher_tag", dest="launcher_tag", default=LAUNCHER_TAG,
+                        help=f"tag of Google's template-launcher base image (default: {LAUNCHER_TAG})")
+    return parser  # fmt: skip
+
+
+def _run_template(argv: Sequence[str]) -> int:
+    from polybeam.pipelines.flex_template import write_template
+
+    args = _template_parser().parse_args(list(argv))
+    written = write_template(args.command, args.output_dir, image=args.image, package=args.package,
+                             launcher_tag=args.launcher_tag)  # fmt: skip
+    print(f"flex template of polybeam {args.command} ({written['parameters']} parameters) written to "
+          f"{args.output_dir}: {', '.join(written['files'])}; see its README.md to build and run it")  # fmt: skip
+    _print_json(written)
+    return 0
 
 
 def _check_arguments(command: str, argv: Sequence[str]) -> None:
@@ -168,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"polybeam: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     if any(arg in ("-h", "--help") for arg in rest):
-        (_inspect_parser() if command == "inspect" else _command_parser(command)).print_help()
+        parsers = {"inspect": _inspect_parser, "template": _template_parser}
+        parsers.get(command, lambda: _command_parser(command))().print_help()
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Beam warns at import that Google Cloud's optional clients are missing;
@@ -180,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command == "inspect":
             return _run_inspect(rest)
+        if command == "template":
+            return _run_template(rest)
         _check_arguments(command, rest)
         from apache_beam.options.pipeline_options import PipelineOptions
 

@@ -81,6 +81,7 @@ def _log_path(report_path: str) -> str:
 def detach(command: str, options: PipelineOptions, report_path: str) -> dict:
     """Run ``polybeam COMMAND`` with these options in a detached process; where to look for it."""
     log_path = _log_path(report_path)
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)  # the job would make its output's folder; it runs later
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "polybeam.pipelines.cli", command, *as_flags(options)],

@@ -242,6 +242,16 @@ COMMAND_OPTIONS = {
     "inspect": [],
 }  # fmt: skip
 
+# The options each command cannot run without (a job without one fails fast saying so; templates mark
+# them as required parameters).
+REQUIRED_OPTIONS = {
+    "train": ("input", "model"),
+    "evaluate": ("input", "model"),
+    "predict": ("input", "output"),
+    "sequence": ("input", "groups", "output"),
+    "timeliness": ("input", "prefixes"),
+}
+
 # Every option group, for telling "not an option" from "not an option of this command".
 ALL_OPTIONS = (add_input_options, add_key_options, add_learner_options, add_model_options, add_training_options,
                add_routing_options, add_output_options, add_run_options, add_sequence_options,
