@@ -21,11 +21,24 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.parsing.records import ReadCounts
-from polybeam.pipelines.jobs import OptionError, _finish, _read, _require, _write_dead_letters, job_facts
+from polybeam.pipelines.jobs import (
+    OptionError,
+    _counts,
+    _finish,
+    _noted,
+    _read,
+    _require,
+    _write_dead_letters,
+    job_facts,
+)
 from polybeam.pipelines.launch import launch
+from polybeam.pipelines.option_specs import columns
 from polybeam.pipelines.options import (
+    AnytimePredictionOptions,
     InputOptions,
+    KeyOptions,
     LearnerOptions,
+    ModelOptions,
     OutputOptions,
     RunOptions,
     SequenceOptions,
@@ -38,7 +51,15 @@ from polybeam.selection.anytime import AnytimeModel
 from polybeam.selection.groups import GroupSpec
 from polybeam.selection.statistics import check_memory
 from polybeam.selection.timeliness import oracle_curve, plateau_alpha, stopping_cost, timeliness
-from polybeam.transforms.sequence import EvaluateAnytime, SequenceGroups, WritePrefixes
+from polybeam.transforms.predict import WritePredictions
+from polybeam.transforms.sequence import (
+    PREFIX_COLUMNS,
+    ApplyAnytime,
+    EvaluateAnytime,
+    SequenceGroups,
+    WritePrefixes,
+    read_anytime_model,
+)
 
 
 def _in_rank_order(records: list[dict]) -> list[dict]:
@@ -109,7 +130,7 @@ def run_sequence(options: PipelineOptions) -> dict:
 
 def load_models(paths) -> dict[str, AnytimeModel]:
     """Prefix files by label: the method's name, or the file's name when two files share a method."""
-    models = {path: AnytimeModel.load(path) for path in paths}
+    models = {path: read_anytime_model(path) for path in paths}
     methods = [model.method or os.path.basename(path) for path, model in models.items()]
     unique = len(set(methods)) == len(methods)
     return {(method if unique else os.path.basename(path)): model
@@ -203,6 +224,73 @@ def run_timeliness(options: PipelineOptions) -> dict:
                                        dead_files=_write_dead_letters(read, dead_path))  # fmt: skip
     outputs = {"dead_letters": dead_path, **({"plot": settings.plot} if settings.plot else {})}
     return launch(pipeline, options, command="timeliness", report=report_path, started=started, outputs=outputs)
+
+
+def _prefix_choice(options: PipelineOptions, model: AnytimeModel, path: str) -> dict:
+    """``{"budget": B}`` or ``{"groups": (...)}`` from --budget / --groups, checked against the prefixes."""
+    budget = options.view_as(AnytimePredictionOptions).budget
+    groups = options.view_as(SequenceOptions).groups
+    if (budget is None) == (groups is None):
+        raise OptionError("polybeam predict --prefixes needs one of --budget B or --groups a,b,c")
+    if budget is not None:
+        if not (np.isfinite(budget) and budget >= 0):
+            raise OptionError(f"--budget must be a finite cost >= 0, got {budget}")
+        return {"budget": budget}
+    names = columns(groups)
+    known = {prefix["group"] for prefix in model.prefixes}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise OptionError(f"--groups: {', '.join(unknown)} not in the prefixes of {path} "
+                          f"(they have: {', '.join(sorted(known))})")  # fmt: skip
+    return {"groups": names}
+
+
+def _anytime_predict_report(parts: dict, *, facts: dict) -> dict:
+    return _finish({**_counts(parts).to_dict(), "prediction_files": sorted(parts["files"])}, facts, parts)
+
+
+def run_anytime_predict(options: PipelineOptions) -> dict:
+    """``polybeam predict --prefixes FILE (--budget B | --groups a,b,c)``: predictions of the longest prefix that
+    fits, each line ending with the prefix's size (groups) and cumulative cost."""
+    started = time.perf_counter()
+    groups = options.view_as(SequenceOptions).groups
+    absolute_paths(options)
+    options.view_as(SequenceOptions).groups = groups  # names of groups here, not sequence's file
+    _require(options.view_as(InputOptions).input, "--input", "predict")
+    output = _require(options.view_as(OutputOptions).output, "--output", "predict")
+    paths = options.view_as(TimelinessOptions).prefixes
+    if len(paths) != 1:
+        raise OptionError(f"polybeam predict takes one --prefixes file, got {len(paths)}")
+    for flag, value in (("--model", options.view_as(ModelOptions).model), ("--key", options.view_as(KeyOptions).key)):
+        if value:
+            raise OptionError(f"{flag} and --prefixes exclude each other: predict with a model or with prefixes")
+    path = paths[0]
+    model = read_anytime_model(path)  # fail fast on a bad prefix file
+    if not model.prefixes:
+        raise OptionError(f"{path} holds no prefix")
+    choice = _prefix_choice(options, model, path)
+    length = model.prefix_length(**choice)
+    dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
+    report_path = options.view_as(RunOptions).report or f"{output}.report.json"
+    with_default_runner(options)
+
+    config = LearnerConfig(loss="squared", bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
+    pipeline = beam.Pipeline(options=options)
+    read = _read(pipeline, options, "Read", config, labels="any")
+    parts = {"counts": read.counts}
+    files = (
+        _noted(read.examples, parts)
+        | "Predict" >> ApplyAnytime(model, **choice)
+        | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
+                                                 extra_columns=PREFIX_COLUMNS)  # fmt: skip
+    )
+    parts.update(files=files, dead_files=_write_dead_letters(read, dead_path))
+    facts = {**job_facts("predict", options, report_path), "prefixes": path, **choice, "output": output,
+             "prefix": length, "prefix_cost": model.prefix_cost(length),
+             "prefix_groups": [p["group"] for p in model.prefixes[:length]], "dead_letter_file": dead_path}  # fmt: skip
+    pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)
+    return launch(pipeline, options, command="predict", report=report_path, started=started,
+                  outputs={"predictions": output + "*", "dead_letters": dead_path})  # fmt: skip
 
 
 def _reference(models: dict[str, AnytimeModel], paths, chosen: str | None) -> str:

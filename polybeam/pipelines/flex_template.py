@@ -112,6 +112,8 @@ def _kind(action: argparse.Action, command: str) -> tuple[str, list[str]]:
         if name in READ_FILES:
             return "GCS_READ_FILE", [PATH]
         return "TEXT", [NAME_LIST]
+    if name == "groups" and command == "predict":  # the names of the groups available
+        return "TEXT", [NAME_LIST]
     if name == "reference":  # a prefix file, or a method's name
         return "TEXT", []
     if name in READ_FILES:

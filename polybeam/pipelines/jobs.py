@@ -28,6 +28,7 @@ from polybeam.pipelines.options import (
     OutputOptions,
     RoutingOptions,
     RunOptions,
+    TimelinessOptions,
     TrainingOptions,
     format_options,
     learner_config,
@@ -353,7 +354,12 @@ def _predict_report(parts: dict, *, facts: dict) -> dict:
 
 
 def run_predict(options: PipelineOptions) -> dict:
-    """Predictions of a model file (or of per-key models) for every example, as tab-separated text files."""
+    """Predictions of a model file (or of per-key models) for every example, as tab-separated text files;
+    with ``--prefixes``, of an anytime model's prefix (see :func:`polybeam.pipelines.anytime.run_anytime_predict`)."""
+    if options.view_as(TimelinessOptions).prefixes:
+        from polybeam.pipelines.anytime import run_anytime_predict
+
+        return run_anytime_predict(options)
     started = time.perf_counter()
     absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "predict")

@@ -203,6 +203,21 @@ def add_timeliness_options(parser) -> None:
     _add(parser, "plot", default=None, help="write a PNG of held-out explained variance against cost of every method (needs matplotlib: pip install polybeam[plot])")
 
 
+def add_anytime_prediction_options(parser) -> None:
+    """``polybeam predict --prefixes``: which prefix of an anytime model answers."""
+    _add(parser, "budget", type=float, default=None,
+         help="with --prefixes: the feature cost each prediction may spend; the longest prefix whose cumulative "
+              "cost fits answers")  # fmt: skip
+
+
+# What --prefixes and --groups mean to polybeam predict (the timeliness and sequence options define the flags).
+PREDICT_PREFIXES_HELP = ("predict with the anytime prefixes of this file (polybeam sequence --output) instead of "
+                         "--model; choose the prefix with --budget or --groups. Each line then ends with the "
+                         "prefix's size and cost")  # fmt: skip
+PREDICT_GROUPS_HELP = ("with --prefixes: the feature groups available (comma-separated names); the longest prefix "
+                       "made of them only answers")  # fmt: skip
+
+
 def add_demo_options(parser) -> None:
     """Options of ``polybeam demo``."""
     _add(parser, "output-dir", default="polybeam-demo", help="folder for the demo's data split, model and report (default: ./polybeam-demo)")
@@ -231,8 +246,10 @@ COMMAND_OPTIONS = {
     "train": [add_input_options, add_key_options, add_learner_options, add_model_options, add_training_options,
               add_run_options],
     "evaluate": [add_input_options, add_key_options, add_model_options, add_routing_options, add_run_options],
-    "predict": [add_input_options, add_key_options, add_model_options, add_routing_options, add_output_options,
-                add_run_options],
+    "predict": [add_input_options, add_key_options, add_model_options, add_routing_options,
+                Only(add_timeliness_options, "--prefixes", help=PREDICT_PREFIXES_HELP),
+                Only(add_sequence_options, "--groups", help=PREDICT_GROUPS_HELP), add_anytime_prediction_options,
+                add_output_options, add_run_options],
     "demo": [add_demo_options, Only(add_run_options, "--no-wait")],
     "sequence": [add_input_options, Only(add_learner_options, "--bits", "--seed"), add_sequence_options,
                  Only(add_output_options, "--output", help="where to write the prefixes (JSON lines, one file)"),
@@ -255,4 +272,4 @@ REQUIRED_OPTIONS = {
 # Every option group, for telling "not an option" from "not an option of this command".
 ALL_OPTIONS = (add_input_options, add_key_options, add_learner_options, add_model_options, add_training_options,
                add_routing_options, add_output_options, add_run_options, add_sequence_options,
-               add_timeliness_options, add_demo_options)  # fmt: skip
+               add_timeliness_options, add_anytime_prediction_options, add_demo_options)  # fmt: skip

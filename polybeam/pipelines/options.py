@@ -105,6 +105,14 @@ class TimelinessOptions(PipelineOptions):
         specs.add_timeliness_options(parser)
 
 
+class AnytimePredictionOptions(PipelineOptions):
+    """``polybeam predict --prefixes``: the budget that picks the prefix."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        specs.add_anytime_prediction_options(parser)
+
+
 class DemoOptions(PipelineOptions):
     """Options of ``polybeam demo``."""
 

@@ -139,19 +139,29 @@ class AnytimeModel:
 
     @classmethod
     def load(cls, path: str) -> AnytimeModel:
-        """Read prefixes written as JSON lines (``polybeam sequence --output``)."""
+        """Read prefixes written as JSON lines (``polybeam sequence --output``) from a local file.
+
+        (:func:`polybeam.transforms.sequence.read_anytime_model` reads them from any Beam file system.)
+        """
         try:
             with open(path, encoding="utf-8") as handle:
-                lines = [(number, line) for number, line in enumerate(handle, 1) if line.strip()]
-        except OSError as error:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as error:
             raise AnytimeModelError(f"cannot read anytime prefixes {path}: {error}") from None
+        return cls.parse(text, source=path)
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "the prefix records") -> AnytimeModel:
+        """Prefixes from the text of a JSON-lines prefix file."""
         records = []
-        for number, line in lines:
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
             try:
                 records.append(json.loads(line))
             except ValueError as error:
-                raise AnytimeModelError(f"{path}, line {number}: not a JSON object ({error})") from None
-        return cls(records, source=path)
+                raise AnytimeModelError(f"{source}, line {number}: not a JSON object ({error})") from None
+        return cls(records, source=source)
 
     def save(self, path: str) -> None:
         write_records(path, self.prefixes)
@@ -182,18 +192,26 @@ class AnytimeModel:
             count += 1
         return count
 
-    def predict(self, batch: ExampleBatch, *, budget: float | None = None, groups: Iterable[str] | None = None,
-                prefix: int | None = None) -> np.ndarray:  # fmt: skip
-        """Predictions of one prefix: chosen by ``budget``, by available ``groups`` or by length (default all)."""
+    def prefix_length(self, *, budget: float | None = None, groups: Iterable[str] | None = None,
+                      prefix: int | None = None) -> int:  # fmt: skip
+        """How many groups the chosen prefix has: by ``budget``, by available ``groups`` or by length (default all)."""
         if sum(choice is not None for choice in (budget, groups, prefix)) > 1:
             raise ValueError("choose the prefix by one of budget, groups or prefix")
         if budget is not None:
-            prefix = self.prefix_for_budget(budget)
-        elif groups is not None:
-            prefix = self.prefix_for_groups(groups)
-        elif prefix is None:
-            prefix = len(self.prefixes)
-        return self._predict(batch, [prefix])[:, 0]
+            return self.prefix_for_budget(budget)
+        if groups is not None:
+            return self.prefix_for_groups(groups)
+        return len(self.prefixes) if prefix is None else prefix
+
+    def prefix_cost(self, length: int) -> float:
+        """The cumulative feature cost of the prefix of ``length`` groups (0 for the training mean alone)."""
+        return float(self.prefixes[length - 1]["cumulative_cost"]) if length else 0.0
+
+    def predict(self, batch: ExampleBatch, *, budget: float | None = None, groups: Iterable[str] | None = None,
+                prefix: int | None = None) -> np.ndarray:  # fmt: skip
+        """Predictions of one prefix: chosen by ``budget``, by available ``groups`` or by length (default all)."""
+        length = self.prefix_length(budget=budget, groups=groups, prefix=prefix)
+        return self._predict(batch, [length])[:, 0]
 
     def predict_prefixes(self, batch: ExampleBatch) -> np.ndarray:
         """Every prefix's predictions at once (n x (prefixes + 1)); column 0 is the training mean."""

@@ -34,6 +34,8 @@ class ScoredBatch:
     tags: np.ndarray | None
     key: object = None
     class_names: tuple[str, ...] = ()
+    # Columns after the usual ones, the same for every example of the batch (an anytime prefix's size and cost).
+    extra: tuple = ()
 
     def _class(self, class_id) -> str:
         class_id = int(class_id)
@@ -54,6 +56,7 @@ class ScoredBatch:
             predicted = [f"{value:.9g}" for value in self.predictions.tolist()]
             labels = [f"{value:.9g}" for value in self.labels.tolist()]
         key = f"\t{self.key}" if with_key else ""
+        key += "".join(f"\t{value:.9g}" if isinstance(value, float) else f"\t{value}" for value in self.extra)
         return "\n".join(
             f"{prediction}\t{label}\t{source}\t{row}\t{tag or ''}{key}"
             for prediction, label, row, tag in zip(predicted, labels, rows.tolist(), tags)
@@ -94,21 +97,23 @@ class Predict(beam.PTransform):
 
 
 class WritePredictions(beam.PTransform):
-    """Writes ScoredBatches as tab-separated lines: prediction, label, source, row, tag (and key).
+    """Writes ScoredBatches as tab-separated lines: prediction, label, source, row, tag (and key, and the
+    ``extra_columns`` the batches carry, such as an anytime prefix's ``prefix`` and ``cost``).
 
     Emits the names of the files written."""
 
     def __init__(self, path_prefix: str, *, num_shards: int = 0, shard_name_template: str | None = None,
-                 with_key: bool = False):  # fmt: skip
+                 with_key: bool = False, extra_columns: tuple[str, ...] = ()):  # fmt: skip
         super().__init__()
         self.path_prefix = path_prefix
         self.num_shards = num_shards
         self.shard_name_template = shard_name_template
         self.with_key = with_key
+        self.extra_columns = tuple(extra_columns)
 
     def expand(self, scored):
         extra = {} if self.shard_name_template is None else {"shard_name_template": self.shard_name_template}
-        header = PREDICTION_HEADER + ("\tkey" if self.with_key else "")
+        header = PREDICTION_HEADER + ("\tkey" if self.with_key else "") + "".join(f"\t{c}" for c in self.extra_columns)
         return (
             scored
             | "ToText" >> beam.Map(ScoredBatch.to_text, self.with_key)

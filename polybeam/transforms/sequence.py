@@ -93,23 +93,40 @@ class WritePrefixes(beam.PTransform):
                 | "Write" >> beam.io.WriteToText(self.path, num_shards=1, shard_name_template=""))  # fmt: skip
 
 
+def read_anytime_model(path: str) -> AnytimeModel:
+    """The anytime prefixes of a JSON-lines file on any Beam file system (gs://, s3://, local, ...)."""
+    from polybeam.selection.anytime import AnytimeModelError
+    from polybeam.transforms.files import read_bytes
+
+    try:
+        text = read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise AnytimeModelError(f"cannot read anytime prefixes {path}: {error}") from None
+    return AnytimeModel.parse(text, source=path)
+
+
+# The columns ApplyAnytime's predictions carry: how many groups the prefix used, and their cost.
+PREFIX_COLUMNS = ("prefix", "cost")
+
+
 class _ApplyFn(beam.DoFn):
     def __init__(self, model: AnytimeModel, budget: float | None, groups: tuple[str, ...] | None):
         self.model = model
-        self.budget = budget
-        self.groups = groups
+        self.prefix = model.prefix_length(budget=budget, groups=groups)
+        self.used = (self.prefix, model.prefix_cost(self.prefix))
 
     def process(self, batch):
-        predictions = self.model.predict(batch, budget=self.budget, groups=self.groups)
-        yield ScoredBatch(predictions, batch.labels, batch.source, batch.row_ids, batch.tags)
+        predictions = self.model.predict(batch, prefix=self.prefix)
+        yield ScoredBatch(predictions, batch.labels, batch.source, batch.row_ids, batch.tags, extra=self.used)
 
 
 class ApplyAnytime(beam.PTransform):
     """Scores ExampleBatches with the prefix a ``budget`` pays for, or the one made of the available ``groups``.
 
     With neither, the whole sequence is used. Emits one
-    :class:`~polybeam.transforms.predict.ScoredBatch` per batch (write them
-    with ``WritePredictions``).
+    :class:`~polybeam.transforms.predict.ScoredBatch` per batch, carrying the
+    prefix's size and cumulative cost (write them with
+    ``WritePredictions(..., extra_columns=PREFIX_COLUMNS)``).
     """
 
     def __init__(self, model: AnytimeModel, *, budget: float | None = None, groups: Iterable[str] | None = None):

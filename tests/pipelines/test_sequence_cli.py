@@ -232,3 +232,70 @@ def test_the_memory_message_shows_a_need_above_the_limit(spam_split, tmp_path):
     need, limit = (float(number) for number in re.search(r"need ([\d.]+) MiB, above the limit of ([\d.]+) MiB",
                                                          stderr).groups())  # fmt: skip
     assert need > limit
+
+
+# -- polybeam predict --prefixes: anytime prediction from the command line ------------------------------
+
+
+def prediction_rows(output):
+    """The prediction files' rows (header checked), as lists of columns."""
+    import glob
+
+    rows = []
+    for path in sorted(glob.glob(f"{output}-*")):
+        lines = open(path).read().splitlines()
+        assert lines[0] == "prediction\tlabel\tsource\trow\ttag\tprefix\tcost"
+        rows += [line.split("\t") for line in lines[1:]]
+    return rows
+
+
+@pytest.mark.parametrize("budget", [0.0, 5.0, 12.5, 1000.0])
+def test_predict_with_a_budget_uses_the_longest_prefix_that_fits(sequenced, spam_split, tmp_path, budget):
+    _, test = spam_split
+    path = sequenced["paths"]["cs-g-omp"]
+    output = tmp_path / "anytime"
+    code, stdout, stderr = run("predict", "--input", test, "--prefixes", path, "--budget", budget, "--output", output)
+    assert code == 0, stderr
+    report = last_json(stdout)
+    model = AnytimeModel.load(str(path))
+    records = [json.loads(line) for line in open(path)]
+    fits = [r for r in records if r["cumulative_cost"] <= budget]
+    assert report["prefix"] == len(fits) and report["prefix_cost"] == (fits[-1]["cumulative_cost"] if fits else 0)
+    assert report["prefix_groups"] == [r["group"] for r in fits]
+    assert (report["examples"], report["dead_letters"], report["budget"]) == (920, 0, budget)
+    rows = prediction_rows(output)
+    assert len(rows) == 920 and {(int(r[5]), float(r[6])) for r in rows} == {(len(fits), report["prefix_cost"])}
+    # The numbers are the prefix's own: the same examples through AnytimeModel in Python.
+    batch = LibsvmFormat(bits=model.bits, labels="any").parse(open(test, "rb").read(), source=test).batch
+    expected = model.predict(batch, prefix=len(fits))
+    by_row = {int(r[3]): float(r[0]) for r in rows}
+    got = np.array([by_row[int(row)] for row in batch.row_ids])
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-12)
+    assert len(set(got.round(9))) > (1 if fits else 0)  # a prefix with groups predicts more than the mean
+
+
+def test_predict_with_available_groups_stops_at_the_first_missing_one(sequenced, spam_split, tmp_path):
+    _, test = spam_split
+    path = sequenced["paths"]["cs-g-fr"]
+    order = [json.loads(line)["group"] for line in open(path)]
+    available = order[:3] + order[4:6]  # the 4th is missing: the prefix stops at 3 groups
+    code, stdout, stderr = run("predict", "--input", test, "--prefixes", path, "--groups", ",".join(available),
+                               "--output", tmp_path / "p")  # fmt: skip
+    assert code == 0, stderr
+    report = last_json(stdout)
+    assert report["prefix"] == 3 and report["prefix_groups"] == order[:3] and report["groups"] == available
+    assert {int(r[5]) for r in prediction_rows(tmp_path / "p")} == {3}
+
+
+@pytest.mark.parametrize("extra, message", [
+    ((), "needs one of --budget B or --groups a,b,c"),
+    (("--budget", "3", "--groups", "a"), "needs one of --budget B or --groups a,b,c"),
+    (("--budget", "-1"), "--budget must be a finite cost >= 0"),
+    (("--groups", "no_such_group"), "no_such_group not in the prefixes"),
+    (("--budget", "3", "--model", "m.model"), "--model and --prefixes exclude each other"),
+])  # fmt: skip
+def test_predict_with_prefixes_refuses_unclear_choices(sequenced, spam_split, tmp_path, extra, message):
+    _, test = spam_split
+    code, _, stderr = run("predict", "--input", test, "--prefixes", sequenced["paths"]["cs-g-omp"],
+                          "--output", tmp_path / "p", *extra)  # fmt: skip
+    assert code == 2 and message in stderr and "Traceback" not in stderr
