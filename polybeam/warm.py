@@ -86,9 +86,9 @@ def _parse(fmt, data: bytes, *, header: bytes | None = None):
 
 def _text_formats() -> dict[str, list]:
     """Batches of every text format and label kind, by the label kind they suit."""
-    from polybeam.learners.parsing import make_format, parse_number
-    from polybeam.learners.parsing.classes import class_names
-    from polybeam.learners.parsing.text import decode_spans
+    from polybeam.formats import make_format, parse_number
+    from polybeam.formats.classes import class_names
+    from polybeam.formats.text import decode_spans
 
     # The Python helpers of the parsing kernels (tests, docs, label checks).
     for text in ("1.5", b"-2e-3", "nan", "inf"):
@@ -130,7 +130,7 @@ def _parquet_batches() -> dict[str, list]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from polybeam.learners.parsing import make_format
+    from polybeam.formats import make_format
 
     sparse = pa.table({
         "label": [1.0, -1.0, 1.0],

@@ -85,7 +85,7 @@ def binary_line(name: str, line: bytes) -> bytes:
 
 def load(name: str, *, bits: int = 18, binary: bool = False) -> ExampleBatch:
     """The whole dataset as one ExampleBatch (slots = the file's feature indices)."""
-    from polybeam.learners.parsing.libsvm import LibsvmFormat
+    from polybeam.formats.libsvm import LibsvmFormat
 
     parsed = LibsvmFormat(bits=bits).parse(b"".join(lines(name, binary=binary)), source=path(name))
     if parsed.dead_letters:

@@ -20,7 +20,7 @@ import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.parsing.records import ReadCounts
+from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.jobs import (
     OptionError,
     _counts,

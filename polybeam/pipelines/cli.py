@@ -145,7 +145,7 @@ def _run_inspect(argv: Sequence[str]) -> int:
 
 
 def _describe_train(report: dict) -> str:
-    from polybeam.learners.parsing.records import ReadCounts
+    from polybeam.formats.records import ReadCounts
 
     counts = ReadCounts.from_dict(report)
     loss = report.get("progressive_loss")

@@ -18,7 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam import datasets
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.parsing.records import ReadCounts
+from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.jobs import _finish, _model_summary, job_facts
 from polybeam.pipelines.launch import launch
 from polybeam.pipelines.options import DemoOptions, absolute_paths, with_default_runner

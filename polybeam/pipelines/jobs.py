@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.parsing.records import ReadCounts
+from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
 from polybeam.pipelines.preload import preload_kernels
 from polybeam.pipelines.options import (

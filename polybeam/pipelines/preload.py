@@ -16,7 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
-from polybeam.learners.parsing.formats import make_format
+from polybeam.formats.formats import make_format
 from polybeam.learners.polynomial import make_learner
 
 # Bytes read from the start of the first input file: a few records are enough.

@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from polybeam.learners.parsing.records import MAX_RAW_CHARS, DeadLetter
+from polybeam.formats.records import MAX_RAW_CHARS, DeadLetter
 
 __all__ = ["LineIndex", "FillLineNumbers", "WriteDeadLetters"]
 

@@ -2,10 +2,10 @@
 
 ``ReadExamples`` reads LIBSVM, VW, CSV or Parquet files into a PCollection of
 :class:`~polybeam.learners.batch.ExampleBatch` (a few thousand examples per
-element) and a PCollection of :class:`~polybeam.learners.parsing.records.DeadLetter`
+element) and a PCollection of :class:`~polybeam.formats.records.DeadLetter`
 for the records that could not be parsed. Every record read is counted once,
 in the Beam counters of namespace ``polybeam.read`` (for the runner's UI) and
-in a PCollection holding one :class:`~polybeam.learners.parsing.records.ReadCounts`
+in a PCollection holding one :class:`~polybeam.formats.records.ReadCounts`
 (for the job's own report, which a worker writes: a launcher that does not
 wait for the job never sees its metrics)::
 
@@ -28,8 +28,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.utils.windowed_value import WindowedValue
 
-from polybeam.learners.parsing.formats import make_format
-from polybeam.learners.parsing.records import ParsedBlock, ReadCounts
+from polybeam.formats.formats import make_format
+from polybeam.formats.records import ParsedBlock, ReadCounts
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.files import absolute_path
 from polybeam.transforms.sources import DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_LINES, TextBlock, TextBlockSource
@@ -90,7 +90,7 @@ class ParseBlocks(beam.DoFn):
     Parameters
     ----------
     text_format : object
-        A text format of ``polybeam.learners.parsing`` (anything with
+        A text format of ``polybeam.formats`` (anything with
         ``parse(data, *, source, offset, first_line, header)``).
     prefetch : bool
         Parse one block ahead on a helper thread.
@@ -248,7 +248,7 @@ class ReadExamples(beam.PTransform):
         decompressed on the fly, each file by one reader.
     format : str or format object, default "libsvm"
         "libsvm", "vw", "csv" or "parquet", or a format object from
-        ``polybeam.learners.parsing``.
+        ``polybeam.formats``.
     block_lines : int, default 4096
         Most records per ExampleBatch (rows per record batch for Parquet).
     block_bytes : int, default 4 MiB
@@ -272,7 +272,7 @@ class ReadExamples(beam.PTransform):
     Examples
     --------
     >>> import os, tempfile
-    >>> from polybeam.learners.parsing.libsvm import LibsvmFormat
+    >>> from polybeam.formats.libsvm import LibsvmFormat
     >>> path = os.path.join(tempfile.mkdtemp(), "train.libsvm")
     >>> _ = open(path, "w").write("1 1:0.5 3:1\\n-1 2:1\\nnot-a-label 1:1\\n")
     >>> with beam.Pipeline(runner="FnApiRunner") as p:

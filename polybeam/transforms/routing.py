@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from polybeam.learners.model import Model
-from polybeam.learners.parsing.records import DeadLetter
+from polybeam.formats.records import DeadLetter
 from polybeam.transforms.keyed_files import join, key_file_stem, key_text, read_index, write_index
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import read_model, write_model

@@ -7,7 +7,7 @@ from polybeam import datasets
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.parsing.libsvm import LibsvmFormat
+from polybeam.formats.libsvm import LibsvmFormat
 
 
 def split_errors(name, tmp_path, *, binary, seeds=10, **settings):

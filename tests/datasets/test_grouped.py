@@ -10,7 +10,7 @@ import pytest
 
 from polybeam import datasets
 from polybeam.datasets.grouped import BLOCK_ROWS, TEST_STREAM, GroupedRegression, format_libsvm
-from polybeam.learners.parsing.libsvm import LibsvmFormat
+from polybeam.formats.libsvm import LibsvmFormat
 from polybeam.selection.groups import GroupSpec
 
 FEATURES = {"spam": 57, "satellite": 36, "dna": 180}

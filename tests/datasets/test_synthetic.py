@@ -14,8 +14,8 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.hashing import namespace_seed, slot_mask
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.parsing.libsvm import LibsvmFormat
-from polybeam.learners.parsing.vw import VWFormat
+from polybeam.formats.libsvm import LibsvmFormat
+from polybeam.formats.vw import VWFormat
 
 
 def same_examples(left, right) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from polybeam import datasets
-from polybeam.learners.parsing.libsvm import LibsvmFormat
+from polybeam.formats.libsvm import LibsvmFormat
 from polybeam.pipelines.cli import main
 from polybeam.selection.anytime import AnytimeModel
 from polybeam.selection.timeliness import stopping_cost, timeliness

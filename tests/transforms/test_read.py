@@ -19,10 +19,10 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.parsing.csv import CsvFormat
-from polybeam.learners.parsing.libsvm import LibsvmFormat
-from polybeam.learners.parsing.parquet import ParquetFormat
-from polybeam.learners.parsing.records import DeadLetter, ReadCounts
+from polybeam.formats.csv import CsvFormat
+from polybeam.formats.libsvm import LibsvmFormat
+from polybeam.formats.parquet import ParquetFormat
+from polybeam.formats.records import DeadLetter, ReadCounts
 from polybeam.transforms import dead_letters as dead_letter_module
 from polybeam.transforms.dead_letters import FillLineNumbers, LineIndex, WriteDeadLetters
 from polybeam.transforms.read import (

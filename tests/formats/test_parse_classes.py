@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from parsing_strategies import PROPERTY_SETTINGS
 
-from polybeam.learners.parsing import label_problems
-from polybeam.learners.parsing.classes import (
+from polybeam.formats import label_problems
+from polybeam.formats.classes import (
     NO_CLASS,
     check_classes,
     check_label_names,

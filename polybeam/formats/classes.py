@@ -46,8 +46,8 @@ import numpy as np
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.hashing import murmur3_32
-from polybeam.learners.parsing.numbers import parse_number, scan_number
-from polybeam.learners.parsing.records import LABEL_KINDS
+from polybeam.formats.numbers import parse_number, scan_number
+from polybeam.formats.records import LABEL_KINDS
 
 # Class id for "no such name" (class ids start at 1).
 NO_CLASS = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polybeam.learners.parsing.text import LineBlock, count_lines, decode_spans, is_skippable, line_spans
+from polybeam.formats.text import LineBlock, count_lines, decode_spans, is_skippable, line_spans
 
 
 @pytest.mark.parametrize(

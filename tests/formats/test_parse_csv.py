@@ -12,7 +12,7 @@ from parsing_reference import assert_matches, ref_csv, split_lines
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, csv_cases, multiclass_options
 
 from polybeam.learners.hashing import feature_slot, hash_string
-from polybeam.learners.parsing import CsvFormat
+from polybeam.formats import CsvFormat
 
 
 def category_slot(column: str, value: str, seed: int = 0, bits: int = 18) -> int:

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from polybeam.learners.parsing import (
+from polybeam.formats import (
     FORMATS,
     CsvFormat,
     LibsvmFormat,

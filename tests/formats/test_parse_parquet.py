@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from polybeam.learners.hashing import feature_slot, libsvm_slot
-from polybeam.learners.parsing import ParquetFormat
+from polybeam.formats import ParquetFormat
 
 
 def sparse_table(**extra):

@@ -21,7 +21,7 @@ name), unparsable or non-finite numbers become dead letters.
 VW's multiclass labels are the numbers 1 ... K. As an extension, a format with
 ``label_names`` also reads a label token that is one of the names as its class
 (the i-th name is class i + 1), so ``dog |f a`` and ``2 |f a`` mean the same
-with ``label_names=("cat", "dog")``; see :mod:`polybeam.learners.parsing.classes`.
+with ``label_names=("cat", "dog")``; see :mod:`polybeam.formats.classes`.
 
 Examples
 --------
@@ -53,12 +53,12 @@ import numpy as np
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
-from polybeam.learners.parsing.classes import NO_CLASS, find_class
-from polybeam.learners.parsing.keys import key_codes
-from polybeam.learners.parsing.numbers import scan_number
-from polybeam.learners.parsing.records import ParsedBlock
-from polybeam.learners.parsing.settings import HashedFormat
-from polybeam.learners.parsing.text import (
+from polybeam.formats.classes import NO_CLASS, find_class
+from polybeam.formats.keys import key_codes
+from polybeam.formats.numbers import scan_number
+from polybeam.formats.records import ParsedBlock
+from polybeam.formats.settings import HashedFormat
+from polybeam.formats.text import (
     EXAMPLE,
     FIRST_ERROR,
     HASH,
@@ -292,7 +292,7 @@ def _parse_features(
 def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids, class_text, class_offsets, key_name):
     """Parse a block of VW lines (``data`` a uint8 array) in one pass.
 
-    The ``class_*`` arrays are the format's :class:`~polybeam.learners.parsing.classes.ClassNames`
+    The ``class_*`` arrays are the format's :class:`~polybeam.formats.classes.ClassNames`
     (empty without class names); ``key_name`` the key namespace's name (empty: none).
 
     Returns per-line ``(status, starts, stops, bad_starts, bad_stops)``, per-example

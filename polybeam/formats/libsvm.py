@@ -36,10 +36,10 @@ import numpy as np
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import libsvm_slot_kernel, slot_mask
-from polybeam.learners.parsing.numbers import scan_number
-from polybeam.learners.parsing.records import ParsedBlock
-from polybeam.learners.parsing.settings import HashedFormat
-from polybeam.learners.parsing.text import (
+from polybeam.formats.numbers import scan_number
+from polybeam.formats.records import ParsedBlock
+from polybeam.formats.settings import HashedFormat
+from polybeam.formats.text import (
     EXAMPLE,
     FIRST_ERROR,
     HASH,

@@ -7,7 +7,7 @@ import pytest
 from parsing_reference import assert_matches, ref_libsvm, split_lines
 
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.parsing import LibsvmFormat
+from polybeam.formats import LibsvmFormat
 
 # Row counts from the datasets' provenance notes: every row must parse.
 DATASETS = {"spam": 4601, "letter": 20000, "satellite": 6435, "dna": 3186}

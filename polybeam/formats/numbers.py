@@ -51,7 +51,7 @@ import numba
 import numpy as np
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.parsing.text import byte_pointer
+from polybeam.formats.text import byte_pointer
 
 # Powers of ten an integer below 2**53 can be scaled by with one exact rounding.
 _EXACT_POWERS = np.array([10.0**k for k in range(23)], dtype=np.float64)

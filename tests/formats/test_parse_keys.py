@@ -7,10 +7,10 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from polybeam.learners.parsing.csv import CsvFormat
-from polybeam.learners.parsing.keys import key_codes
-from polybeam.learners.parsing.parquet import ParquetFormat
-from polybeam.learners.parsing.vw import VWFormat
+from polybeam.formats.csv import CsvFormat
+from polybeam.formats.keys import key_codes
+from polybeam.formats.parquet import ParquetFormat
+from polybeam.formats.vw import VWFormat
 
 from parsing_strategies import PROPERTY_SETTINGS, strings
 

@@ -4,7 +4,7 @@ A block is a run of complete lines of a file. Each format's numba kernel scans
 the whole block once and reports, for every line, its span and a status code
 (an example, a skipped line, or why the line was rejected). This module holds
 the byte-level helpers those kernels use and the Python side that turns the
-kernel's output into a :class:`~polybeam.learners.parsing.records.ParsedBlock`:
+kernel's output into a :class:`~polybeam.formats.records.ParsedBlock`:
 dead letters for the (rare) bad lines, label checks, counts.
 
 Lines end at ``\\n``; a ``\\r`` before it is blank space, so ``\\r\\n`` files parse
@@ -33,7 +33,7 @@ from numba.extending import intrinsic
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.parsing.records import DeadLetter, ParsedBlock, label_problems, reject_examples
+from polybeam.formats.records import DeadLetter, ParsedBlock, label_problems, reject_examples
 
 # Line status codes shared by every text kernel; each format numbers its own
 # rejection reasons from FIRST_ERROR up.

@@ -20,10 +20,10 @@ import importlib
 # Name -> (module, class); a format's module (and e.g. pyarrow for Parquet) is
 # imported only when the format is used.
 _FORMAT_CLASSES = {
-    "libsvm": ("polybeam.learners.parsing.libsvm", "LibsvmFormat"),
-    "vw": ("polybeam.learners.parsing.vw", "VWFormat"),
-    "csv": ("polybeam.learners.parsing.csv", "CsvFormat"),
-    "parquet": ("polybeam.learners.parsing.parquet", "ParquetFormat"),
+    "libsvm": ("polybeam.formats.libsvm", "LibsvmFormat"),
+    "vw": ("polybeam.formats.vw", "VWFormat"),
+    "csv": ("polybeam.formats.csv", "CsvFormat"),
+    "parquet": ("polybeam.formats.parquet", "ParquetFormat"),
 }
 FORMATS = tuple(_FORMAT_CLASSES)
 

@@ -19,7 +19,7 @@ names the slots of the block.
 
 With ``label_names``, a label cell whose value (trimmed and unquoted, as for
 any cell) is one of the names is that class, the i-th name being class i + 1;
-a number is still its number (see :mod:`polybeam.learners.parsing.classes`).
+a number is still its number (see :mod:`polybeam.formats.classes`).
 
 Examples
 --------
@@ -49,12 +49,12 @@ import numpy as np
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
-from polybeam.learners.parsing.classes import NO_CLASS, find_class
-from polybeam.learners.parsing.keys import key_codes
-from polybeam.learners.parsing.numbers import scan_number
-from polybeam.learners.parsing.records import ParsedBlock
-from polybeam.learners.parsing.settings import HashedFormat
-from polybeam.learners.parsing.text import (
+from polybeam.formats.classes import NO_CLASS, find_class
+from polybeam.formats.keys import key_codes
+from polybeam.formats.numbers import scan_number
+from polybeam.formats.records import ParsedBlock
+from polybeam.formats.settings import HashedFormat
+from polybeam.formats.text import (
     EXAMPLE,
     FIRST_ERROR,
     SKIPPED,
@@ -245,7 +245,7 @@ def scan_csv(
 
     ``kinds``, ``column_slots`` and ``column_seeds`` describe the columns;
     ``header_first`` says the block's first line is the header (skipped). The
-    ``class_*`` arrays are the format's :class:`~polybeam.learners.parsing.classes.ClassNames`
+    ``class_*`` arrays are the format's :class:`~polybeam.formats.classes.ClassNames`
     (empty without class names).
     """
     n = len(data)

@@ -12,7 +12,7 @@ from parsing_reference import assert_matches, ref_libsvm, split_lines
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, fuzzed, libsvm_line, multiclass_options
 
 from polybeam.learners.hashing import libsvm_slot
-from polybeam.learners.parsing import LibsvmFormat
+from polybeam.formats import LibsvmFormat
 
 
 def parse(data: bytes, **options):

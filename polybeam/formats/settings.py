@@ -19,14 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from polybeam.learners.hashing import DEFAULT_BITS, check_bits
-from polybeam.learners.parsing.classes import (
+from polybeam.formats.classes import (
     ClassNames,
     check_classes,
     check_label_names,
     check_multiclass_settings,
     class_names,
 )
-from polybeam.learners.parsing.records import LABEL_KINDS
+from polybeam.formats.records import LABEL_KINDS
 
 
 def check_labels(labels: str) -> str:
@@ -53,14 +53,14 @@ class HashedFormat:
         Hashed feature space of ``2**bits`` slots, and the hash seed.
     labels : {"real", "binary", "multiclass", "any"}
         Which labels are acceptable; others become dead letters (see
-        :func:`~polybeam.learners.parsing.records.label_problems`).
+        :func:`~polybeam.formats.records.label_problems`).
     classes : int
         The number of classes K of a multiclass task: with ``labels="multiclass"``
         a label outside 1 ... K is a dead letter. 0 (the default): no bound, or
         ``len(label_names)`` when names are given.
     label_names : tuple of str
         Class names: the i-th name (0-based) is class i + 1, and a label that is
-        one of them becomes its class (see :mod:`~polybeam.learners.parsing.classes`).
+        one of them becomes its class (see :mod:`~polybeam.formats.classes`).
         CSV, VW and Parquet read names; LIBSVM labels are numbers only.
 
     ``classes`` and ``label_names`` need ``labels`` "multiclass" (or "any" for

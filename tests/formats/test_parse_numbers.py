@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from parsing_reference import ulp_distance
 from parsing_strategies import PROPERTY_SETTINGS, number_texts, strings
 
-from polybeam.learners.parsing.numbers import parse_float, parse_number, scan_number
+from polybeam.formats.numbers import parse_float, parse_number, scan_number
 
 NUMBER_SETTINGS = settings(PROPERTY_SETTINGS, max_examples=500)
 

@@ -13,7 +13,7 @@ from parsing_reference import assert_matches, expected_outcome, ref_vw, split_li
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, multiclass_options, vw_cases, vw_line, vw_name
 
 from polybeam.learners.hashing import feature_slot
-from polybeam.learners.parsing import VWFormat
+from polybeam.formats import VWFormat
 
 VW_CONSTANT_FEATURE = 11650396  # VW's bias feature, which polybeam does not add at parse time
 

@@ -21,7 +21,7 @@ The label column is numeric, or, with ``label_names``, may hold strings
 (plain or dictionary-encoded): a name is its class (the i-th name is class
 i + 1), a string that reads as a number is that number, an empty string is a
 missing label and anything else a dead letter naming the known classes (see
-:mod:`polybeam.learners.parsing.classes`).
+:mod:`polybeam.formats.classes`).
 
 Examples
 --------
@@ -55,10 +55,10 @@ import pyarrow.compute as pc
 
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, slot_mask
-from polybeam.learners.parsing.classes import string_labels
-from polybeam.learners.parsing.libsvm import libsvm_slots
-from polybeam.learners.parsing.records import DeadLetter, ParsedBlock, label_problems, reject_examples
-from polybeam.learners.parsing.settings import HashedFormat
+from polybeam.formats.classes import string_labels
+from polybeam.formats.libsvm import libsvm_slots
+from polybeam.formats.records import DeadLetter, ParsedBlock, label_problems, reject_examples
+from polybeam.formats.settings import HashedFormat
 
 
 @dataclass(frozen=True)

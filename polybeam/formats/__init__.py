@@ -14,8 +14,8 @@ blocks in numba, so there is no Python per line or per feature.
 
 import importlib
 
-from polybeam.learners.parsing.formats import FORMATS, format_class, make_format
-from polybeam.learners.parsing.records import (
+from polybeam.formats.formats import FORMATS, format_class, make_format
+from polybeam.formats.records import (
     LABEL_KINDS,
     DeadLetter,
     ParsedBlock,
@@ -25,11 +25,11 @@ from polybeam.learners.parsing.records import (
 
 # The formats load on first use, so reading LIBSVM never imports pyarrow.
 _LAZY = {
-    "CsvFormat": "polybeam.learners.parsing.csv",
-    "LibsvmFormat": "polybeam.learners.parsing.libsvm",
-    "ParquetFormat": "polybeam.learners.parsing.parquet",
-    "VWFormat": "polybeam.learners.parsing.vw",
-    "parse_number": "polybeam.learners.parsing.numbers",
+    "CsvFormat": "polybeam.formats.csv",
+    "LibsvmFormat": "polybeam.formats.libsvm",
+    "ParquetFormat": "polybeam.formats.parquet",
+    "VWFormat": "polybeam.formats.vw",
+    "parse_number": "polybeam.formats.numbers",
 }
 
 

@@ -1,0 +1,105 @@
+"""Examples given as mappings of feature to value (``{"age": 41, "colour": "red", 7: 1.0}``), hashed as the readers hash.
+
+This is how a RunInference caller or a Python user hands polybeam examples
+that never were lines of a file. Keys and values mean what they mean in the
+formats, so a model trained on files scores the mappings the same way:
+
+- an ``int`` key is a LIBSVM (or Parquet) feature index;
+- a ``str`` key is a feature name: a CSV column or a VW feature of the default
+  namespace; ``"ns^name"`` is VW feature ``name`` of namespace ``ns``;
+- a ``str`` value is a category, as a CSV categorical column's cell
+  (``{"colour": "red"}`` is the feature ``colour=red`` with value 1);
+- other values are numbers; a zero, NaN or missing value is an absent feature.
+
+>>> from polybeam.formats.csv import CsvFormat
+>>> batch = batch_from_mappings([{"x1": 2.0, "c": "red"}, {"x1": 0.5}], bits=18, seed=3)
+>>> parsed = CsvFormat(labels="any", bits=18, seed=3, categorical_columns=("c",)).parse(b"y,x1,c\\n0,2,red\\n").batch
+>>> batch.indices[:2].tolist() == parsed.indices.tolist(), batch.values.tolist()
+(True, [2.0, 1.0, 0.5])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from numbers import Real
+
+import numpy as np
+
+from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
+from polybeam.learners.hashing import feature_slot, hash_string, hash_token, libsvm_slot, slot_mask
+
+
+class MappingError(ValueError):
+    """An example mapping that cannot be a polybeam example."""
+
+
+class SlotTable:
+    """Remembers each key's slot (and each category's), so that repeated names are hashed once.
+
+    >>> table = SlotTable(bits=18, seed=0)
+    >>> table.slot(5), table.slot("a") == table.slot("a")
+    (5, True)
+    """
+
+    def __init__(self, *, bits: int, seed: int):
+        self.bits = bits
+        self.seed = seed
+        self._slots: dict = {}
+
+    def slot(self, key, category: str | None = None) -> int:
+        entry = (key, category)
+        slot = self._slots.get(entry)
+        if slot is None:
+            slot = self._slots[entry] = self._hash(key, category)
+        return slot
+
+    def _hash(self, key, category: str | None) -> int:
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer, str)):
+            raise MappingError(f"a feature key is a LIBSVM index (int) or a name (str), not {key!r}")
+        if category is not None:
+            column = str(key)
+            text = np.frombuffer(category.encode("utf-8"), dtype=np.uint8)
+            return int(hash_token(text, 0, len(text), hash_string(column, self.seed)) & slot_mask(self.bits))
+        if isinstance(key, str):
+            namespace, caret, name = key.partition("^")
+            if not caret:
+                namespace, name = "", key
+            return feature_slot(name, self.bits, namespace, self.seed)
+        if key < 0:
+            raise MappingError(f"a LIBSVM index is >= 0, got {key}")
+        return libsvm_slot(int(key), self.bits, self.seed)
+
+
+def batch_from_mappings(examples: Iterable[Mapping], *, bits: int, seed: int = 0,
+                        table: SlotTable | None = None) -> ExampleBatch:  # fmt: skip
+    """One ExampleBatch of the mappings (labels NaN: they are to be predicted)."""
+    table = table or SlotTable(bits=bits, seed=seed)
+    indptr = [0]
+    slots: list[int] = []
+    values: list[float] = []
+    for position, example in enumerate(examples):
+        if not isinstance(example, Mapping):
+            raise MappingError(f"example {position} is a {type(example).__name__}, not a mapping of feature to value")
+        for key, value in example.items():
+            if isinstance(value, str):
+                slots.append(table.slot(key, value))
+                values.append(1.0)
+                continue
+            if not isinstance(value, Real):  # (True and False are 1 and 0)
+                raise MappingError(f"example {position}: feature {key!r} has value {value!r}, not a number or a category")
+            number = float(value)
+            if number in (float("inf"), float("-inf")):
+                raise MappingError(f"example {position}: feature {key!r} is {number}")
+            if number != 0.0 and number == number:
+                slots.append(table.slot(key))
+                values.append(number)
+        indptr.append(len(slots))
+    n = len(indptr) - 1
+    return ExampleBatch(
+        labels=np.full(n, np.nan),
+        weights=np.ones(n),
+        indptr=np.asarray(indptr, dtype=np.int64),
+        indices=np.asarray(slots, dtype=INDEX_DTYPE),
+        values=np.asarray(values, dtype=np.float64),
+        bits=bits,
+    )

@@ -1,0 +1,263 @@
+"""RunInference handlers: polybeam models and anytime prefixes behind Beam's ``ModelHandler``.
+
+``RunInference(PolybeamModelHandler("gs://bucket/m.model"))`` scores
+examples with a polybeam model in any Beam pipeline, with what RunInference
+brings: batching, one model per worker process, model refresh from a side
+input, keyed and per-key models (``KeyedModelHandler``, ``KeyModelMapping``),
+and its metrics under the handler's namespace (``polybeam``).
+
+Examples come as
+
+- ``input_format="dict"`` (default): mappings of feature to value, hashed as
+  the readers hash (``{"age": 41, "colour": "red"}``: CSV columns or VW
+  features by name, ``"ns^name"`` for a VW namespace, ``int`` keys for LIBSVM
+  indices; see :mod:`polybeam.formats.mappings`);
+- ``"libsvm"``, ``"vw"``, ``"csv"``: raw lines of that format (``str`` or
+  ``bytes``; LIBSVM lines carry a label, any number, as LIBSVM's own
+  prediction input does; CSV lines need ``format_options={"columns": [...]}``
+  unless ``has_header=False``), parsed by the readers' numba parsers;
+- ``"batch"``: parsed :class:`~polybeam.learners.batch.ExampleBatch` elements
+  (from ``ReadExamples``); each gets one result holding the batch's array.
+
+Each RunInference batch is turned into one ExampleBatch and scored at once
+by the model's numba kernel. ``output`` picks what each result's
+``inference`` holds:
+
+- ``None`` (default): what ``Predict`` writes: P(y = +1) for logistic loss,
+  class probabilities (an array) for softmax, the margin for hinge, the value
+  clamped to the training labels' range for squared loss;
+- ``"score"``: the raw margin ``w . x + b`` (an array of class scores for softmax);
+- ``"probability"``: logistic and softmax models only;
+- ``"label"``: +1 / -1 for logistic and hinge, the class (its name when the
+  model has class names, else its number) for softmax.
+
+A line the parser refuses fails its batch with the line's reason (use
+``RunInference(...).with_exception_handling()`` to dead-letter such batches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+
+from polybeam.formats import make_format
+from polybeam.formats.mappings import SlotTable, batch_from_mappings
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.model import Model
+from polybeam.selection.anytime import AnytimeModel
+
+INPUT_FORMATS = ("dict", "batch", "libsvm", "vw", "csv")
+OUTPUTS = ("score", "probability", "label")
+METRICS_NAMESPACE = "polybeam"
+
+
+class InferenceError(ValueError):
+    """An example or a setting the handler cannot score with."""
+
+
+def _check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
+
+
+class _Examples:
+    """Turns a RunInference batch of one input format into one ExampleBatch."""
+
+    def __init__(self, input_format: str, format_options: Mapping[str, Any] | None):
+        _check_choice("input_format", input_format, INPUT_FORMATS)
+        options = dict(format_options or {})
+        self.input_format = input_format
+        columns = options.pop("columns", None)
+        if input_format == "csv":
+            has_header = options.get("has_header", True)
+            if has_header and not columns:
+                raise ValueError("input_format='csv' needs format_options={'columns': [...]} (the header's names), "
+                                 "or has_header=False")  # fmt: skip
+            delimiter = options.get("delimiter", ",")
+            self.header = delimiter.join(columns).encode("utf-8") if columns else None
+        elif columns:
+            raise ValueError("format_options 'columns' is for input_format='csv'")
+        else:
+            self.header = None
+        self.options = options
+        self._parsers: dict = {}
+        self._tables: dict = {}
+
+    def batch(self, examples: Sequence, *, bits: int, seed: int) -> ExampleBatch:
+        if self.input_format == "dict":
+            table = self._tables.setdefault((bits, seed), SlotTable(bits=bits, seed=seed))
+            try:
+                return batch_from_mappings(examples, bits=bits, seed=seed, table=table)
+            except ValueError as error:
+                raise InferenceError(str(error)) from None
+        if self.input_format == "batch":
+            return ExampleBatch.concat(examples) if len(examples) != 1 else examples[0]
+        return self._parse(examples, bits=bits, seed=seed)
+
+    def _parse(self, lines: Sequence, *, bits: int, seed: int) -> ExampleBatch:
+        parser = self._parsers.get((bits, seed))
+        if parser is None:
+            settings = {"labels": "any", "bits": bits, "seed": seed, **self.options}
+            parser = self._parsers[(bits, seed)] = make_format(self.input_format, **settings)
+        chunks = []
+        for position, line in enumerate(lines):
+            data = line.encode("utf-8") if isinstance(line, str) else bytes(line)
+            if b"\n" in data.rstrip(b"\r\n"):
+                raise InferenceError(f"example {position} holds more than one line")
+            chunks.append(data.rstrip(b"\r\n"))
+        # A CSV block after the header line (at its offset), so that the parser takes the header as given.
+        offset, first_line = (len(self.header) + 1, 2) if self.header is not None else (0, 1)
+        parsed = parser.parse(b"\n".join(chunks) + b"\n", source="<RunInference>", offset=offset,
+                              first_line=first_line, header=self.header)  # fmt: skip
+        if parsed.dead_letters:
+            letter = parsed.dead_letters[0]
+            raise InferenceError(f"example {letter.line - first_line} ({letter.raw!r:.80}): {letter.reason}")
+        if len(parsed.batch) != len(lines):  # a blank or comment line would shift every result after it
+            raise InferenceError(f"{len(lines) - len(parsed.batch)} of the {len(lines)} lines are blank or comments")
+        return parsed.batch
+
+
+def _model_outputs(model: Model, batch: ExampleBatch, output: str | None):
+    """The ``output`` of ``model`` for the batch: an array (n,) or (n, K), or a list of labels."""
+    loss = model.config.loss
+    if output is None:
+        return model.predict(batch)
+    if output == "score":
+        return model.margins(batch)
+    if output == "probability":
+        if loss not in ("logistic", "softmax"):
+            raise InferenceError(f"output='probability' needs a logistic or softmax model; this one is {loss}")
+        return model.predict(batch)
+    if loss == "softmax":
+        return [model.class_name(int(k)) if model.config.class_names else int(k) for k in model.predict_classes(batch)]
+    if loss not in ("logistic", "hinge"):
+        raise InferenceError(f"output='label' needs a classifier (logistic, hinge or softmax); this one is {loss}")
+    return np.where(model.margins(batch) >= 0, 1, -1)
+
+
+class _PolybeamHandler(ModelHandler):
+    """What both handlers share: input formats, batching, metrics, model paths."""
+
+    def __init__(self, uri: str, *, input_format: str, format_options, namespace: str, **batching):
+        super().__init__(**batching)
+        self._uri = uri
+        self._examples = _Examples(input_format, format_options)
+        self._namespace = namespace
+        self._scored = Metrics.counter(namespace, "examples_scored")
+        self._batch_sizes = Metrics.distribution(namespace, "batch_examples")
+
+    def update_model_path(self, model_path: str | None = None):
+        """Score with the model at ``model_path`` from now on (RunInference's model refresh)."""
+        if model_path:
+            self._uri = model_path
+
+    def get_metrics_namespace(self) -> str:
+        return self._namespace
+
+    def get_num_bytes(self, batch: Sequence) -> int:
+        if self._examples.input_format in ("libsvm", "vw", "csv"):
+            return sum(len(line) for line in batch)
+        if self._examples.input_format == "batch":
+            return sum(b.values.nbytes + b.indices.nbytes + b.indptr.nbytes for b in batch)
+        return super().get_num_bytes(batch)
+
+    def _batch(self, examples: Sequence, *, bits: int, seed: int) -> ExampleBatch:
+        batch = self._examples.batch(examples, bits=bits, seed=seed)
+        self._scored.inc(len(batch))
+        self._batch_sizes.update(len(batch))
+        return batch
+
+    def _results(self, examples: Sequence, outputs, model_id: str) -> list[PredictionResult]:
+        if self._examples.input_format == "batch":
+            results, start = [], 0
+            for batch in examples:
+                results.append(PredictionResult(batch, outputs[start:start + len(batch)], model_id))
+                start += len(batch)
+            return results
+        return [PredictionResult(example, output, model_id) for example, output in zip(examples, outputs)]
+
+
+class PolybeamModelHandler(_PolybeamHandler):
+    """A polybeam model file (any Beam file system) as RunInference's model; see the module docstring.
+
+    >>> import apache_beam as beam
+    >>> from apache_beam.ml.inference.base import RunInference
+    >>> from polybeam.learners.config import LearnerConfig
+    >>> from polybeam.learners.linear import LinearLearner
+    >>> from polybeam.learners.batch import ExampleBatch
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.model")
+    >>> rows = [(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 50
+    >>> LinearLearner(LearnerConfig(loss="logistic")).fit([ExampleBatch.from_rows(rows)]).to_model().save(path)
+    >>> with beam.Pipeline("FnApiRunner") as p:
+    ...     _ = (p | beam.Create([{1: 1.0}, {2: 1.0}])
+    ...            | RunInference(PolybeamModelHandler(path, output="label"))
+    ...            | beam.Map(lambda result: print(result.example, result.inference)))
+    {1: 1.0} 1
+    {2: 1.0} -1
+    """
+
+    def __init__(self, model_uri: str, *, input_format: str = "dict", output: str | None = None,
+                 format_options: Mapping[str, Any] | None = None, **batching):  # fmt: skip
+        if output is not None:
+            _check_choice("output", output, OUTPUTS)
+        super().__init__(model_uri, input_format=input_format, format_options=format_options,
+                         namespace=METRICS_NAMESPACE, **batching)  # fmt: skip
+        self._output = output
+
+    def load_model(self) -> Model:
+        from polybeam.transforms.model_io import read_model
+
+        return read_model(self._uri)
+
+    def run_inference(self, batch: Sequence, model: Model, inference_args: dict | None = None) -> Iterable[PredictionResult]:
+        examples = self._batch(batch, bits=model.config.bits, seed=model.config.seed)
+        return self._results(batch, _model_outputs(model, examples, self._output), self._uri)
+
+    def validate_inference_args(self, inference_args: dict | None):
+        if inference_args:
+            raise ValueError(f"PolybeamModelHandler takes no inference_args, got {sorted(inference_args)}")
+
+
+class AnytimeModelHandler(_PolybeamHandler):
+    """Anytime prefixes (``polybeam sequence --output``) as RunInference's model.
+
+    ``inference_args={"budget": B}`` scores with the longest prefix whose
+    cumulative cost fits B, ``{"groups": [...]}`` with the longest prefix made
+    of the available groups, and no argument with every group. Each result's
+    ``model_id`` is ``URI#prefix=K`` for the K groups used.
+    """
+
+    def __init__(self, prefixes_uri: str, *, input_format: str = "dict",
+                 format_options: Mapping[str, Any] | None = None, **batching):  # fmt: skip
+        super().__init__(prefixes_uri, input_format=input_format, format_options=format_options,
+                         namespace=f"{METRICS_NAMESPACE}_anytime", **batching)  # fmt: skip
+
+    def load_model(self) -> AnytimeModel:
+        from polybeam.transforms.sequence import read_anytime_model
+
+        model = read_anytime_model(self._uri)
+        if not model.prefixes:
+            raise InferenceError(f"{self._uri} holds no prefix")
+        return model
+
+    def validate_inference_args(self, inference_args: dict | None):
+        unknown = set(inference_args or {}) - {"budget", "groups"}
+        if unknown:
+            raise ValueError(f"AnytimeModelHandler's inference_args are budget or groups, got {sorted(unknown)}")
+        if inference_args and len(inference_args) > 1:
+            raise ValueError("choose the prefix by budget or by groups, not both")
+
+    def run_inference(self, batch: Sequence, model: AnytimeModel,
+                      inference_args: dict | None = None) -> Iterable[PredictionResult]:  # fmt: skip
+        self.validate_inference_args(inference_args)
+        args = dict(inference_args or {})
+        if "groups" in args:
+            args["groups"] = tuple(args["groups"])
+        length = model.prefix_length(**args)
+        examples = self._batch(batch, bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
+        return self._results(batch, model.predict(examples, prefix=length), f"{self._uri}#prefix={length}")

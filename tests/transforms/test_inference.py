@@ -1,0 +1,292 @@
+"""RunInference with polybeam's handlers on the local runner: every input form, every output, keyed and per-key
+models, a model swap through the model-metadata side input, and anytime prefixes; the numbers are Predict's."""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import time
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from apache_beam.ml.inference.base import KeyedModelHandler, KeyModelMapping, ModelMetadata, RunInference
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import trigger, window
+
+from polybeam import datasets
+from polybeam.formats.csv import CsvFormat
+from polybeam.formats.libsvm import LibsvmFormat
+from polybeam.formats.vw import VWFormat
+from polybeam.inference import AnytimeModelHandler, InferenceError, PolybeamModelHandler
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.linear import LinearLearner
+from polybeam.pipelines.cli import main
+from polybeam.selection.anytime import AnytimeModel
+from polybeam.transforms.read import ReadExamples
+
+RUNNER = "FnApiRunner"
+
+
+def libsvm_dict(line: str) -> dict:
+    """A LIBSVM line's features as {index: value} (the label dropped)."""
+    return {int(i): float(v) for i, v in (token.split(":") for token in line.split()[1:])}
+
+
+# What pipelines emit: the local runner runs in this process, and a module's function is pickled by
+# reference, so _keep reaches these very lists.
+COLLECTED: dict[str, list] = {}
+
+
+def _keep(element, name: str):
+    COLLECTED[name].append(element)
+
+
+def collect(pcoll, out: list) -> None:
+    """Append ``pcoll``'s elements to ``out`` when the pipeline runs."""
+    name = f"collected{len(COLLECTED)}"
+    COLLECTED[name] = out
+    pcoll | f"Collect{name}" >> beam.Map(_keep, name)
+
+
+@pytest.fixture(scope="module")
+def spam(tmp_path_factory):
+    """Spam's split, a logistic model and one trained on the flipped labels, their parsed test batch."""
+    folder = tmp_path_factory.mktemp("spam")
+    train, test = datasets.write_split("spam", str(folder))
+    batch = lambda path: LibsvmFormat(labels="any").parse(open(path, "rb").read(), source=path).batch  # noqa: E731
+    train_batch, test_batch = batch(train), batch(test)
+    models = {}
+    for name, sign in (("a", 1.0), ("b", -1.0)):
+        flipped = train_batch.with_labels(sign * train_batch.labels) if sign < 0 else train_batch
+        model = LinearLearner(LearnerConfig(loss="logistic")).fit(flipped).to_model()
+        models[name] = str(folder / f"{name}.model")
+        model.save(models[name])
+    lines = open(test).read().splitlines()
+    return {"train": train, "test": test, "models": models, "batch": test_batch, "lines": lines,
+            "dicts": [libsvm_dict(line) for line in lines]}  # fmt: skip
+
+
+def model_of(path):
+    from polybeam.transforms.model_io import read_model
+
+    return read_model(path)
+
+
+def test_dicts_lines_and_batches_get_predicts_numbers(spam, tmp_path):
+    path = spam["models"]["a"]
+    expected = model_of(path).predict(spam["batch"])
+    from_dicts, from_lines, from_batches = [], [], []
+    with beam.Pipeline(RUNNER) as p:
+        collect(p | "Dicts" >> beam.Create(spam["dicts"]) | "D" >> RunInference(PolybeamModelHandler(path)), from_dicts)
+        collect(p | "Lines" >> beam.Create(spam["lines"])
+                | "L" >> RunInference(PolybeamModelHandler(path, input_format="libsvm", max_batch_size=64)), from_lines)  # fmt: skip
+        collect((p | ReadExamples(spam["test"], labels="any")).examples
+                | "B" >> RunInference(PolybeamModelHandler(path, input_format="batch")), from_batches)  # fmt: skip
+    by_dict = {tuple(sorted(r.example.items())): r.inference for r in from_dicts}
+    got = np.array([by_dict[tuple(sorted(d.items()))] for d in spam["dicts"]])
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    by_line = {r.example: r.inference for r in from_lines}
+    np.testing.assert_allclose([by_line[line] for line in spam["lines"]], expected, rtol=0, atol=1e-12)
+    assert {r.model_id for r in from_lines} == {path}
+    rows = {}
+    for result in from_batches:
+        assert len(result.inference) == len(result.example)
+        rows.update(zip(result.example.row_ids.tolist(), result.inference.tolist()))
+    np.testing.assert_allclose([rows[r] for r in spam["batch"].row_ids.tolist()], expected, rtol=0, atol=1e-12)
+
+    # ... and they are what `polybeam predict` writes.
+    assert main(["predict", "--input", spam["test"], "--model", path, "--output", str(tmp_path / "p")]) == 0
+    written = {}
+    for file in glob.glob(str(tmp_path / "p-*")):
+        for line in open(file).read().splitlines()[1:]:
+            prediction, _, _, row, _ = line.split("\t")
+            written[int(row)] = float(prediction)
+    np.testing.assert_allclose([written[r] for r in spam["batch"].row_ids.tolist()], expected, rtol=1e-8)
+
+
+def test_outputs_score_probability_and_label(spam):
+    path = spam["models"]["a"]
+    model = model_of(path)
+    margins = model.margins(spam["batch"])
+    results = {}
+    with beam.Pipeline(RUNNER) as p:
+        examples = p | beam.Create(list(enumerate(spam["dicts"][:200])))
+        for output in ("score", "probability", "label"):
+            collect(examples | output >> RunInference(KeyedModelHandler(PolybeamModelHandler(path, output=output))),
+                    results.setdefault(output, []))  # fmt: skip
+    def in_order(output):
+        return [result.inference for _, result in sorted(results[output], key=lambda pair: pair[0])]
+    np.testing.assert_allclose(in_order("score"), margins[:200], atol=1e-12)
+    np.testing.assert_allclose(in_order("probability"), 1 / (1 + np.exp(-margins[:200])), atol=1e-12)
+    assert in_order("label") == [1 if m >= 0 else -1 for m in margins[:200]]
+
+
+def test_per_key_models_and_a_keyed_handler(spam):
+    a, b = spam["models"]["a"], spam["models"]["b"]
+    expected = {"a": model_of(a).predict(spam["batch"]), "b": model_of(b).predict(spam["batch"])}
+    keyed = [("a" if i % 2 else "b", i) for i in range(len(spam["dicts"]))]
+    per_key, one_model = [], []
+    with beam.Pipeline(RUNNER) as p:
+        examples = p | beam.Create(keyed) | beam.MapTuple(lambda key, i, dicts=spam["dicts"]: (key, (i, dicts[i])))
+        mapping = KeyedModelHandler([KeyModelMapping(["a"], PolybeamModelHandler(a)),
+                                     KeyModelMapping(["b"], PolybeamModelHandler(b))])  # fmt: skip
+        collect(examples | "Unpack" >> beam.MapTuple(lambda key, pair: (key, pair[1]))
+                | "PerKey" >> RunInference(mapping), per_key)  # fmt: skip
+        collect(examples | "Unpack2" >> beam.MapTuple(lambda key, pair: (key, pair[1]))
+                | "OneModel" >> RunInference(KeyedModelHandler(PolybeamModelHandler(a))), one_model)  # fmt: skip
+    index_of = {tuple(sorted(d.items())): i for i, d in enumerate(spam["dicts"])}
+    for key, result in per_key:
+        i = index_of[tuple(sorted(result.example.items()))]
+        assert result.inference == pytest.approx(expected[key][i], abs=1e-12)
+        assert result.model_id == spam["models"][key]
+    assert len(per_key) == len(one_model) == len(spam["dicts"])
+    for key, result in one_model:
+        assert result.inference == pytest.approx(expected["a"][index_of[tuple(sorted(result.example.items()))]], abs=1e-12)
+
+
+def test_the_model_is_swapped_mid_pipeline_through_the_side_input(spam):
+    """As Beam's own side-input test does in batch: windows of examples, and a ModelMetadata per window."""
+    a, b = spam["models"]["a"], spam["models"]["b"]
+    predictions = {path: model_of(path).predict(spam["batch"]) for path in (a, b)}
+    start = math.floor(time.time()) - 60
+    interval = 10
+    picks = [0, 1, 2, 3]  # one example per window
+    main_input = [(start + interval * w + 1, picks[w]) for w in range(4)]
+    side = [(start + 1, ModelMetadata(model_id="", model_name="default")),
+            (start + interval + 1, ModelMetadata(model_id=b, model_name="b")),
+            (start + 2 * interval + 1, ModelMetadata(model_id=a, model_name="a")),
+            (start + 3 * interval + 1, ModelMetadata(model_id=b, model_name="b"))]  # fmt: skip
+
+    class Emit(beam.DoFn):
+        def process(self, element):
+            yield from element
+
+    def windowed(pcoll, label):
+        return (pcoll | f"{label}Stamp" >> beam.Map(lambda x: window.TimestampedValue(x[1], x[0]))
+                | f"{label}Window" >> beam.WindowInto(window.FixedWindows(interval),
+                                                      accumulation_mode=trigger.AccumulationMode.DISCARDING)
+                | f"{label}Key" >> beam.Map(lambda x: ("k", x)) | f"{label}Group" >> beam.GroupByKey()
+                | f"{label}Values" >> beam.Map(lambda x: x[1]) | f"{label}Emit" >> beam.ParDo(Emit()))  # fmt: skip
+
+    results = []
+    with beam.Pipeline(RUNNER) as p:
+        models = windowed(p | "Side" >> beam.Create(side), "Side")
+        examples = windowed(p | "Main" >> beam.Create(main_input), "Main")
+        keyed = examples | beam.Map(lambda i, dicts=spam["dicts"]: (i, dicts[i]))
+        collect(keyed | RunInference(KeyedModelHandler(PolybeamModelHandler(a)), model_metadata_pcoll=models), results)
+    got = {i: (result.model_id, result.inference) for i, result in results}
+    assert [got[i][0] for i in picks] == [a, b, a, b]
+    for i in picks:
+        assert got[i][1] == pytest.approx(predictions[got[i][0]][i], abs=1e-12)
+    assert predictions[a][1] != pytest.approx(predictions[b][1], abs=1e-3)  # the swap shows in the numbers
+
+
+def test_vw_and_csv_lines_hash_as_their_readers(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 3))
+    colours = rng.choice(["red", "blue", "green"], size=300)
+    y = np.where(x[:, 0] - x[:, 1] + (colours == "red") > 0, 1, -1)
+    vw_lines = [f"{label} | a:{r[0]:.6f} b:{r[1]:.6f} c:{r[2]:.6f} colour={c}" for label, r, c in zip(y, x, colours)]
+    csv_lines = [f"{label},{r[0]:.6f},{r[1]:.6f},{r[2]:.6f},{c}" for label, r, c in zip(y, x, colours)]
+    vw_batch = VWFormat(labels="any").parse("\n".join(vw_lines).encode() + b"\n").batch
+    csv_format = CsvFormat(labels="any", categorical_columns=("colour",))
+    csv_batch = csv_format.parse(("y,a,b,c,colour\n" + "\n".join(csv_lines) + "\n").encode()).batch
+    paths = {}
+    for name, batch in (("vw", vw_batch), ("csv", csv_batch)):
+        paths[name] = str(tmp_path / f"{name}.model")
+        LinearLearner(LearnerConfig(loss="logistic")).fit(batch).to_model().save(paths[name])
+    dicts = [{"a": r[0], "b": r[1], "c": r[2], "colour": str(c)} for r, c in zip(x.round(6), colours)]
+    got = {}
+    with beam.Pipeline(RUNNER) as p:
+        collect(p | "VW" >> beam.Create(vw_lines) | "RV" >> RunInference(PolybeamModelHandler(paths["vw"], input_format="vw")),
+                got.setdefault("vw", []))  # fmt: skip
+        handler = PolybeamModelHandler(paths["csv"], input_format="csv",
+                                       format_options={"columns": ["y", "a", "b", "c", "colour"],
+                                                       "categorical_columns": ["colour"]})  # fmt: skip
+        collect(p | "CSV" >> beam.Create(csv_lines) | "RC" >> RunInference(handler), got.setdefault("csv", []))
+        collect(p | "Dicts" >> beam.Create(list(enumerate(dicts)))
+                | "RD" >> RunInference(KeyedModelHandler(PolybeamModelHandler(paths["csv"]))), got.setdefault("dict", []))  # fmt: skip
+    vw_expected = model_of(paths["vw"]).predict(vw_batch)
+    csv_expected = model_of(paths["csv"]).predict(csv_batch)
+    np.testing.assert_allclose([dict((r.example, r.inference) for r in got["vw"])[line] for line in vw_lines], vw_expected, atol=1e-12)
+    np.testing.assert_allclose([dict((r.example, r.inference) for r in got["csv"])[line] for line in csv_lines], csv_expected, atol=1e-12)
+    # A mapping with the CSV's column names is the CSV row (a str value is a category).
+    np.testing.assert_allclose([r.inference for _, r in sorted(got["dict"], key=lambda pair: pair[0])], csv_expected, atol=1e-12)
+
+
+def test_softmax_labels_are_class_names(tmp_path):
+    rows = [(k, {k: 1.0, 9: 0.5}) for k in (1, 2, 3)] * 40
+    from polybeam.learners.batch import ExampleBatch
+
+    config = LearnerConfig(loss="softmax", class_names=("cat", "dog", "emu"))
+    path = str(tmp_path / "s.model")
+    LinearLearner(config).fit(ExampleBatch.from_rows(rows), passes=3).to_model().save(path)
+    results = []
+    with beam.Pipeline(RUNNER) as p:
+        collect(p | beam.Create([{1: 1.0, 9: 0.5}, {3: 1.0, 9: 0.5}])
+                | RunInference(PolybeamModelHandler(path, output="label")), results)  # fmt: skip
+    assert sorted((tuple(r.example), r.inference) for r in results) == [((1, 9), "cat"), ((3, 9), "emu")]
+
+
+def test_what_cannot_be_scored_says_why(spam):
+    with pytest.raises(ValueError, match="input_format must be one of"):
+        PolybeamModelHandler(spam["models"]["a"], input_format="json")
+    with pytest.raises(ValueError, match="output must be one of"):
+        PolybeamModelHandler(spam["models"]["a"], output="odds")
+    with pytest.raises(ValueError, match="needs format_options"):
+        PolybeamModelHandler(spam["models"]["a"], input_format="csv")
+    handler = PolybeamModelHandler(spam["models"]["a"], input_format="libsvm")
+    model = handler.load_model()
+    with pytest.raises(InferenceError, match="example 1 .*missing label"):
+        list(handler.run_inference(["1 3:1", "3:1 4:2"], model))
+    with pytest.raises(InferenceError, match="feature 'x' has value"):
+        list(PolybeamModelHandler(spam["models"]["a"]).run_inference([{"x": [1]}], model))
+    squared = LinearLearner(LearnerConfig(loss="squared")).fit(spam["batch"]).to_model()
+    with pytest.raises(InferenceError, match="needs a logistic or softmax model"):
+        list(PolybeamModelHandler("x", output="probability").run_inference([{1: 1.0}], squared))
+    with pytest.raises(ValueError, match="takes no inference_args"):
+        handler.validate_inference_args({"budget": 3})
+
+
+def test_bad_batches_go_to_the_dead_letters_with_exception_handling(spam):
+    path = spam["models"]["a"]
+    good, bad = [], []
+    with beam.Pipeline(RUNNER) as p:
+        main_output, failed = (p | beam.Create(["1 3:1 7:2", "not libsvm"])
+                               | RunInference(PolybeamModelHandler(path, input_format="libsvm", max_batch_size=1))
+                               .with_exception_handling())  # fmt: skip
+        collect(main_output, good)
+        collect(failed.failed_inferences, bad)
+    assert len(good) == 1 and good[0].example == "1 3:1 7:2" and len(bad) == 1
+
+
+@pytest.fixture(scope="module")
+def prefixes(spam, tmp_path_factory):
+    path = tmp_path_factory.mktemp("anytime") / "omp.jsonl"
+    assert main(["sequence", "--input", spam["train"], "--groups", datasets.group_spec_path("spam"),
+                 "--output", str(path)]) == 0  # fmt: skip
+    return str(path)
+
+
+def test_anytime_handler_picks_the_prefix_from_inference_args(spam, prefixes):
+    model = AnytimeModel.load(prefixes)
+    order = [prefix["group"] for prefix in model.prefixes]
+    cases = {"budget": {"budget": 12.5}, "groups": {"groups": order[:2] + order[3:5]}, "all": None}
+    results = {}
+    with beam.Pipeline(RUNNER) as p:
+        examples = p | beam.Create(list(enumerate(spam["dicts"][:100])))
+        for name, args in cases.items():
+            collect(examples | name >> RunInference(KeyedModelHandler(AnytimeModelHandler(prefixes)), inference_args=args),
+                    results.setdefault(name, []))  # fmt: skip
+    batch = spam["batch"]
+    for name, args in cases.items():
+        length = model.prefix_length(**(args or {}))
+        expected = model.predict(batch, prefix=length)[:100]
+        got = sorted(results[name], key=lambda pair: pair[0])
+        np.testing.assert_allclose([r.inference for _, r in got], expected, atol=1e-12)
+        assert {r.model_id for _, r in got} == {f"{prefixes}#prefix={length}"}
+    assert model.prefix_length(groups=cases["groups"]["groups"]) == 2
+    with pytest.raises(ValueError, match="budget or groups"):
+        AnytimeModelHandler(prefixes).validate_inference_args({"cost": 3})
