@@ -62,7 +62,7 @@ from polybeam import datasets  # noqa: E402
 from polybeam.datasets.synthetic import PlantedPolynomial  # noqa: E402
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
-from polybeam.learners.parsing.libsvm import LibsvmFormat  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 from polybeam.learners.polynomial import make_learner  # noqa: E402
 
 BITS = 18

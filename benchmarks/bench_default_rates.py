@@ -32,7 +32,7 @@ from polybeam.datasets.synthetic import PlantedPolynomial
 from polybeam.learners.config import DEFAULT_LEARNING_RATES, LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.parsing.libsvm import LibsvmFormat
+from polybeam.formats.libsvm import LibsvmFormat
 
 RATES = (0.25, 0.5, 1.0, 2.0)
 LOSSES = ("logistic", "hinge", "squared")

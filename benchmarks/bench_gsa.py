@@ -66,7 +66,7 @@ from polybeam.learners.evaluation import Evaluation  # noqa: E402
 from polybeam.learners.greedy import greedy_step, softmax_greedy_step  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
 from polybeam.learners.losses import LOGISTIC  # noqa: E402
-from polybeam.learners.parsing.libsvm import LibsvmFormat  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 
 # The bundled data have at most 180 features, numbered from 1, and a LIBSVM
 # index below 2**bits is its own slot: 10 bits keep every feature apart.

@@ -54,8 +54,8 @@ from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
 from polybeam.learners.evaluation import Evaluation  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
-from polybeam.learners.parsing.libsvm import LibsvmFormat  # noqa: E402
-from polybeam.learners.parsing.vw import VWFormat  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
+from polybeam.formats.vw import VWFormat  # noqa: E402
 
 BITS = 18
 MIB = 1 << 20
@@ -372,7 +372,7 @@ def describe_train(run: MeasuredRun) -> dict:
 # Times the first call of a numba kernel in a fresh process (numba's one-time set-up plus the cache load).
 _FIRST_KERNEL_CALL = """
 import time
-from polybeam.learners.parsing.libsvm import LibsvmFormat
+from polybeam.formats.libsvm import LibsvmFormat
 started = time.perf_counter()
 LibsvmFormat().parse(b"1 1:1\\n")
 print(time.perf_counter() - started)

@@ -55,7 +55,7 @@ from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
 from polybeam.learners.evaluation import Evaluation  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
-from polybeam.learners.parsing.libsvm import LibsvmFormat  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 
 SPAM_FEATURES = 57
 RANDOM_FEATURES = 1000

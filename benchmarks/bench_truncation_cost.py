@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_spine  # noqa: E402
 from harness import machine_info, write_report  # noqa: E402
 
-from polybeam.learners.parsing.vw import VWFormat  # noqa: E402
+from polybeam.formats.vw import VWFormat  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUDGET = 0.20  # truncation may cost at most this much over the untruncated learner

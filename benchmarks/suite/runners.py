@@ -87,7 +87,7 @@ def polybeam_config(flags: list[str]):
 
 def read_batch(path: str, config):
     """``path`` parsed as ``polybeam train`` reads it for ``config`` (a row it refuses fails the run)."""
-    from polybeam.learners.parsing.libsvm import LibsvmFormat
+    from polybeam.formats.libsvm import LibsvmFormat
 
     reader = LibsvmFormat(bits=config.bits, seed=config.seed, labels=config.label_kind, classes=config.classes or 0)
     with open(path, "rb") as handle:
