@@ -68,7 +68,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["polybeam", "polybeam.*"]),
-    package_data={"polybeam.datasets": ["data/*.libsvm.gz", "groups/*.json"]},
+    package_data={"polybeam": ["yaml_providers.yaml"], "polybeam.datasets": ["data/*.libsvm.gz", "groups/*.json"]},
     install_requires=[
         "apache-beam>=2.77,<3",
         "numpy>=1.26",
@@ -79,8 +79,11 @@ setup(
     extras_require={
         # mmh3 is the reference MurmurHash3 the tests check polybeam's numba
         # hashing against; it is never imported by the package.
-        "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4"],
+        # The tests run a Beam YAML pipeline with Beam's own runner of them (apache-beam's yaml extra).
+        "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4", "apache-beam[yaml]>=2.77,<3"],
         "plot": ["matplotlib>=3.8"],
+        # Beam YAML pipelines that call polybeam's transforms (polybeam/yaml_providers.yaml).
+        "yaml": ["apache-beam[yaml]>=2.77,<3"],
         # Peers for side-by-side benchmarks only; never imported by the package.
         "bench": ["vowpalwabbit>=9.9", "scikit-learn>=1.4", "matplotlib>=3.8", "rdata>=1.0"],
     },

@@ -1,0 +1,231 @@
+"""polybeam's transforms as Beam YAML steps: plain settings in, named PCollections out.
+
+Beam YAML calls a Python transform by name with its ``config`` as keyword
+arguments, and wires steps by named outputs (``Read.examples``). These thin
+composites give polybeam's transforms that shape; the provider listing
+shipped with the package (``polybeam/yaml_providers.yaml``, its path in
+:data:`PROVIDERS`) names them:
+
+================================  ==========================================================
+``PolybeamReadExamples``          files -> ``examples`` (ExampleBatches), ``dead_letters``, ``counts``
+``PolybeamTrain``                 examples -> ``model``; writes the model file
+``PolybeamEvaluate``              ``{examples, model}`` (or a ``model`` path) -> ``metrics`` (one Row)
+``PolybeamPredict``               ``{examples, model}`` (or a ``model`` path) -> ``predictions`` (Rows)
+``PolybeamSequence``              examples -> ``prefixes`` (Rows: rank, group, cost, ...); writes the file
+================================  ==========================================================
+
+Metrics, predictions and prefixes are schema'd Rows, so Beam YAML's own steps
+(``WriteToJson``, ``MapToFields``, ``Filter``, ...) take them. A pipeline
+includes the listing with ``providers: [{include: PATH}]``, where
+``python -m polybeam.transforms.yaml_steps`` prints PATH.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import apache_beam as beam
+
+from polybeam.learners.config import LearnerConfig
+from polybeam.transforms.dead_letters import WriteDeadLetters
+from polybeam.transforms.evaluate import Evaluate
+from polybeam.transforms.model_io import ReadModel, WriteModel
+from polybeam.transforms.predict import Predict
+from polybeam.transforms.read import ReadExamples
+from polybeam.transforms.train import Train
+
+class Counts(NamedTuple):
+    """What a read saw: records = examples + dead letters + skipped lines."""
+
+    records: int
+    examples: int
+    dead_letters: int
+    skipped: int
+
+
+class Metrics(NamedTuple):
+    """Held-out metrics (NaN where one does not apply: auc for regression, mse for classification)."""
+
+    examples: int
+    loss: float
+    error: float
+    auc: float
+    mse: float
+
+
+class Prediction(NamedTuple):
+    """One example's prediction, as ``polybeam predict`` writes it; softmax also names the class."""
+
+    prediction: float
+    label: float
+    source: str
+    row: int
+    predicted_class: str
+
+
+class Prefix(NamedTuple):
+    """One chosen group of an anytime sequence."""
+
+    rank: int
+    group: str
+    cost: float
+    cumulative_cost: float
+    explained_variance: float
+
+
+# Schema'd rows: Beam YAML's writers and mappings read their fields.
+for _row_type in (Counts, Metrics, Prediction, Prefix):
+    beam.coders.registry.register_coder(_row_type, beam.coders.RowCoder)
+
+PROVIDERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "yaml_providers.yaml")
+
+
+def _inputs(inputs, step: str) -> tuple:
+    """``(examples, model PCollection or None)`` from a step's input: one PCollection or ``{examples, model}``."""
+    if isinstance(inputs, Mapping):
+        unknown = set(inputs) - {"examples", "model"}
+        if unknown or "examples" not in inputs:
+            raise ValueError(f"{step} takes input {{examples: STEP.examples, model: STEP.model}}, got {sorted(inputs)}")
+        return inputs["examples"], inputs.get("model")
+    return inputs, None
+
+
+def _model_argument(pipeline_input, model_pcoll, path: str | None, step: str):
+    if (model_pcoll is None) == (path is None):
+        raise ValueError(f"{step} needs its model from one place: an input named model, or config model: PATH")
+    if model_pcoll is not None:
+        return model_pcoll
+    return pipeline_input.pipeline | f"{step}ReadModel" >> ReadModel(path)
+
+
+class PolybeamReadExamples(beam.PTransform):
+    """Read examples: ``path`` (a glob on any Beam file system) in ``format``; any ReadExamples setting
+    (``bits``, ``seed``, ``labels``, ``label_column``, ``categorical_columns``, ...). ``dead_letters``,
+    when given, is where the refused records are written (JSON lines)."""
+
+    _yaml_requires_inputs = False  # a source: Beam YAML then asks for no input
+
+    def __init__(self, path: str, format: str = "libsvm", dead_letters: str | None = None, **settings):
+        super().__init__()
+        self.path = path
+        self.format = format
+        self.dead_letters_path = dead_letters
+        self.settings = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+
+    def expand(self, pbegin):
+        read = pbegin | "Read" >> ReadExamples(self.path, format=self.format, **self.settings)
+        if self.dead_letters_path:
+            read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(
+                self.dead_letters_path, file_name_suffix="", num_shards=1, shard_name_template="")  # fmt: skip
+        counts = read.counts | "CountRows" >> beam.Map(
+            lambda c: Counts(c.records, c.examples, c.dead_letters, c.skipped)).with_output_types(Counts)
+        return {"examples": read.examples, "dead_letters": read.dead_letters, "counts": counts}
+
+
+class PolybeamTrain(beam.PTransform):
+    """Train on ``examples`` with any LearnerConfig setting (``loss``, ``passes``, ``expand``, ...);
+    ``model`` is where the model file goes. Outputs ``model`` (a PCollection of one Model)."""
+
+    def __init__(self, model: str, **settings):
+        super().__init__()
+        self.path = model
+        self.config = LearnerConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()})
+
+    def expand(self, examples):
+        model = examples | "Train" >> Train(self.config)
+        model | "Write" >> WriteModel(self.path)
+        return {"model": model}
+
+
+def _metrics_row(metrics: dict) -> Metrics:
+    """One row of fixed fields: NaN where a metric does not apply (a field has one type)."""
+    value = lambda name: float("nan") if metrics.get(name) is None else float(metrics[name])  # noqa: E731
+    return Metrics(int(metrics["examples"]), *(value(name) for name in Metrics._fields[1:]))
+
+
+class PolybeamEvaluate(beam.PTransform):
+    """Held-out metrics of a model on ``examples``: the model from the input ``model`` (a Train step's
+    output) or from ``model: PATH``. Outputs ``metrics``: one Row (examples, loss, error, auc, mse)."""
+
+    def __init__(self, model: str | None = None):
+        super().__init__()
+        self.path = model
+
+    def expand(self, inputs):
+        examples, model = _inputs(inputs, "PolybeamEvaluate")
+        model = _model_argument(examples, model, self.path, "PolybeamEvaluate")
+        metrics = examples | "Evaluate" >> Evaluate(model)
+        return {"metrics": metrics | "ToRow" >> beam.Map(_metrics_row).with_output_types(Metrics)}
+
+
+def _prediction_rows(scored):
+    n = len(scored.predictions)
+    rows = scored.row_ids.tolist() if scored.row_ids is not None else [-1] * n
+    labels = scored.labels.tolist()
+    source = scored.source or ""
+    if scored.predictions.ndim == 2:  # softmax: the most probable class and its probability
+        best = scored.predictions.argmax(axis=1)
+        for i in range(n):
+            yield Prediction(float(scored.predictions[i, best[i]]), float(labels[i]), source, int(rows[i]),
+                             scored._class(best[i] + 1))  # fmt: skip
+        return
+    for prediction, label, row in zip(scored.predictions.tolist(), labels, rows):
+        yield Prediction(float(prediction), float(label), source, int(row), "")
+
+
+class PolybeamPredict(beam.PTransform):
+    """Predictions of a model for ``examples`` (the model as in PolybeamEvaluate). Outputs ``predictions``:
+    one Row per example (prediction, label, source, row; softmax adds predicted_class). The numbers are
+    ``polybeam predict``'s."""
+
+    def __init__(self, model: str | None = None):
+        super().__init__()
+        self.path = model
+
+    def expand(self, inputs):
+        examples, model = _inputs(inputs, "PolybeamPredict")
+        model = _model_argument(examples, model, self.path, "PolybeamPredict")
+        scored = examples | "Predict" >> Predict(model)
+        return {"predictions": scored | "ToRows" >> beam.FlatMap(_prediction_rows).with_output_types(Prediction)}
+
+
+def _prefix_row(record: dict) -> Prefix:
+    return Prefix(int(record["rank"]), str(record["group"]), float(record["cost"]), float(record["cumulative_cost"]),
+                  float(record["explained_variance"]))  # fmt: skip
+
+
+class PolybeamSequence(beam.PTransform):
+    """Sequence the feature groups of the specification at ``groups`` (a JSON file) over ``examples``
+    with ``method`` (cs-g-omp, cs-g-fr, doubling, ...); ``output`` is where the prefixes go (JSON lines,
+    what ``polybeam predict --prefixes`` reads). Outputs ``prefixes``: one Row per chosen group."""
+
+    def __init__(self, groups: str, output: str, method: str = "cs-g-omp", ridge: float = 1e-6, bits: int = 18,
+                 seed: int = 0, **options):  # fmt: skip
+        super().__init__()
+        from polybeam.selection.groups import GroupSpec
+
+        self.spec = GroupSpec.load(groups, bits=bits, seed=seed)  # fail at construction on a bad specification
+        self.output = output
+        self.method = method
+        self.ridge = ridge
+        self.seed = seed
+        self.options = options
+
+    def expand(self, examples):
+        from polybeam.transforms.sequence import SequenceGroups, WritePrefixes
+
+        sequenced = examples | "Sequence" >> SequenceGroups(self.spec, method=self.method, ridge=self.ridge,
+                                                            seed=self.seed, **self.options)  # fmt: skip
+        sequenced.prefixes | "Write" >> WritePrefixes(self.output)
+        return {"prefixes": sequenced.prefixes | "ToRows" >> beam.Map(_prefix_row).with_output_types(Prefix)}
+
+
+def providers_path() -> str:
+    """Where the provider listing is (for ``providers: [{include: ...}]``)."""
+    return PROVIDERS
+
+
+if __name__ == "__main__":
+    print(PROVIDERS)
