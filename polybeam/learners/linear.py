@@ -28,6 +28,7 @@ from polybeam.learners import kernels, sparsity
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.curve import LearningCurve
 from polybeam.learners.losses import LOSS_CODES
 from polybeam.learners.model import Model
 from polybeam.learners.softmax import learn_batch_softmax
@@ -106,6 +107,7 @@ class LinearLearner:
         self.pass_start_ = np.zeros(kernels.N_STATS)
         self.names_: dict[int, str] = {}
         self.passes_: list[dict[str, float]] = []
+        self.curve_ = LearningCurve()
 
     # -- learning -------------------------------------------------------------
 
@@ -125,11 +127,32 @@ class LinearLearner:
             batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook()
         )
         for start, stop, values in segments:
-            self._learn_rows(batch, start, stop, values)
+            self._learn_counted(batch, start, stop, values)
         if batch.names:
             for slot, name in batch.names.items():
                 self.names_.setdefault(slot, name)
         return self
+
+    def _learn_counted(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
+        """Learn rows ``start:stop``, stopping at each doubling example count to add a learning-curve point."""
+        curve = self.curve_
+        while start < stop:
+            end = min(stop, start + curve.room())
+            self._learn_rows(batch, start, end, values)
+            if curve.advance(end - start):
+                self._record_point()
+            start = end
+
+    def _record_point(self) -> None:
+        in_force = self.raw_in_force()
+        nonzero = np.count_nonzero(in_force if in_force.ndim == 1 or in_force.shape[1] == 1 else in_force.any(axis=1))
+        self.curve_.record(
+            pass_number=len(self.passes_) + 1,
+            examples=self.curve_.in_pass,
+            weight=float(self.stats_[kernels.WEIGHT_SUM]),
+            loss=float(self.stats_[kernels.LOSS_SUM]),
+            nonzero=int(nonzero),
+        )
 
     def _learn_rows(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
         """Learn rows ``start:stop`` of ``batch``, reading ``values`` for its values."""
@@ -209,6 +232,7 @@ class LinearLearner:
         self.passes_.append(self._pass_summary())
         for index in (kernels.EXAMPLES, kernels.WEIGHT_SUM, kernels.LOSS_SUM):
             self.stats_[index] = 0.0
+        self.curve_.start_pass()
         return self.mark_pass_start()
 
     def restart_greedy_mean(self) -> "LinearLearner":
@@ -367,6 +391,9 @@ class LinearLearner:
         stats[kernels.LABEL_MIN] = min(learner.stats_[kernels.LABEL_MIN] for learner in learners)
         stats[kernels.LABEL_MAX] = max(learner.stats_[kernels.LABEL_MAX] for learner in learners)
         self.centring_ = Centring.merged([learner.centring_ for learner in learners])
+        progress = self.curve_.progress
+        self.curve_ = LearningCurve.merged([learner.curve_ for learner in learners], len(self.passes_) + 1)
+        self.curve_.progress = progress
         weights[0] += self.centring_.bias_offset(weights)
         self.raw_ = weights
         self.sum_sq_grad_ = sum_sq_grad
@@ -409,6 +436,7 @@ class LinearLearner:
             "passes": passes,
             "label_min": float(self.stats_[kernels.LABEL_MIN]),
             "label_max": float(self.stats_[kernels.LABEL_MAX]),
+            "learning_curve": [dict(point) for point in self.curve_.points],
         }
         if self.greedy_step is not None:
             info["greedy_step"] = self.greedy_step
@@ -448,6 +476,7 @@ class LinearLearner:
             "names": self.names_,
             "passes": self.passes_,
             "centring": self.centring_.to_state(),
+            "curve": self.curve_.to_state(),
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -462,6 +491,7 @@ class LinearLearner:
         self.names_ = dict(state["names"])
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))
+        self.curve_ = LearningCurve.from_state(state.get("curve"))
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
             self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook())
             self.centring_ = Centring.off()

@@ -1,4 +1,4 @@
-"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, template, demo.
+"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, plot, template, demo.
 
 Every option is a PipelineOptions field (see ``polybeam.pipelines.options``),
 so the same names work here, from Python and in templates; any Beam option
@@ -27,6 +27,7 @@ COMMANDS = {
     "sequence": "order cost-weighted feature groups into anytime model prefixes (JSON lines)",
     "timeliness": "held-out explained variance against cost and alpha-timeliness of prefix files",
     "inspect": "print a model's summary: settings, non-zeros, largest weights",
+    "plot": "draw a model's learning curve, non-zeros and weights by degree, or anytime curves of prefix files",
     "template": "write a Dataflow flex template of a command: metadata.json, Dockerfile, entry point, README",
     "demo": "train and evaluate on bundled real data with the local runner",
 }
@@ -59,6 +60,46 @@ def _inspect_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--top", type=int, default=20, help="how many of the largest weights to list (default: 20)")
     return parser
+
+
+def _plot_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="polybeam plot", description=COMMANDS["plot"], allow_abbrev=False,
+        epilog="With --prefixes, every other option (--format, --alpha, Beam's) goes to polybeam timeliness, "
+               "which measures the curves on --input.")  # fmt: skip
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="a model file: its learning curve (progressive loss at doubling example "
+                                        "counts), non-zero weights over time and non-zero weights by degree")
+    source.add_argument("--prefixes", help="comma-separated anytime prefix files (polybeam sequence --output): "
+                                           "held-out explained variance against cost, measured on --input")
+    parser.add_argument("--input", help="with --prefixes: held-out examples")
+    parser.add_argument("--output", default=None,
+                        help="the PNG to write (default: MODEL.learning.png, or anytime.png beside the first prefix file)")
+    return parser  # fmt: skip
+
+
+def _run_plot(argv: Sequence[str]) -> int:
+    args, rest = _plot_parser().parse_known_args(list(argv))
+    if args.model:
+        if rest:
+            raise UsageError(f"unrecognised arguments with --model: {' '.join(rest)}")
+        from polybeam.pipelines.plots import check_plotting, plot_model
+        from polybeam.transforms.model_io import read_model
+
+        check_plotting()
+        model = read_model(args.model)
+        output = args.output or f"{args.model}.learning.png"
+        plot_model(model, output, title=args.model)
+        points = len(model.metadata.get("learning_curve", []))
+        print(f"learning curve ({points} points), non-zeros and weights by degree drawn in {output}")
+        _print_json({"model": args.model, "plot": output, "points": points})
+        return 0
+    if not args.input:
+        raise UsageError("polybeam plot --prefixes needs --input (the held-out examples to measure the curves on)")
+    import os
+
+    output = args.output or os.path.join(os.path.dirname(args.prefixes.split(",")[0]) or ".", "anytime.png")
+    return main(["timeliness", "--input", args.input, "--prefixes", args.prefixes, "--plot", output, *rest])
 
 
 def _template_parser() -> argparse.ArgumentParser:
@@ -199,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"polybeam: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     if any(arg in ("-h", "--help") for arg in rest):
-        parsers = {"inspect": _inspect_parser, "template": _template_parser}
+        parsers = {"inspect": _inspect_parser, "template": _template_parser, "plot": _plot_parser}
         parsers.get(command, lambda: _command_parser(command))().print_help()
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -214,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_inspect(rest)
         if command == "template":
             return _run_template(rest)
+        if command == "plot":
+            return _run_plot(rest)
         _check_arguments(command, rest)
         from apache_beam.options.pipeline_options import PipelineOptions
 

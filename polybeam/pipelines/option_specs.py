@@ -177,6 +177,10 @@ def add_run_options(parser) -> None:
     _add(parser, "report", default=None,
          help="where the job writes its JSON report (default: next to the model or output, e.g. "
               "MODEL.report.json)")  # fmt: skip
+    _add(parser, "quiet", action="store_true", default=False,
+         help="no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... examples of each "
+              "learner's pass (examples, examples/s, pass, progressive loss), as VW does; the figures are Beam "
+              "metrics either way")  # fmt: skip
 
 
 def add_sequence_options(parser) -> None:

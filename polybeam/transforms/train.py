@@ -34,6 +34,7 @@ from polybeam.learners.linear import LinearLearner
 from polybeam.learners.polynomial import PolynomialLearner, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.keys import KeyFn, split_by_key
+from polybeam.transforms.progress import Progress
 
 
 class TrainFn(beam.CombineFn):
@@ -46,15 +47,29 @@ class TrainFn(beam.CombineFn):
     (to continue training in another pass, or to checkpoint).
     """
 
-    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None):
+    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None,
+                 progress: bool = False):  # fmt: skip
         self.config = config
         self.output = output
         self.metadata = metadata
+        self.progress = progress
+
+    def _progress(self) -> Progress:
+        if getattr(self, "_reporter", None) is None:  # one per worker's copy of the CombineFn
+            self._reporter = Progress(quiet=not self.progress)
+        return self._reporter
+
+    def __getstate__(self):
+        return {name: value for name, value in self.__dict__.items() if name != "_reporter"}
 
     def create_accumulator(self) -> BackgroundLearner:
-        return BackgroundLearner(make_learner(self.config))
+        return BackgroundLearner(self._progress().attach(make_learner(self.config)))
 
     def add_input(self, accumulator: BackgroundLearner, element) -> BackgroundLearner:
+        batch = element[0] if isinstance(element, tuple) else element
+        progress = self._progress()
+        progress.learned(len(batch))
+        progress.publish()
         if isinstance(element, tuple):  # (batch, examples over all passes): see Train
             return accumulator.learn(*element)
         return accumulator.learn(element)
@@ -65,10 +80,12 @@ class TrainFn(beam.CombineFn):
 
     def compact(self, accumulator: BackgroundLearner) -> BackgroundLearner:
         accumulator.settle().compact()
+        self._progress().publish()
         return accumulator
 
     def extract_output(self, accumulator: BackgroundLearner):
         learner = accumulator.settle()
+        self._progress().publish()
         return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
 
 
@@ -121,9 +138,13 @@ class _LearnOnePass(beam.DoFn):
     (a key the previous state lacks, e.g. new in a warm start, or every key of a first pass
     without a side input, starts afresh)."""
 
-    def __init__(self, keyed: bool, config: LearnerConfig):
+    def __init__(self, keyed: bool, config: LearnerConfig, progress: bool = False):
         self.keyed = keyed
         self.config = config
+        self.progress = progress
+
+    def setup(self):
+        self._progress = Progress(quiet=not self.progress)
 
     def start_bundle(self):
         self._learners: dict = {}
@@ -134,8 +155,11 @@ class _LearnOnePass(beam.DoFn):
         if learner is None:
             origin = (start or {}).get(key) if self.keyed else start
             fresh = origin is None
-            learner = BackgroundLearner(make_learner(self.config) if fresh else continue_from(origin))
+            learner = BackgroundLearner(self._progress.attach(make_learner(self.config) if fresh
+                                                              else continue_from(origin)))  # fmt: skip
             self._learners[key] = learner
+        self._progress.learned(len(batch[0] if isinstance(batch, tuple) else batch))
+        self._progress.publish()
         if isinstance(batch, tuple):  # (batch, examples to space apple's epochs over): see Train
             learner.learn(*batch)
         else:
@@ -144,6 +168,7 @@ class _LearnOnePass(beam.DoFn):
     def finish_bundle(self):
         for key, background in self._learners.items():
             learner = background.settle()
+            self._progress.publish()
             value = (key, learner.compact()) if self.keyed else learner.compact()
             yield WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
         self._learners = {}
@@ -262,6 +287,10 @@ class Train(beam.PTransform):
         Averages of averages weigh each learner by the importance it saw, so the
         model is the same up to rounding. Each bundle then learns in a ParDo
         rather than in a lifted CombineFn.
+    progress : bool, default False
+        Print each learner's progress line on the worker's stderr at doubling
+        example counts (see :mod:`polybeam.transforms.progress`); the same
+        figures are Beam metrics either way.
     """
 
     def __init__(
@@ -275,6 +304,7 @@ class Train(beam.PTransform):
         checkpoint_dir: str | None = None,
         learners: int | None = 1,
         fanout: int | None = None,
+        progress: bool = False,
         **settings,
     ):
         super().__init__()
@@ -292,6 +322,7 @@ class Train(beam.PTransform):
         if fanout is not None and fanout < 2:
             raise ValueError(f"fanout must be at least 2, got {fanout}")
         self.fanout = fanout
+        self.progress = progress
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
@@ -303,7 +334,7 @@ class Train(beam.PTransform):
             states, number = self.initial, self.first_pass - 1
         for number in range(number + 1, config.passes + 1):
             start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
-            partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config), start)
+            partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), start)
             states = partial | f"Pass{number}" >> self._merge(keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
@@ -311,7 +342,7 @@ class Train(beam.PTransform):
 
     def _first_pass(self, batches, keyed: bool):
         config = self.config
-        first_fn = TrainFn(config, output="state", metadata=self.metadata)
+        first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress)
         first_input = batches
         if config.expand == "apple" and config.examples_per_pass is not None:
             first_input = _with_total_examples(batches, keyed, config.passes, self.learners, config.examples_per_pass)
@@ -320,7 +351,7 @@ class Train(beam.PTransform):
             # first costs little, and lets apple space its epochs over what each learner sees.
             first_input = _with_total_examples(batches, keyed, config.passes, self.learners)
         if self.fanout is not None:  # one learner per bundle, then the merge tree
-            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config))
+            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress))
             return partial | "Pass1" >> self._merge(keyed)
         if keyed:
             return first_input | "Pass1" >> beam.CombinePerKey(first_fn)

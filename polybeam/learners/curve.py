@@ -1,0 +1,117 @@
+"""The learning curve: progressive loss and non-zero weights at doubling example counts, as VW prints them.
+
+A learner records a point each time the examples it has learned in the
+current pass reach 1, 2, 4, 8, ...: the pass, the examples so far, their
+importance weight and loss sums (so the progressive loss so far, and since
+the previous point), and how many weights are non-zero then. The model keeps
+the points (``metadata["learning_curve"]``) for ``polybeam plot``, and a
+``progress`` callback sees each point as it is made (the Beam transforms use
+it for the progress line and the metrics).
+
+Learners that learn in parallel merge their curves point by point: the k-th
+points of a pass add their examples, weights and losses (the job's progress
+when each learner had learned its first 2^k examples) and keep the largest
+non-zero count.
+
+>>> curve = LearningCurve()
+>>> [curve.room(), curve.record(pass_number=1, examples=1, weight=1.0, loss=0.5, nonzero=3)["examples"]]
+[1, 1]
+>>> curve.room(), curve.next_count
+(1, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+
+def _ratio(loss: float, weight: float) -> float | None:
+    """A mean loss; None (JSON's null, equal to itself) where no importance weight was seen."""
+    return loss / weight if weight > 0 else None
+
+
+class LearningCurve:
+    """The points of one learner (see the module docstring)."""
+
+    def __init__(self, points: Iterable[dict] | None = None, *, in_pass: int = 0):
+        self.points: list[dict] = [dict(point) for point in points or ()]
+        self.in_pass = in_pass  # examples learned in the current pass
+        # Told of each point with the curve (not saved: each process sets its own).
+        self.progress: Callable[[dict, LearningCurve], None] | None = None
+
+    @property
+    def next_count(self) -> int:
+        """The in-pass example count of the next point: the next power of 2."""
+        return 1 << self.in_pass.bit_length() if self.in_pass else 1
+
+    def room(self) -> int:
+        """Examples to learn before the next point."""
+        return self.next_count - self.in_pass
+
+    def advance(self, examples: int) -> bool:
+        """Count ``examples`` learned; whether the next point is due now."""
+        self.in_pass += examples
+        return self.in_pass & (self.in_pass - 1) == 0  # a power of 2
+
+    def record(self, *, pass_number: int, examples: int, weight: float, loss: float, nonzero: int) -> dict:
+        """Add a point (``examples``, ``weight`` and ``loss`` are the pass's sums so far)."""
+        previous = self.points[-1] if self.points and self.points[-1]["pass"] == pass_number else None
+        since_weight = weight - (previous["weight"] if previous else 0.0)
+        since_loss = loss - (previous["loss"] if previous else 0.0)
+        point = {
+            "pass": pass_number,
+            "examples": int(examples),
+            "weight": float(weight),
+            "loss": float(loss),
+            "progressive_loss": _ratio(loss, weight),
+            "since_last": _ratio(since_loss, since_weight),
+            "nonzero": int(nonzero),
+        }
+        self.points.append(point)
+        if self.progress is not None:
+            self.progress(point, self)
+        return point
+
+    def start_pass(self) -> None:
+        self.in_pass = 0
+
+    def to_state(self) -> dict:
+        return {"points": self.points, "in_pass": self.in_pass}
+
+    @classmethod
+    def from_state(cls, state: dict | None) -> LearningCurve:
+        state = state or {}
+        return cls(state.get("points", ()), in_pass=int(state.get("in_pass", 0)))
+
+    @classmethod
+    def merged(cls, curves: Iterable[LearningCurve], current_pass: int) -> LearningCurve:
+        """The curves of learners that learned ``current_pass`` in parallel (see the module docstring).
+
+        Points of earlier passes came with the state every learner started from: they are kept once.
+        """
+        curves = list(curves)
+        points = [dict(point) for point in curves[0].points if point["pass"] < current_pass]
+        by_rank: dict[int, dict] = {}
+        for curve in curves:
+            rank = 0
+            for point in curve.points:
+                if point["pass"] != current_pass:
+                    continue
+                merged = by_rank.get(rank)
+                if merged is None:
+                    by_rank[rank] = dict(point)
+                else:
+                    for name in ("examples", "weight", "loss"):
+                        merged[name] += point[name]
+                    merged["nonzero"] = max(merged["nonzero"], point["nonzero"])
+                rank += 1
+        previous = None
+        for rank in sorted(by_rank):
+            point = by_rank[rank]
+            point["progressive_loss"] = _ratio(point["loss"], point["weight"])
+            since_weight = point["weight"] - (previous["weight"] if previous else 0.0)
+            since_loss = point["loss"] - (previous["loss"] if previous else 0.0)
+            point["since_last"] = _ratio(since_loss, since_weight)
+            points.append(point)
+            previous = point
+        return cls(points, in_pass=sum(curve.in_pass for curve in curves))

@@ -1,0 +1,101 @@
+"""Training progress: a line on stderr at doubling example counts, like VW's, and the same figures as Beam metrics.
+
+Each learner's learning curve (:mod:`polybeam.learners.curve`) calls a
+:class:`Progress` at 1, 2, 4, 8, ... examples of a pass. It prints
+
+    polybeam[4242] pass 1       8192 examples   210534 ex/s  progressive loss 0.291733  since last 0.278120  non-zero 57
+
+on stderr (unless quiet: ``--quiet``) and counts the same figures as Beam
+metrics in the ``polybeam.train`` namespace, which a runner's UI shows:
+``progressive_loss_micros``, ``examples_per_second`` and
+``nonzero_weights_at_doubling`` (distributions; the loss in millionths, as
+Beam's distributions hold integers), beside the ``learned_examples`` counter
+the training DoFns keep.
+
+The learner may learn on a helper thread (see
+:mod:`polybeam.learners.background`), and Beam's metrics belong to the
+bundle's thread: points are printed when they are made and published as
+metrics by :meth:`Progress.publish`, which the DoFns and CombineFns call from
+their own thread.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+
+from apache_beam.metrics import Metrics
+
+NAMESPACE = "polybeam.train"
+
+
+def _linear_part(learner):
+    return getattr(learner, "linear", learner)
+
+
+class Progress:
+    """Prints and publishes learning-curve points (see the module docstring)."""
+
+    def __init__(self, *, quiet: bool = False):
+        self.quiet = quiet
+        self._lock = threading.Lock()
+        self._pending: list[tuple[dict, float]] = []
+        self._started: dict[int, float] = {}
+        self._learned = Metrics.counter(NAMESPACE, "learned_examples")
+        self._loss = Metrics.distribution(NAMESPACE, "progressive_loss_micros")
+        self._speed = Metrics.distribution(NAMESPACE, "examples_per_second")
+        self._nonzero = Metrics.distribution(NAMESPACE, "nonzero_weights_at_doubling")
+
+    def learned(self, examples: int) -> None:
+        """Count examples learned (from the bundle's thread)."""
+        self._learned.inc(examples)
+
+    def attach(self, learner):
+        """Make ``learner`` (linear or polynomial) report its points here; returns it."""
+        _linear_part(learner).curve_.progress = self
+        return learner
+
+    def __call__(self, point: dict, curve) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            # Each learner's pass has its clock, from its first example (the point at 1).
+            key = (id(curve), point["pass"])
+            if point["examples"] == 1 or key not in self._started:
+                self._started[key] = now
+            seconds = now - self._started[key]
+            rate = point["examples"] / seconds if seconds > 0 else float("nan")
+            self._pending.append((point, rate))
+        if not self.quiet:
+            print(line(point, rate), file=sys.stderr, flush=True)
+
+    def publish(self) -> None:
+        """Count the points made so far as Beam metrics (call from the bundle's thread)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for point, rate in pending:
+            if point["progressive_loss"] is not None and math.isfinite(point["progressive_loss"]):
+                self._loss.update(int(round(point["progressive_loss"] * 1e6)))
+            if math.isfinite(rate):
+                self._speed.update(int(rate))
+            self._nonzero.update(point["nonzero"])
+
+    def __getstate__(self):
+        return {"quiet": self.quiet}
+
+    def __setstate__(self, state):
+        self.__init__(quiet=state["quiet"])
+
+
+def line(point: dict, rate: float) -> str:
+    """One progress line (VW's columns: progressive loss so far and since the last line)."""
+    speed = f"{rate:8.0f} ex/s" if math.isfinite(rate) else "       - ex/s"
+
+    def loss(value):
+        return "-" if value is None else f"{value:.6f}"
+
+    return (f"polybeam[{os.getpid()}] pass {point['pass']} {point['examples']:>10} examples {speed}  "
+            f"progressive loss {loss(point['progressive_loss'])}  since last {loss(point['since_last'])}  "
+            f"non-zero {point['nonzero']}")  # fmt: skip

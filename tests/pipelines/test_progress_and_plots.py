@@ -1,0 +1,118 @@
+"""Progress lines at doubling counts on stderr (--quiet silences them), the same figures as Beam metrics, and
+``polybeam plot`` for a model and for prefix files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+
+from polybeam import datasets
+from polybeam.learners.batch import ExampleBatch
+from polybeam.pipelines.cli import main
+from polybeam.pipelines.plots import learning_curve_points, weight_degrees
+from polybeam.transforms.model_io import read_model
+from polybeam.transforms.progress import NAMESPACE, line
+from polybeam.transforms.train import Train
+
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+PROGRESS = re.compile(r"^polybeam\[\d+\] pass (\d+) +(\d+) examples +(?:\d+|-) ex/s  progressive loss ([\d.]+)  "
+                      r"since last ([\d.]+)  non-zero (\d+)$")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def spam_split(tmp_path_factory):
+    return datasets.write_split("spam", str(tmp_path_factory.mktemp("spam")))
+
+
+def test_training_prints_vw_like_progress_at_doubling_counts(tmp_path, capsys, spam_split):
+    train, _ = spam_split
+    model = tmp_path / "m.model"
+    assert main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "--model", str(model)]) == 0
+    err = capsys.readouterr().err
+    lines = [PROGRESS.match(text) for text in err.splitlines() if text.startswith("polybeam[")]
+    assert lines and all(lines)
+    seen = [(int(m.group(1)), int(m.group(2))) for m in lines]
+    assert seen == [(p, 2**k) for p in (1, 2) for k in range(12)]  # 3681 examples a pass: 1 ... 2048
+    # The lines are the model's curve.
+    curve = read_model(str(model)).metadata["learning_curve"]
+    assert [(p["pass"], p["examples"]) for p in curve] == seen
+    assert [round(p["progressive_loss"], 6) for p in curve] == [float(m.group(3)) for m in lines]
+
+    assert main(["train", "--input", train, "--loss", "logistic", "--model", str(model), "--quiet"]) == 0
+    assert "polybeam[" not in capsys.readouterr().err
+
+
+def test_the_same_figures_are_beam_metrics():
+    batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 300, bits=10)
+    pipeline = beam.Pipeline("FnApiRunner")
+    pipeline | beam.Create([batch, batch]) | Train(loss="logistic", bits=10, passes=2)
+    result = pipeline.run()
+    result.wait_until_finish()
+    metrics = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
+    counters, distributions = {}, {}
+    for m in metrics["counters"]:  # one result per step (pass 1's CombineFn, pass 2's DoFn)
+        counters[m.key.metric.name] = counters.get(m.key.metric.name, 0) + m.committed
+    for m in metrics["distributions"]:
+        distributions.setdefault(m.key.metric.name, []).append(m.committed)
+    assert counters["learned_examples"] == 2 * 1200  # every example of both passes
+    losses = distributions["progressive_loss_micros"]
+    assert sum(d.count for d in losses) >= 2 * 11  # a point at 1, 2, ..., 1024 of each pass at least
+    assert 0 < min(d.min for d in losses) <= max(d.max for d in losses) <= 1_000_000
+    assert max(d.max for d in distributions["nonzero_weights_at_doubling"]) == 3  # two features and the bias
+    assert sum(d.count for d in distributions["examples_per_second"]) >= 1
+
+
+def test_a_progress_line_says_what_is_unknown():
+    text = line({"pass": 1, "examples": 1, "progressive_loss": None, "since_last": None, "nonzero": 0}, float("nan"))
+    assert "progressive loss -" in text and "- ex/s" in text
+
+
+def test_weights_by_degree_and_final_points(tmp_path, spam_split):
+    train, _ = spam_split
+    model_path = tmp_path / "apple.model"
+    assert main(["train", "--input", train, "--expand", "apple", "--model", str(model_path), "--quiet"]) == 0
+    model = read_model(str(model_path))
+    degrees = weight_degrees(model)
+    assert sum(entry["weights"] for entry in degrees.values()) == model.nonzero
+    assert degrees[0]["weights"] == 1 and max(degrees) >= 2  # a bias, and products
+    for degree, entry in degrees.items():
+        if degree >= 2:
+            assert entry["weights"] == sum(1 for slot in model.slots if len(model.monomials.get(int(slot), ())) == degree)
+    points = learning_curve_points(model)
+    assert points[-1].get("final") and points[-1]["examples"] == 3681
+    assert points[-1]["progressive_loss"] == pytest.approx(model.metadata["progressive_loss"])
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="plots need matplotlib (polybeam[plot])")
+def test_polybeam_plot_draws_a_model_and_anytime_curves(tmp_path, capsys, spam_split):
+    train, test = spam_split
+    model = tmp_path / "m.model"
+    assert main(["train", "--input", train, "--loss", "logistic", "--gravity", "0.001", "--model", str(model),
+                 "--quiet"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["plot", "--model", str(model)]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    png = tmp_path / "m.model.learning.png"
+    assert printed["plot"] == str(png) and printed["points"] == 12
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+    prefixes = tmp_path / "omp.jsonl"
+    assert main(["sequence", "--input", train, "--groups", datasets.group_spec_path("spam"),
+                 "--output", str(prefixes)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["plot", "--prefixes", str(prefixes), "--input", test, "--alpha", "1"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    anytime = tmp_path / "anytime.png"
+    assert report["plot"] == str(anytime) and anytime.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_polybeam_plot_says_what_is_missing(tmp_path, capsys):
+    assert main(["plot", "--prefixes", "a.jsonl"]) == 2
+    assert "needs --input" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["plot", "--model", "m", "--prefixes", "a"])
