@@ -14,10 +14,12 @@ when each learner had learned its first 2^k examples) and keep the largest
 non-zero count.
 
 >>> curve = LearningCurve()
->>> [curve.room(), curve.record(pass_number=1, examples=1, weight=1.0, loss=0.5, nonzero=3)["examples"]]
-[1, 1]
->>> curve.room(), curve.next_count
-(1, 2)
+>>> curve.room(), curve.advance(1)  # one example until the first point; it is due
+(1, True)
+>>> curve.record(pass_number=1, examples=1, weight=1.0, loss=0.5, nonzero=3)["progressive_loss"]
+0.5
+>>> curve.room(), curve.next_count, curve.advance(1)
+(1, 2, True)
 """
 
 from __future__ import annotations
