@@ -82,22 +82,27 @@ for _row_type in (Counts, Metrics, Prediction, Prefix):
 PROVIDERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "yaml_providers.yaml")
 
 
-def _inputs(inputs, step: str) -> tuple:
-    """``(examples, model PCollection or None)`` from a step's input: one PCollection or ``{examples, model}``."""
-    if isinstance(inputs, Mapping):
-        unknown = set(inputs) - {"examples", "model"}
-        if unknown or "examples" not in inputs:
-            raise ValueError(f"{step} takes input {{examples: STEP.examples, model: STEP.model}}, got {sorted(inputs)}")
-        return inputs["examples"], inputs.get("model")
-    return inputs, None
+class _ModelStep(beam.PTransform):
+    """A step that scores examples with a model: from an input named ``model`` (a PolybeamTrain step's
+    output), or from ``model: PATH``; its input is ``examples`` alone or ``{examples, model}``."""
 
+    def __init__(self, model: str | None = None):
+        super().__init__()
+        self.path = model
 
-def _model_argument(pipeline_input, model_pcoll, path: str | None, step: str):
-    if (model_pcoll is None) == (path is None):
-        raise ValueError(f"{step} needs its model from one place: an input named model, or config model: PATH")
-    if model_pcoll is not None:
-        return model_pcoll
-    return pipeline_input.pipeline | f"{step}ReadModel" >> ReadModel(path)
+    def _examples_and_model(self, inputs) -> tuple:
+        step = type(self).__name__
+        model = None
+        if isinstance(inputs, Mapping):
+            if set(inputs) - {"examples", "model"} or "examples" not in inputs:
+                raise ValueError(f"{step} takes input {{examples: STEP.examples, model: STEP.model}}, "
+                                 f"got {sorted(inputs)}")  # fmt: skip
+            inputs, model = inputs["examples"], inputs.get("model")
+        if (model is None) == (self.path is None):
+            raise ValueError(f"{step} needs its model from one place: an input named model, or config model: PATH")
+        if model is None:
+            model = inputs.pipeline | f"{step}ReadModel" >> ReadModel(self.path)
+        return inputs, model
 
 
 class PolybeamReadExamples(beam.PTransform):
@@ -145,17 +150,12 @@ def _metrics_row(metrics: dict) -> Metrics:
     return Metrics(int(metrics["examples"]), *(value(name) for name in Metrics._fields[1:]))
 
 
-class PolybeamEvaluate(beam.PTransform):
-    """Held-out metrics of a model on ``examples``: the model from the input ``model`` (a Train step's
-    output) or from ``model: PATH``. Outputs ``metrics``: one Row (examples, loss, error, auc, mse)."""
-
-    def __init__(self, model: str | None = None):
-        super().__init__()
-        self.path = model
+class PolybeamEvaluate(_ModelStep):
+    """Held-out metrics of a model on ``examples`` (the model as :class:`_ModelStep` says). Outputs
+    ``metrics``: one Row (examples, loss, error, auc, mse)."""
 
     def expand(self, inputs):
-        examples, model = _inputs(inputs, "PolybeamEvaluate")
-        model = _model_argument(examples, model, self.path, "PolybeamEvaluate")
+        examples, model = self._examples_and_model(inputs)
         metrics = examples | "Evaluate" >> Evaluate(model)
         return {"metrics": metrics | "ToRow" >> beam.Map(_metrics_row).with_output_types(Metrics)}
 
@@ -175,18 +175,13 @@ def _prediction_rows(scored):
         yield Prediction(float(prediction), float(label), source, int(row), "")
 
 
-class PolybeamPredict(beam.PTransform):
-    """Predictions of a model for ``examples`` (the model as in PolybeamEvaluate). Outputs ``predictions``:
-    one Row per example (prediction, label, source, row; softmax adds predicted_class). The numbers are
-    ``polybeam predict``'s."""
-
-    def __init__(self, model: str | None = None):
-        super().__init__()
-        self.path = model
+class PolybeamPredict(_ModelStep):
+    """Predictions of a model for ``examples`` (the model as :class:`_ModelStep` says). Outputs
+    ``predictions``: one Row per example (prediction, label, source, row; softmax adds predicted_class).
+    The numbers are ``polybeam predict``'s."""
 
     def expand(self, inputs):
-        examples, model = _inputs(inputs, "PolybeamPredict")
-        model = _model_argument(examples, model, self.path, "PolybeamPredict")
+        examples, model = self._examples_and_model(inputs)
         scored = examples | "Predict" >> Predict(model)
         return {"predictions": scored | "ToRows" >> beam.FlatMap(_prediction_rows).with_output_types(Prediction)}
 

@@ -118,3 +118,18 @@ providers:
     assert all(w["method"] == "cs-g-fr" for w in written)
     (metrics,) = [json.loads(line) for path in glob.glob(str(out / "metrics*")) for line in open(path)]
     assert metrics["examples"] == 920 and metrics["error"] < 0.12
+
+
+def test_a_model_step_needs_its_model_from_exactly_one_place():
+    import apache_beam as beam
+
+    from polybeam.learners.batch import ExampleBatch
+
+    pipeline = beam.Pipeline("FnApiRunner")
+    examples = pipeline | beam.Create([ExampleBatch.from_rows([(1.0, {1: 1.0})])])
+    with pytest.raises(ValueError, match="needs its model from one place"):
+        examples | "NoModel" >> yaml_steps.PolybeamEvaluate()
+    with pytest.raises(ValueError, match="needs its model from one place"):
+        {"examples": examples, "model": examples} | "TwoModels" >> yaml_steps.PolybeamPredict(model="m.model")
+    with pytest.raises(ValueError, match="takes input"):
+        {"batches": examples} | "Misnamed" >> yaml_steps.PolybeamPredict(model="m.model")
