@@ -77,6 +77,10 @@ def check_memory(config: LearnerConfig) -> None:
         )
 
 
+# Slots counted at a time by LinearLearner.nonzero_slots.
+NONZERO_BLOCK = 1 << 20
+
+
 class LinearLearner:
     """Online linear learner state; see the module docstring.
 
@@ -143,9 +147,24 @@ class LinearLearner:
                 self._record_point()
             start = end
 
+    def nonzero_slots(self) -> int:
+        """How many slots have a non-zero weight in force, pending truncation paid, without touching the
+        state (a curve point must not change learning), a block of slots at a time (little memory)."""
+        code = sparsity.SPARSITY_CODES[self.config.sparsity]
+        count = 0
+        for start in range(0, len(self.raw_), NONZERO_BLOCK):
+            rows = slice(start, start + NONZERO_BLOCK)
+            raw = self.raw_[rows]
+            if len(self.synced_):
+                raw = raw.copy()
+                rates, thresholds = self._penalty(rows)
+                sparsity.flush(raw, self.stats_[kernels.SCALE], self.synced_[rows].copy(),
+                               clock=self.stats_[kernels.CLOCK], rates=rates, thresholds=thresholds, sparsity=code)  # fmt: skip
+            count += int(np.count_nonzero(raw.any(axis=1)))
+        return count
+
     def _record_point(self) -> None:
-        in_force = self.raw_in_force()
-        nonzero = np.count_nonzero(in_force if in_force.ndim == 1 or in_force.shape[1] == 1 else in_force.any(axis=1))
+        nonzero = self.nonzero_slots()
         self.curve_.record(
             pass_number=len(self.passes_) + 1,
             examples=self.curve_.in_pass,

@@ -240,7 +240,7 @@ def run_train(options: PipelineOptions) -> dict:
     models = _noted(read.examples, parts) | "Train" >> Train(
         config, key=ParsedKeys(key) if keyed else None, metadata=facts, initial=initial, first_pass=first_pass,
         checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
-        fanout=options.view_as(TrainingOptions).merge_fanout, progress=not options.view_as(RunOptions).quiet)  # fmt: skip
+        fanout=options.view_as(TrainingOptions).merge_fanout, progress=not (options.view_as(RunOptions).quiet or keyed))  # fmt: skip
     parts["dead_files"] = _write_dead_letters(read, dead_path)
     if keyed:
         parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())

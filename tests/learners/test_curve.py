@@ -19,6 +19,7 @@ from polybeam.learners.polynomial import make_learner
 CONFIGS = [
     LearnerConfig(loss="logistic"),
     LearnerConfig(loss="squared", gravity=0.02),
+    LearnerConfig(loss="squared", gravity=0.05, sparsity="truncate", truncate_every=3),
     LearnerConfig(loss="hinge", step="gsa"),
     LearnerConfig(loss="softmax", classes=3),
 ]
@@ -47,15 +48,18 @@ def test_each_point_is_a_fresh_learners_figures_after_that_many_examples(config)
     for point in learner.curve_.points:
         reference = LinearLearner(config).learn(batch.rows_between(0, point["examples"]))
         assert point["progressive_loss"] == pytest.approx(reference.progressive_loss, rel=1e-12)
-        assert point["nonzero"] == np.count_nonzero(np.any(reference.weights != 0, axis=-1)
-                                                    if reference.weights.ndim == 2 else reference.weights)  # fmt: skip
+        weights = reference.weights
+        assert point["nonzero"] == np.count_nonzero(weights.any(axis=1) if weights.ndim == 2 else weights)
+        assert point["nonzero"] == reference.nonzero_slots()
         assert point["pass"] == 1 and point["weight"] == point["examples"]
 
 
 @settings(max_examples=25, deadline=None)
-@given(cuts=st.lists(st.integers(1, 299), max_size=6, unique=True))
-def test_batching_changes_neither_the_points_nor_the_learning(cuts):
-    config = LearnerConfig(loss="logistic", gravity=0.01)
+@given(cuts=st.lists(st.integers(1, 299), max_size=6, unique=True),
+       sparse=st.sampled_from([{"gravity": 0.01}, {"gravity": 0.01, "sparsity": "truncate", "truncate_every": 7},
+                               {"sparsity": "round", "truncate_threshold": 0.05, "truncate_every": 5}, {}]))  # fmt: skip
+def test_batching_changes_neither_the_points_nor_the_learning(cuts, sparse):
+    config = LearnerConfig(loss="logistic", **sparse)
     batch = batch_of(config)
     whole = LinearLearner(config).learn(batch)
     pieces = LinearLearner(config)
