@@ -79,8 +79,9 @@ setup(
     extras_require={
         # mmh3 is the reference MurmurHash3 the tests check polybeam's numba
         # hashing against; it is never imported by the package.
-        # The tests run a Beam YAML pipeline with Beam's own runner of them (apache-beam's yaml extra).
-        "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4", "apache-beam[yaml]>=2.77,<3"],
+        # The tests run a Beam YAML pipeline with Beam's own runner of them (apache-beam's yaml extra),
+        # and draw the plots of polybeam plot and timeliness --plot (matplotlib).
+        "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4", "apache-beam[yaml]>=2.77,<3", "matplotlib>=3.8"],
         "plot": ["matplotlib>=3.8"],
         # Beam YAML pipelines that call polybeam's transforms (polybeam/yaml_providers.yaml).
         "yaml": ["apache-beam[yaml]>=2.77,<3"],
