@@ -77,10 +77,6 @@ def check_memory(config: LearnerConfig) -> None:
         )
 
 
-# Slots counted at a time by LinearLearner.nonzero_slots.
-NONZERO_BLOCK = 1 << 20
-
-
 class LinearLearner:
     """Online linear learner state; see the module docstring.
 
@@ -149,19 +145,13 @@ class LinearLearner:
 
     def nonzero_slots(self) -> int:
         """How many slots have a non-zero weight in force, pending truncation paid, without touching the
-        state (a curve point must not change learning), a block of slots at a time (little memory)."""
-        code = sparsity.SPARSITY_CODES[self.config.sparsity]
-        count = 0
-        for start in range(0, len(self.raw_), NONZERO_BLOCK):
-            rows = slice(start, start + NONZERO_BLOCK)
-            raw = self.raw_[rows]
-            if len(self.synced_):
-                raw = raw.copy()
-                rates, thresholds = self._penalty(rows)
-                sparsity.flush(raw, self.stats_[kernels.SCALE], self.synced_[rows].copy(),
-                               clock=self.stats_[kernels.CLOCK], rates=rates, thresholds=thresholds, sparsity=code)  # fmt: skip
-            count += int(np.count_nonzero(raw.any(axis=1)))
-        return count
+        state (a curve point must not change learning): one numba pass over the slots."""
+        config = self.config
+        return sparsity.nonzero_in_force(
+            self.raw_, self.sum_sq_grad_, self.feature_scale_, self.synced_, float(self.stats_[kernels.CLOCK]),
+            float(self.stats_[kernels.SCALE]), float(config.threshold), config.step == "adaptive", config.normalized,
+            sparsity.SPARSITY_CODES[config.sparsity],
+        )  # fmt: skip
 
     def _record_point(self) -> None:
         nonzero = self.nonzero_slots()

@@ -173,6 +173,34 @@ def opened_at(stamp, clock):
     return stamp if stamp != 0.0 else clock
 
 
+@numba.njit(cache=True, nogil=True)
+def nonzero_in_force(raw, sum_sq_grad, feature_scale, synced, clock, scale, threshold, adaptive, normalized, sparsity):
+    """How many slots (rows of ``raw``) hold a non-zero weight once every pending truncation is paid, as
+    :func:`flush` would pay it, without changing anything: one pass, no array made (a learning-curve
+    point counts them; ``sum_sq_grad``, ``feature_scale`` and ``synced`` may be empty, as the learner keeps
+    them)."""
+    slots, outputs = raw.shape
+    lazy = synced.shape[0] > 0
+    gsa_normalized = normalized and not adaptive and feature_scale.shape[0] > 0
+    count = 0
+    for slot in range(slots):
+        feature = feature_scale[slot] if feature_scale.shape[0] > 0 else 0.0
+        for output in range(outputs):
+            value = raw[slot, output]
+            if value != 0.0 and lazy and (sparsity == CUMULATIVE or sparsity == TRUNCATE or sparsity == ROUND):
+                grad = sum_sq_grad[slot, output] if sum_sq_grad.shape[0] > 0 else 0.0
+                rate, limit = penalty_terms(adaptive, gsa_normalized, normalized, grad, feature, threshold)
+                if sparsity == CUMULATIVE:
+                    owed = clock - synced[slot] if synced[slot] != 0.0 else 0.0
+                    value = value if abs(value) - owed * rate > 0.0 else 0.0
+                elif clock - synced[slot] > 0.0:
+                    value = settled_raw(value, clock - synced[slot], rate, limit, scale, sparsity)
+            if value != 0.0:
+                count += 1
+                break
+    return count
+
+
 def penalty_arrays(
     sum_sq_grad: np.ndarray, feature_scale: np.ndarray, *, adaptive: bool, normalized: bool, threshold: float, shape
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -137,3 +137,24 @@ def test_merged_learners_keep_their_points_and_their_listener():
     assert seen == [1, 2, 4, 8, 16, 32]
     assert [p["examples"] for p in a.curve_.points] == [2, 4, 8, 16, 32, 32]
     assert a.curve_.progress is not None and a.curve_.in_pass == 60
+
+
+@pytest.mark.parametrize("settings", [
+    {"loss": "logistic", "gravity": 0.002},
+    {"loss": "logistic", "gravity": 0.05, "sparsity": "truncate", "truncate_every": 4, "truncate_threshold": 0.3},
+    {"loss": "squared", "step": "gsa", "gravity": 0.05, "sparsity": "truncate"},
+    {"loss": "squared", "step": "constant", "learning_rate": 0.1, "sparsity": "round", "truncate_threshold": 0.02,
+     "truncate_every": 3},
+    {"loss": "hinge", "gravity": 0.02, "sparsity": "subgradient", "truncate_threshold": 0.01},
+    {"loss": "softmax", "classes": 3, "gravity": 0.002},
+    {"loss": "logistic", "l2": 0.01, "gravity": 0.01, "sparsity": "truncate"},
+])  # fmt: skip
+def test_the_count_is_the_weights_in_force(settings):
+    config = LearnerConfig(**settings)
+    learner = LinearLearner(config).learn(batch_of(config, 500, 3))
+    before = learner.raw_.copy(), learner.synced_.copy()
+    weights = learner.copy().weights  # (settles the copy)
+    expected = np.count_nonzero(weights.any(axis=1) if weights.ndim == 2 else weights)
+    assert learner.nonzero_slots() == expected > 0
+    np.testing.assert_array_equal(learner.raw_, before[0])
+    np.testing.assert_array_equal(learner.synced_, before[1])
