@@ -32,6 +32,14 @@ def _ratio(loss: float, weight: float) -> float | None:
     return loss / weight if weight > 0 else None
 
 
+def _with_means(point: dict, previous: dict | None) -> dict:
+    """``point`` with its progressive loss and its loss since ``previous`` (the pass's last point, or None)."""
+    point["progressive_loss"] = _ratio(point["loss"], point["weight"])
+    point["since_last"] = _ratio(point["loss"] - (previous["loss"] if previous else 0.0),
+                                 point["weight"] - (previous["weight"] if previous else 0.0))  # fmt: skip
+    return point
+
+
 class LearningCurve:
     """The points of one learner (see the module docstring)."""
 
@@ -58,18 +66,9 @@ class LearningCurve:
     def record(self, *, pass_number: int, examples: int, weight: float, loss: float, nonzero: int) -> dict:
         """Add a point (``examples``, ``weight`` and ``loss`` are the pass's sums so far)."""
         previous = self.points[-1] if self.points and self.points[-1]["pass"] == pass_number else None
-        since_weight = weight - (previous["weight"] if previous else 0.0)
-        since_loss = loss - (previous["loss"] if previous else 0.0)
-        point = {
-            "pass": pass_number,
-            "examples": int(examples),
-            "weight": float(weight),
-            "loss": float(loss),
-            "progressive_loss": _ratio(loss, weight),
-            "since_last": _ratio(since_loss, since_weight),
-            "nonzero": int(nonzero),
-        }
-        self.points.append(point)
+        point = {"pass": pass_number, "examples": int(examples), "weight": float(weight), "loss": float(loss),
+                 "nonzero": int(nonzero)}  # fmt: skip
+        self.points.append(_with_means(point, previous))
         if self.progress is not None:
             self.progress(point, self)
         return point
@@ -109,11 +108,6 @@ class LearningCurve:
                 rank += 1
         previous = None
         for rank in sorted(by_rank):
-            point = by_rank[rank]
-            point["progressive_loss"] = _ratio(point["loss"], point["weight"])
-            since_weight = point["weight"] - (previous["weight"] if previous else 0.0)
-            since_loss = point["loss"] - (previous["loss"] if previous else 0.0)
-            point["since_last"] = _ratio(since_loss, since_weight)
-            points.append(point)
-            previous = point
+            previous = _with_means(by_rank[rank], previous)
+            points.append(previous)
         return cls(points, in_pass=sum(curve.in_pass for curve in curves))

@@ -459,3 +459,8 @@ def make_learner(config: LearnerConfig, *, total: int | None = None) -> LinearLe
     if config.expand == "none":
         return LinearLearner(config)
     return PolynomialLearner(config, total=total)
+
+
+def linear_part(learner: LinearLearner | PolynomialLearner) -> LinearLearner:
+    """The linear learner that holds the weights: the learner itself, or a polynomial learner's."""
+    return learner.linear if isinstance(learner, PolynomialLearner) else learner

@@ -253,9 +253,7 @@ def run_anytime_predict(options: PipelineOptions) -> dict:
     """``polybeam predict --prefixes FILE (--budget B | --groups a,b,c)``: predictions of the longest prefix that
     fits, each line ending with the prefix's size (groups) and cumulative cost."""
     started = time.perf_counter()
-    groups = options.view_as(SequenceOptions).groups
-    absolute_paths(options)
-    options.view_as(SequenceOptions).groups = groups  # names of groups here, not sequence's file
+    absolute_paths(options, not_paths=("groups",))  # here the names of the groups available
     _require(options.view_as(InputOptions).input, "--input", "predict")
     output = _require(options.view_as(OutputOptions).output, "--output", "predict")
     paths = options.view_as(TimelinessOptions).prefixes

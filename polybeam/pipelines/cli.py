@@ -15,10 +15,11 @@ import gc
 import json
 import logging
 import math
+import os
 import sys
 from typing import Callable, Sequence
 
-from polybeam.pipelines.option_specs import ALL_OPTIONS, COMMAND_OPTIONS
+from polybeam.pipelines.option_specs import ALL_OPTIONS, command_parser
 
 COMMANDS = {
     "train": "train a model from examples and write the model file",
@@ -42,16 +43,12 @@ def _usage() -> str:
 
 
 def _command_parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"polybeam {command}",
+    return command_parser(
+        command,
         description=COMMANDS[command],
         epilog="Any Apache Beam pipeline option (--runner, --direct_num_workers, --temp_location, ...) "
         "is passed through; the default runner is the local FnApiRunner.",
-        allow_abbrev=False,
     )
-    for add_options in COMMAND_OPTIONS[command]:
-        add_options(parser)
-    return parser
 
 
 def _inspect_parser() -> argparse.ArgumentParser:
@@ -96,8 +93,6 @@ def _run_plot(argv: Sequence[str]) -> int:
         return 0
     if not args.input:
         raise UsageError("polybeam plot --prefixes needs --input (the held-out examples to measure the curves on)")
-    import os
-
     output = args.output or os.path.join(os.path.dirname(args.prefixes.split(",")[0]) or ".", "anytime.png")
     return main(["timeliness", "--input", args.input, "--prefixes", args.prefixes, "--plot", output, *rest])
 

@@ -35,6 +35,7 @@ import os
 import shutil
 import sys
 
+import polybeam
 from polybeam.pipelines import option_specs as specs
 
 TEMPLATE_COMMANDS = ("train", "evaluate", "predict", "sequence", "timeliness")
@@ -62,14 +63,6 @@ WRITTEN_FILES = {"dead_letters", "report", "skipped_output", "plot", "output"}
 WRITTEN_FOLDERS = {"checkpoint_dir", "output_dir"}
 
 
-def command_parser(command: str) -> argparse.ArgumentParser:
-    """The parser of ``polybeam COMMAND``'s own options (the ones ``--help`` lists)."""
-    parser = argparse.ArgumentParser(prog=f"polybeam {command}", add_help=False, allow_abbrev=False)
-    for add_options in specs.COMMAND_OPTIONS[command]:
-        add_options(parser)
-    return parser
-
-
 ACRONYMS = {"csv": "CSV", "vw": "VW", "gsa": "GSA", "l2": "L2"}
 
 
@@ -79,7 +72,7 @@ def _label(name: str) -> str:
     return " ".join([ACRONYMS.get(words[0], words[0].capitalize())] + [ACRONYMS.get(w, w) for w in words[1:]])
 
 
-def _default_text(action: argparse.Action, command: str) -> str | None:
+def _default_text(action: argparse.Action) -> str | None:
     if isinstance(action, argparse._StoreTrueAction):
         # A template does not wait for its job (Dataflow's launcher requirement).
         return "true" if action.dest == "no_wait" else "false"
@@ -143,7 +136,7 @@ def _parameter(action: argparse.Action, command: str) -> dict:
         parameter["regexes"] = regexes
     if kind == "ENUM":
         parameter["enumOptions"] = [{"value": choice, "label": choice} for choice in action.choices]
-    default = _default_text(action, command)
+    default = _default_text(action)
     if default is not None:
         parameter["defaultValue"] = default
     return parameter
@@ -155,7 +148,8 @@ def template_metadata(command: str) -> dict:
         raise ValueError(f"no template for polybeam {command}; one of: {', '.join(TEMPLATE_COMMANDS)}")
     from polybeam.pipelines.cli import COMMANDS
 
-    parameters = [_parameter(action, command) for action in command_parser(command)._actions if action.option_strings]
+    parameters = [_parameter(action, command) for action in specs.command_parser(command)._actions
+                  if action.option_strings and action.dest != "help"]
     return {
         "name": f"polybeam-{command}",
         "description": f"polybeam {command}: {COMMANDS[command]}",
@@ -166,22 +160,14 @@ def template_metadata(command: str) -> dict:
 
 def boolean_parameters(command: str) -> set[str]:
     """The options of ``command`` that are flags: the launcher passes them as ``--name=true|false``."""
-    return {action.dest for action in command_parser(command)._actions if isinstance(action, argparse._StoreTrueAction)}
+    actions = specs.command_parser(command)._actions
+    return {action.dest for action in actions if isinstance(action, argparse._StoreTrueAction)}
 
 
 def beam_version() -> str:
     from importlib.metadata import version
 
     return version("apache-beam")
-
-
-def polybeam_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("polybeam")
-    except PackageNotFoundError:  # run from a source tree
-        return "0.1.0"
 
 
 def dockerfile(command: str, *, package: str, launcher_tag: str = LAUNCHER_TAG) -> str:
@@ -269,7 +255,7 @@ def write_template(command: str, output_dir: str, *, image: str | None = None, p
     """Write ``metadata.json``, ``Dockerfile``, ``main.py`` and ``README.md`` for ``polybeam COMMAND`` into
     ``output_dir``; a local wheel given as ``package`` is copied there too. Returns what was written."""
     metadata = template_metadata(command)
-    version = polybeam_version()
+    version = polybeam.__version__
     package = package or f"polybeam=={version}"
     if package.endswith(".whl") and not os.path.isfile(package):
         raise ValueError(f"--package {package}: no such wheel file")

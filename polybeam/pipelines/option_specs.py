@@ -227,6 +227,15 @@ def add_demo_options(parser) -> None:
     _add(parser, "output-dir", default="polybeam-demo", help="folder for the demo's data split, model and report (default: ./polybeam-demo)")
 
 
+def command_parser(command: str, **settings) -> argparse.ArgumentParser:
+    """The parser of ``polybeam COMMAND``'s own options (the ones ``--help`` lists; ``settings`` go to
+    ``ArgumentParser``, e.g. its description)."""
+    parser = argparse.ArgumentParser(prog=f"polybeam {command}", allow_abbrev=False, **settings)
+    for add_options in COMMAND_OPTIONS[command]:
+        add_options(parser)
+    return parser
+
+
 class Only:
     """The named flags of an option group (a command that shares a few of its options)."""
 

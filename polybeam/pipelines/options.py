@@ -204,15 +204,16 @@ _PATH_OPTIONS = {
 }
 
 
-def absolute_paths(options: PipelineOptions) -> PipelineOptions:
+def absolute_paths(options: PipelineOptions, *, not_paths: tuple[str, ...] = ()) -> PipelineOptions:
     """Make every local path option that was given absolute: a worker elsewhere would resolve a
     relative one in its own folder, reading nothing or writing where nobody looks. URLs (gs://...)
-    and defaults (which other commands' options have too) are left alone."""
+    and defaults (which other commands' options have too) are left alone, and so are ``not_paths``:
+    options this command reads otherwise (``polybeam predict --groups`` names groups)."""
     given = options.get_all_options(drop_default=True)
     for options_class, names in _PATH_OPTIONS.items():
         view = options.view_as(options_class)
         for name in names:
-            if name not in given:
+            if name not in given or name in not_paths:
                 continue
             value = getattr(view, name, None)
             if isinstance(value, tuple):

@@ -103,16 +103,16 @@ class _Examples:
         if parser is None:
             settings = {"labels": "any", "bits": bits, "seed": seed, **self.options}
             parser = self._parsers[(bits, seed)] = make_format(self.input_format, **settings)
-        chunks = []
-        for position, line in enumerate(lines):
-            data = line.encode("utf-8") if isinstance(line, str) else bytes(line)
-            if b"\n" in data.rstrip(b"\r\n"):
-                raise InferenceError(f"example {position} holds more than one line")
-            chunks.append(data.rstrip(b"\r\n"))
+        # One join for the whole batch (str lines in C; bytes lines as they are).
+        data = ("\n".join(lines).encode("utf-8") if all(isinstance(line, str) for line in lines)
+                else b"\n".join(line.encode("utf-8") if isinstance(line, str) else bytes(line) for line in lines))  # fmt: skip
         # A CSV block after the header line (at its offset), so that the parser takes the header as given.
         offset, first_line = (len(self.header) + 1, 2) if self.header is not None else (0, 1)
-        parsed = parser.parse(b"\n".join(chunks) + b"\n", source="<RunInference>", offset=offset,
-                              first_line=first_line, header=self.header)  # fmt: skip
+        parsed = parser.parse(data + b"\n", source="<RunInference>", offset=offset, first_line=first_line,
+                              header=self.header)  # fmt: skip
+        if parsed.records + parsed.skipped != len(lines):
+            raise InferenceError(f"the {len(lines)} examples hold {parsed.records + parsed.skipped} lines: "
+                                 "give one line per example")  # fmt: skip
         if parsed.dead_letters:
             letter = parsed.dead_letters[0]
             raise InferenceError(f"example {letter.line - first_line} ({letter.raw!r:.80}): {letter.reason}")

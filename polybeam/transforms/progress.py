@@ -29,11 +29,9 @@ import time
 
 from apache_beam.metrics import Metrics
 
+from polybeam.learners.polynomial import linear_part
+
 NAMESPACE = "polybeam.train"
-
-
-def _linear_part(learner):
-    return getattr(learner, "linear", learner)
 
 
 class Progress:
@@ -55,7 +53,7 @@ class Progress:
 
     def attach(self, learner):
         """Make ``learner`` (linear or polynomial) report its points here; returns it."""
-        _linear_part(learner).curve_.progress = self
+        linear_part(learner).curve_.progress = self
         return learner
 
     def __call__(self, point: dict, curve) -> None:

@@ -31,10 +31,19 @@ from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.polynomial import PolynomialLearner, make_learner
+from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.progress import Progress
+
+
+def _feed(learner: BackgroundLearner, element, progress: Progress) -> BackgroundLearner:
+    """Learn ``element``: a batch, or ``(batch, examples to space apple's epochs over)`` (see Train);
+    count it and publish the progress made so far (from the bundle's thread, where metrics belong)."""
+    batch = element[0] if isinstance(element, tuple) else element
+    progress.learned(len(batch))
+    progress.publish()
+    return learner.learn(*element) if isinstance(element, tuple) else learner.learn(element)
 
 
 class TrainFn(beam.CombineFn):
@@ -66,13 +75,7 @@ class TrainFn(beam.CombineFn):
         return BackgroundLearner(self._progress().attach(make_learner(self.config)))
 
     def add_input(self, accumulator: BackgroundLearner, element) -> BackgroundLearner:
-        batch = element[0] if isinstance(element, tuple) else element
-        progress = self._progress()
-        progress.learned(len(batch))
-        progress.publish()
-        if isinstance(element, tuple):  # (batch, examples over all passes): see Train
-            return accumulator.learn(*element)
-        return accumulator.learn(element)
+        return _feed(accumulator, element, self._progress())
 
     def merge_accumulators(self, accumulators) -> BackgroundLearner:
         learners = [accumulator.settle() for accumulator in accumulators]
@@ -119,10 +122,6 @@ class MergeLearnersFn(beam.CombineFn):
         return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
 
 
-def _linear_part(learner) -> LinearLearner:
-    return learner.linear if isinstance(learner, PolynomialLearner) else learner
-
-
 def continue_from(origin):
     """A learner that goes on from ``origin`` in a new pass (``origin`` itself is not touched).
 
@@ -130,7 +129,7 @@ def continue_from(origin):
     warm start from a model file has no pass of its own to close.
     """
     learner = origin.copy()
-    return learner.start_pass() if _linear_part(learner).examples_seen else learner
+    return learner.start_pass() if linear_part(learner).examples_seen else learner
 
 
 class _LearnOnePass(beam.DoFn):
@@ -158,12 +157,7 @@ class _LearnOnePass(beam.DoFn):
             learner = BackgroundLearner(self._progress.attach(make_learner(self.config) if fresh
                                                               else continue_from(origin)))  # fmt: skip
             self._learners[key] = learner
-        self._progress.learned(len(batch[0] if isinstance(batch, tuple) else batch))
-        self._progress.publish()
-        if isinstance(batch, tuple):  # (batch, examples to space apple's epochs over): see Train
-            learner.learn(*batch)
-        else:
-            learner.learn(batch)
+        _feed(learner, batch, self._progress)
 
     def finish_bundle(self):
         for key, background in self._learners.items():

@@ -82,6 +82,11 @@ for _row_type in (Counts, Metrics, Prediction, Prefix):
 PROVIDERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "yaml_providers.yaml")
 
 
+def _tuples(settings: Mapping) -> dict:
+    """YAML's lists as the tuples polybeam's settings take (``categorical_columns``, ``class_names``, ...)."""
+    return {name: tuple(value) if isinstance(value, list) else value for name, value in settings.items()}
+
+
 class _ModelStep(beam.PTransform):
     """A step that scores examples with a model: from an input named ``model`` (a PolybeamTrain step's
     output), or from ``model: PATH``; its input is ``examples`` alone or ``{examples, model}``."""
@@ -117,7 +122,7 @@ class PolybeamReadExamples(beam.PTransform):
         self.path = path
         self.format = format
         self.dead_letters_path = dead_letters
-        self.settings = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}
+        self.settings = _tuples(settings)
 
     def expand(self, pbegin):
         read = pbegin | "Read" >> ReadExamples(self.path, format=self.format, **self.settings)
@@ -136,7 +141,7 @@ class PolybeamTrain(beam.PTransform):
     def __init__(self, model: str, **settings):
         super().__init__()
         self.path = model
-        self.config = LearnerConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()})
+        self.config = LearnerConfig(**_tuples(settings))
 
     def expand(self, examples):
         model = examples | "Train" >> Train(self.config)
@@ -215,11 +220,6 @@ class PolybeamSequence(beam.PTransform):
                                                             seed=self.seed, **self.options)  # fmt: skip
         sequenced.prefixes | "Write" >> WritePrefixes(self.output)
         return {"prefixes": sequenced.prefixes | "ToRows" >> beam.Map(_prefix_row).with_output_types(Prefix)}
-
-
-def providers_path() -> str:
-    """Where the provider listing is (for ``providers: [{include: ...}]``)."""
-    return PROVIDERS
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ import pytest
 from polybeam import datasets
 from polybeam.pipelines import flex_template
 from polybeam.pipelines.cli import main
-from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, command_parser, template_metadata
-from polybeam.pipelines.option_specs import REQUIRED_OPTIONS
+from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, template_metadata
+from polybeam.pipelines.option_specs import REQUIRED_OPTIONS, command_parser
 from polybeam.pipelines.template_main import TemplateParameterError, command_line
 from polybeam.transforms.model_io import read_model
 

@@ -290,3 +290,11 @@ def test_anytime_handler_picks_the_prefix_from_inference_args(spam, prefixes):
     assert model.prefix_length(groups=cases["groups"]["groups"]) == 2
     with pytest.raises(ValueError, match="budget or groups"):
         AnytimeModelHandler(prefixes).validate_inference_args({"cost": 3})
+
+
+def test_an_example_of_two_lines_is_refused(spam):
+    handler = PolybeamModelHandler(spam["models"]["a"], input_format="libsvm")
+    model = handler.load_model()
+    with pytest.raises(InferenceError, match="one line per example"):
+        list(handler.run_inference(["1 3:1\n-1 4:1", "1 5:1"], model))
+    assert len(list(handler.run_inference([b"1 3:1", "1 5:1"], model))) == 2  # bytes and str lines mixed
