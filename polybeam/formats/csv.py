@@ -416,7 +416,11 @@ class CsvFormat(HashedFormat):
         ``--key column:NAME``), not a feature. An empty cell is the empty key.
 
     Without a header, the number of columns comes from ``header`` (the file's
-    first line) when given, else from the block's first data line.
+    first line, which the reader passes to every block: see ``carried_lines``)
+    when it is a record, else from the block's first record. So every block of
+    a file counts the columns alike, and a bad line at the start of a block
+    is one dead letter, not the reason every other line of the block is one.
+    Header problems (a missing label column, ...) are errors naming ``source``.
     """
 
     name: ClassVar[str] = "csv"
@@ -450,6 +454,12 @@ class CsvFormat(HashedFormat):
     def header_lines(self) -> int:
         """How many lines at the top of a file are not records."""
         return 1 if self.has_header else 0
+
+    @property
+    def carried_lines(self) -> int:
+        """How many lines at the top of a file every block needs as ``header``: the header, or
+        without one the first record, whose number of fields is the number of columns."""
+        return 1
 
     def columns(self, header: bytes | None = None, first_record: bytes | None = None) -> CsvColumns:
         """Resolve the columns from the header line (or, without one, a record); raises ``ValueError``."""
@@ -488,18 +498,23 @@ class CsvFormat(HashedFormat):
         if header_first and header is None and len(starts):
             header = data[starts[0] : stops[0]]
         first_record = next(
-            (
-                data[starts[i] : stops[i]]
-                for i in range(1 if header_first else 0, len(starts))
-                if not is_skippable(array, starts[i], stops[i])
-            ),
+            (i for i in range(1 if header_first else 0, len(starts)) if not is_skippable(array, starts[i], stops[i])),
             None,
         )
         if first_record is None:  # nothing but a header, blank lines and comments
             block = LineBlock(data, starts, stops, source, offset, first_line)
             empty = replace(ExampleBatch.empty(self.bits), row_ids=np.zeros(0, dtype=np.int64), source=source)
             return finish_block(block, np.full(len(starts), SKIPPED, dtype=np.int8), None, empty, labels="any")
-        columns = self.columns(header, first_record)
+        if not self.has_header and header is not None and is_skippable(as_bytes_array(header), 0, len(header)):
+            header = None  # a file that starts with a comment: count the columns of the block's first record
+        sample = None
+        if header is None:  # (sliced only when needed: a record may be 100 MB)
+            sample = data[starts[first_record] : stops[first_record]]
+        try:
+            columns = self.columns(header, sample)
+        except ValueError as error:
+            # A header without the configured columns makes the whole file unreadable: say which file.
+            raise ValueError(f"{source}: {error}") from None
         (
             (status, starts, stops, bad_columns, bad_starts, bad_stops),
             (example_lines, labels, weights, has_label, indptr),
@@ -549,7 +564,9 @@ class CsvFormat(HashedFormat):
             if code == BAD_LABEL:
                 return f"label column {columns.names[column]!r}: not a number: {cell}"
             if code == UNKNOWN_CLASS:
-                value = _cell_value(data[bad_starts[line] : bad_stops[line]], self.delimiter)
+                # (a cell may be 100 MB: the reason quotes its start only)
+                cell_stop = min(bad_stops[line], bad_starts[line] + 4096)
+                value = _cell_value(data[bad_starts[line] : cell_stop], self.delimiter)
                 return f"label column {columns.names[column]!r}: {self.class_names.unknown_reason(value)}"
             if code == BAD_WEIGHT:
                 return f"weight column {columns.names[column]!r}: not a number: {cell}"

@@ -7,15 +7,25 @@ Two layouts are understood:
   features with LIBSVM's conventions: indices start at 1 and an index below
   ``2**bits`` is its own slot. The CSR arrays come straight from the Arrow
   list offsets.
-* **Named columns**: otherwise every numeric (or boolean) column other than the
-  label and weight -- or just ``feature_columns`` -- is a feature named after
-  its column, at slot ``feature_slot(name, bits, seed=seed)``. Nulls are missing
-  values and zeros are dropped.
+* **Named columns**: otherwise every numeric (integer, floating, decimal or
+  boolean) column other than the label and weight -- or just
+  ``feature_columns`` -- is a feature named after its column, at slot
+  ``feature_slot(name, bits, seed=seed)``. Nulls are missing values and zeros
+  are dropped. Other columns (strings, lists, structs, ...) are left out; a
+  table with no feature column at all is refused, as it is surely not what
+  was meant (features in a struct, or sparse lists under another name). Two
+  feature columns of the same name are two features of that name (their
+  values add up, like repeated LIBSVM indices).
 
 A row with a NaN or infinite value, an index below 1, or an impossible weight
 becomes a dead letter whose ``raw`` is the row as JSON; its ``line`` is the
 1-based row number and its ``offset`` the 0-based one. A null label is a
 missing label, which only ``labels="any"`` (prediction) accepts.
+
+A table the format cannot read as a whole -- no label column, a label column
+of strings without ``label_names`` or of lists, a column the format uses
+appearing twice, indices that are not lists of integers, no feature column --
+raises ``ValueError`` naming ``source`` and the problem.
 
 The label column is numeric, or, with ``label_names``, may hold strings
 (plain or dictionary-encoded): a name is its class (the i-th name is class
@@ -130,11 +140,22 @@ class ParquetFormat(HashedFormat):
     def parse_table(
         self, table: pa.Table | pa.RecordBatch, *, source: str = "<memory>", first_row: int = 0
     ) -> ParsedBlock:
-        """Parse rows ``first_row``, ``first_row + 1``, ... of ``source`` held in ``table``."""
+        """Parse rows ``first_row``, ``first_row + 1``, ... of ``source`` held in ``table``.
+
+        Raises ``ValueError`` naming ``source`` when the table lacks what the format needs.
+        """
         if isinstance(table, pa.RecordBatch):
             table = pa.Table.from_batches([table])
         if first_row < 0:
             raise ValueError(f"first_row must be >= 0, got {first_row}")
+        try:
+            return self._parse_table(table, source, first_row)
+        except ValueError as error:
+            # A file with the wrong schema cannot be read at all: say which file.
+            raise ValueError(f"{source}: {error}") from error
+
+    def _parse_table(self, table: pa.Table, source: str, first_row: int) -> ParsedBlock:
+        self._check_unique_columns(table)
         n = table.num_rows
         labels, has_label, unknown_classes = self._labels(table)
         weights = self._weights(table)
@@ -185,6 +206,17 @@ class ParquetFormat(HashedFormat):
 
     # -- columns ---------------------------------------------------------------
 
+    def _check_unique_columns(self, table: pa.Table) -> None:
+        """Refuse a table where a column the format takes by name appears more than once
+        (Arrow allows it; which one would be meant?)."""
+        used = {self.label_column, self.weight_column, self.key_column, self.indices_column, self.values_column}
+        used.update(self.feature_columns or ())
+        names = table.column_names
+        for name in sorted(used - {None}):
+            count = names.count(name)
+            if count > 1:
+                raise ValueError(f"column {name!r} appears {count} times; the columns are {names}")
+
     def _keys(self, table: pa.Table) -> dict:
         """Key codes and names of the key column, by Arrow's dictionary encoding (no Python per row)."""
         if self.key_column is None:
@@ -207,6 +239,8 @@ class ParquetFormat(HashedFormat):
                 "(use labels='any' to read unlabelled rows)"
             )
         column = table.column(self.label_column)
+        if pa.types.is_null(column.type):  # all null (a writer's type for a column of Nones): all missing
+            return np.full(n, np.nan), np.zeros(n, dtype=bool), {}
         if self.label_names and _is_text(column.type):
             return self._named_labels(column)
         if not _is_numeric(column.type):
@@ -296,16 +330,25 @@ class ParquetFormat(HashedFormat):
                 if name not in table.column_names:
                     raise ValueError(f"feature column {name!r} not found; the columns are {table.column_names}")
                 _numeric(table, name, "feature column")
+            positions = [table.column_names.index(name) for name in names]
         else:
             skip = {self.label_column, self.weight_column, self.key_column}
-            names = [
-                name
-                for name, column_type in zip(table.column_names, table.schema.types)
+            # By position: two columns may share a name (Arrow allows it), and then are two features.
+            positions = [
+                j
+                for j, (name, column_type) in enumerate(zip(table.column_names, table.schema.types))
                 if name not in skip and _is_numeric(column_type)
             ]
+            names = [table.column_names[j] for j in positions]
+            if not names:
+                described = ", ".join(f"{name}: {kind}" for name, kind in zip(table.column_names, table.schema.types))
+                raise ValueError(
+                    f"no feature columns: sparse features need an {self.indices_column!r} list column "
+                    f"(indices_column), named features numeric columns; the columns are {described}"
+                )
         matrix = np.zeros((n, len(names)))
-        for j, name in enumerate(names):
-            matrix[:, j] = _to_float(table.column(name), missing=0.0)
+        for j, (name, position) in enumerate(zip(names, positions)):
+            matrix[:, j] = _to_float(table.column(position), missing=0.0)
             non_finite = ~np.isfinite(matrix[:, j])
             if non_finite.any():
                 _flag(reasons, np.flatnonzero(non_finite), f"non-finite value in column {name!r}")
@@ -325,7 +368,12 @@ def _flag(reasons: np.ndarray, rows: np.ndarray, reason: str) -> None:
 
 
 def _is_numeric(column_type: pa.DataType) -> bool:
-    return pa.types.is_integer(column_type) or pa.types.is_floating(column_type) or pa.types.is_boolean(column_type)
+    return (
+        pa.types.is_integer(column_type)
+        or pa.types.is_floating(column_type)
+        or pa.types.is_boolean(column_type)
+        or pa.types.is_decimal(column_type)  # exact numbers: read as the nearest double
+    )
 
 
 def _is_text(column_type: pa.DataType) -> bool:

@@ -166,11 +166,13 @@ def label_problems(labels: np.ndarray, kind: str, classes: int = 0) -> tuple[np.
     raise ValueError(f"label kind must be one of {LABEL_KINDS}, got {kind!r}")
 
 
-def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason: str, raw_of) -> ParsedBlock:
+def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason, raw_of) -> ParsedBlock:
     """Move the examples flagged in ``bad`` from the batch to dead letters.
 
-    ``raw_of(i)`` returns ``(raw bytes, line, offset)`` for example ``i`` of the
-    batch, so that the dead letter says where the record came from.
+    ``reason`` is a string, or a function of the example's index in the batch
+    returning one. ``raw_of(i)`` returns ``(raw bytes, line, offset)`` for
+    example ``i`` of the batch, so that the dead letter says where the record
+    came from.
     """
     bad = np.asarray(bad, dtype=bool)
     if not bad.any():
@@ -178,9 +180,9 @@ def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason: str, raw_of) -
     letters = list(parsed.dead_letters)
     for i in np.flatnonzero(bad):
         raw, line, offset = raw_of(int(i))
-        letters.append(
-            DeadLetter.from_bytes(raw, source=parsed.batch.source or "", line=line, offset=offset, reason=reason)
-        )
+        why = reason(int(i)) if callable(reason) else reason
+        source = parsed.batch.source or ""
+        letters.append(DeadLetter.from_bytes(raw, source=source, line=line, offset=offset, reason=why))
     return ParsedBlock(
         batch=parsed.batch.take(~bad),
         dead_letters=letters,

@@ -12,6 +12,14 @@ like ``\\n`` files. Blank space inside a line is any of space, tab, ``\\r``,
 ``\\v`` and ``\\f``. Blank lines and lines whose first non-blank byte is ``#``
 are skipped.
 
+A line holding a NUL byte is a dead letter, whatever else it holds (even a
+comment): no text format has NULs, and they come from binary data or damaged
+files, where a run of zeros left by a crash can glue two records into one
+line that would otherwise parse (a VW feature name swallowing the NULs and
+the next record). Other bytes are taken as they are: invalid UTF-8 in a VW
+feature name or a CSV category is hashed byte for byte, as Vowpal Wabbit does,
+and shows as U+FFFD in names and dead letters.
+
 Examples
 --------
 >>> block = LineBlock.scan(b"1 2:3\\r\\n\\n# note\\n", source="a.txt", offset=100, first_line=5)
@@ -33,7 +41,7 @@ from numba.extending import intrinsic
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
-from polybeam.formats.records import DeadLetter, ParsedBlock, label_problems, reject_examples
+from polybeam.formats.records import MAX_RAW_CHARS, DeadLetter, ParsedBlock, label_problems, reject_examples
 
 # Line status codes shared by every text kernel; each format numbers its own
 # rejection reasons from FIRST_ERROR up.
@@ -184,12 +192,16 @@ class LineBlock:
     def offset_of(self, line: int) -> int:
         return self.offset + int(self.starts[line])
 
-    def raw(self, line: int) -> bytes:
-        return self.data[self.starts[line] : self.stops[line]]
+    def raw(self, line: int, limit: int | None = None) -> bytes:
+        """The bytes of a line (its first ``limit`` bytes at most)."""
+        start, stop = int(self.starts[line]), int(self.stops[line])
+        return self.data[start : stop if limit is None else min(stop, start + limit)]
 
     def dead_letter(self, line: int, reason: str) -> DeadLetter:
+        # Only what the dead letter keeps is copied: a line may be 100 MB.
+        raw = self.raw(line, _RAW_BYTES)
         return DeadLetter.from_bytes(
-            self.raw(line), source=self.source, line=self.line_number(line), offset=self.offset_of(line), reason=reason
+            raw, source=self.source, line=self.line_number(line), offset=self.offset_of(line), reason=reason
         )
 
     def line_of_row_id(self, row_id: int) -> int:
@@ -201,9 +213,38 @@ class LineBlock:
 
         def raw_of(example: int) -> tuple[bytes, int | None, int]:
             line = self.line_of_row_id(int(batch.row_ids[example]))
-            return self.raw(line), self.line_number(line), self.offset_of(line)
+            return self.raw(line, _RAW_BYTES), self.line_number(line), self.offset_of(line)
 
         return raw_of
+
+
+# A dead letter keeps MAX_RAW_CHARS characters of its line, at most 4 bytes each.
+_RAW_BYTES = MAX_RAW_CHARS * 4
+
+
+def nul_positions(block: LineBlock) -> np.ndarray | None:
+    """For each line, the position in the line of its first NUL byte (-1: none); None when the block has none.
+
+    One ``memchr`` over the block finds out whether there is any (so clean
+    input pays microseconds per block); only then are the lines located.
+
+    >>> nul_positions(LineBlock.scan(b"1 1:1\\n1 2\\x00:3 \\x00\\n", source="a", offset=0, first_line=1)).tolist()
+    [-1, 3]
+    >>> nul_positions(LineBlock.scan(b"1 1:1\\n", source="a", offset=0, first_line=1)) is None
+    True
+    """
+    if b"\x00" not in block.data:
+        return None
+    found = np.flatnonzero(as_bytes_array(block.data) == 0)
+    lines = np.searchsorted(block.starts, found, side="right") - 1
+    lines, first = np.unique(lines, return_index=True)
+    positions = np.full(block.records, -1, dtype=np.int64)
+    positions[lines] = found[first] - block.starts[lines]
+    return positions
+
+
+def nul_reason(position: int) -> str:
+    return f"NUL byte at position {int(position) + 1} of the line (binary data, or a damaged file?)"
 
 
 def finish_block(
@@ -229,15 +270,37 @@ def finish_block(
     ``names(features)`` names the slots of the kept examples: ``features`` is a
     mask over ``batch``'s features, or None when every example was kept. It
     runs after the label checks so that a rejected example names nothing.
+
+    A line holding a NUL byte is a dead letter saying so, whatever the kernel
+    made of it (see :func:`nul_positions`).
     """
-    rejected = np.flatnonzero(status >= FIRST_ERROR)
-    letters = [block.dead_letter(line, reason_of(int(line), int(status[line]))) for line in rejected]
+    nuls = nul_positions(block)
+    rejected = status >= FIRST_ERROR
+    skipped = status == SKIPPED
+    if nuls is not None:
+        rejected = rejected | (skipped & (nuls >= 0))
+        skipped = skipped & (nuls < 0)
+
+    def reason(line: int) -> str:
+        if nuls is not None and nuls[line] >= 0:
+            return nul_reason(nuls[line])
+        return reason_of(line, int(status[line]))
+
+    letters = [block.dead_letter(line, reason(int(line))) for line in np.flatnonzero(rejected)]
     parsed = ParsedBlock(
         batch=batch,
         dead_letters=letters,
         records=len(status),
-        skipped=int(np.count_nonzero(status == SKIPPED)),
+        skipped=int(np.count_nonzero(skipped)),
     )
+    if nuls is not None and len(batch):
+        example_lines = np.searchsorted(block.starts, batch.row_ids - block.offset)
+        positions = nuls[example_lines]
+        parsed = reject_examples(
+            parsed, positions >= 0, lambda example: nul_reason(positions[example]), block.raw_finder(parsed.batch)
+        )
+        if has_label is not None:
+            has_label = has_label[positions < 0]  # (per example kept)
     if labels != "any" and has_label is not None and not has_label.all():
         parsed = reject_examples(parsed, ~has_label, "missing label", block.raw_finder(parsed.batch))
     bad, reason = label_problems(parsed.batch.labels, labels, classes)
@@ -255,7 +318,8 @@ def finish_block(
 
 def token_text(data: bytes, start: int, stop: int, limit: int = 40) -> str:
     """A short printable excerpt of a token, for reasons such as ``bad value 'x'``."""
-    text = data[start:stop].decode("utf-8", errors="replace")
+    # Decode only the start (a character is at most 4 bytes): a token may be 100 MB.
+    text = data[start : min(stop, start + 4 * limit + 4)].decode("utf-8", errors="replace")
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 

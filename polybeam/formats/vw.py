@@ -528,7 +528,9 @@ class VWFormat(HashedFormat):
 
         def reason_of(line: int, code: int) -> str:
             if code == UNKNOWN_CLASS:
-                return self.class_names.unknown_reason(_decode(data[bad_starts[line] : bad_stops[line]]))
+                # (a token may be 100 MB: the reason quotes its start only)
+                stop = min(bad_stops[line], bad_starts[line] + 4096)
+                return self.class_names.unknown_reason(_decode(data[bad_starts[line] : stop]))
             reason = REASONS[code]
             if reason.endswith(" "):
                 reason += token_text(data, bad_starts[line], bad_stops[line])

@@ -13,6 +13,17 @@ wait for the job never sees its metrics)::
 
 Text files are read by the splittable :class:`~polybeam.transforms.sources.TextBlockSource`
 as blocks of lines; Parquet files by record batch, one file per task.
+
+Hostile input (see ``tests/transforms/test_input_torture.py``) never crashes a
+read nor loses a record silently. Every bad record is a dead letter with its
+source, line (row) and offset, and a reason: lines with NUL bytes, lines
+longer than ``max_line_bytes`` (read past in bounded memory), the incomplete
+last line of a truncated gzip file (the lines before it are read), labels and
+values that are not finite numbers. Only input that cannot be read as a whole
+stops the job, with an error naming the file: a gzip file whose data is
+corrupt (:class:`~polybeam.transforms.sources.CorruptInputError`), a CSV
+header the format cannot use, and a Parquet file that is not Parquet or lacks
+the columns the format needs.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes, FileMetadata
@@ -29,10 +41,18 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.formats.formats import make_format
-from polybeam.formats.records import ParsedBlock, ReadCounts
+from polybeam.formats.records import DeadLetter, ParsedBlock, ReadCounts
+from polybeam.learners.batch import ExampleBatch
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.files import absolute_path
-from polybeam.transforms.sources import DEFAULT_BLOCK_BYTES, DEFAULT_BLOCK_LINES, TextBlock, TextBlockSource
+from polybeam.transforms.sources import (
+    DEFAULT_BLOCK_BYTES,
+    DEFAULT_BLOCK_LINES,
+    DEFAULT_MAX_LINE_BYTES,
+    CorruptInputError,
+    TextBlock,
+    TextBlockSource,
+)
 
 __all__ = [
     "COUNTER_NAMESPACE",
@@ -114,6 +134,8 @@ class ParseBlocks(beam.DoFn):
         self._pending = None
 
     def _parse(self, block: TextBlock) -> ParsedBlock:
+        if block.error is not None:
+            return unparsable_record(block, getattr(self.text_format, "bits", 18))
         return self.text_format.parse(
             block.data,
             source=block.source,
@@ -144,12 +166,25 @@ class ParseBlocks(beam.DoFn):
             yield from self._emit(pending)
 
 
+def unparsable_record(block: TextBlock, bits: int) -> ParsedBlock:
+    """One dead letter for a block the source marked as an unparsable record (a too long line,
+    the tail of a truncated file): ``block.data`` is the record's start, ``block.error`` why."""
+    letter = DeadLetter.from_bytes(
+        block.data, source=block.source, line=block.first_line, offset=block.offset, reason=block.error
+    )
+    return ParsedBlock(batch=ExampleBatch.empty(bits), dead_letters=[letter], records=1)
+
+
 class ReadParquetBatches(beam.DoFn):
     """Read each matched Parquet file by record batches and parse them.
 
     Files are opened with Beam's ``FileSystems`` (so ``gs://`` and friends
     work) and read with ``pyarrow.parquet.ParquetFile.iter_batches``, which
     keeps one record batch in memory at a time.
+
+    A file that is not Parquet, or truncated, or damaged, raises
+    :class:`~polybeam.transforms.sources.CorruptInputError` naming it; a file
+    without the columns the format needs, a ``ValueError`` naming it.
 
     Parameters
     ----------
@@ -167,8 +202,21 @@ class ReadParquetBatches(beam.DoFn):
     def process(self, file: FileMetadata | str):
         path = file.path if isinstance(file, FileMetadata) else file
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
+            # Arrow's own messages ("Parquet magic bytes not found in footer") do not say which file.
+            try:
+                batches = pq.ParquetFile(stream).iter_batches(batch_size=self.batch_rows)
+            except (pa.ArrowException, OSError) as error:
+                raise CorruptInputError(
+                    f"{path}: not a readable Parquet file (truncated, damaged or not Parquet?): {error}"
+                ) from error
             first_row = 0
-            for record_batch in pq.ParquetFile(stream).iter_batches(batch_size=self.batch_rows):
+            while True:
+                try:
+                    record_batch = next(batches, None)
+                except (pa.ArrowException, OSError) as error:
+                    raise CorruptInputError(f"{path}: damaged Parquet data after row {first_row}: {error}") from error
+                if record_batch is None:
+                    return
                 parsed = self.parquet_format.parse_table(record_batch, source=path, first_row=first_row)
                 first_row += record_batch.num_rows
                 yield from self._counters.emit(parsed)
@@ -253,6 +301,9 @@ class ReadExamples(beam.PTransform):
         Most records per ExampleBatch (rows per record batch for Parquet).
     block_bytes : int, default 4 MiB
         About the most bytes of text per block.
+    max_line_bytes : int, default 64 MiB
+        A longer line is a dead letter, never parsed nor held in memory
+        (parsing a line costs up to several times its size).
     **format_options
         Passed to ``make_format`` with the format name: ``bits``, ``seed``,
         ``labels`` ("any", "real", "binary", "multiclass") and format-specific
@@ -268,6 +319,16 @@ class ReadExamples(beam.PTransform):
     ------
     FileNotFoundError
         When nothing matches ``file_pattern``.
+
+    Bad records are dead letters and never stop the read: lines with NUL
+    bytes, lines longer than ``max_line_bytes``, the incomplete last line of a
+    truncated gzip file (every complete line before it is read), labels and
+    values that are not finite numbers, ... A file that cannot be read as a
+    whole fails the job with an error naming it: corrupt gzip data
+    (:class:`~polybeam.transforms.sources.CorruptInputError`: lines already
+    read may be wrong), a CSV header without the configured columns, a
+    Parquet file that is not Parquet or lacks the columns the format needs
+    (``ValueError``).
 
     Examples
     --------
@@ -290,16 +351,21 @@ class ReadExamples(beam.PTransform):
         *,
         block_lines: int = DEFAULT_BLOCK_LINES,
         block_bytes: int = DEFAULT_BLOCK_BYTES,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         **format_options,
     ):
         super().__init__()
-        if block_lines < 1 or block_bytes < 1:
-            raise ValueError(f"block_lines and block_bytes must be >= 1, got {block_lines} and {block_bytes}")
+        if block_lines < 1 or block_bytes < 1 or max_line_bytes < 1:
+            raise ValueError(
+                f"block_lines, block_bytes and max_line_bytes must be >= 1, "
+                f"got {block_lines}, {block_bytes} and {max_line_bytes}"
+            )
         # A worker elsewhere resolves a relative path in its own folder: pin it to the launcher's.
         self.file_pattern = absolute_path(file_pattern)
         self.format = resolve_format(format, format_options)
         self.block_lines = block_lines
         self.block_bytes = block_bytes
+        self.max_line_bytes = max_line_bytes
 
     def expand(self, pbegin) -> ReadResult:
         require_match(self.file_pattern)
@@ -312,7 +378,10 @@ class ReadExamples(beam.PTransform):
             self.file_pattern,
             block_lines=self.block_lines,
             block_bytes=self.block_bytes,
-            header_lines=getattr(self.format, "header_lines", 0),
+            # The lines every block needs; headerless CSV carries its first record
+            # (its fields count the columns) so that each block counts them alike.
+            header_lines=getattr(self.format, "carried_lines", getattr(self.format, "header_lines", 0)),
+            max_line_bytes=self.max_line_bytes,
             validate=False,  # require_match did, with a clearer message
         )
         parsed = (
@@ -345,4 +414,5 @@ class ReadExamples(beam.PTransform):
             "format": getattr(self.format, "name", type(self.format).__name__),
             "block_lines": self.block_lines,
             "block_bytes": self.block_bytes,
+            "max_line_bytes": self.max_line_bytes,
         }

@@ -365,10 +365,14 @@ def labels_ok(line: Line, labels: str, classes: int = 0) -> str:
 
 
 def expected_outcome(lines: list[Line], labels: str, classes: int = 0) -> list[Line]:
-    """Apply the task's label rules: examples with unacceptable labels turn dead."""
+    """Apply the NUL rule (a line holding a NUL byte is dead, whatever it is) and the
+    task's label rules (examples with unacceptable labels turn dead)."""
     out = []
     for line in lines:
-        if line.kind == "example":
+        if b"\x00" in line.raw:
+            position = line.raw.index(b"\x00") + 1
+            line = Line(line.offset, line.raw, "dead", f"NUL byte at position {position} of the line (binary data, or a damaged file?)")
+        elif line.kind == "example":
             reason = labels_ok(line, labels, classes)
             if reason:
                 line = Line(line.offset, line.raw, "dead", reason)
