@@ -18,17 +18,20 @@ import time
 import apache_beam as beam
 import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.transforms.util import WaitOn
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.jobs import (
     OptionError,
+    _checked,
     _counts,
     _finish,
     _noted,
     _read,
     _require,
     _write_dead_letters,
+    input_policy,
     job_facts,
 )
 from polybeam.pipelines.launch import launch
@@ -105,26 +108,29 @@ def run_sequence(options: PipelineOptions) -> dict:
     extra = {"lasso_points": settings.lasso_points}
     if settings.minimum_cost is not None:
         extra["minimum_cost"] = settings.minimum_cost
+    input_policy(options)
     with_default_runner(options)
 
+    facts = {**job_facts("sequence", options, report_path), "method": settings.method, "ridge": settings.ridge,
+             "output": output, "skipped_output": skipped_path, "dead_letter_file": dead_path}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", config)
+    checked = _checked(read, options, _write_dead_letters(read, dead_path), facts)
     sequenced = read.examples | "Sequence" >> SequenceGroups(
         spec, method=settings.method, ridge=settings.ridge, whiten=False if settings.no_whiten else None,
         standardize=not settings.no_standardize, default_group=settings.default_group,
         default_cost=settings.default_group_cost, memory_limit=memory_limit, seed=config.seed, **extra)  # fmt: skip
+    prefixes = sequenced.prefixes | "PrefixesAfterCheck" >> WaitOn(checked)
+    skipped = sequenced.skipped | "SkippedAfterCheck" >> WaitOn(checked)
     parts = {
-        "counts": read.counts,
-        "prefixes": sequenced.prefixes,
-        "skipped": sequenced.skipped,
-        "written": sequenced.prefixes | "WritePrefixes" >> WritePrefixes(output),
-        "written_skipped": sequenced.skipped | "WriteSkipped" >> WritePrefixes(skipped_path),
-        "dead_files": _write_dead_letters(read, dead_path),
+        "counts": checked,
+        "prefixes": prefixes,
+        "skipped": skipped,
+        "written": prefixes | "WritePrefixes" >> WritePrefixes(output),
+        "written_skipped": skipped | "WriteSkipped" >> WritePrefixes(skipped_path),
     }
-    facts = {**job_facts("sequence", options, report_path), "method": settings.method, "ridge": settings.ridge,
-             "output": output, "skipped_output": skipped_path, "dead_letter_file": dead_path}  # fmt: skip
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_sequence_report, facts=facts), **parts)
-    return launch(pipeline, options, command="sequence", report=report_path, started=started,
+    return launch(pipeline, options, facts, started=started,
                   outputs={"prefixes": output, "skipped": skipped_path, "dead_letters": dead_path})  # fmt: skip
 
 
@@ -209,21 +215,22 @@ def run_timeliness(options: PipelineOptions) -> dict:
         check_plotting()
     dead_path = options.view_as(InputOptions).dead_letters or f"{paths[0]}.timeliness.dead_letters.jsonl"
     report_path = options.view_as(RunOptions).report or f"{paths[0]}.timeliness.json"
+    input_policy(options)
     with_default_runner(options)
 
+    facts = {**job_facts("timeliness", options, report_path), "alpha": alpha, "stopping_cost": stop,
+             "reference": reference, "plot": settings.plot, "dead_letter_file": dead_path}  # fmt: skip
     config = LearnerConfig(loss="squared", bits=bits, seed=seed)
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", config)
     curves = (read.examples
               | "Evaluate" >> EvaluateAnytime(models)
               | "Values" >> beam.MapTuple(lambda name, curve: (name, curve.explained_variance().tolist())))  # fmt: skip
-    facts = {**job_facts("timeliness", options, report_path), "alpha": alpha, "stopping_cost": stop,
-             "reference": reference, "plot": settings.plot, "dead_letter_file": dead_path}  # fmt: skip
     build = functools.partial(_timeliness_report, models=models, facts=facts)
-    pipeline | "Report" >> WriteReport(report_path, build, counts=read.counts, curves=curves,
-                                       dead_files=_write_dead_letters(read, dead_path))  # fmt: skip
+    checked = _checked(read, options, _write_dead_letters(read, dead_path), facts)
+    pipeline | "Report" >> WriteReport(report_path, build, counts=checked, curves=curves)
     outputs = {"dead_letters": dead_path, **({"plot": settings.plot} if settings.plot else {})}
-    return launch(pipeline, options, command="timeliness", report=report_path, started=started, outputs=outputs)
+    return launch(pipeline, options, facts, started=started, outputs=outputs)
 
 
 def _prefix_choice(options: PipelineOptions, model: AnytimeModel, path: str) -> dict:
@@ -270,24 +277,25 @@ def run_anytime_predict(options: PipelineOptions) -> dict:
     length = model.prefix_length(**choice)
     dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
     report_path = options.view_as(RunOptions).report or f"{output}.report.json"
+    input_policy(options)
     with_default_runner(options)
 
+    facts = {**job_facts("predict", options, report_path), "prefixes": path, **choice, "output": output,
+             "prefix": length, "prefix_cost": model.prefix_cost(length),
+             "prefix_groups": [p["group"] for p in model.prefixes[:length]], "dead_letter_file": dead_path}  # fmt: skip
     config = LearnerConfig(loss="squared", bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", config, labels="any")
-    parts = {"counts": read.counts}
+    parts = {"counts": _checked(read, options, _write_dead_letters(read, dead_path), facts)}
     files = (
         _noted(read.examples, parts)
         | "Predict" >> ApplyAnytime(model, **choice)
         | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
                                                  extra_columns=PREFIX_COLUMNS)  # fmt: skip
     )
-    parts.update(files=files, dead_files=_write_dead_letters(read, dead_path))
-    facts = {**job_facts("predict", options, report_path), "prefixes": path, **choice, "output": output,
-             "prefix": length, "prefix_cost": model.prefix_cost(length),
-             "prefix_groups": [p["group"] for p in model.prefixes[:length]], "dead_letter_file": dead_path}  # fmt: skip
+    parts["files"] = files
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)
-    return launch(pipeline, options, command="predict", report=report_path, started=started,
+    return launch(pipeline, options, facts, started=started,
                   outputs={"predictions": output + "*", "dead_letters": dead_path})  # fmt: skip
 
 

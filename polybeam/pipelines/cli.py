@@ -243,6 +243,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # nothing here uses them.
     logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
     from polybeam.learners.model import ModelFileError
+    from polybeam.formats.acceptance import InputRejected
+
+    # A refused input is said once, as the command's error, not also as the runner's logged traceback.
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(lambda record: not (record.exc_info and isinstance(record.exc_info[1], InputRejected)))
     from polybeam.pipelines.launch import JobFailed
 
     try:
@@ -272,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ModelFileError, ValueError, MemoryError, FileNotFoundError) as error:
         print(f"polybeam {command}: error: {error}", file=sys.stderr)
         return 2
-    except JobFailed as error:
+    except (JobFailed, InputRejected) as error:  # the job ran and failed
         print(f"polybeam {command}: error: {error}", file=sys.stderr)
         return 1
     if "job_id" in report:  # launched, not waited for

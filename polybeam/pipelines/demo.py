@@ -83,7 +83,7 @@ def run_demo(options: PipelineOptions) -> dict:
     facts = {**job_facts("demo", options, report_path), "model": model_path, "dead_letter_file": dead_path}
     build = functools.partial(_demo_report, facts=facts, text_path=os.path.join(out, "report.txt"))
     pipeline | "Report" >> WriteReport(report_path, build, **parts)
-    return launch(pipeline, options, command="demo", report=report_path, started=started,
+    return launch(pipeline, options, facts, started=started,
                   outputs={"model": model_path, "report_text": os.path.join(out, "report.txt")})  # fmt: skip
 
 

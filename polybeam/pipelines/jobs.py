@@ -16,8 +16,10 @@ import time
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+from apache_beam.transforms.util import WaitOn
 
 from polybeam.learners.config import LearnerConfig
+from polybeam.formats.acceptance import InputPolicy
 from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
 from polybeam.pipelines.preload import preload_kernels
@@ -40,6 +42,7 @@ from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
 from polybeam.transforms.dead_letters import FillLineNumbers, WriteDeadLetters
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
+from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.keyed_files import join, read_index
 from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
@@ -70,6 +73,20 @@ def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str
 def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):
     letters = read.dead_letters if extra is None else (read.dead_letters, extra) | f"{label}All" >> beam.Flatten()
     return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
+
+
+def _checked(read, options: PipelineOptions, dead_files, facts: dict):
+    """The read's counts, once its dead letters are written and the input check passed (see CheckInput);
+    what writes the job's results waits for it, so a refused input writes none of them."""
+    return read | "CheckInput" >> CheckInput(input_policy(options, facts.get("dead_letter_file")),
+                                             report=facts["report"], facts=facts, after=[dead_files])  # fmt: skip
+
+
+def input_policy(options: PipelineOptions, dead_letter_file: str | None = None) -> InputPolicy:
+    """What the job accepts from its read (--allow-empty, --max-dead-letter-fraction); checked at once."""
+    inputs = options.view_as(InputOptions)
+    return InputPolicy(allow_empty=inputs.allow_empty, max_dead_letter_fraction=inputs.max_dead_letter_fraction,
+                       format=inputs.format, dead_letter_file=dead_letter_file)  # fmt: skip
 
 
 def _preloader(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None):
@@ -228,33 +245,35 @@ def run_train(options: PipelineOptions) -> dict:
     inside = (lambda name: join(model_path, name)) if keyed else (lambda name: f"{model_path}.{name}")
     dead_path = options.view_as(InputOptions).dead_letters or inside("dead_letters.jsonl")
     report_path = options.view_as(RunOptions).report or (join(model_path, "report.json") if keyed else f"{model_path}.report.json")
+    input_policy(options)
     with_default_runner(options)
 
+    report_facts = {
+        **job_facts("train", options, report_path), "model": model_path, "dead_letter_file": dead_path,
+        "key": key, "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
+        "initial_model": options.view_as(TrainingOptions).initial_model, "passes_run": config.passes - first_pass + 1,
+    }  # fmt: skip
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", config, key=key)
-    facts = {"input_format": options.view_as(InputOptions).format}
+    checked = _checked(read, options, _write_dead_letters(read, dead_path), report_facts)
     initial = None
     if initial_path is not None:
         initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
-    parts = {"counts": read.counts}
+    parts = {"counts": checked}
     models = _noted(read.examples, parts) | "Train" >> Train(
-        config, key=ParsedKeys(key) if keyed else None, metadata=facts, initial=initial, first_pass=first_pass,
-        checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
-        fanout=options.view_as(TrainingOptions).merge_fanout, progress=not (options.view_as(RunOptions).quiet or keyed))  # fmt: skip
-    parts["dead_files"] = _write_dead_letters(read, dead_path)
+        config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": options.view_as(InputOptions).format},
+        initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
+        fanout=options.view_as(TrainingOptions).merge_fanout, checkpoints_after=[checked],
+        progress=not (options.view_as(RunOptions).quiet or keyed))  # fmt: skip
+    models = models | "AfterInputCheck" >> WaitOn(checked)
     if keyed:
         parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())
     else:
         written = models | "WriteModel" >> WriteModel(model_path)
         parts["summary"] = models | "Summary" >> beam.Map(_model_summary)
         parts["written"] = written
-    report_facts = {
-        **job_facts("train", options, report_path), "model": model_path, "dead_letter_file": dead_path,
-        "key": key, "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
-        "initial_model": options.view_as(TrainingOptions).initial_model, "passes_run": config.passes - first_pass + 1,
-    }  # fmt: skip
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_train_report, facts=report_facts), **parts)
-    return launch(pipeline, options, command="train", report=report_path, started=started,
+    return launch(pipeline, options, report_facts, started=started,
                   outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
                   preload=_preloader(options, config, key=key))  # fmt: skip
 
@@ -329,22 +348,23 @@ def run_evaluate(options: PipelineOptions) -> dict:
     beside = (lambda name: join(model_path, name)) if key else (lambda name: f"{model_path}.{name}")
     dead_path = options.view_as(InputOptions).dead_letters or beside("evaluate.dead_letters.jsonl")
     report_path = options.view_as(RunOptions).report or beside("evaluation.json")
+    input_policy(options)
     with_default_runner(options)
 
+    facts = {**job_facts("evaluate", options, report_path), "model": model_path, "key": key,
+             "dead_letter_file": dead_path}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", config, key=key)
     scored, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    parts = {"counts": read.counts}
+    parts = {"counts": _checked(read, options, _write_dead_letters(read, dead_path, extra=unrouted), facts)}
     metrics = _noted(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
-    parts.update(metrics=metrics, dead_files=_write_dead_letters(read, dead_path, extra=unrouted))
+    parts["metrics"] = metrics
     if unrouted is not None:
         parts["unrouted"] = _count(unrouted, "CountUnrouted")
-    facts = {**job_facts("evaluate", options, report_path), "model": model_path, "key": key,
-             "dead_letter_file": dead_path}  # fmt: skip
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_evaluate_report, facts=facts), **parts)
-    return launch(pipeline, options, command="evaluate", report=report_path, started=started,
+    return launch(pipeline, options, facts, started=started,
                   outputs={"dead_letters": dead_path}, preload=_preloader(options, config, key=key))  # fmt: skip
 
 
@@ -368,27 +388,28 @@ def run_predict(options: PipelineOptions) -> dict:
     model_path = options.view_as(ModelOptions).model
     dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
     report_path = options.view_as(RunOptions).report or f"{output}.report.json"
+    input_policy(options)
     with_default_runner(options)
 
+    facts = {**job_facts("predict", options, report_path), "model": model_path, "key": key, "output": output,
+             "dead_letter_file": dead_path}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", config, labels="any", key=key)
     scored_input, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    parts = {"counts": read.counts}
+    parts = {"counts": _checked(read, options, _write_dead_letters(read, dead_path, extra=unrouted), facts)}
     files = (
         _noted(scored_input, parts)
         | "Predict" >> Predict(model, routed=key is not None)
         | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
                                                  with_key=key is not None)  # fmt: skip
     )
-    parts.update(files=files, dead_files=_write_dead_letters(read, dead_path, extra=unrouted))
+    parts["files"] = files
     if unrouted is not None:
         parts["unrouted"] = _count(unrouted, "CountUnrouted")
-    facts = {**job_facts("predict", options, report_path), "model": model_path, "key": key, "output": output,
-             "dead_letter_file": dead_path}  # fmt: skip
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
-    return launch(pipeline, options, command="predict", report=report_path, started=started,
+    return launch(pipeline, options, facts, started=started,
                   outputs={"predictions": output + "*", "dead_letters": dead_path},
                   preload=_preloader(options, config, labels="any", key=key))  # fmt: skip
 

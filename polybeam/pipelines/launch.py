@@ -25,6 +25,7 @@ from typing import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from polybeam.formats.acceptance import InputRejected
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
 from polybeam.transforms.files import read_json
@@ -94,6 +95,16 @@ def detach(command: str, options: PipelineOptions, report_path: str) -> dict:
     return {"job_id": f"local-{process.pid}", "state": "RUNNING", "log": log_path}
 
 
+def _raise_rejection(facts: dict) -> None:
+    """Raise InputRejected when this launch's job wrote that its input was refused (its failure report)."""
+    try:
+        written = read_json(facts["report"])
+    except Exception:  # no report: the job failed before or for another reason
+        return
+    if written.get("failed") and written.get("launched") == facts["launched"] and written.get("error"):
+        raise InputRejected(written["error"]) from None
+
+
 def _job_id(result) -> str | None:
     job_id = getattr(result, "job_id", None)
     if callable(job_id):
@@ -101,17 +112,22 @@ def _job_id(result) -> str | None:
     return job_id or getattr(result, "_job_id", None)
 
 
-def launch(pipeline, options: PipelineOptions, *, command: str, report: str, outputs: dict, started: float,
+def launch(pipeline, options: PipelineOptions, facts: dict, *, outputs: dict, started: float,
            preload: Callable[[], None] | None = None) -> dict:  # fmt: skip
     """Run ``pipeline``; the job's report when waiting, else where the job's results will appear.
 
-    ``outputs`` names the job's outputs (model, prediction prefix, ...) for the
-    no-wait answer; ``started`` is the ``time.perf_counter()`` when the
-    command began, for the reported wall time. A local multi-process run
-    forks its workers from this process (see
-    :mod:`polybeam.pipelines.forked_workers`), after ``preload()`` has loaded
-    the kernels they will call.
+    ``facts`` are what the job's report says of it (:func:`~polybeam.pipelines.jobs.job_facts`: its
+    ``command``, its ``report`` path and the time it was ``launched``). ``outputs`` names the job's
+    outputs (model, prediction prefix, ...) for the no-wait answer; ``started`` is the
+    ``time.perf_counter()`` when the command began, for the reported wall time. A local
+    multi-process run forks its workers from this process (see
+    :mod:`polybeam.pipelines.forked_workers`), after ``preload()`` has loaded the kernels they
+    will call.
+
+    A job its input check refused (:class:`~polybeam.transforms.input_check.CheckInput`) raises
+    :class:`InputRejected` with the check's message, whatever the runner made of the failure.
     """
+    command, report = facts["command"], facts["report"]
     local = runner_name(options) in LOCAL_RUNNERS
     if not waits(options):
         launched = {"command": command, "report": report, "outputs": outputs, "runner": runner_name(options)}
@@ -127,11 +143,15 @@ def launch(pipeline, options: PipelineOptions, *, command: str, report: str, out
                 preload()
             # The pipeline keeps its own copy of the options, which the runner reads.
             pipeline.runner, pool = forked_runner(pipeline.options, workers)
-        result = pipeline.run()
-        state = result.wait_until_finish()
+        try:
+            state = pipeline.run().wait_until_finish()
+        except Exception:
+            _raise_rejection(facts)
+            raise
     finally:
         if pool is not None:
             pool.close()
     if state is not None and str(state) not in ("DONE", "PipelineState.DONE"):
+        _raise_rejection(facts)
         raise JobFailed(f"polybeam {command}: the job ended in state {state}")
     return {**read_json(report), "wall_seconds": time.perf_counter() - started}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 
+from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION
 from polybeam.learners.choices import (
     DEFAULT_BITS,
     DEFAULT_GSA_TARGET,
@@ -90,6 +91,14 @@ def add_input_options(parser) -> None:
     _add(parser, "no-csv-header", action="store_true", default=False, help="CSV: files have no header line; columns are named 1, 2, ...")
     _add(parser, "feature-names", action="store_true", default=False, help="VW: keep feature names for the model summary (costs parse time, like VW's --invert_hash)")
     _add(parser, "dead-letters", default=None, help="where to write records that could not be read (JSON lines); default: next to the model or output")
+    _add(parser, "max-dead-letter-fraction", type=float, default=DEFAULT_MAX_DEAD_LETTER_FRACTION,
+         help="fail the job when more than this share of the records (blank, comment and header lines aside) "
+              f"cannot be read, showing the first reasons and the likely cause (default: {DEFAULT_MAX_DEAD_LETTER_FRACTION:g}, "
+              "so that a wrong --format, which makes every record a dead letter, fails; 1 accepts any share). "
+              "The dead letters are written in full either way")
+    _add(parser, "allow-empty", action="store_true", default=False,
+         help="accept an input that yields no example (by default such a job fails, since it most likely read "
+              "the wrong files)")
 
 
 def add_key_options(parser) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.util import WaitOn
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
@@ -281,6 +282,10 @@ class Train(beam.PTransform):
         Averages of averages weigh each learner by the importance it saw, so the
         model is the same up to rounding. Each bundle then learns in a ParDo
         rather than in a lifted CombineFn.
+    checkpoints_after : sequence of PCollection, optional
+        What the checkpoints wait for before they are written (the job's input
+        check, :class:`~polybeam.transforms.input_check.CheckInput`: a refused
+        input leaves no checkpoint to resume from).
     progress : bool, default False
         Print each learner's progress line on the worker's stderr at doubling
         example counts (see :mod:`polybeam.transforms.progress`); the same
@@ -298,6 +303,7 @@ class Train(beam.PTransform):
         checkpoint_dir: str | None = None,
         learners: int | None = 1,
         fanout: int | None = None,
+        checkpoints_after=(),
         progress: bool = False,
         **settings,
     ):
@@ -316,6 +322,7 @@ class Train(beam.PTransform):
         if fanout is not None and fanout < 2:
             raise ValueError(f"fanout must be at least 2, got {fanout}")
         self.fanout = fanout
+        self.checkpoints_after = tuple(checkpoints_after)
         self.progress = progress
 
     def expand(self, batches):
@@ -362,5 +369,7 @@ class Train(beam.PTransform):
 
     def _checkpoint(self, states, number: int, keyed: bool) -> None:
         if self.checkpoint_dir is not None:
+            if self.checkpoints_after:
+                states = states | f"Checkpoint{number}Waits" >> WaitOn(*self.checkpoints_after)
             states | f"Checkpoint{number}" >> WriteCheckpoint(self.checkpoint_dir, number, keyed=keyed,
                                                             config=self.config)  # fmt: skip

@@ -84,7 +84,8 @@ def test_bad_records_are_dead_lettered_with_line_numbers(tmp_path, capsys, spam_
     with gzip.open(path, "wt") as handle:
         handle.write("\n".join(bad) + "\n")
     model = tmp_path / "dirty.model"
-    code, stdout, _ = run(capsys, "train", "--input", path, "--loss", "logistic", "--model", model)
+    code, stdout, _ = run(capsys, "train", "--input", path, "--loss", "logistic", "--model", model,
+                          "--max-dead-letter-fraction", "0.25")  # 4 bad records of 24
     assert code == 0
     report = last_json(stdout)
     assert report == {**report, "records": 26, "examples": 20, "dead_letters": 4, "skipped": 2, "reconciles": True}

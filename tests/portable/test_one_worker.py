@@ -119,3 +119,20 @@ def test_a_relative_input_is_read_or_refused_never_silently_empty(portable_clust
     run = polybeam(["train", "--input", train.name, "--loss", "logistic", "--model", out / "model"],
                    portable_cluster.portable_options(1), cwd=train.parent, env=portable_cluster.launcher_env)  # fmt: skip
     assert run.returncode != 0 or run.report["examples"] == TRAIN_VARIANTS["one-pass"].examples, run.report
+
+
+def test_a_refused_input_fails_the_job_with_the_checks_message(portable_cluster):
+    """A CSV file read as LIBSVM on the portable runner: the workers refuse it, write its report and dead
+    letters on the shared disk, write no model, and the launcher prints the check's message (exit 1)."""
+    out = portable_cluster.job_dir("refused-input")
+    data = out / "rows.csv"
+    data.write_text("a,b,label\n1,2,1\n3,4,0\n5,6,1\n")
+    run = polybeam(["train", "--input", data, "--model", out / "m.model"], portable_cluster.portable_options(1),
+                   cwd=portable_cluster.launcher_dir, env=portable_cluster.launcher_env)  # fmt: skip
+    assert run.returncode == 1, run.failure()
+    assert "polybeam train: error: all 4 records (100%) are dead letters" in run.stderr
+    assert "check --format (--format csv?)" in run.stderr
+    report = json.loads((out / "m.model.report.json").read_text())
+    assert report["failed"] and report["runner"] == "PortableRunner" and report["dead_letters"] == 4
+    assert len((out / "m.model.dead_letters.jsonl").read_text().splitlines()) == 4
+    assert not (out / "m.model").exists()

@@ -1,0 +1,179 @@
+"""Whether a read can be what the user meant: the input checks every job makes before it writes.
+
+A job that read no example, or whose records were mostly unreadable, almost
+always read the wrong files or read them in the wrong format (a CSV file
+read with the default ``--format libsvm`` turns every record into a dead
+letter). Training on what is left would write a model that looks fine and
+is not, so such a job fails, and says what to fix:
+
+* no example read: unless ``allow_empty``;
+* more dead letters than ``max_dead_letter_fraction`` of the records that
+  were not blank, comments or headers: the count, the first reasons, and the
+  likely cause (for a wrong format, which format the records look like).
+
+The dead letters themselves are written in full either way.
+
+>>> from polybeam.formats.records import DeadLetter, ReadCounts
+>>> policy = InputPolicy(format="libsvm", dead_letter_file="bad.jsonl")
+>>> policy.problem(ReadCounts(records=100, examples=97, dead_letters=3), []) is None
+True
+>>> letters = [DeadLetter("x.csv", line, 0, raw, "label is not a number")
+...            for line, raw in [(1, "a,b,label"), (2, "1,2,1"), (3, "3,4,0")]]
+>>> print(policy.problem(ReadCounts(records=4, dead_letters=4), letters))
+all 4 records (100%) are dead letters, more than --max-dead-letter-fraction 0.1 allows; the first reasons:
+  x.csv line 1: label is not a number
+  x.csv line 2: label is not a number
+  x.csv line 3: label is not a number
+likely cause: the records look like CSV, not LIBSVM: check --format (--format csv?). Every dead letter is in bad.jsonl
+>>> print(policy.problem(ReadCounts(records=2, skipped=2), []))
+no example was read: the 2 records read are all blank, comment or header lines; check --input, or pass --allow-empty to accept an empty input
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from polybeam.formats.records import DeadLetter, ReadCounts
+
+DEFAULT_MAX_DEAD_LETTER_FRACTION = 0.1
+# How many dead letters a failure shows.
+FIRST_REASONS = 3
+# With at least this share of the records unreadable, the whole input is probably of another kind.
+NEARLY_ALL = 0.9
+
+FORMAT_NAMES = {"libsvm": "LIBSVM", "vw": "VW text", "csv": "CSV", "parquet": "Parquet"}
+# The options that shape how records of a format are read (named when records look right but do not parse).
+FORMAT_OPTIONS = {
+    "csv": "--label-column, --categorical-columns, --csv-delimiter, --no-csv-header",
+    "parquet": "--label-column, --weight-column",
+}
+
+_LIBSVM_LINE = re.compile(r"^\s*\S+(\s+\d+:\S+)+\s*(#.*)?$")
+_QUOTED_OR_SEPARATED = re.compile(r"[,;\t]")
+
+
+class InputRejected(Exception):
+    """The input cannot be what the user meant (no example, or too many dead letters); the job fails."""
+
+
+def guess_format(raw: str) -> str | None:
+    """Which format a record looks like, from its text; None when it looks like none.
+
+    >>> [guess_format(r) for r in ["1 3:0.5 7:1", "-1 |f a:1 b", "5.1,3.5,setosa", "PAR1..."]]
+    ['libsvm', 'vw', 'csv', 'parquet']
+    >>> guess_format("hello") is None
+    True
+    """
+    if raw.startswith("PAR1"):
+        return "parquet"
+    if "|" in raw:
+        return "vw"
+    if _LIBSVM_LINE.match(raw):
+        return "libsvm"
+    if _QUOTED_OR_SEPARATED.search(raw):
+        return "csv"
+    return None
+
+
+def where(letter: DeadLetter) -> str:
+    """``source line N`` (or ``offset N`` when the line is unknown)."""
+    return f"{letter.source} line {letter.line}" if letter.line is not None else f"{letter.source} offset {letter.offset}"
+
+
+def first_letters(letters, count: int = FIRST_REASONS) -> list[DeadLetter]:
+    """The ``count`` dead letters that come first in their files (by file, then position)."""
+    return sorted(letters, key=position)[:count]
+
+
+def position(letter: DeadLetter) -> tuple:
+    """A dead letter's place in the input: its file, then its byte offset (or row)."""
+    return (letter.source or "", letter.offset if letter.offset is not None else -1, letter.line or 0)
+
+
+@dataclass(frozen=True)
+class InputPolicy:
+    """What a job accepts from its read; :meth:`problem` says why a read is refused.
+
+    Parameters
+    ----------
+    allow_empty : bool, default False
+        Accept a read that produced no example.
+    max_dead_letter_fraction : float, default 0.1
+        Refuse a read whose dead letters are more than this share of the
+        records that are not blank, comment or header lines (1 accepts all).
+    format : str
+        The format the records were read as (for the likely cause).
+    dead_letter_file : str, optional
+        Where the dead letters were written (named in the message).
+    """
+
+    allow_empty: bool = False
+    max_dead_letter_fraction: float = DEFAULT_MAX_DEAD_LETTER_FRACTION
+    format: str = "libsvm"
+    dead_letter_file: str | None = None
+
+    def __post_init__(self):
+        fraction = self.max_dead_letter_fraction
+        if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
+            raise ValueError(f"--max-dead-letter-fraction must be a number from 0 to 1, got {fraction!r}")
+
+    def problem(self, counts: ReadCounts, letters: list[DeadLetter]) -> str | None:
+        """Why this read must fail, or None; ``letters`` are its first dead letters (:func:`first_letters`)."""
+        letters = first_letters(letters)
+        readable = counts.examples + counts.dead_letters
+        if readable and counts.dead_letters / readable > self.max_dead_letter_fraction:
+            return self._too_many_dead_letters(counts, letters)
+        if counts.examples == 0 and not self.allow_empty:
+            return self._empty(counts, letters)
+        return None
+
+    def check(self, counts: ReadCounts, letters: list[DeadLetter]) -> None:
+        """Raise :class:`InputRejected` with :meth:`problem`'s message when there is one."""
+        message = self.problem(counts, letters)
+        if message is not None:
+            raise InputRejected(message)
+
+    def _too_many_dead_letters(self, counts: ReadCounts, letters: list[DeadLetter]) -> str:
+        readable = counts.examples + counts.dead_letters
+        share = counts.dead_letters / readable
+        # Floor the percentage so that 99.97% never reads as "100%" beside a count that is not all.
+        percent = f"{math.floor(share * 1000) / 10:g}%" if share < 1 else "100%"
+        counted = (f"all {readable} records" if counts.dead_letters == readable
+                   else f"{counts.dead_letters} of {readable} records")  # fmt: skip
+        lines = [f"{counted} ({percent}) are dead letters, more than --max-dead-letter-fraction "
+                 f"{self.max_dead_letter_fraction:g} allows; {self._reasons(letters)}"]  # fmt: skip
+        lines.append(f"likely cause: {self._cause(share, letters)}.{self._where_letters()}")
+        return "\n".join(lines)
+
+    def _empty(self, counts: ReadCounts, letters: list[DeadLetter]) -> str:
+        advice = "check --input, or pass --allow-empty to accept an empty input"
+        if counts.dead_letters:
+            return (f"no example was read: all {counts.dead_letters} readable records are dead letters; "
+                    f"{self._reasons(letters)}\n{advice}.{self._where_letters()}")  # fmt: skip
+        if counts.records == 0:
+            return f"no example was read: the input holds no record; {advice}"
+        return f"no example was read: the {counts.records} records read are all blank, comment or header lines; {advice}"
+
+    @staticmethod
+    def _reasons(letters: list[DeadLetter]) -> str:
+        heading = "the first reason:" if len(letters) == 1 else "the first reasons:"
+        return "\n".join([heading] + [f"  {where(letter)}: {letter.reason}" for letter in letters])
+
+    def _cause(self, share: float, letters: list[DeadLetter]) -> str:
+        if share < NEARLY_ALL:
+            return ("part of the input is damaged or of another kind: fix those records, or raise "
+                    "--max-dead-letter-fraction to go on without them")  # fmt: skip
+        named = FORMAT_NAMES.get(self.format, self.format)
+        guess = guess_format(letters[0].raw) if letters and letters[0].raw else None
+        if guess is not None and guess != self.format:
+            return f"the records look like {FORMAT_NAMES[guess]}, not {named}: check --format (--format {guess}?)"
+        if guess == self.format:
+            options = FORMAT_OPTIONS.get(self.format)
+            return (f"the records look like {named} but do not fit " + (f"its options ({options})" if options else "")
+                    + (" or " if options else "") + "the task (--loss, --classes, --class-names): check the reasons")  # fmt: skip
+        return f"the input is not {named}: check --format and --input"
+
+    def _where_letters(self) -> str:
+        return f" Every dead letter is in {self.dead_letter_file}" if self.dead_letter_file else ""
