@@ -50,7 +50,7 @@ FORMAT_OPTIONS = {
     "parquet": "--label-column, --weight-column",
 }
 
-_LIBSVM_LINE = re.compile(r"^\s*\S+(\s+\d+:\S+)+\s*(#.*)?$")
+_LIBSVM_LINE = re.compile(r"^\s*\S+(\s+(qid|\d+):\S+)+\s*(#.*)?$")
 _QUOTED_OR_SEPARATED = re.compile(r"[,;\t]")
 
 
