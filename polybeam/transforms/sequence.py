@@ -23,6 +23,7 @@ from polybeam.selection.groups import GroupSpec
 from polybeam.selection.statistics import DEFAULT_MEMORY_LIMIT
 from polybeam.selection.timeliness import HeldOutCurve
 from polybeam.transforms.combining import MergeFn
+from polybeam.transforms.files import write_atomically
 from polybeam.transforms.group_statistics import GroupStatistics
 from polybeam.transforms.predict import ScoredBatch
 
@@ -79,7 +80,8 @@ def _in_rank_order(records: list[dict]) -> str:
 
 
 class WritePrefixes(beam.PTransform):
-    """Writes prefix dicts (or skipped-group dicts) to one file ``path`` as JSON lines in rank order."""
+    """Writes prefix dicts (or skipped-group dicts) to one file ``path`` as JSON lines in rank order
+    (atomically; emits the path)."""
 
     def __init__(self, path: str):
         super().__init__()
@@ -89,8 +91,13 @@ class WritePrefixes(beam.PTransform):
         return (prefixes
                 | "Gather" >> beam.combiners.ToList()
                 | "InOrder" >> beam.Map(_in_rank_order)
-                | "NonEmpty" >> beam.Filter(bool)
-                | "Write" >> beam.io.WriteToText(self.path, num_shards=1, shard_name_template=""))  # fmt: skip
+                | "Write" >> beam.Map(_write_lines, self.path))  # fmt: skip
+
+
+def _write_lines(text: str, path: str) -> str:
+    # In one piece, renamed into place: a reader (timeliness, predict --prefixes) never sees half the prefixes.
+    write_atomically(path, (text + "\n" if text else "").encode("utf-8"))
+    return path
 
 
 def read_anytime_model(path: str) -> AnytimeModel:
