@@ -192,11 +192,15 @@ class _BlockScanner:
         if int(ends[count - 1]) > self._max_line_bytes:
             # Only a block bigger than the limit can hold a line that is (when
             # max_line_bytes < block_bytes): the block stops before that line.
-            lengths = np.diff(ends[:count], prepend=0)
+            sizes = np.diff(ends[:count], prepend=0)
+            lengths = sizes - 1  # the limit does not count the newline...
+            if self._eof and int(ends[count - 1]) == unread and self._buffer[-1] != _NEWLINE:
+                lengths[-1] += 1  # ...which the file's last line may lack
             first_long = int(np.argmax(lengths > self._max_line_bytes))
             if lengths[first_long] > self._max_line_bytes:
                 if first_long == 0:
-                    return self._long_line(int(lengths[0]))
+                    length = int(lengths[0])
+                    return self._error_block(int(sizes[0]), length, _too_long_reason(length, self._max_line_bytes))
                 count = first_long
         size = int(ends[count - 1])
         offset = self.next_offset
@@ -212,39 +216,39 @@ class _BlockScanner:
             self._compact()  # a long line was consumed: free its bytes now, not at the next read
         return offset, data, starts, None
 
-    def _error_block(self, size: int, reason: str) -> tuple[int, bytes, np.ndarray, str]:
-        """Consume ``size`` buffered bytes as one unparsable record, keeping its start."""
+    def _error_block(self, size: int, length: int, reason: str) -> tuple[int, bytes, np.ndarray, str]:
+        """Consume ``size`` buffered bytes as one unparsable record of ``length`` bytes (without its
+        newline), keeping its start."""
         offset = self.next_offset
         with memoryview(self._buffer) as view:
-            data = bytes(view[self._position : self._position + min(size, _RAW_BYTES)])
+            data = bytes(view[self._position : self._position + min(length, _RAW_BYTES)])
         self._position += size
         self._next_end = int(np.searchsorted(self._ends, self._position, side="right"))
         self._compact()
         return offset, data, np.array([offset], dtype=np.int64), reason
-
-    def _long_line(self, size: int) -> tuple[int, bytes, np.ndarray, str]:
-        return self._error_block(size, _too_long_reason(size, self._max_line_bytes))
 
     def _skip_long_line(self) -> tuple[int, bytes, np.ndarray, str]:
         """The line in progress is longer than the limit: keep its start, read past the rest."""
         offset = self.next_offset
         with memoryview(self._buffer) as view:
             data = bytes(view[self._position : self._position + _RAW_BYTES])
-        length = len(self._buffer) - self._position
-        rest = b""
-        while True:
+        length = len(self._buffer) - self._position  # of the line, without its newline
+        rest, size = b"", None  # size: with the newline, once found
+        while size is None:
             chunk = self._stream.read(self._read_size)
             if not chunk:
                 self._end_of_stream()
+                size = length
                 break
             newline = chunk.find(b"\n")
             if newline >= 0:
-                length += newline + 1
+                length += newline
+                size = length + 1
                 rest = chunk[newline + 1 :]
-                break
-            length += len(chunk)
+            else:
+                length += len(chunk)
         self._buffer = bytearray(rest)
-        self._buffer_offset = offset + length
+        self._buffer_offset = offset + size
         self._position = self._next_end = 0
         self._ends = _newline_ends(self._buffer, 0)
         reason = _too_long_reason(length, self._max_line_bytes)
@@ -258,7 +262,8 @@ class _BlockScanner:
         if self._damage is None:
             return None
         reason, self._damage = self._damage, None  # reported once
-        return self._error_block(len(self._buffer) - self._position, reason)
+        size = len(self._buffer) - self._position
+        return self._error_block(size, size, reason)
 
     def _compact(self) -> None:
         if self._position:
@@ -289,6 +294,7 @@ class _BlockScanner:
 
 
 def _too_long_reason(length: int, limit: int) -> str:
+    """Why a line of ``length`` bytes (not counting its newline) is not parsed."""
     return (
         f"line of {length} bytes is longer than max_line_bytes ({limit}): not parsed "
         "(a file without line breaks, or binary data? raise max_line_bytes to read such lines)"
@@ -303,6 +309,10 @@ def _read_header(stream, header_lines: int, limit: int, path: str) -> tuple[byte
     quadratic in a long first line), and a header longer than ``limit`` bytes
     a line is refused: every block carries it, so the file cannot be read.
     """
+    too_long = ValueError(
+        f"{path}: the first line, which every block of the file needs (the CSV header, or the first "
+        f"record that sets the number of columns), is longer than max_line_bytes ({limit})"
+    )
     read = bytearray()
     newlines = 0
     while newlines < header_lines:
@@ -312,13 +322,13 @@ def _read_header(stream, header_lines: int, limit: int, path: str) -> tuple[byte
         newlines += chunk.count(b"\n")
         read += chunk
         if newlines < header_lines and len(read) > limit * header_lines:
-            raise ValueError(
-                f"{path}: the first line, which every block of the file needs (the CSV header, or the "
-                f"first record that sets the number of columns), is longer than max_line_bytes ({limit})"
-            )
+            raise too_long
     end = 0
     for _ in range(header_lines):
         newline = read.find(b"\n", end)
+        stop = len(read) if newline < 0 else newline
+        if stop - end > limit:
+            raise too_long
         end = len(read) if newline < 0 else newline + 1
     header = bytes(read[:end]).rstrip(b"\r\n")
     return (header if end else None), bytes(read)
