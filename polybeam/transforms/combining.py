@@ -13,15 +13,28 @@ import copy
 
 import apache_beam as beam
 
+from polybeam.transforms.faults import FaultSwitch
+
 
 class MergeFn(beam.CombineFn):
-    """Folds partial results with ``first.merge([other])``; subclasses shape the output."""
+    """Folds partial results with ``first.merge([other])``; subclasses shape the output and may name
+    the step a test's fault switch fails (``fault_step``, see :mod:`polybeam.transforms.faults`)."""
+
+    fault_step = "merge-partials"
 
     def create_accumulator(self):
+        self._switch().bundle_started()
         return None
 
     def add_input(self, merged, partial):
-        return copy.deepcopy(partial) if merged is None else merged.merge([partial])
+        merged = copy.deepcopy(partial) if merged is None else merged.merge([partial])
+        self._switch().after_work()
+        return merged
+
+    def _switch(self) -> FaultSwitch:
+        if getattr(self, "_faults", None) is None:
+            self._faults = FaultSwitch(self.fault_step)
+        return self._faults
 
     def merge_accumulators(self, accumulators):
         merged = None

@@ -34,6 +34,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
+from polybeam.transforms.faults import FaultSwitch
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.progress import Progress
 
@@ -63,6 +64,7 @@ class TrainFn(beam.CombineFn):
         self.output = output
         self.metadata = metadata
         self.progress = progress
+        self._faults = FaultSwitch("train")  # off unless a test sets POLYBEAM_FAULT
 
     def _progress(self) -> Progress:
         if getattr(self, "_reporter", None) is None:  # one per worker's copy of the CombineFn
@@ -73,10 +75,13 @@ class TrainFn(beam.CombineFn):
         return {name: value for name, value in self.__dict__.items() if name != "_reporter"}
 
     def create_accumulator(self) -> BackgroundLearner:
+        self._faults.bundle_started()
         return BackgroundLearner(self._progress().attach(make_learner(self.config)))
 
     def add_input(self, accumulator: BackgroundLearner, element) -> BackgroundLearner:
-        return _feed(accumulator, element, self._progress())
+        accumulator = _feed(accumulator, element, self._progress())
+        self._faults.after_work()
+        return accumulator
 
     def merge_accumulators(self, accumulators) -> BackgroundLearner:
         learners = [accumulator.settle() for accumulator in accumulators]
@@ -100,6 +105,7 @@ class MergeLearnersFn(beam.CombineFn):
         self.config = config
         self.output = output
         self.metadata = metadata
+        self._faults = FaultSwitch("merge")  # off unless a test sets POLYBEAM_FAULT
 
     def create_accumulator(self) -> list[LinearLearner]:
         return []
@@ -116,10 +122,15 @@ class MergeLearnersFn(beam.CombineFn):
         return first
 
     def compact(self, learners):
-        return [learners[0].merge(learners[1:])] if len(learners) > 1 else learners
+        self._faults.bundle_started()  # each average is a piece of work the fault switch may fail
+        merged = [learners[0].merge(learners[1:])] if len(learners) > 1 else learners
+        self._faults.after_work()
+        return merged
 
     def extract_output(self, learners):
+        self._faults.bundle_started()
         learner = learners[0].merge(learners[1:]) if learners else make_learner(self.config)
+        self._faults.after_work()
         return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
 
 
@@ -145,9 +156,11 @@ class _LearnOnePass(beam.DoFn):
 
     def setup(self):
         self._progress = Progress(quiet=not self.progress)
+        self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
 
     def start_bundle(self):
         self._learners: dict = {}
+        self._faults.bundle_started()
 
     def process(self, element, start=None):
         key, batch = element if self.keyed else (None, element)
@@ -159,6 +172,7 @@ class _LearnOnePass(beam.DoFn):
                                                               else continue_from(origin)))  # fmt: skip
             self._learners[key] = learner
         _feed(learner, batch, self._progress)
+        self._faults.after_work()
 
     def finish_bundle(self):
         for key, background in self._learners.items():

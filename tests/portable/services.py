@@ -85,8 +85,8 @@ def wait_until_listening(service: Service, timeout: float = STARTUP_SECONDS) -> 
     raise RuntimeError(f"{service.name} did not listen on port {service.port} within {timeout} s:\n{service.log_tail()}")
 
 
-def _environment() -> dict:
-    env = dict(os.environ)
+def _environment(extra: dict | None = None) -> dict:
+    env = {**os.environ, **(extra or {})}
     env["PATH"] = PYTHON_BIN + os.pathsep + env.get("PATH", "")
     return env
 
@@ -105,12 +105,12 @@ def _die_with_launcher() -> None:
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _start(name: str, argv: list[str], port: int, workdir: Path) -> Service:
+def _start(name: str, argv: list[str], port: int, workdir: Path, env: dict | None = None) -> Service:
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"{name}.log"
     with open(log, "wb") as handle:
         process = subprocess.Popen(
-            argv, cwd=workdir, env=_environment(), stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
+            argv, cwd=workdir, env=_environment(env), stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: see stop()
             preexec_fn=_die_with_launcher,
         )  # fmt: skip
@@ -146,13 +146,18 @@ def stop(service: Service | None) -> None:
         time.sleep(0.1)
 
 
-def start_job_service(workdir: Path, *, workers: int = 1, wait: bool = True) -> Service:
-    """Beam's local job service (one SDK worker per job), or with ``workers > 1`` our multi-worker wrapper.
+def start_job_service(workdir: Path, *, workers: int = 1, wait: bool = True, bundle_attempts: int = 1) -> Service:
+    """Beam's local job service (one SDK worker per job), or with ``workers > 1`` or ``bundle_attempts > 1``
+    our wrapper (several workers per job; failed bundles retried).
 
     With ``wait=False`` it returns at once (call :func:`wait_until_listening`), so services can start together.
     """
     port = free_port()
-    if workers == 1:
+    if bundle_attempts > 1:
+        argv = [sys.executable, str(HERE / "two_worker_job_service.py"), "--port", str(port), "--workers",
+                str(workers), "--bundle-attempts", str(bundle_attempts)]  # fmt: skip
+        name = f"retrying-job-service-{workers}-workers"
+    elif workers == 1:
         argv = [sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main", "--port", str(port)]
         name = "job-service-1-worker"
     else:
@@ -204,14 +209,15 @@ def why_no_private_tmp() -> str | None:
     return None
 
 
-def start_worker_pool(workdir: Path) -> tuple[Service, str | None]:
-    """An external SDK worker pool with its own working directory, and a private /tmp where allowed.
+def start_worker_pool(workdir: Path, *, env: dict | None = None, name: str = "worker-pool") -> tuple[Service, str | None]:
+    """An external SDK worker pool with its own working directory, and a private /tmp where allowed
+    (``env``: variables its workers get besides the launcher's).
 
     Returns the pool and None when it runs with a private /tmp, or the reason
     it does not. (Whether the workers really cannot see the launcher's /tmp
     is for a job to show: see ``probe_job.py``.)
     """
-    pool_dir = workdir / "worker-pool"
+    pool_dir = workdir / name
     pool_dir.mkdir(parents=True, exist_ok=True)
     reason = why_no_private_tmp()
     if reason is None:
@@ -219,7 +225,7 @@ def start_worker_pool(workdir: Path) -> tuple[Service, str | None]:
         holding.mkdir(exist_ok=True)
         port = free_port()
         wrapper = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", private_tmp_script(holding), "sh"]
-        service = _start("worker-pool", wrapper + _pool_command(port), port, pool_dir)
+        service = _start(name, wrapper + _pool_command(port), port, pool_dir, env)
         try:
             wait_until_listening(service)
             service.notes.append("private /tmp (tmpfs in its own mount namespace)")
@@ -228,7 +234,7 @@ def start_worker_pool(workdir: Path) -> tuple[Service, str | None]:
             reason = f"unshare -m with a tmpfs over /tmp failed: {str(error).splitlines()[-1]}"
             stop(service)
     port = free_port()
-    service = _start("worker-pool", _pool_command(port), port, pool_dir)
+    service = _start(name, _pool_command(port), port, pool_dir, env)
     wait_until_listening(service)
     service.notes.append(f"plain pool, shares the launcher's /tmp: {reason}")
     return service, reason
