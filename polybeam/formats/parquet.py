@@ -209,9 +209,10 @@ class ParquetFormat(HashedFormat):
     def _check_unique_columns(self, table: pa.Table) -> None:
         """Refuse a table where a column the format takes by name appears more than once
         (Arrow allows it; which one would be meant?)."""
-        used = {self.label_column, self.weight_column, self.key_column, self.indices_column, self.values_column}
-        used.update(self.feature_columns or ())
         names = table.column_names
+        used = {self.label_column, self.weight_column, self.key_column, *(self.feature_columns or ())}
+        if self.indices_column in names:  # (otherwise "values" may well name two features)
+            used |= {self.indices_column, self.values_column}
         for name in sorted(used - {None}):
             count = names.count(name)
             if count > 1:

@@ -302,8 +302,9 @@ class ReadExamples(beam.PTransform):
     block_bytes : int, default 4 MiB
         About the most bytes of text per block.
     max_line_bytes : int, default 64 MiB
-        A longer line is a dead letter, never parsed nor held in memory
-        (parsing a line costs up to several times its size).
+        A longer line is a dead letter, never parsed nor held whole (the
+        reader streams past it): parsing a line costs up to about 8 times its
+        size (its features as arrays), so the limit bounds a worker's memory.
     **format_options
         Passed to ``make_format`` with the format name: ``bits``, ``seed``,
         ``labels`` ("any", "real", "binary", "multiclass") and format-specific

@@ -15,11 +15,12 @@ splitting exact at a per-block cost.
 
 Hostile input is read in bounded memory and never crashes a reader:
 
-* a line longer than ``max_line_bytes`` (64 MiB by default) is not buffered
-  whole: the reader keeps its first few kilobytes and streams past the rest,
-  and the line becomes one dead letter (a :class:`TextBlock` with ``error``
-  set), so a file without newlines (binary data, ``\\r``-only line endings)
-  costs a few megabytes, not several times its size;
+* a line longer than ``max_line_bytes`` (64 MiB by default) is never held
+  whole: once it passes the limit, the reader keeps its first few kilobytes
+  and streams past the rest, and the line becomes one dead letter (a
+  :class:`TextBlock` with ``error`` set), so a file without newlines (binary
+  data, ``\\r``-only line endings) costs at most the limit, not several times
+  its size;
 * a gzip file is decompressed by :class:`GzipStream`, which tells a
   truncated file from a complete one (Beam's reader silently reads a cut file
   as a shorter file, its last line cut anywhere). The lines before the cut are
@@ -139,8 +140,9 @@ def _newline_ends(chunk, base: int) -> np.ndarray:
 class _BlockScanner:
     """Cuts a byte stream, positioned at a line start, into blocks of complete lines.
 
-    The buffer is a ``bytearray`` that is compacted only when more data is
-    read, so a line far longer than a read costs linear, not quadratic, time.
+    The buffer is a ``bytearray`` that is compacted when more data is read (or
+    a long line was consumed), so a line far longer than a read costs linear,
+    not quadratic, time.
 
     A line longer than ``max_line_bytes`` is never buffered whole: once the
     line in progress exceeds the limit, its first bytes are kept and the rest
@@ -357,8 +359,8 @@ class GzipStream:
       check, garbage after a member) raises :class:`CorruptInputError` naming
       the file;
     * concatenated members (``cat a.gz b.gz``) are read in turn and zero
-      padding after the last one is ignored, as ``gzip -d`` does; an empty
-      file is an empty text;
+      padding after the last one is ignored, as ``gzip -d`` does (Beam's
+      reader fails on it); an empty file is an empty text;
     * a read decompresses at most the bytes asked for, so a file that
       expands a thousandfold (a 100 MB run of one byte is 100 KB of gzip)
       never sits decompressed in memory.

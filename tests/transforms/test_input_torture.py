@@ -460,14 +460,22 @@ def test_a_100_mb_line_costs_bounded_memory(tmp_path):
         "vw": ("vw", {}, (b"1 |f a b:", b"\xff", b""), b"1 |f a b:0.5\n", b"", False),  # invalid UTF-8
         "csv": ("csv", CSV_OPTIONS, (b"1,0.5,", "é".encode(), b",red"), b"1,0.5,2,red\n", CSV_HEADER + b"\n", False),
     }
-    reads, warm, where = [], [], {}
-    for name, (fmt, options, giant, good, header, compressed) in files.items():
-        path = tmp_path / (name + (".gz" if compressed else ""))
-        where[name] = write_giant(path, giant, good, header, compressed)
-        reads.append([name, str(path), fmt, options])
-        small = tmp_path / f"small-{name}"
-        small.write_bytes(header + good * 10)
-        warm.append([str(small), fmt, options])
+    reads, warm, where, paths = [], [], {}, []
+    try:
+        for name, (fmt, options, giant, good, header, compressed) in files.items():
+            paths.append(tmp_path / (name + (".gz" if compressed else "")))
+            where[name] = write_giant(paths[-1], giant, good, header, compressed)
+            reads.append([name, str(paths[-1]), fmt, options])
+            small = tmp_path / f"small-{name}"
+            small.write_bytes(header + good * 10)
+            warm.append([str(small), fmt, options])
+        check_giant_line_reads(tmp_path, files, reads, warm, where)
+    finally:  # 400 MB: not for pytest's kept temporary folders
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+
+def check_giant_line_reads(tmp_path, files, reads, warm, where):
     runs = {}
     for run, limit in (("default", None), ("parsed", 3 * GIANT)):
         spec = {
