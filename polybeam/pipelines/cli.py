@@ -19,6 +19,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
+from polybeam.pipelines import logs
 from polybeam.pipelines.option_specs import ALL_OPTIONS, command_parser
 
 COMMANDS = {
@@ -238,16 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parsers = {"inspect": _inspect_parser, "template": _template_parser, "plot": _plot_parser}
         parsers.get(command, lambda: _command_parser(command))().print_help()
         return 0
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # Beam warns at import that Google Cloud's optional clients are missing;
-    # nothing here uses them.
-    logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
-    from polybeam.learners.model import ModelFileError
+    logs.configure()
     from polybeam.formats.acceptance import InputRejected
-
-    # A refused input is said once, as the command's error, not also as the runner's logged traceback.
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(lambda record: not (record.exc_info and isinstance(record.exc_info[1], InputRejected)))
+    from polybeam.learners.model import ModelFileError
     from polybeam.pipelines.launch import JobFailed
 
     try:

@@ -23,8 +23,11 @@ there polybeam's part is that the kernels come from a warm cache.
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
+import sys
 import threading
 import uuid
 
@@ -62,11 +65,36 @@ def _serve(read_fd: int) -> None:
             os.environ.update(json.loads(b"".join(chunks)))
             from apache_beam.runners.worker import sdk_worker_main
 
+            # The harness sends its log to the runner, which logs it in the launcher; the stderr
+            # handler this process inherited from the launcher would print it all a second time.
+            for handler in logging.getLogger().handlers:
+                handler.setLevel(logging.CRITICAL + 1)
+            sys.stderr = _WithoutRejections(sys.stderr)
             sdk_worker_main.main([])
     except BaseException:  # the harness logs its own failures to the runner
         code = 1
     finally:
         os._exit(code)  # never run the launcher's exit handlers in a worker
+
+
+class _WithoutRejections(io.TextIOBase):
+    """The worker's stderr, without the traceback of a refused input: the harness prints every failed
+    bundle's traceback there as well as sending it to the runner, and the launcher, which shares this
+    stderr, says a refused input once, as its error message."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._dropped = False
+
+    def write(self, text: str) -> int:
+        # print() writes its text, then the line's end on its own: drop both.
+        dropped, self._dropped = self._dropped, "polybeam.formats.acceptance.InputRejected: " in text
+        if self._dropped or (dropped and text == "\n"):
+            return len(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 class ForkedWorkers:

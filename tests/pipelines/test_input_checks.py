@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -208,3 +210,14 @@ def test_a_detached_job_leaves_the_reason_in_its_report(tmp_path):
     assert not model.exists()
     log = (tmp_path / "m.model.report.json.log").read_text()
     assert "polybeam train: error: all 4 records" in log
+
+
+def test_a_refused_input_on_local_worker_processes_is_said_once(tmp_path):
+    """Two local worker processes: stderr holds the error message and nothing else (no worker traceback,
+    no relayed log entries, no Beam warnings that say nothing to the user)."""
+    done = subprocess.run([sys.executable, "-m", "polybeam.pipelines.cli", "train", "--input", csv_file(tmp_path),
+                           "--model", tmp_path / "m.model", "--direct_num_workers", "2",
+                           "--direct_running_mode", "multi_processing"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("polybeam train: error: all 4 records (100%) are dead letters")
+    assert len(done.stderr.splitlines()) == 5

@@ -1,0 +1,71 @@
+"""What the ``polybeam`` command logs: warnings and errors, each said once and readably.
+
+* Beam's warnings that say nothing to a polybeam user are dropped
+  (:data:`NOISE`): Google Cloud's optional clients are missing (nothing here
+  uses them); a local worker has no semi-persistent directory (it needs
+  none); the running mode is ``in_memory`` with several workers (polybeam
+  forks its own local workers, see :mod:`~polybeam.pipelines.forked_workers`);
+  a sink deletes the file it rewrites (the dead letters of an earlier run).
+* Local worker processes send their log to the runner, which logs each entry
+  in the launcher as a whole ``LogEntry`` message (timestamp, thread, log
+  location, ten lines each); it is shortened to ``worker: MESSAGE [step]``.
+* A refused input (:class:`~polybeam.formats.acceptance.InputRejected`) is
+  the command's own error message; the runner's logged traceback of it is
+  dropped, whether it comes from the launcher's process or a worker's.
+
+>>> record = logging.LogRecord("root", logging.WARNING, "", 0,
+...     'severity: WARN\\nmessage: "disk is full"\\ntransform_id: "Write/Write"\\nthread: "T-1"\\n', (), None)
+>>> readable(record), record.getMessage()
+(True, 'worker: disk is full [Write/Write]')
+"""
+
+from __future__ import annotations
+
+import logging
+
+_RELAYED = "severity: "
+NOISE = (
+    "apitools not found",
+    "No semi_persistent_directory found",
+    "direct_running_mode should be `multi_processing` or `multi_threading` instead of `in_memory`",
+    "existing files in target path matching",
+)
+
+
+def _rejected(record: logging.LogRecord) -> bool:
+    from polybeam.formats.acceptance import InputRejected
+
+    if record.exc_info and isinstance(record.exc_info[1], InputRejected):
+        return True
+    return "InputRejected: " in record.getMessage()
+
+
+def _shorten_relayed(record: logging.LogRecord) -> None:
+    """Turn a worker's relayed LogEntry text into ``worker: MESSAGE [step]``."""
+    from apache_beam.portability.api import beam_fn_api_pb2
+    from google.protobuf import text_format
+
+    entry = beam_fn_api_pb2.LogEntry()
+    try:
+        text_format.Parse(record.getMessage(), entry)
+    except text_format.ParseError:
+        return
+    step = f" [{entry.transform_id}]" if entry.transform_id else ""
+    record.msg, record.args = f"worker: {entry.message}{step}", ()
+
+
+def readable(record: logging.LogRecord) -> bool:
+    """A handler filter: False for lines to drop; relayed worker entries are shortened in place."""
+    text = record.getMessage()
+    if any(noise in text for noise in NOISE) or _rejected(record):
+        return False
+    if record.name == "root" and text.startswith(_RELAYED):
+        _shorten_relayed(record)
+    return True
+
+
+def configure() -> None:
+    """Warnings and errors on stderr, through :func:`readable`."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(readable)
