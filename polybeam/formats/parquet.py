@@ -67,7 +67,7 @@ from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, slot_mask
 from polybeam.formats.classes import string_labels
 from polybeam.formats.libsvm import libsvm_slots
-from polybeam.formats.records import DeadLetter, ParsedBlock, label_problems, reject_examples
+from polybeam.formats.records import DeadLetter, InputFileError, ParsedBlock, label_problems, reject_examples
 from polybeam.formats.settings import HashedFormat
 
 
@@ -142,7 +142,8 @@ class ParquetFormat(HashedFormat):
     ) -> ParsedBlock:
         """Parse rows ``first_row``, ``first_row + 1``, ... of ``source`` held in ``table``.
 
-        Raises ``ValueError`` naming ``source`` when the table lacks what the format needs.
+        Raises :class:`~polybeam.formats.records.InputFileError` (a ``ValueError``) naming ``source``
+        when the table lacks what the format needs.
         """
         if isinstance(table, pa.RecordBatch):
             table = pa.Table.from_batches([table])
@@ -152,7 +153,7 @@ class ParquetFormat(HashedFormat):
             return self._parse_table(table, source, first_row)
         except ValueError as error:
             # A file with the wrong schema cannot be read at all: say which file.
-            raise ValueError(f"{source}: {error}") from error
+            raise InputFileError(f"{source}: {error}") from error
 
     def _parse_table(self, table: pa.Table, source: str, first_row: int) -> ParsedBlock:
         self._check_unique_columns(table)
@@ -236,8 +237,8 @@ class ParquetFormat(HashedFormat):
             if self.labels == "any":
                 return np.full(n, np.nan), np.zeros(n, dtype=bool), {}
             raise ValueError(
-                f"label column {self.label_column!r} not found; the columns are {table.column_names} "
-                "(use labels='any' to read unlabelled rows)"
+                f"label column {self.label_column!r} not found; the columns are {table.column_names}: name the "
+                "label column (--label-column, label_column=), or read unlabelled rows to predict (labels='any')"
             )
         column = table.column(self.label_column)
         if pa.types.is_null(column.type):  # all null (a writer's type for a column of Nones): all missing

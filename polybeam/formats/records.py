@@ -20,6 +20,11 @@ from polybeam.learners.batch import ExampleBatch
 MAX_RAW_CHARS = 1000
 
 
+class InputFileError(ValueError):
+    """A whole input file cannot be read as asked (a Parquet file without the label column, ...): the
+    message names the file and what is wrong, for the user; a job that meets one fails."""
+
+
 @dataclass(frozen=True)
 class DeadLetter:
     """A record that could not become an example, and why.

@@ -17,6 +17,7 @@ metrics to report on a job:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,10 @@ from typing import Callable
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from polybeam.formats.acceptance import InputRejected
+from polybeam.formats.records import InputFileError
+from polybeam.learners.container import FormatError
+from polybeam.selection.anytime import AnytimeModelError
+from polybeam.transforms.sources import CorruptInputError
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
 from polybeam.transforms.files import read_json
@@ -95,6 +100,35 @@ def detach(command: str, options: PipelineOptions, report_path: str) -> dict:
     return {"job_id": f"local-{process.pid}", "state": "RUNNING", "log": log_path}
 
 
+# Errors a worker raises about the user's files, with messages written for the user (what is wrong with
+# which file, and what to do): the command says them in one line, whatever runner relayed them.
+USER_ERRORS = (CorruptInputError, InputFileError, FormatError, AnytimeModelError)
+USER_ERROR_LINE = re.compile(
+    r"^polybeam\.[\w.]+\.(?:" + "|".join(kind.__name__ for kind in USER_ERRORS) + r"): (.+)$", re.MULTILINE
+)
+_WHILE_RUNNING = re.compile(r" \[while running '[^']*'\]$")
+
+
+def user_error(error: BaseException) -> str | None:
+    """The message of a user-facing worker error behind a failed job (the exception itself on the local
+    runner, the worker's traceback text on a portable runner), or None.
+
+    >>> user_error(RuntimeError("Traceback ...\\npolybeam.transforms.sources.CorruptInputError: a.gz: "
+    ...                         "corrupt gzip data [while running 'Read/ReadBlocks']\\n"))
+    'a.gz: corrupt gzip data'
+    >>> user_error(RuntimeError("Traceback ...\\nZeroDivisionError: division by zero")) is None
+    True
+    """
+    if isinstance(error, USER_ERRORS):
+        text = str(error)
+    else:
+        found = USER_ERROR_LINE.findall(str(error))
+        if not found:
+            return None
+        text = found[-1]
+    return _WHILE_RUNNING.sub("", text.strip())
+
+
 def _raise_rejection(facts: dict) -> None:
     """Raise InputRejected when this launch's job wrote that its input was refused (its failure report)."""
     try:
@@ -145,8 +179,11 @@ def launch(pipeline, options: PipelineOptions, facts: dict, *, outputs: dict, st
             pipeline.runner, pool = forked_runner(pipeline.options, workers)
         try:
             state = pipeline.run().wait_until_finish()
-        except Exception:
+        except Exception as error:
             _raise_rejection(facts)
+            message = user_error(error)
+            if message is not None:
+                raise JobFailed(message) from None
             raise
     finally:
         if pool is not None:

@@ -9,9 +9,10 @@
 * Local worker processes send their log to the runner, which logs each entry
   in the launcher as a whole ``LogEntry`` message (timestamp, thread, log
   location, ten lines each); it is shortened to ``worker: MESSAGE [step]``.
-* A refused input (:class:`~polybeam.formats.acceptance.InputRejected`) is
+* A refused input (:class:`~polybeam.formats.acceptance.InputRejected`), or
+  a worker's error about an input or model file (``launch.USER_ERRORS``), is
   the command's own error message; the runner's logged traceback of it is
-  dropped, whether it comes from the launcher's process or a worker's.
+  dropped.
 
 >>> record = logging.LogRecord("root", logging.WARNING, "", 0,
 ...     'severity: WARN\\nmessage: "disk is full"\\ntransform_id: "Write/Write"\\nthread: "T-1"\\n', (), None)
@@ -32,12 +33,15 @@ NOISE = (
 )
 
 
-def _rejected(record: logging.LogRecord) -> bool:
+def _said_by_the_command(record: logging.LogRecord) -> bool:
+    """A runner's log of an error the command says itself, in one line (see ``launch.USER_ERRORS``)."""
     from polybeam.formats.acceptance import InputRejected
+    from polybeam.pipelines.launch import USER_ERROR_LINE, USER_ERRORS
 
-    if record.exc_info and isinstance(record.exc_info[1], InputRejected):
+    if record.exc_info and isinstance(record.exc_info[1], (InputRejected, *USER_ERRORS)):
         return True
-    return "InputRejected: " in record.getMessage()
+    text = record.getMessage()  # a worker's traceback, relayed by a portable runner
+    return "InputRejected: " in text or USER_ERROR_LINE.search(text) is not None
 
 
 def _shorten_relayed(record: logging.LogRecord) -> None:
@@ -57,7 +61,7 @@ def _shorten_relayed(record: logging.LogRecord) -> None:
 def readable(record: logging.LogRecord) -> bool:
     """A handler filter: False for lines to drop; relayed worker entries are shortened in place."""
     text = record.getMessage()
-    if any(noise in text for noise in NOISE) or _rejected(record):
+    if any(noise in text for noise in NOISE) or _said_by_the_command(record):
         return False
     if record.name == "root" and text.startswith(_RELAYED):
         _shorten_relayed(record)

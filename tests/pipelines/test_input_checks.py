@@ -8,6 +8,7 @@ letters.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -16,6 +17,8 @@ import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -221,3 +224,28 @@ def test_a_refused_input_on_local_worker_processes_is_said_once(tmp_path):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("polybeam train: error: all 4 records (100%) are dead letters")
     assert len(done.stderr.splitlines()) == 5
+
+
+def corrupt_gzip(folder) -> str:
+    """A gzip file of LIBSVM lines with two bytes flipped in the middle of its compressed data."""
+    data = bytearray(gzip.compress(b"".join(b"1 1:%d\n" % i for i in range(10_000))))
+    data[len(data) // 2] ^= 0xFF
+    data[len(data) // 2 + 1] ^= 0xFF
+    path = folder / "bad.libsvm.gz"
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+def test_a_damaged_file_fails_the_job_in_one_line(tmp_path):
+    """Errors a worker raises about a whole file (corrupt gzip, a Parquet file without the label column)
+    are the command's one-line error, exit 1, with no traceback."""
+    data = corrupt_gzip(tmp_path)
+    code, stdout, stderr = run("train", "--input", data, "--model", tmp_path / "m.model")
+    assert code == 1 and stdout == ""
+    assert stderr.startswith(f"polybeam train: error: {data}: corrupt gzip data") and stderr.count("\n") == 1
+    parquet = tmp_path / "w.parquet"
+    pq.write_table(pa.table({"x": [1.0, 2.0], "y": ["a", "b"]}), parquet)
+    code, _, stderr = run("train", "--input", parquet, "--format", "parquet", "--model", tmp_path / "m.model")
+    assert code == 1 and stderr.count("\n") == 1
+    assert stderr.startswith(f"polybeam train: error: {parquet}: label column 'label' not found")
+    assert not (tmp_path / "m.model").exists()

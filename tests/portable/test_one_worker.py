@@ -11,6 +11,7 @@ prediction lines and slots exactly; floating-point results to 1e-9 relative
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -136,3 +137,19 @@ def test_a_refused_input_fails_the_job_with_the_checks_message(portable_cluster)
     assert report["failed"] and report["runner"] == "PortableRunner" and report["dead_letters"] == 4
     assert len((out / "m.model.dead_letters.jsonl").read_text().splitlines()) == 4
     assert not (out / "m.model").exists()
+
+
+def test_a_damaged_input_file_is_the_commands_one_line_error(portable_cluster):
+    """A worker's error about a file (corrupt gzip) reaches the launcher as the runner's error text; the
+    command says the worker's message in one line, exit 1."""
+    out = portable_cluster.job_dir("damaged-input")
+    data = bytearray(gzip.compress(b"".join(b"1 1:%d\n" % i for i in range(10_000))))
+    data[len(data) // 2] ^= 0xFF
+    data[len(data) // 2 + 1] ^= 0xFF
+    (out / "bad.libsvm.gz").write_bytes(bytes(data))
+    run = polybeam(["train", "--input", out / "bad.libsvm.gz", "--model", out / "m.model"],
+                   portable_cluster.portable_options(1), cwd=portable_cluster.launcher_dir,
+                   env=portable_cluster.launcher_env)  # fmt: skip
+    assert run.returncode == 1, run.failure()
+    assert run.stderr.strip().splitlines()[-1].startswith(f"polybeam train: error: {out / 'bad.libsvm.gz'}: corrupt gzip data")
+    assert "Traceback" not in run.stderr
