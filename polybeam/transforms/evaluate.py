@@ -1,7 +1,7 @@
 """Evaluate: held-out metrics of a model over ExampleBatches, as one dict per model.
 
 Each bundle scores its batches into a partial :class:`Evaluation`; partials are
-compacted and merged by a CombineFn, so metrics (including the exact AUC) come
+compacted and merged by a CombineFn, so metrics (the AUC in bounded memory) come
 out of one pass over any amount of data.
 """
 
