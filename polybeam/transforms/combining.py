@@ -22,19 +22,18 @@ class MergeFn(beam.CombineFn):
 
     fault_step = "merge-partials"
 
+    def __init__(self):
+        super().__init__()
+        self._faults = FaultSwitch(self.fault_step)  # off unless a test sets POLYBEAM_FAULT
+
     def create_accumulator(self):
-        self._switch().bundle_started()
+        self._faults.bundle_started()
         return None
 
     def add_input(self, merged, partial):
         merged = copy.deepcopy(partial) if merged is None else merged.merge([partial])
-        self._switch().after_work()
+        self._faults.after_work()
         return merged
-
-    def _switch(self) -> FaultSwitch:
-        if getattr(self, "_faults", None) is None:
-            self._faults = FaultSwitch(self.fault_step)
-        return self._faults
 
     def merge_accumulators(self, accumulators):
         merged = None

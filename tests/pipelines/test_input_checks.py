@@ -8,7 +8,6 @@ letters.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
@@ -16,6 +15,7 @@ import subprocess
 import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,6 +27,7 @@ from polybeam.formats.acceptance import InputRejected
 from polybeam.pipelines.anytime import run_sequence
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.jobs import run_evaluate, run_predict, run_train
+from tests.transforms.torture_corpus import corrupt_gzip
 
 CSV_ROWS = "a,b,label\n1,2,1\n3,4,0\n5,6,1\n"
 
@@ -226,20 +227,11 @@ def test_a_refused_input_on_local_worker_processes_is_said_once(tmp_path):
     assert len(done.stderr.splitlines()) == 5
 
 
-def corrupt_gzip(folder) -> str:
-    """A gzip file of LIBSVM lines with two bytes flipped in the middle of its compressed data."""
-    data = bytearray(gzip.compress(b"".join(b"1 1:%d\n" % i for i in range(10_000))))
-    data[len(data) // 2] ^= 0xFF
-    data[len(data) // 2 + 1] ^= 0xFF
-    path = folder / "bad.libsvm.gz"
-    path.write_bytes(bytes(data))
-    return str(path)
-
-
 def test_a_damaged_file_fails_the_job_in_one_line(tmp_path):
     """Errors a worker raises about a whole file (corrupt gzip, a Parquet file without the label column)
     are the command's one-line error, exit 1, with no traceback."""
-    data = corrupt_gzip(tmp_path)
+    data = str(tmp_path / "bad.libsvm.gz")
+    Path(data).write_bytes(corrupt_gzip(b"".join(b"1 1:%d\n" % i for i in range(10_000))))
     code, stdout, stderr = run("train", "--input", data, "--model", tmp_path / "m.model")
     assert code == 1 and stdout == ""
     assert stderr.startswith(f"polybeam train: error: {data}: corrupt gzip data") and stderr.count("\n") == 1

@@ -11,7 +11,6 @@ prediction lines and slots exactly; floating-point results to 1e-9 relative
 
 from __future__ import annotations
 
-import gzip
 import json
 
 import pytest
@@ -28,6 +27,7 @@ from tests.portable.compare import (
     prediction_lines,
 )
 from tests.portable.runs import SCORED_VARIANTS
+from tests.transforms.torture_corpus import corrupt_gzip
 from tests.portable.variants import TRAIN_VARIANTS
 
 pytestmark = pytest.mark.portable
@@ -143,10 +143,7 @@ def test_a_damaged_input_file_is_the_commands_one_line_error(portable_cluster):
     """A worker's error about a file (corrupt gzip) reaches the launcher as the runner's error text; the
     command says the worker's message in one line, exit 1."""
     out = portable_cluster.job_dir("damaged-input")
-    data = bytearray(gzip.compress(b"".join(b"1 1:%d\n" % i for i in range(10_000))))
-    data[len(data) // 2] ^= 0xFF
-    data[len(data) // 2 + 1] ^= 0xFF
-    (out / "bad.libsvm.gz").write_bytes(bytes(data))
+    (out / "bad.libsvm.gz").write_bytes(corrupt_gzip(b"".join(b"1 1:%d\n" % i for i in range(10_000))))
     run = polybeam(["train", "--input", out / "bad.libsvm.gz", "--model", out / "m.model"],
                    portable_cluster.portable_options(1), cwd=portable_cluster.launcher_dir,
                    env=portable_cluster.launcher_env)  # fmt: skip
