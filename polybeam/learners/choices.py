@@ -30,3 +30,8 @@ DEFAULT_GSA_TARGET = 0.95
 MIN_BITS = 1
 MAX_BITS = 30
 DEFAULT_BITS = 18
+
+# With several passes, one example in this many is held out to score each pass (VW's --holdout_period), and
+# training stops after this many passes without a better holdout loss (VW's --early_terminate).
+DEFAULT_HOLDOUT_PERIOD = 10
+DEFAULT_EARLY_TERMINATE = 3

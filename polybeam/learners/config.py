@@ -17,7 +17,9 @@ import numpy as np
 
 from polybeam.learners.choices import (  # noqa: F401  (re-exported: the settings' names live there)
     DEFAULT_BITS,
+    DEFAULT_EARLY_TERMINATE,
     DEFAULT_GSA_TARGET,
+    DEFAULT_HOLDOUT_PERIOD,
     DEFAULT_STEPS,
     EXPANSION_RULES,
     EXPANSIONS,
@@ -78,6 +80,18 @@ class LearnerConfig:
     passes : int
         Passes over the data; in Beam each later pass starts every worker from the
         averaged model of the previous pass.
+    holdout_period : int
+        With ``passes`` > 1, one example in ``holdout_period`` is held out of
+        training in every pass (VW's ``--holdout_period``; chosen by a hash of
+        where the example sits in its file, so the same examples on every
+        pass, worker and runner; see :mod:`polybeam.learners.holdout`). After
+        each pass the model is scored on them; the best pass's model is kept,
+        and apple's guard chooses between products and the linear model by
+        it. 0 holds nothing out (VW's ``--holdout_off``): every pass trains on
+        everything and the last pass's model is kept.
+    early_terminate : int
+        With a holdout: stop after this many passes in a row without a lower
+        holdout loss than the best so far (VW's ``--early_terminate``).
     bias : bool
         Learn a bias weight (slot 0, feature value 1).
     center : bool
@@ -190,6 +204,8 @@ class LearnerConfig:
     bits: int = DEFAULT_BITS
     seed: int = 0
     passes: int = 1
+    holdout_period: int = DEFAULT_HOLDOUT_PERIOD
+    early_terminate: int = DEFAULT_EARLY_TERMINATE
     bias: bool = True
     center: bool = True
     normalized: bool = True
@@ -241,6 +257,13 @@ class LearnerConfig:
             raise ValueError(f"seed must be an integer in [0, 2**32); got {self.seed!r}")
         if not _whole(self.passes) or self.passes < 1:
             raise ValueError(f"passes must be a whole number >= 1; got {self.passes!r}")
+        if not _whole(self.holdout_period) or self.holdout_period == 1 or self.holdout_period < 0:
+            raise ValueError(
+                f"holdout_period must be a whole number >= 2 (one example in that many is held out), "
+                f"or 0 to hold out nothing; got {self.holdout_period!r}"
+            )
+        if not _whole(self.early_terminate) or self.early_terminate < 1:
+            raise ValueError(f"early_terminate must be a whole number >= 1; got {self.early_terminate!r}")
         self._check_classes(set_field)
         _check_number("gsa_target", self.gsa_target)
         if not 0.5 < self.gsa_target < 1.0:
@@ -317,6 +340,17 @@ class LearnerConfig:
     def outputs(self) -> int:
         """Scores per example: one per class for softmax, else one."""
         return self.classes if self.loss == "softmax" else 1
+
+    @property
+    def holds_out(self) -> bool:
+        """Whether training holds examples out to choose the best pass: several passes and a holdout period.
+
+        >>> LearnerConfig(passes=3).holds_out, LearnerConfig(passes=3, holdout_period=0).holds_out
+        (True, False)
+        >>> LearnerConfig().holds_out   # one pass: every example is learned, the guard uses progressive loss
+        False
+        """
+        return self.passes > 1 and self.holdout_period > 0
 
     @property
     def threshold(self) -> float:

@@ -29,6 +29,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import LearningCurve
+from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.losses import LOSS_CODES
 from polybeam.learners.model import Model
 from polybeam.learners.softmax import learn_batch_softmax
@@ -108,6 +109,7 @@ class LinearLearner:
         self.names_: dict[int, str] = {}
         self.passes_: list[dict[str, float]] = []
         self.curve_ = LearningCurve()
+        self.selection_ = PassSelection(self.config.early_terminate)
 
     # -- learning -------------------------------------------------------------
 
@@ -227,14 +229,14 @@ class LinearLearner:
             )
 
     def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch, passes: int | None = None) -> "LinearLearner":
-        """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout."""
+        """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout.
+
+        With several passes and a ``holdout_period``, one example in that many is held
+        out, every pass is scored on them, and the learner ends as the best pass left
+        it, stopping early as ``Train`` does (see :mod:`polybeam.learners.holdout`).
+        """
         batches = [batches] if isinstance(batches, ExampleBatch) else list(batches)
-        for pass_number in range(passes or self.config.passes):
-            if pass_number:
-                self.start_pass()
-            for batch in batches:
-                self.learn(batch)
-        return self
+        return train_passes(self, batches, passes or self.config.passes)
 
     def start_pass(self) -> "LinearLearner":
         """Close the current pass's statistics and start counting a new pass."""
@@ -418,6 +420,10 @@ class LinearLearner:
 
     # -- extraction and serialisation -------------------------------------------
 
+    def candidate_models(self) -> dict[str, Model]:
+        """The models a holdout chooses among: this learner's only (see :mod:`polybeam.learners.holdout`)."""
+        return {"linear": self.to_model()}
+
     def _pass_summary(self) -> dict[str, float]:
         return {
             "examples": self.examples_seen,
@@ -449,6 +455,8 @@ class LinearLearner:
         }
         if self.greedy_step is not None:
             info["greedy_step"] = self.greedy_step
+        if self.selection_.judged:
+            info["holdout"] = self.selection_.summary(self.config.holdout_period)
         info.update(metadata or {})
         names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
         return Model(
@@ -486,6 +494,7 @@ class LinearLearner:
             "passes": self.passes_,
             "centring": self.centring_.to_state(),
             "curve": self.curve_.to_state(),
+            "selection": self.selection_.to_state(),
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -501,6 +510,7 @@ class LinearLearner:
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))
         self.curve_ = LearningCurve.from_state(state.get("curve"))
+        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate)
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
             self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook())
             self.centring_ = Centring.off()

@@ -215,9 +215,21 @@ class Model:
             entries.append(entry)
         return entries
 
+    @property
+    def kind(self) -> str:
+        """What the model computes: ``"linear"``, ``"apple"`` (products over its parents),
+        ``"quadratic"`` or ``"cubic"``. An apple model without parents (apple's guard kept the
+        linear model, or apple never grew) is linear."""
+        if self.expansion is None or self.expansion.kind == "none":
+            return "linear"
+        if self.expansion.kind == "apple" and not self.expansion.parents:
+            return "linear"
+        return self.expansion.kind
+
     def summary_dict(self, top: int = 20) -> dict[str, Any]:
         meta = dict(self.metadata)
         return {
+            "kind": self.kind,
             "loss": self.config.loss,
             "step": self.config.step,
             "sparsity": self.config.sparsity,
@@ -229,6 +241,7 @@ class Model:
             "progressive_loss": meta.get("progressive_loss"),
             "passes": len(meta.get("passes", [])) or self.config.passes,
             "apple_guard": meta.get("apple_guard"),
+            "holdout": meta.get("holdout"),
             "top_weights": self.top_weights(top),
         }
 
@@ -237,7 +250,7 @@ class Model:
         info = self.summary_dict(top)
         loss = info["progressive_loss"]
         config = self.config
-        lines = [f"polybeam linear model: loss={info['loss']} step={info['step']} bits={info['bits']}"]
+        lines = [f"polybeam {info['kind']} model: loss={info['loss']} step={info['step']} bits={info['bits']}"]
         if config.loss == "softmax":
             named = f" ({', '.join(config.class_names)})" if config.class_names else ""
             lines.append(f"classes: {config.classes}{named}")
@@ -247,12 +260,10 @@ class Model:
         if self.expansion is not None:
             parents = f", {len(self.expansion.parents)} parent monomials" if self.expansion.kind == "apple" else ""
             lines.append(f"expansion: {self.expansion.kind}{parents} (max degree {self.expansion.max_degree})")
-        guard = info["apple_guard"]
-        if guard:
-            kept = "apple's products" if guard["products_kept"] else "the linear model (apple's products did not pay)"
-            lines.append(f"apple guard: kept {kept}; progressive loss since the last expansion "
-                         f"{guard['progressive_loss']:.6g} with products, {guard['linear_progressive_loss']:.6g} "
-                         f"without, over {guard['examples']:g} examples")  # fmt: skip
+        if info["apple_guard"]:
+            lines.append(guard_line(info["apple_guard"]))
+        if info["holdout"]:
+            lines.append(holdout_line(info["holdout"]))
         if "greedy_step" in self.metadata:
             lines.append(f"mean greedy step (GSA): {self.metadata['greedy_step']:.6g}")
         lines += [
@@ -345,3 +356,37 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def guard_line(guard: Mapping[str, Any]) -> str:
+    """One line on what apple's guard kept and why (a model's ``apple_guard`` metadata).
+
+    >>> guard_line({"products_kept": False, "decided_on": "holdout", "pass": 2, "examples": 400.0,
+    ...             "holdout_loss": 0.31, "linear_holdout_loss": 0.29})
+    "apple guard: kept the linear model (apple's products did not pay): holdout loss after pass 2 0.31 with products, 0.29 without, over 400 held-out examples"
+    """
+    kept = "apple's products" if guard["products_kept"] else "the linear model (apple's products did not pay)"
+    if guard.get("decided_on") == "holdout":
+        return (f"apple guard: kept {kept}: holdout loss after pass {guard['pass']} {guard['holdout_loss']:.6g} with "
+                f"products, {guard['linear_holdout_loss']:.6g} without, over {guard['examples']:g} held-out examples")
+    return (f"apple guard: kept {kept}: progressive loss since the last expansion {guard['progressive_loss']:.6g} "
+            f"with products, {guard['linear_progressive_loss']:.6g} without, over {guard['examples']:g} examples")
+
+
+def holdout_line(holdout: Mapping[str, Any]) -> str:
+    """One line on the passes' holdout losses and the pass kept (a model's ``holdout`` metadata).
+
+    >>> holdout_line({"period": 10, "early_terminate": 3, "best_pass": 2, "stopped_after": 5, "passes": [
+    ...     {"pass": n, "holdout_loss": loss} for n, loss in enumerate([0.4, 0.3, 0.32, 0.33, 0.31], 1)]})
+    'holdout (1 example in 10): loss 0.4, 0.3, 0.32, 0.33, 0.31 after passes 1-5; kept pass 2; stopped after pass 5 (3 passes without improvement)'
+    """
+    passes = holdout["passes"]
+    losses = ", ".join("-" if entry["holdout_loss"] is None or not math.isfinite(entry["holdout_loss"])
+                       else f"{entry['holdout_loss']:.6g}" for entry in passes)  # fmt: skip
+    span = f"{passes[0]['pass']}-{passes[-1]['pass']}" if len(passes) > 1 else f"{passes[0]['pass']}"
+    line = (f"holdout (1 example in {holdout['period']}): loss {losses} after pass{'es' if len(passes) > 1 else ''} "
+            f"{span}; kept pass {holdout['best_pass']}")
+    if holdout.get("stopped_after"):
+        line += (f"; stopped after pass {holdout['stopped_after']} ({holdout['early_terminate']} passes without "
+                 "improvement)")
+    return line

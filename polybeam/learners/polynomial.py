@@ -43,6 +43,7 @@ from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new_product_trace, unpack_factors
+from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
@@ -122,6 +123,8 @@ class PolynomialLearner:
         self.product_trace = new_product_trace(config.bits, degree) if degree else np.zeros(0, dtype=np.int64)
         # The SSM rule ranks candidates by residual statistics gathered over each epoch.
         self.residuals = ResidualStatistics(config.bits) if config.expand_rule == "ssm" and not self.frozen else None
+        # With several passes: each pass's holdout loss, the best pass and its state (polybeam.learners.holdout).
+        self.selection_ = PassSelection(config.early_terminate)
 
     def expect(self, total: int) -> PolynomialLearner:
         """Space the epochs equally over the ``total`` examples this learner will see (0: the doubling
@@ -136,6 +139,13 @@ class PolynomialLearner:
     @property
     def parents(self) -> list[Monomial]:
         return self.expander.parents
+
+    def fit(self, batches, passes: int | None = None) -> PolynomialLearner:
+        """Learn from ``batches`` (one or several) for ``passes`` passes (default: the config's), with
+        the holdout and early stopping of :meth:`LinearLearner.fit`; apple's epochs are spread over
+        the examples it will learn."""
+        batches = [batches] if isinstance(batches, ExampleBatch) else list(batches)
+        return train_passes(self, batches, passes or self.config.passes)
 
     def learn(self, batch: ExampleBatch) -> PolynomialLearner:
         """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it."""
@@ -255,37 +265,69 @@ class PolynomialLearner:
         return (float(apple / weight), float(linear / weight)) if weight > 0 else (math.nan, math.nan)
 
     def products_paid(self) -> bool:
-        """Whether apple predicted better than its guard, the same learner without products: their
-        progressive loss (each example predicted before it was learned, so an estimate of the
-        error on new data) over the first pass's examples since apple last grew, when the final
-        model's products were all there; ties, and no such examples, go to apple. True without
-        a guard. (Over the whole pass the products' young, noisy weights would count against a
-        final model that is better: spam, 0.083 against the linear 0.087.)"""
+        """Whether apple predicted better than its guard, the same learner without products.
+
+        With several passes and a holdout (see :mod:`polybeam.learners.holdout`), the
+        two are compared on the held-out examples, after the pass training kept.
+        With one pass, on their progressive loss (each example predicted before it
+        was learned, so an estimate of the error on new data) over the examples since
+        apple last grew, when the final model's products were all there. Ties, and no
+        such examples, go to apple; True without a guard. (Over the whole first pass the
+        products' young, noisy weights would count against a final model that is
+        better: spam, 0.083 against the linear 0.087.)
+        """
         if self.shadow is None:
             return True
+        if self.selection_.best_kept is not None:
+            return self.selection_.best_kept != "linear"
         apple, linear = self.race_losses()
         return not linear < apple  # NaN: apple
+
+    def guard_verdict(self) -> dict | None:
+        """What apple's guard compared and kept (None without a guard): the model's ``apple_guard``."""
+        if self.shadow is None:
+            return None
+        if self.selection_.best_kept is not None:
+            best = next(entry for entry in self.selection_.history if entry["pass"] == self.selection_.best_pass)
+            return {"products_kept": self.products_paid(), "decided_on": "holdout", "pass": best["pass"],
+                    "examples": float(best["examples"]), "holdout_loss": best["losses"].get("apple"),
+                    "linear_holdout_loss": best["losses"].get("linear")}  # fmt: skip
+        apple, linear = self.race_losses()
+        return {"products_kept": self.products_paid(), "decided_on": "progressive loss",
+                "examples": float(self.race[2]), "progressive_loss": apple, "linear_progressive_loss": linear}  # fmt: skip
+
+    def candidate_models(self) -> dict[str, Model]:
+        """The models a holdout chooses among: apple's, and its guard's linear one when there is a guard."""
+        models = {self.config.expand: self._expanded_model({"stages": self.stages_done})}
+        if self.shadow is not None:
+            models["linear"] = self._guard_model({"stages": self.stages_done})
+        return models
 
     def to_model(self, metadata: Mapping[str, object] | None = None) -> Model:
         """The sparse model with its expansion: parents, and the factors of each weighted product.
 
         Apple's model is the linear one (no parents) when its products did not pay
-        (:meth:`products_paid`); ``apple_guard`` in its metadata says which it is.
+        (:meth:`products_paid`); ``apple_guard`` in its metadata says which it is and why.
         """
-        extra = {"stages": self.stages_done, **(metadata or {})}
-        if self.shadow is not None:
-            apple, linear = self.race_losses()
-            extra["apple_guard"] = {
-                "products_kept": self.products_paid(),
-                "examples": float(self.race[2]),
-                "progressive_loss": apple,
-                "linear_progressive_loss": linear,
-            }
-            if not extra["apple_guard"]["products_kept"]:
-                model = self.shadow.to_model(extra)
-                no_parents = dataclasses.replace(self.expansion, parents=())
-                return dataclasses.replace(model, config=self.config, expansion=no_parents)
-        model = self.linear.to_model(extra)
+        extra = {"stages": self.stages_done}
+        if self.selection_.judged:
+            extra["holdout"] = self.selection_.summary(self.config.holdout_period)
+        verdict = self.guard_verdict()
+        if verdict is not None:
+            extra["apple_guard"] = verdict
+        extra.update(metadata or {})
+        if verdict is not None and not verdict["products_kept"]:
+            return self._guard_model(extra)
+        return self._expanded_model(extra)
+
+    def _guard_model(self, metadata: Mapping[str, object]) -> Model:
+        """The guard's linear model, as a model of this config that expands nothing."""
+        model = self.shadow.to_model(metadata)
+        no_parents = dataclasses.replace(self.expansion, parents=())
+        return dataclasses.replace(model, config=self.config, expansion=no_parents)
+
+    def _expanded_model(self, metadata: Mapping[str, object]) -> Model:
+        model = self.linear.to_model(metadata)
         monomials = FactorTable.empty()
         if self.config.expand == "apple" and self.parents:
             trace = self.expander.slot_trace[model.slots]
@@ -391,6 +433,7 @@ class PolynomialLearner:
             "frozen": bool(self.frozen),
             "grow_pending": bool(self.grow_pending),
             "residuals": None,
+            "selection": self.selection_.to_state(),
         }
         if self.residuals is not None:
             seen = np.flatnonzero(self.residuals.count)
@@ -429,6 +472,7 @@ class PolynomialLearner:
         self.stages_done = list(state["stages_done"])
         self.frozen = bool(state["frozen"])
         self.grow_pending = bool(state.get("grow_pending", False))  # states saved before it existed: False
+        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate)
         residuals = state["residuals"]
         if self.frozen:
             self.residuals = None

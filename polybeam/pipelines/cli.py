@@ -192,15 +192,36 @@ def _describe_train(report: dict) -> str:
         f"read: {counts.describe()}",
         f"progressive validation loss: {loss:.6g}" if loss is not None and math.isfinite(loss)
         else "progressive validation loss: n/a (no examples)",
+    ]  # fmt: skip
+    lines += _kept_model_lines(report)
+    lines += [
         f"non-zero weights: {report['nonzero_weights']}",
         f"{trained}; dead letters to {report['dead_letter_file']}",
-    ]  # fmt: skip
+    ]
     if report.get("resumed_from_pass"):
         lines.append(f"resumed after pass {report['resumed_from_pass']} from {report['checkpoint_dir']}")
     elif report.get("checkpoint_dir"):
         lines.append(f"learner state after each pass in {report['checkpoint_dir']}")
     lines += [f"report: {report['report']}", f"wall time: {report['wall_seconds']:.1f} s"]
     return "\n".join(lines)
+
+
+def _kept_model_lines(report: dict) -> list[str]:
+    """What train kept and why: the model's kind, apple's guard and the passes' holdout."""
+    from polybeam.learners.model import guard_line, holdout_line
+
+    lines = []
+    if report.get("model_kind"):
+        lines.append(f"model: {report['model_kind']}")
+    if report.get("apple_guard"):
+        lines.append(guard_line(report["apple_guard"]))
+    holdout = report.get("holdout")
+    if holdout and holdout.get("passes"):
+        lines.append(holdout_line(holdout))
+    elif holdout and "keys_judged" in holdout:
+        lines.append(f"holdout: {holdout['keys_judged']} keys judged on their held-out examples, "
+                     f"{holdout['keys_stopped_early']} stopped early")  # fmt: skip
+    return lines
 
 
 def _describe_launch(report: dict) -> str:

@@ -146,8 +146,13 @@ def _key_spec_for(options: PipelineOptions, command: str) -> str | None:
 
 def _model_summary(model) -> dict:
     meta = model.metadata
-    return {"examples": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
-            "passes": meta.get("passes"), "nonzero_weights": model.nonzero}  # fmt: skip
+    holdout = meta.get("holdout")
+    summary = {"examples_trained": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
+               "passes": meta.get("passes"), "nonzero_weights": model.nonzero, "model_kind": model.kind,
+               "holdout": holdout, "apple_guard": meta.get("apple_guard")}  # fmt: skip
+    if holdout and holdout["passes"]:
+        summary["examples_held_out"] = holdout["passes"][-1]["examples"]
+    return summary
 
 
 def _train_report(parts: dict, *, facts: dict) -> dict:
@@ -159,6 +164,10 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
         examples = sum(entry.get("examples") or 0 for entry in entries.values())
         losses = [(entry["progressive_loss"], entry.get("examples") or 0) for entry in entries.values()
                   if entry.get("progressive_loss") is not None]  # fmt: skip
+        judged = [entry for entry in entries.values() if "best_pass" in entry]
+        if judged:
+            report["holdout"] = {"keys_judged": len(judged),
+                                 "keys_stopped_early": sum(1 for entry in judged if entry.get("stopped_after"))}  # fmt: skip
         report.update(
             keys=len(entries),
             progressive_loss=sum(loss * n for loss, n in losses) / max(1, sum(n for _, n in losses)) if losses else None,

@@ -26,7 +26,9 @@ import argparse
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION
 from polybeam.learners.choices import (
     DEFAULT_BITS,
+    DEFAULT_EARLY_TERMINATE,
     DEFAULT_GSA_TARGET,
+    DEFAULT_HOLDOUT_PERIOD,
     EXPANSION_RULES,
     EXPANSIONS,
     LOSSES,
@@ -117,7 +119,18 @@ def add_learner_options(parser) -> None:
     _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, 2.0 for softmax, else 0.5)")
     _add(parser, "power-t", type=float, default=0.5, help="decay exponent of --step decay (default: 0.5, eta/sqrt(t))")
     _add(parser, "l2", type=float, default=0.0, help="L2 regularisation strength (default: 0)")
-    _add(parser, "passes", type=int, default=1, help="passes over the data; workers average after each (default: 1)")
+    _add(parser, "passes", type=int, default=1, help="passes over the data; workers average after each (default: 1). With more than one, a holdout scores every pass (see --holdout-period)")
+    _add(parser, "holdout-period", type=int, default=DEFAULT_HOLDOUT_PERIOD,
+         help="with --passes > 1: hold one example in this many out of training (chosen by a hash of where it sits in "
+              "its file: the same examples in every pass, on every worker), score every pass's model on them, keep "
+              "the best pass's model, and let apple's guard choose between products and the linear model by them "
+              f"(default: {DEFAULT_HOLDOUT_PERIOD}, as VW's --holdout_period)")
+    _add(parser, "holdout-off", action="store_true", default=False,
+         help="with --passes > 1: hold nothing out; every pass learns every example and the last pass's model is "
+              "written (VW's --holdout_off)")
+    _add(parser, "early-terminate", type=int, default=DEFAULT_EARLY_TERMINATE,
+         help="with a holdout: stop after this many passes in a row without a lower holdout loss than the best "
+              f"pass's (default: {DEFAULT_EARLY_TERMINATE}, as VW's --early_terminate)")
     _add(parser, "bits", type=int, default=DEFAULT_BITS, help=f"hash into 2**bits weights (1..30, default: {DEFAULT_BITS})")
     _add(parser, "seed", type=int, default=0, help="seed of feature hashing and of the learner's randomness (default: 0)")
     _add(parser, "no-bias", action="store_true", default=False, help="do not learn a bias weight")
@@ -137,7 +150,7 @@ def add_learner_options(parser) -> None:
     _add(parser, "expand-rule", choices=EXPANSION_RULES, default="weight", help="apple: pick parents by weight magnitude (default), the risk-consistent fallback rule, or the SSM residual heuristic")
     _add(parser, "max-degree", type=int, default=6, help="apple: largest degree of a product (default: 6)")
     _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
-    _add(parser, "no-apple-guard", action="store_true", default=False, help="apple: keep the products even where they predicted worse than the same learner without them (by default apple learns that linear model alongside, compares their progressive loss since its last expansion, and writes the better)")
+    _add(parser, "no-apple-guard", action="store_true", default=False, help="apple: keep the products even where they predicted worse than the same learner without them (by default apple learns that linear model alongside and writes the better: by their holdout loss with --passes > 1, else by their progressive loss since apple's last expansion)")
     _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
     _add(parser, "examples-per-pass", type=int, default=None, help="apple: number of training examples, when known: the 6 epochs are then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)")
     _add(parser, "interactions", type=columns, default=(), help="quadratic/cubic: only products across these namespaces (first letters), like VW's -q/--cubic: e.g. ab,abc (VW text input)")

@@ -123,7 +123,7 @@ class DemoOptions(PipelineOptions):
 
 # LearnerOptions attributes that carry a LearnerConfig field of the same name.
 _SAME_NAMES = (
-    "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "classes", "class_names",
+    "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "early_terminate", "classes", "class_names",
     "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every", "truncate_threshold",
     "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after", "examples_per_pass", "interactions",
 )  # fmt: skip
@@ -142,6 +142,7 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
         bias=not learner.no_bias,
         center=not learner.no_center,
         apple_guard=not learner.no_apple_guard,
+        holdout_period=0 if learner.holdout_off else learner.holdout_period,
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,
         repeat_factors=not learner.no_repeat_factors,

@@ -97,3 +97,21 @@ def line(point: dict, rate: float) -> str:
     return (f"polybeam[{os.getpid()}] pass {point['pass']} {point['examples']:>10} examples {speed}  "
             f"progressive loss {loss(point['progressive_loss'])}  since last {loss(point['since_last'])}  "
             f"non-zero {point['nonzero']}")  # fmt: skip
+
+
+def holdout_progress_line(selection) -> str:
+    """The line a judged pass prints: its holdout loss, the best pass so far, and whether training
+    stops (see polybeam.learners.holdout.PassSelection)."""
+    entry = selection.history[-1]
+    loss = entry["holdout_loss"]
+    shown = f"{loss:.6f}" if loss == loss else "-"
+    candidates = entry["losses"]
+    among = ""
+    if len(candidates) > 1:
+        among = " (" + ", ".join(f"{name} {value:.6f}" for name, value in candidates.items()) + ")"
+    line = (f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among} over {entry['examples']} "
+            f"held-out examples; best: pass {selection.best_pass}")
+    if selection.stopped:
+        line += (f"; no better loss in {selection.patience} passes: training stops and keeps pass "
+                 f"{selection.best_pass}")
+    return line

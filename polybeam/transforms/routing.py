@@ -134,12 +134,18 @@ def _write_keyed_model(element, folder: str) -> tuple[str, dict]:
     file = f"models/{key_file_stem(key)}.model"
     write_model(model, join(folder, file))
     meta = model.metadata
-    return key_text(key), {
+    entry = {
         "file": file,
+        "kind": model.kind,
         "examples": meta.get("examples"),
         "progressive_loss": meta.get("progressive_loss"),
         "nonzero_weights": model.nonzero,
     }
+    holdout = meta.get("holdout")
+    if holdout:  # each key's learner was judged on its own held-out examples
+        entry.update(holdout_loss=holdout["best_loss"], best_pass=holdout["best_pass"],
+                     stopped_after=holdout["stopped_after"])  # fmt: skip
+    return key_text(key), entry
 
 
 def _write_keyed_index(entries: list, folder: str, facts: dict) -> str:

@@ -21,6 +21,8 @@ Example
 
 from __future__ import annotations
 
+import sys
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.util import WaitOn
@@ -31,21 +33,24 @@ from apache_beam.utils.windowed_value import WindowedValue
 from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.holdout import HoldoutScore, PassSelection, held_out_part, record_pass, training_count, training_part
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.faults import FaultSwitch
 from polybeam.transforms.keys import KeyFn, split_by_key
-from polybeam.transforms.progress import Progress
+from polybeam.transforms.progress import Progress, holdout_progress_line
 
 
-def _feed(learner: BackgroundLearner, element, progress: Progress) -> BackgroundLearner:
-    """Learn ``element``: a batch, or ``(batch, examples to space apple's epochs over)`` (see Train);
-    count it and publish the progress made so far (from the bundle's thread, where metrics belong)."""
-    batch = element[0] if isinstance(element, tuple) else element
+def _feed(learner: BackgroundLearner, element, progress: Progress, config: LearnerConfig) -> BackgroundLearner:
+    """Learn ``element``: a batch, or ``(batch, examples to space apple's epochs over)`` (see Train),
+    but for its held-out examples (see polybeam.learners.holdout); count it and publish the progress
+    made so far (from the bundle's thread, where metrics belong)."""
+    batch, total = element if isinstance(element, tuple) else (element, None)
+    batch = training_part(batch, config)
     progress.learned(len(batch))
     progress.publish()
-    return learner.learn(*element) if isinstance(element, tuple) else learner.learn(element)
+    return learner.learn(batch, total)
 
 
 class TrainFn(beam.CombineFn):
@@ -79,7 +84,7 @@ class TrainFn(beam.CombineFn):
         return BackgroundLearner(self._progress().attach(make_learner(self.config)))
 
     def add_input(self, accumulator: BackgroundLearner, element) -> BackgroundLearner:
-        accumulator = _feed(accumulator, element, self._progress())
+        accumulator = _feed(accumulator, element, self._progress(), self.config)
         self._faults.after_work()
         return accumulator
 
@@ -134,13 +139,52 @@ class MergeLearnersFn(beam.CombineFn):
         return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
 
 
+class _MergeTree(beam.PTransform):
+    """Averages partial learners (per key) in two levels: each goes to one of ``fanout`` groups, each
+    group is averaged, then the groups' averages.
+
+    What ``CombineGlobally.with_fanout`` and ``CombinePerKey.with_hot_key_fanout`` do, without their
+    windowing steps, which Beam 2.77's FnApiRunner cannot schedule when the result feeds a side input
+    that a later pass's judgement waits on ("watermark-pending bundles did not execute"). A learner's
+    group is a hash of what it learned, not a random draw, so a retried bundle's learner joins the
+    same group and the averages are the same.
+    """
+
+    def __init__(self, merge: beam.CombineFn, fanout: int, keyed: bool):
+        super().__init__()
+        self.merge = merge
+        self.fanout = fanout
+        self.keyed = keyed
+
+    def expand(self, learners):
+        fanout = self.fanout
+        if self.keyed:
+            grouped = learners | "Group" >> beam.MapTuple(lambda key, learner: ((key, _group(learner, fanout)), learner))
+        else:
+            grouped = learners | "Group" >> beam.Map(lambda learner: (_group(learner, fanout), learner))
+        averaged = grouped | "AverageGroups" >> beam.CombinePerKey(self.merge)
+        if self.keyed:
+            regrouped = averaged | "Ungroup" >> beam.MapTuple(lambda key_group, learner: (key_group[0], learner))
+            return regrouped | "AverageKeys" >> beam.CombinePerKey(self.merge)
+        return averaged | "Ungroup" >> beam.Values() | "Average" >> beam.CombineGlobally(self.merge)
+
+
+def _group(learner, fanout: int) -> int:
+    """The merge group of a partial learner: a hash of what it learned (numbers hash alike in every process)."""
+    stats = linear_part(learner).stats_
+    return hash((float(stats.sum()), linear_part(learner).examples_seen)) % fanout
+
+
 def continue_from(origin):
     """A learner that goes on from ``origin`` in a new pass (``origin`` itself is not touched).
 
     A state that has learned in its current pass closes that pass first; a
-    warm start from a model file has no pass of its own to close.
+    warm start from a model file has no pass of its own to close. The record of
+    the passes' holdout stays with ``origin``: the pass's judgement joins it
+    again (see ``Train``), so partial learners do not carry it through the shuffle.
     """
     learner = origin.copy()
+    learner.selection_ = PassSelection(learner.config.early_terminate)
     return learner.start_pass() if linear_part(learner).examples_seen else learner
 
 
@@ -167,11 +211,13 @@ class _LearnOnePass(beam.DoFn):
         learner = self._learners.get(key)
         if learner is None:
             origin = (start or {}).get(key) if self.keyed else start
+            if origin is not None and origin.selection_.stopped:
+                return  # the holdout stopped this learner early: its later passes learn nothing
             fresh = origin is None
             learner = BackgroundLearner(self._progress.attach(make_learner(self.config) if fresh
                                                               else continue_from(origin)))  # fmt: skip
             self._learners[key] = learner
-        _feed(learner, batch, self._progress)
+        _feed(learner, batch, self._progress, self.config)
         self._faults.after_work()
 
     def finish_bundle(self):
@@ -203,21 +249,22 @@ def learner_total(count: int, passes: int, learners: int | None) -> int:
     return 0
 
 
-def _with_total_examples(batches, keyed: bool, passes: int, learners: int | None, known: int | None = None):
+def _with_total_examples(batches, config: LearnerConfig, keyed: bool, learners: int | None, known: int | None = None):
     """Each batch paired with the examples its pass-1 learner spaces apple's epochs over
     (``known``: the examples per pass, when given; else they are counted, per key when keyed)."""
+    passes = config.passes
     if known is not None:
         total = learner_total(known, passes, learners)
         if keyed:
             return batches | "PairWithCount" >> beam.MapTuple(lambda key, batch: (key, (batch, total)))
         return batches | "PairWithCount" >> beam.Map(lambda batch: (batch, total))
     if keyed:
-        counts = batches | "CountExamples" >> beam.CombinePerKey(_CountExamples())
+        counts = batches | "CountExamples" >> beam.CombinePerKey(_CountExamples(config))
         return batches | "PairWithCount" >> beam.Map(
             lambda pair, totals: (pair[0], (pair[1], learner_total(totals[pair[0]], passes, learners))),
             beam.pvalue.AsDict(counts),
         )
-    count = batches | "CountExamples" >> beam.CombineGlobally(_CountExamples())
+    count = batches | "CountExamples" >> beam.CombineGlobally(_CountExamples(config))
     return batches | "PairWithCount" >> beam.Map(
         lambda batch, total: (batch, learner_total(total, passes, learners)), beam.pvalue.AsSingleton(count)
     )
@@ -227,14 +274,110 @@ class _CountExamples(beam.CombineFn):
     def create_accumulator(self) -> int:
         return 0
 
+    def __init__(self, config: LearnerConfig):
+        self.config = config
+
     def add_input(self, count: int, batch: ExampleBatch) -> int:
-        return count + len(batch)
+        return count + training_count(batch, self.config)
 
     def merge_accumulators(self, counts) -> int:
         return sum(counts)
 
     def extract_output(self, count: int) -> int:
         return count
+
+
+def _without_record(element, keyed: bool):
+    """A learner (or ``(key, learner)``) without the record of its passes' holdout (a copy)."""
+    key, learner = element if keyed else (None, element)
+    learner = learner.copy()
+    learner.selection_ = PassSelection(learner.config.early_terminate)
+    return (key, learner) if keyed else learner
+
+
+class _ScoreHoldout(beam.DoFn):
+    """Scores the held-out examples of each batch with the learner (per key) of the pass just ended:
+    one :class:`HoldoutScore` per key per bundle."""
+
+    def __init__(self, config: LearnerConfig, keyed: bool):
+        self.config = config
+        self.keyed = keyed
+
+    def start_bundle(self):
+        self._models: dict = {}
+        self._scores: dict = {}
+
+    def process(self, element, states):
+        key, batch = element if self.keyed else (None, element)
+        learner = states.get(key) if self.keyed else states
+        if learner is None or not linear_part(learner).examples_seen:
+            return  # no learner learned this key in the pass (its holdout stopped it earlier)
+        held = held_out_part(batch, self.config)
+        if held is None:
+            return
+        if key not in self._models:  # the models are extracted once per bundle, not per batch
+            self._models[key] = learner.candidate_models()
+        self._scores.setdefault(key, HoldoutScore()).add(self._models[key], held)
+
+    def finish_bundle(self):
+        for key, score in self._scores.items():
+            yield WindowedValue((key, score), MIN_TIMESTAMP, [GlobalWindow()])
+        self._models, self._scores = {}, {}
+
+
+class _SumHoldoutScores(beam.CombineFn):
+    def create_accumulator(self) -> HoldoutScore:
+        return HoldoutScore()
+
+    def add_input(self, total: HoldoutScore, score: HoldoutScore) -> HoldoutScore:
+        return total.merge([score])
+
+    def merge_accumulators(self, totals) -> HoldoutScore:
+        totals = iter(totals)
+        return next(totals).merge(totals)
+
+    def extract_output(self, total: HoldoutScore) -> HoldoutScore:
+        return total
+
+
+_HOLDOUT_LOSS = {}
+
+
+def _holdout_metric(number: int):
+    """The distribution of pass ``number``'s holdout losses (in millionths: Beam's distributions hold integers)."""
+    if number not in _HOLDOUT_LOSS:
+        _HOLDOUT_LOSS[number] = Metrics.distribution("polybeam.train", f"holdout_loss_micros_pass_{number}")
+    return _HOLDOUT_LOSS[number]
+
+
+_STOPPED_EARLY = Metrics.counter("polybeam.train", "learners_stopped_early")
+
+
+def _judge(element, number: int, final: bool, progress: bool):
+    """Records pass ``number``'s holdout score in its learner (a copy: elements do not change), or
+    passes on a learner whose holdout stopped it before; see :func:`polybeam.learners.holdout.record_pass`."""
+    key, grouped = element
+    states, scores, previous = list(grouped["state"]), list(grouped["score"]), list(grouped.get("previous", ()))
+    prior = previous[0] if previous else None
+    if prior is not None and prior.selection_.stopped:
+        yield key, prior
+        return
+    if not states:
+        return
+    judged = states[0].copy()
+    if prior is not None:
+        judged.selection_ = prior.selection_.copy()
+    score = scores[0] if scores else HoldoutScore()
+    record_pass(judged, score, number, final=final)
+    selection = judged.selection_
+    loss = selection.history[-1]["holdout_loss"]
+    if loss == loss:  # not NaN
+        _holdout_metric(number).update(int(round(loss * 1e6)))
+    if selection.stopped:
+        _STOPPED_EARLY.inc()
+    if progress:
+        print(holdout_progress_line(selection), file=sys.stderr, flush=True)
+    yield key, judged
 
 
 class _ReportModel(beam.DoFn):
@@ -292,7 +435,7 @@ class Train(beam.PTransform):
         Average the partial learners (one per bundle) in a tree of merges with
         this fan-out instead of all at once on one worker: with B bundles, no
         merge holds more than about ``max(B / fanout, fanout)`` learners
-        (``CombineGlobally.with_fanout``, ``CombinePerKey.with_hot_key_fanout``).
+        (:class:`_MergeTree`).
         Averages of averages weigh each learner by the importance it saw, so the
         model is the same up to rounding. Each bundle then learns in a ParDo
         rather than in a lifted CombineFn.
@@ -344,27 +487,58 @@ class Train(beam.PTransform):
         batches = split_by_key(batches, self.key)
         if self.initial is None:
             states, number = self._first_pass(batches, keyed), 1
+            states = self._judged(batches, states, None, number, keyed)
             self._checkpoint(states, number, keyed)
+        elif self.first_pass == 1:
+            # A warm start: this run's passes are judged afresh (a resumed run goes on with its record).
+            states, number = self.initial | "ForgetPasses" >> beam.Map(_without_record, keyed), 0
         else:
             states, number = self.initial, self.first_pass - 1
         for number in range(number + 1, config.passes + 1):
             start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
             partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), start)
-            states = partial | f"Pass{number}" >> self._merge(keyed)
+            merged = partial | f"Pass{number}" >> self._merge(keyed)
+            states = self._judged(batches, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
+
+    def _judged(self, batches, merged, previous, number: int, keyed: bool):
+        """The learners after pass ``number``, judged on the held-out examples when the config holds
+        some out (see polybeam.learners.holdout): each pass's holdout loss joins the record of the
+        passes before (``previous``), and a learner whose holdout stopped improving goes back to
+        its best pass and learns no more. Without a holdout, ``merged`` itself."""
+        config = self.config
+        if not config.holds_out:
+            return merged
+        side = beam.pvalue.AsDict(merged) if keyed else beam.pvalue.AsSingleton(merged)
+        scores = (
+            batches
+            | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(config, keyed), side)
+            | f"SumHoldout{number}" >> beam.CombinePerKey(_SumHoldoutScores())
+        )
+        joined = {"state": merged if keyed else merged | f"KeyState{number}" >> beam.Map(lambda state: (None, state)),
+                  "score": scores}  # fmt: skip
+        if previous is not None:
+            joined["previous"] = previous if keyed else previous | f"KeyPrevious{number}" >> beam.Map(
+                lambda state: (None, state))
+        judged = (
+            joined
+            | f"JoinHoldout{number}" >> beam.CoGroupByKey()
+            | f"Judge{number}" >> beam.FlatMap(_judge, number, number == config.passes, self.progress and not keyed)
+        )
+        return judged if keyed else judged | f"Unkey{number}" >> beam.Values()
 
     def _first_pass(self, batches, keyed: bool):
         config = self.config
         first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress)
         first_input = batches
         if config.expand == "apple" and config.examples_per_pass is not None:
-            first_input = _with_total_examples(batches, keyed, config.passes, self.learners, config.examples_per_pass)
+            first_input = _with_total_examples(batches, config, keyed, self.learners, config.examples_per_pass)
         elif config.expand == "apple" and config.passes > 1:
             # The later passes wait for the first one anyway, so counting the examples
             # first costs little, and lets apple space its epochs over what each learner sees.
-            first_input = _with_total_examples(batches, keyed, config.passes, self.learners)
+            first_input = _with_total_examples(batches, config, keyed, self.learners)
         if self.fanout is not None:  # one learner per bundle, then the merge tree
             partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress))
             return partial | "Pass1" >> self._merge(keyed)
@@ -375,11 +549,9 @@ class Train(beam.PTransform):
     def _merge(self, keyed: bool):
         """The transform that averages partial learners (per key), through a merge tree with ``fanout``."""
         merge = MergeLearnersFn(self.config, output="state")
-        if keyed:
-            combine = beam.CombinePerKey(merge)
-            return combine.with_hot_key_fanout(self.fanout) if self.fanout else combine
-        combine = beam.CombineGlobally(merge)
-        return combine.with_fanout(self.fanout) if self.fanout else combine
+        if self.fanout is not None:
+            return _MergeTree(merge, self.fanout, keyed)
+        return beam.CombinePerKey(merge) if keyed else beam.CombineGlobally(merge)
 
     def _checkpoint(self, states, number: int, keyed: bool) -> None:
         if self.checkpoint_dir is not None:

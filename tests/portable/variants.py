@@ -27,7 +27,18 @@ class TrainVariant:
 
 def _passes(count: int):
     def check(model: Model, report: dict) -> None:
-        assert [entry["examples"] for entry in report["passes"]] == [report["examples"]] * count
+        trained = report["examples_trained"]
+        assert [entry["examples"] for entry in report["passes"]] == [trained] * count
+        if count == 1:
+            assert trained == report["examples"] and "holdout" not in model.metadata
+            return
+        # Several passes: one example in ten held out of every pass, each pass judged on them, on every worker.
+        holdout = model.metadata["holdout"]
+        assert [entry["pass"] for entry in holdout["passes"]] == list(range(1, count + 1))
+        assert trained + report["examples_held_out"] == report["examples"]
+        assert {entry["examples"] for entry in holdout["passes"]} == {report["examples_held_out"]}
+        assert 0.05 < report["examples_held_out"] / report["examples"] < 0.15
+        assert holdout["best_pass"] == min(holdout["passes"], key=lambda entry: entry["holdout_loss"])["pass"]
 
     return check
 
@@ -41,7 +52,7 @@ def _apple_guard(model: Model, report: dict) -> None:
     # Measured on spam: apple's progressive loss since its last expansion is below its linear
     # model's, so the guard, merged across workers, keeps the products.
     guard = model.metadata["apple_guard"]
-    assert guard["examples"] > 0 and guard["products_kept"]
+    assert guard["examples"] > 0 and guard["products_kept"] and guard["decided_on"] == "progressive loss"
     assert guard["progressive_loss"] < guard["linear_progressive_loss"]
     assert model.expansion.kind == "apple" and model.expansion.parents and model.monomials
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.holdout import training_count
 from polybeam.learners.model import Model
 from polybeam.learners.state_file import read_learner_state
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass, state_path
@@ -88,7 +89,9 @@ def test_train_checkpoints_every_pass_and_resumes_to_the_same_model(tmp_path):
     whole = train(data, config, str(tmp_path / "a"), checkpoint_dir=str(tmp_path / "ck"))
     assert last_complete_pass(str(tmp_path / "ck"), keyed=False) == (3, state_path(str(tmp_path / "ck"), 3))
     learner, info = read_learner_state(open(state_path(str(tmp_path / "ck"), 1), "rb").read())
-    assert info["pass"] == 1 and learner.examples_seen == 1200
+    # One example in ten is held out of every pass (by its row in a batch built in Python); pass 1 is judged.
+    assert info["pass"] == 1 and learner.examples_seen == sum(training_count(batch, config) for batch in data) < 1200
+    assert [entry["pass"] for entry in learner.selection_.history] == [1]
 
     resumed = train(data, config, str(tmp_path / "b"), initial_path=state_path(str(tmp_path / "ck"), 1), first_pass=2)
     assert np.array_equal(resumed.weights, whole.weights) and resumed.metadata == whole.metadata

@@ -9,6 +9,7 @@ from polybeam import datasets
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
+from polybeam.learners.holdout import training_count
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import ModelFileError
 from polybeam.transforms.evaluate import Evaluate
@@ -84,14 +85,17 @@ def test_train_pipeline_learns_spam(spam, step):
 def test_multiple_passes_average_and_record_each_pass(spam):
     (model,) = run_collect(lambda p: p | beam.Create(spam) | Train(loss="logistic", passes=3))
     passes = model.metadata["passes"]
-    assert [p["examples"] for p in passes] == [4601] * 3
+    learned = sum(training_count(batch, LearnerConfig(passes=3)) for batch in spam)  # one in ten held out
+    assert [p["examples"] for p in passes] == [learned] * 3 and 4000 < learned < 4300
     assert passes[-1]["loss"] < passes[0]["loss"]
 
 
 def test_apple_over_several_passes_spaces_its_epochs_over_the_counted_examples(spam):
     (model,) = run_collect(lambda p: p | beam.Create(spam) | Train(loss="squared", passes=2, expand="apple", alpha=0.5))
-    # 4601 examples x 2 passes in 6 equal epochs, whatever the batches (one bundle on this runner).
-    assert [stage["examples"] for stage in model.metadata["stages"]] == [9202 * k // 6 for k in range(1, 6)]
+    # The examples learned (all but the held-out tenth) x 2 passes in 6 equal epochs, whatever the batches
+    # (one bundle on this runner).
+    total = 2 * sum(training_count(batch, LearnerConfig(passes=2)) for batch in spam)
+    assert [stage["examples"] for stage in model.metadata["stages"]] == [total * k // 6 for k in range(1, 6)]
     assert len(model.expansion.parents) == sum(stage["added"] for stage in model.metadata["stages"])
 
 
@@ -247,5 +251,7 @@ def test_training_across_worker_processes_matches_the_task(tmp_path, spam):
     with beam.Pipeline(options=options) as p:
         p | beam.Create(spam) | Train(loss="logistic", passes=2) | WriteModel(path)
     model = read_model(path)
-    assert [entry["examples"] for entry in model.metadata["passes"]] == [4601, 4601]
+    learned = sum(training_count(batch, LearnerConfig(passes=2)) for batch in spam)  # one in ten held out
+    assert [entry["examples"] for entry in model.metadata["passes"]][:1] == [learned]
+    assert model.metadata["holdout"]["passes"][0]["examples"] == 4601 - learned
     assert Evaluation.of(model, spam).result()["error"] < 0.12

@@ -1,0 +1,340 @@
+"""Holdout and early stopping: every pass is judged on examples that training never learns.
+
+More passes over the same data can make an online model worse: it fits the
+noise of the training examples (softmax on short texts), or apple's products,
+young in the first pass, win or lose only later. As VW does with ``--passes``,
+a multi-pass learner holds one example in ``holdout_period`` out of training in
+every pass, scores each pass's model on them, keeps the best pass's model and
+stops after ``early_terminate`` passes in a row without a better holdout loss
+(VW: ``--holdout_period 10``, ``--early_terminate 3``).
+
+Which examples are held out is a hash of where each example sits in its file
+(the byte offset or row the readers record, the file's name without its
+folder, and the hashing seed), so the same examples are held out in every pass, on every worker and
+runner, however the input is split into bundles or batches; an example
+without a position (a batch built in Python) is placed by its row in the
+batch. A learner that learns per key holds out that key's examples of the
+same rule, so each key's model is judged on its own data.
+
+The record of the passes (:class:`PassSelection`) travels with the learner
+state (checkpoints, warm starts), with a snapshot of the best pass's state, to
+which :func:`record_pass` restores the learner when training stops early or
+its last pass was not the best.
+
+>>> from polybeam.learners.batch import ExampleBatch
+>>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0})] * 1000)
+>>> held = holdout_rows(batch, period=10)
+>>> 80 < int(held.sum()) < 120, bool((held == holdout_rows(batch, period=10)).all())
+(True, True)
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.evaluation import pointwise_loss
+from polybeam.learners.model import Model, finalize_predictions
+
+# SplitMix64's constants: a cheap mix in which every input bit moves every output bit, so that
+# "hash % period == 0" holds out one example in ``period`` whatever the positions' pattern
+# (byte offsets of lines of similar length are far from uniform modulo small numbers).
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mixed(values: np.ndarray) -> np.ndarray:
+    x = values.astype(np.uint64) + _GOLDEN  # unsigned arrays wrap around silently, as the mix needs
+    x = (x ^ (x >> np.uint64(30))) * _MIX_1
+    x = (x ^ (x >> np.uint64(27))) * _MIX_2
+    return x ^ (x >> np.uint64(31))
+
+
+def holdout_rows(batch: ExampleBatch, period: int, seed: int = 0) -> np.ndarray:
+    """Which examples of ``batch`` are held out: one in ``period`` on average (a boolean mask).
+
+    Positions are ``batch.row_ids`` (with the file's name) when the reader
+    recorded them, else the rows of the batch.
+
+    >>> batch = ExampleBatch.from_rows([(0.0, {})] * 6)
+    >>> holdout_rows(batch, period=0).tolist()
+    [False, False, False, False, False, False]
+    """
+    if period <= 0 or len(batch) == 0:
+        return np.zeros(len(batch), dtype=bool)
+    positions = batch.row_ids if batch.row_ids is not None else np.arange(len(batch))
+    salt = (zlib.crc32(_file_name(batch.source).encode("utf-8")) << 32) ^ (int(seed) & 0xFFFFFFFF)
+    keys = np.asarray(positions, dtype=np.int64).view(np.uint64) ^ np.uint64(salt)
+    return _mixed(keys) % np.uint64(period) == 0
+
+
+def _file_name(source: str | None) -> str:
+    """The file's name without its folder: a copy of the data elsewhere (another machine, a bucket)
+    holds out the same examples."""
+    return re.split(r"[/\\]", source or "")[-1]
+
+
+def split_holdout(
+    batch: ExampleBatch, config: LearnerConfig, passes: int | None = None
+) -> tuple[ExampleBatch, ExampleBatch | None]:
+    """``(examples to learn, held-out examples or None)`` of ``batch`` under ``config``'s holdout, for
+    training of ``passes`` passes (default: the config's; one pass holds nothing out)."""
+    if (config.passes if passes is None else passes) < 2 or config.holdout_period <= 0:
+        return batch, None
+    held = holdout_rows(batch, config.holdout_period, config.seed)
+    if not held.any():
+        return batch, None
+    return batch.take(~held), batch.take(held)
+
+
+def training_count(batch: ExampleBatch, config: LearnerConfig) -> int:
+    """How many examples of ``batch`` a learner with ``config`` learns (without copying any)."""
+    if not config.holds_out:
+        return len(batch)
+    return len(batch) - int(holdout_rows(batch, config.holdout_period, config.seed).sum())
+
+
+def training_part(batch: ExampleBatch, config: LearnerConfig) -> ExampleBatch:
+    """The examples of ``batch`` a learner with ``config`` learns (all of them without a holdout)."""
+    return split_holdout(batch, config)[0]
+
+
+def held_out_part(batch: ExampleBatch, config: LearnerConfig) -> ExampleBatch | None:
+    """The examples of ``batch`` held out under ``config``, or None."""
+    return split_holdout(batch, config)[1]
+
+
+# -- scoring ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class HoldoutScore:
+    """Loss sums of a learner's candidate models on held-out examples; adds up across batches and workers.
+
+    ``candidates`` name the models a pass may keep: one (``"linear"``, or the
+    expansion's name), or apple's ``("apple", "linear")`` when its guard learns
+    the linear model alongside.
+    """
+
+    candidates: tuple[str, ...] = ()
+    loss_sums: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    weight: float = 0.0
+    examples: int = 0
+
+    def add(self, models: Mapping[str, Model], batch: ExampleBatch) -> "HoldoutScore":
+        """Add the importance-weighted loss of every candidate model on ``batch``."""
+        if not self.candidates:
+            self.candidates = tuple(models)
+            self.loss_sums = np.zeros(len(models))
+        for position, name in enumerate(self.candidates):
+            self.loss_sums[position] += model_loss_sum(models[name], batch)
+        self.weight += float(batch.weights.sum())
+        self.examples += len(batch)
+        return self
+
+    def merge(self, others: Iterable["HoldoutScore"]) -> "HoldoutScore":
+        for other in others:
+            if not other.candidates:
+                continue
+            if not self.candidates:
+                self.candidates, self.loss_sums = other.candidates, np.zeros(len(other.candidates))
+            if other.candidates != self.candidates:
+                raise ValueError(f"cannot add holdout scores of {other.candidates} to scores of {self.candidates}")
+            self.loss_sums = self.loss_sums + other.loss_sums
+            self.weight += other.weight
+            self.examples += other.examples
+        return self
+
+    def means(self) -> dict[str, float]:
+        """Each candidate's mean loss per unit of importance weight (NaN without held-out examples)."""
+        return {name: float(total / self.weight) if self.weight > 0 else math.nan
+                for name, total in zip(self.candidates, self.loss_sums)}  # fmt: skip
+
+
+def model_loss_sum(model: Model, batch: ExampleBatch) -> float:
+    """The importance-weighted sum of ``model``'s training loss over ``batch`` (squared loss on its
+    clamped predictions, as the learner counts it)."""
+    if len(batch) == 0:
+        return 0.0
+    margins = model.margins(batch)
+    low, high = float(model.metadata.get("label_min", 0.0)), float(model.metadata.get("label_max", 0.0))
+    predictions = finalize_predictions(model.config.loss, margins, low, high)
+    losses = pointwise_loss(model.config.loss, batch.labels, margins, predictions)
+    return float(np.dot(batch.weights, losses))
+
+
+def score_holdout(learner, batches: Iterable[ExampleBatch]) -> HoldoutScore:
+    """The holdout score of ``learner``'s candidate models on the held-out examples of ``batches``."""
+    config = learner.config
+    models = learner.candidate_models()
+    score = HoldoutScore()
+    for batch in batches:
+        held = held_out_part(batch, config)
+        if held is not None:
+            score.add(models, held)
+    return score
+
+
+# -- choosing the pass ----------------------------------------------------------------------------------
+
+
+class PassSelection:
+    """What the holdout said of each pass, the best pass so far and a snapshot of its learner state.
+
+    ``history`` has one entry per judged pass: ``pass``, ``holdout_loss`` (the
+    kept candidate's), ``losses`` (every candidate's), ``examples`` held out
+    and ``kept`` (the candidate with the lowest loss: ``"apple"`` or
+    ``"linear"`` under apple's guard; ties go to the first, apple). A pass
+    without held-out examples cannot be judged; then the latest pass counts as
+    the best.
+
+    >>> selection = PassSelection(patience=2)
+    >>> for number, loss in enumerate([0.5, 0.4, 0.45, 0.41], 1):
+    ...     _ = selection.record(number, HoldoutScore(("linear",), np.array([loss * 10]), 10.0, 10))
+    >>> selection.best_pass, selection.stopped
+    (2, True)
+    """
+
+    def __init__(self, patience: int):
+        self.patience = int(patience)
+        self.history: list[dict] = []
+        self.best_pass = 0
+        self.best_loss = math.nan
+        self.best_kept: str | None = None
+        self.snapshot: dict | None = None
+        self.stopped = False
+
+    @property
+    def judged(self) -> bool:
+        """Whether any pass was scored on held-out examples."""
+        return bool(self.history)
+
+    @property
+    def last_pass(self) -> int:
+        return self.history[-1]["pass"] if self.history else 0
+
+    def record(self, pass_number: int, score: HoldoutScore) -> bool:
+        """Record pass ``pass_number``'s score; True when it is the best so far (the caller snapshots it)."""
+        losses = score.means()
+        kept = min(losses, key=lambda name: (not losses[name] <= math.inf, losses[name])) if losses else None
+        loss = losses[kept] if kept is not None else math.nan
+        self.history.append({"pass": int(pass_number), "holdout_loss": loss, "losses": losses,
+                             "examples": int(score.examples), "kept": kept})  # fmt: skip
+        unjudged = not math.isfinite(loss)
+        improved = unjudged or not math.isfinite(self.best_loss) or loss < self.best_loss
+        if improved:
+            self.best_pass, self.best_loss, self.best_kept = int(pass_number), loss, kept
+        elif pass_number - self.best_pass >= self.patience:
+            self.stopped = True
+        return improved
+
+    def summary(self, period: int) -> dict:
+        """What a model records of its passes' holdout (JSON-able)."""
+        return {
+            "period": int(period),
+            "early_terminate": self.patience,
+            "passes": [dict(entry) for entry in self.history],
+            "best_pass": self.best_pass,
+            "best_loss": self.best_loss if math.isfinite(self.best_loss) else None,
+            "kept": self.best_kept,
+            "stopped_after": self.last_pass if self.stopped else None,
+        }
+
+    def copy(self) -> "PassSelection":
+        """An independent record (the snapshot, never changed in place, is shared)."""
+        return PassSelection.from_state(self.to_state(), self.patience)
+
+    def to_state(self) -> dict:
+        return {
+            "patience": self.patience,
+            "history": [dict(entry) for entry in self.history],
+            "best_pass": self.best_pass,
+            "best_loss": self.best_loss if math.isfinite(self.best_loss) else None,
+            "best_kept": self.best_kept,
+            "stopped": self.stopped,
+            "snapshot": self.snapshot,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict | None, patience: int) -> "PassSelection":
+        """From :meth:`to_state`; a state saved before holdouts existed has judged no pass."""
+        selection = cls(patience)
+        if state:
+            selection.history = [dict(entry) for entry in state["history"]]
+            selection.best_pass = int(state["best_pass"])
+            best = state.get("best_loss")
+            selection.best_loss = math.nan if best is None else float(best)
+            selection.best_kept = state.get("best_kept")
+            selection.stopped = bool(state["stopped"])
+            selection.snapshot = state.get("snapshot")
+        return selection
+
+
+def _state_without_selection(learner) -> dict:
+    # A deep copy: a learner's state shares arrays, lists and dicts with the learner, which learns on.
+    state = learner.__getstate__()
+    state.pop("selection", None)  # before the copy: it holds the previous snapshot
+    return copy.deepcopy(state)
+
+
+def record_pass(learner, score: HoldoutScore, pass_number: int, *, final: bool = False):
+    """Record pass ``pass_number``'s holdout ``score`` in ``learner`` (in place; returns it).
+
+    The best pass's state is kept as a snapshot; when this pass ends training
+    (``final``, or the holdout stopped it) and was not the best, the learner
+    goes back to the best pass's state, its record of every pass kept.
+    """
+    selection = learner.selection_
+    if selection.record(pass_number, score):
+        # The last pass needs no snapshot: nothing comes after it to be worse.
+        selection.snapshot = None if final else _state_without_selection(learner)
+    if (final or selection.stopped) and selection.best_pass != pass_number:
+        restore_best(learner)
+    if final or selection.stopped:
+        selection.snapshot = None  # the learner is the best pass's now: the snapshot is spent
+    return learner
+
+
+def restore_best(learner) -> None:
+    """Make ``learner`` the best pass's state again, keeping its record of the passes."""
+    selection = learner.selection_
+    if selection.snapshot is None:
+        return
+    learner.__setstate__(selection.snapshot)
+    learner.selection_ = selection
+
+
+def train_passes(learner, batches: Iterable[ExampleBatch], passes: int):
+    """Learn ``batches`` for ``passes`` passes with one learner (``fit``): with a holdout (see
+    :class:`~polybeam.learners.config.LearnerConfig`), each batch's held-out examples score every
+    pass instead of being learned, and training keeps the best pass and stops early as Beam's
+    ``Train`` does."""
+    config = learner.config
+    holding = passes > 1 and config.holdout_period > 0
+    split = [split_holdout(batch, config, passes) for batch in batches]
+    held = [part for _, part in split if part is not None]
+    # Apple spreads its epochs over what it will learn, as Train does when it counts the examples.
+    learner.expect(sum(len(part) for part, _ in split) * passes)
+    for number in range(1, passes + 1):
+        if number > 1:
+            learner.start_pass()
+        for part, _ in split:
+            learner.learn(part)
+        if holding:
+            models = learner.candidate_models()
+            score = HoldoutScore()
+            for part in held:
+                score.add(models, part)
+            record_pass(learner, score, number, final=number == passes)
+            if learner.selection_.stopped:
+                break
+    return learner
