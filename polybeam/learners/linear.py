@@ -25,6 +25,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from polybeam.learners import kernels, sparsity
+from polybeam.learners.arrays import training_batches
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
@@ -226,9 +227,13 @@ class LinearLearner:
                 "(read the data with labels='multiclass' and classes set, so bad labels become dead letters)"
             )
 
-    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch, passes: int | None = None) -> "LinearLearner":
-        """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout."""
-        batches = [batches] if isinstance(batches, ExampleBatch) else list(batches)
+    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch | tuple, passes: int | None = None) -> "LinearLearner":
+        """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout.
+
+        ``batches``: ExampleBatches, or a tuple ``(X, y)`` / ``(X, y, sample_weight)`` of NumPy,
+        SciPy sparse or pandas data (see :func:`polybeam.learners.arrays.training_batches`).
+        """
+        batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
         for pass_number in range(passes or self.config.passes):
             if pass_number:
                 self.start_pass()

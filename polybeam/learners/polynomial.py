@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 
 from polybeam.learners import kernels
+from polybeam.learners.arrays import training_batches
 from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
@@ -163,6 +164,20 @@ class PolynomialLearner:
             position += take
             if boundary is not None and self.examples_seen == boundary:
                 self.grow_pending = True
+        return self
+
+    def fit(self, batches, passes: int | None = None) -> PolynomialLearner:
+        """Learn from ``batches`` (as :meth:`LinearLearner.fit` takes them) for ``passes`` passes (default:
+        the config's). Unless told how many examples to expect, apple spaces its epochs over all of them."""
+        batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
+        passes = passes or self.config.passes
+        if self.schedule.total is None:
+            self.expect(sum(len(batch) for batch in batches) * passes)
+        for pass_number in range(passes):
+            if pass_number:
+                self.start_pass()
+            for batch in batches:
+                self.learn(batch)
         return self
 
     def _learn_expanded(self, part: ExampleBatch) -> None:
