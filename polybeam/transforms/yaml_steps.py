@@ -136,15 +136,17 @@ class PolybeamReadExamples(beam.PTransform):
 
 class PolybeamTrain(beam.PTransform):
     """Train on ``examples`` with any LearnerConfig setting (``loss``, ``passes``, ``expand``, ...);
-    ``model`` is where the model file goes. Outputs ``model`` (a PCollection of one Model)."""
+    ``model`` is where the model file goes. Outputs ``model`` (a PCollection of one Model). With no
+    example the job fails, unless ``allow_empty: true``."""
 
-    def __init__(self, model: str, **settings):
+    def __init__(self, model: str, allow_empty: bool = False, **settings):
         super().__init__()
         self.path = model
+        self.allow_empty = allow_empty
         self.config = LearnerConfig(**_tuples(settings))
 
     def expand(self, examples):
-        model = examples | "Train" >> Train(self.config)
+        model = examples | "Train" >> Train(self.config, allow_empty=self.allow_empty)
         model | "Write" >> WriteModel(self.path)
         return {"model": model}
 
