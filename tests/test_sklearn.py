@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import subprocess
 import sys
 import warnings
@@ -236,3 +238,18 @@ def test_the_core_package_never_imports_scikit_learn():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_readme_example_runs_and_says_what_it_prints(tmp_path, monkeypatch, capsys):
+    with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    section = readme[readme.index("## scikit-learn estimators"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    # The numbers the README's comments give.
+    assert float(printed[0].split()[-1]) == pytest.approx(0.26, abs=0.005)
+    assert float(printed[1].split()[-1]) == pytest.approx(0.22, abs=0.005)
+    assert printed[2].startswith("{'polybeamclassifier__passes': 5}") and float(printed[2].split()[-1]) < 0.27
+    assert os.path.exists(tmp_path / "letter.model")
