@@ -19,7 +19,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model
 from polybeam.transforms import CheckInput, InputPolicy, ReadExamples, Train, WriteModel
-from polybeam.transforms.yaml_steps import PolybeamTrain
+from polybeam.transforms.yaml_steps import PolybeamPredict, PolybeamTrain
 
 RUNNER = "FnApiRunner"
 CSV_ROWS = "a,b,label\n1,2,1\n3,4,0\n5,6,1\n"
@@ -123,3 +123,25 @@ def test_run_inference_scores_dicts_with_missing_values_as_their_csv_lines(tmp_p
         _ = results | beam.Map(_keep, "scored")
     scored = [result.inference for _, result in sorted(SEEN.pop("scored"), key=lambda pair: pair[0])]
     np.testing.assert_allclose(scored, Model.load(model_path).predict(batch), rtol=0, atol=1e-12)
+
+
+def test_yaml_predict_scores_rows_with_nulls_as_csv_lines_with_empty_cells(tmp_path):
+    text = b"id,y,age,colour\n7,1,41,red\n8,0,,blue\n9,1,30,\n"
+    batch = CsvFormat(labels="binary", label_column="y", ignore_columns=("id",),
+                      categorical_columns=("colour",)).parse(text).batch  # fmt: skip
+    model_path = str(tmp_path / "rows.model")
+    model = LinearLearner(LearnerConfig(loss="logistic")).fit([batch] * 20).to_model()
+    model.save(model_path)
+    rows = [beam.Row(id=7, y=1, age=41.0, colour="red"), beam.Row(id=8, y=0, age=None, colour="blue"),
+            beam.Row(id=9, y=1, age=30.0, colour=None)]  # fmt: skip
+    with beam.Pipeline(RUNNER) as pipeline:
+        examples = pipeline | beam.Create(rows)
+        predictions = examples | PolybeamPredict(model=model_path, ignore=["id", "y"])
+        _ = predictions["predictions"] | beam.Map(_keep, "rows")
+    scored = sorted(SEEN.pop("rows"), key=lambda row: row.id)
+    assert [(row.id, row.age, row.colour, row.predicted_class) for row in scored] == [
+        (7, 41.0, "red", ""), (8, None, "blue", ""), (9, 30.0, None, "")]
+    np.testing.assert_allclose([row.prediction for row in scored], model.predict(batch), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"ignore names \['label'\], which the rows do not have"):
+        with beam.Pipeline(RUNNER) as pipeline:
+            _ = pipeline | beam.Create(rows) | PolybeamPredict(model=model_path, ignore=["label"])
