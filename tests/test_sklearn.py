@@ -192,7 +192,8 @@ def test_regressor_is_the_squared_loss_learner():
     X_train, X_test, y_train, y_test = bundled("satellite")  # the class number as a target, for want of a better
     regressor = PolybeamRegressor(passes=3).fit(X_train, y_train)
     batch = datasets.load("satellite")
-    model = LinearLearner(LearnerConfig(loss="squared", passes=3)).fit(batch.rows_between(0, X_train.shape[0])).to_model()
+    learner = LinearLearner(LearnerConfig(loss="squared", passes=3)).fit(batch.rows_between(0, X_train.shape[0]))
+    model = learner.to_model()
     assert np.array_equal(regressor.model_.weights, model.weights)
     predictions = regressor.predict(X_test)
     # Clamped to the labels seen, and 0, as VW and polybeam predict clamp them.
@@ -234,7 +235,8 @@ def test_the_core_package_never_imports_scikit_learn():
                "polybeam.learners.model", "polybeam.formats.csv", "polybeam.selection.sequencing",
                "polybeam.transforms.train", "polybeam.transforms.read", "polybeam.inference", "polybeam.pipelines.cli",
                "polybeam.pipelines.jobs"]  # fmt: skip
-    code = f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))"
+    code = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"

@@ -49,7 +49,8 @@ FORMAT_NAMES = {"libsvm": "LIBSVM", "vw": "VW text", "csv": "CSV", "parquet": "P
 SPELLINGS = ("command", "python")
 _OPTION_NAMES = {
     "command": {
-        "max_dead_letter_fraction": "--max-dead-letter-fraction {value:g}", "raise_fraction": "--max-dead-letter-fraction",
+        "max_dead_letter_fraction": "--max-dead-letter-fraction {value:g}",
+        "raise_fraction": "--max-dead-letter-fraction",
         "allow_empty": "pass --allow-empty", "input": "--input", "format": "--format", "guess": "--format {value}",
         "task": "--loss, --classes, --class-names",
         "csv": "--label-column, --categorical-columns, --csv-delimiter, --no-csv-header",
@@ -128,8 +129,9 @@ class InputPolicy:
         (``--max-dead-letter-fraction``) or ReadExamples' keyword arguments
         (``max_dead_letter_fraction=``).
 
-    >>> print(InputPolicy(spelling="python").problem(ReadCounts(records=0), []))
-    no example was read: the input holds no record; check the file pattern, or pass allow_empty=True to accept an empty input
+    >>> print(InputPolicy(spelling="python").problem(ReadCounts(records=0), []))  # doctest: +NORMALIZE_WHITESPACE
+    no example was read: the input holds no record; check the file pattern, or pass allow_empty=True
+    to accept an empty input
     """
 
     allow_empty: bool = False

@@ -402,8 +402,10 @@ class ReadExamples(beam.PTransform):
         self.block_bytes = block_bytes
         self.max_line_bytes = max_line_bytes
         # Built now, so that a bad fraction fails here rather than in the running job.
-        self.policy = InputPolicy(allow_empty=allow_empty, max_dead_letter_fraction=max_dead_letter_fraction,
-                                  format=getattr(self.format, "name", "libsvm"), spelling="python") if check_input else None  # fmt: skip
+        self.policy = None
+        if check_input:
+            self.policy = InputPolicy(allow_empty=allow_empty, max_dead_letter_fraction=max_dead_letter_fraction,
+                                      format=getattr(self.format, "name", "libsvm"), spelling="python")
 
     def expand(self, pbegin) -> ReadResult:
         require_match(self.file_pattern)

@@ -70,7 +70,8 @@ def test_no_column_ever_lands_on_the_bias_slot(bits, columns, seed):
 @given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=8),
                   elements=st.one_of(st.just(0.0), st.floats(-100, 100).map(lambda v: round(v, 3)))))  # fmt: skip
 def test_a_matrix_is_its_libsvm_file(matrix):
-    lines = [" ".join(["1"] + [f"{j + 1}:{float(value)!r}" for j, value in enumerate(row) if value != 0]) for row in matrix]
+    lines = [" ".join(["1"] + [f"{j + 1}:{float(value)!r}" for j, value in enumerate(row) if value != 0])
+             for row in matrix]
     parsed = LibsvmFormat(bits=18).parse(("\n".join(lines) + "\n").encode()).batch
     assert same(batch_from_arrays(matrix, np.ones(len(matrix)), bits=18), parsed)
 
@@ -129,7 +130,9 @@ def test_fit_on_a_matrix_is_fit_on_the_libsvm_file(expand):
     config = LearnerConfig(loss="logistic", passes=2, expand=expand)
     learner = PolynomialLearner if expand != "none" else LinearLearner
     from_file = learner(config).fit(datasets.load("spam")).to_model()
-    for data in [(X, y), (X.toarray(), y), (pd.DataFrame(X.toarray()), pd.Series(y)), [(X[:2000], y[:2000]), (X[2000:], y[2000:])]]:  # fmt: skip
+    in_parts = [(X[:2000], y[:2000]), (X[2000:], y[2000:])]
+    for data in [(X, y), (X.toarray(), y), (pd.DataFrame(X.toarray()), pd.Series(y)), in_parts]:
         from_matrix = learner(config).fit(data).to_model()
-        assert np.array_equal(from_matrix.slots, from_file.slots) and np.allclose(from_matrix.weights, from_file.weights)
+        assert np.array_equal(from_matrix.slots, from_file.slots)
+        assert np.allclose(from_matrix.weights, from_file.weights)
     assert Evaluation.of(from_file, [as_batch(X, bits=18).with_labels(y)]).result()["examples"] == len(y)
