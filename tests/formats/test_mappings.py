@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from polybeam.formats.csv import CsvFormat
 from polybeam.formats.mappings import MappingError, batch_from_mappings
 
-pd = pytest.importorskip("pandas")
+pd = pytest.importorskip("pandas")  # (its NA and NaT are among the missing values; the test extra installs it)
 
 KEYS = st.one_of(st.sampled_from(["age", "income", "colour", "ns^word"]), st.integers(1, 40))
 PRESENT = st.one_of(st.floats(-1e6, 1e6, allow_nan=False).filter(lambda v: v != 0), st.sampled_from(["red", "blue"]),
