@@ -81,8 +81,13 @@ setup(
         # hashing against; it is never imported by the package.
         # The tests run a Beam YAML pipeline with Beam's own runner of them (apache-beam's yaml extra),
         # and draw the plots of polybeam plot and timeliness --plot (matplotlib).
-        "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4", "apache-beam[yaml]>=2.77,<3", "matplotlib>=3.8"],
+        # The tests also run polybeam.sklearn's estimators through scikit-learn's own checks, and
+        # learners and RunInference on pandas data (pandas is never required by the package).
+        "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4", "apache-beam[yaml]>=2.77,<3", "matplotlib>=3.8",
+                 "scikit-learn>=1.4", "pandas>=2"],
         "plot": ["matplotlib>=3.8"],
+        # polybeam.sklearn's estimators (PolybeamClassifier, PolybeamRegressor); only that module imports it.
+        "sklearn": ["scikit-learn>=1.4"],
         # Beam YAML pipelines that call polybeam's transforms (polybeam/yaml_providers.yaml).
         "yaml": ["apache-beam[yaml]>=2.77,<3"],
         # Peers for side-by-side benchmarks only; never imported by the package.

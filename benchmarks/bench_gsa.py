@@ -211,7 +211,7 @@ def scale_features(train: ExampleBatch, test: ExampleBatch, scaling: str) -> tup
             values = 2.0 * (values - low) / (high - low) - 1.0
             placed = sparse.csr_matrix(values)  # exact zeros stay implicit
             placed = sparse.csr_matrix((placed.data, seen[placed.indices], placed.indptr), shape=(len(batch), slots))
-            return ExampleBatch.from_csr(placed, batch.labels, bits=batch.bits, weights=batch.weights)
+            return ExampleBatch.from_slot_matrix(placed, batch.labels, bits=batch.bits, weights=batch.weights)
 
         return scaled(train), scaled(test)
     raise ValueError(f"unknown scaling {scaling!r}; choose from {', '.join(SCALINGS)}")

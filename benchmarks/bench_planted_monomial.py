@@ -46,8 +46,7 @@ def task(n: int, noise: float, seed: int) -> ExampleBatch:
     rng = np.random.default_rng(seed)
     x = rng.random((n, D)) < 0.5
     labels = x[:, [f - 1 for f in HIDDEN.factors]].all(axis=1) + noise * rng.standard_normal(n)
-    matrix = sparse.csr_matrix(x.astype(float))
-    matrix = sparse.csr_matrix((matrix.data, matrix.indices + 1, matrix.indptr), shape=(n, 1 << BITS))
+    matrix = sparse.csr_matrix(x.astype(float))  # column j: feature j + 1 (from_csr)
     return ExampleBatch.from_csr(matrix, labels.astype(float), bits=BITS)
 
 

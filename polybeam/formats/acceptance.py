@@ -44,11 +44,28 @@ FIRST_REASONS = 3
 NEARLY_ALL = 0.9
 
 FORMAT_NAMES = {"libsvm": "LIBSVM", "vw": "VW text", "csv": "CSV", "parquet": "Parquet"}
+# How a message names the settings: to a user of the command (its flags), or of the Python API
+# (ReadExamples' keyword arguments), so that each reads what to change where they set it.
+SPELLINGS = ("command", "python")
+_OPTION_NAMES = {
+    "command": {
+        "max_dead_letter_fraction": "--max-dead-letter-fraction {value:g}",
+        "raise_fraction": "--max-dead-letter-fraction",
+        "allow_empty": "pass --allow-empty", "input": "--input", "format": "--format", "guess": "--format {value}",
+        "task": "--loss, --classes, --class-names",
+        "csv": "--label-column, --categorical-columns, --csv-delimiter, --no-csv-header",
+        "parquet": "--label-column, --weight-column",
+    },
+    "python": {
+        "max_dead_letter_fraction": "max_dead_letter_fraction={value:g}", "raise_fraction": "max_dead_letter_fraction",
+        "allow_empty": "pass allow_empty=True", "input": "the file pattern", "format": "format",
+        "guess": "format={value!r}", "task": "labels, classes, label_names",
+        "csv": "label_column, categorical_columns, delimiter, has_header",
+        "parquet": "label_column, weight_column",
+    },
+}  # fmt: skip
 # The options that shape how records of a format are read (named when records look right but do not parse).
-FORMAT_OPTIONS = {
-    "csv": "--label-column, --categorical-columns, --csv-delimiter, --no-csv-header",
-    "parquet": "--label-column, --weight-column",
-}
+FORMAT_OPTIONS = {name: _OPTION_NAMES["command"][name] for name in ("csv", "parquet")}
 
 _LIBSVM_LINE = re.compile(r"^\s*\S+(\s+(qid|\d+):\S+)+\s*(#.*)?$")
 _QUOTED_OR_SEPARATED = re.compile(r"[,;\t]")
@@ -107,17 +124,32 @@ class InputPolicy:
         The format the records were read as (for the likely cause).
     dead_letter_file : str, optional
         Where the dead letters were written (named in the message).
+    spelling : {"command", "python"}, default "command"
+        How messages name the settings: the ``polybeam`` command's flags
+        (``--max-dead-letter-fraction``) or ReadExamples' keyword arguments
+        (``max_dead_letter_fraction=``).
+
+    >>> print(InputPolicy(spelling="python").problem(ReadCounts(records=0), []))  # doctest: +NORMALIZE_WHITESPACE
+    no example was read: the input holds no record; check the file pattern, or pass allow_empty=True
+    to accept an empty input
     """
 
     allow_empty: bool = False
     max_dead_letter_fraction: float = DEFAULT_MAX_DEAD_LETTER_FRACTION
     format: str = "libsvm"
     dead_letter_file: str | None = None
+    spelling: str = "command"
 
     def __post_init__(self):
+        if self.spelling not in SPELLINGS:
+            raise ValueError(f"spelling must be one of {', '.join(SPELLINGS)}; got {self.spelling!r}")
         fraction = self.max_dead_letter_fraction
-        if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
-            raise ValueError(f"--max-dead-letter-fraction must be a number from 0 to 1, got {fraction!r}")
+        if isinstance(fraction, bool) or not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
+            raise ValueError(f"{self._name('raise_fraction')} must be a number from 0 to 1, got {fraction!r}")
+
+    def _name(self, setting: str, value=None) -> str:
+        """How this policy's messages name ``setting`` (with ``value``)."""
+        return _OPTION_NAMES[self.spelling][setting].format(value=value)
 
     def problem(self, counts: ReadCounts, letters: list[DeadLetter]) -> str | None:
         """Why this read must fail, or None; ``letters`` are its first dead letters (:func:`first_letters`)."""
@@ -142,13 +174,14 @@ class InputPolicy:
         percent = f"{math.floor(share * 1000) / 10:g}%" if share < 1 else "100%"
         counted = (f"all {readable} records" if counts.dead_letters == readable
                    else f"{counts.dead_letters} of {readable} records")  # fmt: skip
-        lines = [f"{counted} ({percent}) are dead letters, more than --max-dead-letter-fraction "
-                 f"{self.max_dead_letter_fraction:g} allows; {self._reasons(letters)}"]  # fmt: skip
+        lines = [f"{counted} ({percent}) are dead letters, more than "
+                 f"{self._name('max_dead_letter_fraction', self.max_dead_letter_fraction)} allows; "
+                 f"{self._reasons(letters)}"]  # fmt: skip
         lines.append(f"likely cause: {self._cause(share, letters)}.{self._where_letters()}")
         return "\n".join(lines)
 
     def _empty(self, counts: ReadCounts, letters: list[DeadLetter]) -> str:
-        advice = "check --input, or pass --allow-empty to accept an empty input"
+        advice = f"check {self._name('input')}, or {self._name('allow_empty')} to accept an empty input"
         if counts.dead_letters:
             return (f"no example was read: all {counts.dead_letters} readable records are dead letters; "
                     f"{self._reasons(letters)}\n{advice}.{self._where_letters()}")  # fmt: skip
@@ -164,16 +197,17 @@ class InputPolicy:
     def _cause(self, share: float, letters: list[DeadLetter]) -> str:
         if share < NEARLY_ALL:
             return ("part of the input is damaged or of another kind: fix those records, or raise "
-                    "--max-dead-letter-fraction to go on without them")  # fmt: skip
+                    f"{self._name('raise_fraction')} to go on without them")  # fmt: skip
         named = FORMAT_NAMES.get(self.format, self.format)
         guess = guess_format(letters[0].raw) if letters and letters[0].raw else None
         if guess is not None and guess != self.format:
-            return f"the records look like {FORMAT_NAMES[guess]}, not {named}: check --format (--format {guess}?)"
+            return (f"the records look like {FORMAT_NAMES[guess]}, not {named}: check {self._name('format')} "
+                    f"({self._name('guess', guess)}?)")  # fmt: skip
         if guess == self.format:
-            options = FORMAT_OPTIONS.get(self.format)
+            options = _OPTION_NAMES[self.spelling].get(self.format)
             return (f"the records look like {named} but do not fit " + (f"its options ({options})" if options else "")
-                    + (" or " if options else "") + "the task (--loss, --classes, --class-names): check the reasons")  # fmt: skip
-        return f"the input is not {named}: check --format and --input"
+                    + (" or " if options else "") + f"the task ({self._name('task')}): check the reasons")  # fmt: skip
+        return f"the input is not {named}: check {self._name('format')} and {self._name('input')}"
 
     def _where_letters(self) -> str:
         return f" Every dead letter is in {self.dead_letter_file}" if self.dead_letter_file else ""

@@ -9,13 +9,19 @@ formats, so a model trained on files scores the mappings the same way:
   namespace; ``"ns^name"`` is VW feature ``name`` of namespace ``ns``;
 - a ``str`` value is a category, as a CSV categorical column's cell
   (``{"colour": "red"}`` is the feature ``colour=red`` with value 1);
-- other values are numbers; a zero, NaN or missing value is an absent feature.
+- other values are numbers (``bool`` and NumPy's included);
+- a missing value is an absent feature, as an empty CSV cell: a key left out,
+  ``None``, NaN, pandas' ``NA`` and ``NaT``, an empty or blank category; so
+  is a zero. A row of a table with nullable columns (a Beam ``Row``, a JSON
+  record, a pandas row) is thus an example as it is.
 
 >>> from polybeam.formats.csv import CsvFormat
 >>> batch = batch_from_mappings([{"x1": 2.0, "c": "red"}, {"x1": 0.5}], bits=18, seed=3)
 >>> parsed = CsvFormat(labels="any", bits=18, seed=3, categorical_columns=("c",)).parse(b"y,x1,c\\n0,2,red\\n").batch
 >>> batch.indices[:2].tolist() == parsed.indices.tolist(), batch.values.tolist()
 (True, [2.0, 1.0, 0.5])
+>>> batch_from_mappings([{"x1": None, "c": ""}, {"x1": float("nan"), "c": "red"}], bits=18).indptr.tolist()
+[0, 0, 1]
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ import numpy as np
 
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, libsvm_slot, slot_mask
+
+
+# pandas' missing values, known by their type's name (pandas is not imported here).
+_MISSING_TYPES = ("NAType", "NaTType")
 
 
 class MappingError(ValueError):
@@ -81,12 +91,16 @@ def batch_from_mappings(examples: Iterable[Mapping], *, bits: int, seed: int = 0
         if not isinstance(example, Mapping):
             raise MappingError(f"example {position} is a {type(example).__name__}, not a mapping of feature to value")
         for key, value in example.items():
-            if isinstance(value, str):
-                slots.append(table.slot(key, value))
-                values.append(1.0)
+            if value is None or type(value).__name__ in _MISSING_TYPES:
                 continue
-            if not isinstance(value, Real):  # (True and False are 1 and 0)
-                raise MappingError(f"example {position}: feature {key!r} has value {value!r}, not a number or a category")
+            if isinstance(value, str):
+                if value.strip():  # blank: an empty cell (hashing would ignore the blanks anyway)
+                    slots.append(table.slot(key, value))
+                    values.append(1.0)
+                continue
+            if not isinstance(value, (Real, np.bool_)):  # (True and False are 1 and 0)
+                raise MappingError(f"example {position}: feature {key!r} has value {value!r}, not a number or a category "
+                                   "(None or NaN for a missing one)")  # fmt: skip
             number = float(value)
             if number in (float("inf"), float("-inf")):
                 raise MappingError(f"example {position}: feature {key!r} is {number}")

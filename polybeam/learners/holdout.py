@@ -313,17 +313,18 @@ def restore_best(learner) -> None:
     learner.selection_ = selection
 
 
-def train_passes(learner, batches: Iterable[ExampleBatch], passes: int):
+def train_passes(learner, batches: Iterable[ExampleBatch], passes: int, *, expect: bool = True):
     """Learn ``batches`` for ``passes`` passes with one learner (``fit``): with a holdout (see
     :class:`~polybeam.learners.config.LearnerConfig`), each batch's held-out examples score every
     pass instead of being learned, and training keeps the best pass and stops early as Beam's
-    ``Train`` does."""
+    ``Train`` does. ``expect``: tell the learner how many examples it will learn (apple spaces its
+    epochs over them)."""
     config = learner.config
     holding = passes > 1 and config.holdout_period > 0
     split = [split_holdout(batch, config, passes) for batch in batches]
     held = [part for _, part in split if part is not None]
-    # Apple spreads its epochs over what it will learn, as Train does when it counts the examples.
-    learner.expect(sum(len(part) for part, _ in split) * passes)
+    if expect:  # apple spreads its epochs over what it will learn, as Train does when it counts the examples
+        learner.expect(sum(len(part) for part, _ in split) * passes)
     for number in range(1, passes + 1):
         if number > 1:
             learner.start_pass()

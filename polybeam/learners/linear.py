@@ -25,6 +25,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from polybeam.learners import kernels, sparsity
+from polybeam.learners.arrays import training_batches
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
@@ -228,14 +229,16 @@ class LinearLearner:
                 "(read the data with labels='multiclass' and classes set, so bad labels become dead letters)"
             )
 
-    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch, passes: int | None = None) -> "LinearLearner":
+    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch | tuple, passes: int | None = None) -> "LinearLearner":
         """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout.
 
+        ``batches``: ExampleBatches, or a tuple ``(X, y)`` / ``(X, y, sample_weight)`` of NumPy,
+        SciPy sparse or pandas data (see :func:`polybeam.learners.arrays.training_batches`).
         With several passes and a ``holdout_period``, one example in that many is held
         out, every pass is scored on them, and the learner ends as the best pass left
         it, stopping early as ``Train`` does (see :mod:`polybeam.learners.holdout`).
         """
-        batches = [batches] if isinstance(batches, ExampleBatch) else list(batches)
+        batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
         return train_passes(self, batches, passes or self.config.passes)
 
     def start_pass(self) -> "LinearLearner":

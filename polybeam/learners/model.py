@@ -44,6 +44,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from polybeam.learners import container, kernels
+from polybeam.learners.arrays import as_batch
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion
@@ -137,7 +138,9 @@ class Model:
         return weights
 
     def margins(self, batch: ExampleBatch) -> np.ndarray:
-        """Raw scores ``w . x + b`` (n x classes for softmax)."""
+        """Raw scores ``w . x + b`` (n x classes for softmax) of an ExampleBatch, or of a matrix of
+        examples (NumPy, SciPy sparse, pandas; see :mod:`polybeam.learners.arrays`)."""
+        batch = as_batch(batch, bits=self.config.bits, seed=self.config.seed)
         if batch.bits != self.config.bits:
             raise ValueError(
                 f"batch is hashed into {batch.bits} bits but the model uses {self.config.bits}; "

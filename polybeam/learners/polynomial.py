@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 
 from polybeam.learners import kernels
+from polybeam.learners.arrays import training_batches
 from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
@@ -140,13 +141,6 @@ class PolynomialLearner:
     def parents(self) -> list[Monomial]:
         return self.expander.parents
 
-    def fit(self, batches, passes: int | None = None) -> PolynomialLearner:
-        """Learn from ``batches`` (one or several) for ``passes`` passes (default: the config's), with
-        the holdout and early stopping of :meth:`LinearLearner.fit`; apple's epochs are spread over
-        the examples it will learn."""
-        batches = [batches] if isinstance(batches, ExampleBatch) else list(batches)
-        return train_passes(self, batches, passes or self.config.passes)
-
     def learn(self, batch: ExampleBatch) -> PolynomialLearner:
         """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it."""
         position = 0
@@ -174,6 +168,13 @@ class PolynomialLearner:
             if boundary is not None and self.examples_seen == boundary:
                 self.grow_pending = True
         return self
+
+    def fit(self, batches, passes: int | None = None) -> PolynomialLearner:
+        """Learn from ``batches`` (as :meth:`LinearLearner.fit` takes them) for ``passes`` passes (default:
+        the config's), with the holdout and early stopping of :meth:`LinearLearner.fit`. Unless told how
+        many examples to expect, apple spaces its epochs over all it will learn."""
+        batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
+        return train_passes(self, batches, passes or self.config.passes, expect=self.schedule.total is None)
 
     def _learn_expanded(self, part: ExampleBatch) -> None:
         """Expand ``part`` and learn it, expanding one sub-batch ahead on the helper thread when there is one.

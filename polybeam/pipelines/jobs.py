@@ -67,7 +67,8 @@ def _require(value, flag: str, command: str):
 def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None, key: str | None = None):
     read = options.view_as(InputOptions)
     settings = format_options(options, config, labels=labels, key=key)
-    return pipeline | label >> ReadExamples(read.input, format=read.format, **settings)
+    # The job checks its read itself (CheckInput in _checked), after writing the dead letters and with its report.
+    return pipeline | label >> ReadExamples(read.input, format=read.format, check_input=False, **settings)
 
 
 def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):
@@ -269,11 +270,12 @@ def run_train(options: PipelineOptions) -> dict:
     if initial_path is not None:
         initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
     parts = {"counts": checked}
+    # allow_empty: the job's own input check refuses an empty read (with its report) unless --allow-empty.
     models = _noted(read.examples, parts) | "Train" >> Train(
         config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": options.view_as(InputOptions).format},
         initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
         fanout=options.view_as(TrainingOptions).merge_fanout, checkpoints_after=[checked],
-        progress=not (options.view_as(RunOptions).quiet or keyed))  # fmt: skip
+        progress=not (options.view_as(RunOptions).quiet or keyed), allow_empty=True)  # fmt: skip
     models = models | "AfterInputCheck" >> WaitOn(checked)
     if keyed:
         parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())

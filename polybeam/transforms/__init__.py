@@ -24,6 +24,7 @@ _EXPORTS = {
     "ReadLearners": "checkpoints", "WriteCheckpoint": "checkpoints",
     "ModelLibrary": "routing", "RouteByKey": "routing", "WriteKeyedModels": "routing",
     "ParsedKeys": "keys", "WriteReport": "report", "NoteWorkers": "workers",
+    "CheckInput": "input_check", "InputPolicy": "input_check", "InputRejected": "input_check",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)

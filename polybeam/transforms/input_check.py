@@ -35,7 +35,7 @@ from polybeam.formats.acceptance import FIRST_REASONS, InputPolicy, InputRejecte
 from polybeam.formats.records import DeadLetter, ReadCounts
 from polybeam.transforms.files import write_json
 
-__all__ = ["CheckInput", "InputRejected", "failure_report"]
+__all__ = ["CheckInput", "InputPolicy", "InputRejected", "failure_report"]
 
 
 def failure_report(facts: dict, counts: ReadCounts, letters: list[DeadLetter], message: str) -> dict:

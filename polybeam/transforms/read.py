@@ -40,11 +40,13 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.utils.windowed_value import WindowedValue
 
+from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION, InputPolicy
 from polybeam.formats.formats import make_format
 from polybeam.formats.records import DeadLetter, ParsedBlock, ReadCounts
 from polybeam.learners.batch import ExampleBatch
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.files import absolute_path
+from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.sources import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_BLOCK_LINES,
@@ -243,7 +245,10 @@ class SumCounts(beam.CombineFn):
 
 class ReadResult(NamedTuple):
     """What :class:`ReadExamples` produces: ``examples`` (ExampleBatch), ``dead_letters``
-    (DeadLetter) and ``counts`` (one :class:`ReadCounts` for everything read).
+    (DeadLetter), ``counts`` (one :class:`ReadCounts` for everything read) and
+    ``checked`` (the same ReadCounts, once the input check passed; without
+    the check, ``counts`` itself). ``read | Train(...)`` trains on
+    ``examples`` and emits its model only once the check passed.
 
     Like a ParDo's outputs, it can be indexed by attribute or tag name:
     ``read.examples``, ``read["dead_letters"]``.
@@ -252,6 +257,7 @@ class ReadResult(NamedTuple):
     examples: beam.PCollection
     dead_letters: beam.PCollection
     counts: beam.PCollection | None = None
+    checked: beam.PCollection | None = None
 
     def __getitem__(self, key):
         return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
@@ -305,6 +311,16 @@ class ReadExamples(beam.PTransform):
         A longer line is a dead letter, never parsed nor held whole (the
         reader streams past it): parsing a line costs up to about 8 times its
         size (its features as arrays), so the limit bounds a worker's memory.
+    allow_empty : bool, default False
+        Accept a read that yields no example; without it the job fails
+        (``InputRejected``), as ``polybeam train`` does without ``--allow-empty``.
+    max_dead_letter_fraction : float, default 0.1
+        The job fails when more of the records (blank, comment and header
+        lines aside) than this are dead letters: the files are probably of
+        another format, or read with the wrong options. 1 accepts any share.
+    check_input : bool, default True
+        Make the input check (see :mod:`polybeam.transforms.input_check`)
+        at all; ``polybeam``'s own jobs make it themselves, with their report.
     **format_options
         Passed to ``make_format`` with the format name: ``bits``, ``seed``,
         ``labels`` ("any", "real", "binary", "multiclass") and format-specific
@@ -320,6 +336,10 @@ class ReadExamples(beam.PTransform):
     ------
     FileNotFoundError
         When nothing matches ``file_pattern``.
+    InputRejected
+        When the pipeline runs, if the read yields no example or too many
+        dead letters (see ``allow_empty`` and ``max_dead_letter_fraction``):
+        the message says how many, the first reasons, and the likely cause.
 
     Bad records are dead letters and never stop the read: lines with NUL
     bytes, lines longer than ``max_line_bytes``, the incomplete last line of a
@@ -338,11 +358,22 @@ class ReadExamples(beam.PTransform):
     >>> path = os.path.join(tempfile.mkdtemp(), "train.libsvm")
     >>> _ = open(path, "w").write("1 1:0.5 3:1\\n-1 2:1\\nnot-a-label 1:1\\n")
     >>> with beam.Pipeline(runner="FnApiRunner") as p:
-    ...     read = p | ReadExamples(path, LibsvmFormat(labels="binary"))
+    ...     read = p | ReadExamples(path, LibsvmFormat(labels="binary"), max_dead_letter_fraction=0.5)
     ...     _ = read.examples | beam.Map(lambda batch: print(len(batch), "examples"))
     ...     _ = read.dead_letters | beam.Map(lambda letter: print("line", letter.line, letter.reason))
     2 examples
     line 3 label is not a number: 'not-a-label'
+
+    The same file with the default ``max_dead_letter_fraction`` (0.1) fails
+    the job: a third of its records are dead letters.
+
+    >>> from polybeam.formats.acceptance import InputRejected
+    >>> try:
+    ...     with beam.Pipeline(runner="FnApiRunner") as p:
+    ...         _ = p | ReadExamples(path, LibsvmFormat(labels="binary"))
+    ... except InputRejected as error:
+    ...     print(str(error).splitlines()[0])
+    1 of 3 records (33.3%) are dead letters, more than max_dead_letter_fraction=0.1 allows; the first reason:
     """
 
     def __init__(
@@ -353,6 +384,9 @@ class ReadExamples(beam.PTransform):
         block_lines: int = DEFAULT_BLOCK_LINES,
         block_bytes: int = DEFAULT_BLOCK_BYTES,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        allow_empty: bool = False,
+        max_dead_letter_fraction: float = DEFAULT_MAX_DEAD_LETTER_FRACTION,
+        check_input: bool = True,
         **format_options,
     ):
         super().__init__()
@@ -367,12 +401,19 @@ class ReadExamples(beam.PTransform):
         self.block_lines = block_lines
         self.block_bytes = block_bytes
         self.max_line_bytes = max_line_bytes
+        # Built now, so that a bad fraction fails here rather than in the running job.
+        self.policy = None
+        if check_input:
+            self.policy = InputPolicy(allow_empty=allow_empty, max_dead_letter_fraction=max_dead_letter_fraction,
+                                      format=getattr(self.format, "name", "libsvm"), spelling="python")
 
     def expand(self, pbegin) -> ReadResult:
         require_match(self.file_pattern)
-        if is_parquet(self.format):
-            return self._read_parquet(pbegin)
-        return self._read_text(pbegin)
+        read = self._read_parquet(pbegin) if is_parquet(self.format) else self._read_text(pbegin)
+        read = read._replace(checked=read.counts)  # (Beam takes no None among a transform's inputs)
+        if self.policy is None:
+            return read
+        return read._replace(checked=read | "CheckInput" >> CheckInput(self.policy))
 
     def _read_text(self, pbegin) -> ReadResult:
         source = TextBlockSource(

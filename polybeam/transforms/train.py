@@ -30,6 +30,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from polybeam.formats.acceptance import InputRejected
 from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
@@ -271,14 +272,16 @@ def _with_total_examples(batches, config: LearnerConfig, keyed: bool, learners: 
 
 
 class _CountExamples(beam.CombineFn):
+    """Counts examples: those a learner with ``config`` learns (its holdout aside), or all of them."""
+
+    def __init__(self, config: LearnerConfig | None = None):
+        self.config = config
+
     def create_accumulator(self) -> int:
         return 0
 
-    def __init__(self, config: LearnerConfig):
-        self.config = config
-
     def add_input(self, count: int, batch: ExampleBatch) -> int:
-        return count + training_count(batch, self.config)
+        return count + (len(batch) if self.config is None else training_count(batch, self.config))
 
     def merge_accumulators(self, counts) -> int:
         return sum(counts)
@@ -380,6 +383,14 @@ def _judge(element, number: int, final: bool, progress: bool):
     yield key, judged
 
 
+def _require_examples(count: int) -> int:
+    if count == 0:
+        raise InputRejected("Train got no example, so its model would have learned nothing; check what feeds it "
+                            "(ReadExamples' file pattern and format), or pass allow_empty=True to Train to accept "
+                            "an empty input")  # fmt: skip
+    return count
+
+
 class _ReportModel(beam.DoFn):
     """Publishes what training produced as Beam metrics."""
 
@@ -447,6 +458,15 @@ class Train(beam.PTransform):
         Print each learner's progress line on the worker's stderr at doubling
         example counts (see :mod:`polybeam.transforms.progress`); the same
         figures are Beam metrics either way.
+    allow_empty : bool, default False
+        Emit a model even when no example arrives (all its weights zero);
+        without it such a job fails (``InputRejected``) rather than write a
+        model that learned nothing.
+
+    The input is a PCollection of ExampleBatch, or what
+    :class:`~polybeam.transforms.read.ReadExamples` returns
+    (``p | ReadExamples(path) | Train()``): then the models wait for its
+    input check, so a refused read emits none (and checkpoints none).
     """
 
     def __init__(
@@ -462,6 +482,7 @@ class Train(beam.PTransform):
         fanout: int | None = None,
         checkpoints_after=(),
         progress: bool = False,
+        allow_empty: bool = False,
         **settings,
     ):
         super().__init__()
@@ -481,9 +502,12 @@ class Train(beam.PTransform):
         self.fanout = fanout
         self.checkpoints_after = tuple(checkpoints_after)
         self.progress = progress
+        self.allow_empty = allow_empty
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
+        batches, checks = self._checked_input(batches)
+        self._input_checks = tuple(checks)
         batches = split_by_key(batches, self.key)
         if self.initial is None:
             states, number = self._first_pass(batches, keyed), 1
@@ -501,6 +525,8 @@ class Train(beam.PTransform):
             states = self._judged(batches, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
+        if checks:
+            models = models | "AfterInputChecks" >> WaitOn(*checks)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
 
     def _judged(self, batches, merged, previous, number: int, keyed: bool):
@@ -529,6 +555,21 @@ class Train(beam.PTransform):
         )
         return judged if keyed else judged | f"Unkey{number}" >> beam.Values()
 
+    def _checked_input(self, batches) -> tuple:
+        """``(batches, checks)``: the ExampleBatches, and what the models must wait for (the read's input
+        check, when given a ReadResult; the count of examples, unless ``allow_empty``)."""
+        checks = []
+        if isinstance(batches, tuple) and hasattr(batches, "examples"):  # a ReadResult
+            if getattr(batches, "checked", None) is not None:
+                checks.append(batches.checked)
+            batches = batches.examples
+        if not self.allow_empty:
+            count = batches | "CountInput" >> beam.CombineGlobally(_CountExamples())
+            if checks:  # after the read's check, whose message says more (the dead letters, the likely cause)
+                count = count | "AfterReadCheck" >> WaitOn(*checks)
+            checks.append(count | "RequireExamples" >> beam.Map(_require_examples))
+        return batches, checks
+
     def _first_pass(self, batches, keyed: bool):
         config = self.config
         first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress)
@@ -555,7 +596,8 @@ class Train(beam.PTransform):
 
     def _checkpoint(self, states, number: int, keyed: bool) -> None:
         if self.checkpoint_dir is not None:
-            if self.checkpoints_after:
-                states = states | f"Checkpoint{number}Waits" >> WaitOn(*self.checkpoints_after)
+            waits = self.checkpoints_after + getattr(self, "_input_checks", ())
+            if waits:
+                states = states | f"Checkpoint{number}Waits" >> WaitOn(*waits)
             states | f"Checkpoint{number}" >> WriteCheckpoint(self.checkpoint_dir, number, keyed=keyed,
                                                             config=self.config)  # fmt: skip

@@ -136,15 +136,17 @@ class PolybeamReadExamples(beam.PTransform):
 
 class PolybeamTrain(beam.PTransform):
     """Train on ``examples`` with any LearnerConfig setting (``loss``, ``passes``, ``expand``, ...);
-    ``model`` is where the model file goes. Outputs ``model`` (a PCollection of one Model)."""
+    ``model`` is where the model file goes. Outputs ``model`` (a PCollection of one Model). With no
+    example the job fails, unless ``allow_empty: true``."""
 
-    def __init__(self, model: str, **settings):
+    def __init__(self, model: str, allow_empty: bool = False, **settings):
         super().__init__()
         self.path = model
+        self.allow_empty = allow_empty
         self.config = LearnerConfig(**_tuples(settings))
 
     def expand(self, examples):
-        model = examples | "Train" >> Train(self.config)
+        model = examples | "Train" >> Train(self.config, allow_empty=self.allow_empty)
         model | "Write" >> WriteModel(self.path)
         return {"model": model}
 
@@ -183,12 +185,73 @@ def _prediction_rows(scored):
 class PolybeamPredict(_ModelStep):
     """Predictions of a model for ``examples`` (the model as :class:`_ModelStep` says). Outputs
     ``predictions``: one Row per example (prediction, label, source, row; softmax adds predicted_class).
-    The numbers are ``polybeam predict``'s."""
+    The numbers are ``polybeam predict``'s.
+
+    ``examples`` may also be rows of any YAML step (``Create``, ``ReadFromJson``, ``ReadFromCsv``, ...):
+    each field is a feature as a CSV column is (a string a category; a null, NaN or empty value a missing
+    feature), except those listed in ``ignore`` (an ID, the label). Each prediction row is then the input
+    row with ``prediction`` and ``predicted_class`` added."""
+
+    def __init__(self, model: str | None = None, ignore: list[str] | tuple[str, ...] = ()):
+        super().__init__(model)
+        self.ignore = tuple(ignore)
 
     def expand(self, inputs):
         examples, model = self._examples_and_model(inputs)
+        fields = _row_fields(examples)
+        if fields is not None:
+            return {"predictions": examples | "ScoreRows" >> _ScoreRows(model, fields, self.ignore)}
         scored = examples | "Predict" >> Predict(model)
         return {"predictions": scored | "ToRows" >> beam.FlatMap(_prediction_rows).with_output_types(Prediction)}
+
+
+def _row_fields(pcollection) -> list[tuple[str, object]] | None:
+    """The ``(name, type)`` fields of a PCollection of schema'd rows; None for anything else (ExampleBatches)."""
+    from apache_beam.typehints.schemas import named_fields_from_element_type
+
+    try:
+        return list(named_fields_from_element_type(pcollection.element_type))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _score_rows(rows, model, ignore: tuple[str, ...]):
+    from polybeam.formats.mappings import batch_from_mappings
+
+    records = [row._asdict() for row in rows]
+    features = [{name: value for name, value in record.items() if name not in ignore} for record in records]
+    batch = batch_from_mappings(features, bits=model.config.bits, seed=model.config.seed)
+    predictions = model.predict(batch)
+    if predictions.ndim == 2:  # softmax: the most probable class and its probability
+        best = predictions.argmax(axis=1)
+        for record, probabilities, k in zip(records, predictions, best):
+            yield beam.Row(**record, prediction=float(probabilities[k]), predicted_class=model.class_name(int(k) + 1))
+        return
+    for record, prediction in zip(records, predictions.tolist()):
+        yield beam.Row(**record, prediction=float(prediction), predicted_class="")
+
+
+class _ScoreRows(beam.PTransform):
+    """Rows in, the rows with their prediction out: scored a batch of rows at a time (one ExampleBatch each)."""
+
+    def __init__(self, model, fields, ignore: tuple[str, ...]):
+        super().__init__()
+        self.model = model
+        self.fields = fields
+        self.ignore = ignore
+        unknown = sorted(set(ignore) - {name for name, _ in fields})
+        if unknown:
+            raise ValueError(f"PolybeamPredict: ignore names {unknown}, which the rows do not have; "
+                             f"their fields are {[name for name, _ in fields]}")  # fmt: skip
+
+    def expand(self, rows):
+        from apache_beam.typehints.row_type import RowTypeConstraint
+
+        schema = RowTypeConstraint.from_fields(self.fields + [("prediction", float), ("predicted_class", str)])
+        return (rows
+                | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
+                | "Score" >> beam.FlatMap(_score_rows, beam.pvalue.AsSingleton(self.model), self.ignore)
+                .with_output_types(schema))  # fmt: skip
 
 
 def _prefix_row(record: dict) -> Prefix:

@@ -105,8 +105,7 @@ def planted_monomial_task(n: int, noise: float, seed: int = 1):
     hidden = Monomial.of([4, 17, 42, 88])
     x = rng.random((n, 100)) < 0.5
     labels = x[:, [f - 1 for f in hidden.factors]].all(axis=1) + noise * rng.standard_normal(n)
-    matrix = sparse.csr_matrix(x.astype(float))
-    matrix = sparse.csr_matrix((matrix.data, matrix.indices + 1, matrix.indptr), shape=(n, 1 << 18))
+    matrix = sparse.csr_matrix(x.astype(float))  # column j: feature j + 1 (from_csr)
     return hidden, ExampleBatch.from_csr(matrix, labels.astype(float), bits=18)
 
 

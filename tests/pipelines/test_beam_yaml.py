@@ -133,3 +133,35 @@ def test_a_model_step_needs_its_model_from_exactly_one_place():
         {"examples": examples, "model": examples} | "TwoModels" >> yaml_steps.PolybeamPredict(model="m.model")
     with pytest.raises(ValueError, match="takes input"):
         {"batches": examples} | "Misnamed" >> yaml_steps.PolybeamPredict(model="m.model")
+
+
+ROWS_PIPELINE = """
+pipeline:
+  transforms:
+    - {name: Rows, type: Create, config: {elements: [{id: 7, age: 41.0, colour: red}, {id: 8, age: null, colour: blue},
+                                                     {id: 9, age: 30.0, colour: null}]}}
+    - {name: Score, type: PolybeamPredict, input: Rows, config: {model: "{{ model }}", ignore: [id]}}
+    - {name: Write, type: WriteToJson, input: Score.predictions, config: {path: "{{ out }}"}}
+providers:
+  - include: "{{ providers }}"
+"""
+
+
+def test_rows_with_nulls_from_other_steps_are_scored_as_csv_lines_with_empty_cells(tmp_path):
+    from polybeam.formats.csv import CsvFormat
+    from polybeam.learners.config import LearnerConfig
+    from polybeam.learners.linear import LinearLearner
+
+    text = b"id,y,age,colour\n7,1,41,red\n8,0,,blue\n9,1,30,\n"
+    batch = CsvFormat(labels="binary", label_column="y", ignore_columns=("id",),
+                      categorical_columns=("colour",)).parse(text).batch  # fmt: skip
+    model = LinearLearner(LearnerConfig(loss="logistic")).fit([batch] * 20).to_model()
+    model.save(str(tmp_path / "rows.model"))
+    (tmp_path / "rows.yaml").write_text(ROWS_PIPELINE)
+    done = run_yaml(str(tmp_path / "rows.yaml"), {"model": str(tmp_path / "rows.model"), "out": str(tmp_path / "scored")},
+                    tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (written,) = glob.glob(str(tmp_path / "scored*"))
+    rows = sorted((json.loads(line) for line in open(written)), key=lambda row: row["id"])
+    assert [(row["age"], row["colour"]) for row in rows] == [(41.0, "red"), (None, "blue"), (30.0, None)]
+    assert [row["prediction"] for row in rows] == pytest.approx(model.predict(batch).tolist(), abs=1e-9)

@@ -318,9 +318,9 @@ def test_format_by_name_gets_its_options(tmp_path):
 
 
 def test_read_result_is_indexed_like_do_outputs():
-    result = ReadResult("e", "d", "c")
-    assert (result["examples"], result["dead_letters"], result["counts"], result[0], tuple(result)) == (
-        "e", "d", "c", "e", ("e", "d", "c"))
+    result = ReadResult("e", "d", "c", "k")
+    assert (result["examples"], result["dead_letters"], result["counts"], result["checked"], result[0],
+            tuple(result)) == ("e", "d", "c", "k", "e", ("e", "d", "c", "k"))  # fmt: skip
 
 
 # -- (e) Parquet -----------------------------------------------------------------

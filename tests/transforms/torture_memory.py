@@ -38,7 +38,7 @@ def _read_all(reads, dump_path: str) -> dict:
     pipeline = beam.Pipeline(runner="FnApiRunner")
     parts = []
     for name, path, fmt, options in reads:
-        read = pipeline | name >> ReadExamples(path, fmt, **options)
+        read = pipeline | name >> ReadExamples(path, fmt, check_input=False, **options)  # (the records' fates, not the job's)
         parts += [
             read.examples | f"{name}Rows" >> beam.Map(lambda batch, name: (name, "examples", len(batch)), name),
             read.dead_letters | f"{name}Dead" >> beam.Map(lambda l, name: (name, "dead", letter_summary(l)), name),

@@ -1,0 +1,463 @@
+"""scikit-learn estimators over polybeam's learners: ``PolybeamClassifier`` and ``PolybeamRegressor``.
+
+They are a thin layer over the learners the Beam transforms run
+(:func:`polybeam.learners.polynomial.make_learner`: a
+:class:`~polybeam.learners.linear.LinearLearner`, or a
+:class:`~polybeam.learners.polynomial.PolynomialLearner` for ``expand``), so
+an estimator learns what ``polybeam train`` learns from the same examples, and
+its fitted ``model_`` is a :class:`~polybeam.learners.model.Model` that
+``model_.save(path)`` writes for ``polybeam evaluate``/``predict`` and the
+RunInference handlers. Every setting of
+:class:`~polybeam.learners.config.LearnerConfig` is a constructor parameter
+with its default (apple: ``expand="apple"``; truncated gradient:
+``gravity``, ``truncate_every``, ``truncate_threshold``, ``sparsity``), so
+``GridSearchCV`` can tune any of them; ``fit`` validates them and says what
+to fix.
+
+Column ``j`` of ``X`` is the feature of LIBSVM index ``j + 1`` (see
+:mod:`polybeam.learners.arrays`): a model fitted on
+``load_svmlight_file(path)`` scores ``path`` through the command line. NaN in
+``X`` is a missing feature, as an empty CSV cell; infinity is refused.
+
+* ``fit`` learns ``passes`` passes over ``(X, y)`` in order, from scratch;
+  with several, one row in ``holdout_period`` is held out, every pass is
+  scored on them, and the estimator keeps the best pass, stopping after
+  ``early_terminate`` passes without improvement (as ``SGDClassifier``'s
+  ``early_stopping``, with VW's defaults: see
+  :mod:`polybeam.learners.holdout`);
+  ``partial_fit`` learns one pass over a mini-batch, going on from the
+  previous ones (a stream: apple then expands after ``expand_after``, twice
+  that, ... examples, unless ``examples_per_pass`` says how many to expect).
+* ``PolybeamClassifier``: two classes with ``loss="logistic"`` (default) or
+  ``"hinge"`` (which has no ``predict_proba``); more than two with
+  ``"logistic"`` or ``"softmax"``, both multinomial logistic regression
+  (softmax loss). ``classes_`` maps the labels, of any type, to the learner's.
+* ``PolybeamRegressor``: squared loss; predictions are clamped to the range of
+  the training labels and 0, as ``polybeam predict`` and VW clamp them.
+
+scikit-learn is an optional dependency (``pip install polybeam[sklearn]``):
+only this module imports it.
+
+Examples
+--------
+>>> from sklearn.datasets import load_breast_cancer
+>>> from sklearn.model_selection import train_test_split
+>>> X, y = load_breast_cancer(return_X_y=True)
+>>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+>>> classifier = PolybeamClassifier(passes=5).fit(X_train, y_train)
+>>> round(classifier.score(X_test, y_test), 2) >= 0.9
+True
+>>> classifier.predict_proba(X_test[:2]).shape
+(2, 2)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from polybeam.learners.arrays import batch_from_arrays, column_slots
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.model import finalize_predictions, softmax_probabilities
+from polybeam.learners.polynomial import make_learner
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+
+    _FINITE = "ensure_all_finite"
+except ImportError:  # scikit-learn 1.4 and 1.5: the estimator's own method
+    def _validate_data(estimator, *args, **kwargs):
+        return estimator._validate_data(*args, **kwargs)
+
+    _FINITE = "force_all_finite"
+
+__all__ = ["PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
+
+_DEFAULTS = {field.name: field.default for field in dataclasses.fields(LearnerConfig)}
+# LearnerConfig's settings the estimators take from the labels instead of a parameter: a classifier
+# counts and names the classes of y (``classes_``).
+TASK_SETTINGS = ("classes", "class_names")
+# What every entry of X may be (NaN: a missing feature).
+_VALIDATION = {"accept_sparse": "csr", "dtype": np.float64, _FINITE: "allow-nan"}
+
+
+class _PolybeamEstimator(BaseEstimator):
+    """What both estimators share: the settings, validation, and learning through the learners."""
+
+    def _settings(self) -> dict:
+        """The LearnerConfig settings of the constructor parameters (a LearnerConfig field that is not
+        one yet keeps its default: tests/test_sklearn.py fails until it is)."""
+        return self.get_params(deep=False)
+
+    def _config(self, **task) -> LearnerConfig:
+        settings = {**self._settings(), **task}
+        if settings["interactions"]:
+            raise ValueError(f"{type(self).__name__}: interactions pair VW namespaces, and the columns of a matrix "
+                             "have none; use expand='quadratic' or 'cubic' for all pairs or triples")  # fmt: skip
+        try:
+            return LearnerConfig(**settings)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{type(self).__name__}: {error}") from None
+
+    def _batch(self, X, labels=None, sample_weight=None):
+        config = self.config_
+        batch = batch_from_arrays(X, labels, bits=config.bits, seed=config.seed, weights=sample_weight)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:  # the model then names its weights after the columns
+            slots = column_slots(len(names), bits=config.bits, seed=config.seed)
+            batch = dataclasses.replace(batch, names={int(slot): str(name) for slot, name in zip(slots, names)})
+        return batch
+
+    def _weights(self, sample_weight, X) -> np.ndarray | None:
+        if sample_weight is None:
+            return None
+        weights = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if (weights < 0).any():
+            raise ValueError("sample_weight must be >= 0 (it is each example's importance)")
+        if not (weights > 0).any():
+            raise ValueError("sample_weight must contain at least one non-zero weight: there is nothing to learn")
+        return weights
+
+    def _learn(self, batch, *, fresh: bool) -> None:
+        if fresh:
+            self.learner_ = make_learner(self.config_)
+            self.learner_.fit(batch)
+        else:
+            self.learner_.learn(batch)
+        self.model_ = self.learner_.to_model()
+
+    def _margins(self, X) -> np.ndarray:
+        check_is_fitted(self, "model_")
+        X = _validate_data(self, X, reset=False, **_VALIDATION)
+        return self.model_.margins(self._batch(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"allow_nan": True}
+
+
+def _has_probabilities(estimator) -> bool:
+    return estimator.loss != "hinge"
+
+
+class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
+    """A polybeam learner as a scikit-learn classifier; see the module docstring.
+
+    Parameters
+    ----------
+    loss : {"logistic", "hinge", "softmax"}, default "logistic"
+        Two classes: logistic or hinge loss (hinge: no ``predict_proba``).
+        More classes: ``logistic`` and ``softmax`` both mean softmax loss.
+    Every other parameter is the :class:`~polybeam.learners.config.LearnerConfig`
+    setting of that name, with its default. ``classes`` and ``class_names``
+    come from ``y``.
+
+    Attributes
+    ----------
+    classes_ : array of shape (K,)
+        The class labels, sorted.
+    config_ : LearnerConfig
+        The settings the learner ran with.
+    learner_ : LinearLearner or PolynomialLearner
+        The learner state (``partial_fit`` goes on from it).
+    model_ : Model
+        The fitted model (``model_.save(path)`` for ``polybeam evaluate``).
+    n_features_in_, feature_names_in_
+        As in scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0]] * 50)
+    >>> y = np.array(["spam", "ham"] * 50)
+    >>> classifier = PolybeamClassifier().fit(X, y)
+    >>> classifier.predict([[0.0, 1.0], [1.0, 0.0]]).tolist()
+    ['spam', 'ham']
+    """
+
+    def __init__(
+        self,
+        *,
+        loss="logistic",
+        step=_DEFAULTS["step"],
+        learning_rate=_DEFAULTS["learning_rate"],
+        power_t=_DEFAULTS["power_t"],
+        l2=_DEFAULTS["l2"],
+        bits=_DEFAULTS["bits"],
+        seed=_DEFAULTS["seed"],
+        passes=_DEFAULTS["passes"],
+        holdout_period=_DEFAULTS["holdout_period"],
+        early_terminate=_DEFAULTS["early_terminate"],
+        bias=_DEFAULTS["bias"],
+        center=_DEFAULTS["center"],
+        normalized=_DEFAULTS["normalized"],
+        safe_updates=_DEFAULTS["safe_updates"],
+        gsa_target=_DEFAULTS["gsa_target"],
+        gsa_exact=_DEFAULTS["gsa_exact"],
+        sparsity=_DEFAULTS["sparsity"],
+        gravity=_DEFAULTS["gravity"],
+        truncate_every=_DEFAULTS["truncate_every"],
+        truncate_threshold=_DEFAULTS["truncate_threshold"],
+        expand=_DEFAULTS["expand"],
+        alpha=_DEFAULTS["alpha"],
+        expand_rule=_DEFAULTS["expand_rule"],
+        max_degree=_DEFAULTS["max_degree"],
+        expansions=_DEFAULTS["expansions"],
+        expand_after=_DEFAULTS["expand_after"],
+        apple_guard=_DEFAULTS["apple_guard"],
+        examples_per_pass=_DEFAULTS["examples_per_pass"],
+        repeat_factors=_DEFAULTS["repeat_factors"],
+        interactions=_DEFAULTS["interactions"],
+    ):
+        self.loss = loss
+        self.step = step
+        self.learning_rate = learning_rate
+        self.power_t = power_t
+        self.l2 = l2
+        self.bits = bits
+        self.seed = seed
+        self.passes = passes
+        self.holdout_period = holdout_period
+        self.early_terminate = early_terminate
+        self.bias = bias
+        self.center = center
+        self.normalized = normalized
+        self.safe_updates = safe_updates
+        self.gsa_target = gsa_target
+        self.gsa_exact = gsa_exact
+        self.sparsity = sparsity
+        self.gravity = gravity
+        self.truncate_every = truncate_every
+        self.truncate_threshold = truncate_threshold
+        self.expand = expand
+        self.alpha = alpha
+        self.expand_rule = expand_rule
+        self.max_degree = max_degree
+        self.expansions = expansions
+        self.expand_after = expand_after
+        self.apple_guard = apple_guard
+        self.examples_per_pass = examples_per_pass
+        self.repeat_factors = repeat_factors
+        self.interactions = interactions
+
+    # -- the task: classes and the learner's labels -------------------------------------------------
+
+    def _task_config(self) -> LearnerConfig:
+        count = len(self.classes_)
+        if count < 2:
+            raise ValueError(f"{type(self).__name__} needs examples of at least two classes; y holds one class: "
+                             f"{self.classes_[0]!r}")  # fmt: skip
+        if self.loss not in ("logistic", "hinge", "softmax"):
+            raise ValueError(f"{type(self).__name__}: loss must be 'logistic', 'hinge' or 'softmax'; got {self.loss!r} "
+                             "(for regression use PolybeamRegressor)")  # fmt: skip
+        if self.loss == "hinge" and count > 2:
+            raise ValueError(f"hinge loss takes two classes; y holds {count}: use loss='logistic' (softmax loss)")
+        if self.loss == "softmax" or count > 2:
+            names = tuple(str(label) for label in self.classes_)
+            # The model file names its classes after the labels when their texts are distinct.
+            return self._config(loss="softmax", classes=count, class_names=names if len(set(names)) == count else ())
+        return self._config()
+
+    def _labels(self, y) -> np.ndarray:
+        """The learner's labels of ``y``: -1/+1 for two classes (logistic, hinge), 1..K for softmax."""
+        positions = np.searchsorted(self.classes_, y)
+        positions = np.minimum(positions, len(self.classes_) - 1)
+        unknown = self.classes_[positions] != y
+        if np.any(unknown):
+            raise ValueError(f"y holds labels not among classes_ {self.classes_.tolist()}: "
+                             f"{np.unique(np.asarray(y)[unknown]).tolist()[:5]}")  # fmt: skip
+        if self.config_.loss == "softmax":
+            return positions + 1.0
+        return 2.0 * positions - 1.0
+
+    # -- learning -------------------------------------------------------------------------------------
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
+        X, y = _validate_data(self, X, y, reset=True, **_VALIDATION)
+        check_classification_targets(y)
+        weights = self._weights(sample_weight, X)
+        self.classes_ = np.unique(y)
+        if weights is not None and len(self.classes_) > 1 and len(np.unique(y[weights > 0])) < 2:
+            raise ValueError(f"{type(self).__name__} needs examples of at least two classes with a positive "
+                             "sample_weight; only one class has any")  # fmt: skip
+        self.config_ = self._task_config()
+        self._learn(self._batch(X, self._labels(y), weights), fresh=True)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Learn one pass over ``(X, y)``, going on from earlier calls; the first call needs ``classes``
+        (every label the stream will hold)."""
+        first = not hasattr(self, "learner_")
+        X, y = _validate_data(self, X, y, reset=first, **_VALIDATION)
+        check_classification_targets(y)
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit (every label of the stream)")
+            self.classes_ = np.unique(classes)
+            self.config_ = self._task_config()
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(f"classes {np.unique(classes).tolist()} differ from the first call's "
+                             f"{self.classes_.tolist()}")  # fmt: skip
+        self._learn(self._batch(X, self._labels(y), self._weights(sample_weight, X)), fresh=first)
+        return self
+
+    # -- predicting -----------------------------------------------------------------------------------
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores: shape (n,) for two classes (positive: ``classes_[1]``), (n, K) for more."""
+        margins = self._margins(X)
+        if margins.ndim == 2 and margins.shape[1] == 2:  # softmax over two classes
+            return margins[:, 1] - margins[:, 0]
+        return margins
+
+    def predict(self, X) -> np.ndarray:
+        """The most likely class of each example."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    @available_if(_has_probabilities)
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, shape (n, K), columns in the order of ``classes_`` (not for hinge loss)."""
+        margins = self._margins(X)
+        if margins.ndim == 2:
+            return softmax_probabilities(margins)
+        positive = finalize_predictions("logistic", margins, 0.0, 0.0)
+        return np.column_stack([1.0 - positive, positive])
+
+    @available_if(_has_probabilities)
+    def predict_log_proba(self, X) -> np.ndarray:
+        """The logarithms of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+
+class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
+    """A polybeam learner as a scikit-learn regressor (squared loss); see the module docstring.
+
+    Parameters
+    ----------
+    loss : {"squared"}, default "squared"
+    Every other parameter is the :class:`~polybeam.learners.config.LearnerConfig`
+    setting of that name, with its default.
+
+    Attributes
+    ----------
+    config_, learner_, model_, n_features_in_, feature_names_in_
+        As :class:`PolybeamClassifier`'s.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 3))
+    >>> y = X @ [1.0, -2.0, 0.5] + 3.0
+    >>> regressor = PolybeamRegressor(passes=3).fit(X, y)
+    >>> regressor.score(X, y) > 0.99
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        loss="squared",
+        step=_DEFAULTS["step"],
+        learning_rate=_DEFAULTS["learning_rate"],
+        power_t=_DEFAULTS["power_t"],
+        l2=_DEFAULTS["l2"],
+        bits=_DEFAULTS["bits"],
+        seed=_DEFAULTS["seed"],
+        passes=_DEFAULTS["passes"],
+        holdout_period=_DEFAULTS["holdout_period"],
+        early_terminate=_DEFAULTS["early_terminate"],
+        bias=_DEFAULTS["bias"],
+        center=_DEFAULTS["center"],
+        normalized=_DEFAULTS["normalized"],
+        safe_updates=_DEFAULTS["safe_updates"],
+        gsa_target=_DEFAULTS["gsa_target"],
+        gsa_exact=_DEFAULTS["gsa_exact"],
+        sparsity=_DEFAULTS["sparsity"],
+        gravity=_DEFAULTS["gravity"],
+        truncate_every=_DEFAULTS["truncate_every"],
+        truncate_threshold=_DEFAULTS["truncate_threshold"],
+        expand=_DEFAULTS["expand"],
+        alpha=_DEFAULTS["alpha"],
+        expand_rule=_DEFAULTS["expand_rule"],
+        max_degree=_DEFAULTS["max_degree"],
+        expansions=_DEFAULTS["expansions"],
+        expand_after=_DEFAULTS["expand_after"],
+        apple_guard=_DEFAULTS["apple_guard"],
+        examples_per_pass=_DEFAULTS["examples_per_pass"],
+        repeat_factors=_DEFAULTS["repeat_factors"],
+        interactions=_DEFAULTS["interactions"],
+    ):
+        self.loss = loss
+        self.step = step
+        self.learning_rate = learning_rate
+        self.power_t = power_t
+        self.l2 = l2
+        self.bits = bits
+        self.seed = seed
+        self.passes = passes
+        self.holdout_period = holdout_period
+        self.early_terminate = early_terminate
+        self.bias = bias
+        self.center = center
+        self.normalized = normalized
+        self.safe_updates = safe_updates
+        self.gsa_target = gsa_target
+        self.gsa_exact = gsa_exact
+        self.sparsity = sparsity
+        self.gravity = gravity
+        self.truncate_every = truncate_every
+        self.truncate_threshold = truncate_threshold
+        self.expand = expand
+        self.alpha = alpha
+        self.expand_rule = expand_rule
+        self.max_degree = max_degree
+        self.expansions = expansions
+        self.expand_after = expand_after
+        self.apple_guard = apple_guard
+        self.examples_per_pass = examples_per_pass
+        self.repeat_factors = repeat_factors
+        self.interactions = interactions
+
+    def _task_config(self) -> LearnerConfig:
+        if self.loss != "squared":
+            raise ValueError(f"{type(self).__name__}: loss must be 'squared'; got {self.loss!r} "
+                             "(for classes use PolybeamClassifier)")  # fmt: skip
+        return self._config()
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
+        X, y = _validate_data(self, X, y, reset=True, y_numeric=True, **_VALIDATION)
+        self.config_ = self._task_config()
+        self._learn(self._batch(X, y, self._weights(sample_weight, X)), fresh=True)
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Learn one pass over ``(X, y)``, going on from earlier calls."""
+        first = not hasattr(self, "learner_")
+        X, y = _validate_data(self, X, y, reset=first, y_numeric=True, **_VALIDATION)
+        if first:
+            self.config_ = self._task_config()
+        self._learn(self._batch(X, y, self._weights(sample_weight, X)), fresh=first)
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted values, clamped to the range of the training labels and 0 (as VW clamps them)."""
+        check_is_fitted(self, "model_")
+        X = _validate_data(self, X, reset=False, **_VALIDATION)
+        return self.model_.predict(self._batch(X))
