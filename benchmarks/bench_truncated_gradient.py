@@ -244,6 +244,7 @@ def sgd_config(protocol: Protocol, **sparsity) -> LearnerConfig:
         center=False,  # the paper's SGD learns on the raw features
         bits=BITS,
         passes=protocol.passes,
+        holdout_period=0,  # the protocol's fixed passes over every example (VW --holdout_off, SGDClassifier)
         **sparsity,
     )
 
@@ -253,7 +254,7 @@ def polybeam_config(method: str, value: float | None, protocol: Protocol, *, eve
     if method == "gsa_default":
         # What a user gets by asking only for sparsity: GSA steps, normalised, the cumulative penalty.
         extra = {} if value is None else {"gravity": value}
-        return LearnerConfig(loss="squared", bits=BITS, passes=protocol.passes, **extra)
+        return LearnerConfig(loss="squared", bits=BITS, passes=protocol.passes, holdout_period=0, **extra)
     if value is None:
         return sgd_config(protocol)
     if method == "tg_inf":

@@ -12,11 +12,11 @@ Example
 >>> import apache_beam as beam
 >>> from polybeam.learners.batch import ExampleBatch
 >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0})] * 20, bits=10)
+>>> def show(model):  # examples learned in pass 1, examples held out to judge each pass, non-zero weights
+...     print(model.metadata["examples"], model.metadata["holdout"]["passes"][0]["examples"], model.nonzero)
 >>> with beam.Pipeline(runner="FnApiRunner") as p:
-...     models = (p | beam.Create([batch, batch])
-...                 | Train(loss="logistic", bits=10, passes=2)
-...                 | beam.Map(lambda model: print(model.metadata["examples"], model.nonzero)))
-80 3
+...     _ = p | beam.Create([batch, batch]) | Train(loss="logistic", bits=10, passes=2) | beam.Map(show)
+70 10 3
 """
 
 from __future__ import annotations
