@@ -107,12 +107,16 @@ class InputPolicy:
         The format the records were read as (for the likely cause).
     dead_letter_file : str, optional
         Where the dead letters were written (named in the message).
+    expected : str, optional
+        What a model that reads the input says of its own input ("the model m.model was trained on CSV
+        input (--format csv ...)"): the likely cause of records of another format names it.
     """
 
     allow_empty: bool = False
     max_dead_letter_fraction: float = DEFAULT_MAX_DEAD_LETTER_FRACTION
     format: str = "libsvm"
     dead_letter_file: str | None = None
+    expected: str | None = None
 
     def __post_init__(self):
         fraction = self.max_dead_letter_fraction
@@ -167,6 +171,8 @@ class InputPolicy:
                     "--max-dead-letter-fraction to go on without them")  # fmt: skip
         named = FORMAT_NAMES.get(self.format, self.format)
         guess = guess_format(letters[0].raw) if letters and letters[0].raw else None
+        if guess is not None and guess != self.format and self.expected:
+            return f"the records look like {FORMAT_NAMES[guess]}, not {named}, and {self.expected}"
         if guess is not None and guess != self.format:
             return f"the records look like {FORMAT_NAMES[guess]}, not {named}: check --format (--format {guess}?)"
         if guess == self.format:
