@@ -127,13 +127,20 @@ def _finish(report: dict, facts: dict, parts: dict | None = None) -> dict:
     known = facts.pop("origin", None)
     report = {**facts, **report, "finished": finished, "job_seconds": finished - facts["launched"]}
     if known is not None:  # versions of the worker writing the report, what was read, options, start, end
-        report["provenance"] = provenance_record(known, ReadCounts.from_dict(report) if "records" in report else None,
-                                                 finished)  # fmt: skip
+        report["provenance"] = provenance_record(known, _read_counts(report, parts), finished)
     if parts and "workers" in parts:
         workers = peak_per_worker(parts["workers"])
         report["workers"] = workers
         report["worker_peak_rss_bytes"] = max((w["peak_rss_bytes"] for w in workers), default=None)
     return report
+
+
+def _read_counts(report: dict, parts: dict | None) -> ReadCounts | None:
+    """What the job read: its parts' counts, else the report's figures when it has them all (as numbers)."""
+    if parts and parts.get("counts"):
+        return _counts(parts)
+    figures = [report.get(name) for name in ("records", "examples", "dead_letters", "skipped")]
+    return ReadCounts(*figures) if all(isinstance(figure, int) for figure in figures) else None
 
 
 def _noted(examples, parts: dict, label: str = "NoteWorkers"):
