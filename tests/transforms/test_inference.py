@@ -235,8 +235,8 @@ def test_what_cannot_be_scored_says_why(spam):
         PolybeamModelHandler(spam["models"]["a"], input_format="json")
     with pytest.raises(ValueError, match="output must be one of"):
         PolybeamModelHandler(spam["models"]["a"], output="odds")
-    with pytest.raises(ValueError, match="needs format_options"):
-        PolybeamModelHandler(spam["models"]["a"], input_format="csv")
+    with pytest.raises(ValueError, match="needs format_options"):  # (a model may record its CSV header: on load)
+        PolybeamModelHandler(spam["models"]["a"], input_format="csv", format_options={"delimiter": ";"}).load_model()
     handler = PolybeamModelHandler(spam["models"]["a"], input_format="libsvm")
     model = handler.load_model()
     with pytest.raises(InferenceError, match="example 1 .*missing label"):
