@@ -194,7 +194,7 @@ class InputSettings:
         for name, kind in (("key_column", "column"), ("key_namespace", "namespace")):
             if self.options.get(name) is not None:
                 parts += ["--key", f"{kind}:{self.options[name]}"]
-        return shlex.join(parts) if any(" " in part or "'" in part for part in parts) else " ".join(parts)
+        return shlex.join(parts)  # (quoted as a shell needs: --csv-delimiter ';')
 
     def describe(self) -> str:
         """One line for people: the format, how to read it again, and the hashed space."""
