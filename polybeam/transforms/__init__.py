@@ -24,6 +24,7 @@ _EXPORTS = {
     "ReadLearners": "checkpoints", "WriteCheckpoint": "checkpoints",
     "ModelLibrary": "routing", "RouteByKey": "routing", "WriteKeyedModels": "routing",
     "ParsedKeys": "keys", "WriteReport": "report", "NoteWorkers": "workers",
+    "RecordOrigin": "provenance",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
