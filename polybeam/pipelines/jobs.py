@@ -116,7 +116,8 @@ def job_facts(command: str, options: PipelineOptions, report: str) -> dict:
     """What every report says about the job itself (the launcher's view, recorded before launch)."""
     facts = {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
              "launched": time.time()}  # fmt: skip
-    facts["origin"] = origin(None, [options.view_as(InputOptions).input or ""], command=command,
+    pattern = options.view_as(InputOptions).input
+    facts["origin"] = origin(None, [pattern] if pattern else [], command=command,
                              options=given_options(options), runner=facts["runner"], started=facts["launched"])  # fmt: skip
     return facts
 
@@ -268,7 +269,9 @@ def run_train(options: PipelineOptions) -> dict:
     key = _key_spec_for(options, "train")
     keyed = key is not None
     settings = input_settings(options, config, key=key)
-    # The header's names, so that readers of single CSV lines (RunInference) know the columns.
+    # A header or schema without the columns the options name fails now, not on a worker; the header's
+    # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
+    check_sample(options.view_as(InputOptions).input, settings, labels=config.label_kind)
     settings = settings.replace(columns=header_columns(options.view_as(InputOptions).input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(options, config, model_path, keyed)
     inside = (lambda name: join(model_path, name)) if keyed else (lambda name: f"{model_path}.{name}")

@@ -69,9 +69,11 @@ def header_columns(pattern: str, settings: InputSettings) -> tuple[str, ...]:
     return tuple(split_fields(data.split(b"\n", 1)[0], settings.options["delimiter"]))
 
 
-def check_sample(pattern: str, settings: InputSettings, *, labels: str, model: InputSettings, model_path: str) -> None:
-    """Raise :class:`InputMismatch` when the first input file cannot be what the model reads: the format
-    refuses its header or schema, or none of its first records reads and they look like another format."""
+def check_sample(pattern: str, settings: InputSettings, *, labels: str, model: InputSettings | None = None,
+                 model_path: str | None = None) -> None:  # fmt: skip
+    """Raise :class:`InputMismatch` when the first input file cannot be read as ``settings`` say (its header
+    or schema lacks a column they name) or, for a ``model`` that records its input, cannot be what it
+    reads: none of its first records reads and they look like another format."""
     path = first_file(pattern)
     if path is None:
         return
@@ -85,11 +87,12 @@ def check_sample(pattern: str, settings: InputSettings, *, labels: str, model: I
             parsed = reader.parse(sample, source=path)
     except ValueError as error:  # a header or schema the format cannot read
         first = next((line for line in sample.decode("utf-8", "replace").splitlines() if line.strip()), "")
-        raise InputMismatch(f"{error}{_looks_like(first, settings)}; {model_note(model, model_path)}") from None
+        note = f"; {model_note(model, model_path)}" if model is not None else ""
+        raise InputMismatch(f"{error}{_looks_like(first, settings)}{note}") from None
     except Exception:  # not readable here (permissions, a damaged file): the job says what is wrong
         return
     readable = len(parsed.batch) + len(parsed.dead_letters)
-    if not readable or len(parsed.dead_letters) < readable:
+    if model is None or not readable or len(parsed.dead_letters) < readable:  # (the job's check weighs them)
         return
     letter = parsed.dead_letters[0]
     looks_like = _looks_like(letter.raw or "", settings)

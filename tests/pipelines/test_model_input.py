@@ -284,3 +284,16 @@ def test_a_bad_record_of_the_input_is_refused_naming_the_model(tmp_path, capsys,
     code, _, stderr = run(capsys, "evaluate", "--input", tmp_path / "test.csv", "--model", tmp_path / "strange.model")
     assert code == 2 and stderr.count("\n") == 1
     assert "strange.model: its record of how its input was read cannot be used (unknown input format 'avro'" in stderr
+
+
+def test_train_refuses_a_header_without_the_columns_it_names_before_launch(tmp_path, capsys):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("rid,y,x\nr1,1,2\n")
+    for extra, message in ((["--label-column", "label"], "label_column 'label' is not a column"),
+                           (["--label-column", "y", "--id-column", "y"], "the ID column 'y' cannot also be"),
+                           (["--label-column", "y", "--id-column", "user"], "id_column 'user' is not a column")):  # fmt: skip
+        code, stdout, stderr = run(capsys, "train", "--input", rows, "--format", "csv", *extra,
+                                   "--model", tmp_path / "m.model")  # fmt: skip
+        assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
+        assert stderr.startswith(f"polybeam train: error: {rows}: ") and message in stderr
+        assert sorted(os.listdir(tmp_path)) == ["rows.csv"]  # nothing ran

@@ -115,13 +115,34 @@ def learned(model) -> dict:
     return metadata
 
 
+def run_folders(portable_path, in_process_path) -> tuple[str, str]:
+    """The folders of two runs' files: the paths without the trailing parts they share
+    (``.../portable/models/k1.model`` and ``.../in-process/models/k1.model``: ``.../portable``, ``.../in-process``)."""
+    left, right = Path(portable_path).parts, Path(in_process_path).parts
+    shared = 0
+    while shared < min(len(left), len(right)) - 1 and left[-1 - shared] == right[-1 - shared]:
+        shared += 1
+    return str(Path(*left[: len(left) - shared])), str(Path(*right[: len(right) - shared]))
+
+
+def with_folder(value, folder: str):
+    """``value`` with its run's folder written as OUT in every string (nothing dropped)."""
+    if isinstance(value, dict):
+        return {key: with_folder(item, folder) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_folder(item, folder) for item in value]
+    return value.replace(folder, OUT) if isinstance(value, str) else value
+
+
 def assert_same_model(portable_path, in_process_path) -> None:
-    """Two model files hold the same model: settings, slots, names, polynomial structure exactly; weights to RTOL."""
+    """Two model files hold the same model: settings, slots, names, polynomial structure exactly; weights to RTOL;
+    metadata by :func:`learned`, paths in their run folders."""
     portable, in_process = read_model(str(portable_path)), read_model(str(in_process_path))
+    folders = run_folders(portable_path, in_process_path)
     assert portable.config.to_dict() == in_process.config.to_dict()
     np.testing.assert_array_equal(portable.slots, in_process.slots)
     np.testing.assert_allclose(portable.weights, in_process.weights, rtol=RTOL, atol=ATOL)
-    assert_close(learned(portable), learned(in_process), "metadata")
+    assert_close(with_folder(learned(portable), folders[0]), with_folder(learned(in_process), folders[1]), "metadata")
     assert dict(portable.names) == dict(in_process.names)
     assert (portable.expansion is None) == (in_process.expansion is None)
     if in_process.expansion is not None:
