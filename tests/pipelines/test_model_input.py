@@ -176,7 +176,9 @@ def test_model_files_from_before_still_load_and_score_as_before(tmp_path, capsys
     """Model files written by polybeam before models recorded their input (the files in tests/pipelines/data
     were written by that version): the options alone say how to read, as before; nothing is guessed."""
     _, test = datasets.write_split("spam", str(tmp_path))
-    old = os.path.join(DATA, "spam-before-provenance.model")
+    for name in ("spam-before-provenance.model", "csv-before-provenance.model", "csv-before-provenance.csv"):
+        shutil.copy(os.path.join(DATA, name), tmp_path / name)  # (jobs write beside their model)
+    old = str(tmp_path / "spam-before-provenance.model")
     assert read_model(old).input is None and read_model(old).provenance is None
     code, stdout, stderr = run(capsys, "evaluate", "--input", test, "--model", old, "--report", tmp_path / "e.json")
     assert code == 0, stderr
@@ -185,8 +187,8 @@ def test_model_files_from_before_still_load_and_score_as_before(tmp_path, capsys
     code, stdout, _ = run(capsys, "inspect", "--model", old)
     assert code == 0 and "trained by" not in stdout and "read input as" not in stdout
 
-    old_csv = os.path.join(DATA, "csv-before-provenance.model")
-    rows = os.path.join(DATA, "csv-before-provenance.csv")
+    old_csv = str(tmp_path / "csv-before-provenance.model")
+    rows = str(tmp_path / "csv-before-provenance.csv")
     dead = ["--report", tmp_path / "c.json", "--dead-letters", tmp_path / "c.dead.jsonl"]
     code, _, stderr = run(capsys, "evaluate", "--input", rows, "--model", old_csv, *dead)
     assert code == 1 and "check --format (--format csv?)" in stderr  # as before: LIBSVM unless told
