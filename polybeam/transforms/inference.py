@@ -100,6 +100,18 @@ class IdentifiedPrediction(PredictionResult):
 
 # Settings of a CSV/Parquet read that name columns that are no features of a mapping.
 _NOT_FEATURES = ("label_column", "weight_column", "key_column", "id_column")
+# The format options mappings take.
+_MAPPING_OPTIONS = _NOT_FEATURES + ("ignore_columns", "categorical_columns")
+
+
+def _check_format_options(input_format: str, format_options: Mapping[str, Any]) -> None:
+    """Refuse options that cannot apply to ``input_format`` (at construction: they do not depend on the model)."""
+    if "columns" in format_options and input_format != "csv":
+        raise ValueError("format_options 'columns' is for input_format='csv'")
+    unknown = set(format_options) - set(_MAPPING_OPTIONS)
+    if input_format == "dict" and unknown:
+        raise ValueError(f"format_options {sorted(unknown)} do not apply to mappings; they take "
+                         f"{', '.join(_MAPPING_OPTIONS)}")  # fmt: skip
 
 
 class _Examples:
@@ -122,8 +134,7 @@ class _Examples:
         # The model's own settings first (those of its format), then what the caller says.
         options = dict(recorded.options) if recorded is not None and recorded.format == input_format else {}
         if input_format == "dict" and recorded is not None:
-            options = {name: value for name, value in recorded.options.items()
-                       if name in _NOT_FEATURES + ("ignore_columns", "categorical_columns")}  # fmt: skip
+            options = {name: value for name, value in recorded.options.items() if name in _MAPPING_OPTIONS}
         options.update(given)
         if input_format == "csv":
             if columns is None and recorded is not None and recorded.format == "csv":
@@ -134,8 +145,6 @@ class _Examples:
                                  "or has_header=False")  # fmt: skip
             delimiter = options.get("delimiter", ",")
             self.header = delimiter.join(columns).encode("utf-8") if columns else None
-        elif columns:
-            raise ValueError("format_options 'columns' is for input_format='csv'")
         else:
             self.header = None
         if input_format == "dict":
@@ -143,10 +152,6 @@ class _Examples:
             self.not_features = {options[name] for name in _NOT_FEATURES if options.get(name) is not None}
             self.not_features |= set(options.get("ignore_columns") or ())
             self.categorical = set(options.get("categorical_columns") or ())
-            unknown = set(options) - set(_NOT_FEATURES) - {"ignore_columns", "categorical_columns"}
-            if unknown:
-                raise ValueError(f"format_options {sorted(unknown)} do not apply to mappings; they take "
-                                 f"{', '.join(_NOT_FEATURES + ('ignore_columns', 'categorical_columns'))}")  # fmt: skip
             options = {}
         self.options = options
         self._parsers: dict = {}
@@ -234,6 +239,7 @@ class _PolybeamHandler(ModelHandler):
     def __init__(self, uri: str, *, input_format: str, format_options, namespace: str, **batching):
         super().__init__(**batching)
         _check_choice("input_format", input_format, INPUT_FORMATS)
+        _check_format_options(input_format, format_options or {})
         self._uri = uri
         self._input_format = input_format
         self._format_options = dict(format_options or {})

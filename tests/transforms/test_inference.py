@@ -374,3 +374,10 @@ def test_vw_tags_are_the_results_ids(tmp_path):
     results = handler.run_inference(lines[:3], handler.load_model())
     assert [result.id for result in results] == ["ex0", "ex1", "ex2"]
     assert "id='ex0'" in repr(results[0])
+
+
+def test_format_options_that_cannot_apply_fail_at_construction(spam):
+    with pytest.raises(ValueError, match=r"format_options \['delimiter'\] do not apply to mappings"):
+        PolybeamModelHandler(spam["models"]["a"], format_options={"delimiter": ";"})
+    with pytest.raises(ValueError, match="'columns' is for input_format='csv'"):
+        PolybeamModelHandler(spam["models"]["a"], input_format="vw", format_options={"columns": ["a"]})
