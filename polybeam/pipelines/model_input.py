@@ -6,6 +6,19 @@ settings the job will read with, before anything is launched. Input a model cann
 -- a CSV file without the model's label column, LIBSVM lines for a model of CSV columns -- then fails at
 once, in one line that names the model's format and how its input is read, instead of as a worker's error
 or an AUC of 0.5. The job's own input check (``CheckInput``) still sees every record of every file.
+
+>>> import os, tempfile
+>>> from polybeam.formats.formats import make_format
+>>> path = os.path.join(tempfile.mkdtemp(), "test.libsvm")
+>>> _ = open(path, "w").write("1 3:1 7:0.5\\n-1 2:1\\n")
+>>> model = InputSettings.of(make_format("csv", label_column="y"))
+>>> try:
+...     check_sample(path, model, labels="binary", model=model, model_path="m.model")
+... except InputMismatch as error:
+...     print(str(error).split(": ", 1)[1])
+label_column 'y' is not a column; the columns are ['1 3:1 7:0.5']; these records look like LIBSVM; the model m.model was trained on CSV input (--format csv --label-column y): give it input like its training data, or the options that read this input
+>>> header_columns(path, model.replace(format="csv")), recorded_input(None, "old.model")
+(('1 3:1 7:0.5',), None)
 """
 
 from __future__ import annotations
