@@ -259,9 +259,16 @@ def test_a_damaged_file_fails_the_job_in_one_line(tmp_path):
     code, stdout, stderr = run("train", "--input", data, "--model", tmp_path / "m.model")
     assert code == 1 and stdout == ""
     assert stderr.startswith(f"polybeam train: error: {data}: corrupt gzip data") and stderr.count("\n") == 1
+    # The first file (by name) reads; a later one has no label column: the worker reading it fails the job.
+    pq.write_table(pa.table({"label": [1.0, -1.0], "x": [1.0, 2.0]}), tmp_path / "a.parquet")
     parquet = tmp_path / "w.parquet"
     pq.write_table(pa.table({"x": [1.0, 2.0], "y": ["a", "b"]}), parquet)
-    code, _, stderr = run("train", "--input", parquet, "--format", "parquet", "--model", tmp_path / "m.model")
+    code, _, stderr = run("train", "--input", tmp_path / "*.parquet", "--format", "parquet",
+                          "--model", tmp_path / "m.model")  # fmt: skip
     assert code == 1 and stderr.count("\n") == 1
     assert stderr.startswith(f"polybeam train: error: {parquet}: label column 'label' not found")
     assert not (tmp_path / "m.model").exists()
+    # When the first file is that one, train says so before launching (exit 2), in the same words.
+    code, _, stderr = run("train", "--input", parquet, "--format", "parquet", "--model", tmp_path / "m.model")
+    assert code == 2 and stderr.count("\n") == 1
+    assert stderr.startswith(f"polybeam train: error: {parquet}: label column 'label' not found")
