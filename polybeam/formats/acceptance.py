@@ -128,6 +128,9 @@ class InputPolicy:
         How messages name the settings: the ``polybeam`` command's flags
         (``--max-dead-letter-fraction``) or ReadExamples' keyword arguments
         (``max_dead_letter_fraction=``).
+    expected : str, optional
+        What a model that reads the input says of its own input ("the model m.model was trained on CSV
+        input (--format csv ...)"): the likely cause of records of another format names it.
 
     >>> print(InputPolicy(spelling="python").problem(ReadCounts(records=0), []))  # doctest: +NORMALIZE_WHITESPACE
     no example was read: the input holds no record; check the file pattern, or pass allow_empty=True
@@ -139,6 +142,7 @@ class InputPolicy:
     format: str = "libsvm"
     dead_letter_file: str | None = None
     spelling: str = "command"
+    expected: str | None = None
 
     def __post_init__(self):
         if self.spelling not in SPELLINGS:
@@ -200,6 +204,8 @@ class InputPolicy:
                     f"{self._name('raise_fraction')} to go on without them")  # fmt: skip
         named = FORMAT_NAMES.get(self.format, self.format)
         guess = guess_format(letters[0].raw) if letters and letters[0].raw else None
+        if guess is not None and guess != self.format and self.expected:
+            return f"the records look like {FORMAT_NAMES[guess]}, not {named}, and {self.expected}"
         if guess is not None and guess != self.format:
             return (f"the records look like {FORMAT_NAMES[guess]}, not {named}: check {self._name('format')} "
                     f"({self._name('guess', guess)}?)")  # fmt: skip

@@ -335,6 +335,7 @@ class CsvColumns:
     label: int
     weight: int
     key: int = -1  # the key column (read as a category, then taken out of the features), or -1
+    id: int = -1  # the ID column (read as a category, then taken out of the features), or -1
 
     @property
     def count(self) -> int:
@@ -414,6 +415,10 @@ class CsvFormat(HashedFormat):
     key_column : str or int, optional
         A column whose value is each example's key (``batch.key_codes``;
         ``--key column:NAME``), not a feature. An empty cell is the empty key.
+    id_column : str or int, optional
+        A column whose value is each example's ID (``batch.tags``, as VW's
+        tags: predictions carry it), not a feature. An empty cell is no ID
+        (None).
 
     Without a header, the number of columns comes from ``header`` (the file's
     first line, which the reader passes to every block: see ``carried_lines``)
@@ -432,6 +437,7 @@ class CsvFormat(HashedFormat):
     categorical_columns: tuple[str | int, ...] = field(default=())
     ignore_columns: tuple[str | int, ...] = field(default=())
     key_column: str | int | None = None
+    id_column: str | int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -446,7 +452,7 @@ class CsvFormat(HashedFormat):
             object.__setattr__(self, option, tuple(value))
             for column in getattr(self, option):
                 _check_column_reference(column, option)
-        for option in ("label_column", "weight_column", "key_column"):
+        for option in ("label_column", "weight_column", "key_column", "id_column"):
             if getattr(self, option) is not None:
                 _check_column_reference(getattr(self, option), option)
 
@@ -530,10 +536,10 @@ class CsvFormat(HashedFormat):
             *self.class_names.arrays,
         )
         block = LineBlock(data, starts, stops, source, offset, first_line)
-        keys = {}
-        if columns.key >= 0:
-            (indptr, slots, values, feature_columns, value_spans, first_use), keys = _take_keys(
-                columns.key, scratch, indptr, slots, values, feature_columns, value_spans, first_use
+        taken = {}
+        if columns.key >= 0 or columns.id >= 0:
+            (indptr, slots, values, feature_columns, value_spans, first_use), taken = _take_out(
+                columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use
             )
         batch = ExampleBatch(
             labels=labels,
@@ -544,7 +550,7 @@ class CsvFormat(HashedFormat):
             bits=self.bits,
             row_ids=offset + starts[example_lines],
             source=source,
-            **keys,
+            **taken,
         )
 
         def reason_of(line: int, code: int) -> str:
@@ -580,25 +586,47 @@ class CsvFormat(HashedFormat):
         )
 
 
-def _take_keys(key_column, scratch, indptr, slots, values, feature_columns, value_spans, first_use):
-    """Move the key column's features (read as categories) out of the features, into key codes.
+def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use):
+    """Move the key and ID columns' features (read as categories) out of the features: the key
+    into key codes, the ID into ``tags`` (None where the cell is empty).
 
     All numpy over whole arrays: no Python per example.
     """
     n = len(indptr) - 1
     example_of = np.repeat(np.arange(n), np.diff(indptr))
-    is_key = feature_columns == key_column
-    spans = np.full((n, 2), -1, dtype=np.int64)
-    spans[example_of[is_key]] = value_spans[is_key]
-    keep = ~is_key
+    taken = [column for column in (columns.key, columns.id) if column >= 0]
+    keep = ~np.isin(feature_columns, taken)
+    spans = {}
+    for column in taken:
+        spans[column] = np.full((n, 2), -1, dtype=np.int64)
+        is_column = feature_columns == column
+        spans[column][example_of[is_column]] = value_spans[is_column]
     kept_indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(example_of[keep], minlength=n), out=kept_indptr[1:])
-    renumbered = np.cumsum(keep) - 1  # a kept feature's index after the key features are gone
+    renumbered = np.cumsum(keep) - 1  # a kept feature's index once the taken features are gone
     first_use = np.where(first_use >= 0, renumbered[np.maximum(first_use, 0)], -1)
-    first_use[key_column] = -1
+    first_use[taken] = -1
     arrays = (kept_indptr, slots[keep], values[keep], feature_columns[keep], value_spans[keep], first_use)
-    codes, names = key_codes(scratch, spans)
-    return arrays, {"key_codes": codes, "key_names": names}
+    out = {}
+    if columns.key >= 0:
+        out["key_codes"], out["key_names"] = key_codes(scratch, spans[columns.key])
+    if columns.id >= 0:
+        out["tags"] = span_texts(scratch, spans[columns.id])
+    return arrays, out
+
+
+def span_texts(buffer: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """The text of each ``(start, stop)`` span of ``buffer`` as an object array, None where ``start < 0``
+    (decoded at once, not per example).
+
+    >>> span_texts(np.frombuffer(b"r1r22", np.uint8), np.array([[0, 2], [-1, -1], [2, 5]])).tolist()
+    ['r1', None, 'r22']
+    """
+    texts = np.full(len(spans), None, dtype=object)
+    present = np.flatnonzero(spans[:, 0] >= 0)
+    if len(present):
+        texts[present] = decode_spans(buffer, spans[present, 0], spans[present, 1])
+    return texts
 
 
 def _cell_value(field: bytes, delimiter: str) -> str:
@@ -644,12 +672,17 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
             raise ValueError(f"the {role} column {names[column]!r} cannot also be categorical or ignored")
     if key >= 0 and (key in (label, weight) or key in categorical or key in ignored):
         raise ValueError(f"the key column {names[key]!r} cannot also be the label, the weight, categorical or ignored")
+    identity = -1 if fmt.id_column is None else position(fmt.id_column, "id_column")
+    if identity >= 0 and (identity in (label, weight, key) or identity in categorical or identity in ignored):
+        raise ValueError(f"the ID column {names[identity]!r} cannot also be the label, the weight, the key, "
+                         "categorical or ignored")  # fmt: skip
     if categorical & ignored:
         both = sorted(names[c] for c in categorical & ignored)
         raise ValueError(f"columns {both} are both categorical and ignored")
     kinds = np.full(len(names), NUMERIC, dtype=np.int8)
     kinds[sorted(ignored)] = IGNORED
-    kinds[sorted(categorical | ({key} if key >= 0 else set()))] = CATEGORICAL
+    # The key and the ID are read as categories (their text is kept), then taken out of the features.
+    kinds[sorted(categorical | {column for column in (key, identity) if column >= 0})] = CATEGORICAL
     kinds[label] = LABEL
     if weight >= 0:
         kinds[weight] = WEIGHT
@@ -657,7 +690,7 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
     seeds = np.array([hash_string(name, fmt.seed) for name in names], dtype=np.int64)
     for array in (kinds, slots, seeds):
         array.setflags(write=False)
-    return CsvColumns(names, kinds, slots, seeds, label, weight, key)
+    return CsvColumns(names, kinds, slots, seeds, label, weight, key, identity)
 
 
 def _names(columns, slots, feature_columns, value_spans, first_use, scratch, bits, features=None) -> dict[int, str]:

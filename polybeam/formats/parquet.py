@@ -97,6 +97,11 @@ class ParquetFormat(HashedFormat):
         A column whose value (as text) is each example's key
         (``batch.key_codes``; ``--key column:NAME``), never a feature; a null
         is the empty key.
+    id_column : str, optional
+        A column whose value (as text) is each example's ID (``batch.tags``,
+        as VW's tags: predictions carry it), never a feature; a null is no ID.
+    ignore_columns : tuple of str
+        Columns that are never features (named layout).
     """
 
     name: ClassVar[str] = "parquet"
@@ -108,12 +113,24 @@ class ParquetFormat(HashedFormat):
     values_column: str = "values"
     feature_columns: tuple[str, ...] | None = None
     key_column: str | None = None
+    id_column: str | None = None
+    ignore_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.feature_columns is not None:
             columns = (self.feature_columns,) if isinstance(self.feature_columns, str) else tuple(self.feature_columns)
             object.__setattr__(self, "feature_columns", columns)
+        ignored = (self.ignore_columns,) if isinstance(self.ignore_columns, str) else tuple(self.ignore_columns)
+        object.__setattr__(self, "ignore_columns", ignored)
+        roles = {"label": self.label_column, "weight": self.weight_column, "key": self.key_column}
+        for role, column in roles.items():
+            if column is not None and column in ignored:
+                raise ValueError(f"the {role} column {column!r} cannot also be ignored")
+        if self.id_column is not None:
+            if self.id_column in (*roles.values(), *ignored, *(self.feature_columns or ())):
+                raise ValueError(f"the ID column {self.id_column!r} cannot also be the label, the weight, the key, "
+                                 "a feature or ignored")  # fmt: skip
         if self.weight_column is not None and self.weight_column == self.label_column:
             raise ValueError(f"label_column and weight_column are the same column, {self.label_column!r}")
         if self.key_column is not None and self.key_column in (self.label_column, self.weight_column):
@@ -183,6 +200,7 @@ class ParquetFormat(HashedFormat):
             row_ids=row_numbers,
             source=source,
             names=names,
+            tags=self._ids(table),
             **self._keys(table),
         ).take(good)
 
@@ -211,7 +229,7 @@ class ParquetFormat(HashedFormat):
         """Refuse a table where a column the format takes by name appears more than once
         (Arrow allows it; which one would be meant?)."""
         names = table.column_names
-        used = {self.label_column, self.weight_column, self.key_column, *(self.feature_columns or ())}
+        used = {self.label_column, self.weight_column, self.key_column, self.id_column, *(self.feature_columns or ())}
         if self.indices_column in names:  # (otherwise "values" may well name two features)
             used |= {self.indices_column, self.values_column}
         for name in sorted(used - {None}):
@@ -229,6 +247,15 @@ class ParquetFormat(HashedFormat):
         encoded = pc.dictionary_encode(text).combine_chunks()
         return {"key_codes": encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
                 "key_names": tuple(encoded.dictionary.to_pylist())}  # fmt: skip
+
+    def _ids(self, table: pa.Table) -> np.ndarray | None:
+        """The ID column as an object array of str (None where null), converted by Arrow (no Python per row)."""
+        if self.id_column is None:
+            return None
+        if self.id_column not in table.column_names:
+            raise ValueError(f"ID column {self.id_column!r} not found; the columns are {table.column_names}")
+        text = pc.cast(table.column(self.id_column), pa.string()).combine_chunks()
+        return text.to_numpy(zero_copy_only=False).astype(object, copy=False)
 
     def _labels(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
         """Labels (NaN where missing), which rows have one, and why rows with unknown class names are bad."""
@@ -334,7 +361,7 @@ class ParquetFormat(HashedFormat):
                 _numeric(table, name, "feature column")
             positions = [table.column_names.index(name) for name in names]
         else:
-            skip = {self.label_column, self.weight_column, self.key_column}
+            skip = {self.label_column, self.weight_column, self.key_column, self.id_column, *self.ignore_columns}
             # By position: two columns may share a name (Arrow allows it), and then are two features.
             positions = [
                 j

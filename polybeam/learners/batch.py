@@ -44,7 +44,8 @@ class ExampleBatch:
     source : str, optional
         The file the batch was read from.
     tags : object array of str or None, shape (n,), optional
-        Per-example tags (VW's ``'tag``), when the input has any.
+        Per-example IDs, when the input has any: VW's ``'tag``, or the value
+        of a CSV/Parquet ID column (``id_column``). Predictions carry them.
     names : mapping of slot -> feature name, optional
         Names of the features seen in this batch, when the format knows them.
     key_codes : int32 array, shape (n,), optional

@@ -181,6 +181,38 @@ class Model:
     # -- inspection -------------------------------------------------------------
 
     @property
+    def input(self) -> dict | None:
+        """How the training examples were read (format, columns, delimiter, bits, seed, class names; see
+        ``polybeam.formats.input_settings``), or None for a model that does not say (written before polybeam
+        recorded it, or from Python without ``RecordOrigin``)."""
+        return self.metadata.get("input")
+
+    @property
+    def provenance(self) -> dict | None:
+        """Where the model came from: versions, input patterns, read counts, options, runner, start and end
+        (see ``polybeam.transforms.provenance``), or None for a model that does not say."""
+        return self.metadata.get("provenance")
+
+    def origin_lines(self) -> list[str]:
+        """The summary's lines on how the input was read and where the model came from (none if unknown)."""
+        lines = []
+        if self.input:
+            shared = ("format", "bits", "seed", "classes", "class_names", "columns")
+            settings = [f"{name}={value!r}" for name, value in self.input.items()
+                        if name not in shared and value not in (None, [], (), False)]  # fmt: skip
+            lines.append(f"input: {self.input.get('format')}" + (f", read with {', '.join(settings)}" if settings else ""))
+        record = self.provenance
+        if record:
+            lines.append(f"trained by polybeam {record.get('polybeam')} (Apache Beam {record.get('apache_beam')}, "
+                         f"numba {record.get('numba')}, Python {record.get('python')}) on {record.get('runner')}, "
+                         f"from {record.get('started')} to {record.get('finished')}")  # fmt: skip
+            read = record.get("read")
+            counts = "" if not read else (f": {read['records']} records = {read['examples']} examples + "
+                                          f"{read['dead_letters']} dead letters + {read['skipped']} skipped")  # fmt: skip
+            lines.append(f"read {', '.join(record.get('inputs', []))}{counts}")
+        return lines
+
+    @property
     def nonzero(self) -> int:
         """Number of non-zero weights."""
         return int(np.count_nonzero(self.weights))
@@ -245,6 +277,8 @@ class Model:
             "passes": len(meta.get("passes", [])) or self.config.passes,
             "apple_guard": meta.get("apple_guard"),
             "holdout": meta.get("holdout"),
+            "input": self.input,
+            "provenance": self.provenance,
             "top_weights": self.top_weights(top),
         }
 
@@ -269,6 +303,7 @@ class Model:
             lines.append(holdout_line(info["holdout"]))
         if "greedy_step" in self.metadata:
             lines.append(f"mean greedy step (GSA): {self.metadata['greedy_step']:.6g}")
+        lines += self.origin_lines()
         lines += [
             f"non-zero weights: {info['nonzero_weights']} of {info['slots'] * config.outputs} weights",
             f"trained on {info['examples']} examples, {info['passes']} pass(es); "

@@ -47,6 +47,7 @@ from polybeam.pipelines.options import (
     SequenceOptions,
     TimelinessOptions,
     absolute_paths,
+    input_settings,
     with_default_runner,
 )
 from polybeam.transforms.report import WriteReport
@@ -54,7 +55,7 @@ from polybeam.selection.anytime import AnytimeModel
 from polybeam.selection.groups import GroupSpec
 from polybeam.selection.statistics import check_memory
 from polybeam.selection.timeliness import oracle_curve, plateau_alpha, stopping_cost, timeliness
-from polybeam.transforms.predict import WritePredictions
+from polybeam.transforms.predict import WritePredictions, id_column_name
 from polybeam.transforms.sequence import (
     PREFIX_COLUMNS,
     ApplyAnytime,
@@ -291,7 +292,8 @@ def run_anytime_predict(options: PipelineOptions) -> dict:
         _noted(read.examples, parts)
         | "Predict" >> ApplyAnytime(model, **choice)
         | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
-                                                 extra_columns=PREFIX_COLUMNS)  # fmt: skip
+                                                 extra_columns=PREFIX_COLUMNS,
+                                                 id_name=id_column_name(input_settings(options, config)))  # fmt: skip
     )
     parts["files"] = files
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)

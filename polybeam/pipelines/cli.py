@@ -39,7 +39,7 @@ def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
     width = max(map(len, COMMANDS)) + 1
     lines += [f"  {name:<{width}} {text}" for name, text in COMMANDS.items()]
-    lines += ["", "polybeam COMMAND --help lists a command's options."]
+    lines += ["", "polybeam COMMAND --help lists a command's options; polybeam --version the versions."]
     return "\n".join(lines)
 
 
@@ -176,8 +176,12 @@ def _run_inspect(argv: Sequence[str]) -> int:
     model = read_model(args.model)
     if args.json:
         _print_json(model.summary_dict(args.top))
-    else:
-        print(model.summary(args.top))
+        return 0
+    print(model.summary(args.top))
+    if model.input:
+        from polybeam.pipelines.model_input import recorded_input
+
+        print(f"evaluate and predict read input as: {recorded_input(model.input, args.model).describe()}")
     return 0
 
 
@@ -252,6 +256,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0 if argv else 2
+    if argv[0] in ("--version", "-V", "version"):
+        from polybeam.versions import version_line
+
+        print(version_line())
+        return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
         print(f"polybeam: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)

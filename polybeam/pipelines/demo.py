@@ -20,12 +20,13 @@ from polybeam import datasets
 from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.jobs import _finish, _model_summary, job_facts
-from polybeam.pipelines.launch import launch
-from polybeam.pipelines.options import DemoOptions, absolute_paths, with_default_runner
+from polybeam.pipelines.launch import launch, runner_name
+from polybeam.pipelines.options import DemoOptions, absolute_paths, given_options, with_default_runner
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
 from polybeam.transforms.files import write_atomically
 from polybeam.transforms.model_io import WriteModel
+from polybeam.transforms.provenance import RecordOrigin
 from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.report import WriteReport
 from polybeam.transforms.train import Train
@@ -67,9 +68,12 @@ def run_demo(options: PipelineOptions) -> dict:
 
     pipeline = beam.Pipeline(options=options)
     read = dict(bits=CONFIG.bits, seed=CONFIG.seed, labels=CONFIG.label_kind)
-    train = pipeline | "ReadTrain" >> ReadExamples(train_path, format="libsvm", **read)
+    reading = ReadExamples(train_path, format="libsvm", **read)
+    train = pipeline | "ReadTrain" >> reading
     test = pipeline | "ReadTest" >> ReadExamples(test_path, format="libsvm", **read)
-    models = train.examples | "Train" >> Train(CONFIG, metadata={"input_format": "libsvm", "dataset": DATASET})
+    models = (train.examples | "Train" >> Train(CONFIG, metadata={"input_format": "libsvm", "dataset": DATASET})
+              | "RecordOrigin" >> RecordOrigin(reading, counts=train.counts, command="demo", runner=runner_name(options),
+                                               options=given_options(options), started=time.time()))  # fmt: skip
     letters = (train.dead_letters, test.dead_letters) | "AllDeadLetters" >> beam.Flatten()
     parts = {
         "train_counts": train.counts,
@@ -81,6 +85,7 @@ def run_demo(options: PipelineOptions) -> dict:
             dead_path, file_name_suffix="", num_shards=1, shard_name_template=""),
     }  # fmt: skip
     facts = {**job_facts("demo", options, report_path), "model": model_path, "dead_letter_file": dead_path}
+    facts["origin"]["inputs"] = [train_path, test_path]
     build = functools.partial(_demo_report, facts=facts, text_path=os.path.join(out, "report.txt"))
     pipeline | "Report" >> WriteReport(report_path, build, **parts)
     return launch(pipeline, options, facts, started=started,

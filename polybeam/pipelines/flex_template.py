@@ -23,8 +23,8 @@ The parameters come from the same option definitions as ``polybeam COMMAND
 >>> model["paramType"], model["isOptional"]
 ('GCS_READ_FILE', False)
 >>> fmt = next(p for p in metadata["parameters"] if p["name"] == "format")
->>> fmt["paramType"], fmt["defaultValue"], fmt["regexes"]
-('ENUM', 'libsvm', ['^(libsvm|vw|csv|parquet)$'])
+>>> fmt["paramType"], fmt["regexes"], "defaultValue" in fmt  # evaluate reads the model's format unless given one
+('ENUM', ['^(libsvm|vw|csv|parquet)$'], False)
 """
 
 from __future__ import annotations

@@ -20,8 +20,10 @@ from apache_beam.transforms.util import WaitOn
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.formats.acceptance import InputPolicy
+from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
+from polybeam.pipelines.model_input import check_sample, header_columns, model_note, recorded_input
 from polybeam.pipelines.preload import preload_kernels
 from polybeam.pipelines.options import (
     InputOptions,
@@ -32,7 +34,8 @@ from polybeam.pipelines.options import (
     RunOptions,
     TimelinessOptions,
     TrainingOptions,
-    format_options,
+    given_options,
+    input_settings,
     learner_config,
     absolute_paths,
     with_default_runner,
@@ -46,7 +49,8 @@ from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.keyed_files import join, read_index
 from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
-from polybeam.transforms.predict import Predict, WritePredictions
+from polybeam.transforms.predict import Predict, WritePredictions, id_column_name
+from polybeam.transforms.provenance import RecordOrigin, origin, provenance_record
 from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.report import WriteReport
 from polybeam.transforms.routing import KEYED_MODELS, ModelLibrary, RouteByKey, WriteKeyedModels
@@ -64,11 +68,13 @@ def _require(value, flag: str, command: str):
     return value
 
 
-def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None, key: str | None = None):
-    read = options.view_as(InputOptions)
-    settings = format_options(options, config, labels=labels, key=key)
-    # The job checks its read itself (CheckInput in _checked), after writing the dead letters and with its report.
-    return pipeline | label >> ReadExamples(read.input, format=read.format, check_input=False, **settings)
+def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None, key: str | None = None,
+          settings: InputSettings | None = None):  # fmt: skip
+    """Read ``--input`` as ``settings`` say (default: as the input options say, see ``input_settings``).
+    The job checks its read itself (CheckInput in _checked), after writing the dead letters and with its report."""
+    settings = settings or input_settings(options, config, key=key)
+    return pipeline | label >> ReadExamples(options.view_as(InputOptions).input, format=settings.format,
+                                            check_input=False, **settings.reader_options(labels or config.label_kind))  # fmt: skip
 
 
 def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):
@@ -76,25 +82,30 @@ def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=
     return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
 
 
-def _checked(read, options: PipelineOptions, dead_files, facts: dict):
+def _checked(read, options: PipelineOptions, dead_files, facts: dict, *, settings: InputSettings | None = None,
+             expected: str | None = None):  # fmt: skip
     """The read's counts, once its dead letters are written and the input check passed (see CheckInput);
-    what writes the job's results waits for it, so a refused input writes none of them."""
-    return read | "CheckInput" >> CheckInput(input_policy(options, facts.get("dead_letter_file")),
-                                             report=facts["report"], facts=facts, after=[dead_files])  # fmt: skip
+    what writes the job's results waits for it, so a refused input writes none of them. ``expected``: what
+    the model reads, for the likely cause of a refusal."""
+    policy = input_policy(options, facts.get("dead_letter_file"), settings=settings, expected=expected)
+    return read | "CheckInput" >> CheckInput(policy, report=facts["report"], facts=facts, after=[dead_files])
 
 
-def input_policy(options: PipelineOptions, dead_letter_file: str | None = None) -> InputPolicy:
+def input_policy(options: PipelineOptions, dead_letter_file: str | None = None, *,
+                 settings: InputSettings | None = None, expected: str | None = None) -> InputPolicy:  # fmt: skip
     """What the job accepts from its read (--allow-empty, --max-dead-letter-fraction); checked at once."""
     inputs = options.view_as(InputOptions)
     return InputPolicy(allow_empty=inputs.allow_empty, max_dead_letter_fraction=inputs.max_dead_letter_fraction,
-                       format=inputs.format, dead_letter_file=dead_letter_file)  # fmt: skip
+                       format=settings.format if settings else inputs.format or "libsvm",
+                       dead_letter_file=dead_letter_file, expected=expected)  # fmt: skip
 
 
-def _preloader(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None):
+def _preloader(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None,
+               settings: InputSettings | None = None):  # fmt: skip
     """What loads this job's kernels before local workers are forked (see polybeam.pipelines.preload)."""
-    read = options.view_as(InputOptions)
-    settings = format_options(options, config, labels=labels, key=key)
-    return functools.partial(preload_kernels, read.input, read.format, settings, config)
+    settings = settings or input_settings(options, config, key=key)
+    return functools.partial(preload_kernels, options.view_as(InputOptions).input, settings.format,
+                             settings.reader_options(labels or config.label_kind), config)  # fmt: skip
 
 
 def _count(pcollection, label: str):
@@ -104,18 +115,34 @@ def _count(pcollection, label: str):
 
 def job_facts(command: str, options: PipelineOptions, report: str) -> dict:
     """What every report says about the job itself (the launcher's view, recorded before launch)."""
-    return {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
-            "launched": time.time()}  # fmt: skip
+    facts = {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
+             "launched": time.time()}  # fmt: skip
+    pattern = options.view_as(InputOptions).input
+    facts["origin"] = origin(None, [pattern] if pattern else [], command=command,
+                             options=given_options(options), runner=facts["runner"], started=facts["launched"])  # fmt: skip
+    return facts
 
 
 def _finish(report: dict, facts: dict, parts: dict | None = None) -> dict:
     finished = time.time()
+    facts = dict(facts)
+    known = facts.pop("origin", None)
     report = {**facts, **report, "finished": finished, "job_seconds": finished - facts["launched"]}
+    if known is not None:  # versions of the worker writing the report, what was read, options, start, end
+        report["provenance"] = provenance_record(known, _read_counts(report, parts), finished)
     if parts and "workers" in parts:
         workers = peak_per_worker(parts["workers"])
         report["workers"] = workers
         report["worker_peak_rss_bytes"] = max((w["peak_rss_bytes"] for w in workers), default=None)
     return report
+
+
+def _read_counts(report: dict, parts: dict | None) -> ReadCounts | None:
+    """What the job read: its parts' counts, else the report's figures when it has them all (as numbers)."""
+    if parts and parts.get("counts"):
+        return _counts(parts)
+    figures = [report.get(name) for name in ("records", "examples", "dead_letters", "skipped")]
+    return ReadCounts(*figures) if all(isinstance(figure, int) for figure in figures) else None
 
 
 def _noted(examples, parts: dict, label: str = "NoteWorkers"):
@@ -131,7 +158,7 @@ def _counts(parts: dict, name: str = "counts") -> ReadCounts:
 
 def _key_spec_for(options: PipelineOptions, command: str) -> str | None:
     key = options.view_as(KeyOptions).key
-    fmt = options.view_as(InputOptions).format
+    fmt = options.view_as(InputOptions).format or "libsvm"
     if key is None:
         return None
     kind = key.partition(":")[0]
@@ -251,34 +278,46 @@ def run_train(options: PipelineOptions) -> dict:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
     key = _key_spec_for(options, "train")
     keyed = key is not None
+    settings = input_settings(options, config, key=key)
+    # A header or schema without the columns the options name fails now, not on a worker; the header's
+    # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
+    check_sample(options.view_as(InputOptions).input, settings, labels=config.label_kind)
+    settings = settings.replace(columns=header_columns(options.view_as(InputOptions).input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(options, config, model_path, keyed)
     inside = (lambda name: join(model_path, name)) if keyed else (lambda name: f"{model_path}.{name}")
     dead_path = options.view_as(InputOptions).dead_letters or inside("dead_letters.jsonl")
     report_path = options.view_as(RunOptions).report or (join(model_path, "report.json") if keyed else f"{model_path}.report.json")
-    input_policy(options)
+    input_policy(options, settings=settings)
     with_default_runner(options)
 
     report_facts = {
         **job_facts("train", options, report_path), "model": model_path, "dead_letter_file": dead_path,
         "key": key, "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
         "initial_model": options.view_as(TrainingOptions).initial_model, "passes_run": config.passes - first_pass + 1,
+        "input": settings.to_dict(),
     }  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, key=key)
-    checked = _checked(read, options, _write_dead_letters(read, dead_path), report_facts)
+    read = _read(pipeline, options, "Read", config, key=key, settings=settings)
+    checked = _checked(read, options, _write_dead_letters(read, dead_path), report_facts, settings=settings)
     initial = None
     if initial_path is not None:
         initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
     parts = {"counts": checked}
     # allow_empty: the job's own input check refuses an empty read (with its report) unless --allow-empty.
     models = _noted(read.examples, parts) | "Train" >> Train(
-        config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": options.view_as(InputOptions).format},
+        config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": settings.format},
         initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
         fanout=options.view_as(TrainingOptions).merge_fanout, checkpoints_after=[checked],
         progress=not (options.view_as(RunOptions).quiet or keyed), allow_empty=True)  # fmt: skip
     models = models | "AfterInputCheck" >> WaitOn(checked)
+    # How the input was read and where the models came from, with the read's counts (known on the workers).
+    known = report_facts["origin"]
+    models = models | "RecordOrigin" >> RecordOrigin(
+        settings, counts=checked, inputs=known["inputs"], command="train", options=known["options"],
+        runner=known["runner"], started=known["started"], keyed=keyed)  # fmt: skip
     if keyed:
-        parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict())
+        parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict(),
+                                                                    input=settings.to_dict())  # fmt: skip
     else:
         written = models | "WriteModel" >> WriteModel(model_path)
         parts["summary"] = models | "Summary" >> beam.Map(_model_summary)
@@ -286,7 +325,7 @@ def run_train(options: PipelineOptions) -> dict:
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_train_report, facts=report_facts), **parts)
     return launch(pipeline, options, report_facts, started=started,
                   outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
-                  preload=_preloader(options, config, key=key))  # fmt: skip
+                  preload=_preloader(options, config, key=key, settings=settings))  # fmt: skip
 
 
 # -- evaluate and predict: one model, or a folder of per-key models --------------------------------------
@@ -297,7 +336,8 @@ def _is_keyed_folder(path: str) -> bool:
 
 
 def _model_source(options: PipelineOptions, command: str):
-    """``(model or library, config, key spec)`` of --model, failing fast on a bad file or folder."""
+    """``(model or library, config, key spec, how the model's input was read or None)`` of --model, failing
+    fast on a bad file or folder."""
     model_path = _require(options.view_as(ModelOptions).model, "--model", command)
     fallback = options.view_as(RoutingOptions).fallback_model
     key = options.view_as(KeyOptions).key
@@ -306,7 +346,7 @@ def _model_source(options: PipelineOptions, command: str):
             raise OptionError(f"--{'fallback-model' if fallback else 'key'} applies to a folder of per-key models; "
                               f"{model_path} is a model file")  # fmt: skip
         model = read_model(model_path)  # fail fast on a bad model file, before any pipeline work
-        return model, model.config, None
+        return model, model.config, None, recorded_input(model.input, model_path)
     index = read_index(model_path)
     if index.get("kind") != KEYED_MODELS:
         raise OptionError(f"{model_path} is not a folder of per-key models (its index.json is a {index.get('kind')})")
@@ -317,7 +357,19 @@ def _model_source(options: PipelineOptions, command: str):
     if fallback:
         fallback_config = read_model(fallback).config
         check_compatible(fallback_config, config, f"--fallback-model {fallback}")
-    return ModelLibrary(model_path, fallback), config, trained_key
+    return ModelLibrary(model_path, fallback), config, trained_key, recorded_input(index.get("input"), model_path)
+
+
+def _scoring_input(options: PipelineOptions, config: LearnerConfig, key: str | None,
+                   model: InputSettings | None, *, labels: str) -> tuple[InputSettings, str | None]:  # fmt: skip
+    """How evaluate/predict read their input (the model's own way unless told otherwise), after a look at
+    the first input file when the model says how it was read; and what the model reads, for the messages."""
+    model_path = options.view_as(ModelOptions).model
+    settings = input_settings(options, config, key=key, model=model, model_path=model_path)
+    if model is None:  # a model from before polybeam recorded its input: the options alone, as before
+        return settings, None
+    check_sample(options.view_as(InputOptions).input, settings, labels=labels, model=model, model_path=model_path)
+    return settings, model_note(model, model_path)
 
 
 def _routed(read, source, key: str | None):
@@ -354,29 +406,32 @@ def run_evaluate(options: PipelineOptions) -> dict:
     started = time.perf_counter()
     absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "evaluate")
-    source, config, key = _model_source(options, "evaluate")
+    source, config, key, recorded = _model_source(options, "evaluate")
+    settings, expected = _scoring_input(options, config, key, recorded, labels=config.label_kind)
     model_path = options.view_as(ModelOptions).model
     beside = (lambda name: join(model_path, name)) if key else (lambda name: f"{model_path}.{name}")
     dead_path = options.view_as(InputOptions).dead_letters or beside("evaluate.dead_letters.jsonl")
     report_path = options.view_as(RunOptions).report or beside("evaluation.json")
-    input_policy(options)
+    input_policy(options, settings=settings)
     with_default_runner(options)
 
     facts = {**job_facts("evaluate", options, report_path), "model": model_path, "key": key,
-             "dead_letter_file": dead_path}  # fmt: skip
+             "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, key=key)
+    read = _read(pipeline, options, "Read", config, key=key, settings=settings)
     scored, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    parts = {"counts": _checked(read, options, _write_dead_letters(read, dead_path, extra=unrouted), facts)}
+    dead_files = _write_dead_letters(read, dead_path, extra=unrouted)
+    parts = {"counts": _checked(read, options, dead_files, facts, settings=settings, expected=expected)}
     metrics = _noted(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
     parts["metrics"] = metrics
     if unrouted is not None:
         parts["unrouted"] = _count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_evaluate_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started,
-                  outputs={"dead_letters": dead_path}, preload=_preloader(options, config, key=key))  # fmt: skip
+                  outputs={"dead_letters": dead_path},
+                  preload=_preloader(options, config, key=key, settings=settings))  # fmt: skip
 
 
 def _predict_report(parts: dict, *, facts: dict) -> dict:
@@ -395,26 +450,28 @@ def run_predict(options: PipelineOptions) -> dict:
     absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "predict")
     output = _require(options.view_as(OutputOptions).output, "--output", "predict")
-    source, config, key = _model_source(options, "predict")
+    source, config, key, recorded = _model_source(options, "predict")
+    settings, expected = _scoring_input(options, config, key, recorded, labels="any")
     model_path = options.view_as(ModelOptions).model
     dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
     report_path = options.view_as(RunOptions).report or f"{output}.report.json"
-    input_policy(options)
+    input_policy(options, settings=settings)
     with_default_runner(options)
 
     facts = {**job_facts("predict", options, report_path), "model": model_path, "key": key, "output": output,
-             "dead_letter_file": dead_path}  # fmt: skip
+             "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, labels="any", key=key)
+    read = _read(pipeline, options, "Read", config, labels="any", key=key, settings=settings)
     scored_input, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    parts = {"counts": _checked(read, options, _write_dead_letters(read, dead_path, extra=unrouted), facts)}
+    dead_files = _write_dead_letters(read, dead_path, extra=unrouted)
+    parts = {"counts": _checked(read, options, dead_files, facts, settings=settings, expected=expected)}
     files = (
         _noted(scored_input, parts)
         | "Predict" >> Predict(model, routed=key is not None)
         | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
-                                                 with_key=key is not None)  # fmt: skip
+                                                 with_key=key is not None, id_name=id_column_name(settings))  # fmt: skip
     )
     parts["files"] = files
     if unrouted is not None:
@@ -422,5 +479,5 @@ def run_predict(options: PipelineOptions) -> dict:
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started,
                   outputs={"predictions": output + "*", "dead_letters": dead_path},
-                  preload=_preloader(options, config, labels="any", key=key))  # fmt: skip
+                  preload=_preloader(options, config, labels="any", key=key, settings=settings))  # fmt: skip
 

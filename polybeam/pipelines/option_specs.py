@@ -82,16 +82,27 @@ TIMELINESS_ALPHA_HELP = ("alpha of the alpha-stopping cost, in (0, 1], or auto: 
                          "(default: auto)")  # fmt: skip
 
 
+# What evaluate and predict do when an input option is not given.
+AS_MODEL = "; evaluate/predict: as the model's input was read, unless given"
+
+
 def add_input_options(parser) -> None:
     """Where examples come from and how to read them."""
     _add(parser, "input", help="file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)")
-    _add(parser, "format", choices=FORMATS, default="libsvm", help="input format (default: libsvm)")
-    _add(parser, "label-column", default=None, help="CSV/Parquet: the label column (CSV default: the first column; Parquet: 'label')")
-    _add(parser, "weight-column", default=None, help="CSV/Parquet: a column of importance weights")
-    _add(parser, "categorical-columns", type=columns, default=(), help="CSV: comma-separated columns whose values are categories (feature 'column=value')")
-    _add(parser, "csv-delimiter", default=",", help="CSV: the field delimiter (default: ',')")
-    _add(parser, "no-csv-header", action="store_true", default=False, help="CSV: files have no header line; columns are named 1, 2, ...")
-    _add(parser, "feature-names", action="store_true", default=False, help="VW: keep feature names for the model summary (costs parse time, like VW's --invert_hash)")
+    # evaluate and predict read as the model's input was read (its format and columns, recorded in the
+    # model) unless told otherwise, so these have no default of their own (None: not given).
+    _add(parser, "format", choices=FORMATS, default=None,
+         help="input format (default: libsvm; evaluate and predict: the format the model was trained on)")
+    _add(parser, "label-column", default=None, help=f"CSV/Parquet: the label column (CSV default: the first column; Parquet: 'label'){AS_MODEL}")
+    _add(parser, "weight-column", default=None, help=f"CSV/Parquet: a column of importance weights{AS_MODEL}")
+    _add(parser, "categorical-columns", type=columns, default=None, help=f"CSV: comma-separated columns whose values are categories (feature 'column=value'){AS_MODEL}")
+    _add(parser, "id-column", default=None,
+         help="CSV/Parquet: a column of example IDs, not a feature; predict writes each example's ID in the "
+              f"last column (named after it), as it writes VW's tags{AS_MODEL}")  # fmt: skip
+    _add(parser, "ignore-columns", type=columns, default=None, help=f"CSV/Parquet: comma-separated columns that are not features{AS_MODEL}")
+    _add(parser, "csv-delimiter", default=None, help=f"CSV: the field delimiter (default: ','){AS_MODEL}")
+    _add(parser, "no-csv-header", action="store_true", default=False, help=f"CSV: files have no header line; columns are named 1, 2, ...{AS_MODEL}")
+    _add(parser, "feature-names", action="store_true", default=False, help=f"VW: keep feature names for the model summary (costs parse time, like VW's --invert_hash){AS_MODEL}")
     _add(parser, "dead-letters", default=None, help="where to write records that could not be read (JSON lines); default: next to the model or output")
     _add(parser, "max-dead-letter-fraction", type=float, default=DEFAULT_MAX_DEAD_LETTER_FRACTION,
          help="fail the job when more than this share of the records (blank, comment and header lines aside) "

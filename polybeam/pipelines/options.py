@@ -13,8 +13,11 @@ pass through untouched.
 
 from __future__ import annotations
 
+import argparse
+
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.option_specs import FORMATS  # noqa: F401  (re-exported)
@@ -149,38 +152,83 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
     )
 
 
+def given_input_settings(options: PipelineOptions) -> dict:
+    """The input options given (not left to a default), by the names of the formats' settings
+    (``format``, ``label_column``, ``delimiter``, ``has_header``, ...)."""
+    read = options.view_as(InputOptions)
+    given = {name: getattr(read, attribute) for name, attribute in _INPUT_SETTINGS.items()
+             if getattr(read, attribute) is not None}  # fmt: skip
+    if read.no_csv_header:
+        given["has_header"] = False
+    if read.feature_names:
+        given["feature_names"] = True
+    return given
+
+
+# Format settings -> the InputOptions attribute that gives them (None when not given).
+_INPUT_SETTINGS = {
+    "format": "format", "label_column": "label_column", "weight_column": "weight_column",
+    "categorical_columns": "categorical_columns", "ignore_columns": "ignore_columns", "id_column": "id_column",
+    "delimiter": "csv_delimiter",
+}  # fmt: skip
+
+
+def input_settings(options: PipelineOptions, config: LearnerConfig, *, key: str | None = None,
+                   model: InputSettings | None = None, model_path: str | None = None) -> InputSettings:  # fmt: skip
+    """How to read the input: the input options given, else, for a model that records how its own input
+    was read (``model``), as it was read, else the formats' defaults; the learner's bits, seed and classes;
+    for ``--key namespace:NAME`` or ``column:NAME``, where the readers find each example's key.
+
+    A ``--format`` whose features the model cannot know (LIBSVM's numbered features for a model of named
+    CSV or VW features, or the reverse) is refused, naming the model's format and how to read its input.
+    """
+    given = given_input_settings(options)
+    name = given.pop("format", None) or (model.format if model is not None else "libsvm")
+    if model is not None and not readable_by(model.format, name):
+        where = f" in {model_path}" if model_path else ""
+        raise ValueError(f"--format {name} cannot be the input of the model{where}: it was trained on "
+                         f"{model.format} input, whose features {_FEATURES[model.format]}, and {name}'s "
+                         f"{_FEATURES[name]}; give it input like its training data, read with {model.flags()} "
+                         "(or leave --format out)")  # fmt: skip
+    settings = model if model is not None and model.format == name else InputSettings(name)
+    own = {setting: value for setting, value in given.items() if setting in settings.options}
+    column = own.get("label_column")
+    if isinstance(column, str) and column.isdigit() and not own.get("has_header", settings.options.get("has_header", True)):
+        own["label_column"] = int(column)  # headerless CSV: a label column by (0-based) position
+    kind, _, key_name = (key or "").partition(":")
+    if key is not None:  # per-key: where the key is (else a model's own key column stays out of the features)
+        for setting, key_kind in (("key_column", "column"), ("key_namespace", "namespace")):
+            if setting in settings.options:
+                own[setting] = key_name if kind == key_kind else None
+    softmax = config.loss == "softmax"
+    return settings.replace(**own, bits=config.bits, seed=config.seed, classes=config.classes if softmax else 0,
+                            class_names=config.class_names if softmax else ())  # fmt: skip
+
+
+# How each format's features become slots (for the message refusing a format a model cannot read).
+_FEATURES = {"libsvm": "are numbered", "parquet": "are numbered or named by column", "csv": "are named by column",
+             "vw": "are named"}  # fmt: skip
+
+
 def format_options(
     options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None
 ) -> dict:
-    """Keyword arguments for ``ReadExamples``: the input options plus what the learner needs
-    (its bits and seed, the labels it accepts, its classes) and, for ``--key namespace:NAME``
-    or ``column:NAME``, where the readers find each example's key."""
-    read = options.view_as(InputOptions)
-    settings: dict = {"bits": config.bits, "seed": config.seed, "labels": labels or config.label_kind}
-    if config.loss == "softmax":
-        settings.update(classes=config.classes, label_names=config.class_names)
-    if read.format == "csv":
-        settings.update(
-            delimiter=read.csv_delimiter,
-            has_header=not read.no_csv_header,
-            categorical_columns=read.categorical_columns,
-            weight_column=read.weight_column,
-        )
-        if read.label_column is not None:
-            column = read.label_column
-            settings["label_column"] = int(column) if read.no_csv_header and column.isdigit() else column
-    elif read.format == "parquet":
-        settings["weight_column"] = read.weight_column
-        if read.label_column is not None:
-            settings["label_column"] = read.label_column
-    elif read.format == "vw":
-        settings["feature_names"] = read.feature_names
-    kind, _, name = (key or "").partition(":")
-    if kind == "namespace":
-        settings["key_namespace"] = name
-    elif kind == "column":
-        settings["key_column"] = name
-    return settings
+    """Keyword arguments for ``ReadExamples`` (without the format's name, see :func:`input_settings`): the
+    input options plus what the learner needs (its bits and seed, the labels it accepts, its classes) and,
+    for ``--key namespace:NAME`` or ``column:NAME``, where the readers find each example's key."""
+    return input_settings(options, config, key=key).reader_options(labels or config.label_kind)
+
+
+def given_options(options: PipelineOptions) -> dict:
+    """polybeam's own options that were given (not left to their defaults), as plain JSON, for the record
+    a job keeps of how it ran (Beam's options, such as where the job service is, are the runner's)."""
+    own = argparse.ArgumentParser(add_help=False)
+    for add_options in specs.ALL_OPTIONS:
+        add_options(own)
+    names = {action.dest for action in own._actions}
+    given = options.get_all_options(drop_default=True)
+    return {name: list(value) if isinstance(value, tuple) else value
+            for name, value in sorted(given.items()) if name in names}  # fmt: skip
 
 
 def with_default_runner(options: PipelineOptions) -> PipelineOptions:

@@ -25,6 +25,7 @@ _EXPORTS = {
     "ModelLibrary": "routing", "RouteByKey": "routing", "WriteKeyedModels": "routing",
     "ParsedKeys": "keys", "WriteReport": "report", "NoteWorkers": "workers",
     "CheckInput": "input_check", "InputPolicy": "input_check", "InputRejected": "input_check",
+    "RecordOrigin": "provenance",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)

@@ -31,12 +31,29 @@ by the model's numba kernel. ``output`` picks what each result's
 - ``"label"``: +1 / -1 for logistic and hinge, the class (its name when the
   model has class names, else its number) for softmax.
 
+A model that records how its training input was read (every model ``polybeam
+train`` writes; see :mod:`polybeam.transforms.provenance`) lends those
+settings to its handler unless ``format_options`` say otherwise: CSV lines
+are read with its delimiter, header names, label, categorical, ignored and ID
+columns (no ``columns`` needed), and in mappings its label, weight, key, ID
+and ignored columns are no features and its categorical columns' values are
+categories (``{"zip": 10115}`` is ``zip=10115``). Lines of a format whose
+features the model cannot know (LIBSVM lines for a model of CSV columns) fail
+when the model is loaded, naming the model's format.
+
+Each result is a :class:`PredictionResult` (``example``, ``inference``,
+``model_id``) that also carries its example's ID, ``result.id``: the value of
+the model's ID column (``--id-column``; ``format_options={"id_column": ...}``)
+in a mapping or a CSV line, a VW line's tag, an ExampleBatch's ``tags``
+(an array), else None.
+
 A line the parser refuses fails its batch with the line's reason (use
 ``RunInference(...).with_exception_handling()`` to dead-letter such batches).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +62,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from polybeam.formats import make_format
+from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.model import Model
@@ -64,25 +82,77 @@ def _check_choice(name: str, value, choices) -> None:
         raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
 
 
-class _Examples:
-    """Turns a RunInference batch of one input format into one ExampleBatch."""
+class IdentifiedPrediction(PredictionResult):
+    """A RunInference result that also carries its example's ID: ``result.id`` (None when the example has
+    none). It is a :class:`PredictionResult` in every other way (three fields: ``example, inference,
+    model_id = result`` still unpacks); ``_replace`` gives a result without the ID."""
 
-    def __init__(self, input_format: str, format_options: Mapping[str, Any] | None):
+    id = None  # (a result rebuilt from its three fields has no ID)
+
+    def __new__(cls, example, inference, model_id=None, id=None):
+        result = super().__new__(cls, example, inference, model_id)
+        result.id = id
+        return result
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()[:-1]}, id={self.id!r})"
+
+
+# Settings of a CSV/Parquet read that name columns that are no features of a mapping.
+_NOT_FEATURES = ("label_column", "weight_column", "key_column", "id_column")
+# The format options mappings take.
+_MAPPING_OPTIONS = _NOT_FEATURES + ("ignore_columns", "categorical_columns")
+
+
+def _check_format_options(input_format: str, format_options: Mapping[str, Any]) -> None:
+    """Refuse options that cannot apply to ``input_format`` (at construction: they do not depend on the model)."""
+    if "columns" in format_options and input_format != "csv":
+        raise ValueError("format_options 'columns' is for input_format='csv'")
+    unknown = set(format_options) - set(_MAPPING_OPTIONS)
+    if input_format == "dict" and unknown:
+        raise ValueError(f"format_options {sorted(unknown)} do not apply to mappings; they take "
+                         f"{', '.join(_MAPPING_OPTIONS)}")  # fmt: skip
+
+
+class _Examples:
+    """Turns a RunInference batch of one input format into one ExampleBatch (and its examples' IDs).
+
+    ``recorded`` is how the model's training input was read (None: the model does not say); its settings
+    apply unless ``format_options`` give others.
+    """
+
+    def __init__(self, input_format: str, format_options: Mapping[str, Any] | None,
+                 recorded: InputSettings | None = None, where: str = "the model"):  # fmt: skip
         _check_choice("input_format", input_format, INPUT_FORMATS)
-        options = dict(format_options or {})
         self.input_format = input_format
-        columns = options.pop("columns", None)
+        given = dict(format_options or {})
+        columns = given.pop("columns", None)
+        if recorded is not None and input_format in ("libsvm", "vw", "csv") and not readable_by(recorded.format, input_format):
+            raise InferenceError(f"input_format={input_format!r} cannot be the input of {where}: it was trained on "
+                                 f"{recorded.format} input ({recorded.flags()}); give it {recorded.format} lines or "
+                                 "mappings of its features")  # fmt: skip
+        # The model's own settings first (those of its format), then what the caller says.
+        options = dict(recorded.options) if recorded is not None and recorded.format == input_format else {}
+        if input_format == "dict" and recorded is not None:
+            options = {name: value for name, value in recorded.options.items() if name in _MAPPING_OPTIONS}
+        options.update(given)
         if input_format == "csv":
+            if columns is None and recorded is not None and recorded.format == "csv":
+                columns = recorded.columns or None
             has_header = options.get("has_header", True)
             if has_header and not columns:
                 raise ValueError("input_format='csv' needs format_options={'columns': [...]} (the header's names), "
                                  "or has_header=False")  # fmt: skip
             delimiter = options.get("delimiter", ",")
             self.header = delimiter.join(columns).encode("utf-8") if columns else None
-        elif columns:
-            raise ValueError("format_options 'columns' is for input_format='csv'")
         else:
             self.header = None
+        if input_format == "dict":
+            self.id_column = options.get("id_column")
+            self.not_features = {options[name] for name in _NOT_FEATURES if options.get(name) is not None}
+            self.not_features |= set(options.get("ignore_columns") or ())
+            self.categorical = set(options.get("categorical_columns") or ())
+            options = {}
         self.options = options
         self._parsers: dict = {}
         self._tables: dict = {}
@@ -91,17 +161,41 @@ class _Examples:
         if self.input_format == "dict":
             table = self._tables.setdefault((bits, seed), SlotTable(bits=bits, seed=seed))
             try:
-                return batch_from_mappings(examples, bits=bits, seed=seed, table=table)
+                return batch_from_mappings(self._features(examples), bits=bits, seed=seed, table=table)
             except ValueError as error:
                 raise InferenceError(str(error)) from None
         if self.input_format == "batch":
             return ExampleBatch.concat(examples) if len(examples) != 1 else examples[0]
         return self._parse(examples, bits=bits, seed=seed)
 
+    def ids(self, examples: Sequence, batch: ExampleBatch) -> list:
+        """Each example's ID: its ID column's value (mappings), its tag (lines), a batch's tags (batches)."""
+        if self.input_format == "dict":
+            if self.id_column is None:
+                return [None] * len(examples)
+            return [example.get(self.id_column) if isinstance(example, Mapping) else None for example in examples]
+        if self.input_format == "batch":
+            return [part.tags for part in examples]
+        return [None] * len(examples) if batch.tags is None else batch.tags.tolist()
+
+    def _features(self, examples: Sequence) -> list:
+        """Mappings without the model's non-feature columns, its categorical columns' values as categories."""
+        if not self.not_features and not self.categorical:
+            return list(examples)
+        features = []
+        for example in examples:
+            if not isinstance(example, Mapping):
+                features.append(example)  # (batch_from_mappings says what is wrong with it)
+                continue
+            features.append({key: str(value) if key in self.categorical and value is not None
+                                  and not isinstance(value, str) else value
+                             for key, value in example.items() if key not in self.not_features})  # fmt: skip
+        return features
+
     def _parse(self, lines: Sequence, *, bits: int, seed: int) -> ExampleBatch:
         parser = self._parsers.get((bits, seed))
         if parser is None:
-            settings = {"labels": "any", "bits": bits, "seed": seed, **self.options}
+            settings = {**self.options, "labels": "any", "bits": bits, "seed": seed}
             parser = self._parsers[(bits, seed)] = make_format(self.input_format, **settings)
         # One join for the whole batch (str lines in C; bytes lines as they are).
         data = ("\n".join(lines).encode("utf-8") if all(isinstance(line, str) for line in lines)
@@ -144,8 +238,12 @@ class _PolybeamHandler(ModelHandler):
 
     def __init__(self, uri: str, *, input_format: str, format_options, namespace: str, **batching):
         super().__init__(**batching)
+        _check_choice("input_format", input_format, INPUT_FORMATS)
+        _check_format_options(input_format, format_options or {})
         self._uri = uri
-        self._examples = _Examples(input_format, format_options)
+        self._input_format = input_format
+        self._format_options = dict(format_options or {})
+        self._readers: dict = {}  # one _Examples per way a model's input was read
         self._namespace = namespace
         self._scored = Metrics.counter(namespace, "examples_scored")
         self._batch_sizes = Metrics.distribution(namespace, "batch_examples")
@@ -159,26 +257,39 @@ class _PolybeamHandler(ModelHandler):
         return self._namespace
 
     def get_num_bytes(self, batch: Sequence) -> int:
-        if self._examples.input_format in ("libsvm", "vw", "csv"):
+        if self._input_format in ("libsvm", "vw", "csv"):
             return sum(len(line) for line in batch)
-        if self._examples.input_format == "batch":
+        if self._input_format == "batch":
             return sum(b.values.nbytes + b.indices.nbytes + b.indptr.nbytes for b in batch)
         return super().get_num_bytes(batch)
 
-    def _batch(self, examples: Sequence, *, bits: int, seed: int) -> ExampleBatch:
-        batch = self._examples.batch(examples, bits=bits, seed=seed)
+    def _reader(self, recorded: dict | None) -> _Examples:
+        """How to read examples for a model whose training input was read as ``recorded`` says (None: unknown)."""
+        name = json.dumps(recorded, sort_keys=True)
+        reader = self._readers.get(name)
+        if reader is None:
+            settings = None if recorded is None else InputSettings.from_dict(recorded)
+            reader = self._readers[name] = _Examples(self._input_format, self._format_options, settings,
+                                                     where=f"the model {self._uri}")  # fmt: skip
+        return reader
+
+    def _score(self, examples: Sequence, *, bits: int, seed: int, recorded: dict | None, score) -> list:
+        """Read ``examples`` into one batch, ``score(batch)`` it, and return one result per example (per batch
+        for ExampleBatch input), each with its example's ID."""
+        reader = self._reader(recorded)
+        batch = reader.batch(examples, bits=bits, seed=seed)
         self._scored.inc(len(batch))
         self._batch_sizes.update(len(batch))
-        return batch
-
-    def _results(self, examples: Sequence, outputs, model_id: str) -> list[PredictionResult]:
-        if self._examples.input_format == "batch":
+        outputs, model_id = score(batch)
+        ids = reader.ids(examples, batch)
+        if self._input_format == "batch":
             results, start = [], 0
-            for batch in examples:
-                results.append(PredictionResult(batch, outputs[start:start + len(batch)], model_id))
-                start += len(batch)
+            for part, part_ids in zip(examples, ids):
+                results.append(IdentifiedPrediction(part, outputs[start:start + len(part)], model_id, part_ids))
+                start += len(part)
             return results
-        return [PredictionResult(example, output, model_id) for example, output in zip(examples, outputs)]
+        return [IdentifiedPrediction(example, output, model_id, identity)
+                for example, output, identity in zip(examples, outputs, ids)]  # fmt: skip
 
 
 class PolybeamModelHandler(_PolybeamHandler):
@@ -212,11 +323,14 @@ class PolybeamModelHandler(_PolybeamHandler):
     def load_model(self) -> Model:
         from polybeam.transforms.model_io import read_model
 
-        return read_model(self._uri)
+        model = read_model(self._uri)
+        self._reader(model.input)  # input the model cannot read fails here, before any example
+        return model
 
     def run_inference(self, batch: Sequence, model: Model, inference_args: dict | None = None) -> Iterable[PredictionResult]:
-        examples = self._batch(batch, bits=model.config.bits, seed=model.config.seed)
-        return self._results(batch, _model_outputs(model, examples, self._output), self._uri)
+        uri = self._uri
+        return self._score(batch, bits=model.config.bits, seed=model.config.seed, recorded=model.input,
+                           score=lambda examples: (_model_outputs(model, examples, self._output), uri))  # fmt: skip
 
     def validate_inference_args(self, inference_args: dict | None):
         if inference_args:
@@ -259,5 +373,5 @@ class AnytimeModelHandler(_PolybeamHandler):
         if "groups" in args:
             args["groups"] = tuple(args["groups"])
         length = model.prefix_length(**args)
-        examples = self._batch(batch, bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
-        return self._results(batch, model.predict(examples, prefix=length), f"{self._uri}#prefix={length}")
+        return self._score(batch, bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)), recorded=None,
+                           score=lambda examples: (model.predict(examples, prefix=length), f"{self._uri}#prefix={length}"))  # fmt: skip

@@ -19,7 +19,7 @@ launcher that waits turns that report into
 >>> _ = open(path, "w").write("a,b,label\\n1,2,1\\n3,4,0\\n")
 >>> try:
 ...     with beam.Pipeline(runner="FnApiRunner") as p:
-...         read = p | ReadExamples(path, format="libsvm")
+...         read = p | ReadExamples(path, format="libsvm", check_input=False)  # the job checks it itself
 ...         _ = read | CheckInput(InputPolicy(format="libsvm"))
 ... except InputRejected as error:
 ...     print(str(error).splitlines()[0])
@@ -34,14 +34,20 @@ from apache_beam.transforms.util import WaitOn
 from polybeam.formats.acceptance import FIRST_REASONS, InputPolicy, InputRejected, position
 from polybeam.formats.records import DeadLetter, ReadCounts
 from polybeam.transforms.files import write_json
+from polybeam.transforms.provenance import provenance_record
 
 __all__ = ["CheckInput", "InputPolicy", "InputRejected", "failure_report"]
 
 
 def failure_report(facts: dict, counts: ReadCounts, letters: list[DeadLetter], message: str) -> dict:
-    """The report of a job its input check failed."""
-    return {**facts, **counts.to_dict(), "failed": True, "error": message,
-            "first_dead_letters": [letter.__dict__ for letter in letters]}  # fmt: skip
+    """The report of a job its input check failed (with its provenance, when ``facts`` hold its ``origin``)."""
+    facts = dict(facts)
+    known = facts.pop("origin", None)
+    report = {**facts, **counts.to_dict(), "failed": True, "error": message,
+              "first_dead_letters": [letter.__dict__ for letter in letters]}  # fmt: skip
+    if known is not None:
+        report["provenance"] = provenance_record(known, counts)
+    return report
 
 
 def _check(counts: ReadCounts, letters: list[DeadLetter], policy: InputPolicy, report: str | None,

@@ -16,6 +16,23 @@ from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import model_argument, model_for
 
 PREDICTION_HEADER = "prediction\tlabel\tsource\trow\ttag"
+# The last column holds each example's ID: its VW tag, or the value of its CSV/Parquet ID column.
+ID_COLUMN = "tag"
+_BLANK_SEPARATORS = str.maketrans("\t\r\n", "   ")
+
+
+def id_column_name(settings=None) -> str:
+    """The header of the predictions' ID column: the input's ID column's name (``id`` for a column given by
+    position), else ``tag`` (VW's tags, when there are any).
+
+    >>> from polybeam.formats.input_settings import InputSettings
+    >>> id_column_name(InputSettings("csv", {"id_column": "user"})), id_column_name(InputSettings("vw"))
+    ('user', 'tag')
+    """
+    column = None if settings is None else settings.options.get("id_column")
+    if column is None:
+        return ID_COLUMN
+    return column if isinstance(column, str) and column.strip() and "\t" not in column and "\n" not in column else "id"
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,7 +64,9 @@ class ScoredBatch:
         """The batch's lines of prediction output (no trailing newline); ``with_key`` adds the key column."""
         n = len(self.predictions)
         rows = self.row_ids if self.row_ids is not None else np.full(n, -1)
-        tags = self.tags if self.tags is not None else [None] * n
+        # An ID may hold a tab or a line break (a quoted CSV cell): as blanks, so that every line keeps its columns.
+        tags = [None if tag is None else tag.translate(_BLANK_SEPARATORS) for tag in self.tags.tolist()] \
+            if self.tags is not None else [None] * n  # fmt: skip
         source = self.source or ""
         if self.predictions.ndim == 2:
             predicted = [self._class(k + 1) for k in np.argmax(self.predictions, axis=1)]
@@ -97,14 +116,16 @@ class Predict(beam.PTransform):
 
 
 class WritePredictions(beam.PTransform):
-    """Writes ScoredBatches as tab-separated lines: prediction, label, source, row, tag (and key, and the
-    ``extra_columns`` the batches carry, such as an anytime prefix's ``prefix`` and ``cost``).
+    """Writes ScoredBatches as tab-separated lines: prediction, label, source, row, the example's ID (and key,
+    and the ``extra_columns`` the batches carry, such as an anytime prefix's ``prefix`` and ``cost``).
 
-    Emits the names of the files written."""
+    The ID column is headed ``id_name``: the input's ID column (``--id-column``), or ``tag`` for VW's tags
+    (see :func:`id_column_name`). Emits the names of the files written."""
 
     def __init__(self, path_prefix: str, *, num_shards: int = 0, shard_name_template: str | None = None,
-                 with_key: bool = False, extra_columns: tuple[str, ...] = ()):  # fmt: skip
+                 with_key: bool = False, extra_columns: tuple[str, ...] = (), id_name: str = ID_COLUMN):  # fmt: skip
         super().__init__()
+        self.id_name = id_name
         self.path_prefix = path_prefix
         self.num_shards = num_shards
         self.shard_name_template = shard_name_template
@@ -113,7 +134,8 @@ class WritePredictions(beam.PTransform):
 
     def expand(self, scored):
         extra = {} if self.shard_name_template is None else {"shard_name_template": self.shard_name_template}
-        header = PREDICTION_HEADER + ("\tkey" if self.with_key else "") + "".join(f"\t{c}" for c in self.extra_columns)
+        header = "\t".join(PREDICTION_HEADER.split("\t")[:-1] + [self.id_name])
+        header += ("\tkey" if self.with_key else "") + "".join(f"\t{c}" for c in self.extra_columns)
         return (
             scored
             | "ToText" >> beam.Map(ScoredBatch.to_text, self.with_key)

@@ -7,8 +7,8 @@ shipped with the package (``polybeam/yaml_providers.yaml``, its path in
 :data:`PROVIDERS`) names them:
 
 ================================  ==========================================================
-``PolybeamReadExamples``          files -> ``examples`` (ExampleBatches), ``dead_letters``, ``counts``
-``PolybeamTrain``                 examples -> ``model``; writes the model file
+``PolybeamReadExamples``          files -> ``examples`` (ExampleBatches), ``dead_letters``, ``counts``, ``origin``
+``PolybeamTrain``                 examples (or ``{examples, origin}``) -> ``model``; writes the model file
 ``PolybeamEvaluate``              ``{examples, model}`` (or a ``model`` path) -> ``metrics`` (one Row)
 ``PolybeamPredict``               ``{examples, model}`` (or a ``model`` path) -> ``predictions`` (Rows)
 ``PolybeamSequence``              examples -> ``prefixes`` (Rows: rank, group, cost, ...); writes the file
@@ -18,6 +18,14 @@ Metrics, predictions and prefixes are schema'd Rows, so Beam YAML's own steps
 (``WriteToJson``, ``MapToFields``, ``Filter``, ...) take them. A pipeline
 includes the listing with ``providers: [{include: PATH}]``, where
 ``python -m polybeam.transforms.yaml_steps`` prints PATH.
+
+Models know their input as the command line's do: ``PolybeamTrain`` given
+``{examples: Read.examples, origin: Read.origin}`` records how the read read
+them and what it counted (see :mod:`polybeam.transforms.provenance`), and
+``PolybeamReadExamples`` with ``model: PATH`` reads as that model's input was
+read (its format, columns, bits, seed, classes, and the labels its loss
+takes), unless its config says otherwise. Predictions carry each example's
+ID (``id``: the ID column's value, or the VW tag).
 """
 
 from __future__ import annotations
@@ -28,10 +36,13 @@ from typing import NamedTuple
 
 import apache_beam as beam
 
+from polybeam.formats.input_settings import InputSettings, readable_by
+from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
-from polybeam.transforms.model_io import ReadModel, WriteModel
+from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
+from polybeam.transforms.provenance import origin, stamp
 from polybeam.transforms.predict import Predict
 from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.train import Train
@@ -56,13 +67,15 @@ class Metrics(NamedTuple):
 
 
 class Prediction(NamedTuple):
-    """One example's prediction, as ``polybeam predict`` writes it; softmax also names the class."""
+    """One example's prediction, as ``polybeam predict`` writes it; softmax also names the class; ``id`` is
+    the example's ID (its ID column's value, or its VW tag; empty when it has none)."""
 
     prediction: float
     label: float
     source: str
     row: int
     predicted_class: str
+    id: str
 
 
 class Prefix(NamedTuple):
@@ -112,32 +125,62 @@ class _ModelStep(beam.PTransform):
 
 class PolybeamReadExamples(beam.PTransform):
     """Read examples: ``path`` (a glob on any Beam file system) in ``format``; any ReadExamples setting
-    (``bits``, ``seed``, ``labels``, ``label_column``, ``categorical_columns``, ...). ``dead_letters``,
-    when given, is where the refused records are written (JSON lines)."""
+    (``bits``, ``seed``, ``labels``, ``label_column``, ``categorical_columns``, ``id_column``, ...).
+    ``model``, when given, is a model file whose input settings (and loss's labels) apply unless given
+    here. ``dead_letters``, when given, is where the refused records are written (JSON lines). Besides
+    ``examples``, ``dead_letters`` and ``counts``, outputs ``origin``: how the read read and what it
+    counted, for ``PolybeamTrain`` to record in its model."""
 
     _yaml_requires_inputs = False  # a source: Beam YAML then asks for no input
 
-    def __init__(self, path: str, format: str = "libsvm", dead_letters: str | None = None, **settings):
+    def __init__(self, path: str, format: str | None = None, dead_letters: str | None = None,
+                 model: str | None = None, **settings):  # fmt: skip
         super().__init__()
         self.path = path
-        self.format = format
         self.dead_letters_path = dead_letters
-        self.settings = _tuples(settings)
+        settings = _tuples(settings)
+        if model is not None:  # read as the model's input was read (read now: a bad model fails at once)
+            format, settings = _as_model_reads(read_model(model), model, format, settings)
+        self.format = format or "libsvm"
+        self.settings = settings
 
     def expand(self, pbegin):
-        read = pbegin | "Read" >> ReadExamples(self.path, format=self.format, **self.settings)
+        reading = ReadExamples(self.path, format=self.format, **self.settings)
+        read = pbegin | "Read" >> reading
         if self.dead_letters_path:
             read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(
                 self.dead_letters_path, file_name_suffix="", num_shards=1, shard_name_template="")  # fmt: skip
         counts = read.counts | "CountRows" >> beam.Map(
             lambda c: Counts(c.records, c.examples, c.dead_letters, c.skipped)).with_output_types(Counts)
-        return {"examples": read.examples, "dead_letters": read.dead_letters, "counts": counts}
+        known = origin(InputSettings.of(reading.format), [reading.file_pattern], command="yaml")
+        read_origin = read.counts | "Origin" >> beam.Map(lambda c, known: {**known, "read": c.to_dict()}, known)
+        return {"examples": read.examples, "dead_letters": read.dead_letters, "counts": counts, "origin": read_origin}
+
+
+def _as_model_reads(model, path: str, format: str | None, settings: dict) -> tuple[str | None, dict]:
+    """``(format, settings)``: those given, over how ``model``'s input was read (when it says) and the labels
+    its loss takes."""
+    settings = {"labels": model.config.label_kind, **settings}
+    if not model.input:
+        return format, settings
+    recorded = InputSettings.from_dict(model.input)
+    if format is not None and not readable_by(recorded.format, format):
+        raise ValueError(f"format {format!r} cannot be the input of the model {path}: it was trained on "
+                         f"{recorded.format} input ({recorded.flags()})")  # fmt: skip
+    if format is None or format == recorded.format:
+        return recorded.format, {**recorded.reader_options(settings["labels"]), **settings}
+    return format, {"bits": recorded.bits, "seed": recorded.seed, **settings}
+
+
+def _stamp_with_origin(model, read_origin: dict):
+    return stamp(model, read_origin, ReadCounts.from_dict(read_origin["read"]))
 
 
 class PolybeamTrain(beam.PTransform):
     """Train on ``examples`` with any LearnerConfig setting (``loss``, ``passes``, ``expand``, ...);
-    ``model`` is where the model file goes. Outputs ``model`` (a PCollection of one Model). With no
-    example the job fails, unless ``allow_empty: true``."""
+    ``model`` is where the model file goes. With input ``{examples, origin}`` (a PolybeamReadExamples
+    step's outputs), the model records how its input was read and where it came from. Outputs ``model``
+    (a PCollection of one Model). With no example the job fails, unless ``allow_empty: true``."""
 
     def __init__(self, model: str, allow_empty: bool = False, **settings):
         super().__init__()
@@ -145,8 +188,16 @@ class PolybeamTrain(beam.PTransform):
         self.allow_empty = allow_empty
         self.config = LearnerConfig(**_tuples(settings))
 
-    def expand(self, examples):
-        model = examples | "Train" >> Train(self.config, allow_empty=self.allow_empty)
+    def expand(self, inputs):
+        read_origin = None
+        if isinstance(inputs, Mapping):
+            if set(inputs) - {"examples", "origin"} or "examples" not in inputs:
+                raise ValueError(f"PolybeamTrain takes input STEP.examples or {{examples: STEP.examples, origin: "
+                                 f"STEP.origin}}, got {sorted(inputs)}")  # fmt: skip
+            inputs, read_origin = inputs["examples"], inputs.get("origin")
+        model = inputs | "Train" >> Train(self.config, allow_empty=self.allow_empty)
+        if read_origin is not None:  # how the examples were read, and what the read counted
+            model = model | "RecordOrigin" >> beam.Map(_stamp_with_origin, beam.pvalue.AsSingleton(read_origin))
         model | "Write" >> WriteModel(self.path)
         return {"model": model}
 
@@ -171,20 +222,21 @@ def _prediction_rows(scored):
     n = len(scored.predictions)
     rows = scored.row_ids.tolist() if scored.row_ids is not None else [-1] * n
     labels = scored.labels.tolist()
+    ids = ["" if tag is None else str(tag) for tag in scored.tags.tolist()] if scored.tags is not None else [""] * n
     source = scored.source or ""
     if scored.predictions.ndim == 2:  # softmax: the most probable class and its probability
         best = scored.predictions.argmax(axis=1)
         for i in range(n):
             yield Prediction(float(scored.predictions[i, best[i]]), float(labels[i]), source, int(rows[i]),
-                             scored._class(best[i] + 1))  # fmt: skip
+                             scored._class(best[i] + 1), ids[i])  # fmt: skip
         return
-    for prediction, label, row in zip(scored.predictions.tolist(), labels, rows):
-        yield Prediction(float(prediction), float(label), source, int(row), "")
+    for prediction, label, row, identity in zip(scored.predictions.tolist(), labels, rows, ids):
+        yield Prediction(float(prediction), float(label), source, int(row), "", identity)
 
 
 class PolybeamPredict(_ModelStep):
     """Predictions of a model for ``examples`` (the model as :class:`_ModelStep` says). Outputs
-    ``predictions``: one Row per example (prediction, label, source, row; softmax adds predicted_class).
+    ``predictions``: one Row per example (prediction, label, source, row, predicted_class for softmax, id).
     The numbers are ``polybeam predict``'s.
 
     ``examples`` may also be rows of any YAML step (``Create``, ``ReadFromJson``, ``ReadFromCsv``, ...):

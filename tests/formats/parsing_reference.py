@@ -285,7 +285,7 @@ def split_csv(raw: bytes, delimiter: bytes) -> tuple[list[tuple[bytes, bytes, bo
 def ref_csv(
     data: bytes, *, names, kinds, bits=18, seed=0, delimiter=b",", header_first=True, label_names=()
 ) -> list[Line]:
-    """``kinds[j]`` is one of "numeric", "categorical", "label", "weight", "ignore"."""
+    """``kinds[j]`` is one of "numeric", "categorical", "label", "weight", "ignore", "id"."""
     mask = (1 << bits) - 1
     lines = []
     for i, (offset, raw) in enumerate(split_lines(data)):
@@ -301,6 +301,9 @@ def ref_csv(
             continue
         line = Line(offset, raw, "example", has_label=False)
         for (value, raw_field, quoted), name, kind in zip(fields, names, kinds):
+            if kind == "id":  # the example's ID: its text, None when the cell is empty
+                line.tag = value.decode("utf-8", errors="replace") if value else None
+                continue
             if value == b"" or kind == "ignore":
                 continue
             if kind == "categorical":

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from parsing_reference import assert_matches, ref_csv, split_lines
+from parsing_reference import assert_matches, expected_outcome, ref_csv, split_lines
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, csv_cases, multiclass_options
 
 from polybeam.learners.hashing import feature_slot, hash_string
@@ -263,6 +263,7 @@ def format_for(spec: dict, options: dict) -> tuple[CsvFormat, list[str]]:
         has_header=spec["header"],
         categorical_columns=tuple(refer(i) for i, k in enumerate(kinds) if k == "categorical"),
         ignore_columns=tuple(refer(i) for i, k in enumerate(kinds) if k == "ignore"),
+        id_column=refer(kinds.index("id")) if "id" in kinds else None,
         **options,
     )
     return fmt, names
@@ -315,6 +316,49 @@ def test_matches_reference_on_well_formed_blocks(case, options, later_block):
     offset = 1000 if later_block else 0
     parsed, reference = check_against_reference(spec, data, options, offset=offset, first_line=2, header=header)
     assert all(line.kind != "dead" or "unknown class label" in line.reason for line in reference), data
+
+
+@PROPERTY_SETTINGS
+@given(csv_cases(), options, st.booleans())
+def test_an_id_column_is_each_examples_tag_and_never_a_feature(case, options, later_block):
+    """Any ignored column of a generated block read as the ID column instead: the same examples, features and
+    dead letters, and each example's ID is its cell's text (None when empty), like the reference's."""
+    spec, data = case
+    ignored = [i for i, kind in enumerate(spec["kinds"]) if kind == "ignore"]
+    if not ignored:
+        return
+    spec = dict(spec, kinds=["id" if i == ignored[0] else kind for i, kind in enumerate(spec["kinds"])])
+    header = None
+    if later_block and spec["header"]:
+        header, _, data = data.partition(b"\n")
+    if not [line for _, line in split_lines(data)[1 if spec["header"] and not header else 0 :] if line.strip()]:
+        return
+    parsed, reference = check_against_reference(spec, data, options, offset=1000 if later_block else 0,
+                                                 first_line=2, header=header)  # fmt: skip
+    fmt, _ = format_for(spec, options)
+    kept = [line for line in expected_outcome(reference, fmt.labels, fmt.classes) if line.kind == "example"]
+    tags = [] if parsed.batch.tags is None else parsed.batch.tags.tolist()
+    assert tags == [line.tag for line in kept]
+
+
+def test_id_column_values_travel_with_their_examples():
+    data = b'rid,y,colour,x\nr1,1,red,2\n,0,blue,3\n"r ""3""",1,,0\nr4,oops,red,1\n'
+    fmt = CsvFormat(label_column="y", id_column="rid", categorical_columns=("colour",), labels="binary")
+    parsed = fmt.parse(data)
+    batch = parsed.batch
+    assert batch.tags.tolist() == ["r1", None, 'r "3"']  # r4's label is a dead letter, its ID goes with it
+    assert sorted(batch.names.values()) == ["colour=blue", "colour=red", "x"]  # the ID is no feature
+    assert [letter.line for letter in parsed.dead_letters] == [5]
+    assert batch.take([2, 0]).tags.tolist() == ['r "3"', "r1"]
+    numbered = CsvFormat(has_header=False, label_column=1, id_column=0).parse(b"7,1,2\n8,0,3\n").batch
+    assert numbered.tags.tolist() == ["7", "8"] and numbered.indices.tolist() == [feature_slot("3")] * 2
+
+
+@pytest.mark.parametrize("options", [{"id_column": "y"}, {"id_column": "c", "categorical_columns": ("c",)},
+                                     {"id_column": "c", "ignore_columns": ("c",)}, {"id_column": "c", "key_column": "c"}])
+def test_the_id_column_has_no_other_role(options):
+    with pytest.raises(ValueError, match="the ID column 'c'|the ID column 'y'"):
+        CsvFormat(label_column="y", **options).parse(b"y,c,x\n1,a,2\n")
 
 
 @FUZZ_SETTINGS

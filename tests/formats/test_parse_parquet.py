@@ -10,6 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from parsing_strategies import PROPERTY_SETTINGS
 
 from polybeam.learners.hashing import feature_slot, libsvm_slot
 from polybeam.formats import ParquetFormat
@@ -249,3 +252,53 @@ def test_format_pickles():
     assert (fmt.name, fmt.header_lines) == ("parquet", 0)
     with pytest.raises(ValueError, match="same column"):
         ParquetFormat(weight_column="label")
+
+
+# -- IDs and ignored columns -------------------------------------------------------
+
+
+def test_an_id_column_is_each_examples_tag_and_no_feature():
+    table = pa.table({"label": [1.0, 0.0, float("nan"), 1.0], "uid": [17, None, 19, 20], "age": [3.0, 4.0, 5.0, 0.0],
+                      "note": [1, 2, 3, 4]})  # fmt: skip
+    parsed = ParquetFormat(id_column="uid", ignore_columns=("note",)).parse_table(table)
+    batch = parsed.batch
+    assert batch.tags.tolist() == ["17", None, "20"]  # row 3's label is a dead letter, its ID goes with it
+    assert batch.names == {feature_slot("age"): "age"}  # neither the ID nor the ignored column is a feature
+    assert batch.indptr.tolist() == [0, 1, 2, 2]
+    sparse = ParquetFormat(id_column="uid").parse_table(sparse_table(uid=["a", "b", "c", "d"]))
+    assert sparse.batch.tags.tolist() == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"id_column": "label"}, "the ID column 'label' cannot also be"),
+    ({"id_column": "a", "feature_columns": ("a",)}, "the ID column 'a' cannot also be"),
+    ({"id_column": "a", "ignore_columns": ("a",)}, "the ID column 'a' cannot also be"),
+    ({"ignore_columns": ("label",)}, "the label column 'label' cannot also be ignored"),
+])  # fmt: skip
+def test_the_id_and_ignored_columns_have_no_other_role(options, message):
+    with pytest.raises(ValueError, match=message):
+        ParquetFormat(**options)
+
+
+def test_a_missing_id_column_names_the_columns():
+    with pytest.raises(ValueError, match="ID column 'uid' not found; the columns are"):
+        ParquetFormat(id_column="uid").parse_table(sparse_table(), source="t.parquet")
+
+
+@PROPERTY_SETTINGS
+@given(st.lists(st.one_of(st.none(), st.integers(-10**12, 10**12), st.text(max_size=12)), min_size=1, max_size=40),
+       st.integers(1, 5), st.booleans())  # fmt: skip
+def test_ids_of_any_kind_arrive_as_their_text_in_any_chunking(ids, chunks, numeric):
+    """IDs (strings, or integers, with nulls) in a table of any chunking: each example's tag is its ID as text
+    (None for a null), in row order, whatever rows the labels drop."""
+    values = [value if value is None or isinstance(value, int) == numeric else None for value in ids]
+    labels = [float(i % 3 != 2) for i in range(len(values))]
+    labels = [label if i % 5 else float("nan") for i, label in enumerate(labels)]  # every 5th row a dead letter
+    table = pa.table({"label": labels, "uid": pa.array(values, type=pa.int64() if numeric else pa.string()),
+                      "x": [1.0] * len(values)})  # fmt: skip
+    size = -(-len(values) // chunks)
+    chunked = pa.concat_tables([table.slice(start, size) for start in range(0, len(values), size)])
+    batch = ParquetFormat(id_column="uid").parse_table(chunked).batch
+    kept = [i for i in range(len(values)) if i % 5]
+    assert batch.tags.tolist() == [None if values[i] is None else str(values[i]) for i in kept]
+    assert batch.row_ids.tolist() == kept

@@ -72,7 +72,7 @@ def test_the_example_writes_the_filtered_predictions_as_csv(example_run, tmp_pat
     rows = []
     for path in glob.glob(str(out / "predictions*")):
         lines = open(path).read().splitlines()
-        assert lines[0] == "prediction,label,source,row,predicted_class"
+        assert lines[0] == "prediction,label,source,row,predicted_class,id"
         rows += [line.split(",") for line in lines[1:]]
     assert rows and all(float(r[0]) > 0.9 or float(r[0]) < 0.1 for r in rows)
     # The numbers are polybeam predict's.
@@ -85,7 +85,7 @@ def test_the_example_writes_the_filtered_predictions_as_csv(example_run, tmp_pat
             prediction, _, _, row, _ = line.split("\t")
             written[int(row)] = float(prediction)
     assert sum(1 for p in written.values() if p > 0.9 or p < 0.1) == len(rows)
-    for prediction, _, _, row, _ in rows:
+    for prediction, _, _, row, _, _ in rows:
         assert float(prediction) == pytest.approx(written[int(row)], rel=1e-8)
 
 
@@ -165,3 +165,56 @@ def test_rows_with_nulls_from_other_steps_are_scored_as_csv_lines_with_empty_cel
     rows = sorted((json.loads(line) for line in open(written)), key=lambda row: row["id"])
     assert [(row["age"], row["colour"]) for row in rows] == [(41.0, "red"), (None, "blue"), (30.0, None)]
     assert [row["prediction"] for row in rows] == pytest.approx(model.predict(batch).tolist(), abs=1e-9)
+
+
+def test_a_yaml_model_records_its_input_and_a_yaml_read_reads_as_the_model_did(tmp_path):
+    """Train from CSV with an ID and an ignored column; read the test file with ``model:`` alone (no format, no
+    columns): the same numbers as ``polybeam predict``, each prediction with its example's ID."""
+    rows = [f"r{i},{1 if i % 3 else -1},{'red' if i % 3 else 'blue'},{i % 5},note{i}" for i in range(300)]
+    header = "rid,y,colour,size,notes\n"
+    (tmp_path / "train.csv").write_text(header + "\n".join(rows[:240]) + "\n")
+    (tmp_path / "test.csv").write_text(header + "\n".join(rows[240:]) + "\n")
+    pipeline = tmp_path / "csv.yaml"
+    pipeline.write_text("""
+pipeline:
+  transforms:
+    - {name: Read, type: PolybeamReadExamples,
+       config: {path: "{{ dir }}/train.csv", format: csv, label_column: y, categorical_columns: [colour],
+                id_column: rid, ignore_columns: [notes], labels: binary}}
+    - {name: Train, type: PolybeamTrain, input: {examples: Read.examples, origin: Read.origin},
+       config: {model: "{{ dir }}/m.model", loss: logistic}}
+providers:
+  - include: "{{ providers }}"
+""")
+    done = run_yaml(str(pipeline), {"dir": str(tmp_path)}, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    from polybeam.transforms.model_io import read_model
+
+    model = read_model(str(tmp_path / "m.model"))
+    assert model.input["format"] == "csv" and model.input["id_column"] == "rid"
+    assert model.input["ignore_columns"] == ["notes"] and model.input["categorical_columns"] == ["colour"]
+    assert model.provenance["read"] == {"records": 241, "examples": 240, "dead_letters": 0, "skipped": 1,
+                                        "reconciles": True}  # fmt: skip
+    assert model.provenance["inputs"] == [str(tmp_path / "train.csv")] and model.provenance["command"] == "yaml"
+
+    scoring = tmp_path / "score.yaml"
+    scoring.write_text("""
+pipeline:
+  transforms:
+    - {name: ReadTest, type: PolybeamReadExamples, config: {path: "{{ dir }}/test.csv", model: "{{ dir }}/m.model"}}
+    - {name: Predict, type: PolybeamPredict, input: ReadTest.examples, config: {model: "{{ dir }}/m.model"}}
+    - {name: Write, type: WriteToJson, input: Predict.predictions, config: {path: "{{ dir }}/out/predictions"}}
+providers:
+  - include: "{{ providers }}"
+""")
+    done = run_yaml(str(scoring), {"dir": str(tmp_path)}, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    predicted = {row["id"]: row["prediction"] for path in glob.glob(str(tmp_path / "out" / "predictions*"))
+                 for row in map(json.loads, open(path))}  # fmt: skip
+    assert main(["predict", "--input", str(tmp_path / "test.csv"), "--model", str(tmp_path / "m.model"),
+                 "--output", str(tmp_path / "p"), "--num-shards", "1"]) == 0  # fmt: skip
+    header_line, *lines = open(tmp_path / "p-00000-of-00001").read().splitlines()
+    assert header_line.split("\t")[-1] == "rid"
+    expected = {line.split("\t")[-1]: float(line.split("\t")[0]) for line in lines}
+    assert sorted(predicted) == sorted(expected) == sorted(f"r{i}" for i in range(240, 300))
+    assert all(predicted[rid] == pytest.approx(expected[rid], rel=1e-8) for rid in expected)

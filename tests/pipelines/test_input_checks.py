@@ -170,7 +170,31 @@ def test_a_bad_fraction_is_a_usage_error(tmp_path, value):
     assert not (tmp_path / "m.dead_letters.jsonl").exists()  # refused before anything ran
 
 
-@pytest.mark.parametrize("command", ["evaluate", "predict", "sequence", "timeliness", "predict --prefixes"])
+@pytest.mark.parametrize("command", ["evaluate", "predict"])
+def test_scoring_input_that_contradicts_the_model_fails_before_launch_naming_the_models_format(tmp_path, spam, command):
+    """The model says it reads LIBSVM; the first input file is CSV: one line, before anything runs or is written."""
+    data = csv_file(tmp_path)
+    code, stdout, stderr = run(*commands(spam, tmp_path, data)[command])
+    assert code == 2 and stdout == ""
+    assert stderr == (f"polybeam {command}: error: {data} line 1: label is not a number: 'a,b,label'; these records "
+                      f"look like CSV; the model {spam['model']} was trained on LIBSVM input (--format libsvm): give "
+                      "it input like its training data, or the options that read this input\n")  # fmt: skip
+    assert sorted(os.listdir(tmp_path)) == ["rows.csv"]
+
+
+def test_a_later_file_that_contradicts_the_model_fails_the_job_naming_the_models_format(tmp_path, spam):
+    """The first file (by name) reads as the model's, a later one is CSV: the job's check sees every record."""
+    (tmp_path / "a.libsvm").write_text("".join(open(spam["test"]).readlines()[:2]))
+    (tmp_path / "b.libsvm").write_text(CSV_ROWS * 10)
+    code, stdout, stderr = run("evaluate", "--input", tmp_path / "*.libsvm", "--model", spam["model"],
+                               "--report", tmp_path / "e.json")  # fmt: skip
+    assert code == 1 and stdout == ""
+    assert stderr.startswith("polybeam evaluate: error: 40 of 42 records (95.2%) are dead letters")
+    assert (f"likely cause: the records look like CSV, not LIBSVM, and the model {spam['model']} was trained on "
+            "LIBSVM input (--format libsvm): give it input like its training data") in stderr  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["sequence", "timeliness", "predict --prefixes"])
 def test_every_reading_command_refuses_a_wrong_format(tmp_path, spam, command):
     argv = commands(spam, tmp_path, csv_file(tmp_path))[command]
     code, stdout, stderr = run(*argv)
@@ -235,9 +259,16 @@ def test_a_damaged_file_fails_the_job_in_one_line(tmp_path):
     code, stdout, stderr = run("train", "--input", data, "--model", tmp_path / "m.model")
     assert code == 1 and stdout == ""
     assert stderr.startswith(f"polybeam train: error: {data}: corrupt gzip data") and stderr.count("\n") == 1
+    # The first file (by name) reads; a later one has no label column: the worker reading it fails the job.
+    pq.write_table(pa.table({"label": [1.0, -1.0], "x": [1.0, 2.0]}), tmp_path / "a.parquet")
     parquet = tmp_path / "w.parquet"
     pq.write_table(pa.table({"x": [1.0, 2.0], "y": ["a", "b"]}), parquet)
-    code, _, stderr = run("train", "--input", parquet, "--format", "parquet", "--model", tmp_path / "m.model")
+    code, _, stderr = run("train", "--input", tmp_path / "*.parquet", "--format", "parquet",
+                          "--model", tmp_path / "m.model")  # fmt: skip
     assert code == 1 and stderr.count("\n") == 1
     assert stderr.startswith(f"polybeam train: error: {parquet}: label column 'label' not found")
     assert not (tmp_path / "m.model").exists()
+    # When the first file is that one, train says so before launching (exit 2), in the same words.
+    code, _, stderr = run("train", "--input", parquet, "--format", "parquet", "--model", tmp_path / "m.model")
+    assert code == 2 and stderr.count("\n") == 1
+    assert stderr.startswith(f"polybeam train: error: {parquet}: label column 'label' not found")

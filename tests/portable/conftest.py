@@ -62,11 +62,12 @@ def portable_cluster():
 
 @pytest.fixture(scope="session")
 def portable_data(portable_cluster):
-    """Splits of bundled spam and satellite, and the per-key task's files (whole and shards), on the disk the
-    workers share."""
+    """Splits of bundled spam and satellite, spam's as CSV with IDs, and the per-key task's files (whole and
+    shards), on the disk the workers share."""
     folder = portable_cluster.job_dir("data")
     splits = {name: data.write_split(name, folder) for name in ("spam", "satellite")}
-    return {**splits, "per-key": data.write_per_key(folder / "per-key")}
+    ids = data.as_csv_with_ids(splits["spam"], features=57)
+    return {**splits, "spam-csv-ids": ids, "per-key": data.write_per_key(folder / "per-key")}
 
 
 @pytest.fixture(scope="session")

@@ -68,6 +68,35 @@ def write_split(name: str, folder: Path) -> Split:
     return Split(train, test, shard(train, TRAIN_SHARDS), shard(test, TEST_SHARDS))
 
 
+@dataclass(frozen=True)
+class CsvWithIds:
+    """A split as CSV: ``id`` (``row<N>``), ``label``, the features ``f1`` ... and ``note``, a column of noise
+    that must not be a feature."""
+
+    train: Path
+    test: Path
+    features: int
+
+
+def as_csv_with_ids(split: Split, features: int) -> CsvWithIds:
+    """``split``'s LIBSVM files as CSV files with an ID and a noise column (see ``CsvWithIds``)."""
+    header = ",".join(["id", "label", *(f"f{j}" for j in range(1, features + 1)), "note"])
+    paths = []
+    for path in (split.train, split.test):
+        lines = [header]
+        for number, line in enumerate(path.read_text().splitlines()):
+            label, *pairs = line.split()
+            row = ["0"] * features
+            for pair in pairs:
+                index, value = pair.split(":")
+                row[int(index) - 1] = value
+            lines.append(",".join([f"row{number}", label, *row, f"n{number * 7919 % 1009}"]))
+        target = path.with_suffix(".ids.csv")
+        target.write_text("\n".join(lines) + "\n")
+        paths.append(target)
+    return CsvWithIds(*paths, features)
+
+
 def with_unknown_key(test: Path) -> Path:
     """A copy of VW ``test`` plus one example of ``UNKNOWN_KEY`` (as its tag and its ``k`` feature), last."""
     path = test.with_name(f"{test.stem}-with-unknown-key{test.suffix}")

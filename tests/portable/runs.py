@@ -106,6 +106,21 @@ def define_resume_and_warm_starts(plan: Plan, spam) -> None:
             needs=[CHECKPOINTED], kinds=kinds)  # fmt: skip
 
 
+# The model that records its input (CSV with an ID and an ignored column), and predictions read as it was read.
+CSV_IDS = ("--format", "csv", "--label-column", "label", "--id-column", "id", "--ignore-columns", "note",
+           "--loss", "logistic")  # fmt: skip
+
+
+def define_input_record_runs(plan: Plan, csv) -> None:
+    """``train`` on CSV with an ID and an ignored column (the workers write what the model records of its
+    input and origin), and ``predict`` with the model alone: no format options, each line with its ID."""
+    plan.side_by_side("train/csv-ids/1w", lambda out: ["train", "--input", csv.train, "--model", out / "model",
+                                                       *CSV_IDS])  # fmt: skip
+    plan.side_by_side("predict/csv-ids/1w", lambda out: [
+        "predict", "--input", csv.test, "--model", plan.folder("train/csv-ids/1w") / "model",
+        "--output", out / "predictions", "--num-shards", "1"], needs=["train/csv-ids/1w"])  # fmt: skip
+
+
 def define_runs(plan: Plan, data: dict) -> None:
     """Define every run of the suite in ``plan``; ``data`` maps dataset names to ``data.Split`` (and
     ``"per-key"`` to ``data.PerKeySplit``)."""
@@ -146,6 +161,7 @@ def define_runs(plan: Plan, data: dict) -> None:
 
     define_per_key_scoring(plan, data["per-key"])
     define_resume_and_warm_starts(plan, spam)
+    define_input_record_runs(plan, data["spam-csv-ids"])
 
     prefixes = ",".join(str(plan.folder(f"sequence/{method}/1w") / "prefixes.jsonl")
                         for method in ("cs-g-omp", "cs-g-fr"))  # fmt: skip

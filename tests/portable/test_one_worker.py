@@ -52,6 +52,7 @@ def test_train_without_waiting_leaves_the_job_to_the_service(portable_plan):
     answer = launched.portable.report
     assert answer["runner"] == "PortableRunner" and answer["job_id"] and "examples" not in answer
     finished = wait_for_json(answer["report"])
+    assert finished["provenance"]["options"].pop("no_wait") is True  # (the reference waited)
     reference = portable_plan["train/one-pass/1w"]
     assert_close(normalised(finished, str(launched.portable_dir)),
                  normalised(reference.in_process.report, str(reference.in_process_dir)))  # fmt: skip

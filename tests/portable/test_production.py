@@ -34,6 +34,7 @@ from tests.portable.compare import (
     assert_same_predictions,
     assert_same_report,
     assert_same_state,
+    learned,
     prediction_lines,
     read_index,
 )
@@ -169,4 +170,4 @@ def assert_continues_exactly(warm_path, uninterrupted_path) -> None:
     assert warm.config.replace(passes=uninterrupted.config.passes) == uninterrupted.config
     np.testing.assert_array_equal(warm.slots, uninterrupted.slots)
     np.testing.assert_allclose(warm.weights, uninterrupted.weights, rtol=RTOL, atol=ATOL)
-    assert_close(dict(warm.metadata), dict(uninterrupted.metadata), "metadata")
+    assert_close(learned(warm), learned(uninterrupted), "metadata")

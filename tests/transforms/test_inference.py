@@ -235,8 +235,8 @@ def test_what_cannot_be_scored_says_why(spam):
         PolybeamModelHandler(spam["models"]["a"], input_format="json")
     with pytest.raises(ValueError, match="output must be one of"):
         PolybeamModelHandler(spam["models"]["a"], output="odds")
-    with pytest.raises(ValueError, match="needs format_options"):
-        PolybeamModelHandler(spam["models"]["a"], input_format="csv")
+    with pytest.raises(ValueError, match="needs format_options"):  # (a model may record its CSV header: on load)
+        PolybeamModelHandler(spam["models"]["a"], input_format="csv", format_options={"delimiter": ";"}).load_model()
     handler = PolybeamModelHandler(spam["models"]["a"], input_format="libsvm")
     model = handler.load_model()
     with pytest.raises(InferenceError, match="example 1 .*missing label"):
@@ -298,3 +298,86 @@ def test_an_example_of_two_lines_is_refused(spam):
     with pytest.raises(InferenceError, match="one line per example"):
         list(handler.run_inference(["1 3:1\n-1 4:1", "1 5:1"], model))
     assert len(list(handler.run_inference([b"1 3:1", "1 5:1"], model))) == 2  # bytes and str lines mixed
+
+
+# -- a model that records its input: its handler reads as it was read, and results carry IDs -----------------
+
+
+@pytest.fixture(scope="module")
+def csv_model(tmp_path_factory):
+    """A model ``polybeam train`` wrote from ';'-separated CSV (ID, ignored, categorical columns), its test rows and
+    ``polybeam predict``'s numbers for them, by ID."""
+    folder = tmp_path_factory.mktemp("csv")
+    rows = [(f"r{i}", 1 if i % 3 else -1, "red" if i % 3 else "blue", i % 5, f"n{i}") for i in range(300)]
+    lines = [";".join(map(str, row)) for row in rows]
+    header = "rid;y;colour;size;notes\n"
+    (folder / "train.csv").write_text(header + "\n".join(lines[:240]) + "\n")
+    (folder / "test.csv").write_text(header + "\n".join(lines[240:]) + "\n")
+    model = str(folder / "m.model")
+    assert main(["train", "--input", str(folder / "train.csv"), "--format", "csv", "--csv-delimiter", ";",
+                 "--label-column", "y", "--categorical-columns", "colour", "--id-column", "rid",
+                 "--ignore-columns", "notes", "--loss", "logistic", "--model", model, "--quiet"]) == 0  # fmt: skip
+    assert main(["predict", "--input", str(folder / "test.csv"), "--model", model, "--output", str(folder / "p"),
+                 "--num-shards", "1"]) == 0  # fmt: skip
+    predicted = {}
+    for line in open(folder / "p-00000-of-00001").read().splitlines()[1:]:
+        fields = line.split("\t")
+        predicted[fields[4]] = float(fields[0])
+    return {"model": model, "rows": rows[240:], "lines": lines[240:], "predicted": predicted}
+
+
+def test_a_recording_model_reads_csv_lines_and_whole_rows_as_it_was_trained(csv_model):
+    """No format options: CSV lines (the model knows its delimiter and header), and mappings of whole rows (its
+    label, ID and ignored columns are no features; numbers in its categorical column are categories), give
+    ``polybeam predict``'s numbers, each result with its example's ID."""
+    dicts = [dict(zip(["rid", "y", "colour", "size", "notes"], row)) for row in csv_model["rows"]]
+    got = {"lines": [], "dicts": []}
+    with beam.Pipeline(RUNNER) as p:
+        collect(p | "Lines" >> beam.Create(csv_model["lines"])
+                | "RL" >> RunInference(PolybeamModelHandler(csv_model["model"], input_format="csv")), got["lines"])
+        collect(p | "Dicts" >> beam.Create(dicts) | "RD" >> RunInference(PolybeamModelHandler(csv_model["model"])),
+                got["dicts"])  # fmt: skip
+    for name, results in got.items():
+        assert sorted(result.id for result in results) == sorted(csv_model["predicted"]), name
+        for result in results:
+            assert result.inference == pytest.approx(csv_model["predicted"][result.id], abs=1e-9), name
+            example, _, model_id = result  # still a PredictionResult of three fields
+            assert model_id == csv_model["model"]
+
+
+def test_format_options_say_otherwise(csv_model):
+    """An option given wins over the model's (here the ID column); ExampleBatch input gets its batch's IDs."""
+    handler = PolybeamModelHandler(csv_model["model"], format_options={"id_column": "y"})
+    model = handler.load_model()
+    (result,) = handler.run_inference([{"rid": "r1", "y": 1, "colour": "red", "size": 2}], model)
+    assert result.id == 1  # the mapping's own value
+    batch = CsvFormat(labels="any", delimiter=";", label_column="y", id_column="rid", categorical_columns=("colour",),
+                      ignore_columns=("notes",)).parse(("rid;y;colour;size;notes\n" + "\n".join(csv_model["lines"]) + "\n").encode()).batch  # fmt: skip
+    batch_handler = PolybeamModelHandler(csv_model["model"], input_format="batch")
+    (whole,) = batch_handler.run_inference([batch], batch_handler.load_model())
+    assert whole.id.tolist() == [row[0] for row in csv_model["rows"]]
+    np.testing.assert_allclose(whole.inference, [csv_model["predicted"][rid] for rid in whole.id], atol=1e-9)
+
+
+def test_lines_the_model_cannot_know_fail_on_load_naming_its_format(csv_model):
+    with pytest.raises(InferenceError, match=r"input_format='libsvm' cannot be the input of the model .*m\.model: it "
+                                             r"was trained on csv input \(--format csv --label-column y"):
+        PolybeamModelHandler(csv_model["model"], input_format="libsvm").load_model()
+
+
+def test_vw_tags_are_the_results_ids(tmp_path):
+    lines = [f"{1 if i % 2 else -1} 'ex{i}|f a:{i % 2}" for i in range(40)]
+    batch = VWFormat(labels="binary").parse("\n".join(lines).encode() + b"\n").batch
+    path = str(tmp_path / "vw.model")
+    LinearLearner(LearnerConfig(loss="logistic")).fit(batch).to_model().save(path)
+    handler = PolybeamModelHandler(path, input_format="vw")
+    results = handler.run_inference(lines[:3], handler.load_model())
+    assert [result.id for result in results] == ["ex0", "ex1", "ex2"]
+    assert "id='ex0'" in repr(results[0])
+
+
+def test_format_options_that_cannot_apply_fail_at_construction(spam):
+    with pytest.raises(ValueError, match=r"format_options \['delimiter'\] do not apply to mappings"):
+        PolybeamModelHandler(spam["models"]["a"], format_options={"delimiter": ";"})
+    with pytest.raises(ValueError, match="'columns' is for input_format='csv'"):
+        PolybeamModelHandler(spam["models"]["a"], input_format="vw", format_options={"columns": ["a"]})
