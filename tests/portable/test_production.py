@@ -165,9 +165,11 @@ def test_warm_start_from_a_state_file_continues_exactly(portable_plan):
 
 def assert_continues_exactly(warm_path, uninterrupted_path) -> None:
     """A one-pass warm start from the state after pass 2 is the three-pass model: the same slots, weights and
-    history (``metadata``), by the rules of ``compare.py``; only the settings' pass count differs (1, not 3)."""
+    history (``metadata``), by the rules of ``compare.py``; only the settings' pass count differs (1, not 3), and
+    with it the holdout period (the uninterrupted run's is off, a one-pass run holds nothing out anyway)."""
     warm, uninterrupted = read_model(str(warm_path)), read_model(str(uninterrupted_path))
-    assert warm.config.replace(passes=uninterrupted.config.passes) == uninterrupted.config
+    same_passes = {"passes": uninterrupted.config.passes, "holdout_period": uninterrupted.config.holdout_period}
+    assert warm.config.replace(**same_passes) == uninterrupted.config
     np.testing.assert_array_equal(warm.slots, uninterrupted.slots)
     np.testing.assert_allclose(warm.weights, uninterrupted.weights, rtol=RTOL, atol=ATOL)
     assert_close(learned(warm), learned(uninterrupted), "metadata")

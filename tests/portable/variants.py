@@ -33,12 +33,12 @@ def _passes(count: int, holdout: bool = True):
             assert trained == report["examples"] and "holdout" not in model.metadata
             return
         # Several passes: one example in ten held out of every pass, each pass judged on them, on every worker.
-        holdout = model.metadata["holdout"]
-        assert [entry["pass"] for entry in holdout["passes"]] == list(range(1, count + 1))
+        record = model.metadata["holdout"]
+        assert [entry["pass"] for entry in record["passes"]] == list(range(1, count + 1))
         assert trained + report["examples_held_out"] == report["examples"]
-        assert {entry["examples"] for entry in holdout["passes"]} == {report["examples_held_out"]}
+        assert {entry["examples"] for entry in record["passes"]} == {report["examples_held_out"]}
         assert 0.05 < report["examples_held_out"] / report["examples"] < 0.15
-        assert holdout["best_pass"] == min(holdout["passes"], key=lambda entry: entry["holdout_loss"])["pass"]
+        assert record["best_pass"] == min(record["passes"], key=lambda entry: entry["holdout_loss"])["pass"]
 
     return check
 
