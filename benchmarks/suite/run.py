@@ -55,6 +55,9 @@ def _learners() -> dict:
                           lambda task, split: runners.run_vw(task, split, STAGE_POLY)),
         "sklearn sgd": (lambda task, rows: True, lambda task, split: runners.run_sklearn(task, split, "sgd")),
         "sklearn batch": (lambda task, rows: True, lambda task, split: runners.run_sklearn(task, split, "batch")),
+        # Added for issue 22's regression targets (a peer, not a change of protocol).
+        "sklearn ridgecv": (lambda task, rows: task.kind == "regression",
+                            lambda task, split: runners.run_sklearn(task, split, "ridgecv")),
     }  # fmt: skip
 
 
