@@ -124,8 +124,9 @@ class LinearLearner:
         if config.loss == "softmax":
             self._check_classes(batch.labels)
         segments = self.centring_.segments(
-            batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook()
-        )
+            batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook(),
+            feature_scale=self._normalising_scales(),
+        )  # fmt: skip
         for start, stop, values in segments:
             self._learn_counted(batch, start, stop, values)
         if batch.names:
@@ -311,6 +312,11 @@ class LinearLearner:
         settle those rows (their weights in force become their sums), so the fold is exact."""
         return self._settle_rows if self._cumulative else None
 
+    def _normalising_scales(self) -> np.ndarray | None:
+        """The feature scales the steps normalise by (None when they do not): a slot that stops
+        being centred gets its raw magnitude (see Centring.drop)."""
+        return self.feature_scale_ if self.config.normalized and len(self.feature_scale_) else None
+
     def _settle_rows(self, rows: np.ndarray) -> None:
         rates, _ = self._penalty(rows)
         self.raw_[rows], self.synced_[rows] = sparsity.settled_accounts(
@@ -383,11 +389,18 @@ class LinearLearner:
         weights = np.zeros_like(self.raw_)
         sum_sq_grad = np.zeros_like(self.sum_sq_grad_)
         stats = self.pass_start_.copy()
+        centring = Centring.merged([learner.centring_ for learner in learners])
+        scales = self._normalising_scales()
         for learner, share in zip(learners, shares):
             # Each learner's function in uncentred form; the merged means are put back below.
             learner_weights = learner.stats_[kernels.SCALE] * learner.raw_
+            # A slot this learner centres and the merged one does not stops being centred here,
+            # folded as this learner would fold it when an example lacked it (Centring.drop).
+            own = learner.centring_
+            dropped = ~np.isin(own.slots, centring.slots)
+            own.fold_dropped(dropped, learner_weights, learner.feature_scale_ if scales is not None else None, scales)
             weights += share * learner_weights
-            weights[0] -= share * learner.centring_.bias_offset(learner_weights)
+            weights[0] -= share * own.bias_offset(learner_weights, ~dropped)
             if len(sum_sq_grad):
                 sum_sq_grad += share * learner.sum_sq_grad_
             if len(self.feature_scale_) and learner is not self:
@@ -399,7 +412,7 @@ class LinearLearner:
         stats[kernels.SCALE] = 1.0
         stats[kernels.LABEL_MIN] = min(learner.stats_[kernels.LABEL_MIN] for learner in learners)
         stats[kernels.LABEL_MAX] = max(learner.stats_[kernels.LABEL_MAX] for learner in learners)
-        self.centring_ = Centring.merged([learner.centring_ for learner in learners])
+        self.centring_ = centring
         progress = self.curve_.progress
         self.curve_ = LearningCurve.merged([learner.curve_ for learner in learners], len(self.passes_) + 1)
         self.curve_.progress = progress
@@ -502,7 +515,8 @@ class LinearLearner:
         self.centring_ = Centring.from_state(state.get("centring"))
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
-            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook())
+            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(),
+                                self._normalising_scales())  # fmt: skip
             self.centring_ = Centring.off()
 
     def __repr__(self) -> str:

@@ -442,10 +442,13 @@ class CentredReference:
     """Online centring (polybeam.learners.centring) in plain Python, in front of a reference learner.
 
     The first example names the candidate slots (its slots but the bias's, 0);
-    a candidate the example lacks stops being centred, its term ``w * mean`` folded
-    into the bias; every other example adds to the candidates' sums, and the
-    first occurrence of each becomes ``x - mean`` (this example counted), but
-    for the first example counted when ``first_raw`` (GSA).
+    a candidate the example lacks stops being centred: a normalising learner's
+    scale of the slot becomes its largest raw |x| and its weight is rescaled by
+    old / new scale; then the weight is refitted by least squares over the ``n``
+    examples counted and the one lacking it, ``w' = w (n + 1) s^2 / ((n + 1) s^2 +
+    mean^2)``, and ``w' * mean * n / (n + 1)`` is folded into the bias. Every other example adds to the candidates' sums, and the
+    first occurrence of each becomes ``x - mean`` (this example counted), but for
+    the first example counted when ``first_raw`` (GSA).
     """
 
     def __init__(self, learner, first_raw=False):
@@ -453,6 +456,8 @@ class CentredReference:
         self.first_raw = first_raw
         self.candidates = None
         self.sums = {}
+        self.squares = {}
+        self.magnitudes = {}
         self.count = 0
 
     def _keys(self, slot):
@@ -462,13 +467,30 @@ class CentredReference:
             return [((slot, c), (0, c)) for c in range(classes)]
         return [(slot, 0)]
 
-    def _fold(self, slot, mean):
+    def _fold(self, slot, refit=True):
         weights = self.learner.w
         pairs = self._keys(slot)
         # The fold reads the weights in force (the cumulative penalty keeps sums: settle them first).
         self.learner.settle(weights, {slot: [key for key, _ in pairs], 0: [bias for _, bias in pairs]})
+        n = self.count
+        mean = self.sums[slot] / n if n else 0.0
+        if not refit:  # the model's exact fold
+            share, present = 1.0, 1.0
+        else:
+            variance = max(self.squares[slot] / n - mean * mean, 0.0) if n else 0.0
+            spread = (n + 1) * variance
+            share = spread / (spread + mean * mean) if spread + mean * mean > 0 else 0.0
+            present = n / (n + 1)
+            learner = self.learner
+            if learner.normalized and learner.step in ("adaptive", "gsa"):
+                old = learner.N.get(slot, 0.0)
+                new = max(old, self.magnitudes[slot])
+                if old > 0 and new > old:
+                    share *= old / new  # first rescaled to the raw scale, as a grown scale rescales
+                learner.N[slot] = new
         for key, bias in pairs:
-            weights[bias] = weights.get(bias, 0.0) - weights.get(key, 0.0) * mean
+            weights[key] = weights.get(key, 0.0) * share
+            weights[bias] = weights.get(bias, 0.0) - weights[key] * mean * present
 
     def learn(self, batch):
         for i in range(len(batch)):
@@ -477,8 +499,10 @@ class CentredReference:
             if self.candidates is None:
                 self.candidates = sorted(set(slots) - {0})
                 self.sums = {s: 0.0 for s in self.candidates}
+                self.squares = {s: 0.0 for s in self.candidates}
+                self.magnitudes = {s: 0.0 for s in self.candidates}
             for slot in [s for s in self.candidates if s not in slots]:
-                self._fold(slot, self.sums[slot] / self.count if self.count else 0.0)
+                self._fold(slot)
                 self.candidates.remove(slot)
                 del self.sums[slot]
             if self.candidates:
@@ -486,6 +510,8 @@ class CentredReference:
                 for slot, x in zip(slots, values):
                     if slot in self.sums:
                         self.sums[slot] += x
+                        self.squares[slot] += x * x
+                        self.magnitudes[slot] = max(self.magnitudes[slot], abs(x))
                 centred, done = [], set()
                 for slot, x in zip(slots, values):
                     if slot in self.sums and slot not in done and not (self.first_raw and self.count == 1):
@@ -499,8 +525,9 @@ class CentredReference:
         return self
 
     def final_weights(self):
-        """The reference's weights with the remaining means folded into the bias, as a model holds them."""
+        """The reference's weights with the remaining means folded into the bias, as a model holds them
+        (exactly: the model's function is the centred one, for the values training saw)."""
         for slot in list(self.candidates or []):
-            self._fold(slot, self.sums[slot] / self.count)
+            self._fold(slot, refit=False)
             self.candidates.remove(slot)
         return self.learner.final_weights()
