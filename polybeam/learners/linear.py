@@ -47,6 +47,9 @@ _ADDITIVE[
         kernels.STEPS,
         kernels.GREEDY_SUM,
         kernels.GREEDY_WEIGHT,
+        kernels.LABEL_WEIGHT,
+        kernels.LABEL_SUM,
+        kernels.LABEL_SQUARES,
     ]
 ] = True
 
@@ -212,6 +215,7 @@ class LinearLearner:
                 config.safe_updates,
                 *sparse,
                 config.gsa_exact,
+                config.scale_labels,
             )
 
     def expect(self, total: int) -> "LinearLearner":
@@ -342,6 +346,15 @@ class LinearLearner:
         weight = self.stats_[kernels.WEIGHT_SUM]
         return float(self.stats_[kernels.LOSS_SUM] / weight) if weight > 0 else float("nan")
 
+    def label_moments(self) -> tuple[float, float, float]:
+        """``(weight, mean, variance)`` of the labels counted (squared loss with ``scale_labels``)."""
+        weight, total, squares = (float(self.stats_[i]) for i in (kernels.LABEL_WEIGHT, kernels.LABEL_SUM,
+                                                                    kernels.LABEL_SQUARES))  # fmt: skip
+        if not weight > 0:
+            return 0.0, 0.0, 0.0
+        mean = total / weight
+        return weight, mean, max(squares / weight - mean * mean, 0.0)
+
     @property
     def greedy_step(self) -> float | None:
         """GSA's current step: the mean greedy step so far (None before any, or without GSA)."""
@@ -462,6 +475,8 @@ class LinearLearner:
         }
         if self.greedy_step is not None:
             info["greedy_step"] = self.greedy_step
+        if self.config.scale_labels:  # for a learner that goes on from the model (warm_start)
+            info.update(zip(("label_weight", "label_mean", "label_variance"), self.label_moments()))
         info.update(metadata or {})
         names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
         return Model(
@@ -508,8 +523,8 @@ class LinearLearner:
         for name in ("sum_sq_grad", "feature_scale", "synced"):
             if state.get(name) is not None:
                 getattr(self, name + "_")[slots] = state[name]
-        self.stats_ = np.array(state["stats"], dtype=np.float64)
-        self.pass_start_ = np.array(state["pass_start"], dtype=np.float64)
+        self.stats_ = kernels.padded_stats(state["stats"])
+        self.pass_start_ = kernels.padded_stats(state["pass_start"])
         self.names_ = dict(state["names"])
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))

@@ -141,6 +141,7 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
         **values,
         bias=not learner.no_bias,
         center=not learner.no_center,
+        scale_labels=False if learner.no_scale_labels else None,
         apple_guard=not learner.no_apple_guard,
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,

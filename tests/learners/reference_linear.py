@@ -290,13 +290,17 @@ class _Reference:
 class ReferenceLinearLearner(_Reference):
     def __init__(self, loss="squared", step="adaptive", learning_rate=0.5, power_t=0.5, l2=0.0, bias=True,
                  normalized=True, safe_updates=True, gsa_target=0.95, gsa_exact=False, sparsity="none",
-                 gravity=0.0, truncate_every=1, truncate_threshold=None):
+                 gravity=0.0, truncate_every=1, truncate_threshold=None, scale_labels=False):
         super().__init__(step, learning_rate, power_t, l2, bias, normalized, gsa_target,
                          sparsity, gravity, truncate_every, truncate_threshold)
         self.loss, self.safe, self.gsa_exact = loss, safe_updates, gsa_exact
         self.w = {}  # true weights, no global scale trick
         self.label_min = 0.0
         self.label_max = 0.0
+        # scale_labels: the labels counted so far (importance-weighted), whose mean the bias follows
+        # and whose standard deviation an adaptive step is in units of.
+        self.scale_labels = scale_labels and loss == "squared"
+        self.labels = []
 
     def in_force_terms(self, features, importance):
         """Each position's w * x for the margin. Normalised GSA observes each feature's scale in
@@ -326,12 +330,25 @@ class ReferenceLinearLearner(_Reference):
         self.loss_sum += importance * loss_value(self.loss, p, y)
         t_before = self.t
         self.t += importance
+        spread = 1.0
+        if self.scale_labels and importance > 0:
+            before = self.label_mean()
+            self.labels.append((importance, y))
+            after = self.label_mean()
+            weight = sum(i for i, _ in self.labels)
+            spread = math.sqrt(max(sum(i * (v - after) ** 2 for i, v in self.labels) / weight, 0.0))
+            if self.bias and after != before:
+                self.w[0] = self.w.get(0, 0.0) + after - before
+                p = min(max(p + after - before, self.label_min), self.label_max)
         if self.step == "gsa" and importance > 0:
             xx = self.squared_norm(features, lambda s, f: self.w.__setitem__(s, self.w.get(s, 0.0) * f))
             if xx > 0:
                 self.greedy_sum += importance * greedy_step(self.loss, p, y, xx, self.gsa_target, self.gsa_exact)
                 self.greedy_weight += importance
         eta_t = self.base_step(t_before, importance)
+        decay_step = eta_t
+        if self.step == "adaptive":
+            eta_t *= spread
         g = loss_derivative(self.loss, p, y) if importance > 0 else 0.0
         rates = []
         update = 0.0
@@ -356,11 +373,15 @@ class ReferenceLinearLearner(_Reference):
                 update = -eta_t * importance * g
             update *= multiplier
         if self.l2 > 0 and importance > 0:
-            decay = max(0.0, 1.0 - eta_t * self.l2 * importance)
+            decay = max(0.0, 1.0 - decay_step * self.l2 * importance)
             self.w = {j: w * decay for j, w in self.w.items()}
         for (j, x), rate in zip(features, rates):
             self.w[j] = self.w.get(j, 0.0) + update * rate * x
         self.sparsify(self.w, eta_t, importance)
+
+    def label_mean(self):
+        weight = sum(i for i, _ in self.labels)
+        return sum(i * v for i, v in self.labels) / weight if weight > 0 else 0.0
 
     def final_weights(self):
         """Weights as the model holds them (the subgradient baseline rounds at the end)."""
