@@ -19,13 +19,15 @@ drop out after a few examples and cost nothing from then on; dense numeric
 columns stay centred. Extracted models fold every mean into the bias: a model
 file holds ordinary weights.
 
-A drop is not the exact fold ``b -= w_j * mean_j``: the centred weight says
-nothing about an example that lacks the slot (raw value 0, often many spreads
-from every value seen), and the exact fold extrapolates to it, which after a
-few nearly equal readings put tens of units into the bias (issue 22).
-:meth:`Centring.fold_dropped` first rescales a normalising learner's weight to
-the slot's raw scale, then refits the weight and the bias by least squares to
-the function on the examples seen and on the one lacking the slot.
+A drop folds ``w_j * mean_j`` into the bias, which keeps the function: an
+example that lacks the slot (raw value 0, as sparse formats write a zero) gets
+the centred function's straight extrapolation to 0. Where 0 lies many spreads
+of the slot's values away (a few nearly equal readings, or a column far from
+0 such as a year), a weight that a normalising learner learned per unit of
+that spread put tens of units into the bias of every later example (issue 22).
+:meth:`Centring.fold_dropped` extrapolates no further than the values' spread
+reaches, then refits the weight and the bias by least squares to the function
+on the examples seen and on the one lacking the slot.
 
 Only the values the kernels see change, and only between examples, so every
 loss, step rule and sparsity rule works on centred features unchanged. The
@@ -264,8 +266,8 @@ class Centring:
             row = stop
 
     def kept_shares(self, which: np.ndarray) -> np.ndarray:
-        """The share of its weight each slot of the mask ``which`` keeps when it stops being centred
-        (see :meth:`fold_dropped`): ``(n + 1) s^2 / ((n + 1) s^2 + mean^2)`` over the ``n`` examples
+        """The share of its weight the least-squares refit of :meth:`fold_dropped` keeps for each
+        slot of the mask ``which``: ``(n + 1) s^2 / ((n + 1) s^2 + mean^2)`` over the ``n`` examples
         counted, with ``s^2`` the variance of the slot's values."""
         if self.count <= 0:
             return np.zeros(int(np.count_nonzero(which)))
@@ -280,42 +282,46 @@ class Centring:
         """Put the slots of the mask ``which`` into uncentred form in ``weights`` (rows per slot, in
         place), as they stop being centred: an example lacks them.
 
-        Centred, a slot's weight ``w`` says how the margin moves with the slot's value around its
-        mean, and nothing about an example that lacks the slot: raw, that example's value is 0,
-        ``mean / spread`` spreads away from every value the weight was learned on. Folding
-        ``w * mean`` into the bias keeps the function, and with it that extrapolation: a weight
-        learned on the tiny spread of a few nearly equal readings (which normalised steps make
-        large) put many units into the bias of every later example (issue 22: a bias of -34 after
-        three rows of values in (0, 1)). Two steps instead:
+        The exact fold ``b -= w * mean`` keeps the function, and with it its straight extrapolation
+        to the example that lacks the slot: raw, its value is 0 (what sparse formats write for a
+        zero, or a missing value), ``|mean|`` from the slot's mean. Where that is many spreads of
+        the slot's values, the weight says little about it, and a normalising learner's weight,
+        learned per unit of a spread that a few nearly equal readings make tiny, is large: the
+        exact fold put many units into the bias of every later example (issue 22: a bias of -34
+        after three rows of values in (0, 1)). So, two steps:
 
-        * a normalising learner (``feature_scale``, its largest |x| per slot, the scale the
-          weight was learned at) rescales the weight to the slot's largest raw |x|, the scale its
-          values have from now on (``new_scale``, written to when given), as its steps rescale a
-          weight whenever a feature's scale grows (``rescaled``: as if that scale had been known
-          all along);
-        * the weight ``w'`` and the bias are then the least-squares fit of the function over the
+        * reach: a normalising learner (``feature_scale``, its largest |x| per slot, the scale
+          ``N`` the weight was learned at) scales the weight by ``N / |mean|`` where the mean is
+          further than ``N`` from 0, so that the example lacking the slot moves by no more than the
+          slot ever moved an example that had it (``|w| N``), as its steps clip a value beyond its
+          feature's known scale (``kernels.within_scale``); learners that do not normalise (their
+          steps grow with the centred values, so their weights never outgrow the data) skip it;
+        * least squares: the weight ``w'`` and the bias are the fit of that function over the
           ``n`` examples counted (the slot present, with its mean and variance ``s^2``) and the
           one lacking it, taken at the centred bias (the slot's term 0, as at its mean):
           ``w' = w (n + 1) s^2 / ((n + 1) s^2 + mean^2)`` and ``b' = b - w' mean n / (n + 1)``.
 
-        A slot whose values spread widely about a mean of their own size keeps most of its
-        weight, and the fold is nearly the exact one; a slot of nearly equal readings, or seen in
-        few examples, forgets its weight, and learning goes on for it from raw values.
+        A slot whose values spread about a mean of their own size, seen in many examples, keeps
+        most of its weight, and the fold is nearly the exact one; a slot of nearly equal readings,
+        or seen in few examples, forgets most of it, and learning goes on for it from raw values.
+        ``new_scale`` (when given) gets each slot's largest raw |x|: its values are raw from now
+        on, and a normalising step must not rescale the folded weight at the next one as if it had
+        been learned at that scale.
         """
         if not which.any():
             return
         slots = self.slots[which]
-        shape = (-1,) + (1,) * (weights.ndim - 1)
+        means = self.means()[which]
+        shares = self.kept_shares(which)
         if feature_scale is not None and len(feature_scale):
-            old = feature_scale[slots]
-            new = np.maximum(old, self.magnitudes[which])
-            grows = (old > 0.0) & (new > old)
-            weights[slots[grows]] *= (old[grows] / new[grows]).reshape(shape)
+            learned = feature_scale[slots]
+            distance = np.abs(means)
+            shares *= np.divide(learned, distance, out=np.ones_like(distance), where=distance > learned)
             if new_scale is not None:
-                new_scale[slots] = np.maximum(new_scale[slots], new)
-        weights[slots] *= self.kept_shares(which).reshape(shape)
+                new_scale[slots] = np.maximum(new_scale[slots], self.magnitudes[which])
+        weights[slots] *= shares.reshape((-1,) + (1,) * (weights.ndim - 1))
         present = self.count / (self.count + 1.0)
-        weights[0] -= np.tensordot(self.means()[which] * present, weights[slots], axes=1)
+        weights[0] -= np.tensordot(means * present, weights[slots], axes=1)
 
     def drop(
         self,

@@ -463,13 +463,15 @@ class CentredReference:
     """Online centring (polybeam.learners.centring) in plain Python, in front of a reference learner.
 
     The first example names the candidate slots (its slots but the bias's, 0);
-    a candidate the example lacks stops being centred: a normalising learner's
-    scale of the slot becomes its largest raw |x| and its weight is rescaled by
-    old / new scale; then the weight is refitted by least squares over the ``n``
-    examples counted and the one lacking it, ``w' = w (n + 1) s^2 / ((n + 1) s^2 +
-    mean^2)``, and ``w' * mean * n / (n + 1)`` is folded into the bias. Every other example adds to the candidates' sums, and the
-    first occurrence of each becomes ``x - mean`` (this example counted), but for
-    the first example counted when ``first_raw`` (GSA).
+    a candidate the example lacks stops being centred: a normalising learner
+    scales its weight by N / |mean| when |mean| exceeds N, the slot's scale (the
+    fold extrapolates no further than the values spread), and the slot's scale
+    becomes its largest raw |x|; then the weight is refitted by least squares
+    over the ``n`` examples counted and the one lacking it, ``w' = w (n + 1) s^2 /
+    ((n + 1) s^2 + mean^2)``, and ``w' * mean * n / (n + 1)`` is folded into the
+    bias. Every other example adds to the candidates' sums, and the first
+    occurrence of each becomes ``x - mean`` (this example counted), but for the
+    first example counted when ``first_raw`` (GSA).
     """
 
     def __init__(self, learner, first_raw=False):
@@ -495,20 +497,18 @@ class CentredReference:
         self.learner.settle(weights, {slot: [key for key, _ in pairs], 0: [bias for _, bias in pairs]})
         n = self.count
         mean = self.sums[slot] / n if n else 0.0
-        if not refit:  # the model's exact fold
-            share, present = 1.0, 1.0
-        else:
+        share, present = 1.0, 1.0
+        if refit:  # not the model's exact fold
             variance = max(self.squares[slot] / n - mean * mean, 0.0) if n else 0.0
             spread = (n + 1) * variance
             share = spread / (spread + mean * mean) if spread + mean * mean > 0 else 0.0
             present = n / (n + 1)
             learner = self.learner
             if learner.normalized and learner.step in ("adaptive", "gsa"):
-                old = learner.N.get(slot, 0.0)
-                new = max(old, self.magnitudes[slot])
-                if old > 0 and new > old:
-                    share *= old / new  # first rescaled to the raw scale, as a grown scale rescales
-                learner.N[slot] = new
+                learned = learner.N.get(slot, 0.0)
+                if abs(mean) > learned:
+                    share *= learned / abs(mean)
+                learner.N[slot] = max(learned, self.magnitudes[slot])
         for key, bias in pairs:
             weights[key] = weights.get(key, 0.0) * share
             weights[bias] = weights.get(bias, 0.0) - weights[key] * mean * present
