@@ -13,7 +13,8 @@ minutes on 2 cores). For each of ``--seeds`` seeds (default 5) it
    paper's Figure 2): polybeam's truncated gradient with theta = infinity and
    with theta = g (K = 10), rounding (eq. 4, K = 10, the threshold swept), the
    L1 subgradient with rounding at the end (eq. 5), polybeam's default learner
-   (GSA steps, normalised) with truncated gradient, scikit-learn's
+   (adaptive steps, normalised, labels scaled; GSA steps before issue 22) with
+   truncated gradient, scikit-learn's
    ``SGDClassifier(penalty="l1")``, Vowpal Wabbit's ``--l1`` and the batch
    Lasso; each point records the non-zero weights (bias excluded), how many of
    them are random features, held-out AUC and accuracy;
@@ -84,7 +85,8 @@ METHODS = {
     "rounding": ("polybeam rounding, eq. 4 (K=10)", "threshold theta"),
     "subgradient": ("polybeam L1 subgradient + rounding at end (theta=g)", "gravity g = theta"),
     "cumulative": ("polybeam cumulative penalty (VW's --l1), the same SGD", "gravity g"),
-    "gsa_default": ("polybeam defaults (GSA, normalised), cumulative penalty", "gravity g"),
+    # (the key names the defaults of before issue 22, GSA steps; kept so that older results still render)
+    "gsa_default": ("polybeam defaults (normalised adaptive steps), cumulative penalty", "gravity g"),
     "sklearn": ("scikit-learn SGDClassifier(penalty='l1')", "alpha = g/2"),
     "vw": ("Vowpal Wabbit --l1", "l1 lambda = g"),
     "lasso": ("Lasso (batch, scikit-learn)", "alpha = g/2"),
@@ -252,7 +254,7 @@ def sgd_config(protocol: Protocol, **sparsity) -> LearnerConfig:
 def polybeam_config(method: str, value: float | None, protocol: Protocol, *, every: int = TRUNCATE_EVERY) -> LearnerConfig:
     """The configuration of one point (``value`` None: the method without sparsity)."""
     if method == "gsa_default":
-        # What a user gets by asking only for sparsity: GSA steps, normalised, the cumulative penalty.
+        # What a user gets by asking only for sparsity: the default steps, the cumulative penalty.
         extra = {} if value is None else {"gravity": value}
         return LearnerConfig(loss="squared", bits=BITS, passes=protocol.passes, holdout_period=0, **extra)
     if value is None:
@@ -790,7 +792,7 @@ def render(report: dict) -> str:
 
 def first_word(method: str) -> str:
     return {"tg_inf": "TG theta=inf", "tg_theta_g": "TG theta=g", "rounding": "rounding", "subgradient": "subgradient",
-            "cumulative": "cumulative", "gsa_default": "defaults (GSA)", "sklearn": "sklearn", "vw": "VW", "lasso": "Lasso"}[method]
+            "cumulative": "cumulative", "gsa_default": "defaults", "sklearn": "sklearn", "vw": "VW", "lasso": "Lasso"}[method]
 
 
 def headline_lines(report: dict) -> list[str]:
@@ -890,8 +892,9 @@ def protocol_lines(report: dict) -> list[str]:
         "`gravity=g, truncate_every=10, truncate_threshold=g`; rounding: `sparsity=\"round\", truncate_every=10, "
         "truncate_threshold=theta`; subgradient: `sparsity=\"subgradient\", gravity=g, truncate_threshold=g` (the "
         "rounding-at-the-end threshold is not given by the paper; theta = g couples it as the paper's TG theta=g does); "
-        "defaults: `LearnerConfig(loss=\"squared\", gravity=g, passes=...)` = GSA steps in normalised feature space, "
-        "safe updates, truncation every example, gravity acting on normalised weights. scikit-learn: "
+        "defaults: `LearnerConfig(loss=\"squared\", gravity=g, passes=...)` = normalised adaptive steps at rate 0.5 "
+        "with labels scaled (GSA steps in normalised feature space before issue 22), safe updates, truncation every "
+        "example, gravity acting on normalised weights. scikit-learn: "
         "`penalty=\"l1\", alpha=g/2` (its loss is half of (p-y)^2, so this is the same pull per example); VW: "
         "`--l1 g`; Lasso: `sklearn.linear_model.Lasso(alpha=g/2)` on the same data (batch; the paper's fifth curve).",
         "- **Measures.** Non-zero = features with a non-zero weight, the bias excluded (of 1057). AUC (exact, ties "
@@ -973,7 +976,7 @@ def discussion(report: dict) -> list[str]:
     gsa = f1.get("gsa_default")
     if gsa:
         lines.append(
-            f"- **polybeam's defaults (GSA, normalised, K = 1)** need no learning rate and reach a peak AUC of "
+            f"- **polybeam's defaults (normalised adaptive steps, K = 1)** need no tuned rate and reach a peak AUC of "
             f"{summary['gsa_default']['peak_auc']:.3f} (TG with the tuned decaying rate: "
             f"{summary['tg_inf']['peak_auc']:.3f}); with the cumulative penalty they remove {gsa['fraction_removed']:.1%} "
             f"of the features at <= 1% accuracy loss and keep {gsa['random_survivors']} random ones.")

@@ -200,6 +200,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         early_terminate=_DEFAULTS["early_terminate"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
+        scale_labels=_DEFAULTS["scale_labels"],
         normalized=_DEFAULTS["normalized"],
         safe_updates=_DEFAULTS["safe_updates"],
         gsa_target=_DEFAULTS["gsa_target"],
@@ -231,6 +232,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         self.early_terminate = early_terminate
         self.bias = bias
         self.center = center
+        self.scale_labels = scale_labels
         self.normalized = normalized
         self.safe_updates = safe_updates
         self.gsa_target = gsa_target
@@ -384,6 +386,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         early_terminate=_DEFAULTS["early_terminate"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
+        scale_labels=_DEFAULTS["scale_labels"],
         normalized=_DEFAULTS["normalized"],
         safe_updates=_DEFAULTS["safe_updates"],
         gsa_target=_DEFAULTS["gsa_target"],
@@ -415,6 +418,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         self.early_terminate = early_terminate
         self.bias = bias
         self.center = center
+        self.scale_labels = scale_labels
         self.normalized = normalized
         self.safe_updates = safe_updates
         self.gsa_target = gsa_target

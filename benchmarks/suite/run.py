@@ -55,6 +55,9 @@ def _learners() -> dict:
                           lambda task, split: runners.run_vw(task, split, STAGE_POLY)),
         "sklearn sgd": (lambda task, rows: True, lambda task, split: runners.run_sklearn(task, split, "sgd")),
         "sklearn batch": (lambda task, rows: True, lambda task, split: runners.run_sklearn(task, split, "batch")),
+        # Added for issue 22's regression targets (a peer, not a change of protocol).
+        "sklearn ridgecv": (lambda task, rows: task.kind == "regression",
+                            lambda task, split: runners.run_sklearn(task, split, "ridgecv")),
     }  # fmt: skip
 
 
@@ -148,12 +151,23 @@ def targets(results: dict) -> dict:
     within = len(defaults["win"]) + len(defaults["tie"])
     converge = {name: r["summary"]["polybeam 20 passes"]["error"] - r["summary"]["sklearn batch"]["error"]
                 for name, r in results.items()
-                if r["task"] in classification and "polybeam 20 passes" in r["summary"]}  # fmt: skip
+                if r["task"] in classification and "polybeam 20 passes" in r["summary"] and "sklearn batch" in r["summary"]}  # fmt: skip
     apple_vw = compare(results, "polybeam apple", "vw stage_poly", ("binary", "regression"))
     apple_compared = sum(len(v) for v in apple_vw.values())
     apple_not_worse = {name: r["summary"]["polybeam apple"]["error"] - r["summary"]["polybeam"]["error"]
                        for name, r in results.items() if "polybeam apple" in r["summary"]}  # fmt: skip
+    regression = [(name, r["summary"]) for name, r in results.items() if r["task"] == "regression"]
+    below_mean = {name: s["polybeam"]["error"] for name, s in regression if "polybeam" in s}
+    near_vw = {name: s["polybeam"]["error"] - s["vw"]["error"] for name, s in regression if "polybeam" in s and "vw" in s}
+    near_ridge = {name: s["polybeam 20 passes"]["error"] - s["sklearn ridgecv"]["error"]
+                  for name, s in regression if "polybeam 20 passes" in s and "sklearn ridgecv" in s}  # fmt: skip
     return {
+        # Issue 22's regression targets (added; issue 11's above are unchanged).
+        "regression_below_mean": {"errors": below_mean, "met": bool(below_mean) and all(e < 1.0 for e in below_mean.values())},
+        "regression_near_vw": {"gaps": near_vw, "within": sum(g <= 0.01 for g in near_vw.values()),
+                               "met": bool(near_vw) and sum(g <= 0.01 for g in near_vw.values()) >= 0.8 * len(near_vw)},
+        "regression_passes_near_ridge": {"gaps": near_ridge, "within": sum(g <= 0.02 for g in near_ridge.values()),
+                                         "met": bool(near_ridge) and sum(g <= 0.02 for g in near_ridge.values()) >= 0.8 * len(near_ridge)},
         "defaults_vs_vw": {**defaults, "within": within, "compared": compared,
                            "met": compared > 0 and within >= 0.9 * compared and len(defaults["win"]) >= compared / 3},
         "passes_vs_batch": {"gaps": converge, "met": bool(converge) and all(gap <= 0.02 for gap in converge.values())},
@@ -202,6 +216,7 @@ def render(report: dict) -> str:
         f"{len(a['win']) + len(a['tie'])} of {a['compared']} ({mark[a['met']]}: 60%). Worse: {names(a['loss'])}.",
         f"- Apple never worse than polybeam's linear model by more than {MARGIN}: {mark[al['met']]}; worse on "
         + names([f"{n} ({g:+.3f})" for n, g in al["gaps"].items() if g > MARGIN]) + ".",
+        *regression_targets(goals),
         "",
         "## Held-out error per task",
         "",
@@ -213,6 +228,23 @@ def render(report: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def regression_targets(goals: dict) -> list[str]:
+    """Issue 22's regression targets as lines of the report (none for a report from before they existed)."""
+    if "regression_below_mean" not in goals:
+        return []
+    mark = {True: "met", False: "NOT met"}
+    below, vw, ridge = (goals[k] for k in ("regression_below_mean", "regression_near_vw", "regression_passes_near_ridge"))
+    return [
+        "- Regression (issue 22), one pass never worse than predicting the mean (relative MSE < 1): "
+        f"{mark[below['met']]}; " + ", ".join(f"{n} {e:.3f}" for n, e in below["errors"].items()) + ".",
+        f"- Regression, one pass within 0.01 of VW at its validation-chosen rate: {vw['within']} of {len(vw['gaps'])} "
+        f"({mark[vw['met']]}: 80%); gaps: " + ", ".join(f"{n} {g:+.3f}" for n, g in vw["gaps"].items()) + ".",
+        f"- Regression, 20 passes within 0.02 of scikit-learn's RidgeCV (standardised columns; an added peer), tasks "
+        f"under {SMALL_ROWS:,} training rows: {ridge['within']} of {len(ridge['gaps'])} ({mark[ridge['met']]}: 80%); "
+        "gaps: " + ", ".join(f"{n} {g:+.3f}" for n, g in ridge["gaps"].items()) + ".",
+    ]
 
 
 def plot(report: dict, path: str) -> None:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 VW_RATES = (0.1, 0.5, 1.0, 2.0)
+# RidgeCV's penalties (issue 22's added regression peer): a log grid wide enough that the chosen one is inside.
+RIDGE_ALPHAS = tuple(10.0**k for k in range(-3, 5))
 
 
 @dataclass(frozen=True)
@@ -185,8 +187,10 @@ def load_svmlight(path: str, features: int):
 
 
 def run_sklearn(task: Task, split, which: str) -> dict:
-    """scikit-learn's ``which`` ("sgd" or "batch") on standardised features (sparse data: scaled, not centred)."""
-    from sklearn.linear_model import LogisticRegression, Ridge, SGDClassifier, SGDRegressor
+    """scikit-learn's ``which`` on standardised features (sparse data: scaled, not centred): "sgd",
+    "batch" (the protocol's ``Ridge()`` / ``LogisticRegression``), or "ridgecv" (regression only, an
+    added peer of issue 22: ``RidgeCV`` choosing its penalty by leave-one-out over a log grid)."""
+    from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV, SGDClassifier, SGDRegressor
     from sklearn.preprocessing import StandardScaler
 
     train_x, train_y = load_svmlight(split.train, task.features)
@@ -197,7 +201,10 @@ def run_sklearn(task: Task, split, which: str) -> dict:
     scaler = StandardScaler(with_mean=dense).fit(train_x)
     train_x, test_x = scaler.transform(train_x), scaler.transform(test_x)
     if task.kind == "regression":
-        model = SGDRegressor(random_state=split.seed) if which == "sgd" else Ridge()
+        if which == "ridgecv":
+            model = RidgeCV(alphas=RIDGE_ALPHAS)
+        else:
+            model = SGDRegressor(random_state=split.seed) if which == "sgd" else Ridge()
     elif which == "sgd":
         model = SGDClassifier(loss="log_loss", random_state=split.seed)
     else:

@@ -14,11 +14,20 @@ the running mean over those examples, this one included), which is the same
 family of models: ``b + sum_j w_j (x_j - mean_j)`` is ``b' + w . x`` with
 ``b' = b - sum_j w_j mean_j``. The first example names the candidates (its
 slots); a candidate is dropped at the first example that lacks it, and its
-term is then folded into the bias (``b -= w_j * mean_j``) so that the
-function learned so far does not change. Sparse features (one-hot levels,
-words) drop out after a few examples and cost nothing from then on; dense
-numeric columns stay centred. Extracted models fold every mean into the bias:
-a model file holds ordinary weights.
+term is then folded into the bias. Sparse features (one-hot levels, words)
+drop out after a few examples and cost nothing from then on; dense numeric
+columns stay centred. Extracted models fold every mean into the bias: a model
+file holds ordinary weights.
+
+A drop folds ``w_j * mean_j`` into the bias, which keeps the function: an
+example that lacks the slot (raw value 0, as sparse formats write a zero) gets
+the centred function's straight extrapolation to 0. Where 0 lies many spreads
+of the slot's values away (a few nearly equal readings, or a column far from
+0 such as a year), a weight that a normalising learner learned per unit of
+that spread put tens of units into the bias of every later example (issue 22).
+:meth:`Centring.fold_dropped` extrapolates no further than the values' spread
+reaches, then refits the weight and the bias by least squares to the function
+on the examples seen and on the one lacking the slot.
 
 Only the values the kernels see change, and only between examples, so every
 loss, step rule and sparsity rule works on centred features unchanged. The
@@ -84,12 +93,15 @@ def centred(x, mean):
 
 
 @numba.njit(cache=True)
-def centre_rows(indptr, indices, values, row, stop, keys, table, sums, count, out, positions, seen, first_raw):
+def centre_rows(indptr, indices, values, row, stop, keys, table, sums, squares, magnitudes, count, out, positions,
+                seen, first_raw):
     """Centre rows ``row, row + 1, ...`` of a CSR batch into ``out`` until a row lacks a centred slot.
 
     ``keys`` and ``table`` find a slot's position among the centred slots
     (:func:`lookup_table`); ``sums`` are their sums over the ``count[0]``
-    examples counted so far, and each centred row adds to both. The first
+    examples counted so far, and each centred row adds to both (and its values'
+    squares to ``squares``, and raises ``magnitudes``, the largest raw |x| of
+    each slot, to its values). The first
     occurrence of a centred slot in a row becomes ``x - mean`` (the mean
     including this row), every other value is copied; with ``first_raw`` the
     first row counted keeps its values (see :meth:`Centring.segments`).
@@ -131,12 +143,16 @@ def centre_rows(indptr, indices, values, row, stop, keys, table, sums, count, ou
                 if where >= 0:
                     total = sums[where] + x
                     sums[where] = total
+                    squares[where] += x * x
+                    magnitudes[where] = max(magnitudes[where], abs(x))
                     x = centred(x, total * inverse)
                 out[k] = x
             continue
         for k in range(indptr[i], indptr[i + 1]):
             if positions[k] >= 0:
                 sums[positions[k]] += values[k]
+                squares[positions[k]] += values[k] * values[k]
+                magnitudes[positions[k]] = max(magnitudes[positions[k]], abs(values[k]))
         for k in range(indptr[i], indptr[i + 1]):
             where = positions[k]
             if where >= 0 and seen[where] != 2 * i + 1 and not keep:
@@ -155,11 +171,17 @@ class Centring:
     from elsewhere) starts with ``started=True`` and no slots.
     """
 
-    def __init__(self, slots: np.ndarray, sums: np.ndarray, count: float, started: bool):
+    def __init__(self, slots: np.ndarray, sums: np.ndarray, count: float, started: bool,
+                 squares: np.ndarray | None = None, magnitudes: np.ndarray | None = None):
         self.slots = np.array(slots, dtype=np.int64)  # copies: learning adds to the sums in place
         self.sums = np.array(sums, dtype=np.float64)
         self.count = float(count)
         self.started = bool(started)
+        # Sums of squares (the spread, for the refit of a drop) and largest raw |x| (the scale a
+        # dropped slot's values have) of the centred slots. A state saved before they were kept:
+        # no spread (a drop then forgets the weight) and |mean|, a lower bound of the magnitude.
+        self.squares = np.zeros_like(self.sums) if squares is None else np.array(squares, dtype=np.float64)
+        self.magnitudes = np.abs(self.means()) if magnitudes is None else np.array(magnitudes, dtype=np.float64)
 
     @classmethod
     def empty(cls) -> "Centring":
@@ -180,12 +202,14 @@ class Centring:
         """The centred slots' means (0 before any example is counted)."""
         return self.sums / self.count if self.count > 0 else np.zeros_like(self.sums)
 
-    def bias_offset(self, weights: np.ndarray) -> np.ndarray:
-        """``sum_j w_j * mean_j`` over the centred slots, per output: what the bias of the
-        uncentred model lacks (``b' = b - offset``). ``weights`` has one row per slot."""
-        if not len(self.slots):
+    def bias_offset(self, weights: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
+        """``sum_j w_j * mean_j`` over the centred slots (those of the mask ``which``), per output:
+        what the bias of the uncentred model lacks (``b' = b - offset``). ``weights`` has one row
+        per slot."""
+        which = np.ones(len(self.slots), dtype=bool) if which is None else which
+        if not which.any():
             return np.zeros(weights.shape[1:])
-        return np.tensordot(self.means(), weights[self.slots], axes=1)
+        return np.tensordot(self.means()[which], weights[self.slots[which]], axes=1)
 
     def segments(
         self,
@@ -194,6 +218,7 @@ class Centring:
         *,
         first_raw: bool = False,
         before_fold: Callable[[np.ndarray], None] | None = None,
+        feature_scale: np.ndarray | None = None,
     ) -> Iterator[tuple[int, int, np.ndarray]]:
         """Split ``batch`` into runs of rows ``(start, stop, values)`` to learn in turn, with the
         centred values. Between two runs (after the caller learned the first) the slots the next
@@ -205,7 +230,7 @@ class Centring:
         step would carry it. AdaGrad is better off with the zeros: raw first values would set
         each feature's normalising scale to a magnitude far above its centred values'.
 
-        ``before_fold`` (see :meth:`drop`) is called with the rows a fold is about to read.
+        ``before_fold`` and ``feature_scale`` are passed on to :meth:`drop`.
         """
         n = len(batch)
         if not self.started:
@@ -213,6 +238,8 @@ class Centring:
             self.slots = np.unique(first.astype(np.int64))
             self.slots = self.slots[self.slots != 0]  # slot 0 is the bias
             self.sums = np.zeros(len(self.slots))
+            self.squares = np.zeros(len(self.slots))
+            self.magnitudes = np.zeros(len(self.slots))
             self.started = True
         if not len(self.slots):
             yield 0, n, batch.values
@@ -228,51 +255,128 @@ class Centring:
                 break
             seen = np.full(len(self.slots), -1, dtype=np.int64)
             keys, table = lookup_table(self.slots)
-            stop = centre_rows(batch.indptr, batch.indices, batch.values, row, n, keys, table, self.sums, count,
-                               out, positions, seen, first_raw)  # fmt: skip
+            stop = centre_rows(batch.indptr, batch.indices, batch.values, row, n, keys, table, self.sums,
+                               self.squares, self.magnitudes, count, out, positions, seen, first_raw)  # fmt: skip
             self.count = float(count[0])
             if stop > row:
                 yield row, stop, out
             if stop < n:
                 lacking = ~np.isin(self.slots, batch.indices[batch.indptr[stop] : batch.indptr[stop + 1]])
-                self.drop(lacking, raw, before_fold)
+                self.drop(lacking, raw, before_fold, feature_scale)
             row = stop
 
-    def drop(self, which: np.ndarray, raw: np.ndarray, before_fold: Callable[[np.ndarray], None] | None = None) -> None:
-        """Stop centring the slots selected by the mask ``which``, folding their terms into ``raw[0]``.
+    def kept_shares(self, which: np.ndarray) -> np.ndarray:
+        """The share of its weight the least-squares refit of :meth:`fold_dropped` keeps for each
+        slot of the mask ``which``: ``(n + 1) s^2 / ((n + 1) s^2 + mean^2)`` over the ``n`` examples
+        counted, with ``s^2`` the variance of the slot's values."""
+        if self.count <= 0:
+            return np.zeros(int(np.count_nonzero(which)))
+        means = self.sums[which] / self.count
+        variances = np.maximum(self.squares[which] / self.count - means * means, 0.0)
+        spread = (self.count + 1.0) * variances
+        total = spread + means * means
+        return np.divide(spread, total, out=np.zeros_like(spread), where=total > 0.0)
+
+    def fold_dropped(self, which: np.ndarray, weights: np.ndarray, feature_scale: np.ndarray | None = None,
+                     new_scale: np.ndarray | None = None) -> None:
+        """Put the slots of the mask ``which`` into uncentred form in ``weights`` (rows per slot, in
+        place), as they stop being centred: an example lacks them.
+
+        The exact fold ``b -= w * mean`` keeps the function, and with it its straight extrapolation
+        to the example that lacks the slot: raw, its value is 0 (what sparse formats write for a
+        zero, or a missing value), ``|mean|`` from the slot's mean. Where that is many spreads of
+        the slot's values, the weight says little about it, and a normalising learner's weight,
+        learned per unit of a spread that a few nearly equal readings make tiny, is large: the
+        exact fold put many units into the bias of every later example (issue 22: a bias of -34
+        after three rows of values in (0, 1)). So, two steps:
+
+        * reach: a normalising learner (``feature_scale``, its largest |x| per slot, the scale
+          ``N`` the weight was learned at) scales the weight by ``N / |mean|`` where the mean is
+          further than ``N`` from 0, so that the example lacking the slot moves by no more than the
+          slot ever moved an example that had it (``|w| N``), as its steps clip a value beyond its
+          feature's known scale (``kernels.within_scale``); learners that do not normalise (their
+          steps grow with the centred values, so their weights never outgrow the data) skip it;
+        * least squares: the weight ``w'`` and the bias are the fit of that function over the
+          ``n`` examples counted (the slot present, with its mean and variance ``s^2``) and the
+          one lacking it, taken at the centred bias (the slot's term 0, as at its mean):
+          ``w' = w (n + 1) s^2 / ((n + 1) s^2 + mean^2)`` and ``b' = b - w' mean n / (n + 1)``.
+
+        A slot whose values spread about a mean of their own size, seen in many examples, keeps
+        most of its weight, and the fold is nearly the exact one; a slot of nearly equal readings,
+        or seen in few examples, forgets most of it, and learning goes on for it from raw values.
+        ``new_scale`` (when given) gets each slot's largest raw |x|: its values are raw from now
+        on, and a normalising step must not rescale the folded weight at the next one as if it had
+        been learned at that scale.
+        """
+        if not which.any():
+            return
+        slots = self.slots[which]
+        means = self.means()[which]
+        shares = self.kept_shares(which)
+        if feature_scale is not None and len(feature_scale):
+            learned = feature_scale[slots]
+            distance = np.abs(means)
+            shares *= np.divide(learned, distance, out=np.ones_like(distance), where=distance > learned)
+            if new_scale is not None:
+                new_scale[slots] = np.maximum(new_scale[slots], self.magnitudes[which])
+        weights[slots] *= shares.reshape((-1,) + (1,) * (weights.ndim - 1))
+        present = self.count / (self.count + 1.0)
+        weights[0] -= np.tensordot(means * present, weights[slots], axes=1)
+
+    def drop(
+        self,
+        which: np.ndarray,
+        raw: np.ndarray,
+        before_fold: Callable[[np.ndarray], None] | None = None,
+        feature_scale: np.ndarray | None = None,
+    ) -> None:
+        """Stop centring the slots selected by the mask ``which``, folding their terms into ``raw[0]``
+        (see :meth:`fold_dropped`; ``feature_scale``: a normalising learner's scales, None for the
+        others).
 
         ``before_fold(rows)`` first makes ``raw[rows]`` (those slots and the bias) the weights in
         force, for a learner whose rows hold something else (the cumulative penalty's sums).
         """
         if before_fold is not None:
             before_fold(np.append(self.slots[which], 0))
-        raw[0] -= np.tensordot(self.means()[which], raw[self.slots[which]], axes=1)
-        self.slots = self.slots[~which]
-        self.sums = self.sums[~which]
+        self.fold_dropped(which, raw, feature_scale, feature_scale)
+        self._keep(~which)
+
+    def _keep(self, which: np.ndarray) -> None:
+        self.slots = self.slots[which]
+        self.sums = self.sums[which]
+        self.squares = self.squares[which]
+        self.magnitudes = self.magnitudes[which]
 
     def to_state(self) -> dict:
-        return {"slots": self.slots, "sums": self.sums, "count": self.count, "started": self.started}
+        return {"slots": self.slots, "sums": self.sums, "count": self.count, "started": self.started,
+                "squares": self.squares, "magnitudes": self.magnitudes}  # fmt: skip
 
     @classmethod
     def from_state(cls, state: dict | None) -> "Centring":
         """From :meth:`to_state`; a state saved before centring existed centres nothing."""
         if state is None:
             return cls.off()
-        return cls(state["slots"], state["sums"], state["count"], state["started"])
+        return cls(state["slots"], state["sums"], state["count"], state["started"], state.get("squares"),
+                   state.get("magnitudes"))  # fmt: skip
 
     @classmethod
     def merged(cls, centrings: list["Centring"]) -> "Centring":
-        """The slots every started centring centres, with their sums and counts added
-        (the means weighted by examples); not started if none has started."""
+        """The slots every started centring centres, with their sums, sums of squares and counts
+        added (the means weighted by examples) and their largest magnitudes; not started if none
+        has started."""
         started = [c for c in centrings if c.started]
         if not started:
             return cls.empty()
         slots = started[0].slots
         for other in started[1:]:
             slots = np.intersect1d(slots, other.slots)
-        sums = np.zeros(len(slots))
+        sums, squares, magnitudes = np.zeros(len(slots)), np.zeros(len(slots)), np.zeros(len(slots))
         count = 0.0
         for other in started:
-            sums += other.sums[np.searchsorted(other.slots, slots)]
+            where = np.searchsorted(other.slots, slots)
+            sums += other.sums[where]
+            squares += other.squares[where]
+            magnitudes = np.maximum(magnitudes, other.magnitudes[where])
             count += other.count
-        return cls(slots, sums, count, True)
+        return cls(slots, sums, count, True, squares, magnitudes)

@@ -58,10 +58,10 @@ class LearnerConfig:
         magnitude when ``normalized`` (VW's default update); ``constant`` eta;
         ``decay`` eta * t**-power_t (t the importance-weighted number of examples
         including this one, at least 1); ``inverse`` 1 / (l2 * (t + 1)) with t the examples
-        before this one (Pegasos; needs ``l2 > 0``). Default: with a learning
-        rate ``adaptive``; without one, ``gsa`` for squared and hinge loss and
-        ``adaptive`` at its default rate for logistic and softmax loss (see
-        ``choices.DEFAULT_STEPS`` for why).
+        before this one (Pegasos; needs ``l2 > 0``). Default: ``adaptive``, at
+        the default rate without a learning rate (``gsa`` was the default for
+        squared and hinge loss until its noise floor was found: see
+        ``choices.DEFAULT_STEPS``).
     learning_rate : float, optional
         eta of ``adaptive``, ``constant`` and ``decay``; defaults to 1.0 for
         logistic loss, 2.0 for softmax loss and 0.5 (VW's default) otherwise
@@ -100,6 +100,15 @@ class LearnerConfig:
         conditioned problem on unscaled numeric columns. Sparse features are
         left as they are, and model files hold ordinary weights (the means go
         into the bias). See :mod:`polybeam.learners.centring`.
+    scale_labels : bool, optional
+        Squared loss: the bias follows the labels' running mean (the intercept
+        the centred features' fit has) and ``adaptive`` steps are ``eta``
+        times the labels' running standard deviation, so that learning does
+        not depend on the labels' offset or unit (AdaGrad's steps move a
+        weight by about ``eta`` whatever the labels' size: on house prices it
+        would never reach them). Default: on for squared loss with
+        ``adaptive`` steps (not for ``gsa``, whose greedy steps already fit a
+        share of each residual); off gives VW's update exactly.
     normalized : bool
         With ``adaptive``: divide each feature's step by the largest magnitude
         seen for it (and rescale its weight when that grows), so that learning
@@ -184,8 +193,8 @@ class LearnerConfig:
 
     Examples
     --------
-    >>> LearnerConfig(loss="squared").step, LearnerConfig(loss="logistic").step
-    ('gsa', 'adaptive')
+    >>> LearnerConfig(loss="squared").step, LearnerConfig(loss="squared").scale_labels
+    ('adaptive', True)
     >>> LearnerConfig(loss="logistic", step="adaptive").learning_rate
     1.0
     >>> LearnerConfig(gravity=1e-3).sparsity
@@ -208,6 +217,7 @@ class LearnerConfig:
     early_terminate: int = DEFAULT_EARLY_TERMINATE
     bias: bool = True
     center: bool = True
+    scale_labels: bool | None = None
     normalized: bool = True
     safe_updates: bool = True
     classes: int = 0
@@ -237,6 +247,10 @@ class LearnerConfig:
             set_field("step", DEFAULT_STEPS[self.loss] if self.learning_rate is None else "adaptive")
         if self.step not in STEPS:
             raise ValueError(f"step must be one of {', '.join(STEPS)}; got {self.step!r}")
+        if self.scale_labels is None:
+            set_field("scale_labels", self.loss == "squared" and self.step == "adaptive")
+        elif self.scale_labels and self.loss != "squared":
+            raise ValueError(f"scale_labels is for squared loss, whose labels are numbers; not {self.loss!r}")
         if self.step in ("gsa", "inverse"):
             if self.learning_rate is not None:
                 raise ValueError(f"step {self.step!r} sets its own step sizes; give no learning rate")

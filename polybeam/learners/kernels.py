@@ -60,7 +60,10 @@ STEPS = 9  # examples seen over all passes (count), for the truncation period
 CLOCK = 10  # truncation clock (see polybeam.learners.sparsity)
 GREEDY_SUM = 11  # importance-weighted sum of GSA greedy steps
 GREEDY_WEIGHT = 12  # their importance weight
-N_STATS = 13
+LABEL_WEIGHT = 13  # importance weight of the labels seen over all passes (squared loss, scale_labels)
+LABEL_SUM = 14  # their importance-weighted sum
+LABEL_SQUARES = 15  # and sum of squares
+N_STATS = 16
 
 # VW's floor on x**2, so that tiny values do not blow up normalised rates.
 MIN_X2 = 1.1754943508222875e-38
@@ -76,6 +79,43 @@ def new_stats() -> np.ndarray:
     stats = np.zeros(N_STATS)
     stats[SCALE] = 1.0
     return stats
+
+
+def padded_stats(stats) -> np.ndarray:
+    """A statistics vector saved by an older polybeam (fewer entries), with the entries it lacks at 0."""
+    stats = np.asarray(stats, dtype=np.float64)
+    return np.concatenate([stats, np.zeros(N_STATS - len(stats))]) if len(stats) < N_STATS else stats.copy()
+
+
+@numba.njit(cache=True, inline="always")
+def label_moments(stats):
+    """``(mean, standard deviation)`` of the labels counted in ``stats`` (0, 0 before any)."""
+    weight = stats[LABEL_WEIGHT]
+    if not weight > 0.0:
+        return 0.0, 0.0
+    mean = stats[LABEL_SUM] / weight
+    # Sums, not Welford's updates, so that merging learners adds them; a label offset a billion
+    # times its spread loses the spread to rounding (then 0: the learner keeps to the mean).
+    variance = stats[LABEL_SQUARES] / weight - mean * mean
+    return mean, math.sqrt(variance) if variance > 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def count_label(stats, y, importance):
+    """Count label ``y`` (of squared loss with ``scale_labels``) and return ``(shift of the label
+    mean, the labels' standard deviation)``: the bias moves with the mean and adaptive steps are in
+    units of the spread, so that learning does not depend on the labels' offset and unit.
+
+    >>> stats = new_stats()
+    >>> count_label(stats, 1000.0, 1.0), count_label(stats, 1002.0, 1.0)
+    ((1000.0, 0.0), (1.0, 1.0))
+    """
+    before, _ = label_moments(stats)
+    stats[LABEL_WEIGHT] += importance
+    stats[LABEL_SUM] += importance * y
+    stats[LABEL_SQUARES] += importance * y * y
+    after, spread = label_moments(stats)
+    return after - before, spread
 
 
 @numba.njit(cache=True)
@@ -229,12 +269,18 @@ def learn_batch(
     threshold,
     gsa_target,
     gsa_exact,
+    scale_labels,
 ):
     """Learn every example of a CSR batch in order, updating the state in place.
 
     Feature loops run from ``first`` (``start - 1`` with a bias, which is slot 0
     with value 1) to ``stop``, and read arrays into scalars before calling any
     helper (see ``sparsity.step_rate``).
+
+    ``scale_labels`` (squared loss): after an example's loss is counted, the
+    bias moves by the change of the labels' running mean (the prediction with
+    it), and an adaptive step is ``eta`` times the labels' running standard
+    deviation (see :func:`count_label`).
     """
     n = labels.shape[0]
     adaptive = step == ADAPTIVE
@@ -431,6 +477,14 @@ def learn_batch(
         t_before = stats[TIME]
         stats[TIME] += importance
 
+        label_spread = 1.0
+        if scale_labels and loss == SQUARED and importance > 0.0:
+            shift, label_spread = count_label(stats, y, importance)
+            if bias and shift != 0.0:
+                # The mean is the intercept of centred features' least-squares fit: the bias need not
+                # travel there in steps (adaptive ones move it by about eta each, whatever the unit).
+                raw[0] += shift / stats[SCALE]
+                p = min(max(p + shift, stats[LABEL_MIN]), stats[LABEL_MAX])
         gradient = loss_derivative(loss, p, y) if importance > 0.0 else 0.0
         if step == GSA and importance > 0.0:
             if xx > 0.0:
@@ -439,6 +493,11 @@ def learn_batch(
                                         MAX_MAGNITUDE)
                 stats[GREEDY_WEIGHT] += importance
         eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
+        # AdaGrad's steps do not grow with the gradient; in units of the labels' spread they do (the
+        # weights then are those of learning on labels / spread, times spread; L2's decay is unitless).
+        decay_step = eta_t
+        if adaptive:
+            eta_t *= label_spread
 
         update = 0.0
         if gradient != 0.0 and eta_t > 0.0 and not adaptive and not rescale:
@@ -491,7 +550,7 @@ def learn_batch(
         multiplier = normalised_multiplier(stats, adaptive, normalized)
 
         if l2 > 0.0 and importance > 0.0:
-            decay_l2(raw, synced, stats, eta_t, l2, importance)
+            decay_l2(raw, synced, stats, decay_step, l2, importance)
 
         if update != 0.0:
             coefficient = update * multiplier / stats[SCALE]

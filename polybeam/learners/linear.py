@@ -49,6 +49,9 @@ _ADDITIVE[
         kernels.STEPS,
         kernels.GREEDY_SUM,
         kernels.GREEDY_WEIGHT,
+        kernels.LABEL_WEIGHT,
+        kernels.LABEL_SUM,
+        kernels.LABEL_SQUARES,
     ]
 ] = True
 
@@ -127,8 +130,9 @@ class LinearLearner:
         if config.loss == "softmax":
             self._check_classes(batch.labels)
         segments = self.centring_.segments(
-            batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook()
-        )
+            batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook(),
+            feature_scale=self._normalising_scales(),
+        )  # fmt: skip
         for start, stop, values in segments:
             self._learn_counted(batch, start, stop, values)
         if batch.names:
@@ -214,6 +218,7 @@ class LinearLearner:
                 config.safe_updates,
                 *sparse,
                 config.gsa_exact,
+                config.scale_labels,
             )
 
     def expect(self, total: int) -> "LinearLearner":
@@ -316,6 +321,11 @@ class LinearLearner:
         settle those rows (their weights in force become their sums), so the fold is exact."""
         return self._settle_rows if self._cumulative else None
 
+    def _normalising_scales(self) -> np.ndarray | None:
+        """The feature scales the steps normalise by (None when they do not): a slot that stops
+        being centred gets its raw magnitude (see Centring.drop)."""
+        return self.feature_scale_ if self.config.normalized and len(self.feature_scale_) else None
+
     def _settle_rows(self, rows: np.ndarray) -> None:
         rates, _ = self._penalty(rows)
         self.raw_[rows], self.synced_[rows] = sparsity.settled_accounts(
@@ -340,6 +350,15 @@ class LinearLearner:
         """Importance-weighted mean loss of the current pass, each example's loss taken before learning it."""
         weight = self.stats_[kernels.WEIGHT_SUM]
         return float(self.stats_[kernels.LOSS_SUM] / weight) if weight > 0 else float("nan")
+
+    def label_moments(self) -> tuple[float, float, float]:
+        """``(weight, mean, variance)`` of the labels counted (squared loss with ``scale_labels``)."""
+        weight, total, squares = (float(self.stats_[i]) for i in (kernels.LABEL_WEIGHT, kernels.LABEL_SUM,
+                                                                    kernels.LABEL_SQUARES))  # fmt: skip
+        if not weight > 0:
+            return 0.0, 0.0, 0.0
+        mean = total / weight
+        return weight, mean, max(squares / weight - mean * mean, 0.0)
 
     @property
     def greedy_step(self) -> float | None:
@@ -388,11 +407,18 @@ class LinearLearner:
         weights = np.zeros_like(self.raw_)
         sum_sq_grad = np.zeros_like(self.sum_sq_grad_)
         stats = self.pass_start_.copy()
+        centring = Centring.merged([learner.centring_ for learner in learners])
+        scales = self._normalising_scales()
         for learner, share in zip(learners, shares):
             # Each learner's function in uncentred form; the merged means are put back below.
             learner_weights = learner.stats_[kernels.SCALE] * learner.raw_
+            # A slot this learner centres and the merged one does not stops being centred here,
+            # folded as this learner would fold it when an example lacked it (Centring.drop).
+            own = learner.centring_
+            dropped = ~np.isin(own.slots, centring.slots)
+            own.fold_dropped(dropped, learner_weights, learner.feature_scale_ if scales is not None else None, scales)
             weights += share * learner_weights
-            weights[0] -= share * learner.centring_.bias_offset(learner_weights)
+            weights[0] -= share * own.bias_offset(learner_weights, ~dropped)
             if len(sum_sq_grad):
                 sum_sq_grad += share * learner.sum_sq_grad_
             if len(self.feature_scale_) and learner is not self:
@@ -404,7 +430,7 @@ class LinearLearner:
         stats[kernels.SCALE] = 1.0
         stats[kernels.LABEL_MIN] = min(learner.stats_[kernels.LABEL_MIN] for learner in learners)
         stats[kernels.LABEL_MAX] = max(learner.stats_[kernels.LABEL_MAX] for learner in learners)
-        self.centring_ = Centring.merged([learner.centring_ for learner in learners])
+        self.centring_ = centring
         progress = self.curve_.progress
         self.curve_ = LearningCurve.merged([learner.curve_ for learner in learners], len(self.passes_) + 1)
         self.curve_.progress = progress
@@ -460,6 +486,8 @@ class LinearLearner:
             info["greedy_step"] = self.greedy_step
         if self.selection_.judged:
             info["holdout"] = self.selection_.summary(self.config.holdout_period)
+        if self.config.scale_labels:  # for a learner that goes on from the model (warm_start)
+            info.update(zip(("label_weight", "label_mean", "label_variance"), self.label_moments()))
         info.update(metadata or {})
         names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
         return Model(
@@ -507,15 +535,16 @@ class LinearLearner:
         for name in ("sum_sq_grad", "feature_scale", "synced"):
             if state.get(name) is not None:
                 getattr(self, name + "_")[slots] = state[name]
-        self.stats_ = np.array(state["stats"], dtype=np.float64)
-        self.pass_start_ = np.array(state["pass_start"], dtype=np.float64)
+        self.stats_ = kernels.padded_stats(state["stats"])
+        self.pass_start_ = kernels.padded_stats(state["pass_start"])
         self.names_ = dict(state["names"])
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate)
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
-            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook())
+            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(),
+                                self._normalising_scales())  # fmt: skip
             self.centring_ = Centring.off()
 
     def __repr__(self) -> str:

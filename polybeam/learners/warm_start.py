@@ -4,8 +4,9 @@
 
 * a **learner-state file** (:mod:`polybeam.learners.state_file`, the
   checkpoints ``train`` writes after each pass): the continuation is exact;
-* a **model file**: the learner starts from its weights, its label range, its
-  mean greedy step (GSA) and its apple parents; what a model does not keep
+* a **model file**: the learner starts from its weights, its label range (and,
+  for squared loss, the labels' running mean and spread), its mean greedy
+  step (GSA) and its apple parents; what a model does not keep
   starts afresh (AdaGrad sums, feature scales, truncation clocks), as after
   VW's ``-i`` of a model saved without its adaptive state; it keeps no
   feature means, so such a learner does not centre features.
@@ -19,13 +20,16 @@ differ; the run's own apply.
 
 >>> from polybeam.learners.config import LearnerConfig
 >>> try:
-...     check_compatible(LearnerConfig(loss="logistic", bits=12), LearnerConfig(loss="squared", bits=12), "m.model")
+...     check_compatible(LearnerConfig(loss="logistic", bits=12), LearnerConfig(loss="squared", step="gsa", bits=12),
+...                      "m.model")
 ... except ValueError as error:
 ...     print(error)
 m.model does not fit this run: loss is logistic there, squared here; step is adaptive there, gsa here
 """
 
 from __future__ import annotations
+
+from typing import Mapping
 
 import numpy as np
 
@@ -71,6 +75,14 @@ def continue_learner(learner, config: LearnerConfig):
         learner.linear.config = config
         if learner.shadow is not None:
             learner.shadow.config = linear_config(config)
+    parts = (learner.linear, learner.shadow) if isinstance(learner, PolynomialLearner) else (learner,)
+    for part in parts:
+        stats = part.stats_ if part is not None else None
+        if part is not None and part.config.scale_labels and stats[kernels.LABEL_WEIGHT] == 0 and stats[kernels.TIME] > 0:
+            # It learned without scale_labels: no label moments to go on from (see _restore_label_moments).
+            range_only = {"label_min": stats[kernels.LABEL_MIN], "label_max": stats[kernels.LABEL_MAX],
+                          "importance_weight": stats[kernels.TIME]}  # fmt: skip
+            _restore_label_moments(stats, range_only)
     return learner
 
 
@@ -90,6 +102,8 @@ def learner_from_model(model: Model, config: LearnerConfig) -> LinearLearner | P
     passes = meta.get("passes") or []
     stats[kernels.TIME] = float(sum(p.get("importance_weight", 0.0) for p in passes))
     stats[kernels.STEPS] = float(sum(p.get("examples", 0) for p in passes))
+    if config.scale_labels:
+        _restore_label_moments(stats, meta)
     if meta.get("greedy_step") is not None:  # GSA's running mean goes on from where it was
         weight = float(meta.get("importance_weight") or 1.0)
         stats[kernels.GREEDY_SUM] = float(meta["greedy_step"]) * weight
@@ -100,6 +114,25 @@ def learner_from_model(model: Model, config: LearnerConfig) -> LinearLearner | P
         # Apple's guard would start from nothing while apple starts from the model: no fair race.
         learner.shadow = None
     return learner
+
+
+def _restore_label_moments(stats: np.ndarray, meta: Mapping[str, object]) -> None:
+    """The labels' running moments a squared-loss learner scales by, from the model's metadata.
+
+    The bias follows the change of the labels' mean: started from none, the first label would move
+    the model's bias by all of its value. A model that records no moments (trained before they
+    were kept, or without scale_labels) stands for its examples' weight at the middle and a quarter
+    of the range of its labels.
+    """
+    if meta.get("label_weight"):
+        weight, mean, variance = (float(meta[k]) for k in ("label_weight", "label_mean", "label_variance"))
+    else:
+        low, high = float(meta.get("label_min", 0.0)), float(meta.get("label_max", 0.0))
+        weight = float(meta.get("importance_weight") or 1.0)
+        mean, variance = (low + high) / 2, ((high - low) / 4) ** 2
+    stats[kernels.LABEL_WEIGHT] = weight
+    stats[kernels.LABEL_SUM] = weight * mean
+    stats[kernels.LABEL_SQUARES] = weight * (variance + mean * mean)
 
 
 def _restore_products(learner: PolynomialLearner, model: Model) -> None:

@@ -126,7 +126,7 @@ def add_key_options(parser) -> None:
 def add_learner_options(parser) -> None:
     """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
     _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared); softmax needs --classes or --class-names")
-    _add(parser, "step", choices=STEPS, default=None, help="step size rule (default: adaptive, VW's normalised AdaGrad, for logistic and softmax loss or with --learning-rate; gsa, greedy step averaging, for squared and hinge loss)")
+    _add(parser, "step", choices=STEPS, default=None, help="step size rule (default: adaptive, VW's normalised AdaGrad, at --learning-rate; gsa is greedy step averaging, the GSA paper's rule with no rate)")
     _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, 2.0 for softmax, else 0.5)")
     _add(parser, "power-t", type=float, default=0.5, help="decay exponent of --step decay (default: 0.5, eta/sqrt(t))")
     _add(parser, "l2", type=float, default=0.0, help="L2 regularisation strength (default: 0)")
@@ -146,6 +146,7 @@ def add_learner_options(parser) -> None:
     _add(parser, "seed", type=int, default=0, help="seed of feature hashing and of the learner's randomness (default: 0)")
     _add(parser, "no-bias", action="store_true", default=False, help="do not learn a bias weight")
     _add(parser, "no-center", action="store_true", default=False, help="learn on the raw features; by default the features every example has are centred online on their running means (the models are the same; learning is far better conditioned on unscaled numeric columns)")
+    _add(parser, "no-scale-labels", action="store_true", default=False, help="squared loss with adaptive steps: VW's update exactly; by default the bias follows the labels' running mean and steps are in units of their running standard deviation, so that learning does not depend on the labels' offset or unit")
     _add(parser, "no-normalize", action="store_true", default=False, help="adaptive and gsa steps without per-feature scale normalisation")
     _add(parser, "plain-updates", action="store_true", default=False, help="plain gradient steps instead of importance-aware safe updates")
     _add(parser, "classes", type=int, default=0, help="softmax: number of classes (labels 1..K)")

@@ -144,6 +144,7 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
         **values,
         bias=not learner.no_bias,
         center=not learner.no_center,
+        scale_labels=False if learner.no_scale_labels else None,
         apple_guard=not learner.no_apple_guard,
         holdout_period=0 if learner.holdout_off else learner.holdout_period,
         normalized=not learner.no_normalize,

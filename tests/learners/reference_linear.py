@@ -290,13 +290,17 @@ class _Reference:
 class ReferenceLinearLearner(_Reference):
     def __init__(self, loss="squared", step="adaptive", learning_rate=0.5, power_t=0.5, l2=0.0, bias=True,
                  normalized=True, safe_updates=True, gsa_target=0.95, gsa_exact=False, sparsity="none",
-                 gravity=0.0, truncate_every=1, truncate_threshold=None):
+                 gravity=0.0, truncate_every=1, truncate_threshold=None, scale_labels=False):
         super().__init__(step, learning_rate, power_t, l2, bias, normalized, gsa_target,
                          sparsity, gravity, truncate_every, truncate_threshold)
         self.loss, self.safe, self.gsa_exact = loss, safe_updates, gsa_exact
         self.w = {}  # true weights, no global scale trick
         self.label_min = 0.0
         self.label_max = 0.0
+        # scale_labels: the labels counted so far (importance-weighted), whose mean the bias follows
+        # and whose standard deviation an adaptive step is in units of.
+        self.scale_labels = scale_labels and loss == "squared"
+        self.labels = []
 
     def in_force_terms(self, features, importance):
         """Each position's w * x for the margin. Normalised GSA observes each feature's scale in
@@ -326,12 +330,25 @@ class ReferenceLinearLearner(_Reference):
         self.loss_sum += importance * loss_value(self.loss, p, y)
         t_before = self.t
         self.t += importance
+        spread = 1.0
+        if self.scale_labels and importance > 0:
+            before = self.label_mean()
+            self.labels.append((importance, y))
+            after = self.label_mean()
+            weight = sum(i for i, _ in self.labels)
+            spread = math.sqrt(max(sum(i * (v - after) ** 2 for i, v in self.labels) / weight, 0.0))
+            if self.bias and after != before:
+                self.w[0] = self.w.get(0, 0.0) + after - before
+                p = min(max(p + after - before, self.label_min), self.label_max)
         if self.step == "gsa" and importance > 0:
             xx = self.squared_norm(features, lambda s, f: self.w.__setitem__(s, self.w.get(s, 0.0) * f))
             if xx > 0:
                 self.greedy_sum += importance * greedy_step(self.loss, p, y, xx, self.gsa_target, self.gsa_exact)
                 self.greedy_weight += importance
         eta_t = self.base_step(t_before, importance)
+        decay_step = eta_t
+        if self.step == "adaptive":
+            eta_t *= spread
         g = loss_derivative(self.loss, p, y) if importance > 0 else 0.0
         rates = []
         update = 0.0
@@ -356,11 +373,15 @@ class ReferenceLinearLearner(_Reference):
                 update = -eta_t * importance * g
             update *= multiplier
         if self.l2 > 0 and importance > 0:
-            decay = max(0.0, 1.0 - eta_t * self.l2 * importance)
+            decay = max(0.0, 1.0 - decay_step * self.l2 * importance)
             self.w = {j: w * decay for j, w in self.w.items()}
         for (j, x), rate in zip(features, rates):
             self.w[j] = self.w.get(j, 0.0) + update * rate * x
         self.sparsify(self.w, eta_t, importance)
+
+    def label_mean(self):
+        weight = sum(i for i, _ in self.labels)
+        return sum(i * v for i, v in self.labels) / weight if weight > 0 else 0.0
 
     def final_weights(self):
         """Weights as the model holds them (the subgradient baseline rounds at the end)."""
@@ -442,10 +463,15 @@ class CentredReference:
     """Online centring (polybeam.learners.centring) in plain Python, in front of a reference learner.
 
     The first example names the candidate slots (its slots but the bias's, 0);
-    a candidate the example lacks stops being centred, its term ``w * mean`` folded
-    into the bias; every other example adds to the candidates' sums, and the
-    first occurrence of each becomes ``x - mean`` (this example counted), but
-    for the first example counted when ``first_raw`` (GSA).
+    a candidate the example lacks stops being centred: a normalising learner
+    scales its weight by N / |mean| when |mean| exceeds N, the slot's scale (the
+    fold extrapolates no further than the values spread), and the slot's scale
+    becomes its largest raw |x|; then the weight is refitted by least squares
+    over the ``n`` examples counted and the one lacking it, ``w' = w (n + 1) s^2 /
+    ((n + 1) s^2 + mean^2)``, and ``w' * mean * n / (n + 1)`` is folded into the
+    bias. Every other example adds to the candidates' sums, and the first
+    occurrence of each becomes ``x - mean`` (this example counted), but for the
+    first example counted when ``first_raw`` (GSA).
     """
 
     def __init__(self, learner, first_raw=False):
@@ -453,6 +479,8 @@ class CentredReference:
         self.first_raw = first_raw
         self.candidates = None
         self.sums = {}
+        self.squares = {}
+        self.magnitudes = {}
         self.count = 0
 
     def _keys(self, slot):
@@ -462,13 +490,28 @@ class CentredReference:
             return [((slot, c), (0, c)) for c in range(classes)]
         return [(slot, 0)]
 
-    def _fold(self, slot, mean):
+    def _fold(self, slot, refit=True):
         weights = self.learner.w
         pairs = self._keys(slot)
         # The fold reads the weights in force (the cumulative penalty keeps sums: settle them first).
         self.learner.settle(weights, {slot: [key for key, _ in pairs], 0: [bias for _, bias in pairs]})
+        n = self.count
+        mean = self.sums[slot] / n if n else 0.0
+        share, present = 1.0, 1.0
+        if refit:  # not the model's exact fold
+            variance = max(self.squares[slot] / n - mean * mean, 0.0) if n else 0.0
+            spread = (n + 1) * variance
+            share = spread / (spread + mean * mean) if spread + mean * mean > 0 else 0.0
+            present = n / (n + 1)
+            learner = self.learner
+            if learner.normalized and learner.step in ("adaptive", "gsa"):
+                learned = learner.N.get(slot, 0.0)
+                if abs(mean) > learned:
+                    share *= learned / abs(mean)
+                learner.N[slot] = max(learned, self.magnitudes[slot])
         for key, bias in pairs:
-            weights[bias] = weights.get(bias, 0.0) - weights.get(key, 0.0) * mean
+            weights[key] = weights.get(key, 0.0) * share
+            weights[bias] = weights.get(bias, 0.0) - weights[key] * mean * present
 
     def learn(self, batch):
         for i in range(len(batch)):
@@ -477,8 +520,10 @@ class CentredReference:
             if self.candidates is None:
                 self.candidates = sorted(set(slots) - {0})
                 self.sums = {s: 0.0 for s in self.candidates}
+                self.squares = {s: 0.0 for s in self.candidates}
+                self.magnitudes = {s: 0.0 for s in self.candidates}
             for slot in [s for s in self.candidates if s not in slots]:
-                self._fold(slot, self.sums[slot] / self.count if self.count else 0.0)
+                self._fold(slot)
                 self.candidates.remove(slot)
                 del self.sums[slot]
             if self.candidates:
@@ -486,6 +531,8 @@ class CentredReference:
                 for slot, x in zip(slots, values):
                     if slot in self.sums:
                         self.sums[slot] += x
+                        self.squares[slot] += x * x
+                        self.magnitudes[slot] = max(self.magnitudes[slot], abs(x))
                 centred, done = [], set()
                 for slot, x in zip(slots, values):
                     if slot in self.sums and slot not in done and not (self.first_raw and self.count == 1):
@@ -499,8 +546,9 @@ class CentredReference:
         return self
 
     def final_weights(self):
-        """The reference's weights with the remaining means folded into the bias, as a model holds them."""
+        """The reference's weights with the remaining means folded into the bias, as a model holds them
+        (exactly: the model's function is the centred one, for the values training saw)."""
         for slot in list(self.candidates or []):
-            self._fold(slot, self.sums[slot] / self.count)
+            self._fold(slot, refit=False)
             self.candidates.remove(slot)
         return self.learner.final_weights()

@@ -58,7 +58,8 @@ def make_reference(config):
     )
     if config.loss == "softmax":
         return ReferenceSoftmaxLearner(config.classes, **settings)
-    return ReferenceLinearLearner(loss=config.loss, safe_updates=config.safe_updates, gsa_exact=config.gsa_exact, **settings)
+    return ReferenceLinearLearner(loss=config.loss, safe_updates=config.safe_updates, gsa_exact=config.gsa_exact,
+                                  scale_labels=config.scale_labels, **settings)  # fmt: skip
 
 
 def assert_matches_reference(config, rng, batches=3, n=200):
