@@ -101,16 +101,16 @@ def read_batch(path: str, config):
 
 
 def train_like_train(config, batch):
-    """One learner over ``batch`` for ``config.passes`` passes, as ``Train`` runs a single bundle."""
+    """One learner over ``batch`` for ``config.passes`` passes, as ``Train`` runs a single bundle: one pass
+    learns every example (apple expanding on its doubling schedule, as a stream); several hold out one
+    example in ten, judge every pass on them and keep the best (``fit``: apple spreads its epochs over the
+    examples it learns, as Train does when it counts them)."""
     from polybeam.learners.polynomial import make_learner
 
-    several = config.passes > 1 and config.expand == "apple"
-    learner = make_learner(config, total=len(batch) * config.passes if several else None)
-    for number in range(config.passes):
-        if number:
-            learner.start_pass()
-        learner.learn(batch)
-    return learner.to_model()
+    learner = make_learner(config)
+    if config.passes == 1:
+        return learner.learn(batch).to_model()
+    return learner.fit([batch]).to_model()
 
 
 def run_polybeam(task: Task, flags: list[str], train: str, test: str) -> dict:

@@ -490,13 +490,52 @@ class LinearLearner:
             info.update(zip(("label_weight", "label_mean", "label_variance"), self.label_moments()))
         info.update(metadata or {})
         names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
+        low, high = self.value_ranges(slots) if self._clips_values else (None, None)
         return Model(
             config=self.config,
             slots=slots,
             weights=self._output_shape(weights[slots]),
             metadata=info,
             names=names,
+            clip_low=low,
+            clip_high=high,
         )
+
+    @property
+    def _clips_values(self) -> bool:
+        """Whether the learner predicts with values clipped to their features' known scales (see
+        ``kernels.within_scale``): normalised adaptive steps."""
+        return self.config.step == "adaptive" and self.config.normalized
+
+    def predicted_values(self, batch: ExampleBatch) -> np.ndarray:
+        """``batch``'s values as the learner predicts with them: clipped to their slots' ranges when it
+        clips (see :meth:`value_ranges`), else the values themselves."""
+        if not self._clips_values:
+            return batch.values
+        low, high = self.value_ranges(batch.indices)
+        return np.clip(batch.values, low, high)
+
+    def value_ranges(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)``: the range of raw values each slot's values were clipped to as the learner
+        predicted, its centre (a centred slot's mean, else 0) plus or minus its known scale. A slot
+        without a scale yet, and the bias slot (whose value the kernels supply), are unbounded.
+
+        >>> from polybeam.learners.batch import ExampleBatch
+        >>> learner = LinearLearner(LearnerConfig(bits=4, center=False)).learn(
+        ...     ExampleBatch.from_rows([(1.0, {3: 2.0}), (2.0, {3: -5.0})], bits=4))
+        >>> [bound.tolist() for bound in learner.value_ranges(np.array([0, 3, 7]))]
+        [[-inf, -5.0, -inf], [inf, 5.0, inf]]
+        """
+        slots = np.asarray(slots, dtype=np.int64)
+        scale = self.feature_scale_[slots]
+        centre = np.zeros(len(slots))
+        centred = self.centring_.slots
+        if len(centred):
+            position = np.minimum(np.searchsorted(centred, slots), len(centred) - 1)
+            matched = centred[position] == slots
+            centre[matched] = self.centring_.means()[position[matched]]
+        bounded = (scale > 0.0) & (slots != 0)
+        return np.where(bounded, centre - scale, -np.inf), np.where(bounded, centre + scale, np.inf)
 
     def __getstate__(self) -> dict:
         """The state to pickle or save: the touched slots' rows, or every row when that is smaller

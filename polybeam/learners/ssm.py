@@ -120,7 +120,8 @@ class ResidualStatistics:
 
 
 def residuals_squared(learner, batch: ExampleBatch) -> np.ndarray:
-    """Each example's squared residual under a :class:`LinearLearner`'s current weights.
+    """Each example's squared residual under a :class:`LinearLearner`'s current weights, with its values
+    clipped as the learner predicts with them.
 
     Pending truncation is not paid first: it moves weights by far less than a
     residual's scale, and paying it would cost a pass over every weight. The
@@ -133,7 +134,7 @@ def residuals_squared(learner, batch: ExampleBatch) -> np.ndarray:
     raw = learner.raw_in_force() if config.sparsity == "cumulative" else learner.raw_
     if config.loss == "softmax":
         scores = np.empty((len(batch), config.outputs))
-        predict_batch_softmax(batch.indptr, batch.indices, batch.values, raw, config.bias, scores)
+        predict_batch_softmax(batch.indptr, batch.indices, learner.predicted_values(batch), raw, config.bias, scores)
         scores *= scale
         # Softmax of every row at once, shifted by its largest score so that exp cannot overflow.
         probabilities = np.exp(scores - scores.max(axis=1, keepdims=True))
@@ -141,7 +142,8 @@ def residuals_squared(learner, batch: ExampleBatch) -> np.ndarray:
         probabilities[np.arange(len(batch)), batch.labels.astype(np.int64) - 1] -= 1.0
         return np.einsum("ij,ij->i", probabilities, probabilities)
     margins = np.empty(len(batch))
-    kernels.predict_batch(batch.indptr, batch.indices, batch.values, raw.reshape(-1), config.bias, margins)
+    values = learner.predicted_values(batch)
+    kernels.predict_batch(batch.indptr, batch.indices, values, raw.reshape(-1), config.bias, margins)
     margins *= scale
     low, high = stats[kernels.LABEL_MIN], stats[kernels.LABEL_MAX]
     out = np.empty(len(batch))
