@@ -198,6 +198,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         passes=_DEFAULTS["passes"],
         holdout_period=_DEFAULTS["holdout_period"],
         early_terminate=_DEFAULTS["early_terminate"],
+        holdout_min_examples=_DEFAULTS["holdout_min_examples"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
         scale_labels=_DEFAULTS["scale_labels"],
@@ -230,6 +231,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         self.passes = passes
         self.holdout_period = holdout_period
         self.early_terminate = early_terminate
+        self.holdout_min_examples = holdout_min_examples
         self.bias = bias
         self.center = center
         self.scale_labels = scale_labels
@@ -384,6 +386,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         passes=_DEFAULTS["passes"],
         holdout_period=_DEFAULTS["holdout_period"],
         early_terminate=_DEFAULTS["early_terminate"],
+        holdout_min_examples=_DEFAULTS["holdout_min_examples"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
         scale_labels=_DEFAULTS["scale_labels"],
@@ -416,6 +419,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         self.passes = passes
         self.holdout_period = holdout_period
         self.early_terminate = early_terminate
+        self.holdout_min_examples = holdout_min_examples
         self.bias = bias
         self.center = center
         self.scale_labels = scale_labels

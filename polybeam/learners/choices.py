@@ -41,3 +41,7 @@ DEFAULT_BITS = 18
 # training stops after this many passes without a better holdout loss (VW's --early_terminate).
 DEFAULT_HOLDOUT_PERIOD = 10
 DEFAULT_EARLY_TERMINATE = 3
+# Fewer held-out examples than this cannot tell passes apart (the standard error of their mean loss is then
+# several percent of it, more than later passes change it) and are worth more as training data: a learner
+# whose first pass held out fewer learns every example from its second pass on and keeps its last pass.
+DEFAULT_HOLDOUT_MIN_EXAMPLES = 1000

@@ -19,6 +19,7 @@ from polybeam.learners.choices import (  # noqa: F401  (re-exported: the setting
     DEFAULT_BITS,
     DEFAULT_EARLY_TERMINATE,
     DEFAULT_GSA_TARGET,
+    DEFAULT_HOLDOUT_MIN_EXAMPLES,
     DEFAULT_HOLDOUT_PERIOD,
     DEFAULT_STEPS,
     EXPANSION_RULES,
@@ -92,6 +93,12 @@ class LearnerConfig:
     early_terminate : int
         With a holdout: stop after this many passes in a row without a lower
         holdout loss than the best so far (VW's ``--early_terminate``).
+    holdout_min_examples : int
+        A holdout judges passes only when the first pass held out at least this
+        many examples (per learner: per key with ``key``). With fewer, their
+        mean loss is too noisy to tell passes apart and they are worth more as
+        training data: from the second pass on the learner learns every example
+        and keeps its last pass, as with ``holdout_period=0``. 0 always judges.
     bias : bool
         Learn a bias weight (slot 0, feature value 1).
     center : bool
@@ -215,6 +222,7 @@ class LearnerConfig:
     passes: int = 1
     holdout_period: int = DEFAULT_HOLDOUT_PERIOD
     early_terminate: int = DEFAULT_EARLY_TERMINATE
+    holdout_min_examples: int = DEFAULT_HOLDOUT_MIN_EXAMPLES
     bias: bool = True
     center: bool = True
     scale_labels: bool | None = None
@@ -278,6 +286,8 @@ class LearnerConfig:
             )
         if not _whole(self.early_terminate) or self.early_terminate < 1:
             raise ValueError(f"early_terminate must be a whole number >= 1; got {self.early_terminate!r}")
+        if not _whole(self.holdout_min_examples) or self.holdout_min_examples < 0:
+            raise ValueError(f"holdout_min_examples must be a whole number >= 0; got {self.holdout_min_examples!r}")
         self._check_classes(set_field)
         _check_number("gsa_target", self.gsa_target)
         if not 0.5 < self.gsa_target < 1.0:

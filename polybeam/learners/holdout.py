@@ -193,25 +193,44 @@ class PassSelection:
     ``history`` has one entry per judged pass: ``pass``, ``holdout_loss`` (the
     kept candidate's), ``losses`` (every candidate's), ``examples`` held out
     and ``kept`` (the candidate with the lowest loss: ``"apple"`` or
-    ``"linear"`` under apple's guard; ties go to the first, apple). A pass
-    without held-out examples cannot be judged; then the latest pass counts as
-    the best.
+    ``"linear"`` under apple's guard; ties go to the first, apple).
+
+    A first pass that held out fewer than ``min_examples`` examples
+    *releases* the holdout: so few cannot tell passes apart, and are worth
+    more as training data, so the learner learns every example from then on,
+    no pass is judged again and the last pass is kept (``released``).
 
     >>> selection = PassSelection(patience=2)
     >>> for number, loss in enumerate([0.5, 0.4, 0.45, 0.41], 1):
     ...     _ = selection.record(number, HoldoutScore(("linear",), np.array([loss * 10]), 10.0, 10))
     >>> selection.best_pass, selection.stopped
     (2, True)
+    >>> few = PassSelection(patience=2, min_examples=100)
+    >>> _ = few.record(1, HoldoutScore(("linear",), np.array([5.0]), 10.0, 10))
+    >>> few.released, few.stopped
+    (True, False)
     """
 
-    def __init__(self, patience: int):
+    def __init__(self, patience: int, min_examples: int = 0):
         self.patience = int(patience)
+        self.min_examples = int(min_examples)
         self.history: list[dict] = []
         self.best_pass = 0
         self.best_loss = math.nan
         self.best_kept: str | None = None
         self.snapshot: dict | None = None
         self.stopped = False
+        self.released = False
+
+    @classmethod
+    def of(cls, config: LearnerConfig) -> "PassSelection":
+        """An empty record for a learner with ``config``."""
+        return cls(config.early_terminate, config.holdout_min_examples)
+
+    @property
+    def judging(self) -> bool:
+        """Whether the holdout still judges passes (the learner then skips its held-out examples)."""
+        return not self.released
 
     @property
     def judged(self) -> bool:
@@ -229,6 +248,9 @@ class PassSelection:
         loss = losses[kept] if kept is not None else math.nan
         self.history.append({"pass": int(pass_number), "holdout_loss": loss, "losses": losses,
                              "examples": int(score.examples), "kept": kept})  # fmt: skip
+        if len(self.history) == 1 and score.examples < self.min_examples:
+            self.released = True  # too few to judge by: no best pass, no apple verdict, nothing stops
+            return False
         unjudged = not math.isfinite(loss)
         improved = unjudged or not math.isfinite(self.best_loss) or loss < self.best_loss
         if improved:
@@ -242,8 +264,10 @@ class PassSelection:
         return {
             "period": int(period),
             "early_terminate": self.patience,
+            "min_examples": self.min_examples,
             "passes": [dict(entry) for entry in self.history],
-            "best_pass": self.best_pass,
+            "released": self.released,
+            "best_pass": None if self.released else self.best_pass,
             "best_loss": self.best_loss if math.isfinite(self.best_loss) else None,
             "kept": self.best_kept,
             "stopped_after": self.last_pass if self.stopped else None,
@@ -251,7 +275,7 @@ class PassSelection:
 
     def copy(self) -> "PassSelection":
         """An independent record (the snapshot, never changed in place, is shared)."""
-        return PassSelection.from_state(self.to_state(), self.patience)
+        return PassSelection.from_state(self.to_state(), self.patience, self.min_examples)
 
     def to_state(self) -> dict:
         return {
@@ -261,13 +285,14 @@ class PassSelection:
             "best_loss": self.best_loss if math.isfinite(self.best_loss) else None,
             "best_kept": self.best_kept,
             "stopped": self.stopped,
+            "released": self.released,
             "snapshot": self.snapshot,
         }
 
     @classmethod
-    def from_state(cls, state: dict | None, patience: int) -> "PassSelection":
+    def from_state(cls, state: dict | None, patience: int, min_examples: int = 0) -> "PassSelection":
         """From :meth:`to_state`; a state saved before holdouts existed has judged no pass."""
-        selection = cls(patience)
+        selection = cls(patience, min_examples)
         if state:
             selection.history = [dict(entry) for entry in state["history"]]
             selection.best_pass = int(state["best_pass"])
@@ -275,6 +300,7 @@ class PassSelection:
             selection.best_loss = math.nan if best is None else float(best)
             selection.best_kept = state.get("best_kept")
             selection.stopped = bool(state["stopped"])
+            selection.released = bool(state.get("released", False))
             selection.snapshot = state.get("snapshot")
         return selection
 
@@ -294,6 +320,8 @@ def record_pass(learner, score: HoldoutScore, pass_number: int, *, final: bool =
     goes back to the best pass's state, its record of every pass kept.
     """
     selection = learner.selection_
+    if selection.released:
+        return learner  # the holdout was released after the first pass: nothing is judged any more
     if selection.record(pass_number, score):
         # The last pass needs no snapshot: nothing comes after it to be worse.
         selection.snapshot = None if final else _state_without_selection(learner)
@@ -320,6 +348,7 @@ def train_passes(learner, batches: Iterable[ExampleBatch], passes: int, *, expec
     ``Train`` does. ``expect``: tell the learner how many examples it will learn (apple spaces its
     epochs over them)."""
     config = learner.config
+    batches = list(batches)
     holding = passes > 1 and config.holdout_period > 0
     split = [split_holdout(batch, config, passes) for batch in batches]
     held = [part for _, part in split if part is not None]
@@ -338,4 +367,6 @@ def train_passes(learner, batches: Iterable[ExampleBatch], passes: int, *, expec
             record_pass(learner, score, number, final=number == passes)
             if learner.selection_.stopped:
                 break
+            if learner.selection_.released:  # too few held out to judge by: learn them too from now on
+                holding, split = False, [(batch, None) for batch in batches]
     return learner

@@ -113,7 +113,7 @@ class LinearLearner:
         self.names_: dict[int, str] = {}
         self.passes_: list[dict[str, float]] = []
         self.curve_ = LearningCurve()
-        self.selection_ = PassSelection(self.config.early_terminate)
+        self.selection_ = PassSelection.of(self.config)
 
     # -- learning -------------------------------------------------------------
 
@@ -580,7 +580,8 @@ class LinearLearner:
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))
         self.curve_ = LearningCurve.from_state(state.get("curve"))
-        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate)
+        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate,
+                                                  self.config.holdout_min_examples)
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
             self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(),
                                 self._normalising_scales())  # fmt: skip

@@ -465,6 +465,10 @@ def holdout_line(holdout: Mapping[str, Any]) -> str:
     'holdout (1 example in 10): loss 0.4, 0.3, 0.32, 0.33, 0.31 after passes 1-5; kept pass 2; stopped after pass 5 (3 passes without improvement)'
     """
     passes = holdout["passes"]
+    if holdout.get("released"):
+        return (f"holdout (1 example in {holdout['period']}): {passes[0]['examples']} examples held out of pass "
+                f"{passes[0]['pass']}, fewer than {holdout['min_examples']} to judge passes by: every later pass "
+                "learned every example and the last pass was kept")
     losses = ", ".join("-" if entry["holdout_loss"] is None or not math.isfinite(entry["holdout_loss"])
                        else f"{entry['holdout_loss']:.6g}" for entry in passes)  # fmt: skip
     span = f"{passes[0]['pass']}-{passes[-1]['pass']}" if len(passes) > 1 else f"{passes[0]['pass']}"

@@ -125,7 +125,7 @@ class PolynomialLearner:
         # The SSM rule ranks candidates by residual statistics gathered over each epoch.
         self.residuals = ResidualStatistics(config.bits) if config.expand_rule == "ssm" and not self.frozen else None
         # With several passes: each pass's holdout loss, the best pass and its state (polybeam.learners.holdout).
-        self.selection_ = PassSelection(config.early_terminate)
+        self.selection_ = PassSelection.of(config)
 
     def expect(self, total: int) -> PolynomialLearner:
         """Space the epochs equally over the ``total`` examples this learner will see (0: the doubling
@@ -473,7 +473,8 @@ class PolynomialLearner:
         self.stages_done = list(state["stages_done"])
         self.frozen = bool(state["frozen"])
         self.grow_pending = bool(state.get("grow_pending", False))  # states saved before it existed: False
-        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate)
+        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate,
+                                                  self.config.holdout_min_examples)
         residuals = state["residuals"]
         if self.frozen:
             self.residuals = None

@@ -224,7 +224,8 @@ def _kept_model_lines(report: dict) -> list[str]:
         lines.append(holdout_line(holdout))
     elif holdout and "keys_judged" in holdout:
         lines.append(f"holdout: {holdout['keys_judged']} keys judged on their held-out examples, "
-                     f"{holdout['keys_stopped_early']} stopped early")  # fmt: skip
+                     f"{holdout['keys_stopped_early']} stopped early; {holdout['keys_released']} held out too few "
+                     "to judge by and learned every example after their first pass")  # fmt: skip
     return lines
 
 

@@ -192,9 +192,10 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
         examples = sum(entry.get("examples") or 0 for entry in entries.values())
         losses = [(entry["progressive_loss"], entry.get("examples") or 0) for entry in entries.values()
                   if entry.get("progressive_loss") is not None]  # fmt: skip
-        judged = [entry for entry in entries.values() if "best_pass" in entry]
-        if judged:
-            report["holdout"] = {"keys_judged": len(judged),
+        held = [entry for entry in entries.values() if "best_pass" in entry]  # keys whose learners held out
+        if held:
+            judged = [entry for entry in held if entry["best_pass"] is not None]
+            report["holdout"] = {"keys_judged": len(judged), "keys_released": len(held) - len(judged),
                                  "keys_stopped_early": sum(1 for entry in judged if entry.get("stopped_after"))}  # fmt: skip
         report.update(
             keys=len(entries),

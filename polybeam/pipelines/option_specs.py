@@ -28,6 +28,7 @@ from polybeam.learners.choices import (
     DEFAULT_BITS,
     DEFAULT_EARLY_TERMINATE,
     DEFAULT_GSA_TARGET,
+    DEFAULT_HOLDOUT_MIN_EXAMPLES,
     DEFAULT_HOLDOUT_PERIOD,
     EXPANSION_RULES,
     EXPANSIONS,
@@ -139,6 +140,11 @@ def add_learner_options(parser) -> None:
     _add(parser, "holdout-off", action="store_true", default=False,
          help="with --passes > 1: hold nothing out; every pass learns every example and the last pass's model is "
               "written (VW's --holdout_off)")
+    _add(parser, "holdout-min-examples", type=int, default=DEFAULT_HOLDOUT_MIN_EXAMPLES,
+         help="with a holdout: judge passes only when the first pass held out at least this many examples (per "
+              "key with --key); with fewer, they cannot tell passes apart and are worth more as training data, so "
+              "every later pass learns every example and the last pass's model is written "
+              f"(default: {DEFAULT_HOLDOUT_MIN_EXAMPLES}; 0 always judges)")
     _add(parser, "early-terminate", type=int, default=DEFAULT_EARLY_TERMINATE,
          help="with a holdout: stop after this many passes in a row without a lower holdout loss than the best "
               f"pass's (default: {DEFAULT_EARLY_TERMINATE}, as VW's --early_terminate)")

@@ -126,7 +126,8 @@ class DemoOptions(PipelineOptions):
 
 # LearnerOptions attributes that carry a LearnerConfig field of the same name.
 _SAME_NAMES = (
-    "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "early_terminate", "classes", "class_names",
+    "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "early_terminate",
+    "holdout_min_examples", "classes", "class_names",
     "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every", "truncate_threshold",
     "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after", "examples_per_pass", "interactions",
 )  # fmt: skip

@@ -103,6 +103,10 @@ def holdout_progress_line(selection) -> str:
     """The line a judged pass prints: its holdout loss, the best pass so far, and whether training
     stops (see polybeam.learners.holdout.PassSelection)."""
     entry = selection.history[-1]
+    if selection.released:
+        return (f"polybeam[{os.getpid()}] pass {entry['pass']}: {entry['examples']} examples held out, fewer than "
+                f"{selection.min_examples} to judge passes by: every later pass learns every example and the last "
+                "pass is kept")
     loss = entry["holdout_loss"]
     shown = f"{loss:.6f}" if loss == loss else "-"
     candidates = entry["losses"]

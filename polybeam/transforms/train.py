@@ -43,12 +43,14 @@ from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.progress import Progress, holdout_progress_line
 
 
-def _feed(learner: BackgroundLearner, element, progress: Progress, config: LearnerConfig) -> BackgroundLearner:
+def _feed(learner: BackgroundLearner, element, progress: Progress, config: LearnerConfig,
+          holding: bool = True) -> BackgroundLearner:  # fmt: skip
     """Learn ``element``: a batch, or ``(batch, examples to space apple's epochs over)`` (see Train),
-    but for its held-out examples (see polybeam.learners.holdout); count it and publish the progress
-    made so far (from the bundle's thread, where metrics belong)."""
+    but for its held-out examples while the holdout judges (``holding``; see polybeam.learners.holdout);
+    count it and publish the progress made so far (from the bundle's thread, where metrics belong)."""
     batch, total = element if isinstance(element, tuple) else (element, None)
-    batch = training_part(batch, config)
+    if holding:
+        batch = training_part(batch, config)
     progress.learned(len(batch))
     progress.publish()
     return learner.learn(batch, total)
@@ -185,7 +187,7 @@ def continue_from(origin):
     again (see ``Train``), so partial learners do not carry it through the shuffle.
     """
     learner = origin.copy()
-    learner.selection_ = PassSelection(learner.config.early_terminate)
+    learner.selection_ = PassSelection.of(learner.config)
     return learner.start_pass() if linear_part(learner).examples_seen else learner
 
 
@@ -205,6 +207,7 @@ class _LearnOnePass(beam.DoFn):
 
     def start_bundle(self):
         self._learners: dict = {}
+        self._holding: dict = {}  # per key: whether its holdout still judges (else it learns every example)
         self._faults.bundle_started()
 
     def process(self, element, start=None):
@@ -218,7 +221,8 @@ class _LearnOnePass(beam.DoFn):
             learner = BackgroundLearner(self._progress.attach(make_learner(self.config) if fresh
                                                               else continue_from(origin)))  # fmt: skip
             self._learners[key] = learner
-        _feed(learner, batch, self._progress, self.config)
+            self._holding[key] = fresh or origin.selection_.judging
+        _feed(learner, batch, self._progress, self.config, self._holding[key])
         self._faults.after_work()
 
     def finish_bundle(self):
@@ -294,7 +298,7 @@ def _without_record(element, keyed: bool):
     """A learner (or ``(key, learner)``) without the record of its passes' holdout (a copy)."""
     key, learner = element if keyed else (None, element)
     learner = learner.copy()
-    learner.selection_ = PassSelection(learner.config.early_terminate)
+    learner.selection_ = PassSelection.of(learner.config)
     return (key, learner) if keyed else learner
 
 
@@ -370,9 +374,17 @@ def _judge(element, number: int, final: bool, progress: bool):
     judged = states[0].copy()
     if prior is not None:
         judged.selection_ = prior.selection_.copy()
+    if not judged.selection_.judging:  # released after the first pass: the learner goes on, unjudged
+        yield key, judged
+        return
     score = scores[0] if scores else HoldoutScore()
     record_pass(judged, score, number, final=final)
     selection = judged.selection_
+    if selection.released:  # this (first) pass held out too few to judge by
+        if progress:
+            print(holdout_progress_line(selection), file=sys.stderr, flush=True)
+        yield key, judged
+        return
     loss = selection.history[-1]["holdout_loss"]
     if loss == loss:  # not NaN
         _holdout_metric(number).update(int(round(loss * 1e6)))

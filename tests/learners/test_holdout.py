@@ -100,7 +100,7 @@ def test_one_pass_or_no_period_holds_nothing_out():
                                                                             holdout_period=0)):  # fmt: skip
         assert split_holdout(batch, config) == (batch, None)
         assert training_count(batch, config) == len(batch)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=3)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, holdout_min_examples=0)
     learned, held = split_holdout(batch, config)
     assert len(learned) + len(held) == len(batch) == training_count(batch, config) + len(held)
 
@@ -152,7 +152,7 @@ def test_apple_wins_ties_and_the_lower_candidate_is_kept():
 
 def test_fit_stops_early_and_ends_exactly_as_the_best_pass_left_it():
     batch = noisy_logistic(2)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=12, learning_rate=1.0)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=12, holdout_min_examples=0, learning_rate=1.0)
     learner = LinearLearner(config).fit(batch)
     selection = learner.selection_
     losses = [entry["holdout_loss"] for entry in selection.history]
@@ -178,7 +178,7 @@ def test_held_out_examples_are_never_learned():
     # A task where every pass improves: with the holdout, the learner is the one that learned only
     # the other examples, pass after pass.
     batch = noisy_logistic(1)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=4, learning_rate=0.1)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=4, holdout_min_examples=0, learning_rate=0.1)
     learner = LinearLearner(config).fit(batch)
     assert learner.selection_.best_pass == 4
     learned, _ = split_holdout(batch, config)
@@ -189,7 +189,8 @@ def test_held_out_examples_are_never_learned():
 
 def test_a_later_pass_is_kept_when_the_last_is_worse_without_stopping():
     batch = noisy_logistic(2)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=6, learning_rate=1.0, early_terminate=5)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=6, holdout_min_examples=0, learning_rate=1.0,
+                           early_terminate=5)
     learner = LinearLearner(config).fit(batch)
     selection = learner.selection_
     assert not selection.stopped and selection.best_pass == 4 and selection.last_pass == 6
@@ -198,7 +199,7 @@ def test_a_later_pass_is_kept_when_the_last_is_worse_without_stopping():
 
 def test_the_record_and_its_snapshot_survive_a_state_file():
     batch = noisy_logistic(2)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=12, learning_rate=1.0)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=12, holdout_min_examples=0, learning_rate=1.0)
     learned, _ = split_holdout(batch, config)
     learner = LinearLearner(config)
     for number in range(1, 6):  # five passes, then saved: pass 4 is the best and its snapshot is kept
@@ -224,7 +225,8 @@ def test_the_record_and_its_snapshot_survive_a_state_file():
 
 def test_apple_guard_keeps_the_products_the_holdout_prefers():
     batch = xor_task(0)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, expand="apple", repeat_factors=False)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, holdout_min_examples=0, expand="apple",
+                           repeat_factors=False)
     learner = PolynomialLearner(config).fit(batch)
     model = learner.to_model()
     guard = model.metadata["apple_guard"]
@@ -239,7 +241,8 @@ def test_apple_guard_keeps_the_products_the_holdout_prefers():
 def test_apple_guard_keeps_the_linear_model_the_holdout_prefers():
     # A linear task with noise: products only add variance; whichever the holdout prefers is kept.
     batch = noisy_logistic(2, n=600)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, expand="apple", learning_rate=0.5)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, holdout_min_examples=0, expand="apple",
+                           learning_rate=0.5)
     learner = make_learner(config).fit(batch)
     model = learner.to_model()
     guard = model.metadata["apple_guard"]
@@ -257,3 +260,30 @@ def test_one_pass_guard_still_decides_on_progressive_loss():
     model = PolynomialLearner(config).fit(xor_task(1)).to_model()
     assert model.metadata["apple_guard"]["decided_on"] == "progressive loss"
     assert "holdout" not in model.metadata
+
+
+def test_too_few_held_out_examples_release_the_holdout_after_the_first_pass():
+    # 400 examples hold out about 40, fewer than the default 1000: the first pass is scored, then every
+    # later pass learns every example and the last pass is kept (no best pass, no early stop).
+    batch = noisy_logistic(2)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=6, learning_rate=1.0)
+    learner = LinearLearner(config).fit(batch)
+    selection = learner.selection_
+    assert selection.released and not selection.stopped and [e["pass"] for e in selection.history] == [1]
+    learned, _ = split_holdout(batch, config)
+    by_hand = LinearLearner(config).learn(learned)
+    for _ in range(5):
+        by_hand.start_pass()
+        by_hand.learn(batch)
+    np.testing.assert_array_equal(learner.weights, by_hand.weights)
+    holdout = learner.to_model().metadata["holdout"]
+    assert holdout["released"] and holdout["best_pass"] is None
+    assert [p["examples"] for p in learner.to_model().metadata["passes"]] == [len(learned)] + [len(batch)] * 5
+    assert "fewer than 1000 to judge passes by" in learner.to_model().summary()
+
+
+def test_a_released_holdout_leaves_apple_guard_to_the_progressive_loss():
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, expand="apple", repeat_factors=False)
+    model = PolynomialLearner(config).fit(xor_task(0)).to_model()
+    assert model.metadata["holdout"]["released"]
+    assert model.metadata["apple_guard"]["decided_on"] == "progressive loss"

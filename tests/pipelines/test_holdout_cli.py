@@ -54,9 +54,11 @@ def test_more_passes_of_apple_are_judged_on_a_holdout_and_do_not_make_it_worse(t
 def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
     model = tmp_path / "spam.model"
-    # A high rate: the holdout loss soon stops improving (measured: best pass 3, stopped after pass 5).
+    # A high rate: the holdout loss soon stops improving (measured: best pass 3, stopped after pass 5). Spam
+    # holds out ~370 examples, fewer than the default minimum to judge by: judged all the same here.
     code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--learning-rate", "5",
-                               "--passes", "20", "--early-terminate", "2", "--model", model)  # fmt: skip
+                               "--passes", "20", "--early-terminate", "2", "--holdout-min-examples", "0",
+                               "--model", model)  # fmt: skip
     assert code == 0, stderr
     holdout = last_json(stdout)["holdout"]
     last = holdout["stopped_after"]
@@ -66,9 +68,24 @@ def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
     assert len(last_json(stdout)["passes"]) == holdout["best_pass"]  # the model is the best pass's
 
 
+def test_a_small_holdout_is_released_after_the_first_pass(tmp_path, capsys):
+    train, _ = datasets.write_split("spam", str(tmp_path))
+    code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--passes", "3",
+                               "--model", tmp_path / "m.model")  # fmt: skip
+    assert code == 0, stderr
+    report = last_json(stdout)
+    held = report["examples_held_out"]
+    assert report["holdout"]["released"] and 300 < held < 450
+    assert f"pass 1: {held} examples held out, fewer than 1000 to judge passes by" in stderr
+    assert f"{held} examples held out of pass 1, fewer than 1000 to judge passes by" in stdout
+    # Pass 1 learned all but the held-out examples, passes 2 and 3 every one.
+    assert [entry["examples"] for entry in report["passes"]] == [report["examples"] - held] + [report["examples"]] * 2
+
+
 @pytest.mark.parametrize("options,message", [
     (("--holdout-period", "1"), "holdout_period must be a whole number >= 2"),
     (("--early-terminate", "0"), "early_terminate must be a whole number >= 1"),
+    (("--holdout-min-examples", "-1"), "holdout_min_examples must be a whole number >= 0"),
 ])  # fmt: skip
 def test_bad_holdout_options_fail_fast(capsys, options, message):
     code, _, stderr = run(capsys, "train", "--input", "x", "--model", "m", *options)

@@ -60,7 +60,7 @@ def _empty_kept():
 
 @pytest.mark.parametrize("settings", [dict(loss="logistic"), dict(loss="squared", expand="apple", alpha=0.5)])
 def test_train_judges_every_pass_as_fit_does(spam, settings):
-    config = LearnerConfig(passes=4, **settings)
+    config = LearnerConfig(passes=4, holdout_min_examples=0, **settings)  # spam holds out ~460: judged anyway
     (model,) = run_collect(lambda p: p | beam.Create(spam) | Train(config))
     fitted = make_learner(config).fit(spam).to_model()
     holdout = model.metadata["holdout"]
@@ -80,7 +80,7 @@ def training_count_of(batches, config):
 
 def test_a_learner_stopped_early_learns_no_more_and_its_best_pass_is_written():
     batches = in_batches(noisy_logistic(2))
-    config = LearnerConfig(loss="logistic", bits=12, passes=12, learning_rate=1.0)
+    config = LearnerConfig(loss="logistic", bits=12, passes=12, learning_rate=1.0, holdout_min_examples=0)
     (model,), metrics = run_with_metrics(lambda p: p | beam.Create(batches) | Train(config))
     fitted = LinearLearner(config).fit(batches)
     holdout = model.metadata["holdout"]
@@ -100,7 +100,7 @@ def test_per_key_learners_each_keep_their_own_holdout(spam):
     def halves(batch):
         return np.where(np.arange(len(batch)) % 3 == 0, "third", "rest")
 
-    config = LearnerConfig(loss="logistic", passes=5, learning_rate=4.0)
+    config = LearnerConfig(loss="logistic", passes=5, learning_rate=4.0, holdout_min_examples=0)
     models = dict(run_collect(lambda p: p | beam.Create(spam) | Train(config, key=halves)))
     assert set(models) == {"third", "rest"}
     for key, model in models.items():
@@ -136,3 +136,14 @@ def test_without_a_holdout_every_pass_learns_every_example_and_the_last_is_kept(
     (model,) = run_collect(lambda p: p | beam.Create(spam) | Train(config))
     assert "holdout" not in model.metadata
     assert [p["examples"] for p in model.metadata["passes"]] == [4601] * 3
+
+
+def test_too_few_held_out_examples_release_the_holdout_as_fit_does(spam):
+    # Spam holds out ~460 examples, fewer than the default 1000: pass 1 is scored, then every example is learned.
+    config = LearnerConfig(loss="logistic", passes=3)
+    (model,), metrics = run_with_metrics(lambda p: p | beam.Create(spam) | Train(config))
+    fitted = LinearLearner(config).fit(spam).to_model()
+    assert model.metadata["holdout"]["released"] and model.metadata["holdout"] == fitted.metadata["holdout"]
+    np.testing.assert_allclose(model.weights, fitted.weights, rtol=1e-9, atol=1e-12)
+    assert metrics["learned_examples"] == training_count_of(spam, config) + 2 * 4601
+    assert "learners_stopped_early" not in metrics
