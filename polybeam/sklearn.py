@@ -24,7 +24,8 @@ Column ``j`` of ``X`` is the feature of LIBSVM index ``j + 1`` (see
   scored on them, and the estimator keeps the best pass, stopping after
   ``early_terminate`` passes without improvement (as ``SGDClassifier``'s
   ``early_stopping``, with VW's defaults: see
-  :mod:`polybeam.learners.holdout`);
+  :mod:`polybeam.learners.holdout`); fewer than ``holdout_min_examples``
+  held out (small data) are learned too from the second pass on;
   ``partial_fit`` learns one pass over a mini-batch, going on from the
   previous ones (a stream: apple then expands after ``expand_after``, twice
   that, ... examples, unless ``examples_per_pass`` says how many to expect).
