@@ -83,34 +83,39 @@ def _file_name(source: str | None) -> str:
     return re.split(r"[/\\]", source or "")[-1]
 
 
+def held_out_rows(batch: ExampleBatch, config: LearnerConfig, passes: int | None = None) -> np.ndarray | None:
+    """The mask of ``batch``'s examples held out under ``config``'s holdout for training of ``passes``
+    passes (default: the config's; one pass holds nothing out), or None when none is."""
+    if (config.passes if passes is None else passes) < 2 or config.holdout_period <= 0:
+        return None
+    held = holdout_rows(batch, config.holdout_period, config.seed)
+    return held if held.any() else None
+
+
 def split_holdout(
     batch: ExampleBatch, config: LearnerConfig, passes: int | None = None
 ) -> tuple[ExampleBatch, ExampleBatch | None]:
-    """``(examples to learn, held-out examples or None)`` of ``batch`` under ``config``'s holdout, for
-    training of ``passes`` passes (default: the config's; one pass holds nothing out)."""
-    if (config.passes if passes is None else passes) < 2 or config.holdout_period <= 0:
-        return batch, None
-    held = holdout_rows(batch, config.holdout_period, config.seed)
-    if not held.any():
-        return batch, None
-    return batch.take(~held), batch.take(held)
+    """``(examples to learn, held-out examples or None)`` of ``batch`` (see :func:`held_out_rows`)."""
+    held = held_out_rows(batch, config, passes)
+    return (batch, None) if held is None else (batch.take(~held), batch.take(held))
 
 
 def training_count(batch: ExampleBatch, config: LearnerConfig) -> int:
     """How many examples of ``batch`` a learner with ``config`` learns (without copying any)."""
-    if not config.holds_out:
-        return len(batch)
-    return len(batch) - int(holdout_rows(batch, config.holdout_period, config.seed).sum())
+    held = held_out_rows(batch, config)
+    return len(batch) if held is None else len(batch) - int(held.sum())
 
 
 def training_part(batch: ExampleBatch, config: LearnerConfig) -> ExampleBatch:
     """The examples of ``batch`` a learner with ``config`` learns (all of them without a holdout)."""
-    return split_holdout(batch, config)[0]
+    held = held_out_rows(batch, config)
+    return batch if held is None else batch.take(~held)
 
 
 def held_out_part(batch: ExampleBatch, config: LearnerConfig) -> ExampleBatch | None:
     """The examples of ``batch`` held out under ``config``, or None."""
-    return split_holdout(batch, config)[1]
+    held = held_out_rows(batch, config)
+    return None if held is None else batch.take(held)
 
 
 # -- scoring ------------------------------------------------------------------------------------------

@@ -347,17 +347,9 @@ class _SumHoldoutScores(beam.CombineFn):
         return total
 
 
-_HOLDOUT_LOSS = {}
-
-
 def _holdout_metric(number: int):
     """The distribution of pass ``number``'s holdout losses (in millionths: Beam's distributions hold integers)."""
-    if number not in _HOLDOUT_LOSS:
-        _HOLDOUT_LOSS[number] = Metrics.distribution("polybeam.train", f"holdout_loss_micros_pass_{number}")
-    return _HOLDOUT_LOSS[number]
-
-
-_STOPPED_EARLY = Metrics.counter("polybeam.train", "learners_stopped_early")
+    return Metrics.distribution("polybeam.train", f"holdout_loss_micros_pass_{number}")
 
 
 def _judge(element, number: int, final: bool, progress: bool):
@@ -389,7 +381,7 @@ def _judge(element, number: int, final: bool, progress: bool):
     if loss == loss:  # not NaN
         _holdout_metric(number).update(int(round(loss * 1e6)))
     if selection.stopped:
-        _STOPPED_EARLY.inc()
+        Metrics.counter("polybeam.train", "learners_stopped_early").inc()
     if progress:
         print(holdout_progress_line(selection), file=sys.stderr, flush=True)
     yield key, judged
