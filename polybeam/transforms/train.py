@@ -302,12 +302,19 @@ def _without_record(element, keyed: bool):
     return (key, learner) if keyed else learner
 
 
-class _ScoreHoldout(beam.DoFn):
-    """Scores the held-out examples of each batch with the learner (per key) of the pass just ended:
-    one :class:`HoldoutScore` per key per bundle."""
+def _held_out(element, config: LearnerConfig, keyed: bool):
+    """The held-out examples of a batch (or ``(key, batch)``), if it has any."""
+    key, batch = element if keyed else (None, element)
+    held = held_out_part(batch, config)
+    if held is not None:
+        yield (key, held) if keyed else held
 
-    def __init__(self, config: LearnerConfig, keyed: bool):
-        self.config = config
+
+class _ScoreHoldout(beam.DoFn):
+    """Scores held-out examples with the learner (per key) of the pass just ended: one
+    :class:`HoldoutScore` per key per bundle."""
+
+    def __init__(self, keyed: bool):
         self.keyed = keyed
 
     def start_bundle(self):
@@ -315,13 +322,10 @@ class _ScoreHoldout(beam.DoFn):
         self._scores: dict = {}
 
     def process(self, element, states):
-        key, batch = element if self.keyed else (None, element)
+        key, held = element if self.keyed else (None, element)
         learner = states.get(key) if self.keyed else states
         if learner is None or not linear_part(learner).examples_seen:
             return  # no learner learned this key in the pass (its holdout stopped it earlier)
-        held = held_out_part(batch, self.config)
-        if held is None:
-            return
         if key not in self._models:  # the models are extracted once per bundle, not per batch
             self._models[key] = learner.candidate_models()
         self._scores.setdefault(key, HoldoutScore()).add(self._models[key], held)
@@ -513,9 +517,11 @@ class Train(beam.PTransform):
         batches, checks = self._checked_input(batches)
         self._input_checks = tuple(checks)
         batches = split_by_key(batches, self.key)
+        # The held-out examples, taken out once: every pass's judgement reads them (a tenth of the input).
+        held = batches | "HeldOut" >> beam.FlatMap(_held_out, config, keyed) if config.holds_out else None
         if self.initial is None:
             states, number = self._first_pass(batches, keyed), 1
-            states = self._judged(batches, states, None, number, keyed)
+            states = self._judged(held, states, None, number, keyed)
             self._checkpoint(states, number, keyed)
         elif self.first_pass == 1:
             # A warm start: this run's passes are judged afresh (a resumed run goes on with its record).
@@ -526,16 +532,16 @@ class Train(beam.PTransform):
             start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
             partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), start)
             merged = partial | f"Pass{number}" >> self._merge(keyed)
-            states = self._judged(batches, merged, states, number, keyed)
+            states = self._judged(held, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
         if checks:
             models = models | "AfterInputChecks" >> WaitOn(*checks)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
 
-    def _judged(self, batches, merged, previous, number: int, keyed: bool):
-        """The learners after pass ``number``, judged on the held-out examples when the config holds
-        some out (see polybeam.learners.holdout): each pass's holdout loss joins the record of the
+    def _judged(self, held, merged, previous, number: int, keyed: bool):
+        """The learners after pass ``number``, judged on the held-out examples ``held`` when the config
+        holds some out (see polybeam.learners.holdout): each pass's holdout loss joins the record of the
         passes before (``previous``), and a learner whose holdout stopped improving goes back to
         its best pass and learns no more. Without a holdout, ``merged`` itself."""
         config = self.config
@@ -543,8 +549,8 @@ class Train(beam.PTransform):
             return merged
         side = beam.pvalue.AsDict(merged) if keyed else beam.pvalue.AsSingleton(merged)
         scores = (
-            batches
-            | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(config, keyed), side)
+            held
+            | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(keyed), side)
             | f"SumHoldout{number}" >> beam.CombinePerKey(_SumHoldoutScores())
         )
         joined = {"state": merged if keyed else merged | f"KeyState{number}" >> beam.Map(lambda state: (None, state)),
