@@ -114,6 +114,19 @@ def _check_format_options(input_format: str, format_options: Mapping[str, Any]) 
                          f"{', '.join(_MAPPING_OPTIONS)}")  # fmt: skip
 
 
+def mappings_batch(model, mappings: Sequence[Mapping], *, ignore: Sequence[str] = ()) -> ExampleBatch:
+    """One ExampleBatch of ``mappings`` (feature name -> value), read as ``model``'s training input was:
+    its label, weight, key, ID and ignored columns are not features, its categorical columns' values are
+    categories even when numbers; ``ignore`` names more fields that are no features."""
+    recorded = InputSettings.from_dict(model.input) if getattr(model, "input", None) else None
+    options = {}
+    if ignore:
+        kept = recorded.options.get("ignore_columns") if recorded is not None else None
+        options["ignore_columns"] = tuple(kept or ()) + tuple(ignore)
+    reader = _Examples("dict", options, recorded)
+    return reader.batch(mappings, bits=model.config.bits, seed=model.config.seed)
+
+
 class _Examples:
     """Turns a RunInference batch of one input format into one ExampleBatch (and its examples' IDs).
 

@@ -268,11 +268,11 @@ def _row_fields(pcollection) -> list[tuple[str, object]] | None:
 
 
 def _score_rows(rows, model, ignore: tuple[str, ...]):
-    from polybeam.formats.mappings import batch_from_mappings
+    from polybeam.transforms.inference import mappings_batch
 
     records = [row._asdict() for row in rows]
-    features = [{name: value for name, value in record.items() if name not in ignore} for record in records]
-    batch = batch_from_mappings(features, bits=model.config.bits, seed=model.config.seed)
+    # As RunInference reads a mapping: the model's own non-feature and categorical columns as its training read them.
+    batch = mappings_batch(model, records, ignore=ignore)
     predictions = model.predict(batch)
     if predictions.ndim == 2:  # softmax: the most probable class and its probability
         best = predictions.argmax(axis=1)

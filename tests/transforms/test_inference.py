@@ -381,3 +381,30 @@ def test_format_options_that_cannot_apply_fail_at_construction(spam):
         PolybeamModelHandler(spam["models"]["a"], format_options={"delimiter": ";"})
     with pytest.raises(ValueError, match="'columns' is for input_format='csv'"):
         PolybeamModelHandler(spam["models"]["a"], input_format="vw", format_options={"columns": ["a"]})
+
+
+def test_mappings_are_read_as_the_models_training_input_was():
+    """A row of any source (a YAML step's, a dict) scores like its CSV line: the model's label, ID and ignored
+    columns are not features and its categorical columns' numbers are categories, as its training read them."""
+    import dataclasses as dc
+
+    from polybeam.formats.formats import make_format
+    from polybeam.formats.input_settings import InputSettings
+    from polybeam.learners.config import LearnerConfig
+    from polybeam.learners.linear import LinearLearner
+    from polybeam.transforms.inference import mappings_batch
+
+    reader = make_format("csv", label_column="y", categorical_columns=("size",), id_column="rid",
+                         ignore_columns=("notes",), labels="binary")  # fmt: skip
+    text = "rid,y,size,weight,notes\n" + "".join(f"r{i},{1 if i % 3 else -1},{i % 4},{i % 7 / 7},n{i}\n"
+                                                 for i in range(120))  # fmt: skip
+    batch = reader.parse(text.encode()).batch
+    model = LinearLearner(LearnerConfig(loss="logistic")).fit([batch] * 5).to_model()
+    model = dc.replace(model, metadata={**model.metadata, "input": InputSettings.of(reader).to_dict()})
+    rows = [{"rid": f"r{i}", "y": 1, "size": i % 4, "weight": i % 7 / 7, "notes": f"n{i}", "extra": "x"}
+            for i in range(120)]  # fmt: skip
+    scored = model.predict(mappings_batch(model, rows, ignore=("extra",)))
+    np.testing.assert_allclose(scored, model.predict(batch), rtol=1e-12)
+    # Without the model's record, the ID, label and notes would be features and the sizes numbers.
+    unread = dc.replace(model, metadata={key: value for key, value in model.metadata.items() if key != "input"})
+    assert not np.allclose(unread.predict(mappings_batch(unread, rows, ignore=("extra",))), scored)
