@@ -105,8 +105,10 @@ class Method:
     def config(self, rate: float) -> LearnerConfig:
         # The paper's learner (and VW's) learns on the raw features (no centring) and keeps its
         # products (no guard).
+        # VW's update on both sides: raw labels (scale_labels, polybeam's default for squared loss since issue 22,
+        # is off), uncentred features, no guard.
         return LearnerConfig(loss="squared", step="adaptive", learning_rate=rate, bits=self.bits, center=False,
-                             apple_guard=False, **self.settings)
+                             scale_labels=False, apple_guard=False, **self.settings)
 
 
 METHODS = (
