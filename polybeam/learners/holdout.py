@@ -233,7 +233,7 @@ class PassSelection:
         return cls(config.early_terminate, config.holdout_min_examples)
 
     @property
-    def judging(self) -> bool:
+    def holding_out(self) -> bool:
         """Whether the holdout still judges passes (the learner then skips its held-out examples)."""
         return not self.released
 

@@ -6,7 +6,7 @@ change the result: a failed attempt's partial learner or statistics must
 never be merged. To show that, a test sets::
 
     POLYBEAM_FAULT="train:1,merge:1"   # STEP:N, comma-separated
-    POLYBEAM_FAULT_DIR=/shared/faults  # optional: fire once per job, not once per worker process
+    POLYBEAM_FAULT_DIR=/mnt/faults  # optional: fire once per job, not once per worker process
 
 and the steps below count the bundle attempts they start in each worker
 process; the Nth one does its first piece of work (learns a batch, merges,

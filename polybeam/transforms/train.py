@@ -221,7 +221,7 @@ class _LearnOnePass(beam.DoFn):
             learner = BackgroundLearner(self._progress.attach(make_learner(self.config) if fresh
                                                               else continue_from(origin)))  # fmt: skip
             self._learners[key] = learner
-            self._holding[key] = fresh or origin.selection_.judging
+            self._holding[key] = fresh or origin.selection_.holding_out
         _feed(learner, batch, self._progress, self.config, self._holding[key])
         self._faults.after_work()
 
@@ -370,7 +370,7 @@ def _judge(element, number: int, final: bool, progress: bool):
     judged = states[0].copy()
     if prior is not None:
         judged.selection_ = prior.selection_.copy()
-    if not judged.selection_.judging:  # released after the first pass: the learner goes on, unjudged
+    if not judged.selection_.holding_out:  # released after the first pass: the learner goes on, unjudged
         yield key, judged
         return
     score = scores[0] if scores else HoldoutScore()
