@@ -100,6 +100,17 @@ def _tuples(settings: Mapping) -> dict:
     return {name: tuple(value) if isinstance(value, list) else value for name, value in settings.items()}
 
 
+def _examples_and(inputs, other: str, step: str) -> tuple:
+    """``(examples, the input named other or None)`` of a step's input: ``STEP.examples`` alone, or
+    ``{examples: STEP.examples, OTHER: STEP.OTHER}``."""
+    if not isinstance(inputs, Mapping):
+        return inputs, None
+    if set(inputs) - {"examples", other} or "examples" not in inputs:
+        raise ValueError(f"{step} takes input STEP.examples or {{examples: STEP.examples, {other}: STEP.{other}}}, "
+                         f"got {sorted(inputs)}")  # fmt: skip
+    return inputs["examples"], inputs.get(other)
+
+
 class _ModelStep(beam.PTransform):
     """A step that scores examples with a model: from an input named ``model`` (a PolybeamTrain step's
     output), or from ``model: PATH``; its input is ``examples`` alone or ``{examples, model}``."""
@@ -110,12 +121,7 @@ class _ModelStep(beam.PTransform):
 
     def _examples_and_model(self, inputs) -> tuple:
         step = type(self).__name__
-        model = None
-        if isinstance(inputs, Mapping):
-            if set(inputs) - {"examples", "model"} or "examples" not in inputs:
-                raise ValueError(f"{step} takes input {{examples: STEP.examples, model: STEP.model}}, "
-                                 f"got {sorted(inputs)}")  # fmt: skip
-            inputs, model = inputs["examples"], inputs.get("model")
+        inputs, model = _examples_and(inputs, "model", step)
         if (model is None) == (self.path is None):
             raise ValueError(f"{step} needs its model from one place: an input named model, or config model: PATH")
         if model is None:
@@ -189,12 +195,7 @@ class PolybeamTrain(beam.PTransform):
         self.config = LearnerConfig(**_tuples(settings))
 
     def expand(self, inputs):
-        read_origin = None
-        if isinstance(inputs, Mapping):
-            if set(inputs) - {"examples", "origin"} or "examples" not in inputs:
-                raise ValueError(f"PolybeamTrain takes input STEP.examples or {{examples: STEP.examples, origin: "
-                                 f"STEP.origin}}, got {sorted(inputs)}")  # fmt: skip
-            inputs, read_origin = inputs["examples"], inputs.get("origin")
+        inputs, read_origin = _examples_and(inputs, "origin", "PolybeamTrain")
         model = inputs | "Train" >> Train(self.config, allow_empty=self.allow_empty)
         if read_origin is not None:  # how the examples were read, and what the read counted
             model = model | "RecordOrigin" >> beam.Map(_stamp_with_origin, beam.pvalue.AsSingleton(read_origin))
