@@ -342,6 +342,14 @@ class Centring:
         self.fold_dropped(which, raw, feature_scale, feature_scale)
         self._keep(~which)
 
+    def relabelled(self, mapping: np.ndarray) -> "Centring":
+        """This centring with each slot ``s`` renamed ``mapping[s]`` (a sparse state's rows moving:
+        see polybeam.learners.slot_table), kept in slot order."""
+        slots = np.asarray(mapping, dtype=np.int64)[self.slots] if len(self.slots) else self.slots
+        order = np.argsort(slots, kind="stable")
+        return Centring(slots[order], self.sums[order], self.count, self.started, self.squares[order],
+                        self.magnitudes[order])  # fmt: skip
+
     def _keep(self, which: np.ndarray) -> None:
         self.slots = self.slots[which]
         self.sums = self.sums[which]

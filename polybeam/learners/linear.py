@@ -19,6 +19,7 @@ array([0.97, 0.03])
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Iterable, Mapping
 
@@ -33,6 +34,7 @@ from polybeam.learners.curve import LearningCurve
 from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.losses import LOSS_CODES
 from polybeam.learners.model import Model
+from polybeam.learners.slot_table import SlotTable, dense_limit
 from polybeam.learners.softmax import learn_batch_softmax
 
 # Statistics that add up across learners of one pass (the rest are min/max,
@@ -54,6 +56,11 @@ _ADDITIVE[
         kernels.LABEL_SQUARES,
     ]
 ] = True
+
+# The per-slot arrays of the state (rows of a sparse state; see polybeam.learners.slot_table).
+_SLOT_ARRAYS = ("raw_", "sum_sq_grad_", "feature_scale_", "synced_")
+# The rows a sparse state starts with: a key's learner seldom touches more at first.
+_FIRST_ROWS = 32
 
 
 def state_bytes(config: LearnerConfig) -> int:
@@ -93,17 +100,14 @@ class LinearLearner:
     importance weight, mean loss).
     """
 
-    def __init__(self, config: LearnerConfig | None = None):
+    def __init__(self, config: LearnerConfig | None = None, *, sparse: bool = False):
         self.config = config or LearnerConfig()
-        check_memory(self.config)
-        size, outputs = 1 << self.config.bits, self.config.outputs
-        adaptive = self.config.step == "adaptive"
-        scaled = adaptive or (self.config.step == "gsa" and self.config.normalized)
-        lazy = self.config.sparsity in sparsity.LAZY
-        self.raw_ = np.zeros((size, outputs))
-        self.sum_sq_grad_ = np.zeros((size if adaptive else 0, outputs))
-        self.feature_scale_ = np.zeros(size if scaled else 0)
-        self.synced_ = np.zeros(size if lazy else 0)
+        # A sparse state keeps a row per slot touched (a learner per key: see polybeam.learners.slot_table);
+        # it turns dense past dense_limit(bits) rows.
+        self.table_ = SlotTable() if sparse else None
+        if not sparse:
+            check_memory(self.config)
+        self._allocate(_FIRST_ROWS if sparse else 1 << self.config.bits)
         # Centring needs a bias to fold the centred features' means into (see polybeam.learners.centring).
         self.centring_ = Centring.empty() if self.config.center and self.config.bias else Centring.off()
         self.stats_ = kernels.new_stats()
@@ -114,6 +118,105 @@ class LinearLearner:
         self.passes_: list[dict[str, float]] = []
         self.curve_ = LearningCurve()
         self.selection_ = PassSelection.of(self.config)
+
+    def _allocate(self, rows: int) -> None:
+        """Zeroed per-slot arrays of ``rows`` rows (empty where the step and sparsity rules keep none)."""
+        outputs = self.config.outputs
+        adaptive = self.config.step == "adaptive"
+        scaled = adaptive or (self.config.step == "gsa" and self.config.normalized)
+        lazy = self.config.sparsity in sparsity.LAZY
+        self.raw_ = np.zeros((rows, outputs))
+        self.sum_sq_grad_ = np.zeros((rows if adaptive else 0, outputs))
+        self.feature_scale_ = np.zeros(rows if scaled else 0)
+        self.synced_ = np.zeros(rows if lazy else 0)
+
+    @property
+    def sparse(self) -> bool:
+        """Whether the state holds only the slots it touched (see polybeam.learners.slot_table)."""
+        return self.table_ is not None
+
+    def _rows_batch(self, batch: ExampleBatch) -> ExampleBatch:
+        """``batch`` with its slots replaced by this sparse state's rows (new slots get rows), or ``batch``
+        itself once the state is dense (turning dense here when the new slots fill it past its limit)."""
+        if self.table_ is None:
+            return batch
+        rows = self.table_.rows_of(batch.indices)
+        self._reserve(len(self.table_))  # the new slots' rows (zero) before the state may turn dense
+        if len(self.table_) > dense_limit(self.config.bits):
+            self.to_dense()
+            return batch
+        return dataclasses.replace(batch, indices=rows.astype(batch.indices.dtype))
+
+    def _reserve(self, rows: int) -> None:
+        """Room for ``rows`` rows, doubling the arrays (rows never move)."""
+        have = len(self.raw_)
+        if rows <= have:
+            return
+        size = max(have, 1)
+        while size < rows:
+            size *= 2
+        for name in _SLOT_ARRAYS:
+            array = getattr(self, name)
+            if len(array):
+                grown = np.zeros((size,) + array.shape[1:])
+                grown[:have] = array
+                setattr(self, name, grown)
+
+    def to_dense(self) -> "LinearLearner":
+        """Turn a sparse state dense (every slot a row of its own); a dense one is left as it is."""
+        if self.table_ is None:
+            return self
+        check_memory(self.config)
+        slots, used = self.table_.slots, len(self.table_)
+        for name in _SLOT_ARRAYS:
+            array = getattr(self, name)
+            if len(array):
+                dense = np.zeros(((1 << self.config.bits),) + array.shape[1:])
+                dense[slots] = array[:used]
+                setattr(self, name, dense)
+        self.centring_ = self.centring_.relabelled(slots)
+        self.table_ = None
+        return self
+
+    def _lay_out(self, table: SlotTable) -> None:
+        """Move a sparse state's rows to ``table``'s (which holds every slot this one does)."""
+        rows, used = table.find(self.table_.slots), len(self.table_)
+        for name in _SLOT_ARRAYS:
+            array = getattr(self, name)
+            if len(array):
+                moved = np.zeros((len(table),) + array.shape[1:])
+                moved[rows] = array[:used]
+                setattr(self, name, moved)
+        self.centring_ = self.centring_.relabelled(rows)
+        self.table_ = SlotTable(table.slots.copy())
+
+    def _rows_of_slots(self, slots: np.ndarray) -> np.ndarray:
+        """The rows of ``slots`` in the state (-1: a sparse state never touched the slot)."""
+        slots = np.asarray(slots, dtype=np.int64)
+        return slots if self.table_ is None else self.table_.find(slots)
+
+    def _slots_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        return rows if self.table_ is None else self.table_.slots[rows]
+
+    def _dense_rows(self, array: np.ndarray) -> np.ndarray:
+        """A per-row array as every slot's (a sparse state's rows scattered into ``2**bits`` slots)."""
+        if self.table_ is None:
+            return array
+        dense = np.zeros(((1 << self.config.bits),) + array.shape[1:])
+        dense[self.table_.slots] = array[: len(self.table_)]
+        return dense
+
+    def set_weights(self, slots: np.ndarray, weights: np.ndarray) -> "LinearLearner":
+        """Set the raw weights of ``slots`` (rows of shape (outputs,)), as a warm start does."""
+        rows = np.asarray(slots, dtype=np.int64)
+        if self.table_ is not None:
+            rows = self.table_.rows_of(rows)
+            self._reserve(len(self.table_))
+            if len(self.table_) > dense_limit(self.config.bits):
+                self.to_dense()
+                rows = np.asarray(slots, dtype=np.int64)
+        self.raw_[rows] = np.asarray(weights).reshape(len(rows), -1)
+        return self
 
     # -- learning -------------------------------------------------------------
 
@@ -129,14 +232,16 @@ class LinearLearner:
             return self
         if config.loss == "softmax":
             self._check_classes(batch.labels)
+        names = batch.names
+        batch = self._rows_batch(batch)
         segments = self.centring_.segments(
             batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook(),
             feature_scale=self._normalising_scales(),
         )  # fmt: skip
         for start, stop, values in segments:
             self._learn_counted(batch, start, stop, values)
-        if batch.names:
-            for slot, name in batch.names.items():
+        if names:
+            for slot, name in names.items():
                 self.names_.setdefault(slot, name)
         return self
 
@@ -337,8 +442,9 @@ class LinearLearner:
 
     @property
     def weights(self) -> np.ndarray:
-        """The dense weights, truncation paid (a new array; (slots, classes) for softmax)."""
-        return self._output_shape(self.stats_[kernels.SCALE] * self.raw_in_force())
+        """The dense weights, truncation paid (a new array; (slots, classes) for softmax), every slot's
+        even for a sparse state."""
+        return self._output_shape(self._dense_rows(self.stats_[kernels.SCALE] * self.raw_in_force()))
 
     @property
     def examples_seen(self) -> int:
@@ -398,6 +504,7 @@ class LinearLearner:
                 raise ValueError("cannot merge learners with different configurations")
         if len(learners) == 1:
             return self
+        learners = [self] + self._laid_out_alike(learners[1:])
         for learner in learners:
             learner.settle()
         pass_weights = np.array([learner.stats_[kernels.WEIGHT_SUM] for learner in learners])
@@ -441,6 +548,25 @@ class LinearLearner:
         self.stats_ = stats
         return self
 
+    def _laid_out_alike(self, others: list["LinearLearner"]) -> list["LinearLearner"]:
+        """Lay this state and copies of ``others`` out on the same rows, to average them row by row:
+        sparse states on the union of their slots (in slot order, so the merge does not depend on the
+        order of the learners), all dense when one is or the union passes the dense limit."""
+        everyone = [self] + others
+        if all(learner.table_ is None for learner in everyone):
+            return others
+        union = SlotTable.union([learner.table_ for learner in everyone if learner.table_ is not None])
+        if any(learner.table_ is None for learner in everyone) or len(union) > dense_limit(self.config.bits):
+            self.to_dense()
+            return [other.copy().to_dense() if other.table_ is not None else other for other in others]
+        self._lay_out(union)
+        laid_out = []
+        for other in others:
+            other = other.copy()
+            other._lay_out(union)
+            laid_out.append(other)
+        return laid_out
+
     def copy(self) -> "LinearLearner":
         """An independent copy (e.g. to start several workers from one averaged state)."""
         clone = LinearLearner.__new__(LinearLearner)
@@ -471,7 +597,11 @@ class LinearLearner:
         if self.config.sparsity == "subgradient":
             _, thresholds = self._penalty()
             weights[np.abs(weights) < thresholds] = 0.0
-        slots = np.flatnonzero(np.any(weights != 0, axis=1))
+        rows = np.flatnonzero(np.any(weights != 0, axis=1))
+        slots = self._slots_of_rows(rows)
+        if self.table_ is not None:  # the model's slots in order
+            order = np.argsort(slots)
+            rows, slots = rows[order], slots[order]
         passes = self.passes_ + [self._pass_summary()]
         info = {
             "examples": passes[0]["examples"],
@@ -490,11 +620,11 @@ class LinearLearner:
             info.update(zip(("label_weight", "label_mean", "label_variance"), self.label_moments()))
         info.update(metadata or {})
         names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
-        low, high = self.value_ranges(slots) if self._clips_values else (None, None)
+        low, high = self._row_ranges(rows) if self._clips_values else (None, None)
         return Model(
             config=self.config,
             slots=slots,
-            weights=self._output_shape(weights[slots]),
+            weights=self._output_shape(weights[rows]),
             metadata=info,
             names=names,
             clip_low=low,
@@ -526,27 +656,34 @@ class LinearLearner:
         >>> [bound.tolist() for bound in learner.value_ranges(np.array([0, 3, 7]))]
         [[-inf, -5.0, -inf], [inf, 5.0, inf]]
         """
-        slots = np.asarray(slots, dtype=np.int64)
-        scale = self.feature_scale_[slots]
-        centre = np.zeros(len(slots))
+        return self._row_ranges(self._rows_of_slots(slots))
+
+    def _row_ranges(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`value_ranges` of the state's ``rows`` (-1: a slot never touched, unbounded)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        scale = np.where(rows >= 0, self.feature_scale_[np.maximum(rows, 0)], 0.0)
+        centre = np.zeros(len(rows))
         centred = self.centring_.slots
         if len(centred):
-            position = np.minimum(np.searchsorted(centred, slots), len(centred) - 1)
-            matched = centred[position] == slots
+            position = np.minimum(np.searchsorted(centred, rows), len(centred) - 1)
+            matched = centred[position] == rows
             centre[matched] = self.centring_.means()[position[matched]]
-        bounded = (scale > 0.0) & (slots != 0)
+        bounded = (scale > 0.0) & (rows != 0)
         return np.where(bounded, centre - scale, -np.inf), np.where(bounded, centre + scale, np.inf)
 
     def __getstate__(self) -> dict:
         """The state to pickle or save: the touched slots' rows, or every row when that is smaller
         (a slot number costs as much as a value: dense wins once most slots are touched)."""
-        arrays = [self.raw_] + [a for a in (self.sum_sq_grad_, self.feature_scale_, self.synced_) if len(a)]
-        touched = np.zeros(len(self.raw_), dtype=bool)
-        for array in arrays:
-            touched |= (array != 0) if array.ndim == 1 else np.any(array != 0, axis=1)
-        slots = np.flatnonzero(touched)
-        row = sum(a.shape[1] if a.ndim == 2 else 1 for a in arrays)  # values per slot
-        keep = slice(None) if len(slots) * (row + 1) >= len(touched) * row else slots
+        if self.table_ is not None:  # a sparse state: its rows in use, and the table
+            slots, keep = None, slice(0, len(self.table_))
+        else:
+            arrays = [self.raw_] + [a for a in (self.sum_sq_grad_, self.feature_scale_, self.synced_) if len(a)]
+            touched = np.zeros(len(self.raw_), dtype=bool)
+            for array in arrays:
+                touched |= (array != 0) if array.ndim == 1 else np.any(array != 0, axis=1)
+            slots = np.flatnonzero(touched)
+            row = sum(a.shape[1] if a.ndim == 2 else 1 for a in arrays)  # values per slot
+            keep = slice(None) if len(slots) * (row + 1) >= len(touched) * row else slots
 
         def part(array):
             return array[keep] if len(array) else None
@@ -554,6 +691,7 @@ class LinearLearner:
         return {
             "config": self.config.to_dict(),
             "slots": None if isinstance(keep, slice) else slots,
+            "table": None if self.table_ is None else self.table_.slots,
             "raw": self.raw_[keep],
             "sum_sq_grad": part(self.sum_sq_grad_),
             "feature_scale": part(self.feature_scale_),
@@ -568,8 +706,12 @@ class LinearLearner:
         }
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(LearnerConfig.from_dict(state["config"]))
-        slots = state["slots"] if state["slots"] is not None else slice(None)  # None: every slot
+        table = state.get("table")
+        self.__init__(LearnerConfig.from_dict(state["config"]), sparse=table is not None)
+        if table is not None:
+            self.table_ = SlotTable(table)
+            self._allocate(len(table))
+        slots = state["slots"] if state["slots"] is not None else slice(None)  # None: every slot (row)
         self.raw_[slots] = state["raw"]
         for name in ("sum_sq_grad", "feature_scale", "synced"):
             if state.get(name) is not None:

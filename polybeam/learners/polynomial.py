@@ -91,15 +91,15 @@ class PolynomialLearner:
     examples.
     """
 
-    def __init__(self, config: LearnerConfig, *, total: int | None = None):
+    def __init__(self, config: LearnerConfig, *, total: int | None = None, sparse: bool = False):
         if config.expand == "none":
             raise ValueError("PolynomialLearner needs an expansion; set expand='apple', 'quadratic' or 'cubic'")
         self.config = config
-        self.linear = LinearLearner(config)
+        self.linear = LinearLearner(config, sparse=sparse)
         # Apple's guard: the same learner without products, learning the same examples, so that
         # the model can be the linear one when the products did not predict better (to_model).
         guarded = config.expand == "apple" and config.apple_guard
-        self.shadow = LinearLearner(linear_config(config)) if guarded else None
+        self.shadow = LinearLearner(linear_config(config), sparse=sparse) if guarded else None
         # The race's loss sums (apple, guard, importance) over the first pass's examples since
         # apple last grew: the final model's features were in place for all of them.
         self.race = np.zeros(3)
@@ -500,11 +500,13 @@ def linear_config(config: LearnerConfig) -> LearnerConfig:
     return dataclasses.replace(config, expand="none")
 
 
-def make_learner(config: LearnerConfig, *, total: int | None = None) -> LinearLearner | PolynomialLearner:
-    """The learner a config asks for: linear, or polynomial when ``expand`` is set."""
+def make_learner(config: LearnerConfig, *, total: int | None = None,
+                 sparse: bool = False) -> LinearLearner | PolynomialLearner:  # fmt: skip
+    """The learner a config asks for: linear, or polynomial when ``expand`` is set. ``sparse``: a state of
+    the slots touched only (a learner per key; see polybeam.learners.slot_table)."""
     if config.expand == "none":
-        return LinearLearner(config)
-    return PolynomialLearner(config, total=total)
+        return LinearLearner(config, sparse=sparse)
+    return PolynomialLearner(config, total=total, sparse=sparse)
 
 
 def linear_part(learner: LinearLearner | PolynomialLearner) -> LinearLearner:
