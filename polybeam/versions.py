@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import platform
 from importlib import metadata
 
@@ -18,6 +19,7 @@ import polybeam
 _PACKAGES = {"apache-beam": "apache_beam", "numba": "numba"}
 
 
+@functools.lru_cache(maxsize=None)  # a process's packages do not change, and reading their metadata is slow
 def _installed(distribution: str) -> str | None:
     try:
         return metadata.version(distribution)

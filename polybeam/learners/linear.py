@@ -198,8 +198,9 @@ class LinearLearner:
     def _slots_of_rows(self, rows: np.ndarray) -> np.ndarray:
         return rows if self.table_ is None else self.table_.slots[rows]
 
-    def _dense_rows(self, array: np.ndarray) -> np.ndarray:
-        """A per-row array as every slot's (a sparse state's rows scattered into ``2**bits`` slots)."""
+    def every_slot(self, array: np.ndarray) -> np.ndarray:
+        """A per-row array (``raw_``, ``feature_scale_``, ...) as every slot's: a sparse state's rows
+        scattered into ``2**bits`` slots, a dense state's array itself."""
         if self.table_ is None:
             return array
         dense = np.zeros(((1 << self.config.bits),) + array.shape[1:])
@@ -248,6 +249,10 @@ class LinearLearner:
     def _learn_counted(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
         """Learn rows ``start:stop``, stopping at each doubling example count to add a learning-curve point."""
         curve = self.curve_
+        if self.table_ is not None:  # a learner per key keeps no learning curve (a point per doubling of a few rows)
+            self._learn_rows(batch, start, stop, values)
+            curve.in_pass += stop - start
+            return
         while start < stop:
             end = min(stop, start + curve.room())
             self._learn_rows(batch, start, end, values)
@@ -444,7 +449,7 @@ class LinearLearner:
     def weights(self) -> np.ndarray:
         """The dense weights, truncation paid (a new array; (slots, classes) for softmax), every slot's
         even for a sparse state."""
-        return self._output_shape(self._dense_rows(self.stats_[kernels.SCALE] * self.raw_in_force()))
+        return self._output_shape(self.every_slot(self.stats_[kernels.SCALE] * self.raw_in_force()))
 
     @property
     def examples_seen(self) -> int:

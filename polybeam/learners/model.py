@@ -171,6 +171,33 @@ class Model:
         low[self.slots], high[self.slots] = self.clip_low, self.clip_high
         return low, high
 
+    @property
+    def few_slots(self) -> bool:
+        """Whether the model predicts from its own rows (see :meth:`_on_rows`): far fewer weights than slots."""
+        return len(self.slots) * 64 < (1 << self.config.bits)
+
+    @cached_property
+    def _rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``(slots, weights, low, high)`` by row: row 0 the bias, row 1 + i slot ``slots[i]``, a last row
+        of zeros (and unbounded ranges) for slots the model lacks."""
+        extra = (1,) + self.weights.shape[1:]
+        bias = self.weights[:1] if len(self.slots) and self.slots[0] == 0 else np.zeros(extra)
+        weights = np.concatenate([bias, self.weights, np.zeros(extra)])
+        if self.clip_low is None:
+            return self.slots, weights, None, None
+        low = np.concatenate([[-np.inf], self.clip_low, [-np.inf]])
+        high = np.concatenate([[np.inf], self.clip_high, [np.inf]])
+        return self.slots, weights, low, high
+
+    def _on_rows(self, batch: ExampleBatch) -> tuple[ExampleBatch, np.ndarray]:
+        """``batch`` with its slots replaced by the model's rows (values clipped), and the weights by row."""
+        slots, weights, low, high = self._rows
+        position = np.minimum(np.searchsorted(slots, batch.indices), max(len(slots) - 1, 0))
+        found = slots[position] == batch.indices if len(slots) else np.zeros(len(batch.indices), dtype=bool)
+        rows = np.where(found, position + 1, len(slots) + 1)
+        values = batch.values if low is None else np.clip(batch.values, low[rows], high[rows])
+        return dataclasses.replace(batch, indices=rows.astype(batch.indices.dtype), values=values), weights
+
     def within_ranges(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` (expanded, when the model expands) with each value clipped to its slot's range."""
         if self.dense_ranges is None:
@@ -189,8 +216,11 @@ class Model:
             )
         if self.expansion is not None:
             batch = self.expansion.expand(batch)
-        batch = self.within_ranges(batch)
-        arrays = (batch.indptr, batch.indices, batch.values, self.dense_weights, self.config.bias)
+        if self.few_slots:  # a per-key model: its rows, not 2**bits of mostly zeros
+            batch, weights = self._on_rows(batch)
+        else:
+            batch, weights = self.within_ranges(batch), self.dense_weights
+        arrays = (batch.indptr, batch.indices, batch.values, weights, self.config.bias)
         if self.config.outputs > 1:
             out = np.empty((len(batch), self.config.outputs))
             predict_batch_softmax(*arrays, out)

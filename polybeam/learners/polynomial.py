@@ -95,6 +95,9 @@ class PolynomialLearner:
         if config.expand == "none":
             raise ValueError("PolynomialLearner needs an expansion; set expand='apple', 'quadratic' or 'cubic'")
         self.config = config
+        # A sparse state (a learner per key) holds the learners' weights by row; the SSM rule's residuals
+        # read weights by slot, so its learners stay dense. The expander's traces are dense either way.
+        sparse = sparse and config.expand_rule != "ssm"
         self.linear = LinearLearner(config, sparse=sparse)
         # Apple's guard: the same learner without products, learning the same examples, so that
         # the model can be the linear one when the products did not predict better (to_model).
@@ -222,7 +225,7 @@ class PolynomialLearner:
 
     def _grow(self) -> None:
         """End an epoch: the heaviest non-parent monomials (highest SSM index for ``ssm``) become parents."""
-        magnitudes = slot_magnitudes(self.linear.weights, self.linear.feature_scale_)
+        magnitudes = slot_magnitudes(self.linear.weights, self.linear.every_slot(self.linear.feature_scale_))
         ranking = magnitudes
         if self.residuals is not None:
             ranking = self.residuals.index()

@@ -86,12 +86,12 @@ def continue_learner(learner, config: LearnerConfig):
     return learner
 
 
-def learner_from_model(model: Model, config: LearnerConfig) -> LinearLearner | PolynomialLearner:
-    """A learner that starts from ``model``'s weights (see the module docstring)."""
-    learner = make_learner(config)
+def learner_from_model(model: Model, config: LearnerConfig, *, sparse: bool = False) -> LinearLearner | PolynomialLearner:
+    """A learner that starts from ``model``'s weights (see the module docstring); ``sparse``: with a state
+    of the slots it touches (a learner per key)."""
+    learner = make_learner(config, sparse=sparse)
     linear = learner.linear if isinstance(learner, PolynomialLearner) else learner
-    weights = model.weights.reshape(len(model.slots), -1)
-    linear.raw_[model.slots] = weights
+    linear.set_weights(model.slots, model.weights.reshape(len(model.slots), -1))
     linear.names_ = dict(model.names)
     # A model keeps no feature means: centring afresh would move the function (the means of the
     # first examples are not the ones the weights were learned with), so this learner centres nothing.
@@ -152,8 +152,10 @@ def _restore_products(learner: PolynomialLearner, model: Model) -> None:
     learner.base_slots[base] = True
 
 
-def initial_learner(data: bytes, config: LearnerConfig, what: str) -> LinearLearner | PolynomialLearner:
-    """The learner a warm start from the file ``what`` (its bytes ``data``) begins with.
+def initial_learner(data: bytes, config: LearnerConfig, what: str, *,
+                    sparse: bool = False) -> LinearLearner | PolynomialLearner:  # fmt: skip
+    """The learner a warm start from the file ``what`` (its bytes ``data``) begins with (``sparse``: see
+    :func:`learner_from_model`).
 
     Raises ValueError (ModelFileError for an unreadable file) naming what does not fit.
     """
@@ -166,7 +168,7 @@ def initial_learner(data: bytes, config: LearnerConfig, what: str) -> LinearLear
     except ModelFileError as error:
         raise ModelFileError(f"{what}: not a model or learner state file ({error})") from None
     check_compatible(model.config, config, what)
-    return learner_from_model(model, config)
+    return learner_from_model(model, config, sparse=sparse)
 
 
 def source_config(data: bytes) -> LearnerConfig:

@@ -46,7 +46,7 @@ from polybeam.transforms.dead_letters import FillLineNumbers, WriteDeadLetters
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
 from polybeam.transforms.input_check import CheckInput
-from polybeam.transforms.keyed_files import join, read_index
+from polybeam.transforms.keyed_files import KeyedFolder, join, read_index
 from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
 from polybeam.transforms.predict import Predict, WritePredictions, id_column_name
@@ -188,22 +188,13 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
     report = counts.to_dict()
     if facts.get("key"):
         index = parts["index"][0] if parts["index"] else None
-        entries = read_index(facts["model"])["entries"] if index else {}
-        examples = sum(entry.get("examples") or 0 for entry in entries.values())
-        losses = [(entry["progressive_loss"], entry.get("examples") or 0) for entry in entries.values()
-                  if entry.get("progressive_loss") is not None]  # fmt: skip
-        held = [entry for entry in entries.values() if "best_pass" in entry]  # keys whose learners held out
-        if held:
-            judged = [entry for entry in held if entry["best_pass"] is not None]
-            report["holdout"] = {"keys_judged": len(judged), "keys_released": len(held) - len(judged),
-                                 "keys_stopped_early": sum(1 for entry in judged if entry.get("stopped_after"))}  # fmt: skip
-        report.update(
-            keys=len(entries),
-            progressive_loss=sum(loss * n for loss, n in losses) / max(1, sum(n for _, n in losses)) if losses else None,
-            nonzero_weights=sum(entry.get("nonzero_weights") or 0 for entry in entries.values()),
-            examples_trained=examples,
-            index=index,
-        )
+        # The index sums up every key (see polybeam.transforms.routing.WriteKeyedModels).
+        written = read_index(facts["model"]) if index else {}
+        if written.get("holdout"):
+            report["holdout"] = written["holdout"]
+        report.update(keys=written.get("keys", 0), progressive_loss=written.get("progressive_loss"),
+                      nonzero_weights=written.get("nonzero_weights", 0), examples_trained=written.get("examples", 0),
+                      index=index)  # fmt: skip
     else:
         summary = dict(parts["summary"][0])
         history = summary.get("passes") or []
@@ -249,17 +240,21 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
     """Fail fast, before launching, on a warm-start source that cannot be read or does not fit."""
     if keyed:
         try:
-            entries = read_index(path)["entries"]
+            folder = KeyedFolder(path)
         except FileNotFoundError as error:
             raise OptionError(f"{what}: per-key training starts from a folder with an index.json ({error})") from None
-        if not entries:
+        if folder.sharded:  # shards of models: the folder's config
+            source = LearnerConfig.from_dict(folder.index["config"])
+        elif not folder.keys:
             return
-        path = join(path, next(iter(entries.values()))["file"])
-    try:
-        data = read_bytes(path)
-    except Exception as error:  # Beam wraps file-system errors in its own types
-        raise OptionError(f"{what}: cannot read it ({error})") from None
-    source = source_config(data)
+        else:
+            path = join(path, next(iter(folder.index["entries"].values()))["file"])
+    if not (keyed and folder.sharded):
+        try:
+            data = read_bytes(path)
+        except Exception as error:  # Beam wraps file-system errors in its own types
+            raise OptionError(f"{what}: cannot read it ({error})") from None
+        source = source_config(data)
     check_compatible(source, config, what)
     if exact and source.replace(passes=config.passes) != config:
         different = sorted(k for k, v in config.to_dict().items() if source.to_dict().get(k) != v and k != "passes")
@@ -309,7 +304,8 @@ def run_train(options: PipelineOptions) -> dict:
         config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": settings.format},
         initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
         fanout=options.view_as(TrainingOptions).merge_fanout, checkpoints_after=[checked],
-        progress=not (options.view_as(RunOptions).quiet or keyed), allow_empty=True)  # fmt: skip
+        progress=not (options.view_as(RunOptions).quiet or keyed), allow_empty=True,
+        keyed_output="shards")  # fmt: skip
     models = models | "AfterInputCheck" >> WaitOn(checked)
     # How the input was read and where the models came from, with the read's counts (known on the workers).
     known = report_facts["origin"]

@@ -24,9 +24,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.state_file import learner_to_bytes
-from polybeam.learners.warm_start import initial_learner
+from polybeam.learners.warm_start import check_compatible, initial_learner, learner_from_model
 from polybeam.transforms.files import read_bytes, write_atomically
-from polybeam.transforms.keyed_files import INDEX_NAME, join, key_file_stem, key_text, read_index, write_index
+from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder, join, key_file_stem, key_text, read_index, write_index
 
 _PASS = re.compile(r"pass-(\d+)(?:\.state|[/\\]" + re.escape(INDEX_NAME) + ")$")
 
@@ -108,9 +108,15 @@ def _read_one(path: str, config: LearnerConfig):
 
 
 def _read_keyed(folder: str, config: LearnerConfig):
-    for key, entry in read_index(folder)["entries"].items():
-        path = join(folder, entry["file"])
-        yield key, initial_learner(read_bytes(path), config, path)
+    keyed = KeyedFolder(folder)
+    if keyed.sharded:  # shards of per-key models
+        check_compatible(LearnerConfig.from_dict(keyed.index["config"]), config, folder)
+        for key, _ in keyed.entries():
+            yield key, learner_from_model(keyed.model(key), config, sparse=True)
+    else:
+        for key, entry in keyed.index["entries"].items():
+            path = join(folder, entry["file"])
+            yield key, initial_learner(read_bytes(path), config, path, sparse=True)
 
 
 class ReadLearners(beam.PTransform):

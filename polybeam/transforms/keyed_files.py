@@ -70,3 +70,100 @@ def read_index(folder: str) -> dict:
         return read_json(path)
     except Exception as error:  # Beam wraps file-system errors in its own types
         raise FileNotFoundError(f"{folder}: no readable {INDEX_NAME} ({error})") from None
+
+
+def _range_reader(path: str):
+    """``read_range(start, stop)`` over the file at ``path`` (any Beam file system), one open handle kept."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    state: dict = {}
+
+    def read_range(start: int, stop: int | None) -> bytes:
+        handle = state.get("handle")
+        if handle is None:
+            handle = state["handle"] = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+            handle.seek(0, 2)
+            state["size"] = handle.tell()
+        size = state["size"]
+        begin = start if start >= 0 else size + start
+        end = size if stop is None else (stop if stop >= 0 else size + stop)
+        handle.seek(begin)
+        return handle.read(end - begin)
+
+    return read_range
+
+
+class KeyedFolder:
+    """A folder of per-key models as a reader sees it: which keys it has, their index entries, and
+    each key's model read on its own (see :mod:`polybeam.learners.model_shards`).
+
+    Reads both layouts: shard files (``"layout": "shards"`` in the index, what ``train --key``
+    writes) and one model file per key (folders written before shards, and checkpoints).
+    """
+
+    def __init__(self, folder: str, index: dict | None = None):
+        self.folder = folder
+        self.index = read_index(folder) if index is None else index
+        self.sharded = self.index.get("layout") == "shards"
+        self._readers: dict = {}
+
+    def _reader(self, number: int):
+        from polybeam.learners.model_shards import ShardReader
+
+        reader = self._readers.get(number)
+        if reader is None:
+            file = self.index["files"].get(str(number))
+            if file is None:
+                return None
+            path = join(self.folder, file)
+            reader = self._readers[number] = ShardReader(_range_reader(path), path)
+        return reader
+
+    def _shard(self, key: str):
+        from polybeam.learners.model_shards import shard_of
+
+        return self._reader(shard_of(key, self.index["shards"]))
+
+    def has(self, key) -> bool:
+        name = key_text(key)
+        if not self.sharded:
+            return name in self.index["entries"]
+        reader = self._shard(name)
+        return reader is not None and name in reader
+
+    def entry(self, key) -> dict | None:
+        name = key_text(key)
+        if not self.sharded:
+            return self.index["entries"].get(name)
+        reader = self._shard(name)
+        return None if reader is None else reader.entry(name)
+
+    def model(self, key):
+        """``key``'s model, or None when the folder has none."""
+        from polybeam.transforms.model_io import read_model
+
+        name = key_text(key)
+        if not self.sharded:
+            entry = self.index["entries"].get(name)
+            return None if entry is None else read_model(join(self.folder, entry["file"]))
+        reader = self._shard(name)
+        return None if reader is None else reader.model(name)
+
+    def entries(self):
+        """``(key, entry)`` of every key (shard after shard)."""
+        if not self.sharded:
+            yield from self.index["entries"].items()
+            return
+        for number in sorted(int(n) for n in self.index["files"]):
+            yield from self._reader(number).entries()
+
+    def first_model(self):
+        """One key's model (to check what the folder was trained with), or None for an empty folder."""
+        for key, _ in self.entries():
+            return self.model(key)
+        return None
+
+    @property
+    def keys(self) -> int:
+        return self.index["keys"] if self.sharded else len(self.index["entries"])

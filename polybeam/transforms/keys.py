@@ -89,3 +89,26 @@ def _parsed_keys(batch: ExampleBatch, spec: str) -> ExampleBatch:
     if batch.key_codes is None:
         raise ValueError(f"--key {spec}: the batch has no keys; read it with the key's column or namespace")
     return batch
+
+
+def key_codes(key: KeyFn, batch: ExampleBatch) -> tuple[np.ndarray, tuple]:
+    """``(codes, keys)``: example ``i`` has key ``keys[codes[i]]``, whatever the key function (``--key``'s
+    read codes when the batch has them; otherwise ``key(batch)``: one key per example, or one for all).
+
+    >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (0.0, {2: 1.0}), (1.0, {3: 1.0})])
+    >>> codes, keys = key_codes(lambda b: np.array(["x", "y", "x"], dtype=object), batch)
+    >>> codes.tolist(), keys
+    ([0, 1, 0], ('x', 'y'))
+    """
+    if isinstance(key, ParsedKeys):
+        if key.kind == "file":
+            return np.zeros(len(batch), dtype=np.int32), (batch.source or "",)
+        if key.kind != "tag":
+            parsed = _parsed_keys(batch, key.spec)
+            return parsed.key_codes, tuple(parsed.key_names)
+    keys = key(batch)
+    if isinstance(keys, (str, bytes, tuple)) or np.ndim(keys) == 0:
+        return np.zeros(len(batch), dtype=np.int32), (keys,)
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(value, len(index)) for value in keys), dtype=np.int32, count=len(batch))
+    return codes, tuple(index)

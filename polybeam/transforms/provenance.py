@@ -41,6 +41,7 @@ import apache_beam as beam
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.model import Model
+from polybeam.transforms.key_shards import KeyShard
 from polybeam.versions import versions
 
 __all__ = ["RecordOrigin", "origin", "provenance_record", "stamp", "utc"]
@@ -73,14 +74,23 @@ def provenance_record(known: dict, counts: ReadCounts | None = None, finished: f
 def stamp(model: Model, known: dict, counts: ReadCounts | None = None, finished: float | None = None) -> Model:
     """``model`` with ``input`` and ``provenance`` in its metadata (see the module docstring); what it had
     before stays, but for these two."""
+    return _with_origin(model, known, provenance_record(known, counts, finished))
+
+
+def _with_origin(model: Model, known: dict, record: dict) -> Model:
     metadata = dict(model.metadata)
     if known.get("input") is not None:
         metadata["input"] = known["input"]
-    metadata["provenance"] = provenance_record(known, counts, finished)
+    metadata["provenance"] = record
     return dataclasses.replace(model, metadata=metadata)
 
 
 def _stamp_element(element, known: dict, keyed: bool, counts=None):
+    if isinstance(element, KeyShard):  # one record for the shard's models, which share it
+        shared = {"provenance": provenance_record(known, counts)}
+        if known.get("input") is not None:
+            shared["input"] = known["input"]
+        return dataclasses.replace(element, shared={**element.shared, **shared})
     if keyed:
         key, model = element
         return key, stamp(model, known, counts)

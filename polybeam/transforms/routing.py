@@ -19,14 +19,23 @@ from apache_beam.metrics import Metrics
 
 from polybeam.learners.model import Model
 from polybeam.formats.records import DeadLetter
-from polybeam.transforms.keyed_files import join, key_file_stem, key_text, read_index, write_index
+from polybeam.learners.model_shards import add_summaries, entry_of, shard_bytes, shard_name, shard_of, summarise
+from polybeam.transforms.key_shards import KeyShard
+from polybeam.transforms.files import write_atomically, write_json
+from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder, join, key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
-from polybeam.transforms.model_io import read_model, write_model
+from polybeam.transforms.model_io import read_model
 
 KEYED_MODELS = "polybeam-keyed-models"
 UNROUTED = "unrouted"
-# Dense weights of cached models a worker keeps at most (each model caches 2**bits weights per class).
+# Memory of the cached models a worker keeps at most.
 CACHE_BYTES = 256 << 20
+
+
+def _model_bytes(model: Model) -> int:
+    """What a cached model costs: its rows (a per-key model predicts from them), or 2**bits weights per class."""
+    rows = len(model.slots) + 2 if model.few_slots else 1 << model.config.bits
+    return 8 * (model.config.outputs + 2) * rows + 1024
 
 
 class ModelLibrary:
@@ -43,15 +52,21 @@ class ModelLibrary:
     def __init__(self, folder: str, fallback: str | None = None):
         self.folder = folder
         self.fallback = fallback
-        self._index: dict | None = None
+        self._folder: KeyedFolder | None = None
         self._cache: OrderedDict[str, Model] = OrderedDict()
+        self._cached_bytes = 0
         self._fallback_model: Model | None = None
 
     @property
+    def keyed(self) -> KeyedFolder:
+        """The folder (its index read on first use)."""
+        if self._folder is None:
+            self._folder = KeyedFolder(self.folder)
+        return self._folder
+
+    @property
     def index(self) -> dict:
-        if self._index is None:
-            self._index = read_index(self.folder)
-        return self._index
+        return self.keyed.index
 
     @property
     def key_spec(self) -> str | None:
@@ -60,25 +75,25 @@ class ModelLibrary:
 
     def has(self, key) -> bool:
         """Whether examples of ``key`` can be scored (by their own model or the fallback)."""
-        return self.fallback is not None or key_text(key) in self.index["entries"]
+        return self.fallback is not None or self.keyed.has(key)
 
     def model(self, key) -> Model | None:
         """The model of ``key``, else the fallback model, else None."""
         name = key_text(key)
-        entry = self.index["entries"].get(name)
-        if entry is None:
-            if self.fallback is None:
-                return None
-            if self._fallback_model is None:
-                self._fallback_model = read_model(self.fallback)
-            return self._fallback_model
         model = self._cache.pop(name, None)
         if model is None:
-            model = read_model(join(self.folder, entry["file"]))
+            model = self.keyed.model(name)
+            if model is None:
+                if self.fallback is None:
+                    return None
+                if self._fallback_model is None:
+                    self._fallback_model = read_model(self.fallback)
+                return self._fallback_model
+            self._cached_bytes += _model_bytes(model)
         self._cache[name] = model
-        per_model = 8 * model.config.outputs << model.config.bits
-        while len(self._cache) > max(1, CACHE_BYTES // per_model):
-            self._cache.popitem(last=False)
+        while self._cached_bytes > CACHE_BYTES and len(self._cache) > 1:
+            _, dropped = self._cache.popitem(last=False)
+            self._cached_bytes -= _model_bytes(dropped)
         return model
 
     def __getstate__(self) -> dict:  # a worker reads the index and models itself
@@ -129,36 +144,54 @@ class RouteByKey(beam.PTransform):
         return RouteResult(routed.routed, routed[UNROUTED])
 
 
-def _write_keyed_model(element, folder: str) -> tuple[str, dict]:
-    key, model = element
-    file = f"models/{key_file_stem(key)}.model"
-    write_model(model, join(folder, file))
-    meta = model.metadata
-    entry = {
-        "file": file,
-        "kind": model.kind,
-        "examples": meta.get("examples"),
-        "progressive_loss": meta.get("progressive_loss"),
-        "nonzero_weights": model.nonzero,
-    }
-    holdout = meta.get("holdout")
-    if holdout:  # each key's learner was judged on its own held-out examples
-        entry.update(holdout_loss=holdout["best_loss"], best_pass=holdout["best_pass"],
-                     stopped_after=holdout["stopped_after"])  # fmt: skip
-    return key_text(key), entry
+# Keys per shard file a folder of per-key models aims at (a few files, each of many keys).
+KEYS_PER_SHARD = 20_000
+MAX_SHARDS = 256
 
 
-def _write_keyed_index(entries: list, folder: str, facts: dict) -> str:
-    return write_index(folder, dict(entries), kind=KEYED_MODELS, **facts)
+def shard_count(keys: int) -> int:
+    """How many shard files ``keys`` keys' models go into.
+
+    >>> shard_count(10), shard_count(20_000), shard_count(1_000_000)
+    (1, 1, 50)
+    """
+    return max(1, min(MAX_SHARDS, -(-keys // KEYS_PER_SHARD)))
+
+
+def _write_shard(shard: KeyShard, folder: str) -> dict:
+    file = shard_name(shard.shard, shard.shards)
+    data = shard_bytes(((key_text(key), model) for key, model in shard), names=shard.names, shared=shard.shared)
+    write_atomically(join(folder, file), data)
+    entries = [entry_of(model) for _, model in shard]
+    return {"shard": shard.shard, "shards": shard.shards, "file": file, "summary": summarise(entries)}
+
+
+def _as_shard(element, shards: int) -> KeyShard:
+    number, pairs = element
+    return KeyShard(number, shards, list(pairs))
+
+
+def _write_sharded_index(written: list, folder: str, facts: dict) -> str:
+    counts = {part["shards"] for part in written}
+    if len(counts) > 1:
+        raise ValueError(f"shards of different counts in one folder: {sorted(counts)}")
+    summary = add_summaries([part["summary"] for part in written]) if written else add_summaries([summarise([])])
+    path = join(folder, INDEX_NAME)
+    write_json(path, {**facts, "kind": KEYED_MODELS, "layout": "shards", "shards": counts.pop() if counts else 1,
+                      "files": {str(part["shard"]): part["file"] for part in sorted(written, key=lambda p: p["shard"])},
+                      **summary})  # fmt: skip
+    return path
 
 
 class WriteKeyedModels(beam.PTransform):
-    """Writes ``(key, Model)`` pairs as ``folder/models/<safe key>.model`` and then ``folder/index.json``.
+    """Writes ``(key, Model)`` pairs into ``folder``: shard files of many keys' models each
+    (``shard-00000-of-00004.keys``; see :mod:`polybeam.learners.model_shards`), then ``index.json``.
 
-    The index (key -> file, examples, progressive loss, non-zero weights,
-    plus ``facts`` such as the key specification) is written last and
-    atomically, so a reader that finds it finds every model it lists. Emits
-    the index's path.
+    The index (the shards, the keys, examples, the example-weighted progressive
+    loss, non-zero weights and the holdout's counts over all keys, plus ``facts``
+    such as the key specification) is written last and atomically, so a reader
+    that finds it finds every shard it lists. Each key's entry (examples, loss,
+    non-zero weights, holdout) is in its shard's own index. Emits the index's path.
     """
 
     def __init__(self, folder: str, **facts):
@@ -167,9 +200,30 @@ class WriteKeyedModels(beam.PTransform):
         self.facts = facts
 
     def expand(self, models):
+        """``models``: ``(key, Model)`` pairs, or :class:`KeyShard` elements (``Train(keyed_output="shards")``,
+        each written as it is)."""
+        folder, facts = self.folder, self.facts
+        shards = models | "ToShards" >> _ToShards()
         return (
-            models
-            | "WriteModels" >> beam.Map(_write_keyed_model, self.folder)
+            shards
+            | "WriteShards" >> beam.Map(_write_shard, folder)
             | "Gather" >> beam.combiners.ToList()
-            | "WriteIndex" >> beam.Map(_write_keyed_index, self.folder, self.facts)
+            | "WriteIndex" >> beam.Map(_write_sharded_index, folder, facts)
         )
+
+
+class _ToShards(beam.PTransform):
+    """KeyShard elements as they are; ``(key, Model)`` pairs grouped into :func:`shard_count` shards."""
+
+    def expand(self, models):
+        split = models | "KindOfElement" >> beam.Partition(lambda element, _: int(isinstance(element, KeyShard)), 2)
+        pairs = split[0]
+        count = beam.pvalue.AsSingleton(pairs | "CountKeys" >> beam.combiners.Count.Globally()
+                                        | "Shards" >> beam.Map(shard_count))  # fmt: skip
+        grouped = (
+            pairs
+            | "ShardOfKey" >> beam.Map(lambda pair, shards: (shard_of(key_text(pair[0]), shards), pair), count)
+            | "GroupShards" >> beam.GroupByKey()
+            | "AsShards" >> beam.Map(_as_shard, count)
+        )
+        return (grouped, split[1]) | "AllShards" >> beam.Flatten()

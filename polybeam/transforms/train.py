@@ -34,11 +34,15 @@ from polybeam.formats.acceptance import InputRejected
 from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import HoldoutScore, PassSelection, held_out_part, record_pass, training_count, training_part
+from polybeam.learners.holdout import (HoldoutScore, PassSelection, held_out_part, record_pass, train_passes,
+                                       training_count, training_part)
+from polybeam.learners.model_shards import shard_of
+from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments, pairs
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.faults import FaultSwitch
+from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.progress import Progress, holdout_progress_line
 
@@ -53,6 +57,10 @@ def _feed(learner: BackgroundLearner, element, progress: Progress, config: Learn
         batch = training_part(batch, config)
     progress.learned(len(batch))
     progress.publish()
+    if not isinstance(learner, BackgroundLearner):  # a learner of its own (a key's later pass)
+        if total is not None:
+            learner.expect(total)
+        return learner.learn(batch)
     return learner.learn(batch, total)
 
 
@@ -67,11 +75,12 @@ class TrainFn(beam.CombineFn):
     """
 
     def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None,
-                 progress: bool = False):  # fmt: skip
+                 progress: bool = False, sparse: bool = False):  # fmt: skip
         self.config = config
         self.output = output
         self.metadata = metadata
         self.progress = progress
+        self.sparse = sparse  # per key: a state of the slots each key touches (polybeam.learners.slot_table)
         self._faults = FaultSwitch("train")  # off unless a test sets POLYBEAM_FAULT
 
     def _progress(self) -> Progress:
@@ -84,7 +93,7 @@ class TrainFn(beam.CombineFn):
 
     def create_accumulator(self) -> BackgroundLearner:
         self._faults.bundle_started()
-        return BackgroundLearner(self._progress().attach(make_learner(self.config)))
+        return BackgroundLearner(self._progress().attach(make_learner(self.config, sparse=self.sparse)))
 
     def add_input(self, accumulator: BackgroundLearner, element) -> BackgroundLearner:
         accumulator = _feed(accumulator, element, self._progress(), self.config)
@@ -109,10 +118,12 @@ class TrainFn(beam.CombineFn):
 class MergeLearnersFn(beam.CombineFn):
     """Averages the partial learners of a later pass into one Model (or state, to go on)."""
 
-    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None):
+    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None,
+                 sparse: bool = False):  # fmt: skip
         self.config = config
         self.output = output
         self.metadata = metadata
+        self.sparse = sparse
         self._faults = FaultSwitch("merge")  # off unless a test sets POLYBEAM_FAULT
 
     def create_accumulator(self) -> list[LinearLearner]:
@@ -137,7 +148,7 @@ class MergeLearnersFn(beam.CombineFn):
 
     def extract_output(self, learners):
         self._faults.bundle_started()
-        learner = learners[0].merge(learners[1:]) if learners else make_learner(self.config)
+        learner = learners[0].merge(learners[1:]) if learners else make_learner(self.config, sparse=self.sparse)
         self._faults.after_work()
         return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
 
@@ -218,7 +229,7 @@ class _LearnOnePass(beam.DoFn):
             if origin is not None and origin.selection_.stopped:
                 return  # the holdout stopped this learner early: its later passes learn nothing
             fresh = origin is None
-            learner = BackgroundLearner(self._progress.attach(make_learner(self.config) if fresh
+            learner = BackgroundLearner(self._progress.attach(make_learner(self.config, sparse=self.keyed) if fresh
                                                               else continue_from(origin)))  # fmt: skip
             self._learners[key] = learner
             self._holding[key] = fresh or origin.selection_.holding_out
@@ -232,6 +243,106 @@ class _LearnOnePass(beam.DoFn):
             value = (key, learner.compact()) if self.keyed else learner.compact()
             yield WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
         self._learners = {}
+
+
+class _LearnKeyPass(beam.DoFn):
+    """A later pass of per-key learners: each key's state joined to its examples (``CoGroupByKey``),
+    so no worker holds another key's state; one learner per key learns all of the key's batches.
+    A key without a state (new in a warm start) starts afresh; a key whose holdout stopped it, or
+    that has no examples this pass, yields nothing (the judgement keeps its previous state)."""
+
+    def __init__(self, config: LearnerConfig, progress: bool = False):
+        self.config = config
+        self.progress = progress
+
+    def setup(self):
+        self._progress = Progress(quiet=not self.progress)
+        self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
+
+    def start_bundle(self):
+        self._faults.bundle_started()
+
+    def process(self, element):
+        key, grouped = element
+        states = list(grouped["state"])
+        origin = states[0] if states else None
+        if origin is not None and origin.selection_.stopped:
+            return
+        learner = None
+        holding = origin is None or origin.selection_.holding_out
+        for batch in grouped["batches"]:
+            if learner is None:
+                learner = make_learner(self.config, sparse=True) if origin is None else continue_from(origin)
+            learner = _feed(learner, batch, self._progress, self.config, holding)
+            self._faults.after_work()
+        self._progress.publish()
+        if learner is not None:
+            yield key, learner.compact()
+
+
+def _score_key(element):
+    """The holdout score of one key's state (joined to its held-out batches, ``CoGroupByKey``)."""
+    key, grouped = element
+    states = list(grouped["state"])
+    learner = states[0] if states else None
+    if learner is None or not linear_part(learner).examples_seen:
+        return  # no learner learned this key in the pass (its holdout stopped it earlier)
+    models, score = None, HoldoutScore()
+    for held in grouped["held"]:
+        models = models or learner.candidate_models()
+        score.add(models, held)
+    if models is not None:
+        yield key, score
+
+
+class _TrainShard(beam.DoFn):
+    """Trains every key of a shard, one after the other, each key's learner with a state of the slots it
+    touches: all passes at once (a key's examples are all here), with the holdout judging each pass as
+    ``Train`` does (:func:`polybeam.learners.holdout.train_passes`). A key of the initial learners
+    goes on from its learner; a key without examples keeps nothing. Emits a :class:`KeyShard` of the
+    shard's models."""
+
+    def __init__(self, config: LearnerConfig, metadata: dict | None, shards: int):
+        self.config = config
+        self.metadata = metadata
+        self.shards = shards
+
+    def setup(self):
+        self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
+        self._stopped = Metrics.counter("polybeam.train", "learners_stopped_early")
+        self._keys = Metrics.counter("polybeam.train", "keys_trained")
+
+    def start_bundle(self):
+        self._faults.bundle_started()
+
+    def process(self, element):
+        shard, grouped = element
+        config = self.config
+        initial = dict(grouped.get("initial", ()))
+        # Apple spaces its epochs over what a key's learner will learn when Train would count it.
+        expect = config.expand == "apple" and (config.passes > 1 or config.examples_per_pass is not None)
+        models = []
+        batches = list(grouped["batches"])
+        for key, examples in key_segments(batches):
+            origin = initial.get(key)
+            learner = make_learner(config, sparse=True) if origin is None else continue_from(origin)
+            train_passes(learner, [examples], config.passes, expect=expect and origin is None)
+            self._report(learner.selection_)
+            self._keys.inc()
+            models.append((key, learner.to_model(self.metadata)))
+            self._faults.after_work()
+        if models:
+            yield KeyShard(shard, self.shards, models, names=feature_names(batches))
+
+    def _report(self, selection: PassSelection) -> None:
+        if not selection.judged or selection.released:
+            return
+        for record in selection.history:
+            loss = record["holdout_loss"]
+            if loss == loss:
+                _holdout_metric(record["pass"]).update(int(round(loss * 1e6)))
+        if selection.stopped:
+            self._stopped.inc()
 
 
 def learner_total(count: int, passes: int, learners: int | None) -> int:
@@ -265,9 +376,15 @@ def _with_total_examples(batches, config: LearnerConfig, keyed: bool, learners: 
         return batches | "PairWithCount" >> beam.Map(lambda batch: (batch, total))
     if keyed:
         counts = batches | "CountExamples" >> beam.CombinePerKey(_CountExamples(config))
-        return batches | "PairWithCount" >> beam.Map(
-            lambda pair, totals: (pair[0], (pair[1], learner_total(totals[pair[0]], passes, learners))),
-            beam.pvalue.AsDict(counts),
+        return (
+            {"batches": batches, "count": counts}
+            | "JoinCount" >> beam.CoGroupByKey()  # a keyed join: no worker holds every key's count
+            | "PairWithCount" >> beam.FlatMapTuple(
+                lambda key, grouped: (
+                    (key, (batch, learner_total(next(iter(grouped["count"]), 0), passes, learners)))
+                    for batch in grouped["batches"]
+                )
+            )
         )
     count = batches | "CountExamples" >> beam.CombineGlobally(_CountExamples(config))
     return batches | "PairWithCount" >> beam.Map(
@@ -408,9 +525,13 @@ class _ReportModel(beam.DoFn):
         self.examples = Metrics.counter("polybeam.train", "examples_trained")
 
     def process(self, element):
-        model = element[1] if self.keyed else element
-        self.nonzero.update(model.nonzero)
-        self.examples.inc(int(model.metadata.get("examples", 0)))
+        if isinstance(element, KeyShard):
+            models = [model for _, model in element]
+        else:
+            models = [element[1] if self.keyed else element]
+        for model in models:
+            self.nonzero.update(model.nonzero)
+            self.examples.inc(int(model.metadata.get("examples", 0)))
         yield element
 
 
@@ -470,6 +591,20 @@ class Train(beam.PTransform):
         Emit a model even when no example arrives (all its weights zero);
         without it such a job fails (``InputRejected``) rather than write a
         model that learned nothing.
+    key_shards : int, default KEY_SHARDS
+        Per key: how many shards the keys are hashed into. Each shard's
+        examples go to one worker, whose DoFn trains the shard's keys one after
+        the other, each with all its passes (one learner per key, a state of
+        the slots the key touches: memory and time follow the data, not the
+        number of keys times ``2**bits``). With ``checkpoint_dir`` or when
+        resuming, per-key learners go through the passes as one learner does,
+        a key per element, each later pass joining a key's state to its
+        examples (``CoGroupByKey``).
+    keyed_output : {"pairs", "shards"}, default "pairs"
+        Per key: emit ``(key, Model)`` pairs, or (what ``WriteKeyedModels``
+        writes best) one :class:`~polybeam.transforms.key_shards.KeyShard` of
+        many keys' models per shard. With ``checkpoint_dir`` or when resuming,
+        always pairs.
 
     The input is a PCollection of ExampleBatch, or what
     :class:`~polybeam.transforms.read.ReadExamples` returns
@@ -491,6 +626,8 @@ class Train(beam.PTransform):
         checkpoints_after=(),
         progress: bool = False,
         allow_empty: bool = False,
+        key_shards: int = KEY_SHARDS,
+        keyed_output: str = "pairs",
         **settings,
     ):
         super().__init__()
@@ -511,11 +648,24 @@ class Train(beam.PTransform):
         self.checkpoints_after = tuple(checkpoints_after)
         self.progress = progress
         self.allow_empty = allow_empty
+        if key_shards < 1:
+            raise ValueError(f"key_shards must be at least 1, got {key_shards}")
+        self.key_shards = key_shards
+        if keyed_output not in ("pairs", "shards"):
+            raise ValueError(f"keyed_output must be 'pairs' or 'shards', got {keyed_output!r}")
+        self.keyed_output = keyed_output
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
         batches, checks = self._checked_input(batches)
         self._input_checks = tuple(checks)
+        if keyed and self.checkpoint_dir is None and self.first_pass == 1:
+            # Per key: shards of keys, each shard's keys trained in one DoFn (no Beam element per key).
+            shards = self._train_shards(batches)
+            if checks:
+                shards = shards | "AfterInputChecks" >> WaitOn(*checks)
+            shards = shards | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
+            return shards if self.keyed_output == "shards" else shards | "PerKey" >> beam.FlatMap(pairs)
         batches = split_by_key(batches, self.key)
         # The held-out examples, taken out once: every pass's judgement reads them (a tenth of the input).
         held = batches | "HeldOut" >> beam.FlatMap(_held_out, config, keyed) if config.holds_out else None
@@ -529,15 +679,39 @@ class Train(beam.PTransform):
         else:
             states, number = self.initial, self.first_pass - 1
         for number in range(number + 1, config.passes + 1):
-            start = beam.pvalue.AsDict(states) if keyed else beam.pvalue.AsSingleton(states)
-            partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), start)
-            merged = partial | f"Pass{number}" >> self._merge(keyed)
+            if keyed:  # each key's state joined to its batches: a keyed join, not a broadcast of every key
+                merged = (
+                    {"state": states, "batches": batches}
+                    | f"Join{number}" >> beam.CoGroupByKey()
+                    | f"Learn{number}" >> beam.ParDo(_LearnKeyPass(config, self.progress))
+                )
+            else:
+                start = beam.pvalue.AsSingleton(states)
+                partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), start)
+                merged = partial | f"Pass{number}" >> self._merge(keyed)
             states = self._judged(held, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
         if checks:
             models = models | "AfterInputChecks" >> WaitOn(*checks)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
+
+    def _train_shards(self, batches):
+        """``(key, Model)`` of every key: examples grouped by a hash of their key into ``key_shards``
+        shards (joined to the initial learners' shards in a warm start), each shard's keys trained in turn."""
+        shards = self.key_shards
+        grouped = {"batches": batches | "SplitByShard" >> beam.ParDo(SplitByShard(self.key, shards))}
+        if self.initial is not None:
+            grouped["initial"] = (
+                self.initial
+                | "ForgetPasses" >> beam.Map(_without_record, True)
+                | "InitialShards" >> beam.Map(lambda pair: (shard_of(key_text(pair[0]), shards), pair))
+            )
+        return (
+            grouped
+            | "GroupShards" >> beam.CoGroupByKey()
+            | "TrainShards" >> beam.ParDo(_TrainShard(self.config, self.metadata, shards))
+        )
 
     def _judged(self, held, merged, previous, number: int, keyed: bool):
         """The learners after pass ``number``, judged on the held-out examples ``held`` when the config
@@ -547,12 +721,18 @@ class Train(beam.PTransform):
         config = self.config
         if not config.holds_out:
             return merged
-        side = beam.pvalue.AsDict(merged) if keyed else beam.pvalue.AsSingleton(merged)
-        scores = (
-            held
-            | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(keyed), side)
-            | f"SumHoldout{number}" >> beam.CombinePerKey(_SumHoldoutScores())
-        )
+        if keyed:  # each key's state joined to its held-out examples
+            scores = (
+                {"state": merged, "held": held}
+                | f"JoinHeldOut{number}" >> beam.CoGroupByKey()
+                | f"ScoreHoldout{number}" >> beam.FlatMap(_score_key)
+            )
+        else:
+            scores = (
+                held
+                | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(keyed), beam.pvalue.AsSingleton(merged))
+                | f"SumHoldout{number}" >> beam.CombinePerKey(_SumHoldoutScores())
+            )
         joined = {"state": merged if keyed else merged | f"KeyState{number}" >> beam.Map(lambda state: (None, state)),
                   "score": scores}  # fmt: skip
         if previous is not None:
@@ -582,7 +762,7 @@ class Train(beam.PTransform):
 
     def _first_pass(self, batches, keyed: bool):
         config = self.config
-        first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress)
+        first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress, sparse=keyed)
         first_input = batches
         if config.expand == "apple" and config.examples_per_pass is not None:
             first_input = _with_total_examples(batches, config, keyed, self.learners, config.examples_per_pass)
@@ -599,7 +779,7 @@ class Train(beam.PTransform):
 
     def _merge(self, keyed: bool):
         """The transform that averages partial learners (per key), through a merge tree with ``fanout``."""
-        merge = MergeLearnersFn(self.config, output="state")
+        merge = MergeLearnersFn(self.config, output="state", sparse=keyed)
         if self.fanout is not None:
             return _MergeTree(merge, self.fanout, keyed)
         return beam.CombinePerKey(merge) if keyed else beam.CombineGlobally(merge)

@@ -20,7 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from polybeam import datasets
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.options import given_options
-from polybeam.transforms.keyed_files import read_index
+from polybeam.transforms.keyed_files import KeyedFolder, read_index
 from polybeam.transforms.model_io import WriteModel, read_model
 from polybeam.transforms.provenance import RecordOrigin
 from polybeam.transforms.read import ReadExamples
@@ -240,7 +240,7 @@ def test_a_per_key_folder_records_its_input_and_scores_as_it_was_read(tmp_path, 
     assert code == 0, stderr
     index = read_index(str(models))
     assert index["input"]["key_column"] == "store" and index["input"]["id_column"] == "rid"
-    model = read_model(str(models / index["entries"]["a"]["file"]))
+    model = KeyedFolder(str(models)).model("a")
     assert model.input == index["input"] and model.provenance["read"]["examples"] == 200
     code, stdout, stderr = run(capsys, "predict", "--input", tmp_path / "rows.csv", "--model", models,
                                "--output", tmp_path / "p", "--num-shards", "1")  # fmt: skip

@@ -18,6 +18,7 @@ from polybeam.datasets.per_key import PerKeyTask, write_per_key
 from polybeam.datasets.synthetic import PlantedPolynomial, write_dataset
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.launch import as_flags
+from polybeam.transforms.keyed_files import KeyedFolder
 from polybeam.transforms.model_io import read_model
 
 
@@ -179,7 +180,7 @@ def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_k
                            "--key", "tag", "--model", tmp_path / "keys")  # fmt: skip
     assert code == 0 and trained["keys"] == 1000 and trained["examples_trained"] == 150_000 and trained["reconciles"]
     index = json.loads((tmp_path / "keys" / "index.json").read_text())
-    assert index["key"] == "tag" and len(index["entries"]) == 1000
+    assert index["key"] == "tag" and index["keys"] == 1000 and len(dict(KeyedFolder(str(tmp_path / "keys")).entries())) == 1000
     assert run(capsys, "train", "--input", per_key["train_vw"], *common, "--loss", "logistic",
                "--model", tmp_path / "global.model")[0] == 0  # fmt: skip
 

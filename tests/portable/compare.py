@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from polybeam.learners.state_file import read_learner_state
-from polybeam.transforms.keyed_files import INDEX_NAME
+from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder
 from polybeam.transforms.model_io import read_model
 
 RTOL = 1e-9
@@ -134,10 +134,11 @@ def with_folder(value, folder: str):
     return value.replace(folder, OUT) if isinstance(value, str) else value
 
 
-def assert_same_model(portable_path, in_process_path) -> None:
+def assert_same_model(portable_path, in_process_path, models=None) -> None:
     """Two model files hold the same model: settings, slots, names, polynomial structure exactly; weights to RTOL;
-    metadata by :func:`learned`, paths in their run folders."""
-    portable, in_process = read_model(str(portable_path)), read_model(str(in_process_path))
+    metadata by :func:`learned`, paths in their run folders. ``models``: the two models, when they were read
+    already (from a per-key folder's shards: then the paths are the two folders)."""
+    portable, in_process = models or (read_model(str(portable_path)), read_model(str(in_process_path)))
     folders = run_folders(portable_path, in_process_path)
     assert portable.config.to_dict() == in_process.config.to_dict()
     np.testing.assert_array_equal(portable.slots, in_process.slots)
@@ -182,14 +183,18 @@ def assert_same_per_key_models(portable_folder, in_process_folder) -> None:
     key's file name, examples and non-zero weights: exactly; progressive
     losses to RTOL/ATOL. Each key's model: :func:`assert_same_model`.
     """
-    portable, in_process = read_index(portable_folder), read_index(in_process_folder)
-    facts = {kind: {key: value for key, value in index.items() if key != "entries"}
-             for kind, index in (("portable", portable), ("in-process", in_process))}  # fmt: skip
+    portable, in_process = KeyedFolder(str(portable_folder)), KeyedFolder(str(in_process_folder))
+    summed = ("progressive_loss",)  # over every key: a float sum, so to RTOL
+    facts = {kind: {key: value for key, value in folder.index.items() if key not in summed}
+             for kind, folder in (("portable", portable), ("in-process", in_process))}  # fmt: skip
     assert facts["portable"] == facts["in-process"], f"index facts: {facts['portable']} != {facts['in-process']}"
+    assert_close({name: portable.index[name] for name in summed}, {name: in_process.index[name] for name in summed},
+                 "index")  # fmt: skip
     # Keys and each entry's fields exactly, its numbers by assert_close's rules (the losses are floats).
-    assert_close(portable["entries"], in_process["entries"], "index.entries")
-    for entry in in_process["entries"].values():
-        assert_same_model(Path(portable_folder) / entry["file"], Path(in_process_folder) / entry["file"])
+    entries = dict(in_process.entries())
+    assert_close(dict(portable.entries()), entries, "index.entries")
+    for key in entries:
+        assert_same_model(portable_folder, in_process_folder, models=(portable.model(key), in_process.model(key)))
 
 
 def assert_same_lines(portable_path, in_process_path) -> None:

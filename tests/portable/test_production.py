@@ -51,7 +51,7 @@ def assert_same_per_key_training(runs, split, key: str) -> None:
     assert in_process["keys"] == split.keys and in_process["examples_trained"] == split.keys * split.train_per_key
     assert in_process["reconciles"] and in_process["dead_letters"] == 0
     assert_same_report(runs)
-    check_per_key_index(read_index(runs.in_process_dir / "models"), split, key)
+    check_per_key_index(read_index(runs.in_process_dir / "models"), split, key, str(runs.in_process_dir / "models"))
     assert_same_per_key_models(runs.portable_dir / "models", runs.in_process_dir / "models")
 
 

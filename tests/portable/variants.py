@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from polybeam.learners.model import Model
+from polybeam.transforms.keyed_files import KeyedFolder
 
 
 @dataclass(frozen=True)
@@ -107,9 +108,10 @@ PER_KEY_VARIANTS = {
 }
 
 
-def check_per_key_index(index: dict, split, key: str) -> None:
+def check_per_key_index(index: dict, split, key: str, folder: str) -> None:
     """The index of a per-key folder trained on ``split``: one model per key, each of that key's examples only."""
     assert index["kind"] == "polybeam-keyed-models" and index["key"] == key
-    assert sorted(index["entries"]) == sorted(f"key{number}" for number in range(split.keys))
-    assert {entry["examples"] for entry in index["entries"].values()} == {split.train_per_key}
-    assert all(entry["file"] == f"models/k{name}.model" for name, entry in index["entries"].items())
+    entries = dict(KeyedFolder(folder, index).entries())
+    assert sorted(entries) == sorted(f"key{number}" for number in range(split.keys)) and index["keys"] == split.keys
+    assert {entry["examples"] for entry in entries.values()} == {split.train_per_key}
+    assert index["layout"] == "shards" and all(file.endswith(".keys") for file in index["files"].values())

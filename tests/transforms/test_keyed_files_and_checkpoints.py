@@ -17,7 +17,7 @@ from polybeam.learners.holdout import training_count
 from polybeam.learners.model import Model
 from polybeam.learners.state_file import read_learner_state
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass, state_path
-from polybeam.transforms.keyed_files import MAX_STEM, key_file_stem, read_index
+from polybeam.transforms.keyed_files import MAX_STEM, KeyedFolder, key_file_stem, read_index
 from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.model_io import WriteModel, read_model
 from polybeam.transforms.routing import ModelLibrary, WriteKeyedModels
@@ -45,9 +45,10 @@ def test_hostile_keys_stay_inside_the_folder_and_round_trip(tmp_path):
         _ = p | beam.Create(models) | WriteKeyedModels(folder, key="tag")
     written = [os.path.relpath(os.path.join(root, name), tmp_path) for root, _, names in os.walk(tmp_path) for name in names]
     assert all(path.startswith("models" + os.sep) for path in written)
-    assert len(written) == len(HOSTILE_KEYS) + 1  # every model, and the index
     index = read_index(folder)
-    assert sorted(index["entries"]) == sorted(HOSTILE_KEYS) and index["key"] == "tag"
+    assert len(written) == len(index["files"]) + 1 == 2  # a shard of models (few keys: one), and the index
+    assert sorted(key for key, _ in KeyedFolder(folder).entries()) == sorted(HOSTILE_KEYS) and index["key"] == "tag"
+    assert index["keys"] == len(HOSTILE_KEYS)
     library = ModelLibrary(folder)
     for i, key in enumerate(HOSTILE_KEYS):
         assert library.model(key).weights.tolist() == [float(i)]
@@ -80,7 +81,7 @@ def train(data, config, folder, *, key=None, initial_path=None, keyed_initial=Fa
     if key is None:
         return read_model(os.path.join(folder, "model"))
     library = ModelLibrary(os.path.join(folder, "keyed"))
-    return {key: library.model(key) for key in library.index["entries"]}
+    return {key: library.model(key) for key, _ in library.keyed.entries()}
 
 
 def test_train_checkpoints_every_pass_and_resumes_to_the_same_model(tmp_path):

@@ -1,0 +1,252 @@
+"""Shard files of per-key models: many keys' sparse models in one file, with an index at its end.
+
+A folder of per-key models holds a few shard files (``shard-00003-of-00016.keys``)
+and ``index.json``; a key's models lives in shard ``shard_of(key, shards)``, a
+hash of the key's text, so a reader finds it without a list of every key. A
+shard file is::
+
+    b"POLYBEAM-KEYS\\n"
+    one record per key            a self-checking container (polybeam.learners.container)
+                                  with the key's own metadata and arrays (slots, weights,
+                                  clip ranges, the factor table of apple's products)
+    the shard's index             a container: the config, the metadata and feature names
+                                  every key shares, the keys, one entry per key (examples,
+                                  progressive loss, non-zero weights, holdout), record offsets
+    uint64 little-endian          the index's length
+    b"PBKEYEND"
+
+so a reader reads the 16 bytes at the end, then the index, then only the
+records of the keys it needs (:class:`ShardReader` takes a function that reads a
+byte range: a local file, or any Beam file system). What every key shares
+(the config, how the input was read, the provenance, the feature names) is
+written once per shard, not once per key: a key's record is its weights and
+its own figures, about a kilobyte for 20 features. Per-key models keep no
+learning curve (a line per doubling of a key's few examples).
+
+>>> from polybeam.learners.batch import ExampleBatch
+>>> from polybeam.learners.linear import LinearLearner
+>>> from polybeam.learners.config import LearnerConfig
+>>> def model(label):
+...     rows = [(label, {3: 1.0})] * 4
+...     return LinearLearner(LearnerConfig(loss="squared", bits=8)).learn(ExampleBatch.from_rows(rows, bits=8)).to_model()
+>>> data = shard_bytes([("a", model(1.0)), ("b", model(-1.0))])
+>>> reader = ShardReader.of_bytes(data)
+>>> reader.keys(), reader.model("b").predict(ExampleBatch.from_rows([(0.0, {3: 1.0})], bits=8)).round(1).tolist()
+(['a', 'b'], [-1.0])
+>>> reader.entry("a")["examples"], reader.model("z")
+(4, None)
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from polybeam.learners import container
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.model import Expansion, FactorTable, Model, ModelFileError
+
+SHARD_MAGIC = b"POLYBEAM-KEYS\n"
+_RECORD_MAGIC = b"PBKEY\n"
+_INDEX_MAGIC = b"POLYBEAM-KEY-INDEX\n"
+_TAIL = struct.Struct("<Q8s")
+_TAIL_MARK = b"PBKEYEND"
+VERSION = 1
+# Metadata every key of a run shares, written once per shard.
+SHARED_METADATA = ("input", "provenance", "input_format")
+# Metadata a per-key model leaves out (see the module docstring).
+DROPPED_METADATA = ("learning_curve",)
+SHARD_SUFFIX = ".keys"
+
+
+def shard_of(key: str, shards: int) -> int:
+    """The shard of ``key`` (its text, as the index writes it) among ``shards``: stable across runs and machines.
+
+    >>> shard_of("store 12", 16), shard_of("", 16)
+    (1, 0)
+    """
+    return zlib.crc32(key.encode("utf-8", errors="surrogateescape")) % shards
+
+
+def shard_name(number: int, shards: int) -> str:
+    return f"shard-{number:05d}-of-{shards:05d}{SHARD_SUFFIX}"
+
+
+def entry_of(model: Model) -> dict:
+    """What the index says of a key's model: kind, examples, progressive loss, non-zero weights, holdout."""
+    meta = model.metadata
+    entry = {"kind": model.kind, "examples": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
+             "nonzero_weights": model.nonzero}  # fmt: skip
+    holdout = meta.get("holdout")
+    if holdout:  # each key's learner was judged on its own held-out examples
+        entry.update(holdout_loss=holdout["best_loss"], best_pass=holdout["best_pass"],
+                     stopped_after=holdout["stopped_after"])  # fmt: skip
+    return entry
+
+
+def _record(model: Model) -> bytes:
+    arrays = {"slots": model.slots.astype("<i8"), "weights": model.weights.astype("<f8")}
+    if len(model.monomials.slots):
+        arrays.update(monomial_slots=model.monomials.slots.astype("<i8"),
+                      monomial_offsets=model.monomials.offsets.astype("<i8"),
+                      monomial_factors=model.monomials.factors.astype("<i8"))  # fmt: skip
+    if model.clip_low is not None:
+        arrays.update(clip_low=model.clip_low.astype("<f8"), clip_high=model.clip_high.astype("<f8"))
+    own = {name: value for name, value in model.metadata.items()
+           if name not in SHARED_METADATA and name not in DROPPED_METADATA}  # fmt: skip
+    header = {"metadata": own, "expansion": None if model.expansion is None else model.expansion.to_dict()}
+    return container.pack(_RECORD_MAGIC, VERSION, header, arrays)
+
+
+def shard_bytes(models: Iterable[tuple[str, Model]], *, names: dict | None = None, shared: dict | None = None) -> bytes:
+    """The bytes of a shard file holding ``(key text, Model)`` pairs (keys in sorted order; one config).
+
+    ``names`` (slot -> feature name) and ``shared`` (metadata such as ``input`` and ``provenance``): what
+    the keys share when their models do not carry it themselves (else the first model's is written)."""
+    models = sorted(models, key=lambda pair: pair[0])
+    if not models:
+        raise ValueError("a shard holds at least one key's model")
+    config = models[0][1].config
+    names = {str(slot): name for slot, name in (names or {}).items()}
+    parts, offsets, entries = [SHARD_MAGIC], [len(SHARD_MAGIC)], []
+    for key, model in models:
+        if model.config != config:
+            raise ValueError(f"the models of one folder share one config; {key!r}'s differs")
+        for slot, name in model.names.items():
+            names.setdefault(str(slot), name)
+        record = _record(model)
+        parts.append(record)
+        offsets.append(offsets[-1] + len(record))
+        entries.append(entry_of(model))
+    first = {**models[0][1].metadata, **(shared or {})}
+    header = {"config": config.to_dict(), "shared": {name: first[name] for name in SHARED_METADATA if name in first},
+              "names": names, "keys": [key for key, _ in models], "entries": entries}  # fmt: skip
+    index = container.pack(_INDEX_MAGIC, VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
+    parts.append(index)
+    parts.append(_TAIL.pack(len(index), _TAIL_MARK))
+    return b"".join(parts)
+
+
+class ShardReader:
+    """The models of one shard file, read a key at a time (see the module docstring).
+
+    ``read_range(start, stop)`` returns those bytes of the file (negative
+    ``start``: from the end); ``what`` names the file in errors.
+    """
+
+    def __init__(self, read_range: Callable[[int, int | None], bytes], what: str = "shard file"):
+        self.read_range = read_range
+        self.what = what
+        tail = read_range(-_TAIL.size, None)
+        if len(tail) != _TAIL.size or not tail.endswith(_TAIL_MARK):
+            raise ModelFileError(f"{what} is not a polybeam shard of per-key models (or is truncated)")
+        (length, _) = _TAIL.unpack(tail)
+        data = read_range(-_TAIL.size - length, -_TAIL.size)
+        try:
+            _, header, arrays = container.unpack(data, _INDEX_MAGIC, newest=VERSION, what=f"{what} index")
+        except container.FormatError as error:
+            raise ModelFileError(str(error)) from None
+        self.config = LearnerConfig.from_dict(header["config"])
+        self.shared = header["shared"]
+        self.names = {int(slot): name for slot, name in header["names"].items()}
+        self._keys: list[str] = header["keys"]
+        self._position = {key: i for i, key in enumerate(self._keys)}
+        self._entries: list[dict] = header["entries"]
+        self._offsets = arrays["offsets"].astype(np.int64)
+
+    @classmethod
+    def of_bytes(cls, data: bytes, what: str = "shard file") -> "ShardReader":
+        return cls(lambda start, stop: data[start:stop], what)
+
+    def keys(self) -> list[str]:
+        return list(self._keys)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._position
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def entry(self, key: str) -> dict | None:
+        position = self._position.get(key)
+        return None if position is None else self._entries[position]
+
+    def entries(self) -> Iterable[tuple[str, dict]]:
+        return zip(self._keys, self._entries)
+
+    def model(self, key: str) -> Model | None:
+        """``key``'s model (None when the shard has none), read from its record alone."""
+        position = self._position.get(key)
+        if position is None:
+            return None
+        data = self.read_range(int(self._offsets[position]), int(self._offsets[position + 1]))
+        try:
+            _, header, arrays = container.unpack(data, _RECORD_MAGIC, newest=VERSION, what=f"{self.what}, key {key!r}")
+        except container.FormatError as error:
+            raise ModelFileError(str(error)) from None
+        slots = arrays["slots"].astype(np.int64)
+        monomials = (FactorTable(arrays["monomial_slots"].astype(np.int64), arrays["monomial_offsets"].astype(np.int64),
+                                 arrays["monomial_factors"].astype(np.int64))
+                     if "monomial_slots" in arrays else {})  # fmt: skip
+        names = {int(slot): self.names[int(slot)] for slot in slots if int(slot) in self.names}
+        return Model(
+            config=self.config,
+            slots=slots,
+            weights=arrays["weights"].astype(np.float64),
+            metadata={**self.shared, **header["metadata"]},
+            names=names,
+            expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
+            monomials=monomials,
+            clip_low=arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None,
+            clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
+        )
+
+    def models(self) -> Iterable[tuple[str, Model]]:
+        """Every key's model, in key order."""
+        for key in self._keys:
+            yield key, self.model(key)
+
+
+def summarise(entries: Sequence[dict]) -> dict:
+    """Figures over keys' index entries: keys, examples, the example-weighted progressive loss (over
+    ``examples_with_loss``), non-zero weights, and the holdout's judged / released / stopped-early keys.
+
+    >>> summarise([{"examples": 10, "progressive_loss": 0.5, "nonzero_weights": 3},
+    ...            {"examples": 30, "progressive_loss": 0.1, "nonzero_weights": 2}])["progressive_loss"]
+    0.2
+    """
+    losses = [(entry["progressive_loss"], entry.get("examples") or 0) for entry in entries
+              if entry.get("progressive_loss") is not None]  # fmt: skip
+    weight = sum(count for _, count in losses)
+    summary = {"keys": len(entries), "examples": sum(entry.get("examples") or 0 for entry in entries),
+               "nonzero_weights": sum(entry.get("nonzero_weights") or 0 for entry in entries),
+               "progressive_loss": sum(loss * count for loss, count in losses) / weight if weight else None,
+               "examples_with_loss": weight}  # fmt: skip
+    held = [entry for entry in entries if "best_pass" in entry]
+    if held:
+        judged = [entry for entry in held if entry["best_pass"] is not None]
+        summary["holdout"] = {"keys_judged": len(judged), "keys_released": len(held) - len(judged),
+                              "keys_stopped_early": sum(1 for entry in judged if entry.get("stopped_after"))}  # fmt: skip
+    return summary
+
+
+def add_summaries(summaries: Sequence[dict]) -> dict:
+    """The :func:`summarise` of all the entries that ``summaries`` summarise, one part each.
+
+    >>> parts = [summarise([{"examples": 10, "progressive_loss": 0.5}]), summarise([{"examples": 30, "progressive_loss": 0.1}])]
+    >>> total = add_summaries(parts)
+    >>> total["keys"], total["examples"], round(total["progressive_loss"], 6)
+    (2, 40, 0.2)
+    """
+    total = {name: sum(part[name] for part in summaries) for name in ("keys", "examples", "nonzero_weights",
+                                                                     "examples_with_loss")}  # fmt: skip
+    weighted = sum(part["progressive_loss"] * part["examples_with_loss"] for part in summaries
+                   if part["progressive_loss"] is not None)  # fmt: skip
+    total["progressive_loss"] = weighted / total["examples_with_loss"] if total["examples_with_loss"] else None
+    held = [part["holdout"] for part in summaries if "holdout" in part]
+    if held:
+        total["holdout"] = {name: sum(part[name] for part in held) for name in held[0]}
+    return total
