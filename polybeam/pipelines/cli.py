@@ -54,7 +54,8 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
 
 def _inspect_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"], allow_abbrev=False)
-    parser.add_argument("--model", required=True, help="path of the model file")
+    parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
+    parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--top", type=int, default=20, help="how many of the largest weights to list (default: 20)")
     return parser
@@ -169,11 +170,39 @@ def _print_json(report: dict) -> None:
     print(json.dumps(finite(report), sort_keys=True))
 
 
+def _is_folder(path: str) -> bool:
+    """Whether ``path`` is a folder of per-key models (it holds an index.json)."""
+    from polybeam.transforms.files import exists
+    from polybeam.transforms.keyed_files import INDEX_NAME, join
+
+    return exists(join(path, INDEX_NAME))
+
+
 def _run_inspect(argv: Sequence[str]) -> int:
     from polybeam.transforms.model_io import read_model
 
     args = _inspect_parser().parse_args(list(argv))
-    model = read_model(args.model)
+    if _is_folder(args.model):
+        from polybeam.pipelines.keyed_summary import describe, keyed_summary
+        from polybeam.transforms.keyed_files import KeyedFolder
+
+        if args.key is None:
+            summary = keyed_summary(args.model, top=args.top)
+            if args.json:
+                _print_json(summary)
+            else:
+                print(describe(summary))
+            return 0
+        model = KeyedFolder(args.model).model(args.key)
+        if model is None:
+            print(f"polybeam inspect: {args.model} has no model for key {args.key!r}", file=sys.stderr)
+            return 2
+    elif args.key is not None:
+        print(f"polybeam inspect: --key applies to a folder of per-key models; {args.model} is a model file",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    else:
+        model = read_model(args.model)
     if args.json:
         _print_json(model.summary_dict(args.top))
         return 0

@@ -350,6 +350,79 @@ class PolybeamModelHandler(_PolybeamHandler):
             raise ValueError(f"PolybeamModelHandler takes no inference_args, got {sorted(inference_args)}")
 
 
+class PerKeyModelHandler(_PolybeamHandler):
+    """A folder of per-key models (``polybeam train --key``) as RunInference's model: elements are
+    ``(key, example)`` pairs, results ``(key, PredictionResult)``, each example scored by its key's model.
+
+    The folder's shards are read a key at a time as keys arrive (a worker never loads every key's
+    model; see :class:`~polybeam.transforms.routing.ModelLibrary`). A key without a model is scored
+    by ``fallback_model_uri`` when given, else fails its batch with a message naming the key
+    (``RunInference(...).with_exception_handling()`` dead-letters such batches). The other arguments
+    are :class:`PolybeamModelHandler`'s.
+
+    >>> import apache_beam as beam
+    >>> from apache_beam.ml.inference.base import RunInference
+    >>> from polybeam.learners.config import LearnerConfig
+    >>> from polybeam.learners.linear import LinearLearner
+    >>> from polybeam.learners.batch import ExampleBatch
+    >>> from polybeam.transforms.routing import WriteKeyedModels
+    >>> import tempfile, os
+    >>> folder = os.path.join(tempfile.mkdtemp(), "models")
+    >>> def model(sign):
+    ...     rows = [(sign, {1: 1.0}), (-sign, {2: 1.0})] * 50
+    ...     return LinearLearner(LearnerConfig(loss="logistic")).fit([ExampleBatch.from_rows(rows)]).to_model()
+    >>> with beam.Pipeline("FnApiRunner") as p:
+    ...     _ = p | beam.Create([("eu", model(1.0)), ("us", model(-1.0))]) | WriteKeyedModels(folder, key="tag")
+    >>> with beam.Pipeline("FnApiRunner") as p:
+    ...     _ = (p | beam.Create([("eu", {1: 1.0}), ("us", {1: 1.0})])
+    ...            | RunInference(PerKeyModelHandler(folder, output="label"))
+    ...            | beam.MapTuple(lambda key, result: print(key, result.inference)))
+    eu 1
+    us -1
+    """
+
+    def __init__(self, folder_uri: str, *, input_format: str = "dict", output: str | None = None,
+                 fallback_model_uri: str | None = None, format_options: Mapping[str, Any] | None = None,
+                 **batching):  # fmt: skip
+        if output is not None:
+            _check_choice("output", output, OUTPUTS)
+        super().__init__(folder_uri, input_format=input_format, format_options=format_options,
+                         namespace=METRICS_NAMESPACE, **batching)  # fmt: skip
+        self._output = output
+        self._fallback = fallback_model_uri
+
+    def load_model(self):
+        from polybeam.transforms.routing import ModelLibrary
+
+        library = ModelLibrary(self._uri, self._fallback)
+        self._reader(library.index.get("input"))  # input the models cannot read fails here, before any example
+        return library
+
+    def run_inference(self, batch: Sequence, model, inference_args: dict | None = None) -> Iterable:
+        by_key: dict = {}
+        for position, (key, example) in enumerate(batch):
+            by_key.setdefault(key, []).append((position, example))
+        results: list = [None] * len(batch)
+        for key, members in by_key.items():
+            keyed = model.model(key)
+            if keyed is None:
+                raise InferenceError(f"no model for key {key!r} in {self._uri} (and no fallback model)")
+            model_id = f"{self._uri}#{key}" if model.keyed.has(key) else self._fallback
+            scored = self._score([example for _, example in members], bits=keyed.config.bits, seed=keyed.config.seed,
+                                 recorded=keyed.input,
+                                 score=lambda examples, m=keyed, i=model_id: (_model_outputs(m, examples, self._output), i))  # fmt: skip
+            for (position, _), result in zip(members, scored):
+                results[position] = (key, result)
+        return results
+
+    def get_num_bytes(self, batch: Sequence) -> int:
+        return super().get_num_bytes([example for _, example in batch])
+
+    def validate_inference_args(self, inference_args: dict | None):
+        if inference_args:
+            raise ValueError(f"PerKeyModelHandler takes no inference_args, got {sorted(inference_args)}")
+
+
 class AnytimeModelHandler(_PolybeamHandler):
     """Anytime prefixes (``polybeam sequence --output``) as RunInference's model.
 

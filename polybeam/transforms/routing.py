@@ -11,6 +11,7 @@ when there is one, else become dead letters that say so.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import NamedTuple
 
@@ -163,7 +164,8 @@ def _write_shard(shard: KeyShard, folder: str) -> dict:
     data = shard_bytes(((key_text(key), model) for key, model in shard), names=shard.names, shared=shard.shared)
     write_atomically(join(folder, file), data)
     entries = [entry_of(model) for _, model in shard]
-    return {"shard": shard.shard, "shards": shard.shards, "file": file, "summary": summarise(entries)}
+    config = shard.models[0][1].config.to_dict()
+    return {"shard": shard.shard, "shards": shard.shards, "file": file, "summary": summarise(entries), "config": config}
 
 
 def _as_shard(element, shards: int) -> KeyShard:
@@ -176,8 +178,12 @@ def _write_sharded_index(written: list, folder: str, facts: dict) -> str:
     if len(counts) > 1:
         raise ValueError(f"shards of different counts in one folder: {sorted(counts)}")
     summary = add_summaries([part["summary"] for part in written]) if written else add_summaries([summarise([])])
+    configs = {json.dumps(part["config"], sort_keys=True) for part in written}
+    if len(configs) > 1:
+        raise ValueError("the models of one folder share one config; these differ")
+    recorded = {"config": json.loads(configs.pop())} if configs else {}
     path = join(folder, INDEX_NAME)
-    write_json(path, {**facts, "kind": KEYED_MODELS, "layout": "shards", "shards": counts.pop() if counts else 1,
+    write_json(path, {**recorded, **facts, "kind": KEYED_MODELS, "layout": "shards", "shards": counts.pop() if counts else 1,
                       "files": {str(part["shard"]): part["file"] for part in sorted(written, key=lambda p: p["shard"])},
                       **summary})  # fmt: skip
     return path

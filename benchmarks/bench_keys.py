@@ -1,0 +1,150 @@
+"""Per-key learners at scale: time and memory against the number of keys, next to one global model.
+
+The issue's task, as a new user would meet it: a CSV file of rows with 20
+numeric features, a logistic label and a ``key`` column, keys interleaved at
+random (a user's data is not sorted by key). Each configuration trains with
+``polybeam train --loss logistic`` and polybeam's defaults twice, in the same
+run, on the same rows: one global model (``--ignore-columns key``), and one
+model per key (``--key column:key``). Both are whole commands in a fresh
+process; the figures are the wall time and the peak memory of the process
+(the in-process runner: the launcher is the worker), best of ``--repeats``.
+
+Targets (issue 23): 10,000 keys x 10 rows at most 3x the global model's time
+and at most 1 GiB; 1,000,000 keys x 10 rows (10M rows) at most 3x the global
+model's time and at most 4 GiB.
+
+Usage::
+
+    python benchmarks/bench_keys.py                       # 2,000 x 50, 10,000 x 10, 100,000 x 10
+    python benchmarks/bench_keys.py --full                # and 1,000,000 x 10 (10M rows, ~2 GB of CSV)
+    python benchmarks/bench_keys.py --sizes 10000x10 --repeats 1 --out /tmp/k --results /tmp/k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from harness import load_average, machine_info, markdown_table, measured_run, write_report  # noqa: E402
+
+FEATURES = 20
+DEFAULT_SIZES = ("2000x50", "10000x10", "100000x10")
+FULL_SIZES = DEFAULT_SIZES + ("1000000x10",)
+TARGETS = {"10000x10": (3.0, 1 << 30), "1000000x10": (3.0, 4 << 30)}
+
+
+def write_rows(path: str, keys: int, rows_per_key: int, seed: int = 0, chunk: int = 1_000_000) -> int:
+    """Write ``keys * rows_per_key`` rows (key, label, x0..x19) in a random order of keys; returns the rows.
+
+    Each key's label is logistic in a shared weight vector plus the key's own
+    offset, so per-key models have something of their own to learn."""
+    rng = np.random.default_rng(seed)
+    rows = keys * rows_per_key
+    order = rng.permutation(np.repeat(np.arange(keys, dtype=np.int64), rows_per_key))
+    shared = rng.normal(size=FEATURES)
+    columns = ["key", "label"] + [f"x{i}" for i in range(FEATURES)]
+    schema = pa.schema([("key", pa.string()), ("label", pa.int8())] + [(name, pa.float64()) for name in columns[2:]])
+    with pacsv.CSVWriter(path, schema) as writer:
+        for start in range(0, rows, chunk):
+            key = order[start : start + chunk]
+            n = len(key)
+            x = np.round(rng.normal(size=(n, FEATURES)), 3)
+            offsets = np.random.default_rng(key * 7919 + seed).normal(size=(n, FEATURES)) * 0.5  # each key's own
+            margin = np.einsum("ij,ij->i", x, shared + offsets)
+            label = (rng.random(n) < 1 / (1 + np.exp(-margin))).astype(np.int8)
+            arrays = [pa.array(np.char.add("k", key.astype(str))), pa.array(label)] + [pa.array(x[:, i]) for i in range(FEATURES)]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+    return rows
+
+
+def run(command: list[str]) -> dict:
+    measured = measured_run(command)
+    measured.check()
+    report = measured.last_json()
+    return {"seconds": measured.seconds, "peak_rss_bytes": measured.peak_rss_bytes,
+            "job_seconds": report.get("job_seconds"), "progressive_loss": report.get("progressive_loss"),
+            "examples": report.get("examples_trained"), "keys": report.get("keys")}  # fmt: skip
+
+
+def measure(size: str, folder: str, repeats: int) -> dict:
+    keys, per_key = (int(part) for part in size.split("x"))
+    data = os.path.join(folder, f"keys-{size}.csv")
+    started = time.perf_counter()
+    if not os.path.exists(data):
+        write_rows(data, keys, per_key)
+    made = time.perf_counter() - started
+    common = ["polybeam", "train", "--input", data, "--format", "csv", "--label-column", "label", "--loss", "logistic",
+              "--quiet"]  # fmt: skip
+    runs: dict[str, list[dict]] = {"global": [], "per_key": []}
+    for _ in range(repeats):  # interleaved, so that a busy moment of the machine hits both
+        runs["global"].append(run(common + ["--ignore-columns", "key", "--model", os.path.join(folder, "global.model")]))
+        runs["per_key"].append(run(common + ["--key", "column:key", "--model", os.path.join(folder, f"keys-{size}")]))
+    best = {kind: min(found, key=lambda r: r["seconds"]) for kind, found in runs.items()}
+    result = {"size": size, "keys": keys, "rows_per_key": per_key, "rows": keys * per_key, "data_seconds": made,
+              "global": best["global"], "per_key": best["per_key"],
+              "time_ratio": best["per_key"]["seconds"] / best["global"]["seconds"],
+              "memory_ratio": best["per_key"]["peak_rss_bytes"] / best["global"]["peak_rss_bytes"],
+              "runs": runs}  # fmt: skip
+    target = TARGETS.get(size)
+    if target:
+        result["target"] = {"time_ratio": target[0], "peak_bytes": target[1],
+                            "met": result["time_ratio"] <= target[0] and best["per_key"]["peak_rss_bytes"] <= target[1]}  # fmt: skip
+    print(f"{size}: global {best['global']['seconds']:.1f} s {best['global']['peak_rss_bytes'] / 2**20:.0f} MiB; "
+          f"per key {best['per_key']['seconds']:.1f} s {best['per_key']['peak_rss_bytes'] / 2**20:.0f} MiB; "
+          f"time ratio {result['time_ratio']:.2f}" + (f" (target <= {target[0]}, {target[1] / 2**30:.0f} GiB: "
+                                                     f"{'met' if result['target']['met'] else 'NOT met'})" if target else ""),
+          flush=True)  # fmt: skip
+    return result
+
+
+def markdown(report: dict) -> str:
+    rows = []
+    for r in report["results"]:
+        target = r.get("target")
+        rows.append([f"{r['keys']:,} x {r['rows_per_key']}", f"{r['rows']:,}", f"{r['global']['seconds']:.1f}",
+                     f"{r['global']['peak_rss_bytes'] / 2**20:.0f}", f"{r['per_key']['seconds']:.1f}",
+                     f"{r['per_key']['peak_rss_bytes'] / 2**20:.0f}", f"{r['time_ratio']:.2f}",
+                     f"{r['global']['progressive_loss']:.4f}", f"{r['per_key']['progressive_loss']:.4f}",
+                     "-" if not target else f"<= {target['time_ratio']:g}x, <= {target['peak_bytes'] / 2**30:g} GiB: "
+                     + ("met" if target["met"] else "**not met**")])  # fmt: skip
+    table = markdown_table(["keys x rows", "rows", "global s", "global MiB", "per key s", "per key MiB", "time ratio",
+                            "global loss", "per-key loss", "target"], rows)  # fmt: skip
+    return (f"# Per-key learners against one global model\n\nMeasured {report['measured']} by "
+            f"`benchmarks/bench_keys.py` on {report['machine'].get('cpus')} CPUs (load average {report['load_start']} at "
+            f"the start, {report['load_end']} at the end). Whole `polybeam train` commands (logistic, defaults) on the "
+            "same CSV rows (20 numeric features, keys in random order), best of "
+            f"{report['repeats']}; seconds and peak memory of the process.\n\n{table}\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="*", default=None, help="KEYSxROWS, e.g. 10000x10")
+    parser.add_argument("--full", action="store_true", help="add 1,000,000 keys x 10 rows")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", default=os.path.join(HERE, "out", "keys"))
+    parser.add_argument("--results", default=os.path.join(HERE, "results"))
+    args = parser.parse_args(argv)
+    sizes = args.sizes or (FULL_SIZES if args.full else DEFAULT_SIZES)
+    os.makedirs(args.out, exist_ok=True)
+    report = {"measured": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(), "repeats": args.repeats,
+              "load_start": load_average(), "results": []}  # fmt: skip
+    for size in sizes:
+        report["results"].append(measure(size, args.out, args.repeats))
+    report["load_end"] = load_average()
+    write_report(args.results, "keys", report, markdown(report))
+    print(json.dumps({r["size"]: round(r["time_ratio"], 2) for r in report["results"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
