@@ -168,6 +168,8 @@ class FactorTable(Mapping):
     def from_mapping(cls, mapping: Mapping[int, Iterable[int]]) -> FactorTable:
         if isinstance(mapping, FactorTable):
             return mapping
+        if not mapping:  # most models (every linear one): no products
+            return cls.empty()
         items = sorted((int(slot), tuple(sorted(int(f) for f in factors))) for slot, factors in mapping.items())
         lengths = [len(factors) for _, factors in items]
         return cls(

@@ -202,19 +202,26 @@ def continue_from(origin):
     return learner.start_pass() if linear_part(learner).examples_seen else learner
 
 
-class _LearnOnePass(beam.DoFn):
-    """Continues training from the previous pass's state, one learner per key per bundle
-    (a key the previous state lacks, e.g. new in a warm start, or every key of a first pass
-    without a side input, starts afresh)."""
+class _Learning(beam.DoFn):
+    """What the DoFns that learn a pass share: the config, progress lines, the fault switch."""
 
-    def __init__(self, keyed: bool, config: LearnerConfig, progress: bool = False):
-        self.keyed = keyed
+    def __init__(self, config: LearnerConfig, progress: bool = False):
         self.config = config
         self.progress = progress
 
     def setup(self):
         self._progress = Progress(quiet=not self.progress)
         self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
+
+
+class _LearnOnePass(_Learning):
+    """Continues training from the previous pass's state, one learner per key per bundle
+    (a key the previous state lacks, e.g. new in a warm start, or every key of a first pass
+    without a side input, starts afresh)."""
+
+    def __init__(self, keyed: bool, config: LearnerConfig, progress: bool = False):
+        super().__init__(config, progress)
+        self.keyed = keyed
 
     def start_bundle(self):
         self._learners: dict = {}
@@ -245,19 +252,11 @@ class _LearnOnePass(beam.DoFn):
         self._learners = {}
 
 
-class _LearnKeyPass(beam.DoFn):
+class _LearnKeyPass(_Learning):
     """A later pass of per-key learners: each key's state joined to its examples (``CoGroupByKey``),
     so no worker holds another key's state; one learner per key learns all of the key's batches.
     A key without a state (new in a warm start) starts afresh; a key whose holdout stopped it, or
     that has no examples this pass, yields nothing (the judgement keeps its previous state)."""
-
-    def __init__(self, config: LearnerConfig, progress: bool = False):
-        self.config = config
-        self.progress = progress
-
-    def setup(self):
-        self._progress = Progress(quiet=not self.progress)
-        self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
 
     def start_bundle(self):
         self._faults.bundle_started()
