@@ -21,6 +21,7 @@ from __future__ import annotations
 import shutil
 
 from polybeam import datasets
+from polybeam.transforms.keyed_files import KeyedFolder
 from tests.portable.plan import Plan
 from tests.portable.variants import PER_KEY_VARIANTS, TRAIN_VARIANTS
 
@@ -33,10 +34,18 @@ LOST_PASS = "pass-0003.state"
 WARM_STARTS = {"model": "model", "state": f"{CHECKPOINTS}/pass-0002.state"}
 # The fallback model of per-key prediction: any model of the per-key settings will do, so one key's
 # own model stands in for a global one (one training job less).
-FALLBACK = "models/kkey0.model"
+FALLBACK_KEY = "key0"
 
 # Evaluated and predicted with both a binary (logistic) and a multiclass (softmax) model.
 SCORED_VARIANTS = ("one-pass", "softmax")
+
+
+def fallback_model(folder):
+    """A model file of one key's model of the per-key ``folder`` (written beside it, once the folder is trained)."""
+    path = folder.parent / "fallback.model"
+    if not path.exists():
+        KeyedFolder(str(folder)).model(FALLBACK_KEY).save(str(path))
+    return path
 
 
 def model_of(plan: Plan, variant: str):
@@ -86,7 +95,7 @@ def define_per_key_scoring(plan: Plan, split) -> None:
     scored = ["--input", split.test_vw, "--format", "vw", "--model", per_key_models_of(plan)]
     plan.side_by_side("evaluate/per-key/1w", lambda out: ["evaluate", *scored, *beside(out)], needs=[trained])
     plan.side_by_side("predict/per-key-fallback/1w", lambda out: [
-        "predict", *scored, "--fallback-model", per_key_models_of(plan) / FALLBACK, "--output", out / "predictions",
+        "predict", *scored, "--fallback-model", fallback_model(per_key_models_of(plan)), "--output", out / "predictions",
         "--num-shards", "1"], needs=[trained])  # fmt: skip
 
 
