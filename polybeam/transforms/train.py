@@ -436,7 +436,7 @@ class _LossGradientFn(beam.DoFn):
 
     def process(self, batch: ExampleBatch, point):
         model, weights = point
-        if self.config.holds_out:
+        if _held_out_of_training(model, self.config):
             batch = training_part(batch, self.config)
         if batch is None or len(batch) == 0:
             return
@@ -448,6 +448,12 @@ class _LossGradientFn(beam.DoFn):
         if self._total is not None:
             yield WindowedValue(self._total, MIN_TIMESTAMP, [GlobalWindow()])
         self._total = None
+
+
+def _held_out_of_training(model, config: LearnerConfig) -> bool:
+    """Whether the examples the holdout keeps stayed out of training: a holdout that held out too few
+    to judge passes by released them into every later pass (see polybeam.learners.holdout)."""
+    return config.holds_out and not (model.metadata.get("holdout") or {}).get("released", False)
 
 
 class _SumLossGradients(beam.CombineFn):

@@ -6,7 +6,7 @@ import pytest
 
 from polybeam.learners import lbfgs
 from polybeam.learners.holdout import training_part
-from polybeam.transforms.train import Train
+from polybeam.transforms.train import Train, _held_out_of_training
 from tests.learners.test_linear import random_batch
 from tests.transforms.test_train_evaluate_predict import run_collect
 
@@ -21,9 +21,10 @@ def batches():
     return [random_batch(rng, loss="logistic", n=150, bits=BITS, scales=(1.0,)) for _ in range(4)]
 
 
-@pytest.mark.parametrize("passes", [1, 2])
-def test_train_with_the_finishing_stage_matches_it_in_one_process(batches, passes):
-    settings = dict(loss="logistic", bits=BITS, passes=passes)
+@pytest.mark.parametrize("passes, min_held", [(1, 1000), (2, 1000), (2, 0)])
+def test_train_with_the_finishing_stage_matches_it_in_one_process(batches, passes, min_held):
+    """With a holdout that judges (min_held=0), the stage sums over the training examples only."""
+    settings = dict(loss="logistic", bits=BITS, passes=passes, holdout_min_examples=min_held)
     (online,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings))
     (finished,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings, lbfgs_passes=6, lbfgs_l2=0.5))
     assert finished.config.lbfgs_passes == 6 and finished.config.lbfgs_l2 == 0.5
@@ -31,7 +32,8 @@ def test_train_with_the_finishing_stage_matches_it_in_one_process(batches, passe
     assert summary["evaluations"] == 6 and summary["l2"] == 0.5
     assert summary["objective"][-1] < summary["objective"][0]
     config = online.config
-    training = [training_part(b, config) for b in batches] if config.holds_out else batches
+    assert _held_out_of_training(online, config) == (passes > 1 and min_held == 0)
+    training = [training_part(b, config) for b in batches] if _held_out_of_training(online, config) else batches
     expected = lbfgs.finish(online, training, passes=6, l2=0.5)
     np.testing.assert_allclose(finished.dense_weights, expected.dense_weights, rtol=1e-7, atol=1e-9)
     assert finished.metadata["lbfgs"]["objective"] == pytest.approx(expected.metadata["lbfgs"]["objective"], rel=1e-9)
