@@ -226,7 +226,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--steps", default="adaptive,gsa", help="online step rules (adaptive: the default)")
     parser.add_argument("--finish-steps", default="adaptive", help="steps whose averages the finishing stage starts from")
     parser.add_argument("--lbfgs", default="5,10,20,40", help="L-BFGS pass counts reported")
-    parser.add_argument("--l2", type=float, default=1.0, help="lbfgs_l2 (scikit-learn's C = 1 / l2)")
+    parser.add_argument("--l2", type=float, default=10.0, help="lbfgs_l2 (scikit-learn's C = 1 / l2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a check in seconds: 20k examples, N = 8, 2 passes")
     parser.add_argument("--results", default=os.path.join(HERE, "results"))

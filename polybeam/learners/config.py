@@ -206,7 +206,8 @@ class LearnerConfig:
     lbfgs_l2 : float
         The finishing stage's L2 penalty ``lbfgs_l2 / 2 * ||w||**2`` on the summed
         (not mean) importance-weighted loss, the bias unpenalised: scikit-learn's
-        ``LogisticRegression(C=1 / lbfgs_l2)``. Default 1.0 (scikit-learn's C=1).
+        ``LogisticRegression(C=1 / lbfgs_l2)``. Default 10 (see :mod:`polybeam.learners.lbfgs`
+        for why not scikit-learn's C=1).
 
     Examples
     --------
@@ -257,7 +258,7 @@ class LearnerConfig:
     repeat_factors: bool = True
     interactions: tuple[str, ...] = ()
     lbfgs_passes: int = 0
-    lbfgs_l2: float = 1.0
+    lbfgs_l2: float = 10.0
 
     def __post_init__(self) -> None:
         set_field = functools.partial(object.__setattr__, self)

@@ -19,11 +19,16 @@ The objective, over the model's dense weights ``w`` (the bias is slot 0)::
 with the losses of :mod:`polybeam.learners.losses` (logistic ``log(1 +
 exp(-y m))``, squared ``(m - y)**2``, softmax ``-log p_y``). This is
 scikit-learn's ``LogisticRegression(C=1 / l2)`` objective (its intercept is not
-penalised either) and VW's ``--bfgs --l2``; the default ``lbfgs_l2 = 1`` is
-scikit-learn's default ``C = 1``: a penalty worth one example's loss, which
-keeps hashed weights of rare features (and separable data) finite without
-biasing the weights of common features. The regularisation is on the sum of
-losses, so its relative strength falls as the data grow, as it should.
+penalised either) and VW's ``--bfgs --l2``. The regularisation is on the sum
+of losses, so its relative strength falls as the data grow. Default
+``lbfgs_l2 = 10``, not scikit-learn's C = 1: on 300,000 examples of
+``PlantedPolynomial`` hashed into 2**18 slots (about 100,000 features, each
+in ~150 examples) the exact optimum's held-out log loss was 0.5655 at l2 = 1
+(it overfits: the online learner alone reaches 0.4721), 0.4635 at 10, 0.4646
+at 20, 0.4686 at 30 and 0.4889 at 100 (scipy's L-BFGS-B to convergence); a
+stronger penalty also makes the problem better conditioned, so fewer passes
+reach the optimum. It is a default for hashed sparse data of that kind, not
+a universal one: tune it on held-out data.
 
 Each pass evaluates one point, so ``passes`` passes are at most ``passes - 1``
 line-search steps after evaluating the warm start: the line search tries the
