@@ -42,3 +42,14 @@ def test_train_with_the_finishing_stage_matches_it_in_one_process(batches, passe
 def test_the_finishing_stage_is_not_per_key():
     with pytest.raises(ValueError, match="per key"):
         Train(loss="logistic", lbfgs_passes=2, key=lambda batch: 0)
+
+
+def test_the_finishing_stage_optimises_apples_expanded_features(batches):
+    settings = dict(loss="logistic", bits=BITS, expand="apple", expand_after=50, apple_guard=False)
+    (online,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings))
+    (finished,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings, lbfgs_passes=5))
+    assert online.expansion is not None and finished.expansion == online.expansion
+    expected = lbfgs.finish(online, batches, passes=5, l2=finished.config.lbfgs_l2)
+    np.testing.assert_allclose(finished.dense_weights, expected.dense_weights, rtol=1e-7, atol=1e-9)
+    objective = finished.metadata["lbfgs"]["objective"]
+    assert objective[-1] < objective[0]
