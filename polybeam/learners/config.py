@@ -197,6 +197,17 @@ class LearnerConfig:
         quadratic / cubic: only products of one feature from each namespace
         named (by first letter), like VW's ``-q ab`` and ``--cubic abc``:
         ``("ab", "abc")``. Needs VW text input. Default: all pairs / triples.
+    lbfgs_passes : int
+        The finishing stage (issue 23; :mod:`polybeam.learners.lbfgs`): after the
+        online passes, this many passes of L-BFGS over the training examples,
+        warm-started from the averaged online model, each pass one evaluation of
+        the regularised batch objective (its loss and gradient summed across
+        workers). 0 (default): none. Logistic, squared and softmax loss.
+    lbfgs_l2 : float
+        The finishing stage's L2 penalty ``lbfgs_l2 / 2 * ||w||**2`` on the summed
+        (not mean) importance-weighted loss, the bias unpenalised: scikit-learn's
+        ``LogisticRegression(C=1 / lbfgs_l2)``. Default 10 (see :mod:`polybeam.learners.lbfgs`
+        for why not scikit-learn's C=1).
 
     Examples
     --------
@@ -246,6 +257,8 @@ class LearnerConfig:
     examples_per_pass: int | None = None
     repeat_factors: bool = True
     interactions: tuple[str, ...] = ()
+    lbfgs_passes: int = 0
+    lbfgs_l2: float = 10.0
 
     def __post_init__(self) -> None:
         set_field = functools.partial(object.__setattr__, self)
@@ -294,6 +307,14 @@ class LearnerConfig:
             raise ValueError(f"gsa_target (p_hat) must lie strictly between 0.5 and 1; got {self.gsa_target}")
         self._check_sparsity(set_field)
         self._check_expansion()
+        if not _whole(self.lbfgs_passes) or self.lbfgs_passes < 0:
+            raise ValueError(f"lbfgs_passes must be a whole number >= 0; got {self.lbfgs_passes!r}")
+        _check_number("lbfgs_l2", self.lbfgs_l2)
+        if self.lbfgs_l2 < 0:
+            raise ValueError(f"lbfgs_l2 must be >= 0; got {self.lbfgs_l2}")
+        if self.lbfgs_passes and self.loss not in ("logistic", "squared", "softmax"):
+            raise ValueError(f"the L-BFGS finishing stage (lbfgs_passes) needs a differentiable loss "
+                             f"(logistic, squared, softmax); got {self.loss!r}")
 
     def _check_expansion(self) -> None:
         if self.expand not in EXPANSIONS:

@@ -25,7 +25,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from polybeam.learners import kernels, sparsity
+from polybeam.learners import averaging, kernels, sparsity
 from polybeam.learners.arrays import training_batches
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
@@ -58,14 +58,14 @@ _ADDITIVE[
 ] = True
 
 # The per-slot arrays of the state (rows of a sparse state; see polybeam.learners.slot_table).
-_SLOT_ARRAYS = ("raw_", "sum_sq_grad_", "feature_scale_", "synced_")
+_SLOT_ARRAYS = ("raw_", "sum_sq_grad_", "feature_scale_", "synced_", "slot_mass_")
 # The rows a sparse state starts with: a key's learner seldom touches more at first.
 _FIRST_ROWS = 32
 
 
 def state_bytes(config: LearnerConfig) -> int:
     """Memory the dense state of ``config`` needs, in bytes."""
-    per_slot = config.outputs  # weights
+    per_slot = config.outputs + 1  # weights and the pass's slot masses (see polybeam.learners.averaging)
     if config.step == "adaptive":
         per_slot += config.outputs + 1  # AdaGrad sums and feature scales
     elif config.step == "gsa" and config.normalized:
@@ -129,6 +129,8 @@ class LinearLearner:
         self.sum_sq_grad_ = np.zeros((rows if adaptive else 0, outputs))
         self.feature_scale_ = np.zeros(rows if scaled else 0)
         self.synced_ = np.zeros(rows if lazy else 0)
+        # How much this pass learned each slot: what merges weight the slot's weights by (see averaging).
+        self.slot_mass_ = np.zeros(rows)
 
     @property
     def sparse(self) -> bool:
@@ -241,6 +243,7 @@ class LinearLearner:
         )  # fmt: skip
         for start, stop, values in segments:
             self._learn_counted(batch, start, stop, values)
+        averaging.add_mass(self.slot_mass_, batch.weights, batch.indptr, batch.indices, batch.values, config.bias)
         if names:
             for slot, name in names.items():
                 self.names_.setdefault(slot, name)
@@ -381,6 +384,7 @@ class LinearLearner:
         """Count the additive statistics so far as earlier passes': merging learners that go on
         from this state then counts it once."""
         self.pass_start_ = np.where(_ADDITIVE, self.stats_, 0.0)
+        self.slot_mass_[:] = 0.0
         return self
 
     # -- reading the state -----------------------------------------------------
@@ -497,11 +501,16 @@ class LinearLearner:
         return self
 
     def merge(self, others: Iterable["LinearLearner"]) -> "LinearLearner":
-        """Average this learner with ``others`` in place, weighted by importance seen this pass.
+        """Average this learner with ``others`` in place, coordinate by coordinate.
 
-        Weights and AdaGrad sums are averaged, feature scales take the maximum,
-        counts add up and names are united (first name per slot wins). Pending
-        truncation is paid first, and the truncation clock starts again at zero.
+        Each slot's weights (and AdaGrad sums) are averaged weighted by how much
+        each learner learned the slot this pass, its slot mass (the terascale
+        learner's merge, see :mod:`polybeam.learners.averaging`); the masses add
+        up, so merging is order-free and associative. Slots no learner touched
+        this pass keep the mean weighted by importance seen this pass. Feature
+        scales take the maximum, counts add up and names are united (first name
+        per slot wins). Pending truncation is paid first, and the truncation
+        clock starts again at zero.
         """
         learners = [self] + [other for other in others if other is not self]
         for other in learners[1:]:
@@ -516,8 +525,9 @@ class LinearLearner:
         total = pass_weights.sum()
         shares = pass_weights / total if total > 0 else np.full(len(learners), 1.0 / len(learners))
 
-        weights = np.zeros_like(self.raw_)
-        sum_sq_grad = np.zeros_like(self.sum_sq_grad_)
+        weights = averaging.WeightedAverage(self.raw_.shape)
+        sum_sq_grad = averaging.WeightedAverage(self.sum_sq_grad_.shape)
+        slot_mass = np.zeros_like(self.slot_mass_)
         stats = self.pass_start_.copy()
         centring = Centring.merged([learner.centring_ for learner in learners])
         scales = self._normalising_scales()
@@ -529,10 +539,11 @@ class LinearLearner:
             own = learner.centring_
             dropped = ~np.isin(own.slots, centring.slots)
             own.fold_dropped(dropped, learner_weights, learner.feature_scale_ if scales is not None else None, scales)
-            weights += share * learner_weights
-            weights[0] -= share * own.bias_offset(learner_weights, ~dropped)
-            if len(sum_sq_grad):
-                sum_sq_grad += share * learner.sum_sq_grad_
+            learner_weights[0] -= own.bias_offset(learner_weights, ~dropped)
+            weights.add(learner_weights, learner.slot_mass_, share)
+            if len(self.sum_sq_grad_):
+                sum_sq_grad.add(learner.sum_sq_grad_, learner.slot_mass_, share)
+            slot_mass += learner.slot_mass_
             if len(self.feature_scale_) and learner is not self:
                 np.maximum(self.feature_scale_, learner.feature_scale_, out=self.feature_scale_)
             stats[_ADDITIVE] += learner.stats_[_ADDITIVE] - learner.pass_start_[_ADDITIVE]
@@ -546,9 +557,11 @@ class LinearLearner:
         progress = self.curve_.progress
         self.curve_ = LearningCurve.merged([learner.curve_ for learner in learners], len(self.passes_) + 1)
         self.curve_.progress = progress
+        weights = weights.result()
         weights[0] += self.centring_.bias_offset(weights)
         self.raw_ = weights
-        self.sum_sq_grad_ = sum_sq_grad
+        self.sum_sq_grad_ = sum_sq_grad.result()
+        self.slot_mass_ = slot_mass
         self.synced_[:] = 0.0
         self.stats_ = stats
         return self
@@ -682,7 +695,8 @@ class LinearLearner:
         if self.table_ is not None:  # a sparse state: its rows in use, and the table
             slots, keep = None, slice(0, len(self.table_))
         else:
-            arrays = [self.raw_] + [a for a in (self.sum_sq_grad_, self.feature_scale_, self.synced_) if len(a)]
+            arrays = [self.raw_, self.slot_mass_] + [a for a in (self.sum_sq_grad_, self.feature_scale_,
+                                                                 self.synced_) if len(a)]  # fmt: skip
             touched = np.zeros(len(self.raw_), dtype=bool)
             for array in arrays:
                 touched |= (array != 0) if array.ndim == 1 else np.any(array != 0, axis=1)
@@ -701,6 +715,7 @@ class LinearLearner:
             "sum_sq_grad": part(self.sum_sq_grad_),
             "feature_scale": part(self.feature_scale_),
             "synced": part(self.synced_),
+            "slot_mass": part(self.slot_mass_),
             "stats": self.stats_,
             "pass_start": self.pass_start_,
             "names": self.names_,
@@ -718,7 +733,7 @@ class LinearLearner:
             self._allocate(len(table))
         slots = state["slots"] if state["slots"] is not None else slice(None)  # None: every slot (row)
         self.raw_[slots] = state["raw"]
-        for name in ("sum_sq_grad", "feature_scale", "synced"):
+        for name in ("sum_sq_grad", "feature_scale", "synced", "slot_mass"):  # slot_mass: none before issue 23
             if state.get(name) is not None:
                 getattr(self, name + "_")[slots] = state[name]
         self.stats_ = kernels.padded_stats(state["stats"])

@@ -255,6 +255,11 @@ def _kept_model_lines(report: dict) -> list[str]:
         lines.append(f"holdout: {holdout['keys_judged']} keys judged on their held-out examples, "
                      f"{holdout['keys_stopped_early']} stopped early; {holdout['keys_released']} held out too few "
                      "to judge by and learned every example after their first pass")  # fmt: skip
+    finishing = report.get("lbfgs")
+    if finishing and finishing.get("objective"):
+        objective = finishing["objective"]
+        lines.append(f"L-BFGS finishing stage: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
+                     f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g})")  # fmt: skip
     return lines
 
 

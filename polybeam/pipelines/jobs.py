@@ -180,6 +180,8 @@ def _model_summary(model) -> dict:
                "holdout": holdout, "apple_guard": meta.get("apple_guard")}  # fmt: skip
     if holdout and holdout["passes"]:
         summary["examples_held_out"] = holdout["passes"][-1]["examples"]
+    if meta.get("lbfgs"):
+        summary["lbfgs"] = meta["lbfgs"]
     return summary
 
 

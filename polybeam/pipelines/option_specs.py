@@ -172,6 +172,8 @@ def add_learner_options(parser) -> None:
     _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
     _add(parser, "examples-per-pass", type=int, default=None, help="apple: number of training examples, when known: the 6 epochs are then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)")
     _add(parser, "interactions", type=columns, default=(), help="quadratic/cubic: only products across these namespaces (first letters), like VW's -q/--cubic: e.g. ab,abc (VW text input)")
+    _add(parser, "lbfgs-passes", type=int, default=0, help="after the online passes, this many passes of L-BFGS over the training data, warm-started from the averaged model, each summing the loss and gradient across workers (the terascale learner's finishing stage; logistic, squared or softmax loss; default: 0, none)")
+    _add(parser, "lbfgs-l2", type=float, default=10.0, help="the L-BFGS stage's L2 penalty on the summed loss, lbfgs_l2/2 * ||w||^2 without the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: 10, chosen on benchmarks/results/averaging.md's data; tune it)")
     _add(parser, "no-repeat-factors", action="store_true", default=False, help="products never repeat a factor (x*x); for binary features")
 
 

@@ -130,6 +130,7 @@ _SAME_NAMES = (
     "holdout_min_examples", "classes", "class_names",
     "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every", "truncate_threshold",
     "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after", "examples_per_pass", "interactions",
+    "lbfgs_passes", "lbfgs_l2",
 )  # fmt: skip
 
 

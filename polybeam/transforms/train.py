@@ -21,6 +21,7 @@ Example
 
 from __future__ import annotations
 
+import pickle
 import sys
 
 import apache_beam as beam
@@ -38,6 +39,7 @@ from polybeam.learners.holdout import (HoldoutScore, PassSelection, held_out_par
                                        training_count, training_part)
 from polybeam.learners.model_shards import shard_of
 from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments, pairs
+from polybeam.learners import lbfgs
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
@@ -541,6 +543,102 @@ def _to_model(state, metadata: dict | None, keyed: bool):
     return state.to_model(metadata)
 
 
+class _LossGradientFn(beam.DoFn):
+    """Sums the finishing stage's loss and gradient over a bundle's training examples at the point of the
+    pass (a side input: ``(model, dense weights)``), one :class:`~polybeam.learners.lbfgs.LossGradient`
+    per bundle."""
+
+    def __init__(self, config: LearnerConfig):
+        self.config = config
+
+    def start_bundle(self):
+        self._total = None
+
+    def process(self, batch: ExampleBatch, point):
+        model, weights = point
+        if _held_out_of_training(model, self.config):
+            batch = training_part(batch, self.config)
+        if batch is None or len(batch) == 0:
+            return
+        if self._total is None:
+            self._total = lbfgs.LossGradient.zero(weights.shape)
+        self._total.add(weights, lbfgs.model_features(model, batch), self.config.loss, self.config.bias)
+
+    def finish_bundle(self):
+        if self._total is not None:
+            yield WindowedValue(self._total, MIN_TIMESTAMP, [GlobalWindow()])
+        self._total = None
+
+
+def _held_out_of_training(model, config: LearnerConfig) -> bool:
+    """Whether the examples the holdout keeps stayed out of training: a holdout that held out too few
+    to judge passes by released them into every later pass (see polybeam.learners.holdout)."""
+    return config.holds_out and not (model.metadata.get("holdout") or {}).get("released", False)
+
+
+class _SumLossGradients(beam.CombineFn):
+    """Adds the bundles' losses and gradients (any order: the sum is additive)."""
+
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, total, part: lbfgs.LossGradient):
+        return part if total is None else total.merge([part])
+
+    def merge_accumulators(self, totals):
+        totals = [total for total in totals if total is not None]
+        return totals[0].merge(totals[1:]) if totals else None
+
+    def extract_output(self, total):
+        return total
+
+
+class _LbfgsState:
+    """The finishing stage's state between passes: the online model it started from and the optimiser."""
+
+    def __init__(self, model, config: LearnerConfig):
+        self.model = model
+        self.optimiser = lbfgs.Lbfgs(lbfgs.start_weights(model), l2=config.lbfgs_l2, bias=config.bias)
+
+    def point(self):
+        return self.model, self.optimiser.point()
+
+    def told(self, total):
+        """A new state (elements do not change) that took the pass's sum."""
+        state = pickle.loads(pickle.dumps(self))
+        if total is None:  # no training example reached the stage: evaluate the empty sum
+            total = lbfgs.LossGradient.zero(state.optimiser.point().shape)
+        state.optimiser.told(total)
+        return state
+
+    def finished(self):
+        return lbfgs.finish_model(self.model, self.optimiser.weights, self.optimiser.summary())
+
+
+class _FinishWithLbfgs(beam.PTransform):
+    """The finishing stage (:mod:`polybeam.learners.lbfgs`): ``config.lbfgs_passes`` passes over the
+    training batches, each summing the loss and gradient at one point across workers, warm-started from
+    the one Model of the online passes (the input); outputs the finished Model."""
+
+    def __init__(self, batches, config: LearnerConfig):
+        super().__init__()
+        self.batches = batches
+        self.config = config
+
+    def expand(self, models):
+        config = self.config
+        state = models | "LbfgsStart" >> beam.Map(_LbfgsState, config)
+        for number in range(1, config.lbfgs_passes + 1):
+            point = state | f"LbfgsPoint{number}" >> beam.Map(lambda s: s.point())
+            total = (
+                self.batches
+                | f"LbfgsLossGradient{number}" >> beam.ParDo(_LossGradientFn(config), beam.pvalue.AsSingleton(point))
+                | f"LbfgsSum{number}" >> beam.CombineGlobally(_SumLossGradients())
+            )
+            state = state | f"LbfgsStep{number}" >> beam.Map(lambda s, t: s.told(t), beam.pvalue.AsSingleton(total))
+        return state | "LbfgsModel" >> beam.Map(lambda s: s.finished())
+
+
 class Train(beam.PTransform):
     """Learn one model, or one model per key, from ExampleBatches.
 
@@ -605,6 +703,13 @@ class Train(beam.PTransform):
         many keys' models per shard. With ``checkpoint_dir`` or when resuming,
         always pairs.
 
+    With ``lbfgs_passes`` > 0 in the config (``Train(loss="logistic", lbfgs_passes=10)``), the
+    online passes end with the finishing stage of :mod:`polybeam.learners.lbfgs`: that many
+    passes over the training examples, each summing the regularised loss and gradient at one
+    L-BFGS point across workers (a ParDo per bundle and a CombineFn), warm-started from the
+    averaged online model; its summary is the model's ``metadata["lbfgs"]``. One model only
+    (not per key).
+
     The input is a PCollection of ExampleBatch, or what
     :class:`~polybeam.transforms.read.ReadExamples` returns
     (``p | ReadExamples(path) | Train()``): then the models wait for its
@@ -641,6 +746,8 @@ class Train(beam.PTransform):
         self.first_pass = first_pass
         self.checkpoint_dir = checkpoint_dir
         self.learners = learners
+        if key is not None and self.config.lbfgs_passes:
+            raise ValueError("the L-BFGS finishing stage (lbfgs_passes) trains one model; it does not run per key")
         if fanout is not None and fanout < 2:
             raise ValueError(f"fanout must be at least 2, got {fanout}")
         self.fanout = fanout
@@ -691,6 +798,8 @@ class Train(beam.PTransform):
             states = self._judged(held, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
+        if config.lbfgs_passes:
+            models = models | "FinishWithLbfgs" >> _FinishWithLbfgs(batches, config)
         if checks:
             models = models | "AfterInputChecks" >> WaitOn(*checks)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from polybeam.learners import averaging
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
@@ -96,6 +97,10 @@ def unclipped(learner):
     return dataclasses.replace(learner.to_model(), clip_low=None, clip_high=None)
 
 
+def margins_of(dense, batch):
+    return np.array([dense[0] + sum(dense[s] * x for s, x in zip(*batch.row(i))) for i in range(len(batch))])
+
+
 def test_merging_averages_the_functions_whatever_each_learner_centred():
     rng = np.random.default_rng(2)
     config = LearnerConfig(loss="logistic", bits=BITS)
@@ -106,13 +111,18 @@ def test_merging_averages_the_functions_whatever_each_learner_centred():
     # function is taken as it would be after dropping the slot itself (rescaled, then folded).
     dropped = first.copy()
     dropped.centring_.drop(dropped.centring_.slots == 19, dropped.raw_, None, dropped.feature_scale_)
-    # The weights average; the value ranges the models clip to are each learner's own (the merged learner's
-    # are the widest), so the functions are compared unclipped.
-    expected = 0.25 * unclipped(dropped).margins(test) + 0.75 * unclipped(second).margins(test)
+    # The uncentred weights average per slot, weighted by each learner's slot mass (the bias by the
+    # importance each saw: 100 against 300 examples); the value ranges the models clip to are each
+    # learner's own (the merged learner's are the widest), so the functions are compared unclipped.
+    expected = averaging.weighted_mean([unclipped(dropped).dense_weights[:, None], unclipped(second).dense_weights[:, None]],
+                                       [first.slot_mass_, second.slot_mass_], [0.25, 0.75])[:, 0]  # fmt: skip
+    assert first.slot_mass_[0] == 100 and second.slot_mass_[0] == 300
     merged = first.copy().merge([second.copy()])
     assert merged.centring_.slots.tolist() == [3, 7, 11]  # what both still centred
     assert merged.centring_.count == 400
-    np.testing.assert_allclose(unclipped(merged).margins(test), expected, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(unclipped(merged).dense_weights, expected, rtol=1e-9, atol=1e-9)
+    margins = unclipped(merged).margins(test)
+    np.testing.assert_allclose(margins, margins_of(expected, test), rtol=1e-9, atol=1e-9)
     merged.learn(shifted_batch(rng, n=50))  # and it goes on centring
     assert merged.centring_.count == 450
 

@@ -11,6 +11,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
 from tests.learners.reference_linear import ReferenceLinearLearner, ReferenceSoftmaxLearner
+from tests.learners import reference_averaging
 
 BITS = 8
 
@@ -273,24 +274,49 @@ def test_l2_decay_to_zero_resets_cleanly():
     assert learner.stats_[kernels.SCALE] > 0
 
 
-def test_merge_is_the_importance_weighted_average():
+def test_merge_is_the_per_coordinate_mass_weighted_average():
+    """Each slot's weight and AdaGrad sums: the mean weighted by each learner's slot mass (the reference
+    in reference_averaging.py); scales take the maximum; counts add up."""
     rng = np.random.default_rng(1)
     config = LearnerConfig(loss="logistic", bits=BITS)
     batches = [random_batch(rng, loss="logistic", n=n) for n in (50, 150, 100)]
     learners = [LinearLearner(config).learn(b) for b in batches]
+    masses = [reference_averaging.slot_masses([b]) for b in batches]
     shares = np.array([b.weights.sum() for b in batches])
     shares /= shares.sum()
-    expected_weights = sum(s * l.weights for s, l in zip(shares, learners))
-    expected_grad = sum(s * l.sum_sq_grad_ for s, l in zip(shares, learners))
+    slots = 1 << BITS
+    expected_weights = reference_averaging.weighted_average([list(l.weights) for l in learners], masses, shares, slots)
+    expected_grad = reference_averaging.weighted_average([list(l.sum_sq_grad_[:, 0]) for l in learners], masses,
+                                                         shares, slots)  # fmt: skip
     expected_scale = np.maximum.reduce([l.feature_scale_ for l in learners])
     examples = sum(l.examples_seen for l in learners)
     loss_sum = sum(l.stats_[kernels.LOSS_SUM] for l in learners)
     merged = learners[0].merge(learners[1:])
-    np.testing.assert_allclose(merged.weights, expected_weights, rtol=1e-12)
-    np.testing.assert_allclose(merged.sum_sq_grad_, expected_grad, rtol=1e-12)
+    np.testing.assert_allclose(merged.weights, expected_weights, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(merged.sum_sq_grad_[:, 0], expected_grad, rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(merged.feature_scale_, expected_scale)
+    expected_mass = np.zeros(slots)
+    for mass in masses:
+        for slot, value in mass.items():
+            expected_mass[slot] += value
+    np.testing.assert_allclose(merged.slot_mass_, expected_mass, rtol=1e-12)
     assert merged.examples_seen == examples
     assert merged.progressive_loss == pytest.approx(loss_sum / sum(b.weights.sum() for b in batches))
+
+
+def test_merge_without_masses_is_the_importance_weighted_mean():
+    """Learners with no slot mass (e.g. a state saved before masses existed) merge as before: the
+    mean weighted by the importance each saw this pass."""
+    rng = np.random.default_rng(11)
+    config = LearnerConfig(loss="logistic", bits=BITS)
+    batches = [random_batch(rng, loss="logistic", n=n) for n in (50, 150)]
+    learners = [LinearLearner(config).learn(b) for b in batches]
+    shares = np.array([b.weights.sum() for b in batches])
+    shares /= shares.sum()
+    expected = sum(s * l.weights for s, l in zip(shares, learners))
+    for learner in learners:
+        learner.slot_mass_[:] = 0.0
+    np.testing.assert_allclose(learners[0].merge(learners[1:]).weights, expected, rtol=1e-12)
 
 
 def test_merge_of_one_learner_changes_nothing():
