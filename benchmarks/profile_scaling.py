@@ -55,12 +55,13 @@ def timed(owner, attribute: str, kind: str, name: str | None = None, describe=No
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        start = now()
+        start, cpu, process_cpu = now(), time.thread_time(), time.process_time()
         try:
             return original(*args, **kwargs)
         finally:
             extra = describe(*args, **kwargs) if describe else {}
-            record(kind, name or attribute, start, now(), **extra)
+            record(kind, name or attribute, start, now(), cpu=time.thread_time() - cpu,
+                   process_cpu=time.process_time() - process_cpu, **extra)
 
     setattr(owner, attribute, wrapper)
     return original
@@ -154,15 +155,13 @@ def main(argv: list[str]) -> int:
 
 
 def summarise(folder: str) -> str:
-    events = []
-    for name in os.listdir(folder):
-        with open(os.path.join(folder, name)) as handle:
-            events += [json.loads(line) for line in handle]
+    events = _load(folder)
     launcher = min(events, key=lambda e: e["start"])["pid"]
     origin = min(e["start"] for e in events)
     lines = [f"== {folder}: {len({e['pid'] for e in events}) - 1} worker process(es) besides the launcher"]
     for e in sorted((e for e in events if e["pid"] == launcher and e["kind"] in ("launcher",)), key=lambda e: e["start"]):
-        lines.append(f"  launcher {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s  {e['name']}")
+        lines.append(f"  launcher {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s"
+                     f" (process CPU {e.get('process_cpu', float('nan')):6.3f} s)  {e['name']}")
     for e in sorted((e for e in events if e["kind"] == "stage"), key=lambda e: e["start"]):
         lines.append(f"  stage    {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s  {e['stage']}")
     by_pid = collections.defaultdict(list)
@@ -173,17 +172,91 @@ def summarise(folder: str) -> str:
         lines.append(f"  -- {role} {pid}")
         for e in sorted((e for e in mine if e["kind"] in ("worker", "bundle")), key=lambda e: e["start"]):
             label = e.get("stage", e["name"])
-            lines.append(f"     {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s  {e['kind']} {label}")
-        totals = collections.defaultdict(lambda: [0.0, 0])
+            lines.append(f"     {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s"
+                         f" (process CPU {e.get('process_cpu', float('nan')):6.3f} s)  {e['kind']} {label}")
+        totals = collections.defaultdict(lambda: [0.0, 0.0, 0])
         for e in mine:
             if e["kind"] in ("work", "wait"):
                 key = f"{e['name']} [{e['thread'].rsplit('_', 1)[0]}]"
                 totals[key][0] += e["end"] - e["start"]
-                totals[key][1] += 1
-        for key, (seconds, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
-            lines.append(f"     total {seconds:6.3f} s in {calls:4d} calls: {key}")
+                totals[key][1] += e.get("cpu", 0.0)
+                totals[key][2] += 1
+        for key, (seconds, cpu, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+            lines.append(f"     total {seconds:6.3f} s wall, {cpu:6.3f} s CPU in {calls:4d} calls: {key}")
     lines.append(f"  end {max(e['end'] for e in events) - origin:7.3f}")
     return "\n".join(lines)
+
+
+def _load(folder: str) -> list[dict]:
+    events = []
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as handle:
+            events += [json.loads(line) for line in handle]
+    return events
+
+
+def breakdown(folder: str) -> dict:
+    """Seconds per part of one profiled run (see the module's docstring), and per worker of its main stage."""
+    events = _load(folder)
+    launcher = min(events, key=lambda e: e["start"])["pid"]
+    mine = [e for e in events if e["pid"] == launcher]
+
+    def one(name):
+        found = [e for e in mine if e["name"] == name]
+        return found[0] if found else None
+
+    def span(name):
+        found = one(name)
+        return found["end"] - found["start"] if found else 0.0
+
+    stages = sorted((e for e in events if e["kind"] == "stage"), key=lambda e: e["start"])
+    main = max(stages, key=lambda e: e["end"] - e["start"])
+    run_train, run_pipeline, run_stages = one("run_train"), one("runner: run_pipeline"), one("runner: run stages")
+    parts = {
+        "interpreter start-up": span("interpreter start-up"),
+        "import Beam": span("import apache_beam"),
+        "import polybeam (numba, formats, learners, transforms)": span("import polybeam cli + profiler"),
+        "argument checks": span("check arguments (imports Beam)") + span("import the job's module"),
+        "first kernel call (numba set-up, parse kernel) in the input check": span("check sample"),
+        "pipeline construction": run_pipeline["start"] - run_train["start"] - span("check sample")
+        - span("header columns") - span("preload kernels") - span("fork workers"),
+        "preload kernels for forked workers": span("preload kernels"),
+        "fork workers": span("fork workers"),
+        "runner: translation, worker start, first stage scheduled": stages[0]["start"] - run_pipeline["start"],
+        "stages before the main stage": main["start"] - stages[0]["start"],
+        "main stage (read, parse, learn)": main["end"] - main["start"],
+        "stages after the main stage (merge, model, report)": run_stages["end"] - main["end"],
+        "read report, print": one("main returned")["end"] - run_stages["end"],
+    }
+    parts["pipeline (run_train)"] = run_train["end"] - run_train["start"]
+    workers = []
+    for pid in sorted({e["pid"] for e in events}):
+        own = [e for e in events if e["pid"] == pid]
+        bundles = [e for e in own if e["kind"] == "bundle" and e["start"] >= main["start"] and e["end"] <= main["end"]]
+        if not bundles:
+            continue
+        bundle = max(bundles, key=lambda e: e["end"] - e["start"])
+
+        def total(name, field="cpu", within=bundle, threads=None):
+            return sum(e[field] if field != "wall" else e["end"] - e["start"] for e in own
+                       if e["name"] == name and within["start"] <= e["start"] <= within["end"]
+                       and (threads is None or threads(e["thread"])))  # fmt: skip
+
+        harness = [e for e in own if e["name"] == "SDK harness"]
+        forked = [e for e in own if e["name"] == "forked"]
+        workers.append({
+            "pid": pid,
+            "main bundle wall": bundle["end"] - bundle["start"],
+            "main bundle CPU (all threads)": bundle["process_cpu"],
+            "parse CPU": total("parse"),
+            "learn CPU": total("learn"),
+            "learn wall (thread busy or waiting for a core)": total("learn", "wall"),
+            "bundle thread waiting for parse/learn threads": total("wait for a future", "wall"),
+            "idle before its main bundle": bundle["start"] - main["start"],
+            "idle after its main bundle": main["end"] - bundle["end"],
+            "start-up (fork to harness)": harness[0]["start"] - forked[0]["start"] if harness and forked else None,
+        })  # fmt: skip
+    return {"parts": parts, "workers": workers}
 
 
 if __name__ == "__main__":
