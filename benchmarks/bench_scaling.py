@@ -201,6 +201,34 @@ def _profile_tables(profiles: dict) -> list[str]:
     return lines
 
 
+def _profile_findings(profiles: dict) -> list[str]:
+    """What the profiled runs say about the targets: fixed costs against the parallel work."""
+    pinned, two = profiles["1 worker, 1 core"]["parts"], profiles["2 workers (forked)"]["parts"]
+    main = "main stage (read, parse, learn)"
+    fixed_pinned = pinned["pipeline (run_train)"] - pinned[main]
+    fixed_two = two["pipeline (run_train)"] - two[main]
+    before_job = sum(pinned[part] for part in ("interpreter start-up", "import Beam",
+                                               "import polybeam (numba, formats, learners, transforms)"))  # fmt: skip
+    cpu_pinned = sum(w["main bundle CPU (all threads)"] for w in profiles["1 worker, 1 core"]["workers"])
+    cpu_two = sum(w["main bundle CPU (all threads)"] for w in profiles["2 workers (forked)"]["workers"])
+    return [
+        f"- In these profiled runs the pipeline's fixed part (everything but the main stage) took "
+        f"{fixed_pinned:.2f} s on the pinned worker and {fixed_two:.2f} s with two forked workers; the main "
+        f"stage took {pinned[main]:.2f} s and {two[main]:.2f} s ({pinned[main] / two[main]:.2f}x). With the main "
+        f"stage perfectly halved and these fixed parts, the parallel efficiency would be "
+        f"{pinned['pipeline (run_train)'] / (fixed_two + pinned[main] / 2):.2f}x; 1.8x needs the fixed parts "
+        "to be at most about an eighth of the pinned worker's main stage.",
+        f"- The main stage's CPU (all threads of the workers): {cpu_pinned:.2f} s pinned, {cpu_two:.2f} s for the "
+        f"two workers together ({cpu_two / cpu_pinned:.2f}x): what two workers lose to each other in the main "
+        "stage is CPU (shared caches, two learners' states, each worker's own reading and bundle set-up), and on "
+        "a busy machine, cores taken by other processes.",
+        f"- Before the job starts, interpreter start-up and imports took {before_job:.2f} s (Beam alone "
+        f"{pinned['import Beam']:.2f} s, with the pandas, pymongo and boto3 it imports when installed); the first "
+        f"kernel call {pinned['first kernel call (numba set-up, parse kernel) in the input check']:.2f} s (numba's "
+        "set-up imports scipy.linalg, and numpy.f2py through SciPy's array-API layer).",
+    ]
+
+
 def render(report: dict) -> str:
     results, met = report["results"], report["targets"]
     rows = []
@@ -248,6 +276,8 @@ def render(report: dict) -> str:
         "## Where the time goes (`benchmarks/profile_scaling.py`, one run of each configuration after the timed rounds)",
         "",
         *_profile_tables(results["profiles"]),
+        "",
+        *_profile_findings(results["profiles"]),
     ]
     return "\n".join(lines) + "\n"
 
