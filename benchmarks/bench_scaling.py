@@ -239,7 +239,8 @@ def render(report: dict) -> str:
                      ", ".join(f"{m:.0f}" for m in run["worker_peak_rss_mib"])])  # fmt: skip
     vw = results["vw"]
     rows.append(["Vowpal Wabbit (text format)", "", "", "", f"{vw['whole_seconds']:.2f}",
-                 f"{statistics.median(vw['whole_seconds_all']):.2f}", f"{vw['cpu_seconds']:.2f}",
+                 f"{statistics.median(vw.get('whole_seconds_all', [vw['whole_seconds']])):.2f}",
+                 f"{vw.get('cpu_seconds', float('nan')):.2f}",
                  f"{vw['average_loss']:.6f}", f"{vw['peak_rss_mib']:.0f}"])  # fmt: skip
     table = markdown_table(["run", "pipeline s (best)", "pipeline s (median)", "fixed s (100 examples)", "whole command s",
                             "whole s (median)", "CPU s", "progressive loss", "peak MiB per worker"], rows)  # fmt: skip
@@ -247,7 +248,7 @@ def render(report: dict) -> str:
     def mark(ok: bool) -> str:
         return "met" if ok else "NOT met"
 
-    loads = ", ".join(f"{load[0]:.2f}" for load in results["load_average_per_round"] if load)
+    loads = ", ".join(f"{load[0]:.2f}" for load in results.get("load_average_per_round", []) if load)
     lines = [
         "# Scaling with local workers (`benchmarks/bench_scaling.py`)",
         "",
@@ -273,12 +274,10 @@ def render(report: dict) -> str:
         f"- `polybeam train --help`: {results['help_seconds']:.2f} s (target < {TARGET_HELP_SECONDS:.0f} s: "
         f"{mark(met['help_met'])}).",
         "",
-        "## Where the time goes (`benchmarks/profile_scaling.py`, one run of each configuration after the timed rounds)",
-        "",
-        *_profile_tables(results["profiles"]),
-        "",
-        *_profile_findings(results["profiles"]),
     ]
+    if results.get("profiles"):
+        lines += ["", "## Where the time goes (`benchmarks/profile_scaling.py`, one run of each configuration after the "
+                  "timed rounds)", "", *_profile_tables(results["profiles"]), "", *_profile_findings(results["profiles"])]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
