@@ -160,6 +160,29 @@ def _check_arguments(command: str, argv: Sequence[str]) -> None:
                 raise UsageError(f"{flag} does not apply to polybeam {command} (see polybeam {command} --help)")
 
 
+def _skip_ipython_probe() -> None:
+    """Tell Beam it is not in IPython without importing IPython to ask.
+
+    Beam asks whether it runs in IPython when a pipeline applies a transform and
+    when it runs (``interactive_utils.is_in_ipython``), by importing IPython and
+    calling ``get_ipython()``: where IPython is installed, that import costs about
+    0.3 s of every command. A session exists only once IPython is imported, so
+    the answer is the same without the import.
+    """
+    from apache_beam import pipeline
+    from apache_beam.utils import interactive_utils
+
+    probe = interactive_utils.is_in_ipython
+    if getattr(probe, "skips_import", False):
+        return
+
+    def is_in_ipython() -> bool:
+        return "IPython" in sys.modules and probe()
+
+    is_in_ipython.skips_import = True
+    interactive_utils.is_in_ipython = pipeline.is_in_ipython = is_in_ipython
+
+
 class UsageError(ValueError):
     """Wrong command-line usage."""
 
@@ -317,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "plot":
             return _run_plot(rest)
         _check_arguments(command, rest)
+        _skip_ipython_probe()
         from apache_beam.options.pipeline_options import PipelineOptions
 
         runner = _runner(command)

@@ -34,6 +34,7 @@ import uuid
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 from apache_beam.portability.api import endpoints_pb2
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.runners.portability.fn_api_runner.fn_runner import BundleManager, ParallelBundleManager
 from apache_beam.runners.portability.fn_api_runner.worker_handlers import GrpcWorkerHandler, WorkerHandler
 from apache_beam.transforms import environments
 from google.protobuf import json_format, text_format
@@ -192,6 +193,48 @@ class ForkedWorkerHandler(GrpcWorkerHandler):
                 pass
 
 
+def _workers_with_input(inputs, workers: int) -> int:
+    """How many of ``workers`` the runner's round-robin partition of ``inputs`` gives any data."""
+    busy = set()
+    for buffer in inputs.values():
+        for index, part in enumerate(buffer.partition(workers)):
+            if any(len(chunk) for chunk in part):
+                busy.add(index)
+    return len(busy)
+
+
+class _InputWorkersBundleManager(ParallelBundleManager):
+    """Runs a bundle on one worker when only one would get input.
+
+    Beam's local runner splits every stage's input round-robin over its
+    workers and sends each worker its part, empty or not. Of a polybeam job's
+    stages only those reading the input carry data; the others (the model's
+    merge, its file, the dead letters, the input check, the report) hold one
+    to a few elements, so the second worker would get an empty bundle: a
+    round trip and a bundle set-up for nothing, per stage. Such a stage runs
+    whole on one worker, as Beam runs stateful stages; how a runner bundles
+    the elements is its own choice.
+    """
+
+    def process_bundle(self, inputs, expected_outputs, fired_timers, expected_output_timers, dry_run=False):
+        if not fired_timers and _workers_with_input(inputs, self._num_workers) <= 1:
+            single = BundleManager(self.bundle_context_manager, self._progress_frequency,
+                                   cache_token_generator=self._cache_token_generator)  # fmt: skip
+            return single.process_bundle(inputs, expected_outputs, fired_timers, expected_output_timers, dry_run)
+        return super().process_bundle(inputs, expected_outputs, fired_timers, expected_output_timers, dry_run)
+
+
+class _ForkedRunner(FnApiRunner):
+    """The local runner, with bundles sent only to workers that get input (see _InputWorkersBundleManager)."""
+
+    def _get_bundle_manager(self, bundle_context_manager):
+        manager = super()._get_bundle_manager(bundle_context_manager)
+        if type(manager) is ParallelBundleManager:
+            return _InputWorkersBundleManager(bundle_context_manager, self._progress_frequency,
+                                              cache_token_generator=manager._cache_token_generator)  # fmt: skip
+        return manager
+
+
 def safe_to_fork() -> bool:
     """Whether this process may fork workers: no thread runs but the main one and polybeam's own
     helpers (which forked children replace); a gRPC or other library thread could hold a lock
@@ -219,4 +262,4 @@ def forked_runner(options: PipelineOptions, workers: int) -> tuple[FnApiRunner, 
     # The runner would replace a multi_processing run's environment with fresh subprocesses.
     direct.direct_running_mode = "in_memory"
     direct.direct_num_workers = workers
-    return FnApiRunner(default_environment=ForkedWorkerEnvironment(pool.id)), pool
+    return _ForkedRunner(default_environment=ForkedWorkerEnvironment(pool.id)), pool

@@ -29,7 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
 from polybeam.learners.container import FormatError
-from polybeam.selection.anytime import AnytimeModelError
+from polybeam.selection.errors import AnytimeModelError
 from polybeam.transforms.sources import CorruptInputError
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions

@@ -53,6 +53,7 @@ import numpy as np
 from scipy import sparse
 
 from polybeam.learners.batch import ExampleBatch
+from polybeam.selection.errors import AnytimeModelError
 from polybeam.selection.groups import GroupSpec
 from polybeam.selection.sequencing import SequenceResult, Skipped, sequence
 from polybeam.selection.standardize import StandardizedProblem, standardized
@@ -60,10 +61,6 @@ from polybeam.selection.statistics import GramStatistics
 
 REQUIRED_KEYS = ("rank", "group", "cost", "cumulative_cost", "explained_variance", "weights", "intercept", "slots",
                  "standardization")  # fmt: skip
-
-
-class AnytimeModelError(ValueError):
-    """Prefix records that cannot make an anytime model, with what is wrong."""
 
 
 def sequence_statistics(spec: GroupSpec, statistics: GramStatistics, *, method: str = "cs-g-omp",
