@@ -36,6 +36,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import HoldoutScore, PassSelection, held_out_part, record_pass, training_count, training_part
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.multitask import SharedKeys
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.faults import FaultSwitch
@@ -470,6 +471,12 @@ class Train(beam.PTransform):
         Emit a model even when no example arrives (all its weights zero);
         without it such a job fails (``InputRejected``) rather than write a
         model that learned nothing.
+    shared_keys : SharedKeys, optional
+        Train ONE shared per-key model (``--key-model shared``): every example
+        is crossed with its key (:mod:`polybeam.learners.multitask`) and the
+        model records the crossing and the keys it trained, so that it
+        predicts each key with the shared weights plus the key's own.
+        Excludes ``key``.
 
     The input is a PCollection of ExampleBatch, or what
     :class:`~polybeam.transforms.read.ReadExamples` returns
@@ -491,6 +498,7 @@ class Train(beam.PTransform):
         checkpoints_after=(),
         progress: bool = False,
         allow_empty: bool = False,
+        shared_keys: SharedKeys | None = None,
         **settings,
     ):
         super().__init__()
@@ -511,12 +519,21 @@ class Train(beam.PTransform):
         self.checkpoints_after = tuple(checkpoints_after)
         self.progress = progress
         self.allow_empty = allow_empty
+        if shared_keys is not None and (key is not None or self.config.expand != "none"):
+            raise ValueError("a shared per-key model (shared_keys) takes no key function and no expansion "
+                             f"(expand={self.config.expand!r})")  # fmt: skip
+        self.shared_keys = shared_keys
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
         batches, checks = self._checked_input(batches)
         self._input_checks = tuple(checks)
         batches = split_by_key(batches, self.key)
+        if self.shared_keys is not None:
+            from polybeam.transforms.shared_keys import CrossKeys, RecordTrainedKeys  # (it builds on Train's module)
+
+            crossing = batches | "CrossKeys" >> CrossKeys(self.shared_keys, config)
+            batches = crossing.crossed
         # The held-out examples, taken out once: every pass's judgement reads them (a tenth of the input).
         held = batches | "HeldOut" >> beam.FlatMap(_held_out, config, keyed) if config.holds_out else None
         if self.initial is None:
@@ -535,6 +552,8 @@ class Train(beam.PTransform):
             states = self._judged(held, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
+        if self.shared_keys is not None:
+            models = models | "RecordTrainedKeys" >> RecordTrainedKeys(self.shared_keys, crossing.trained)
         if checks:
             models = models | "AfterInputChecks" >> WaitOn(*checks)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
