@@ -13,6 +13,8 @@ STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
 SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 EXPANSIONS = ("none", "apple", "quadratic", "cubic")
 EXPANSION_RULES = ("weight", "fallback", "ssm")
+# With a key: one model per key, or one shared model of shared weights plus per-key offsets (learners/multitask.py).
+KEY_MODELS = ("separate", "shared")
 # The step rule when neither a rule nor a learning rate is given: VW's normalised
 # AdaGrad at a fixed rate (config.DEFAULT_LEARNING_RATES) for every loss. For
 # squared loss its steps are in units of the labels' running spread and the bias

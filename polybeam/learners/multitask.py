@@ -44,10 +44,10 @@ import dataclasses
 import numba
 import numpy as np
 
+from polybeam.learners.choices import KEY_MODELS  # noqa: F401  (re-exported)
 from polybeam.learners.batch import INDEX_DTYPE, VALUE_DTYPE, ExampleBatch
 from polybeam.learners.hashing import BIAS_SLOT, hash_string, murmur3_32
 
-KEY_MODELS = ("separate", "shared")
 # Keys are hashed apart from feature names (a key "a" and a feature "a" must not share a seed).
 KEY_SEED = 0x4B45_5953  # b"KEYS"
 # A missing key (no tag, an empty column) is the empty key, as for separate per-key models.

@@ -32,6 +32,7 @@ from polybeam.learners.choices import (
     DEFAULT_HOLDOUT_PERIOD,
     EXPANSION_RULES,
     EXPANSIONS,
+    KEY_MODELS,
     LOSSES,
     SPARSITY,
     STEPS,
@@ -122,6 +123,11 @@ def add_key_options(parser) -> None:
               "which is then not a feature), column:NAME (a CSV/Parquet column, then not a feature) or file "
               "(the input file); --model is then a directory of models with an index. evaluate/predict "
               "take the key from that index")  # fmt: skip
+    _add(parser, "key-model", choices=KEY_MODELS, default="separate",
+         help="train with --key: separate (one model per key, a directory) or shared (ONE model file: each "
+              "key's prediction is shared weights plus the key's own offsets, learnt together from the key-"
+              "crossed and plain copies of every feature in one hashed weight space; for few rows per key; "
+              "a key it never trained gets the shared weights). evaluate/predict read it from the model")  # fmt: skip
 
 
 def add_learner_options(parser) -> None:

@@ -97,3 +97,31 @@ class RecordTrainedKeys(beam.PTransform):
 
     def expand(self, models):
         return models | "WithKeys" >> beam.Map(with_trained_keys, self.shared, beam.pvalue.AsSingleton(self.trained))
+
+
+class SharedModel:
+    """A shared per-key model file as a per-key model source (``has``/``model``, as
+    :class:`~polybeam.transforms.routing.ModelLibrary`): every key's model is the one shared model, which
+    crosses each example with its key itself (a key it never trained gets the shared part). A worker
+    reads the file itself.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._model: Model | None = None
+
+    def has(self, key) -> bool:
+        return True
+
+    def model(self, key=None) -> Model:
+        if self._model is None:
+            from polybeam.transforms.model_io import read_model
+
+            self._model = read_model(self.path)
+        return self._model
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["path"])
