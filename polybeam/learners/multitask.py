@@ -55,7 +55,8 @@ MISSING_KEY = ""
 
 
 def key_hash(key: str, seed: int = 0) -> int:
-    """The unsigned 32-bit hash of a key (see the module docstring)."""
+    """The unsigned 32-bit hash of a key (see the module docstring; as for feature names, whitespace at
+    either end is trimmed, so " a" and "a" are one key)."""
     return hash_string(str(key), KEY_SEED ^ int(seed))
 
 

@@ -254,7 +254,7 @@ def _model_outputs(model: Model, batch: ExampleBatch, output: str | None, keys=N
     return np.where(model.margins(batch, keys) >= 0, 1, -1)
 
 
-def _keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequence, list | None]:
+def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequence, list | None]:
     """``(examples, keys)`` for a shared per-key model: elements that are ``(key, example)`` pairs give their
     keys; mappings their key column's value (the model's ``--key column:NAME``); other input (lines,
     batches) carries its keys itself (``keys`` None). A missing key is ``""``: the shared weights."""
@@ -364,7 +364,7 @@ class PolybeamModelHandler(_PolybeamHandler):
 
     def run_inference(self, batch: Sequence, model: Model, inference_args: dict | None = None) -> Iterable[PredictionResult]:
         uri = self._uri
-        examples, keys = (batch, None) if model.shared_keys is None else _keys_of(batch, model, self._input_format)
+        examples, keys = (batch, None) if model.shared_keys is None else keys_of(batch, model, self._input_format)
         results = self._score(examples, bits=model.config.bits, seed=model.config.seed, recorded=model.input,
                               score=lambda parsed: (_model_outputs(model, parsed, self._output, keys), uri))  # fmt: skip
         if examples is batch:
