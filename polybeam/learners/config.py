@@ -193,6 +193,14 @@ class LearnerConfig:
     repeat_factors : bool
         Whether a product may repeat a factor (``x_a^2``); turn off for binary
         features, where x*x = x.
+    offset_prior : float, optional
+        A shared per-key model's prior on its key offsets (``Train(shared_keys=...)``,
+        ``--key-model shared``; :mod:`polybeam.learners.multitask`): with
+        adaptive steps, each key-crossed weight's AdaGrad sum starts as if
+        this many examples of unit gradient (at the feature's largest
+        magnitude) had come before, so the offsets of a key with few rows stay
+        small. None: ``DEFAULT_OFFSET_PRIOR`` (0.03) for a shared per-key
+        model; other models have no offsets (0).
     interactions : tuple of str
         quadratic / cubic: only products of one feature from each namespace
         named (by first letter), like VW's ``-q ab`` and ``--cubic abc``:
@@ -246,6 +254,7 @@ class LearnerConfig:
     examples_per_pass: int | None = None
     repeat_factors: bool = True
     interactions: tuple[str, ...] = ()
+    offset_prior: float | None = None
 
     def __post_init__(self) -> None:
         set_field = functools.partial(object.__setattr__, self)
@@ -294,6 +303,10 @@ class LearnerConfig:
             raise ValueError(f"gsa_target (p_hat) must lie strictly between 0.5 and 1; got {self.gsa_target}")
         self._check_sparsity(set_field)
         self._check_expansion()
+        if self.offset_prior is not None:
+            _check_number("offset_prior", self.offset_prior)
+            if self.offset_prior < 0:
+                raise ValueError(f"offset_prior must be >= 0; got {self.offset_prior}")
 
     def _check_expansion(self) -> None:
         if self.expand not in EXPANSIONS:
@@ -391,7 +404,10 @@ class LearnerConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        values = dataclasses.asdict(self)
+        if values["offset_prior"] is None:  # only shared per-key models have one: other files stay as they were
+            del values["offset_prior"]
+        return values
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "LearnerConfig":

@@ -18,6 +18,16 @@ kernels against a plain-Python copy of it):
   an explicit feature of value ``offset_scale`` in slot ``crossed_slot(0, k)``,
   so every key has its own intercept offset.
 
+Offsets are pulled toward zero by a prior on their AdaGrad sums
+(:func:`seed_offset_sums`, ``LearnerConfig.offset_prior``): the first time a
+key's copy is learnt, its sum of squared gradients starts as if it had
+already seen ``offset_prior`` examples of unit gradient at the feature's
+largest magnitude so far, so the first rows of
+a key move its offsets less, and a key with few rows leans on the shared
+weights; with more rows the prior fades, as AdaGrad's sums grow. (A smaller
+value on the copies would not do: normalised adaptive steps are invariant to
+a feature's scale.)
+
 A key that training never saw has no offsets; the model knows which keys it
 trained (the sorted hashes of :func:`key_hashes`), and crosses only those, so
 an unseen key is predicted by the shared part exactly, not by whatever other
@@ -44,7 +54,7 @@ import dataclasses
 import numba
 import numpy as np
 
-from polybeam.learners.choices import KEY_MODELS  # noqa: F401  (re-exported)
+from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR, KEY_MODELS  # noqa: F401  (re-exported)
 from polybeam.learners.batch import INDEX_DTYPE, VALUE_DTYPE, ExampleBatch
 from polybeam.learners.hashing import BIAS_SLOT, hash_string, murmur3_32
 
@@ -153,6 +163,69 @@ def row_scales(hashes: np.ndarray, offset_scale: float = 1.0, known: np.ndarray 
         return np.zeros(len(hashes))
     at = np.minimum(np.searchsorted(known, hashes), len(known) - 1)
     return np.where(known[at] == hashes, float(offset_scale), 0.0)
+
+
+def shared_config(config, shared: bool):
+    """``config`` for a shared per-key model (``shared``: its offset prior, ``DEFAULT_OFFSET_PRIOR``
+    unless set, and no expansion) or for any other model (no offset prior), refusing what does not apply."""
+    if not shared:
+        if config.offset_prior:
+            raise ValueError("offset_prior applies to a shared per-key model (--key-model shared)")
+        return config
+    if config.expand != "none":
+        raise ValueError(f"a shared per-key model is linear; it takes no expansion (expand={config.expand!r})")
+    return config if config.offset_prior is not None else config.replace(offset_prior=DEFAULT_OFFSET_PRIOR)
+
+
+def crossed_entries(batch: ExampleBatch) -> np.ndarray:
+    """Which entries of a batch crossed with every key (training's) are key-crossed copies: the last
+    ``(length - 1) / 2 + 1`` of each row (after its ``p`` features come their ``p`` copies and the bias copy).
+
+    >>> crossed = cross_batch(ExampleBatch.from_rows([(1.0, {3: 2.0, 4: 1.0})], bits=12), np.array([7]))
+    >>> crossed_entries(crossed).tolist()
+    [False, False, True, True, True]
+    """
+    lengths = np.diff(batch.indptr)
+    if np.any(lengths % 2 == 0):
+        raise ValueError("a batch crossed with every key has rows of 2 p + 1 entries")
+    plain = (lengths - 1) // 2
+    position = np.arange(batch.nnz) - np.repeat(batch.indptr[:-1], lengths)
+    return position >= np.repeat(plain, lengths)
+
+
+def seed_offset_sums(sum_sq_grad: np.ndarray, batch: ExampleBatch, prior: float,
+                     feature_scale: np.ndarray | None = None) -> None:  # fmt: skip
+    """The offsets' prior: the AdaGrad sum of every key-crossed slot of ``batch`` (a batch crossed with
+    every key, as training's) that has none yet starts at ``prior * m**2``, as if ``prior`` examples of unit
+    gradient had come before; ``m`` is the magnitude of the feature's values so far (its plain slot's
+    ``feature_scale``, at least this copy's value), so that the prior is in the feature's units (see the
+    module docstring). In place."""
+    if prior <= 0 or batch.nnz == 0:
+        return
+    mask = crossed_entries(batch)
+    slots = batch.indices[mask]
+    fresh = sum_sq_grad[slots, 0] == 0.0
+    if not np.any(fresh):
+        return
+    magnitude = np.abs(batch.values[mask][fresh])
+    if feature_scale is not None and len(feature_scale):
+        # Each row's copies follow its features in order, then the bias copy (the bias: value 1, scale 1).
+        lengths = np.diff(batch.indptr)
+        plain_of = np.flatnonzero(mask) - np.repeat((lengths + 1) // 2, lengths)[mask]
+        is_bias = np.flatnonzero(mask) == np.repeat(batch.indptr[1:] - 1, lengths)[mask]
+        plain_slots = np.where(is_bias, 0, batch.indices[np.maximum(plain_of, 0)])[fresh]
+        offset_scale = np.where(is_bias[fresh], magnitude, 1.0)
+        # The feature's magnitude so far, and in this batch (a first batch has no scales yet).
+        plain = ~mask
+        distinct, inverse = np.unique(batch.indices[plain], return_inverse=True)
+        in_batch = np.zeros(len(distinct))
+        np.maximum.at(in_batch, inverse.reshape(-1), np.abs(batch.values[plain]))
+        at = np.minimum(np.searchsorted(distinct, plain_slots), max(len(distinct) - 1, 0))
+        seen = np.where(len(distinct) and distinct[at] == plain_slots, in_batch[at] if len(distinct) else 0.0, 0.0)
+        scale = np.maximum(feature_scale[plain_slots], seen)
+        known = np.where(is_bias[fresh], 1.0, scale) * offset_scale
+        magnitude = np.maximum(magnitude, known)
+    sum_sq_grad[slots[fresh]] = prior * np.maximum(magnitude**2, np.finfo(np.float32).tiny)[:, None]
 
 
 def batch_keys(batch: ExampleBatch, spec: str) -> np.ndarray:

@@ -49,7 +49,7 @@ from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.keyed_files import join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
 from polybeam.transforms.shared_keys import SharedModel
-from polybeam.learners.multitask import SharedKeys
+from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
 from polybeam.transforms.predict import Predict, WritePredictions, id_column_name
 from polybeam.transforms.provenance import RecordOrigin, origin, provenance_record
@@ -282,6 +282,14 @@ def _shared_keys(options: PipelineOptions, key: str | None, config: LearnerConfi
     return SharedKeys(key, seed=config.seed)
 
 
+def _shared_config(options: PipelineOptions, config: LearnerConfig) -> LearnerConfig:
+    """The learner settings of the run: a shared per-key model's with its offset prior."""
+    try:
+        return shared_config(config, options.view_as(KeyOptions).key_model == "shared")
+    except ValueError as error:
+        raise OptionError(str(error).replace("offset_prior", "--offset-prior")) from None
+
+
 def run_train(options: PipelineOptions) -> dict:
     """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report."""
     started = time.perf_counter()
@@ -294,6 +302,7 @@ def run_train(options: PipelineOptions) -> dict:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
     key = _key_spec_for(options, "train")
     shared = _shared_keys(options, key, config)
+    config = _shared_config(options, config)
     keyed = key is not None and shared is None
     settings = input_settings(options, config, key=key)
     # A header or schema without the columns the options name fails now, not on a worker; the header's

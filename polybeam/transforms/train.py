@@ -36,7 +36,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import HoldoutScore, PassSelection, held_out_part, record_pass, training_count, training_part
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.multitask import SharedKeys
+from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.faults import FaultSwitch
@@ -519,9 +519,9 @@ class Train(beam.PTransform):
         self.checkpoints_after = tuple(checkpoints_after)
         self.progress = progress
         self.allow_empty = allow_empty
-        if shared_keys is not None and (key is not None or self.config.expand != "none"):
-            raise ValueError("a shared per-key model (shared_keys) takes no key function and no expansion "
-                             f"(expand={self.config.expand!r})")  # fmt: skip
+        if shared_keys is not None and key is not None:
+            raise ValueError("a shared per-key model (shared_keys) takes no key function")
+        self.config = shared_config(self.config, shared_keys is not None)
         self.shared_keys = shared_keys
 
     def expand(self, batches):
