@@ -211,7 +211,7 @@ def seed_offset_sums(sum_sq_grad: np.ndarray, batch: ExampleBatch, prior: float,
     if feature_scale is not None and len(feature_scale):
         # Each row's copies follow its features in order, then the bias copy (the bias: value 1, scale 1).
         lengths = np.diff(batch.indptr)
-        plain_of = np.flatnonzero(mask) - np.repeat((lengths + 1) // 2, lengths)[mask]
+        plain_of = np.flatnonzero(mask) - np.repeat((lengths - 1) // 2, lengths)[mask]
         is_bias = np.flatnonzero(mask) == np.repeat(batch.indptr[1:] - 1, lengths)[mask]
         plain_slots = np.where(is_bias, 0, batch.indices[np.maximum(plain_of, 0)])[fresh]
         offset_scale = np.where(is_bias[fresh], magnitude, 1.0)

@@ -14,7 +14,16 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model, ModelFileError
-from polybeam.learners.multitask import KEY_SEED, SharedKeys, cross_batch, crossed_slot, key_hash, key_hashes
+from polybeam.learners.multitask import (
+    KEY_SEED,
+    SharedKeys,
+    cross_batch,
+    crossed_entries,
+    crossed_slot,
+    key_hash,
+    key_hashes,
+    seed_offset_sums,
+)
 
 
 def reference_key_hash(key: str, seed: int = 0) -> int:
@@ -131,3 +140,67 @@ def test_a_shared_model_file_keeps_its_crossing_and_older_readers_refuse_it():
 
     with pytest.raises(ModelFileError, match="newer"):
         container.unpack(data, b"POLYBEAM-MODEL\n", newest=5, what="model file", names=("slots", "weights"))
+
+
+# -- the offsets' prior ------------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=rows)
+def test_crossed_entries_are_each_rows_copies_and_bias_copy(rows):
+    batch = ExampleBatch.from_rows([(label, dict(features)) for label, features in rows], bits=16)
+    crossed = cross_batch(batch, key_hashes(np.array(["k"] * len(batch), dtype=object)))
+    expected = []
+    for i in range(len(batch)):
+        plain = len(batch.row(i)[0])
+        expected += [False] * plain + [True] * (plain + 1)
+    assert crossed_entries(crossed).tolist() == expected
+
+
+def test_the_prior_seeds_only_fresh_key_crossed_slots_in_the_features_units():
+    batch = ExampleBatch.from_rows([(1.0, {3: 0.5, 4: -4.0}), (1.0, {3: 2.0})], bits=12)
+    crossed = cross_batch(batch, key_hashes(np.array(["a", "b"], dtype=object)))
+    sums = np.zeros((1 << 12, 1))
+    already = crossed.indices[crossed_entries(crossed)][0]  # a's copy of feature 3 has a sum of its own
+    sums[already] = 7.0
+    scale = np.zeros(1 << 12)
+    scale[4] = 10.0  # feature 4 was seen up to 10 before this batch
+    seed_offset_sums(sums, crossed, 0.5, scale)
+    a3, a4, a_bias, b3, b_bias = crossed.indices[crossed_entries(crossed)].tolist()
+    assert sums[a3, 0] == 7.0  # not fresh: untouched
+    assert sums[a4, 0] == 0.5 * 10.0**2  # the feature's largest magnitude so far
+    assert sums[b3, 0] == 0.5 * 2.0**2  # feature 3's largest in this batch (no scale before it)
+    assert sums[a_bias, 0] == sums[b_bias, 0] == 0.5  # the bias: value 1
+    assert not sums[[3, 4, 0], 0].any()  # plain slots: untouched
+
+
+def offsets_norm(prior: float) -> float:
+    from polybeam.datasets.shared_keys import SharedKeysTask
+
+    train, _ = SharedKeysTask(keys=300, features=5).generate(rows_per_key=3, test_rows_per_key=1)
+    batch = ExampleBatch.from_csr(train.values, train.labels, bits=18)
+    hashes = key_hashes(train.keys)
+    learner = LinearLearner(LearnerConfig(loss="logistic", bits=18, offset_prior=prior))
+    model = learner.learn(cross_batch(batch, hashes)).to_model()
+    crossed = cross_batch(batch, hashes)
+    copies = np.unique(crossed.indices[crossed_entries(crossed)])
+    return float(np.linalg.norm(model.dense_weights[copies]))
+
+
+def test_the_prior_pulls_the_offsets_of_keys_with_few_rows_toward_zero():
+    assert offsets_norm(0.3) < 0.8 * offsets_norm(0.0)
+
+
+def test_only_shared_models_take_an_offset_prior_and_plain_configs_do_not_record_one():
+    from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR
+    from polybeam.learners.multitask import shared_config
+
+    assert "offset_prior" not in LearnerConfig().to_dict()  # plain model files read as before
+    assert shared_config(LearnerConfig(), True).offset_prior == DEFAULT_OFFSET_PRIOR
+    assert shared_config(LearnerConfig(offset_prior=0.0), True).offset_prior == 0.0
+    with pytest.raises(ValueError, match="shared per-key model"):
+        shared_config(LearnerConfig(offset_prior=0.1), False)
+    with pytest.raises(ValueError, match="no expansion"):
+        shared_config(LearnerConfig(expand="quadratic"), True)
+    with pytest.raises(ValueError, match="offset_prior must be >= 0"):
+        LearnerConfig(offset_prior=-1.0)
