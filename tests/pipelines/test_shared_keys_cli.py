@@ -66,8 +66,8 @@ def test_one_shared_model_file_beats_global_and_separate_models_on_few_rows_per_
     model = read_model(str(shared["model"]))
     assert model.shared_keys.key == "column:key" and len(model.shared_keys.trained) == 1000
     errors = {name: report["evaluate"]["error"] for name, report in trained.items()}
-    # Measured (1,000 keys x ~20 rows, one pass): shared 0.146, global 0.159, separate 0.315.
-    assert errors["shared"] < 0.155 and errors["global"] > 0.15 and errors["separate"] > 0.28
+    # Measured (1,000 keys x ~20 rows, one pass, this seeded draw): shared 0.1374, global 0.1512, separate 0.321.
+    assert errors["shared"] < 0.145 and errors["global"] > 0.145 and errors["separate"] > 0.28
     assert errors["shared"] <= min(errors["global"], errors["separate"]) - 0.01
     # Evaluate reports the shared model per key too, as for separate models.
     by_key = shared["evaluate"]["keys"]
