@@ -366,6 +366,10 @@ class Model:
         if config.sparsity != "none":
             theta = "" if config.truncate_threshold is None else f", threshold {config.truncate_threshold:g}"
             lines.append(f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}{theta})")
+        if self.shared_keys is not None:
+            lines.append(f"shared per-key model: --key {self.shared_keys.key}, offsets for "
+                         f"{len(self.shared_keys.trained)} keys (offset prior {config.offset_prior:g}); "
+                         "other keys get the shared weights")  # fmt: skip
         if self.expansion is not None:
             parents = f", {len(self.expansion.parents)} parent monomials" if self.expansion.kind == "apple" else ""
             lines.append(f"expansion: {self.expansion.kind}{parents} (max degree {self.expansion.max_degree})")
