@@ -13,6 +13,14 @@ STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
 SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 EXPANSIONS = ("none", "apple", "quadratic", "cubic")
 EXPANSION_RULES = ("weight", "fallback", "ssm")
+# With a key: one model per key, or one shared model of shared weights plus per-key offsets (learners/multitask.py).
+KEY_MODELS = ("separate", "shared")
+# A shared per-key model's prior on its offsets' AdaGrad sums, in examples of unit gradient at the feature's
+# largest magnitude. Chosen on draws 0 and 1 of benchmarks/bench_shared_keys.py's data (5, 20 and 50 rows per
+# key, logistic; 20 rows squared) from 0, 0.01, 0.03, 0.1, 0.3: 0.03 helped most with 5 rows per key (error
+# 0.1517 -> 0.1465, 0.1527 -> 0.1488), a little with 20 (0.1387 -> 0.1375, 0.1383 -> 0.1363) and 50 (0.1250 ->
+# 0.1244), and squared loss (MSE 10.33 -> 10.31); the benchmark reports fresh draws (2 and 3).
+DEFAULT_OFFSET_PRIOR = 0.03
 # The step rule when neither a rule nor a learning rate is given: VW's normalised
 # AdaGrad at a fixed rate (config.DEFAULT_LEARNING_RATES) for every loss. For
 # squared loss its steps are in units of the labels' running spread and the bias

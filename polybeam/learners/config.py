@@ -193,6 +193,14 @@ class LearnerConfig:
     repeat_factors : bool
         Whether a product may repeat a factor (``x_a^2``); turn off for binary
         features, where x*x = x.
+    offset_prior : float, optional
+        A shared per-key model's prior on its key offsets (``Train(shared_keys=...)``,
+        ``--key-model shared``; :mod:`polybeam.learners.multitask`): with
+        adaptive steps, each key-crossed weight's AdaGrad sum starts as if
+        this many examples of unit gradient (at the feature's largest
+        magnitude) had come before, so the offsets of a key with few rows stay
+        small. None: ``DEFAULT_OFFSET_PRIOR`` (0.03) for a shared per-key
+        model; other models have no offsets (0).
     interactions : tuple of str
         quadratic / cubic: only products of one feature from each namespace
         named (by first letter), like VW's ``-q ab`` and ``--cubic abc``:
@@ -259,6 +267,7 @@ class LearnerConfig:
     interactions: tuple[str, ...] = ()
     lbfgs_passes: int = 0
     lbfgs_l2: float = 10.0
+    offset_prior: float | None = None
 
     def __post_init__(self) -> None:
         set_field = functools.partial(object.__setattr__, self)
@@ -315,6 +324,10 @@ class LearnerConfig:
         if self.lbfgs_passes and self.loss not in ("logistic", "squared", "softmax"):
             raise ValueError(f"the L-BFGS finishing stage (lbfgs_passes) needs a differentiable loss "
                              f"(logistic, squared, softmax); got {self.loss!r}")
+        if self.offset_prior is not None:
+            _check_number("offset_prior", self.offset_prior)
+            if self.offset_prior < 0:
+                raise ValueError(f"offset_prior must be >= 0; got {self.offset_prior}")
 
     def _check_expansion(self) -> None:
         if self.expand not in EXPANSIONS:
@@ -412,7 +425,10 @@ class LearnerConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        values = dataclasses.asdict(self)
+        if values["offset_prior"] is None:  # only shared per-key models have one: other files stay as they were
+            del values["offset_prior"]
+        return values
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "LearnerConfig":

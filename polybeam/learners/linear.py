@@ -30,6 +30,7 @@ from polybeam.learners.arrays import training_batches
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.curve import LearningCurve
 from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.losses import LOSS_CODES
@@ -237,6 +238,8 @@ class LinearLearner:
             self._check_classes(batch.labels)
         names = batch.names
         batch = self._rows_batch(batch)
+        if config.offset_prior and len(self.sum_sq_grad_):  # a shared per-key model's key-crossed batch
+            seed_offset_sums(self.sum_sq_grad_, batch, config.offset_prior, self.feature_scale_)
         segments = self.centring_.segments(
             batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook(),
             feature_scale=self._normalising_scales(),

@@ -16,7 +16,9 @@ Loading refuses, with a message that says what is wrong, a file that is not a
 model, comes from a newer format version, is truncated or fails its checksum.
 Version 1 files (array lengths instead of shapes), version 2 files (no
 polynomial expansion), version 3 files (products' factors in the JSON
-header) and version 4 files (no value ranges) still load. A model trained on expanded features records
+header) and version 4 files (no value ranges) still load. Version 6 is the
+format of version 5 for shared per-key models (see
+:mod:`polybeam.learners.multitask`), which older readers must refuse. A model trained on expanded features records
 its expansion (for apple: the parent monomials) and the factors of its weighted
 products, and expands its input the same way before predicting.
 
@@ -60,12 +62,17 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion
 from polybeam.learners.hashing import BIAS_SLOT
 from polybeam.learners.monomials import FactorTable, Monomial
+from polybeam.learners.multitask import SharedKeys, cross_batch, key_hashes
 from polybeam.learners.softmax import predict_batch_softmax
 
 MAGIC = b"POLYBEAM-MODEL\n"
 # Input formats whose numeric feature indices are the model's slots.
 INDEXED_FORMATS = ("libsvm", "parquet")
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
+# Version 6 is version 5 written by a shared per-key model (its metadata's key_model: shared), so that a
+# polybeam that cannot cross examples with their keys refuses it instead of predicting with hash noise.
+SHARED_KEYS_VERSION = 6
+PLAIN_VERSION = 5
 # The arrays after the header, in order (version 5; earlier versions have the first two or five).
 _ARRAYS = ("slots", "weights", "monomial_slots", "monomial_offsets", "monomial_factors", "clip_low", "clip_high")
 
@@ -205,9 +212,32 @@ class Model:
         low, high = self.dense_ranges
         return dataclasses.replace(batch, values=np.clip(batch.values, low[batch.indices], high[batch.indices]))
 
-    def margins(self, batch: ExampleBatch) -> np.ndarray:
+    @cached_property
+    def shared_keys(self) -> SharedKeys | None:
+        """How a shared per-key model (``key_model: shared``) crosses examples with their keys, else None."""
+        return SharedKeys.from_metadata(self.metadata)
+
+    def crossed(self, batch: ExampleBatch, keys=None) -> ExampleBatch:
+        """A shared per-key model's input: ``batch`` crossed with each example's key, ``keys`` (one str per
+        example) or the batch's own (its key column, namespace, tag or file, as the model's key spec
+        says); a key training never saw, or a batch without keys, gets the shared part alone. Other
+        models' input: ``batch``."""
+        shared = self.shared_keys
+        if shared is None:
+            return batch
+        if keys is not None:
+            hashes = key_hashes(keys, shared.seed)
+            if len(hashes) != len(batch):
+                raise ValueError(f"got {len(keys)} keys for {len(batch)} examples")
+            return cross_batch(batch, hashes, offset_scale=shared.offset_scale, known=shared.trained)
+        if shared.key.partition(":")[0] in ("namespace", "column") and batch.key_codes is None:
+            return cross_batch(batch, np.zeros(len(batch), dtype=np.int64), known=np.zeros(0, dtype=np.int64))
+        return shared.cross(batch)
+
+    def margins(self, batch: ExampleBatch, keys=None) -> np.ndarray:
         """Raw scores ``w . x + b`` (n x classes for softmax) of an ExampleBatch, or of a matrix of
-        examples (NumPy, SciPy sparse, pandas; see :mod:`polybeam.learners.arrays`)."""
+        examples (NumPy, SciPy sparse, pandas; see :mod:`polybeam.learners.arrays`). ``keys``: each
+        example's key, for a shared per-key model (see :meth:`crossed`)."""
         batch = as_batch(batch, bits=self.config.bits, seed=self.config.seed)
         if batch.bits != self.config.bits:
             raise ValueError(
@@ -216,6 +246,7 @@ class Model:
             )
         if self.expansion is not None:
             batch = self.expansion.expand(batch)
+        batch = self.crossed(batch, keys)
         if self.few_slots:  # a per-key model: its rows, not 2**bits of mostly zeros
             batch, weights = self._on_rows(batch)
         else:
@@ -240,12 +271,12 @@ class Model:
         names = self.config.class_names
         return names[class_id - 1] if names else str(class_id)
 
-    def predict(self, batch: ExampleBatch) -> np.ndarray:
+    def predict(self, batch: ExampleBatch, keys=None) -> np.ndarray:
         """Predictions: clamped values (squared), P(y = +1) (logistic), margins (hinge),
-        or class probabilities (softmax, n x K)."""
+        or class probabilities (softmax, n x K). ``keys``: see :meth:`margins`."""
         return finalize_predictions(
             self.config.loss,
-            self.margins(batch),
+            self.margins(batch, keys),
             float(self.metadata.get("label_min", 0.0)),
             float(self.metadata.get("label_max", 0.0)),
         )
@@ -366,6 +397,10 @@ class Model:
         if config.sparsity != "none":
             theta = "" if config.truncate_threshold is None else f", threshold {config.truncate_threshold:g}"
             lines.append(f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}{theta})")
+        if self.shared_keys is not None:
+            lines.append(f"shared per-key model: --key {self.shared_keys.key}, offsets for "
+                         f"{len(self.shared_keys.trained)} keys (offset prior {config.offset_prior:g}); "
+                         "other keys get the shared weights")  # fmt: skip
         if self.expansion is not None:
             parents = f", {len(self.expansion.parents)} parent monomials" if self.expansion.kind == "apple" else ""
             lines.append(f"expansion: {self.expansion.kind}{parents} (max degree {self.expansion.max_degree})")
@@ -408,7 +443,8 @@ class Model:
             "names": {str(k): v for k, v in self.names.items()},
             "expansion": None if self.expansion is None else self.expansion.to_dict(),
         }
-        return container.pack(MAGIC, FORMAT_VERSION, header, arrays)
+        version = SHARED_KEYS_VERSION if self.shared_keys is not None else PLAIN_VERSION
+        return container.pack(MAGIC, version, header, arrays)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Model":

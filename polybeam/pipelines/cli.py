@@ -242,8 +242,12 @@ def _describe_train(report: dict) -> str:
 
     counts = ReadCounts.from_dict(report)
     loss = report.get("progressive_loss")
-    trained = (f"{report['keys']} models, one per key ({report['key']}), in {report['model']}" if report.get("key")
-               else f"model written to {report['model']}")  # fmt: skip
+    if report.get("key_model") == "shared":
+        trained = f"one shared model for {report.get('keys')} keys ({report['key']}) written to {report['model']}"
+    elif report.get("key"):
+        trained = f"{report['keys']} models, one per key ({report['key']}), in {report['model']}"
+    else:
+        trained = f"model written to {report['model']}"
     lines = [
         f"read: {counts.describe()}",
         f"progressive validation loss: {loss:.6g}" if loss is not None and math.isfinite(loss)

@@ -47,7 +47,9 @@ from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
 from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.keyed_files import KeyedFolder, join, read_index
-from polybeam.transforms.keys import ParsedKeys
+from polybeam.transforms.keys import ParsedKeys, split_by_key
+from polybeam.transforms.shared_keys import SharedModel
+from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
 from polybeam.transforms.predict import Predict, WritePredictions, id_column_name
 from polybeam.transforms.provenance import RecordOrigin, origin, provenance_record
@@ -178,6 +180,8 @@ def _model_summary(model) -> dict:
     summary = {"examples_trained": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
                "passes": meta.get("passes"), "nonzero_weights": model.nonzero, "model_kind": model.kind,
                "holdout": holdout, "apple_guard": meta.get("apple_guard")}  # fmt: skip
+    if model.shared_keys is not None:
+        summary["keys"] = len(model.shared_keys.trained)
     if holdout and holdout["passes"]:
         summary["examples_held_out"] = holdout["passes"][-1]["examples"]
     if meta.get("lbfgs"):
@@ -188,7 +192,7 @@ def _model_summary(model) -> dict:
 def _train_report(parts: dict, *, facts: dict) -> dict:
     counts = _counts(parts)
     report = counts.to_dict()
-    if facts.get("key"):
+    if facts.get("key") and facts.get("key_model") != "shared":
         index = parts["index"][0] if parts["index"] else None
         # The index sums up every key (see polybeam.transforms.routing.WriteKeyedModels).
         written = read_index(facts["model"]) if index else {}
@@ -264,6 +268,25 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
                           "resume with the same settings, or start afresh without --resume")  # fmt: skip
 
 
+def _shared_keys(options: PipelineOptions, key: str | None, config: LearnerConfig) -> SharedKeys | None:
+    """The crossing of ``--key-model shared`` (None for separate per-key models or no key)."""
+    if options.view_as(KeyOptions).key_model != "shared":
+        return None
+    if key is None:
+        raise OptionError("--key-model shared needs --key (the key whose offsets the shared model learns)")
+    if config.expand != "none":
+        raise OptionError(f"--key-model shared learns a linear model; it takes no --expand {config.expand}")
+    return SharedKeys(key, seed=config.seed)
+
+
+def _shared_config(options: PipelineOptions, config: LearnerConfig) -> LearnerConfig:
+    """The learner settings of the run: a shared per-key model's with its offset prior."""
+    try:
+        return shared_config(config, options.view_as(KeyOptions).key_model == "shared")
+    except ValueError as error:
+        raise OptionError(str(error).replace("offset_prior", "--offset-prior")) from None
+
+
 def run_train(options: PipelineOptions) -> dict:
     """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report."""
     started = time.perf_counter()
@@ -275,7 +298,11 @@ def run_train(options: PipelineOptions) -> dict:
     if fanout is not None and fanout < 2:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
     key = _key_spec_for(options, "train")
-    keyed = key is not None
+    shared = _shared_keys(options, key, config)
+    config = _shared_config(options, config)
+    keyed = key is not None and shared is None
+    if keyed and config.lbfgs_passes:
+        raise OptionError("--lbfgs-passes trains one model; with --key and separate models per key, leave it out")
     settings = input_settings(options, config, key=key)
     # A header or schema without the columns the options name fails now, not on a worker; the header's
     # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
@@ -290,7 +317,8 @@ def run_train(options: PipelineOptions) -> dict:
 
     report_facts = {
         **job_facts("train", options, report_path), "model": model_path, "dead_letter_file": dead_path,
-        "key": key, "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
+        "key": key, "key_model": options.view_as(KeyOptions).key_model if key else None,
+        "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
         "initial_model": options.view_as(TrainingOptions).initial_model, "passes_run": config.passes - first_pass + 1,
         "input": settings.to_dict(),
     }  # fmt: skip
@@ -307,7 +335,7 @@ def run_train(options: PipelineOptions) -> dict:
         initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
         fanout=options.view_as(TrainingOptions).merge_fanout, checkpoints_after=[checked],
         progress=not (options.view_as(RunOptions).quiet or keyed), allow_empty=True,
-        keyed_output="shards")  # fmt: skip
+        keyed_output="shards", shared_keys=shared)  # fmt: skip
     models = models | "AfterInputCheck" >> WaitOn(checked)
     # How the input was read and where the models came from, with the read's counts (known on the workers).
     known = report_facts["origin"]
@@ -341,10 +369,18 @@ def _model_source(options: PipelineOptions, command: str):
     fallback = options.view_as(RoutingOptions).fallback_model
     key = options.view_as(KeyOptions).key
     if not _is_keyed_folder(model_path):
+        model = read_model(model_path)  # fail fast on a bad model file, before any pipeline work
+        shared = model.shared_keys
+        if shared is not None:  # one shared per-key model: scored per key, every key by the same file
+            if fallback:
+                raise OptionError(f"--fallback-model applies to a folder of per-key models; {model_path} is a shared "
+                                  "per-key model, which scores a key it never trained with its shared weights")  # fmt: skip
+            if key is not None and key != shared.key:
+                raise OptionError(f"--key {key} differs from the key the model was trained with ({shared.key})")
+            return SharedModel(model_path), model.config, shared.key, recorded_input(model.input, model_path)
         if fallback or key:
             raise OptionError(f"--{'fallback-model' if fallback else 'key'} applies to a folder of per-key models; "
                               f"{model_path} is a model file")  # fmt: skip
-        model = read_model(model_path)  # fail fast on a bad model file, before any pipeline work
         return model, model.config, None, recorded_input(model.input, model_path)
     index = read_index(model_path)
     if index.get("kind") != KEYED_MODELS:
@@ -375,6 +411,8 @@ def _routed(read, source, key: str | None):
     """``(scored input, unrouted dead letters or None)``."""
     if key is None:
         return read.examples, None
+    if isinstance(source, SharedModel):  # every key has the shared model: nothing goes unrouted
+        return split_by_key(read.examples, ParsedKeys(key)), None
     routed = read.examples | "Route" >> RouteByKey(source, ParsedKeys(key))
     # Where each unrouted example sits in its file, and its text, for the dead letters.
     return routed.routed, routed.unrouted | "FillUnrouted" >> beam.ParDo(FillLineNumbers())
@@ -408,7 +446,7 @@ def run_evaluate(options: PipelineOptions) -> dict:
     source, config, key, recorded = _model_source(options, "evaluate")
     settings, expected = _scoring_input(options, config, key, recorded, labels=config.label_kind)
     model_path = options.view_as(ModelOptions).model
-    beside = (lambda name: join(model_path, name)) if key else (lambda name: f"{model_path}.{name}")
+    beside = (lambda name: join(model_path, name)) if _is_keyed_folder(model_path) else (lambda name: f"{model_path}.{name}")
     dead_path = options.view_as(InputOptions).dead_letters or beside("evaluate.dead_letters.jsonl")
     report_path = options.view_as(RunOptions).report or beside("evaluation.json")
     input_policy(options, settings=settings)

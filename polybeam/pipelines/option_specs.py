@@ -30,8 +30,10 @@ from polybeam.learners.choices import (
     DEFAULT_GSA_TARGET,
     DEFAULT_HOLDOUT_MIN_EXAMPLES,
     DEFAULT_HOLDOUT_PERIOD,
+    DEFAULT_OFFSET_PRIOR,
     EXPANSION_RULES,
     EXPANSIONS,
+    KEY_MODELS,
     LOSSES,
     SPARSITY,
     STEPS,
@@ -122,6 +124,15 @@ def add_key_options(parser) -> None:
               "which is then not a feature), column:NAME (a CSV/Parquet column, then not a feature) or file "
               "(the input file); --model is then a directory of models with an index. evaluate/predict "
               "take the key from that index")  # fmt: skip
+    _add(parser, "key-model", choices=KEY_MODELS, default="separate",
+         help="train with --key: separate (one model per key, a directory) or shared (ONE model file: each "
+              "key's prediction is shared weights plus the key's own offsets, learnt together from the key-"
+              "crossed and plain copies of every feature in one hashed weight space; for few rows per key; "
+              "a key it never trained gets the shared weights). evaluate/predict read it from the model")  # fmt: skip
+    _add(parser, "offset-prior", type=float, default=None,
+         help="--key-model shared: pull the keys' offsets toward zero by starting each one's AdaGrad sum as if this "
+              f"many examples of unit gradient had come before (default: {DEFAULT_OFFSET_PRIOR:g}; 0: none); larger "
+              "leans keys with few rows more on the shared weights")  # fmt: skip
 
 
 def add_learner_options(parser) -> None:

@@ -152,6 +152,7 @@ def learner_config(options: PipelineOptions) -> LearnerConfig:
         normalized=not learner.no_normalize,
         safe_updates=not learner.plain_updates,
         repeat_factors=not learner.no_repeat_factors,
+        offset_prior=options.view_as(KeyOptions).offset_prior,
     )
 
 

@@ -27,6 +27,7 @@ _EXPORTS = {
     "ParsedKeys": "keys", "WriteReport": "report", "NoteWorkers": "workers",
     "CheckInput": "input_check", "InputPolicy": "input_check", "InputRejected": "input_check",
     "RecordOrigin": "provenance",
+    "CrossKeys": "shared_keys", "RecordTrainedKeys": "shared_keys", "SharedModel": "shared_keys",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)

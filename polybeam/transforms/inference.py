@@ -47,6 +47,12 @@ the model's ID column (``--id-column``; ``format_options={"id_column": ...}``)
 in a mapping or a CSV line, a VW line's tag, an ExampleBatch's ``tags``
 (an array), else None.
 
+A shared per-key model (``polybeam train --key-model shared``) predicts each
+example with the shared weights plus its key's offsets: give it
+``(key, example)`` pairs, or examples that carry their key (a mapping's key
+column, a CSV line's key column, a VW line's tag or key namespace, a batch
+read with the key); a key it never trained, or none, gets the shared weights.
+
 A line the parser refuses fails its batch with the line's reason (use
 ``RunInference(...).with_exception_handling()`` to dead-letter such batches).
 """
@@ -228,22 +234,38 @@ class _Examples:
         return parsed.batch
 
 
-def _model_outputs(model: Model, batch: ExampleBatch, output: str | None):
-    """The ``output`` of ``model`` for the batch: an array (n,) or (n, K), or a list of labels."""
+def _model_outputs(model: Model, batch: ExampleBatch, output: str | None, keys=None):
+    """The ``output`` of ``model`` for the batch: an array (n,) or (n, K), or a list of labels. ``keys``:
+    each example's key, for a shared per-key model (None: the batch's own keys)."""
     loss = model.config.loss
     if output is None:
-        return model.predict(batch)
+        return model.predict(batch, keys)
     if output == "score":
-        return model.margins(batch)
+        return model.margins(batch, keys)
     if output == "probability":
         if loss not in ("logistic", "softmax"):
             raise InferenceError(f"output='probability' needs a logistic or softmax model; this one is {loss}")
-        return model.predict(batch)
+        return model.predict(batch, keys)
     if loss == "softmax":
-        return [model.class_name(int(k)) if model.config.class_names else int(k) for k in model.predict_classes(batch)]
+        classes = np.argmax(model.margins(batch, keys), axis=1) + 1
+        return [model.class_name(int(k)) if model.config.class_names else int(k) for k in classes]
     if loss not in ("logistic", "hinge"):
         raise InferenceError(f"output='label' needs a classifier (logistic, hinge or softmax); this one is {loss}")
-    return np.where(model.margins(batch) >= 0, 1, -1)
+    return np.where(model.margins(batch, keys) >= 0, 1, -1)
+
+
+def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequence, list | None]:
+    """``(examples, keys)`` for a shared per-key model: elements that are ``(key, example)`` pairs give their
+    keys; mappings their key column's value (the model's ``--key column:NAME``); other input (lines,
+    batches) carries its keys itself (``keys`` None). A missing key is ``""``: the shared weights."""
+    if input_format != "batch" and elements and all(isinstance(e, tuple) and len(e) == 2 for e in elements):
+        return [e[1] for e in elements], ["" if e[0] is None else str(e[0]) for e in elements]
+    if input_format == "dict":
+        kind, _, name = model.shared_keys.key.partition(":")
+        column = ((model.input or {}).get("key_column") or name) if kind == "column" else None
+        return elements, ["" if not isinstance(e, Mapping) or column is None or e.get(column) is None
+                          else str(e[column]) for e in elements]  # fmt: skip
+    return elements, None
 
 
 class _PolybeamHandler(ModelHandler):
@@ -342,8 +364,14 @@ class PolybeamModelHandler(_PolybeamHandler):
 
     def run_inference(self, batch: Sequence, model: Model, inference_args: dict | None = None) -> Iterable[PredictionResult]:
         uri = self._uri
-        return self._score(batch, bits=model.config.bits, seed=model.config.seed, recorded=model.input,
-                           score=lambda examples: (_model_outputs(model, examples, self._output), uri))  # fmt: skip
+        examples, keys = (batch, None) if model.shared_keys is None else keys_of(batch, model, self._input_format)
+        results = self._score(examples, bits=model.config.bits, seed=model.config.seed, recorded=model.input,
+                              score=lambda parsed: (_model_outputs(model, parsed, self._output, keys), uri))  # fmt: skip
+        if examples is batch:
+            return results
+        # Each result shows the element it answers, its key included.
+        return [IdentifiedPrediction(element, result.inference, result.model_id, result.id)
+                for element, result in zip(batch, results)]  # fmt: skip
 
     def validate_inference_args(self, inference_args: dict | None):
         if inference_args:

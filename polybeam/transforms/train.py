@@ -41,6 +41,7 @@ from polybeam.learners.model_shards import shard_of
 from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments, pairs
 from polybeam.learners import lbfgs
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.faults import FaultSwitch
@@ -709,6 +710,12 @@ class Train(beam.PTransform):
     L-BFGS point across workers (a ParDo per bundle and a CombineFn), warm-started from the
     averaged online model; its summary is the model's ``metadata["lbfgs"]``. One model only
     (not per key).
+    shared_keys : SharedKeys, optional
+        Train ONE shared per-key model (``--key-model shared``): every example
+        is crossed with its key (:mod:`polybeam.learners.multitask`) and the
+        model records the crossing and the keys it trained, so that it
+        predicts each key with the shared weights plus the key's own.
+        Excludes ``key``.
 
     The input is a PCollection of ExampleBatch, or what
     :class:`~polybeam.transforms.read.ReadExamples` returns
@@ -732,6 +739,7 @@ class Train(beam.PTransform):
         allow_empty: bool = False,
         key_shards: int = KEY_SHARDS,
         keyed_output: str = "pairs",
+        shared_keys: SharedKeys | None = None,
         **settings,
     ):
         super().__init__()
@@ -760,6 +768,13 @@ class Train(beam.PTransform):
         if keyed_output not in ("pairs", "shards"):
             raise ValueError(f"keyed_output must be 'pairs' or 'shards', got {keyed_output!r}")
         self.keyed_output = keyed_output
+        if shared_keys is not None and key is not None:
+            raise ValueError("a shared per-key model (shared_keys) takes no key function")
+        if key is not None and self.config.lbfgs_passes:
+            raise ValueError("the L-BFGS finishing stage (lbfgs_passes) trains one model, not one per key; "
+                             "leave lbfgs_passes at 0 with a key")  # fmt: skip
+        self.config = shared_config(self.config, shared_keys is not None)
+        self.shared_keys = shared_keys
 
     def expand(self, batches):
         config, keyed = self.config, self.key is not None
@@ -773,6 +788,11 @@ class Train(beam.PTransform):
             shards = shards | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
             return shards if self.keyed_output == "shards" else shards | "PerKey" >> beam.FlatMap(pairs)
         batches = split_by_key(batches, self.key)
+        if self.shared_keys is not None:
+            from polybeam.transforms.shared_keys import CrossKeys, RecordTrainedKeys  # (it builds on Train's module)
+
+            crossing = batches | "CrossKeys" >> CrossKeys(self.shared_keys, config)
+            batches = crossing.crossed
         # The held-out examples, taken out once: every pass's judgement reads them (a tenth of the input).
         held = batches | "HeldOut" >> beam.FlatMap(_held_out, config, keyed) if config.holds_out else None
         if self.initial is None:
@@ -800,6 +820,8 @@ class Train(beam.PTransform):
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
         if config.lbfgs_passes:
             models = models | "FinishWithLbfgs" >> _FinishWithLbfgs(batches, config)
+        if self.shared_keys is not None:
+            models = models | "RecordTrainedKeys" >> RecordTrainedKeys(self.shared_keys, crossing.trained)
         if checks:
             models = models | "AfterInputChecks" >> WaitOn(*checks)
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))

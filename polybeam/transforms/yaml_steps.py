@@ -38,7 +38,9 @@ import apache_beam as beam
 
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.records import ReadCounts
+from polybeam.learners.choices import KEY_MODELS
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.multitask import SharedKeys
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
@@ -186,17 +188,29 @@ class PolybeamTrain(beam.PTransform):
     """Train on ``examples`` with any LearnerConfig setting (``loss``, ``passes``, ``expand``, ...);
     ``model`` is where the model file goes. With input ``{examples, origin}`` (a PolybeamReadExamples
     step's outputs), the model records how its input was read and where it came from. Outputs ``model``
-    (a PCollection of one Model). With no example the job fails, unless ``allow_empty: true``."""
+    (a PCollection of one Model). With no example the job fails, unless ``allow_empty: true``.
+    ``key: column:NAME`` (or ``namespace:NAME``, ``tag``, ``file``, as ``--key``) with ``key_model: shared``
+    trains one shared per-key model (the read must keep the key: ``key_column: NAME`` or
+    ``key_namespace: NAME``); separate per-key models, a folder of files, are the command line's."""
 
-    def __init__(self, model: str, allow_empty: bool = False, **settings):
+    def __init__(self, model: str, allow_empty: bool = False, key: str | None = None, key_model: str = "separate",
+                 **settings):  # fmt: skip
         super().__init__()
         self.path = model
         self.allow_empty = allow_empty
         self.config = LearnerConfig(**_tuples(settings))
+        if key_model not in KEY_MODELS:
+            raise ValueError(f"PolybeamTrain: key_model must be one of {', '.join(KEY_MODELS)}; got {key_model!r}")
+        if key is not None and key_model != "shared":
+            raise ValueError("PolybeamTrain writes one model file: with a key, give key_model: shared (separate "
+                             "per-key models, a folder of files, are `polybeam train --key`'s)")  # fmt: skip
+        if key is None and key_model == "shared":
+            raise ValueError("PolybeamTrain: key_model: shared needs key (e.g. key: column:store)")
+        self.shared_keys = None if key is None else SharedKeys(key, seed=self.config.seed)
 
     def expand(self, inputs):
         inputs, read_origin = _examples_and(inputs, "origin", "PolybeamTrain")
-        model = inputs | "Train" >> Train(self.config, allow_empty=self.allow_empty)
+        model = inputs | "Train" >> Train(self.config, allow_empty=self.allow_empty, shared_keys=self.shared_keys)
         if read_origin is not None:  # how the examples were read, and what the read counted
             model = model | "RecordOrigin" >> beam.Map(_stamp_with_origin, beam.pvalue.AsSingleton(read_origin))
         model | "Write" >> WriteModel(self.path)
@@ -269,12 +283,15 @@ def _row_fields(pcollection) -> list[tuple[str, object]] | None:
 
 
 def _score_rows(rows, model, ignore: tuple[str, ...]):
-    from polybeam.transforms.inference import mappings_batch
+    from polybeam.transforms.inference import keys_of, mappings_batch
 
     records = [row._asdict() for row in rows]
     # As RunInference reads a mapping: the model's own non-feature and categorical columns as its training read them.
     batch = mappings_batch(model, records, ignore=ignore)
-    predictions = model.predict(batch)
+    keys = None
+    if model.shared_keys is not None:  # a shared per-key model: each row's key column picks its offsets
+        _, keys = keys_of(records, model, "dict")
+    predictions = model.predict(batch, keys)
     if predictions.ndim == 2:  # softmax: the most probable class and its probability
         best = predictions.argmax(axis=1)
         for record, probabilities, k in zip(records, predictions, best):
