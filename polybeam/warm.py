@@ -228,11 +228,21 @@ def _train(config, batches) -> None:
 
 
 def warm_learners(batches: dict[str, list]) -> None:
-    """Every loss x step rule x sparsity rule, on every format's batches of a suitable label kind."""
+    """Every loss x step rule x sparsity rule, on every format's batches of a suitable label kind; per-key
+    (sparse) learners and the shared per-key model's key crossing of each loss's default."""
+    from polybeam.learners.config import LearnerConfig
+    from polybeam.learners.multitask import cross_batch, key_hashes
+    from polybeam.learners.polynomial import make_learner
+
     for loss in LOSSES:
         kind = {"squared": "real", "softmax": "multiclass"}.get(loss, "binary")
         for config in _configs(loss):
             _train(config, batches[kind])
+        config = LearnerConfig(loss=loss, bits=BITS, **({"classes": 3} if loss == "softmax" else {}))
+        learners = [make_learner(config, sparse=True).learn(batch) for batch in batches[kind][:2]]
+        learners[0].merge(learners[1:]).to_model()
+        first = batches[kind][0]
+        cross_batch(first, key_hashes([str(row % 3) for row in range(len(first))]), bits=BITS)
 
 
 def warm_expansions(batches: dict[str, list]) -> None:

@@ -54,6 +54,7 @@ import dataclasses
 import numba
 import numpy as np
 
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR, KEY_MODELS  # noqa: F401  (re-exported)
 from polybeam.learners.batch import INDEX_DTYPE, VALUE_DTYPE, ExampleBatch
 from polybeam.learners.hashing import BIAS_SLOT, hash_string, murmur3_32
