@@ -65,6 +65,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from polybeam.learners.arrays import batch_from_arrays, column_slots
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.model import finalize_predictions, softmax_probabilities
+from polybeam.learners import lbfgs
 from polybeam.learners.polynomial import make_learner
 
 try:  # scikit-learn >= 1.6
@@ -82,7 +83,9 @@ __all__ = ["PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
 _DEFAULTS = {field.name: field.default for field in dataclasses.fields(LearnerConfig)}
 # LearnerConfig's settings the estimators take from the labels instead of a parameter: a classifier
 # counts and names the classes of y (``classes_``).
-TASK_SETTINGS = ("classes", "class_names")
+# Settings the estimator sets itself (the task's classes), or that have no meaning without keys (the shared
+# per-key model's offset prior).
+TASK_SETTINGS = ("classes", "class_names", "offset_prior")
 # What every entry of X may be (NaN: a missing feature).
 _VALIDATION = {"accept_sparse": "csr", "dtype": np.float64, _FINITE: "allow-nan"}
 
@@ -131,6 +134,8 @@ class _PolybeamEstimator(BaseEstimator):
         else:
             self.learner_.learn(batch)
         self.model_ = self.learner_.to_model()
+        if fresh and self.config_.lbfgs_passes:  # the finishing stage, as Train runs it (polybeam.learners.lbfgs)
+            self.model_ = lbfgs.finish(self.model_, [batch], self.config_.lbfgs_passes, self.config_.lbfgs_l2)
 
     def _margins(self, X) -> np.ndarray:
         check_is_fitted(self, "model_")
@@ -221,6 +226,8 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         examples_per_pass=_DEFAULTS["examples_per_pass"],
         repeat_factors=_DEFAULTS["repeat_factors"],
         interactions=_DEFAULTS["interactions"],
+        lbfgs_passes=_DEFAULTS["lbfgs_passes"],
+        lbfgs_l2=_DEFAULTS["lbfgs_l2"],
     ):
         self.loss = loss
         self.step = step
@@ -254,6 +261,8 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         self.examples_per_pass = examples_per_pass
         self.repeat_factors = repeat_factors
         self.interactions = interactions
+        self.lbfgs_passes = lbfgs_passes
+        self.lbfgs_l2 = lbfgs_l2
 
     # -- the task: classes and the learner's labels -------------------------------------------------
 
@@ -409,6 +418,8 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         examples_per_pass=_DEFAULTS["examples_per_pass"],
         repeat_factors=_DEFAULTS["repeat_factors"],
         interactions=_DEFAULTS["interactions"],
+        lbfgs_passes=_DEFAULTS["lbfgs_passes"],
+        lbfgs_l2=_DEFAULTS["lbfgs_l2"],
     ):
         self.loss = loss
         self.step = step
@@ -442,6 +453,8 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         self.examples_per_pass = examples_per_pass
         self.repeat_factors = repeat_factors
         self.interactions = interactions
+        self.lbfgs_passes = lbfgs_passes
+        self.lbfgs_l2 = lbfgs_l2
 
     def _task_config(self) -> LearnerConfig:
         if self.loss != "squared":

@@ -7,17 +7,19 @@ and the table maps the batch's hashed slots to rows before the kernels run:
 the kernels' arithmetic is the same, only the indices they read differ. Row 0
 is always slot 0, the bias, which the kernels address as row 0.
 
-Rows are handed out in the order slots are first seen, so a row never moves
-while the learner learns; a merge lays several learners out on the union of
+Rows are handed out as slots are first seen (the new slots of one batch in slot
+order), so a row never moves while the learner learns; a merge lays several learners out on the union of
 their slots, in slot order (:meth:`SlotTable.union`), whatever order they come in.
 
 >>> table = SlotTable()
 >>> table.rows_of(np.array([7, 3, 7], dtype=np.int32)).tolist()
-[1, 2, 1]
->>> table.slots.tolist(), table.find(np.array([3, 5])).tolist()
-([0, 7, 3], [2, -1])
->>> SlotTable.union([table, SlotTable(np.array([0, 5]))]).slots.tolist()
-[0, 3, 5, 7]
+[2, 1, 2]
+>>> table.rows_of(np.array([5, 3], dtype=np.int32)).tolist()
+[3, 1]
+>>> table.slots.tolist(), table.find(np.array([3, 6])).tolist()
+([0, 3, 7, 5], [1, -1])
+>>> SlotTable.union([table, SlotTable(np.array([0, 9]))]).slots.tolist()
+[0, 3, 5, 7, 9]
 """
 
 from __future__ import annotations

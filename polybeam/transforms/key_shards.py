@@ -11,7 +11,7 @@ element, a :class:`KeyShard`, which becomes one shard file of the model folder
 >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (0.0, {2: 1.0}), (1.0, {3: 1.0})])
 >>> parts = list(SplitByShard(lambda b: np.array(["a", "b", "a"], dtype=object), 4).process(batch))
 >>> [(shard, part.labels.tolist()) for shard, part in parts]
-[(0, [0.0]), (3, [1.0, 1.0])]
+[(1, [0.0]), (3, [1.0, 1.0])]
 >>> [(key, examples.labels.tolist()) for key, examples in key_segments([part for _, part in parts])]
 [('b', [0.0]), ('a', [1.0, 1.0])]
 """

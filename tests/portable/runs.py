@@ -18,7 +18,9 @@ costs seconds of the suite's budget.
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 
 from polybeam import datasets
 from polybeam.transforms.keyed_files import KeyedFolder
@@ -41,11 +43,17 @@ SCORED_VARIANTS = ("one-pass", "softmax")
 
 
 def fallback_model(folder):
-    """A model file of one key's model of the per-key ``folder`` (written beside it, once the folder is trained)."""
-    path = folder.parent / "fallback.model"
-    if not path.exists():
-        KeyedFolder(str(folder)).model(FALLBACK_KEY).save(str(path))
-    return path
+    """Where the fallback model of the per-key ``folder`` goes: one key's model, beside the folder."""
+    return folder.parent / "fallback.model"
+
+
+def write_fallback_model(folder) -> None:
+    """Write :func:`fallback_model` from the trained folder's shards (once its training is done)."""
+    path = fallback_model(folder)
+    if not path.exists():  # both sides of the run may get here: the file appears whole, once
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        KeyedFolder(str(folder)).model(FALLBACK_KEY).save(str(temporary))
+        os.replace(temporary, path)
 
 
 def model_of(plan: Plan, variant: str):
@@ -96,7 +104,8 @@ def define_per_key_scoring(plan: Plan, split) -> None:
     plan.side_by_side("evaluate/per-key/1w", lambda out: ["evaluate", *scored, *beside(out)], needs=[trained])
     plan.side_by_side("predict/per-key-fallback/1w", lambda out: [
         "predict", *scored, "--fallback-model", fallback_model(per_key_models_of(plan)), "--output", out / "predictions",
-        "--num-shards", "1"], needs=[trained])  # fmt: skip
+        "--num-shards", "1"], needs=[trained],
+        prepare=lambda kind, out: write_fallback_model(per_key_models_of(plan)))  # fmt: skip
 
 
 def define_resume_and_warm_starts(plan: Plan, spam) -> None:
