@@ -108,9 +108,11 @@ def key_segments(batches: Iterable[ExampleBatch]):
     every = ExampleBatch.concat([dataclasses.replace(b, key_codes=None, key_names=(), names=None) for b in batches])
     codes = np.concatenate(codes)
     order = np.argsort(codes, kind="stable")
+    by_key, codes = every.take(order), codes[order]  # one gather; each key's examples are then a view
     keys = list(index)
-    for rows in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1) if len(order) else ():
-        yield keys[codes[rows[0]]], every.take(rows)
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1, [len(codes)]]) if len(codes) else ()
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        yield keys[codes[start]], by_key.rows_between(int(start), int(stop))
 
 
 def feature_names(batches: Iterable[ExampleBatch]) -> dict:
