@@ -430,29 +430,24 @@ def _held_out(element, config: LearnerConfig, keyed: bool):
 
 
 class _ScoreHoldout(beam.DoFn):
-    """Scores held-out examples with the learner (per key) of the pass just ended: one
-    :class:`HoldoutScore` per key per bundle."""
-
-    def __init__(self, keyed: bool):
-        self.keyed = keyed
+    """Scores held-out examples with the learner of the pass just ended (a side input): one
+    :class:`HoldoutScore` per bundle, keyed None to join the state (per key: :func:`_score_key`)."""
 
     def start_bundle(self):
-        self._models: dict = {}
-        self._scores: dict = {}
+        self._models = None
+        self._score = None
 
-    def process(self, element, states):
-        key, held = element if self.keyed else (None, element)
-        learner = states.get(key) if self.keyed else states
+    def process(self, held, learner):
         if learner is None or not linear_part(learner).examples_seen:
-            return  # no learner learned this key in the pass (its holdout stopped it earlier)
-        if key not in self._models:  # the models are extracted once per bundle, not per batch
-            self._models[key] = learner.candidate_models()
-        self._scores.setdefault(key, HoldoutScore()).add(self._models[key], held)
+            return  # the learner learned nothing in the pass (its holdout stopped it earlier)
+        if self._models is None:  # the models are extracted once per bundle, not per batch
+            self._models, self._score = learner.candidate_models(), HoldoutScore()
+        self._score.add(self._models, held)
 
     def finish_bundle(self):
-        for key, score in self._scores.items():
-            yield WindowedValue((key, score), MIN_TIMESTAMP, [GlobalWindow()])
-        self._models, self._scores = {}, {}
+        if self._score is not None:
+            yield WindowedValue((None, self._score), MIN_TIMESTAMP, [GlobalWindow()])
+        self._models, self._score = None, None
 
 
 class _SumHoldoutScores(beam.CombineFn):
@@ -860,7 +855,7 @@ class Train(beam.PTransform):
         else:
             scores = (
                 held
-                | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(keyed), beam.pvalue.AsSingleton(merged))
+                | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(), beam.pvalue.AsSingleton(merged))
                 | f"SumHoldout{number}" >> beam.CombinePerKey(_SumHoldoutScores())
             )
         joined = {"state": merged if keyed else merged | f"KeyState{number}" >> beam.Map(lambda state: (None, state)),
