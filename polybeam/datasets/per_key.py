@@ -42,10 +42,15 @@ class PerKeyRows:
     def to_csv(self) -> bytes:
         """CSV with a header: ``label,key,f1,...``."""
         header = ",".join(["label", "key"] + [f"f{j + 1}" for j in range(self.values.shape[1])])
+        labels = self._label_texts()
         lines = [header]
-        for label, key, row in zip(self.labels.tolist(), self.keys.tolist(), self.values.tolist()):
-            lines.append(",".join([str(int(label)), key] + [f"{value:.4f}" for value in row]))
+        for label, key, row in zip(labels, self.keys.tolist(), self.values.tolist()):
+            lines.append(",".join([label, key] + [f"{value:.4f}" for value in row]))
         return ("\n".join(lines) + "\n").encode()
+
+    def _label_texts(self) -> list[str]:
+        """The labels as the CSV writes them (whole numbers: classes)."""
+        return [str(int(label)) for label in self.labels.tolist()]
 
 
 @dataclass(frozen=True)

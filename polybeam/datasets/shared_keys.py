@@ -36,13 +36,11 @@ class SharedKeysRows(PerKeyRows):
 
     scores: np.ndarray = None
 
-    def to_csv(self) -> bytes:
+    def _label_texts(self) -> list[str]:
+        """Classes as whole numbers, real labels (squared loss) with six decimals."""
         if np.all(np.isin(self.labels, (-1.0, 1.0))):
-            return super().to_csv()
-        header = ",".join(["label", "key"] + [f"f{j + 1}" for j in range(self.values.shape[1])])
-        lines = [header] + [",".join([f"{label:.6f}", key] + [f"{value:.4f}" for value in row])
-                            for label, key, row in zip(self.labels.tolist(), self.keys.tolist(), self.values.tolist())]  # fmt: skip
-        return ("\n".join(lines) + "\n").encode()
+            return super()._label_texts()
+        return [f"{label:.6f}" for label in self.labels.tolist()]
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,12 @@ def shard_bytes(models: Iterable[tuple[str, Model]], *, names: dict | None = Non
 
     ``names`` (slot -> feature name) and ``shared`` (metadata such as ``input`` and ``provenance``): what
     the keys share when their models do not carry it themselves (else the first model's is written)."""
+    return encode_shard(models, names=names, shared=shared)[0]
+
+
+def encode_shard(models: Iterable[tuple[str, Model]], *, names: dict | None = None,
+                 shared: dict | None = None) -> tuple[bytes, list[dict]]:  # fmt: skip
+    """``(bytes, entries)``: :func:`shard_bytes`, and the index entry of each key (in key order)."""
     models = sorted(models, key=lambda pair: pair[0])
     if not models:
         raise ValueError("a shard holds at least one key's model")
@@ -127,7 +133,7 @@ def shard_bytes(models: Iterable[tuple[str, Model]], *, names: dict | None = Non
     index = container.pack(_INDEX_MAGIC, VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
     parts.append(index)
     parts.append(_TAIL.pack(len(index), _TAIL_MARK))
-    return b"".join(parts)
+    return b"".join(parts), entries
 
 
 class ShardReader:

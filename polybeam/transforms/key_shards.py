@@ -123,7 +123,3 @@ def feature_names(batches: Iterable[ExampleBatch]) -> dict:
             names.setdefault(int(slot), name)
     return names
 
-
-def pairs(shard: KeyShard):
-    """The ``(key, Model)`` pairs of a shard (a ``FlatMap`` for those who want an element per key)."""
-    return shard.model_pairs()

@@ -20,7 +20,7 @@ from apache_beam.metrics import Metrics
 
 from polybeam.learners.model import Model
 from polybeam.formats.records import DeadLetter
-from polybeam.learners.model_shards import add_summaries, entry_of, shard_bytes, shard_name, shard_of, summarise
+from polybeam.learners.model_shards import add_summaries, encode_shard, shard_name, shard_of, summarise
 from polybeam.transforms.key_shards import KeyShard
 from polybeam.transforms.files import write_atomically, write_json
 from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder, join, key_text
@@ -161,9 +161,9 @@ def shard_count(keys: int) -> int:
 
 def _write_shard(shard: KeyShard, folder: str) -> dict:
     file = shard_name(shard.shard, shard.shards)
-    data = shard_bytes(((key_text(key), model) for key, model in shard), names=shard.names, shared=shard.shared)
+    data, entries = encode_shard(((key_text(key), model) for key, model in shard), names=shard.names,
+                                 shared=shard.shared)  # fmt: skip
     write_atomically(join(folder, file), data)
-    entries = [entry_of(model) for _, model in shard]
     config = shard.models[0][1].config.to_dict()
     return {"shard": shard.shard, "shards": shard.shards, "file": file, "summary": summarise(entries), "config": config}
 

@@ -38,7 +38,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import (HoldoutScore, PassSelection, held_out_part, record_pass, train_passes,
                                        training_count, training_part)
 from polybeam.learners.model_shards import shard_of
-from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments, pairs
+from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments
 from polybeam.learners import lbfgs
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.multitask import SharedKeys, shared_config
@@ -781,7 +781,7 @@ class Train(beam.PTransform):
             if checks:
                 shards = shards | "AfterInputChecks" >> WaitOn(*checks)
             shards = shards | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
-            return shards if self.keyed_output == "shards" else shards | "PerKey" >> beam.FlatMap(pairs)
+            return shards if self.keyed_output == "shards" else shards | "PerKey" >> beam.FlatMap(KeyShard.model_pairs)
         batches = split_by_key(batches, self.key)
         if self.shared_keys is not None:
             from polybeam.transforms.shared_keys import CrossKeys, RecordTrainedKeys  # (it builds on Train's module)
