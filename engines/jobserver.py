@@ -1,0 +1,87 @@
+"""A Beam job-server jar built from Maven Central: the runner artifact, its dependencies, and a launcher.
+
+Beam publishes each runner's job server as a shaded jar
+(``beam-runners-flink-1.19-job-server``), but its driver class lives in the
+runner artifact itself (``beam-runners-flink-1.19``), which a partial mirror
+of Maven Central may serve when the shaded jar is not. So: Maven resolves the
+runner with its dependencies into ``lib/``, and a launcher jar of one manifest
+names them on its class path (relative, so the folder can move) with the
+driver as its main class. ``java -jar`` runs it as it would run Beam's jar,
+which is what ``--flink_job_server_jar`` / ``--spark_job_server_jar`` do.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from engines.tools import EngineUnavailable, cache_dir, require
+
+POMS = Path(__file__).resolve().parent / "poms"
+# A manifest line holds at most 72 bytes; longer ones continue on lines starting with a space.
+MANIFEST_LINE = 72
+
+
+@dataclass(frozen=True)
+class JobServer:
+    """What to build: a name, the POM whose dependencies make up the class path, and the driver class."""
+
+    name: str
+    pom: Path
+    main_class: str
+    extra_class_path: tuple[str, ...] = ()  # more jars (absolute paths), e.g. an engine's own distribution
+
+    @property
+    def folder(self) -> Path:
+        return cache_dir() / self.name
+
+    @property
+    def jar(self) -> Path:
+        return self.folder / f"{self.name}.jar"
+
+
+def manifest(main_class: str, class_path: list[str]) -> bytes:
+    """A jar manifest naming ``main_class`` and ``class_path`` (wrapped as the format wants).
+
+    >>> print(manifest("a.Main", ["lib/x.jar"]).decode().strip())
+    Manifest-Version: 1.0
+    Main-Class: a.Main
+    Class-Path: lib/x.jar
+    """
+
+    def wrapped(line: str) -> bytes:
+        data = line.encode()
+        pieces = [data[:MANIFEST_LINE]]
+        data = data[MANIFEST_LINE:]
+        while data:
+            pieces.append(b" " + data[: MANIFEST_LINE - 1])
+            data = data[MANIFEST_LINE - 1 :]
+        return b"\r\n".join(pieces)
+
+    lines = ["Manifest-Version: 1.0", f"Main-Class: {main_class}", "Class-Path: " + " ".join(class_path)]
+    return b"\r\n".join(wrapped(line) for line in lines) + b"\r\n\r\n"
+
+
+def build(server: JobServer, *, force: bool = False) -> Path:
+    """The launcher jar of ``server``, resolved with Maven into the cache the first time (or with ``force``)."""
+    if server.jar.exists() and not force:
+        return server.jar
+    tools = require("mvn", "java")
+    lib = server.folder / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    command = [tools["mvn"], "-q", "-B", "-f", str(server.pom), "dependency:copy-dependencies",
+               f"-DoutputDirectory={lib}", "-DincludeScope=runtime"]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        errors = [line for line in result.stdout.splitlines() + result.stderr.splitlines() if "ERROR" in line]
+        raise EngineUnavailable(f"Maven could not resolve {server.pom.name}: {' '.join(errors[:2]) or result.stderr[-500:]}")
+    class_path = [f"lib/{jar.name}" for jar in sorted(lib.glob("*.jar"))] + [
+        Path(extra).as_uri() for extra in server.extra_class_path
+    ]
+    partial = server.jar.with_suffix(".partial")
+    with zipfile.ZipFile(partial, "w") as launcher:
+        launcher.writestr("META-INF/MANIFEST.MF", manifest(server.main_class, class_path))
+    partial.replace(server.jar)  # only a finished jar counts as cached
+    return server.jar
