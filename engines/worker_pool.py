@@ -1,0 +1,84 @@
+"""An external SDK worker pool that several runner processes on one host can share.
+
+Beam's worker pool (``apache_beam.runners.worker.worker_pool_main``) keeps
+its workers by the id the runner gives them, and ids are unique only within
+one runner process: each Flink TaskManager or Spark executor numbers its
+workers ``1-1``, ``2-1``, ... So two TaskManagers sharing one pool, as they
+do when both run on this machine, ask for two workers with the same id, and
+the first ``StopWorker`` kills the other TaskManager's live worker (its job
+then fails with "SDK harness closed connection"). On a real cluster each
+TaskManager has its own pool beside it and the ids never meet.
+
+This pool keeps every worker under its id, however many share it. A worker
+ends by itself when its runner closes its control channel; ``StopWorker``
+gives the workers of that id a few seconds to do so, then stops the one left
+if it is the only worker of that id (stuck), and leaves the others to their
+own runners. Run it as ``python -m engines.worker_pool --service_port P``;
+everything else is Beam's pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import threading
+import time
+from collections import defaultdict
+
+from apache_beam.portability.api import beam_fn_api_pb2
+from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer, kill_process_gracefully
+
+_LOGGER = logging.getLogger(__name__)
+EXIT_GRACE_SECONDS = 10.0
+
+
+class SharedWorkerPool(BeamFnExternalWorkerPoolServicer):
+    """Beam's process worker pool, keeping workers that share an id apart (see the module's text)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+        self._workers: dict[str, list[subprocess.Popen]] = defaultdict(list)
+
+    def StartWorker(self, request, context):
+        with self._lock:
+            response = super().StartWorker(request, context)
+            started = self._worker_processes.pop(request.worker_id, None)  # Beam's map: one per id
+            if started is not None:
+                self._workers[request.worker_id].append(started)
+        return response
+
+    def StopWorker(self, request, context):
+        threading.Thread(target=self._stop, args=(request.worker_id,), daemon=True).start()
+        return beam_fn_api_pb2.StopWorkerResponse()
+
+    def _stop(self, worker_id: str) -> None:
+        deadline = time.monotonic() + EXIT_GRACE_SECONDS
+        while True:
+            with self._lock:
+                alive = [worker for worker in self._workers[worker_id] if worker.poll() is None]
+                self._workers[worker_id] = alive
+                if not alive:
+                    del self._workers[worker_id]
+                    return
+                if time.monotonic() >= deadline:
+                    if len(alive) == 1:  # nobody else's: a worker that did not end with its runner
+                        _LOGGER.info("Stopping worker %s", worker_id)
+                        kill_process_gracefully(alive[0])
+                    return
+            time.sleep(0.2)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--service_port", type=int, required=True, help="port to serve the pool on")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    address, server = SharedWorkerPool.start(use_process=True, port=args.service_port)
+    _LOGGER.info("Started a shared worker pool at %s", address)
+    server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    main()
