@@ -313,7 +313,16 @@ def _runner(command: str) -> Callable:
     return {"train": jobs.run_train, "evaluate": jobs.run_evaluate, "predict": jobs.run_predict}[command]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> int:
+    """Run ``polybeam`` with ``argv`` (default: the command line); the exit status.
+
+    ``freeze`` (default: whether ``argv`` is the command line's) moves the objects alive before and
+    after the job out of the garbage collector's view (``gc.freeze``), for good: right for the
+    command's own process, which ends with the job; a caller that runs jobs in its own process
+    (tests, a notebook, a service) would keep every job's leftovers, 35-50 MB a softmax job on the
+    satellite data (its side inputs' learners), job after job.
+    """
+    freezes = argv is None if freeze is None else freeze
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
@@ -356,7 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Beam and numba leave ~10^6 long-lived objects behind at import; moving
         # them out of the collector's view saves about a second of full
         # collections on a large job.
-        gc.freeze()
+        if freezes:
+            gc.freeze()
         try:
             report = runner(PipelineOptions(rest))
         finally:
@@ -383,7 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(anytime.describe(report))
     _print_json(report)
     # Nothing after this needs collecting: skip the teardown's full collection.
-    gc.freeze()
+    if freezes:
+        gc.freeze()
     return 0
 
 
