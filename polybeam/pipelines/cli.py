@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import logging
 import math
@@ -127,6 +128,38 @@ def _run_template(argv: Sequence[str]) -> int:
           f"{args.output_dir}: {', '.join(written['files'])}; see its README.md to build and run it")  # fmt: skip
     _print_json(written)
     return 0
+
+
+def runner_argument(argv: Sequence[str]) -> str | None:
+    """The value of the last ``--runner X`` or ``--runner=X`` in ``argv`` (argparse keeps the last), or None.
+
+    >>> runner_argument(["--input", "a", "--runner", "DataflowRunner", "--runner=my.module.MyRunner"])
+    'my.module.MyRunner'
+    """
+    found = None
+    for position, arg in enumerate(argv):
+        if arg == "--runner" and position + 1 < len(argv):
+            found = argv[position + 1]
+        elif arg.startswith("--runner="):
+            found = arg.partition("=")[2]
+    return found
+
+
+def import_runner_module(argv: Sequence[str]) -> None:
+    """Import the module of a runner named by its dotted path (``--runner some.module.SomeRunner``).
+
+    Beam knows a PipelineOptions class once its module is imported, and Beam itself imports a
+    dotted runner's module only when the pipeline runs: the options that module defines (say, the
+    runner's own settings) would be refused as unknown when the arguments are checked before that.
+    """
+    runner = runner_argument(argv)
+    if not runner or "." not in runner:
+        return
+    module = runner.rpartition(".")[0]
+    try:
+        importlib.import_module(module)
+    except Exception as error:  # any failure of the import (missing module, its own ImportError, ...)
+        raise UsageError(f"--runner {runner}: cannot import {module}: {type(error).__name__}: {error}") from None
 
 
 def _check_arguments(command: str, argv: Sequence[str]) -> None:
@@ -352,6 +385,7 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
             return _run_template(rest)
         if command == "plot":
             return _run_plot(rest)
+        import_runner_module(rest)  # before the check: its PipelineOptions classes name options too
         _check_arguments(command, rest)
         _skip_ipython_probe()
         from apache_beam.options.pipeline_options import PipelineOptions
