@@ -32,6 +32,7 @@ import dataclasses
 import itertools
 import math
 import os
+import threading
 from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -57,11 +58,15 @@ from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_par
 # time beyond learning, as VW's parser thread hides its parsing.
 AHEAD_ROWS = 512
 _helper: ThreadPoolExecutor | None = None
+# Learners of concurrent bundles (the local runner's multi_threading workers) ask for the helper at
+# once: without the lock, each could see none yet and start its own, one of them never shut down.
+_helper_lock = threading.Lock()
 
 
 def _forget_helper() -> None:
-    global _helper
+    global _helper, _helper_lock
     _helper = None  # a forked child has none of its parent's threads
+    _helper_lock = threading.Lock()  # nor its lock, which another thread may have held at the fork
 
 
 if hasattr(os, "register_at_fork"):
@@ -73,9 +78,10 @@ def _expansion_thread() -> ThreadPoolExecutor | None:
     global _helper
     if available_cores() < 2:
         return None
-    if _helper is None:
-        _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polybeam-expand")
-    return _helper
+    with _helper_lock:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polybeam-expand")
+        return _helper
 
 
 class PolynomialLearner:

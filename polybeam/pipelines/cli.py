@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import logging
 import math
@@ -127,6 +128,38 @@ def _run_template(argv: Sequence[str]) -> int:
           f"{args.output_dir}: {', '.join(written['files'])}; see its README.md to build and run it")  # fmt: skip
     _print_json(written)
     return 0
+
+
+def runner_argument(argv: Sequence[str]) -> str | None:
+    """The value of the last ``--runner X`` or ``--runner=X`` in ``argv`` (argparse keeps the last), or None.
+
+    >>> runner_argument(["--input", "a", "--runner", "DataflowRunner", "--runner=my.module.MyRunner"])
+    'my.module.MyRunner'
+    """
+    found = None
+    for position, arg in enumerate(argv):
+        if arg == "--runner" and position + 1 < len(argv):
+            found = argv[position + 1]
+        elif arg.startswith("--runner="):
+            found = arg.partition("=")[2]
+    return found
+
+
+def import_runner_module(argv: Sequence[str]) -> None:
+    """Import the module of a runner named by its dotted path (``--runner some.module.SomeRunner``).
+
+    Beam knows a PipelineOptions class once its module is imported, and Beam itself imports a
+    dotted runner's module only when the pipeline runs: the options that module defines (say, the
+    runner's own settings) would be refused as unknown when the arguments are checked before that.
+    """
+    runner = runner_argument(argv)
+    if not runner or "." not in runner:
+        return
+    module = runner.rpartition(".")[0]
+    try:
+        importlib.import_module(module)
+    except Exception as error:  # any failure of the import (missing module, its own ImportError, ...)
+        raise UsageError(f"--runner {runner}: cannot import {module}: {type(error).__name__}: {error}") from None
 
 
 def _check_arguments(command: str, argv: Sequence[str]) -> None:
@@ -313,7 +346,16 @@ def _runner(command: str) -> Callable:
     return {"train": jobs.run_train, "evaluate": jobs.run_evaluate, "predict": jobs.run_predict}[command]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> int:
+    """Run ``polybeam`` with ``argv`` (default: the command line); the exit status.
+
+    ``freeze`` (default: whether ``argv`` is the command line's) moves the objects alive before and
+    after the job out of the garbage collector's view (``gc.freeze``), for good: right for the
+    command's own process, which ends with the job; a caller that runs jobs in its own process
+    (tests, a notebook, a service) would keep every job's leftovers, 35-50 MB a softmax job on the
+    satellite data (its side inputs' learners), job after job.
+    """
+    freezes = argv is None if freeze is None else freeze
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
@@ -343,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_template(rest)
         if command == "plot":
             return _run_plot(rest)
+        import_runner_module(rest)  # before the check: its PipelineOptions classes name options too
         _check_arguments(command, rest)
         _skip_ipython_probe()
         from apache_beam.options.pipeline_options import PipelineOptions
@@ -356,7 +399,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Beam and numba leave ~10^6 long-lived objects behind at import; moving
         # them out of the collector's view saves about a second of full
         # collections on a large job.
-        gc.freeze()
+        if freezes:
+            gc.freeze()
         try:
             report = runner(PipelineOptions(rest))
         finally:
@@ -383,7 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(anytime.describe(report))
     _print_json(report)
     # Nothing after this needs collecting: skip the teardown's full collection.
-    gc.freeze()
+    if freezes:
+        gc.freeze()
     return 0
 
 

@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TemplateParameterError as error:
         print(f"polybeam template: error: {error}", file=sys.stderr)
         return 2
-    return polybeam(line)
+    return polybeam(line, freeze=argv is None)  # the launcher's own process: see polybeam's main
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ that no other process (another worker, a re-run of the job) fires again.
 Steps: ``train`` (first-pass learning, ``TrainFn``), ``learn`` (a later
 pass's learning, and the first pass with a merge tree), ``merge``
 (averaging learners), ``evaluate`` (merging evaluations), ``statistics``
-(Gram statistics of ``sequence``).
+(Gram statistics of ``sequence``), ``lbfgs-sum`` (summing the L-BFGS finishing stage's losses
+and gradients).
 
 Without the variable the switch costs one check per bundle and per input.
 
@@ -38,6 +39,7 @@ injected fault (POLYBEAM_FAULT=demo:2): the first attempt of bundle 2 of demo fa
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 
 ENV = "POLYBEAM_FAULT"
@@ -46,6 +48,10 @@ DIR_ENV = "POLYBEAM_FAULT_DIR"
 _plan: dict[str, int] | None = None
 _started: Counter = Counter()
 _fired: set[str] = set()
+# The local runner's multi_threading workers start bundles of one step on several threads at once:
+# counting an attempt (read, add, compare) and claiming the fault (test, add) must each be one step,
+# or two attempts count as the same Nth (both armed, the fault fires twice) or none does.
+_lock = threading.Lock()
 
 
 class InjectedFault(RuntimeError):
@@ -55,9 +61,10 @@ class InjectedFault(RuntimeError):
 def reset() -> None:
     """Read the variables afresh and forget the bundles counted (tests that change them)."""
     global _plan
-    _plan = None
-    _started.clear()
-    _fired.clear()
+    with _lock:
+        _plan = None
+        _started.clear()
+        _fired.clear()
 
 
 def _parsed() -> dict[str, int]:
@@ -80,9 +87,10 @@ def _marker(step: str) -> str | None:
 
 def _claim(step: str) -> bool:
     """Whether this attempt is the one that fires (the first to claim ``step``, per process or per job)."""
-    if step in _fired:
-        return False
-    _fired.add(step)
+    with _lock:
+        if step in _fired:
+            return False
+        _fired.add(step)
     marker = _marker(step)
     if marker is None:
         return True
@@ -108,8 +116,9 @@ class FaultSwitch:
     def bundle_started(self) -> None:
         plan = _parsed()
         if plan and self.step in plan:
-            _started[self.step] += 1
-            self._armed = _started[self.step] == plan[self.step]
+            with _lock:
+                _started[self.step] += 1
+                self._armed = _started[self.step] == plan[self.step]
 
     def after_work(self) -> None:
         if self._armed:

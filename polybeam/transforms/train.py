@@ -44,6 +44,7 @@ from polybeam.learners.linear import LinearLearner
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
+from polybeam.transforms.combining import MergeFn
 from polybeam.transforms.faults import FaultSwitch
 from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
@@ -572,21 +573,12 @@ def _held_out_of_training(model, config: LearnerConfig) -> bool:
     return config.holds_out and not (model.metadata.get("holdout") or {}).get("released", False)
 
 
-class _SumLossGradients(beam.CombineFn):
-    """Adds the bundles' losses and gradients (any order: the sum is additive)."""
+class _SumLossGradients(MergeFn):
+    """Adds the bundles' losses and gradients (any order: the sum is additive). The first part is
+    copied, not summed into (see MergeFn): it is an input element, which a CombineFn must not change,
+    and summing the next bundle's part into it did."""
 
-    def create_accumulator(self):
-        return None
-
-    def add_input(self, total, part: lbfgs.LossGradient):
-        return part if total is None else total.merge([part])
-
-    def merge_accumulators(self, totals):
-        totals = [total for total in totals if total is not None]
-        return totals[0].merge(totals[1:]) if totals else None
-
-    def extract_output(self, total):
-        return total
+    fault_step = "lbfgs-sum"
 
 
 class _LbfgsState:

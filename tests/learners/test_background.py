@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -57,3 +58,29 @@ def test_on_one_core_it_learns_in_the_callers_thread(monkeypatch, batches):
     wrapped = BackgroundLearner(LinearLearner(LearnerConfig(loss="logistic")))
     wrapped.learn(batches[0])
     assert not wrapped._pending and wrapped.learner.examples_seen == len(batches[0])
+
+
+def test_concurrent_learners_share_one_expansion_helper(monkeypatch):
+    """Apple learners of concurrent bundles (multi_threading workers) ask for the expansion helper at
+    once; each used to see none yet and start its own (the others' threads never shut down)."""
+    from polybeam.learners import polynomial
+    from tests.concurrency import all_at_once
+
+    started = []
+
+    class SlowToStart(polynomial.ThreadPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            time.sleep(0.05)  # a loaded machine: the other threads ask meanwhile
+            started.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(polynomial, "ThreadPoolExecutor", SlowToStart)
+    monkeypatch.setattr(polynomial, "available_cores", lambda: 2)
+    monkeypatch.setattr(polynomial, "_helper", None)
+    try:
+        helpers = all_at_once(polynomial._expansion_thread)
+    finally:
+        for executor in started:
+            executor.shutdown()
+    assert len(started) == 1
+    assert all(helper is started[0] for helper in helpers)

@@ -53,3 +53,20 @@ def test_the_finishing_stage_optimises_apples_expanded_features(batches):
     np.testing.assert_allclose(finished.dense_weights, expected.dense_weights, rtol=1e-7, atol=1e-9)
     objective = finished.metadata["lbfgs"]["objective"]
     assert objective[-1] < objective[0]
+
+
+def test_summing_losses_and_gradients_leaves_the_parts_unchanged():
+    """The bundles' parts are input elements of the sum: a CombineFn must not change them (it summed
+    the next part into the first one)."""
+    from polybeam.learners.lbfgs import LossGradient
+    from polybeam.transforms.train import _SumLossGradients
+
+    parts = [LossGradient(1.0, np.ones((4, 1)), np.ones((4, 1)), 1.0, 1), LossGradient(2.0, np.full((4, 1), 2.0),
+                                                                                        np.ones((4, 1)), 1.0, 1)]
+    combine = _SumLossGradients()
+    total = combine.create_accumulator()
+    for part in parts:
+        total = combine.add_input(total, part)
+    total = combine.extract_output(combine.merge_accumulators([total, combine.create_accumulator()]))
+    assert total.loss == 3.0 and total.gradient.ravel().tolist() == [3.0] * 4 and total.examples == 2
+    assert parts[0].loss == 1.0 and parts[0].gradient.ravel().tolist() == [1.0] * 4 and parts[0].examples == 1
