@@ -24,6 +24,8 @@ from engines.tools import EngineUnavailable, require
 
 BEAM_VERSION = "2.62.0"
 FLINK_VERSION = "1.19"
+FLINK_RELEASE = "1.19.0"  # what beam-runners-flink-1.19 2.62.0 depends on
+VERSIONS = f"Flink {FLINK_RELEASE}, Beam Flink job server {BEAM_VERSION}"
 JOB_SERVER = jobserver.JobServer(
     f"flink-{FLINK_VERSION}-job-server-{BEAM_VERSION}", jobserver.POMS / "flink-job-server.xml",
     "org.apache.beam.runners.flink.FlinkJobServerDriver",
@@ -61,6 +63,11 @@ def runner_options(jar: Path, master: str = "[local]", parallelism: int | None =
     if parallelism:
         options += ["--parallelism", str(parallelism)]
     return options
+
+
+def serve(workdir: Path, master: str = "[local]") -> processes.Service:
+    """Beam's Flink job server for many jobs, on ``master`` (``[local]``: each job on an embedded Flink)."""
+    return jobserver.serve(job_server_jar(), ["--flink-master", master], workdir, "flink-job-server")
 
 
 @dataclass

@@ -17,11 +17,13 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines import processes
 from engines.tools import EngineUnavailable, cache_dir, require
 
 POMS = Path(__file__).resolve().parent / "poms"
 # A manifest line holds at most 72 bytes; longer ones continue on lines starting with a space.
 MANIFEST_LINE = 72
+STARTUP_SECONDS = 90
 
 
 @dataclass(frozen=True)
@@ -85,3 +87,20 @@ def build(server: JobServer, *, force: bool = False) -> Path:
         launcher.writestr("META-INF/MANIFEST.MF", manifest(server.main_class, class_path))
     partial.replace(server.jar)  # only a finished jar counts as cached
     return server.jar
+
+
+def serve(jar: Path, arguments: list[str], workdir: Path, name: str = "job-server") -> processes.Service:
+    """Run a job server from ``jar`` until stopped (``arguments``: the engine's, e.g. ``--flink-master``).
+
+    One job server for many jobs (``--runner PortableRunner --job_endpoint
+    localhost:PORT``), as a cluster's users run it, saves each job the JVM's
+    start-up that ``--flink_job_server_jar`` costs (Beam starts one per job).
+    The expansion service is off: polybeam has no cross-language transforms.
+    """
+    java = require("java")["java"]
+    port = processes.free_port()
+    argv = [java, "-jar", str(jar), *arguments, "--job-port", str(port), "--artifact-port", "0",
+            "--expansion-port", "-1", "--artifacts-dir", str(workdir / name / "artifacts")]  # fmt: skip
+    service = processes.start(name, argv, port, workdir / name)
+    processes.wait_until_listening(service, timeout=STARTUP_SECONDS)
+    return service

@@ -18,6 +18,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+from engines import processes
 from engines.tools import EngineUnavailable, cache_dir, require
 
 MODULE = "github.com/apache/beam/sdks/v2/go/cmd/prism"
@@ -72,3 +73,12 @@ def install_for_beam(version: str | None = None) -> Path:
     partial.replace(archive)
     (BEAM_PRISM_CACHE / name).unlink(missing_ok=True)  # an older extraction: Beam extracts the new zip
     return archive
+
+
+def serve(workdir: Path, version: str | None = None) -> "processes.Service":
+    """Prism as a job service for many jobs (``--runner PortableRunner --job_endpoint localhost:PORT``)."""
+    port = processes.free_port()
+    argv = [str(binary(version)), "--job_port", str(port), "--serve_http=false", "--log_level", "warn"]
+    service = processes.start("prism", argv, port, workdir / "prism")
+    processes.wait_until_listening(service)
+    return service

@@ -80,8 +80,15 @@ def run_command(argv: Sequence, *, cwd: Path, env: dict | None = None, timeout: 
     return CommandRun(argv, done.returncode, done.stdout, done.stderr, time.perf_counter() - started)
 
 
+# First of a run's arguments when it is not a polybeam command but a Python program (a script, or ``-m``
+# and a module) taking the same Beam options: a user's own pipeline, or Beam YAML's runner.
+PYTHON = "python"
+
+
 def polybeam(args: Sequence, options: Sequence[str], *, cwd: Path, env: dict | None = None) -> CommandRun:
-    """``polybeam ARGS OPTIONS`` as the installed command runs it."""
+    """``polybeam ARGS OPTIONS`` as the installed command runs it (``ARGS = [PYTHON, ...]``: ``python ...``)."""
+    if args and args[0] == PYTHON:
+        return run_command([sys.executable, *args[1:], *options], cwd=cwd, env=env)
     return run_command([sys.executable, "-m", "polybeam.pipelines.cli", *args, *options], cwd=cwd, env=env)
 
 

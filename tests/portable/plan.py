@@ -84,7 +84,7 @@ class Plan:
 
         ``args_for`` gets the run's own output folder, on the disk the workers
         share, so two runs never write the same files. ``needs`` names runs
-        whose in-process command must succeed first. ``kinds`` can drop one side.
+        whose in-process command (or only command) must succeed first. ``kinds`` can drop one side.
         ``prepare(kind, folder)`` runs just before each side's command, after
         the needs succeeded; it may wait for either side of a run it needs
         (``plan[need].portable``), since needs are always submitted first.
@@ -125,8 +125,10 @@ class Plan:
     def _run(self, args: Sequence, options: Sequence[str], needs: list[SideBySide],
              prepare: Callable[[], None] | None = None) -> CommandRun:  # fmt: skip
         for need in needs:
-            if need.in_process.returncode != 0:
-                return _not_run(args, f"{need.name} failed\n{need.in_process.failure()}")
+            # What a run needs is the in-process side of the runs it names, or their only side.
+            needed = need.futures.get("in-process") or next(iter(need.futures.values()))
+            if needed.result().returncode != 0:
+                return _not_run(args, f"{need.name} failed\n{needed.result().failure()}")
         if prepare is not None:
             try:
                 prepare()

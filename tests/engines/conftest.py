@@ -1,0 +1,141 @@
+"""Fixtures of the engine suite: one worker pool, the data and the in-process reference for the session,
+and each selected engine (``running.py``), started before its tests and stopped after them.
+
+Everything lives in a fresh folder under /var/tmp (the pool's workers have a
+private /tmp), removed at the end unless ``POLYBEAM_ENGINES_KEEP=1``. Each
+engine's start-up time and the wall time of its runs are printed at the end
+of the session (``benchmarks/bench_engines.py`` records them in
+``benchmarks/results/engines.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.engines import data as engine_data
+from tests.engines import running
+from tests.engines.runs import define_runs
+from tests.portable import services
+from tests.portable.plan import Plan
+
+SUMMARY: list[str] = []
+# Runs at once on an engine: a cluster runs one job at a time on its two slots, and the machine has two
+# cores; the reference runs beside them.
+PARALLEL = 2
+
+
+@dataclass
+class EngineSession:
+    """What a Plan needs: folders on the disk launcher and workers share, and the options of a job."""
+
+    root: Path
+    options: list[str]
+    launcher_tmp: Path
+
+    @property
+    def launcher_env(self) -> dict:
+        return {**os.environ, "TMPDIR": str(self.launcher_tmp)}
+
+    @property
+    def launcher_dir(self) -> Path:
+        path = self.root / "launcher"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def job_dir(self, name: str, *, create: bool = True) -> Path:
+        path = self.root / "jobs" / name
+        if create:
+            path.mkdir(parents=True, exist_ok=False)
+        return path
+
+    def portable_options(self, workers: int = 1) -> list[str]:
+        return list(self.options)
+
+
+@pytest.fixture(scope="session")
+def engines_root():
+    root = Path(tempfile.mkdtemp(prefix="polybeam-engines-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    launcher_tmp = Path(tempfile.mkdtemp(prefix="polybeam-engine-launchers-"))
+    try:
+        yield root, launcher_tmp
+    finally:
+        shutil.rmtree(launcher_tmp, ignore_errors=True)
+        if os.environ.get("POLYBEAM_ENGINES_KEEP"):
+            SUMMARY.append(f"engine suite: kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def engine_pool(engines_root):
+    root, _ = engines_root
+    pool, reason = services.start_worker_pool(root, shared=True)
+    SUMMARY.append(f"engine suite: worker pool at {pool.address}, " + (
+        "private /tmp" if reason is None else f"SHARES the launcher's /tmp: {reason}"))  # fmt: skip
+    try:
+        yield pool
+    finally:
+        services.stop(pool)
+
+
+@pytest.fixture(scope="session")
+def engine_data_files(engines_root):
+    root, _ = engines_root
+    return engine_data.write(root / "data")
+
+
+@pytest.fixture(scope="session")
+def reference_plan(engines_root, engine_data_files):
+    """The in-process runs every engine is compared with, all submitted at once."""
+    root, launcher_tmp = engines_root
+    plan = Plan(EngineSession(root / "reference", [], launcher_tmp), parallel=PARALLEL)
+    define_runs(plan, engine_data_files)
+    plan.submit_all()
+    try:
+        yield plan
+    finally:
+        plan.shutdown()
+
+
+def pytest_generate_tests(metafunc):
+    if "engine" in metafunc.fixturenames:
+        metafunc.parametrize("engine", running.selected() or ["none"], indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def engine(request, engines_root, engine_pool, engine_data_files, reference_plan):
+    """A started engine and the plan of its runs (submitted at once), as ``(RunningEngine, Plan)``."""
+    name = request.param
+    if name == "none":
+        pytest.skip("POLYBEAM_ENGINES=none: no engine selected")
+    missing = running.missing_for(name)
+    if missing:
+        SUMMARY.append(missing)
+        pytest.skip(missing)
+    root, launcher_tmp = engines_root
+    started = running.start(name, root / "engines", engine_pool.address)
+    plan = Plan(EngineSession(root / name, started.options, launcher_tmp), parallel=PARALLEL)
+    began = time.monotonic()
+    try:
+        define_runs(plan, engine_data_files, reference_plan)
+        plan.submit_all()
+        yield started, plan
+    finally:
+        plan.shutdown()
+        SUMMARY.append(f"engine suite: {name} ({started.versions}) started in {started.startup_seconds:.1f} s; "
+                       f"its runs took {time.monotonic() - began:.0f} s")  # fmt: skip
+        started.stop()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SUMMARY:
+        terminalreporter.write_sep("-", "engines")
+        for line in SUMMARY:
+            terminalreporter.write_line(line)
