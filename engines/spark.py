@@ -1,0 +1,185 @@
+"""Spark for Beam's Spark runner: Spark 3.5 from pyspark's jars, a job server, and a standalone cluster.
+
+Beam's Spark 3 runner declares Spark ``provided``, and its shaded job-server
+jar (which would bundle it) is not served here. Spark itself comes from the
+``pyspark`` wheel's ``jars/`` folder, installed with ``pip install --target``
+into the engine cache, never into the running environment (pyspark must not
+change its packages); that folder is also a Spark home for a standalone
+cluster. The job server's launcher jar names Beam's runner and its
+dependencies (``poms/spark-job-server.xml``) and then every Spark jar.
+
+>>> job_server().main_class
+'org.apache.beam.runners.spark.SparkJobServerDriver'
+>>> scala_of(["spark-core_2.12-3.5.9.jar", "scala-library-2.12.18.jar"])
+'2.12'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from engines import jobserver, processes
+from engines.tools import EngineUnavailable, cache_dir, require
+
+BEAM_VERSION = "2.62.0"  # see poms/spark-job-server.xml for why not newer
+SPARK_VERSION = "3.5.9"
+# Beam's spark-3 runner is built against spark-core_2.12 (its POM); Spark's jars must be for the same Scala.
+RUNNER_SCALA = "2.12"
+DRIVER = "org.apache.beam.runners.spark.SparkJobServerDriver"
+WORKERS = 2
+STARTUP_SECONDS = 120
+SPARK_CORE = re.compile(r"spark-core_(\d+\.\d+)-(\d[\w.\-]*)\.jar$")
+SCALA_LIBRARY = re.compile(r"scala-library-(\d+\.\d+)\.[\w.\-]+\.jar$")
+
+
+def pyspark_folder() -> Path:
+    """Where ``pyspark`` is installed with ``pip install --target`` (its package folder is the Spark home)."""
+    return cache_dir() / f"pyspark-{SPARK_VERSION}"
+
+
+def spark_home(*, fetch: bool = False) -> Path:
+    """Spark's home (``bin/``, ``jars/``): pyspark's package folder, installed into the cache with ``fetch``."""
+    home = pyspark_folder() / "pyspark"
+    if not (home / "jars").is_dir():
+        if not fetch:
+            raise EngineUnavailable(f"Spark {SPARK_VERSION} is not fetched (no {home / 'jars'}): run python -m engines fetch spark")
+        install_pyspark()
+    return home
+
+
+def install_pyspark() -> None:
+    """``pip install --no-deps --target`` pyspark into the cache (a partial folder renamed when complete)."""
+    partial = pyspark_folder().with_suffix(".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+               "--target", str(partial), f"pyspark=={SPARK_VERSION}"]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise EngineUnavailable(f"pip could not install pyspark=={SPARK_VERSION}: {result.stderr.strip()[-500:]}")
+    shutil.rmtree(pyspark_folder(), ignore_errors=True)
+    partial.replace(pyspark_folder())
+
+
+def spark_jars(home: Path) -> list[Path]:
+    """Spark's jars in ``home``, checked to be Spark ``SPARK_VERSION`` for Scala ``RUNNER_SCALA``."""
+    jars = sorted((home / "jars").glob("*.jar"))
+    scala = scala_of([jar.name for jar in jars])
+    if scala != RUNNER_SCALA:
+        raise EngineUnavailable(f"Spark in {home} is built for Scala {scala}; Beam's spark-3 runner needs {RUNNER_SCALA}")
+    versions = {match[2] for jar in jars if (match := SPARK_CORE.match(jar.name))}
+    if versions != {SPARK_VERSION}:
+        raise EngineUnavailable(f"Spark in {home} is {', '.join(sorted(versions))}, expected {SPARK_VERSION}")
+    return jars
+
+
+def scala_of(jar_names: list[str]) -> str:
+    """The Scala version of a Spark distribution from its jar names; spark-core's and scala-library's must agree."""
+    core = {match[1] for name in jar_names if (match := SPARK_CORE.match(name))}
+    library = {match[1] for name in jar_names if (match := SCALA_LIBRARY.match(name))}
+    if len(core) != 1 or core != library:
+        raise EngineUnavailable(f"no single Scala version: spark-core for {sorted(core)}, scala-library {sorted(library)}")
+    return core.pop()
+
+
+def job_server(home: Path | None = None) -> jobserver.JobServer:
+    """The Spark job server: Beam's runner from Maven, then the Spark jars in ``home`` (if given)."""
+    extra = tuple(str(jar) for jar in spark_jars(home)) if home is not None else ()
+    name = f"spark-{SPARK_VERSION}-job-server-{BEAM_VERSION}"
+    return jobserver.JobServer(name, jobserver.POMS / "spark-job-server.xml", DRIVER, extra)
+
+
+def job_server_jar(*, force: bool = False) -> Path:
+    """The launcher jar for ``--spark_job_server_jar``, fetching Spark and building it the first time."""
+    return jobserver.build(job_server(spark_home(fetch=True)), force=force)
+
+
+def fetch() -> list[Path]:
+    """Everything Spark needs: pyspark's jars and the job-server jar (what ``python -m engines fetch spark`` does)."""
+    return [spark_home(fetch=True), job_server_jar()]
+
+
+class StandaloneSpark:
+    """A Spark standalone cluster: a master and ``workers`` workers, each its own JVM, on free local ports.
+
+    ``start()`` returns once the master reports every worker ALIVE, or fails
+    with the logs' tails; ``stop()`` ends each process group. Logs (and the
+    workers' executor folders) go to ``workdir``. Use as a context manager::
+
+        with StandaloneSpark(Path("/var/tmp/spark")) as spark:
+            print(spark.master_url)   # spark://127.0.0.1:PORT
+    """
+
+    def __init__(self, workdir: Path, *, workers: int = WORKERS, cores: int = 1, memory: str = "1g") -> None:
+        self.workdir = Path(workdir)
+        self.workers = workers
+        self.cores = cores
+        self.memory = memory
+        self.services: list[processes.Service] = []
+        self.master_url = ""
+        self.ui_url = ""
+
+    def __enter__(self) -> StandaloneSpark:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def start(self, timeout: float = STARTUP_SECONDS) -> StandaloneSpark:
+        java = require("java")["java"]
+        home = spark_home()
+        class_path = f"{home / 'conf'}:{home / 'jars'}/*"
+        env = {"SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.workdir)}
+        port, ui_port = processes.free_port(), processes.free_port()
+        self.master_url, self.ui_url = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
+        try:
+            master = [java, "-Xmx512m", "-cp", class_path, "org.apache.spark.deploy.master.Master",
+                      "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port)]  # fmt: skip
+            self.services.append(processes.start("spark-master", master, port, self.workdir, env))
+            processes.wait_until_listening(self.services[0], timeout)
+            for index in range(self.workers):
+                worker_dir = self.workdir / f"worker-{index}"
+                worker = [java, "-Xmx512m", "-cp", class_path, "org.apache.spark.deploy.worker.Worker",
+                          self.master_url, "--host", "127.0.0.1", "--cores", str(self.cores), "--memory",
+                          self.memory, "--webui-port", "0", "--work-dir", str(worker_dir / "work")]  # fmt: skip
+                self.services.append(processes.start(f"spark-worker-{index}", worker, 0, worker_dir, env))
+            self._wait_for_workers(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def alive_workers(self) -> int:
+        """How many workers the master's JSON status page lists as ALIVE (0 while it does not answer)."""
+        try:
+            with urllib.request.urlopen(f"{self.ui_url}/json", timeout=2) as response:
+                status = json.load(response)
+        except OSError:
+            return 0
+        return sum(1 for worker in status.get("workers", []) if worker.get("state") == "ALIVE")
+
+    def _wait_for_workers(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            exited = [service for service in self.services if service.process.poll() is not None]
+            if exited:
+                raise EngineUnavailable(f"{exited[0].name} exited with code {exited[0].process.returncode}:\n{self.log_tails()}")
+            if self.alive_workers() >= self.workers:
+                return
+            time.sleep(0.5)
+        raise EngineUnavailable(f"Spark master saw {self.alive_workers()} of {self.workers} workers ALIVE after {timeout} s:\n{self.log_tails()}")
+
+    def log_tails(self, lines: int = 15) -> str:
+        return "\n".join(f"--- {service.log}\n{service.log_tail(lines)}" for service in self.services)
+
+    def stop(self) -> None:
+        for service in reversed(self.services):
+            processes.stop(service)
+        self.services = []
