@@ -37,6 +37,8 @@ WORKERS = 2
 STARTUP_SECONDS = 120
 SPARK_CORE = re.compile(r"spark-core_(\d+\.\d+)-(\d[\w.\-]*)\.jar$")
 SCALA_LIBRARY = re.compile(r"scala-library-(\d+\.\d+)\.[\w.\-]+\.jar$")
+# Spark's processes, and a job server's driver, bind to the loopback interface only.
+LOCAL_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
 
 
 def pyspark_folder() -> Path:
@@ -136,7 +138,9 @@ class StandaloneSpark:
         java = require("java")["java"]
         home = spark_home()
         class_path = f"{home / 'conf'}:{home / 'jars'}/*"
-        env = {"SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.workdir)}
+        # A worker starts executors with Spark's launcher library, which needs the Spark home and, outside
+        # Spark's own scripts (load-spark-env.sh), the Scala version of its jars.
+        env = {**LOCAL_ENV, "SPARK_HOME": str(home), "SPARK_SCALA_VERSION": RUNNER_SCALA}
         port, ui_port = processes.free_port(), processes.free_port()
         self.master_url, self.ui_url = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
         try:
