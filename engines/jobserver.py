@@ -47,7 +47,7 @@ class JobServer:
 def manifest(main_class: str, class_path: list[str]) -> bytes:
     """A jar manifest naming ``main_class`` and ``class_path`` (wrapped as the format wants).
 
-    >>> print(manifest("a.Main", ["lib/x.jar"]).decode().strip())
+    >>> print(manifest("a.Main", ["lib/x.jar"]).decode().replace("\\r\\n", "\\n").strip())
     Manifest-Version: 1.0
     Main-Class: a.Main
     Class-Path: lib/x.jar
