@@ -37,8 +37,12 @@ WORKERS = 2
 STARTUP_SECONDS = 120
 SPARK_CORE = re.compile(r"spark-core_(\d+\.\d+)-(\d[\w.\-]*)\.jar$")
 SCALA_LIBRARY = re.compile(r"scala-library-(\d+\.\d+)\.[\w.\-]+\.jar$")
-# Spark's processes, and a job server's driver, bind to the loopback interface only.
+# Spark's processes bind to the loopback interface only (a job server's driver too: see runner_options).
 LOCAL_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+# Jars a Spark executor must load before Spark's own: on every executor Beam deserialises the pipeline
+# options, which sets up its file systems, and Beam's GCS one needs Guava 33 where Spark's jars/ hold
+# Guava 14 (first attempts then fail with NoSuchMethodError Preconditions.checkState(boolean, String, long)).
+EXECUTOR_FIRST = ("guava-*.jar", "failureaccess-*.jar")
 
 
 def pyspark_folder() -> Path:
@@ -102,6 +106,22 @@ def job_server_jar(*, force: bool = False) -> Path:
     return jobserver.build(job_server(spark_home(fetch=True)), force=force)
 
 
+def runner_options(master_url: str, *, host: str = "127.0.0.1") -> list[str]:
+    """Beam options that run a pipeline on Spark at ``master_url`` (``local[N]`` or ``spark://HOST:PORT``)
+    through this job server, its driver on ``host``.
+
+    On a cluster the executors' extra class path names jars in this machine's cache: their workers must
+    see the same paths (true of :class:`StandaloneSpark`; elsewhere install them there).
+    """
+    jar = job_server_jar()
+    first = [str(path) for pattern in EXECUTOR_FIRST for path in sorted((jar.parent / "lib").glob(pattern))]
+    properties = {"spark.driver.host": host, "spark.driver.bindAddress": host,
+                  "spark.executor.extraClassPath": ":".join(first)}  # fmt: skip
+    return ["--runner", "SparkRunner", "--spark_job_server_jar", str(jar), "--spark_master_url", master_url] + [
+        f"--job_server_jvm_properties=-D{name}={value}" for name, value in properties.items()
+    ]
+
+
 def fetch() -> list[Path]:
     """Everything Spark needs: pyspark's jars and the job-server jar (what ``python -m engines fetch spark`` does)."""
     return [spark_home(fetch=True), job_server_jar()]
@@ -114,8 +134,8 @@ class StandaloneSpark:
     with the logs' tails; ``stop()`` ends each process group. Logs (and the
     workers' executor folders) go to ``workdir``. Use as a context manager::
 
-        with StandaloneSpark(Path("/var/tmp/spark")) as spark:
-            print(spark.master_url)   # spark://127.0.0.1:PORT
+        with StandaloneSpark(Path("/var/tmp/spark")) as cluster:
+            options = runner_options(cluster.master_url)   # spark://127.0.0.1:PORT
     """
 
     def __init__(self, workdir: Path, *, workers: int = WORKERS, cores: int = 1, memory: str = "1g") -> None:

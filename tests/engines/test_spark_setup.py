@@ -72,6 +72,24 @@ def test_the_launcher_names_beams_jars_then_every_spark_jar(tmp_path, monkeypatc
     assert entries[2:] == [(home / "jars" / name).as_uri() for name in sorted(SPARK_JARS)]
 
 
+def test_runner_options_put_beams_guava_first_on_executors_and_the_driver_on_loopback(tmp_path, monkeypatch):
+    jar = tmp_path / "server" / "server.jar"
+    (jar.parent / "lib").mkdir(parents=True)
+    for name in ("guava-33.3.1-android.jar", "failureaccess-1.0.2.jar", "beam-sdks-java-core-2.62.0.jar"):
+        (jar.parent / "lib" / name).write_bytes(b"")
+    monkeypatch.setattr(spark, "job_server_jar", lambda: jar)
+    options = spark.runner_options("spark://127.0.0.1:7077")
+    assert options[:6] == ["--runner", "SparkRunner", "--spark_job_server_jar", str(jar), "--spark_master_url",
+                           "spark://127.0.0.1:7077"]  # fmt: skip
+    lib = jar.parent / "lib"
+    assert options[6:] == [
+        "--job_server_jvm_properties=-Dspark.driver.host=127.0.0.1",
+        "--job_server_jvm_properties=-Dspark.driver.bindAddress=127.0.0.1",
+        f"--job_server_jvm_properties=-Dspark.executor.extraClassPath={lib}/guava-33.3.1-android.jar:"
+        f"{lib}/failureaccess-1.0.2.jar",
+    ]
+
+
 def test_spark_home_says_how_to_fetch_it(tmp_path, monkeypatch):
     monkeypatch.setenv("POLYBEAM_ENGINE_CACHE", str(tmp_path))
     with pytest.raises(EngineUnavailable, match="python -m engines fetch spark"):
