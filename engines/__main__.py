@@ -12,7 +12,7 @@ import sys
 
 from engines.tools import EngineUnavailable
 
-ENGINES = {"spark": "engines.spark"}
+ENGINES = {"flink": "engines.flink", "spark": "engines.spark", "prism": "engines.prism"}
 
 
 def main(argv: list[str] | None = None) -> int:

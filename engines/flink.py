@@ -57,6 +57,11 @@ def job_server_jar(*, force: bool = False) -> Path:
     return jobserver.build(JOB_SERVER, force=force)
 
 
+def fetch() -> list[Path]:
+    """What Flink needs: the job server (its class path also runs a standalone cluster)."""
+    return [job_server_jar()]
+
+
 def runner_options(jar: Path, master: str = "[local]", parallelism: int | None = None) -> list[str]:
     """polybeam options for Beam's FlinkRunner through ``jar``, on ``master`` (``[local]``: embedded Flink)."""
     options = ["--runner", "FlinkRunner", "--flink_job_server_jar", str(jar), "--flink_master", master]

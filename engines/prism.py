@@ -82,3 +82,8 @@ def serve(workdir: Path, version: str | None = None) -> "processes.Service":
     service = processes.start("prism", argv, port, workdir / "prism")
     processes.wait_until_listening(service)
     return service
+
+
+def fetch() -> list[Path]:
+    """Prism built for the installed Beam, and left where Beam's runner looks for a downloaded one."""
+    return [binary(), install_for_beam()]

@@ -30,6 +30,7 @@ from engines.tools import EngineUnavailable, cache_dir, require
 
 BEAM_VERSION = "2.62.0"  # see poms/spark-job-server.xml for why not newer
 SPARK_VERSION = "3.5.9"
+VERSIONS = f"Spark {SPARK_VERSION} (pyspark's jars), Beam Spark job server {BEAM_VERSION}"
 # Beam's spark-3 runner is built against spark-core_2.12 (its POM); Spark's jars must be for the same Scala.
 RUNNER_SCALA = "2.12"
 DRIVER = "org.apache.beam.runners.spark.SparkJobServerDriver"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from engines import flink, prism, processes
+from engines import flink, prism, processes, spark
 from engines.tools import EngineUnavailable, require
 
 DEFAULT_ENGINES = ("flink-embedded", "flink-cluster")
@@ -95,13 +95,37 @@ def _prism(workdir: Path, pool_address: str) -> RunningEngine:
     return engine
 
 
+def _external(pool_address: str) -> list[str]:
+    return ["--environment_type", "EXTERNAL", "--environment_config", pool_address, *KEEP_WORKERS]
+
+
+def _spark_embedded(workdir: Path, pool_address: str) -> RunningEngine:
+    # Beam's SparkRunner starts its job server per job (the options carry the JVM properties it needs).
+    started = time.monotonic()
+    options = [*spark.runner_options(f"local[{PARALLELISM}]"), *_external(pool_address)]
+    return RunningEngine("spark-embedded", options, time.monotonic() - started, spark.VERSIONS)
+
+
+def _spark_cluster(workdir: Path, pool_address: str) -> RunningEngine:
+    started = time.monotonic()
+    spark.job_server_jar()
+    cluster = spark.StandaloneSpark(workdir / "spark-cluster", workers=PARALLELISM).start()
+    options = [*spark.runner_options(cluster.master_url), *_external(pool_address)]
+    engine = RunningEngine("spark-cluster", options, time.monotonic() - started, f"{spark.VERSIONS}, standalone cluster")
+    engine.stoppers.append(cluster.stop)
+    return engine
+
+
 STARTERS: dict[str, Callable[[Path, str], RunningEngine]] = {
     "flink-embedded": _flink_embedded,
     "flink-cluster": _flink_cluster,
+    "spark-embedded": _spark_embedded,
+    "spark-cluster": _spark_cluster,
     "prism": _prism,
 }
 # What each engine needs on this machine (a missing one skips that engine, saying so).
-NEEDS = {"flink-embedded": ("java", "mvn"), "flink-cluster": ("java", "mvn"), "prism": ("go",)}
+NEEDS = {"flink-embedded": ("java", "mvn"), "flink-cluster": ("java", "mvn"), "spark-embedded": ("java", "mvn"),
+         "spark-cluster": ("java", "mvn"), "prism": ("go",)}  # fmt: skip
 
 
 def selected() -> list[str]:
