@@ -3,7 +3,7 @@
 * reads: the same records, examples, skipped lines and dead letters, exactly
   (the dead-letter files hold the same lines: source, position, reason);
 * training: an engine's model, evaluated in process on held-out data, within
-  ``tolerance.HELD_OUT`` of the reference model (bundling is the engine's);
+  ``tolerance.held_out`` of the reference model (bundling is the engine's);
 * scoring a fixed model and sequencing: the reference's results up to the
   order of floating-point sums (``compare.py``).
 """
@@ -18,7 +18,7 @@ import pytest
 
 from tests.engines.data import BAD_RECORDS
 from tests.engines.runs import TRAINS
-from tests.engines.tolerance import HELD_OUT
+from tests.engines.tolerance import METRICS, held_out
 from tests.portable.compare import assert_close, assert_same_lines, normalised, prediction_lines
 
 pytestmark = pytest.mark.engines
@@ -36,7 +36,7 @@ def in_reference(reference_plan, name: str):
 
 
 def judged(report: dict) -> dict:
-    return {metric: report[metric] for metric in HELD_OUT if report.get(metric) is not None}
+    return {metric: report[metric] for metric in METRICS if report.get(metric) is not None}
 
 
 @pytest.mark.parametrize("variant", TRAINED)
@@ -57,8 +57,9 @@ def test_training(engine, reference_plan, variant):
     engine_model = engine[1][f"evaluate-model/{variant}"].in_process.report
     reference_model = in_reference(reference_plan, f"evaluate-model/{reference_variant}").report
     assert engine_model["examples"] == reference_model["examples"]
+    allowed = held_out(variant)
     for metric, reference_value in judged(reference_model).items():
-        assert abs(engine_model[metric] - reference_value) <= HELD_OUT[metric], (
+        assert abs(engine_model[metric] - reference_value) <= allowed[metric], (
             f"{metric}: engine {engine_model[metric]:.5f}, in process {reference_value:.5f}")
 
 
@@ -113,7 +114,8 @@ def test_beam_yaml(engine, reference_plan):
         outputs[side] = {"metrics": json.loads(Path(metrics).read_text()), "folder": folder}
     mine, theirs = outputs["engine"]["metrics"], outputs["reference"]["metrics"]
     assert mine["examples"] == theirs["examples"] == 920
-    for metric in HELD_OUT:  # the model was trained on the engine: within the training tolerance
-        assert abs(mine[metric] - theirs[metric]) <= HELD_OUT[metric], (metric, mine[metric], theirs[metric])
+    allowed = held_out("three-passes")  # the example trains two passes on the engine
+    for metric in METRICS:
+        assert abs(mine[metric] - theirs[metric]) <= allowed[metric], (metric, mine[metric], theirs[metric])
     assert_same_lines(outputs["engine"]["folder"] / "train.dead_letters.jsonl",
                       outputs["reference"]["folder"] / "train.dead_letters.jsonl")  # fmt: skip

@@ -7,12 +7,33 @@ the in-process one. So the tolerance is what re-bundling alone does to the
 held-out metrics, measured in process by ``benchmarks/bench_engines.py
 --tolerance`` over the suite's training commands with 1, 2 and 4 workers and
 the input whole or in 2, 4 and 8 shards (``benchmarks/results/engines.md``):
-the largest change seen, doubled, and never below the floor.
+for each command, the largest change seen, doubled and rounded up. Commands
+not measured take a measured one's: per key (each key learns on one worker,
+in the order its examples arrive) and the warm start take the linear model's,
+the resumed job the three-pass one's.
 
 Scoring a fixed model (evaluate, predict, RunInference, timeliness) and
 sequencing differ only by the order of floating-point sums: ``compare.py``'s
 1e-9 relative.
 """
 
-# Largest held-out change from re-bundling alone, measured (see the module's text), doubled.
-HELD_OUT = {"loss": 0.02, "error": 0.02, "auc": 0.01}
+# Measured 2026-11-26 (benchmarks/results/engines.md, "Tolerance"): the largest held-out change from
+# re-bundling alone, per training command: loss, error, auc.
+MEASURED = {
+    "linear": {"loss": 0.0378, "error": 0.0152, "auc": 0.0056},
+    "apple": {"loss": 0.0953, "error": 0.0272, "auc": 0.0161},  # 4 workers: the guard keeps the linear model
+    "softmax": {"loss": 0.0141, "error": 0.0109},
+    "three-passes": {"loss": 0.0304, "error": 0.0130, "auc": 0.0057},
+}
+STANDS_IN = {"per-key": "linear", "warm-start": "linear", "resume": "three-passes"}
+METRICS = ("loss", "error", "auc")
+
+
+def held_out(command: str) -> dict[str, float]:
+    """The allowed held-out change of each metric for a model the training ``command`` made on an engine.
+
+    >>> held_out("resume")["error"]
+    0.026
+    """
+    measured = MEASURED[STANDS_IN.get(command, command)]
+    return {metric: round(2 * value + 0.0005, 3) for metric, value in measured.items()}

@@ -1,0 +1,203 @@
+"""polybeam on real engines: start-up, throughput against the in-process runner, and the suite's tolerance.
+
+    python benchmarks/bench_engines.py --engines flink-embedded,flink-cluster,prism [--examples 184040]
+    python benchmarks/bench_engines.py --tolerance
+
+``--engines``: each engine is started as the engine suite starts it
+(``tests/engines/running.py``: job server, cluster, the external worker pool
+with a private /tmp); then ``polybeam train`` (logistic, defaults) on
+``--examples`` examples of spam (the bundled file repeated, in 8 shards) runs
+on it and in process, best of ``--repeats``. Throughput is examples per
+second of the whole command, and of the job alone (``job_seconds``: from
+submission to the end, without the launcher's start).
+
+``--tolerance``: what re-bundling alone does to a trained model, measured in
+process. Each training command of the engine suite (``tests/engines/
+runs.py``) runs with 1, 2 and 4 workers on its training split whole or in 2,
+4 and 8 shards; each model is evaluated on the held-out split; the largest
+change of each metric from the one-worker, whole-file model is what an
+engine's bundling may do, and ``tests/engines/tolerance.py`` allows twice it.
+
+Both write ``benchmarks/results/engines.json`` and add their section to
+``engines.md`` (the other section is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from harness import load_average, machine_info, markdown_table, measured_run  # noqa: E402
+
+RESULTS = HERE / "results"
+COMMAND = [sys.executable, "-m", "polybeam.pipelines.cli"]
+SHARDS = 8
+WORKER_SETTINGS = ((1, 1), (2, 2), (2, 4), (4, 4), (4, 8))  # (workers, shards); (1, 1) is the reference
+
+
+def write_spam_shards(folder: Path, examples: int) -> str:
+    """``examples`` lines of spam (the bundled file repeated) in SHARDS files; their glob."""
+    from polybeam import datasets
+
+    lines = datasets.lines("spam")
+    repeated = [lines[index % len(lines)] for index in range(examples)]
+    for shard in range(SHARDS):
+        part = repeated[shard * len(repeated) // SHARDS : (shard + 1) * len(repeated) // SHARDS]
+        (folder / f"spam-{shard}.libsvm").write_bytes(b"".join(part))
+    return str(folder / "spam-*.libsvm")
+
+
+def train(options: list[str], train_glob: str, model: Path, env: dict | None = None) -> dict:
+    run = measured_run([*COMMAND, "train", "--input", train_glob, "--loss", "logistic", "--model", str(model), *options],
+                       env=env)  # fmt: skip
+    if run.returncode != 0:
+        raise RuntimeError(f"train failed ({' '.join(options)}):\n{run.stderr[-3000:]}")
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    return {"seconds": run.seconds, "job_seconds": report["job_seconds"], "examples": report["examples"],
+            "progressive_loss": report["progressive_loss"]}  # fmt: skip
+
+
+def best(runs: list[dict]) -> dict:
+    return min(runs, key=lambda run: run["seconds"])
+
+
+def measure_engines(names: list[str], examples: int, repeats: int) -> dict:
+    from tests.engines import running
+    from tests.portable import services
+
+    root = Path(tempfile.mkdtemp(prefix="polybeam-bench-engines-", dir="/var/tmp"))
+    launcher_env = {**os.environ, "TMPDIR": tempfile.mkdtemp(prefix="polybeam-bench-launcher-")}
+    try:
+        (root / "data").mkdir()
+        train_glob = write_spam_shards(root / "data", examples)
+        results = {"in-process": {"startup_seconds": 0.0, "versions": "FnApiRunner",
+                                  "train": best([train([], train_glob, root / f"in-process-{i}.model", launcher_env)
+                                                 for i in range(repeats)])}}  # fmt: skip
+        pool, _ = services.start_worker_pool(root, shared=True)
+        try:
+            for name in names:
+                engine = running.start(name, root / "engines", pool.address)
+                try:
+                    runs = [train(engine.options, train_glob, root / f"{name}-{i}.model", launcher_env)
+                            for i in range(repeats)]  # fmt: skip
+                    results[name] = {"startup_seconds": engine.startup_seconds, "versions": engine.versions,
+                                     "train": best(runs)}  # fmt: skip
+                finally:
+                    engine.stop()
+                print(name, results[name], flush=True)
+        finally:
+            services.stop(pool)
+        return results
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def engines_markdown(results: dict, examples: int, repeats: int) -> str:
+    reference = results["in-process"]["train"]
+    rows = []
+    for name, result in results.items():
+        run = result["train"]
+        rows.append([name, result["versions"], f"{result['startup_seconds']:.1f}", f"{run['seconds']:.1f}",
+                     f"{run['job_seconds']:.1f}", f"{examples / run['seconds']:,.0f}",
+                     f"{examples / run['job_seconds']:,.0f}", f"{run['seconds'] / reference['seconds']:.1f}x",
+                     f"{run['progressive_loss']:.6f}"])  # fmt: skip
+    table = markdown_table(["engine", "versions", "start-up s", "train s", "job s", "examples/s (command)",
+                            "examples/s (job)", "time vs in-process", "progressive loss"], rows)  # fmt: skip
+    return (f"## Throughput: `polybeam train` on {examples:,} examples (spam repeated, {SHARDS} shards), "
+            f"best of {repeats}\n\n{table}\n")
+
+
+def measure_tolerance() -> dict:
+    from tests.engines.runs import TRAINS
+    from tests.portable import data as portable_data
+
+    root = Path(tempfile.mkdtemp(prefix="polybeam-bench-tolerance-", dir="/var/tmp"))
+    try:
+        splits = {}
+        for name in ("spam", "satellite"):
+            (root / name).mkdir()
+            splits[name] = portable_data.write_split(name, root / name)
+        results = {}
+        for variant, (dataset, options) in TRAINS.items():
+            split = splits[dataset]
+            metrics = {}
+            for workers, shards in WORKER_SETTINGS:
+                train_input = str(split.train) if shards == 1 else portable_data.shard(split.train, shards)
+                model = root / f"{variant}-{workers}w-{shards}s.model"
+                threads = [] if workers == 1 else ["--direct_num_workers", str(workers),
+                                                   "--direct_running_mode", "multi_threading"]  # fmt: skip
+                trained = measured_run([*COMMAND, "train", "--input", train_input, "--model", str(model), *options,
+                                        *threads])  # fmt: skip
+                evaluated = measured_run([*COMMAND, "evaluate", "--input", str(split.test), "--model", str(model)])
+                if trained.returncode or evaluated.returncode:
+                    raise RuntimeError((trained.stderr + evaluated.stderr)[-3000:])
+                report = json.loads(evaluated.stdout.strip().splitlines()[-1])
+                metrics[f"{workers}w/{shards}s"] = {key: report.get(key) for key in ("loss", "error", "auc")}
+            reference = metrics["1w/1s"]
+            largest = {key: max(abs(values[key] - reference[key]) for values in metrics.values())
+                       for key in reference if reference[key] is not None}  # fmt: skip
+            results[variant] = {"metrics": metrics, "largest_change": largest}
+            print(variant, largest, flush=True)
+        return results
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def tolerance_markdown(results: dict) -> str:
+    rows = []
+    for variant, result in results.items():
+        for setting, values in result["metrics"].items():
+            rows.append([variant, setting] + [("-" if values[key] is None else f"{values[key]:.5f}")
+                                              for key in ("loss", "error", "auc")])  # fmt: skip
+    largest = {key: max(result["largest_change"].get(key, 0.0) for result in results.values())
+               for key in ("loss", "error", "auc")}  # fmt: skip
+    table = markdown_table(["command", "workers/shards", "held-out loss", "error", "auc"], rows)
+    summary = ", ".join(f"{key} {value:.4f}" for key, value in largest.items())
+    return (f"## Tolerance: what re-bundling alone does (in process)\n\n{table}\n\n"
+            f"Largest change from the one-worker, whole-file model: {summary}. "
+            f"`tests/engines/tolerance.py` allows twice that, rounded up.\n")
+
+
+def update_markdown(section: str, heading: str) -> None:
+    path = RESULTS / "engines.md"
+    text = path.read_text() if path.exists() else "# polybeam on real engines\n\n"
+    parts = text.split("\n## ")
+    kept = [parts[0]] + ["## " + part for part in parts[1:] if not part.startswith(heading)]
+    path.write_text("\n".join(part.rstrip() + "\n" for part in kept) + "\n" + section)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", default="", help="comma-separated engines of tests/engines/running.py")
+    parser.add_argument("--examples", type=int, default=184_040, help="training examples (spam repeated)")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--tolerance", action="store_true", help="measure re-bundling's effect in process")
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(exist_ok=True)
+    stored = RESULTS / "engines.json"
+    results = json.loads(stored.read_text()) if stored.exists() else {}
+    results["machine"] = {**machine_info(), "load_average": load_average(), "date": time.strftime("%Y-%m-%d")}
+    if args.engines:
+        names = [name for name in args.engines.split(",") if name]
+        results["throughput"] = {"examples": args.examples, "repeats": args.repeats,
+                                 "engines": measure_engines(names, args.examples, args.repeats)}  # fmt: skip
+        update_markdown(engines_markdown(results["throughput"]["engines"], args.examples, args.repeats), "Throughput")
+    if args.tolerance:
+        results["tolerance"] = measure_tolerance()
+        update_markdown(tolerance_markdown(results["tolerance"]), "Tolerance")
+    stored.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
