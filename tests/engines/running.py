@@ -35,7 +35,8 @@ from engines.tools import EngineUnavailable, require
 
 DEFAULT_ENGINES = ("flink-embedded", "flink-cluster")
 # Beam's runners start and stop an SDK environment per task unless told to keep it: kept, one worker
-# per TaskManager serves every stage of a job (measured: 55 s -> 37 s a train on the Flink cluster).
+# per TaskManager serves every stage of a job (measured on a loaded machine: 85-89 s -> 55-59 s a train
+# on the Flink cluster).
 KEEP_WORKERS = ["--environment_cache_millis", "600000"]
 PARALLELISM = 2
 
