@@ -1,0 +1,35 @@
+"""Choosing engines, and what a machine without Java, Maven or Go is told (no engine needs to run here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engines import running
+
+
+def test_the_default_engines_are_the_ci_ones(monkeypatch):
+    monkeypatch.delenv("POLYBEAM_ENGINES", raising=False)
+    assert running.selected() == ["flink-embedded", "flink-cluster"]
+
+
+@pytest.mark.parametrize("chosen, expected", [("all", list(running.STARTERS)), ("none", []),
+                                              (" prism , spark-cluster ", ["prism", "spark-cluster"])])  # fmt: skip
+def test_engines_chosen_by_name(monkeypatch, chosen, expected):
+    monkeypatch.setenv("POLYBEAM_ENGINES", chosen)
+    assert running.selected() == expected
+
+
+def test_an_unknown_engine_is_refused_naming_the_known_ones(monkeypatch):
+    monkeypatch.setenv("POLYBEAM_ENGINES", "flink-embeded")
+    with pytest.raises(ValueError, match=r"unknown engines \['flink-embeded'\]; known: .*flink-embedded"):
+        running.selected()
+
+
+def test_a_missing_program_skips_its_engines_saying_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on it
+    assert running.missing_for("flink-cluster") == (
+        "flink-cluster engine skipped: missing java, mvn (java: a Java 17 runtime (Debian: apt-get install "
+        "openjdk-17-jre-headless); mvn: Apache Maven 3.8+ (Debian: apt-get install maven))"
+    )
+    assert "missing go" in running.missing_for("prism")
+    assert running.NEEDS.keys() == running.STARTERS.keys()
