@@ -2,6 +2,7 @@
 
     python benchmarks/bench_engines.py --engines flink-embedded,flink-cluster,prism [--examples 184040]
     python benchmarks/bench_engines.py --tolerance
+    python benchmarks/bench_engines.py --suite flink-embedded,flink-cluster,spark-embedded,spark-cluster,prism
 
 ``--engines``: each engine is started as the engine suite starts it
 (``tests/engines/running.py``: job server, cluster, the external worker pool
@@ -18,8 +19,11 @@ runs.py``) runs with 1, 2 and 4 workers on its training split whole or in 2,
 change of each metric from the one-worker, whole-file model is what an
 engine's bundling may do, and ``tests/engines/tolerance.py`` allows twice it.
 
-Both write ``benchmarks/results/engines.json`` and add their section to
-``engines.md`` (the other section is kept).
+``--suite``: the engine suite (``tests/engines``) on each engine in turn, with
+its outcome, the engine's start-up and the time of its runs.
+
+Each writes ``benchmarks/results/engines.json`` and its section of
+``engines.md`` (the other sections are kept).
 """
 
 from __future__ import annotations
@@ -118,6 +122,37 @@ def engines_markdown(results: dict, examples: int, repeats: int) -> str:
             f"best of {repeats}\n\n{table}\n")
 
 
+def measure_suite(names: list[str]) -> dict:
+    """Run the engine suite on each engine (one pytest per engine); its outcome, start-up and times."""
+    import re
+    import subprocess
+
+    results = {}
+    for name in names:
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                               "tests/engines/test_engine_suite.py"], cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, "POLYBEAM_ENGINES": name})  # fmt: skip
+        seconds = time.monotonic() - started
+        outcome = re.findall(r"^=*\s*(.*(?:passed|failed|skipped|error).*?)\s*=*$", done.stdout, re.MULTILINE)
+        timing = re.search(r"started in ([\d.]+) s; its runs took (\d+) s", done.stdout)
+        results[name] = {"outcome": outcome[-1] if outcome else done.stdout[-300:], "pytest_seconds": seconds,
+                         "startup_seconds": float(timing.group(1)) if timing else None,
+                         "runs_seconds": float(timing.group(2)) if timing else None}  # fmt: skip
+        print(name, results[name], flush=True)
+    return results
+
+
+def suite_markdown(results: dict) -> str:
+    rows = [[name, result["outcome"], "-" if result["startup_seconds"] is None else f"{result['startup_seconds']:.1f}",
+             "-" if result["runs_seconds"] is None else f"{result['runs_seconds']:.0f}", f"{result['pytest_seconds']:.0f}"]
+            for name, result in results.items()]  # fmt: skip
+    table = markdown_table(["engine", "outcome", "start-up s", "its runs s", "whole pytest s (with the reference)"],
+                           rows)  # fmt: skip
+    return ("## The engine suite on each engine\n\n`POLYBEAM_ENGINES=NAME python -m pytest tests/engines/"
+            f"test_engine_suite.py`, one engine at a time.\n\n{table}\n")
+
+
 def measure_tolerance() -> dict:
     from tests.engines.runs import TRAINS
     from tests.portable import data as portable_data
@@ -183,6 +218,7 @@ def main(argv=None) -> None:
     parser.add_argument("--examples", type=int, default=184_040, help="training examples (spam repeated)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tolerance", action="store_true", help="measure re-bundling's effect in process")
+    parser.add_argument("--suite", default="", help="comma-separated engines to run the engine suite on")
     args = parser.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
     stored = RESULTS / "engines.json"
@@ -193,6 +229,10 @@ def main(argv=None) -> None:
         results["throughput"] = {"examples": args.examples, "repeats": args.repeats,
                                  "engines": measure_engines(names, args.examples, args.repeats)}  # fmt: skip
         update_markdown(engines_markdown(results["throughput"]["engines"], args.examples, args.repeats), "Throughput")
+    if args.suite:
+        suite = {**results.get("suite", {}), **measure_suite([name for name in args.suite.split(",") if name])}
+        results["suite"] = suite
+        update_markdown(suite_markdown(suite), "The engine suite")
     if args.tolerance:
         results["tolerance"] = measure_tolerance()
         update_markdown(tolerance_markdown(results["tolerance"]), "Tolerance")

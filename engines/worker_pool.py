@@ -10,10 +10,10 @@ then fails with "SDK harness closed connection"). On a real cluster each
 TaskManager has its own pool beside it and the ids never meet.
 
 This pool keeps every worker under its id, however many share it. A worker
-ends by itself when its runner closes its control channel; ``StopWorker``
-gives the workers of that id a few seconds to do so, then stops the one left
-if it is the only worker of that id (stuck), and leaves the others to their
-own runners. Run it as ``python -m engines.worker_pool --service_port P``;
+ends by itself when its runner closes its control channel, so ``StopWorker``
+waits a few seconds for one worker of that id to end and forgets it; if none
+does, it stops the worker only when it is the only one of that id (stuck),
+and otherwise leaves them all to their own runners' stops. Run it as ``python -m engines.worker_pool --service_port P``;
 everything else is Beam's pool.
 """
 
@@ -57,16 +57,21 @@ class SharedWorkerPool(BeamFnExternalWorkerPoolServicer):
         deadline = time.monotonic() + EXIT_GRACE_SECONDS
         while True:
             with self._lock:
-                alive = [worker for worker in self._workers[worker_id] if worker.poll() is None]
-                self._workers[worker_id] = alive
-                if not alive:
-                    del self._workers[worker_id]
+                workers = self._workers.get(worker_id, [])
+                ended = [worker for worker in workers if worker.poll() is not None]
+                if ended or not workers:
+                    # The stop is for a worker that ended with its runner: forget it, and no other.
+                    if ended:
+                        workers.remove(ended[0])
+                    if not workers:
+                        self._workers.pop(worker_id, None)
                     return
                 if time.monotonic() >= deadline:
-                    if len(alive) == 1:  # nobody else's: a worker that did not end with its runner
+                    if len(workers) == 1:  # nobody else's: a worker that did not end with its runner
                         _LOGGER.info("Stopping worker %s", worker_id)
-                        kill_process_gracefully(alive[0])
-                    return
+                        kill_process_gracefully(workers.pop())
+                        self._workers.pop(worker_id, None)
+                    return  # several alive: whose is unknown; each runner's own stop comes when it ends
             time.sleep(0.2)
 
 
