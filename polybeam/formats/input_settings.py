@@ -180,7 +180,7 @@ class InputSettings:
         parts = ["--format", self.format]
         defaults = _own_fields(self.format)
         for name, value in self.options.items():
-            if value == defaults[name] or name in ("key_column", "key_namespace"):
+            if value == defaults[name] or name in ("key_column", "key_namespace", "timestamp_column"):
                 continue
             flag = FLAGS.get(name)
             if name == "has_header":
@@ -194,6 +194,8 @@ class InputSettings:
         for name, kind in (("key_column", "column"), ("key_namespace", "namespace")):
             if self.options.get(name) is not None:
                 parts += ["--key", f"{kind}:{self.options[name]}"]
+        if self.options.get("timestamp_column") is not None:
+            parts += ["--timestamp", f"column:{self.options['timestamp_column']}"]
         return shlex.join(parts)  # (quoted as a shell needs: --csv-delimiter ';')
 
     def describe(self) -> str:
