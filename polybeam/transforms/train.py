@@ -232,7 +232,7 @@ class _LearnOnePass(_Learning):
         self._holding: dict = {}  # per key: whether its holdout still judges (else it learns every example)
         self._faults.bundle_started()
 
-    def process(self, element, start=None, window=beam.DoFn.WindowParam):
+    def process(self, element, start, window=beam.DoFn.WindowParam):
         key, batch = element if self.keyed else (None, element)
         key = (window, key)
         learner = self._learners.get(key)
@@ -902,7 +902,8 @@ class Train(beam.PTransform):
             # first costs little, and lets apple space its epochs over what each learner sees.
             first_input = _with_total_examples(batches, config, keyed, self.learners)
         if self.fanout is not None:  # one learner per bundle, then the merge tree
-            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress))
+            # (no previous state: start=None, given so that Beam fills the window parameter after it)
+            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), None)
             return partial | "Pass1" >> self._merge(keyed, partial)
         if keyed:
             return first_input | "Pass1" >> beam.CombinePerKey(first_fn)

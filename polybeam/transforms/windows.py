@@ -31,6 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.model import Model
+from polybeam.transforms.keyed_files import join
 from polybeam.learners.windows import WindowSpec, parse_window, split_by_pane, to_micros, window_name, window_record
 
 __all__ = ["WindowExamples", "KeyByWindow", "RecordWindow", "parse_window", "is_global", "combine_globally",
@@ -98,6 +99,14 @@ class WindowExamples(beam.PTransform):
 def bounds(window) -> tuple[int, int]:
     """``(start, end)`` of an interval window in microseconds since the epoch."""
     return window.start.micros, window.end.micros
+
+
+def window_folder(folder: str, window) -> str:
+    """Where what belongs to ``window`` goes inside ``folder``: ``folder`` itself for the global window,
+    else its subfolder named after the window."""
+    if isinstance(window, beam_window.GlobalWindow):
+        return folder
+    return join(folder, window_name(*bounds(window)))
 
 
 class KeyByWindow(beam.DoFn):
