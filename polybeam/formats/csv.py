@@ -617,7 +617,8 @@ def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_sp
     kept_indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(example_of[keep], minlength=n), out=kept_indptr[1:])
     renumbered = np.cumsum(keep) - 1  # a kept feature's index once the taken features are gone
-    first_use = np.where(first_use >= 0, renumbered[np.maximum(first_use, 0)], -1)
+    if len(renumbered):  # (a block whose records all failed has no feature at all)
+        first_use = np.where(first_use >= 0, renumbered[np.maximum(first_use, 0)], -1)
     first_use[taken] = -1
     arrays = (kept_indptr, slots[keep], values[keep], feature_columns[keep], value_spans[keep], first_use)
     out = {}

@@ -109,6 +109,14 @@ def window_folder(folder: str, window) -> str:
     return join(folder, window_name(*bounds(window)))
 
 
+def window_facts(window) -> dict:
+    """``{"window": record}`` of an interval window (:func:`~polybeam.learners.windows.window_record`), ``{}``
+    of the global window."""
+    if isinstance(window, beam_window.GlobalWindow):
+        return {}
+    return {"window": window_record(*bounds(window))}
+
+
 class KeyByWindow(beam.DoFn):
     """``(window name, element)`` for each element, in its window (see :func:`polybeam.learners.windows.window_name`)."""
 
@@ -124,7 +132,7 @@ class RecordWindow(beam.DoFn):
         if isinstance(window, beam_window.GlobalWindow):
             yield element
             return
-        record = window_record(*bounds(window))
+        record = window_facts(window)["window"]
 
         def stamped(model: Model) -> Model:
             return dataclasses.replace(model, metadata={**model.metadata, "window": record})
