@@ -82,14 +82,15 @@ class WindowSpec:
         size = f"{self.size:g}"
         return f"fixed:{size}" if self.kind == "fixed" else f"sliding:{size},{self.period:g}"
 
-    def _micros(self) -> tuple[int, int, int]:
+    def micros(self) -> tuple[int, int, int]:
+        """``(size, period, offset)`` in whole microseconds (the offset within one period)."""
         return round(self.size * MICROS), round(self.period * MICROS), round(self.offset * MICROS) % round(
             self.period * MICROS)  # fmt: skip
 
     def pane_starts(self, micros: np.ndarray) -> np.ndarray:
         """The start of the pane of each timestamp (int64 microseconds): the last window start or end at or
         before it, whichever is later."""
-        size, period, offset = self._micros()
+        size, period, offset = self.micros()
         micros = np.asarray(micros, dtype=np.int64)
         last_start = micros - (micros - offset) % period
         last_end = micros - (micros - offset - size) % period
@@ -97,7 +98,7 @@ class WindowSpec:
 
     def windows_of(self, micros: np.ndarray) -> list[list[tuple[int, int]]]:
         """Every window ``(start, end)`` containing each timestamp (for tests and small inputs)."""
-        size, period, offset = self._micros()
+        size, period, offset = self.micros()
         windows = []
         for stamp in np.asarray(micros, dtype=np.int64).tolist():
             last = stamp - (stamp - offset) % period

@@ -398,7 +398,7 @@ def _model_source(options: PipelineOptions, command: str):
     index = read_index(model_path)
     if index.get("kind") == "polybeam-windowed-models":
         raise OptionError(f"{model_path} is a folder of models per window; {command} takes one window's model "
-                          f"file (--model {join(model_path, 'window-START-END.model')}, listed in its index.json)")  # fmt: skip
+                          f"file or per-key folder (--model {join(model_path, 'window-START-END.model')} or {join(model_path, 'window-START-END')}, listed in its index.json)")  # fmt: skip
     if index.get("kind") != KEYED_MODELS:
         raise OptionError(f"{model_path} is not a folder of per-key models (its index.json is a {index.get('kind')})")
     trained_key = index.get("key")

@@ -26,7 +26,7 @@ import dataclasses
 
 import apache_beam as beam
 from apache_beam.transforms import window as beam_window
-from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
+from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.learners.batch import ExampleBatch
@@ -40,9 +40,11 @@ __all__ = ["WindowExamples", "KeyByWindow", "RecordWindow", "parse_window", "is_
 
 def window_fn(spec: WindowSpec) -> beam_window.WindowFn:
     """Beam's WindowFn of ``spec``."""
+    # (whole microseconds, as the splitter counts them: Beam would truncate float seconds * 1e6)
+    size, period, offset = (Duration(micros=micros) for micros in spec.micros())
     if spec.kind == "fixed":
-        return beam_window.FixedWindows(spec.size, spec.offset)
-    return beam_window.SlidingWindows(spec.size, spec.period, spec.offset)
+        return beam_window.FixedWindows(size, Timestamp(micros=offset.micros))
+    return beam_window.SlidingWindows(size, period, Timestamp(micros=offset.micros))
 
 
 def is_global(pcollection) -> bool:
