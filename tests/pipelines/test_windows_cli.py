@@ -5,25 +5,18 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from polybeam.datasets.timestamped import write_timestamped_csv
 from polybeam.formats.csv import CsvFormat
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.windows import to_micros
-from polybeam.pipelines.cli import main
 from polybeam.transforms.keyed_files import KeyedFolder
 from polybeam.transforms.model_io import read_model
+from tests.pipelines.test_cli import run
 
 COMMON = ["--format", "csv", "--label-column", "y", "--timestamp", "column:ts", "--loss", "logistic", "--quiet",
           "--bits", "12"]  # fmt: skip
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
