@@ -205,3 +205,23 @@ def test_batches_without_times_are_refused():
     with pytest.raises(Exception, match="timestamp column"):
         with beam.Pipeline(runner="FnApiRunner") as p:
             _ = p | beam.Create([datasets.load("spam", bits=12).rows_between(0, 5)]) | WindowExamples("fixed:1d")
+
+
+@pytest.mark.parametrize("settings", [
+    dict(loss="logistic", lbfgs_passes=2),
+    dict(loss="logistic", expand="apple", passes=2, holdout_min_examples=5),
+    dict(loss="logistic", fanout=2, passes=2),
+    dict(loss="softmax", classes=6, passes=2, holdout_min_examples=5),
+], ids=["lbfgs", "apple", "merge-tree", "softmax"])  # fmt: skip
+def test_every_way_of_training_works_per_sliding_window(settings):
+    name = "satellite" if settings["loss"] == "softmax" else "spam"
+    batch = datasets.load(name, bits=12).rows_between(0, 900)
+    times = START + np.random.default_rng(4).permutation(len(batch)) * (3 * DAY / len(batch))
+    timed = dataclasses.replace(batch, timestamps=times)
+    spec = SPECS["sliding"]
+    models = _window_models(timed, spec, bits=12, **settings)
+    assert len(models) == 7
+    for model in models:
+        window = model.metadata["window"]
+        own = _rows_in(timed, window["start_micros"], window["end_micros"], spec)
+        _same(model, _global_model(own, bits=12, **settings), exact=False)
