@@ -8,7 +8,6 @@ import dataclasses
 import apache_beam as beam
 import numpy as np
 import pytest
-from apache_beam.testing.util import assert_that
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils.timestamp import Timestamp
 from hypothesis import given, settings
