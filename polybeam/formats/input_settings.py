@@ -45,6 +45,9 @@ SHARED = ("bits", "seed", "labels", "classes", "label_names")
 INDEXED = frozenset({"libsvm", "parquet"})
 NAMED = frozenset({"csv", "vw", "parquet"})
 
+# Format settings recorded only when set (newer than the records of older models).
+OPTIONAL_RECORDS = frozenset({"timestamp_column"})
+
 # The command-line flag of each format setting (settings without one are shown as Python keywords).
 FLAGS = {
     "label_column": "--label-column",
@@ -132,7 +135,10 @@ class InputSettings:
     def to_dict(self) -> dict:
         """Plain JSON: ``format``, the format's settings, ``bits``, ``seed``, ``classes``, ``class_names``
         (and ``columns`` when known)."""
-        record = {"format": self.format, **{name: _plain(value) for name, value in self.options.items()},
+        # (no timestamp column is left out: what models recorded before there were windows, read alike)
+        options = {name: value for name, value in self.options.items()
+                   if not (name in OPTIONAL_RECORDS and value is None)}  # fmt: skip
+        record = {"format": self.format, **{name: _plain(value) for name, value in options.items()},
                   "bits": self.bits, "seed": self.seed, "classes": self.classes,
                   "class_names": list(self.class_names)}  # fmt: skip
         if self.columns:
