@@ -54,6 +54,7 @@ from polybeam.formats.keys import key_codes
 from polybeam.formats.numbers import scan_number
 from polybeam.formats.records import ParsedBlock
 from polybeam.formats.settings import HashedFormat
+from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
 from polybeam.formats.text import (
     EXAMPLE,
     FIRST_ERROR,
@@ -336,6 +337,7 @@ class CsvColumns:
     weight: int
     key: int = -1  # the key column (read as a category, then taken out of the features), or -1
     id: int = -1  # the ID column (read as a category, then taken out of the features), or -1
+    time: int = -1  # the timestamp column (read as a category, then taken out of the features), or -1
 
     @property
     def count(self) -> int:
@@ -419,6 +421,11 @@ class CsvFormat(HashedFormat):
         A column whose value is each example's ID (``batch.tags``, as VW's
         tags: predictions carry it), not a feature. An empty cell is no ID
         (None).
+    timestamp_column : str or int, optional
+        A column whose value is each example's event time (``batch.timestamps``;
+        ``--timestamp column:NAME``), not a feature: seconds since the epoch or
+        ISO-8601 (see :mod:`polybeam.formats.timestamps`). A record whose time
+        is missing or unreadable is a dead letter.
 
     Without a header, the number of columns comes from ``header`` (the file's
     first line, which the reader passes to every block: see ``carried_lines``)
@@ -438,6 +445,7 @@ class CsvFormat(HashedFormat):
     ignore_columns: tuple[str | int, ...] = field(default=())
     key_column: str | int | None = None
     id_column: str | int | None = None
+    timestamp_column: str | int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -452,7 +460,7 @@ class CsvFormat(HashedFormat):
             object.__setattr__(self, option, tuple(value))
             for column in getattr(self, option):
                 _check_column_reference(column, option)
-        for option in ("label_column", "weight_column", "key_column", "id_column"):
+        for option in ("label_column", "weight_column", "key_column", "id_column", "timestamp_column"):
             if getattr(self, option) is not None:
                 _check_column_reference(getattr(self, option), option)
 
@@ -537,10 +545,11 @@ class CsvFormat(HashedFormat):
         )
         block = LineBlock(data, starts, stops, source, offset, first_line)
         taken = {}
-        if columns.key >= 0 or columns.id >= 0:
+        if columns.key >= 0 or columns.id >= 0 or columns.time >= 0:
             (indptr, slots, values, feature_columns, value_spans, first_use), taken = _take_out(
                 columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use
             )
+        time_problems = taken.pop("time_problems", None)
         batch = ExampleBatch(
             labels=labels,
             weights=weights,
@@ -581,9 +590,13 @@ class CsvFormat(HashedFormat):
         def names(features: np.ndarray | None) -> dict[int, str]:
             return _names(columns, slots, feature_columns, value_spans, first_use, scratch, self.bits, features)
 
-        return finish_block(
+        parsed = finish_block(
             block, status, reason_of, batch, labels=self.labels, classes=self.classes, has_label=has_label, names=names
         )
+        if time_problems is None:
+            return parsed
+        by_row = {int(batch.row_ids[example]): why for example, why in time_problems.items()}
+        return reject_untimed(parsed, by_row, block.raw_finder(parsed.batch))
 
 
 def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use):
@@ -594,7 +607,7 @@ def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_sp
     """
     n = len(indptr) - 1
     example_of = np.repeat(np.arange(n), np.diff(indptr))
-    taken = [column for column in (columns.key, columns.id) if column >= 0]
+    taken = [column for column in (columns.key, columns.id, columns.time) if column >= 0]
     keep = ~np.isin(feature_columns, taken)
     spans = {}
     for column in taken:
@@ -604,7 +617,8 @@ def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_sp
     kept_indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(example_of[keep], minlength=n), out=kept_indptr[1:])
     renumbered = np.cumsum(keep) - 1  # a kept feature's index once the taken features are gone
-    first_use = np.where(first_use >= 0, renumbered[np.maximum(first_use, 0)], -1)
+    if len(renumbered):  # (a block whose records all failed has no feature at all)
+        first_use = np.where(first_use >= 0, renumbered[np.maximum(first_use, 0)], -1)
     first_use[taken] = -1
     arrays = (kept_indptr, slots[keep], values[keep], feature_columns[keep], value_spans[keep], first_use)
     out = {}
@@ -612,7 +626,17 @@ def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_sp
         out["key_codes"], out["key_names"] = key_codes(scratch, spans[columns.key])
     if columns.id >= 0:
         out["tags"] = span_texts(scratch, spans[columns.id])
+    if columns.time >= 0:
+        out["timestamps"], status = parse_timestamps(scratch, spans[columns.time])
+        out["time_problems"] = _time_problems(scratch, spans[columns.time], status, columns.names[columns.time])
     return arrays, out
+
+
+def _time_problems(scratch, spans, status, column: str) -> dict:
+    """Example index -> why its time is not one (Python only for the examples that have such a problem)."""
+    bad = np.flatnonzero(status != TIME_OK)
+    cells = span_texts(scratch, spans[bad])
+    return {int(example): problem(int(status[example]), column, cell or "") for example, cell in zip(bad, cells)}
 
 
 def span_texts(buffer: np.ndarray, spans: np.ndarray) -> np.ndarray:
@@ -676,13 +700,17 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
     if identity >= 0 and (identity in (label, weight, key) or identity in categorical or identity in ignored):
         raise ValueError(f"the ID column {names[identity]!r} cannot also be the label, the weight, the key, "
                          "categorical or ignored")  # fmt: skip
+    time = -1 if fmt.timestamp_column is None else position(fmt.timestamp_column, "timestamp_column")
+    if time >= 0 and (time in (label, weight, key, identity) or time in categorical or time in ignored):
+        raise ValueError(f"the timestamp column {names[time]!r} cannot also be the label, the weight, the key, "
+                         "the ID, categorical or ignored")  # fmt: skip
     if categorical & ignored:
         both = sorted(names[c] for c in categorical & ignored)
         raise ValueError(f"columns {both} are both categorical and ignored")
     kinds = np.full(len(names), NUMERIC, dtype=np.int8)
     kinds[sorted(ignored)] = IGNORED
     # The key and the ID are read as categories (their text is kept), then taken out of the features.
-    kinds[sorted(categorical | {column for column in (key, identity) if column >= 0})] = CATEGORICAL
+    kinds[sorted(categorical | {column for column in (key, identity, time) if column >= 0})] = CATEGORICAL
     kinds[label] = LABEL
     if weight >= 0:
         kinds[weight] = WEIGHT
@@ -690,7 +718,7 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
     seeds = np.array([hash_string(name, fmt.seed) for name in names], dtype=np.int64)
     for array in (kinds, slots, seeds):
         array.setflags(write=False)
-    return CsvColumns(names, kinds, slots, seeds, label, weight, key, identity)
+    return CsvColumns(names, kinds, slots, seeds, label, weight, key, identity, time)
 
 
 def _names(columns, slots, feature_columns, value_spans, first_use, scratch, bits, features=None) -> dict[int, str]:

@@ -45,6 +45,9 @@ SHARED = ("bits", "seed", "labels", "classes", "label_names")
 INDEXED = frozenset({"libsvm", "parquet"})
 NAMED = frozenset({"csv", "vw", "parquet"})
 
+# Format settings recorded only when set (newer than the records of older models).
+OPTIONAL_RECORDS = frozenset({"timestamp_column"})
+
 # The command-line flag of each format setting (settings without one are shown as Python keywords).
 FLAGS = {
     "label_column": "--label-column",
@@ -132,7 +135,10 @@ class InputSettings:
     def to_dict(self) -> dict:
         """Plain JSON: ``format``, the format's settings, ``bits``, ``seed``, ``classes``, ``class_names``
         (and ``columns`` when known)."""
-        record = {"format": self.format, **{name: _plain(value) for name, value in self.options.items()},
+        # (no timestamp column is left out: what models recorded before there were windows, read alike)
+        options = {name: value for name, value in self.options.items()
+                   if not (name in OPTIONAL_RECORDS and value is None)}  # fmt: skip
+        record = {"format": self.format, **{name: _plain(value) for name, value in options.items()},
                   "bits": self.bits, "seed": self.seed, "classes": self.classes,
                   "class_names": list(self.class_names)}  # fmt: skip
         if self.columns:
@@ -180,7 +186,7 @@ class InputSettings:
         parts = ["--format", self.format]
         defaults = _own_fields(self.format)
         for name, value in self.options.items():
-            if value == defaults[name] or name in ("key_column", "key_namespace"):
+            if value == defaults[name] or name in ("key_column", "key_namespace", "timestamp_column"):
                 continue
             flag = FLAGS.get(name)
             if name == "has_header":
@@ -194,6 +200,8 @@ class InputSettings:
         for name, kind in (("key_column", "column"), ("key_namespace", "namespace")):
             if self.options.get(name) is not None:
                 parts += ["--key", f"{kind}:{self.options[name]}"]
+        if self.options.get("timestamp_column") is not None:
+            parts += ["--timestamp", f"column:{self.options['timestamp_column']}"]
         return shlex.join(parts)  # (quoted as a shell needs: --csv-delimiter ';')
 
     def describe(self) -> str:

@@ -69,6 +69,7 @@ from polybeam.formats.classes import string_labels
 from polybeam.formats.libsvm import libsvm_slots
 from polybeam.formats.records import DeadLetter, InputFileError, ParsedBlock, label_problems, reject_examples
 from polybeam.formats.settings import HashedFormat
+from polybeam.formats.timestamps import TIME_MISSING, TIME_OK, parse_timestamps, problem, reject_untimed
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,12 @@ class ParquetFormat(HashedFormat):
     id_column : str, optional
         A column whose value (as text) is each example's ID (``batch.tags``,
         as VW's tags: predictions carry it), never a feature; a null is no ID.
+    timestamp_column : str, optional
+        A column of each example's event time (``batch.timestamps``;
+        ``--timestamp column:NAME``), never a feature: an Arrow timestamp or
+        date, a number of seconds since the epoch, or ISO-8601 text (see
+        :mod:`polybeam.formats.timestamps`). A row whose time is null or
+        unreadable is a dead letter.
     ignore_columns : tuple of str
         Columns that are never features (named layout).
     """
@@ -115,6 +122,7 @@ class ParquetFormat(HashedFormat):
     key_column: str | None = None
     id_column: str | None = None
     ignore_columns: tuple[str, ...] = ()
+    timestamp_column: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -137,6 +145,10 @@ class ParquetFormat(HashedFormat):
             raise ValueError(f"the key column {self.key_column!r} cannot also be the label or weight column")
         if self.key_column is not None and self.feature_columns and self.key_column in self.feature_columns:
             raise ValueError(f"the key column {self.key_column!r} cannot also be a feature column")
+        if self.timestamp_column is not None and self.timestamp_column in (
+                *roles.values(), self.id_column, *ignored, *(self.feature_columns or ())):
+            raise ValueError(f"the timestamp column {self.timestamp_column!r} cannot also be the label, the weight, "
+                             "the key, the ID, a feature or ignored")  # fmt: skip
 
     def parse(
         self,
@@ -190,6 +202,7 @@ class ParquetFormat(HashedFormat):
         reasons[bad_weight] = "importance weight must be finite and >= 0"
         good = np.equal(reasons, None).astype(bool)
         row_numbers = first_row + np.arange(n, dtype=np.int64)
+        timestamps, time_problems = self._timestamps(table)
         batch = ExampleBatch(
             labels=labels,
             weights=weights,
@@ -201,6 +214,7 @@ class ParquetFormat(HashedFormat):
             source=source,
             names=names,
             tags=self._ids(table),
+            timestamps=timestamps,
             **self._keys(table),
         ).take(good)
 
@@ -220,6 +234,8 @@ class ParquetFormat(HashedFormat):
             parsed = reject_examples(parsed, ~has_label[good], "missing label", raw_finder(parsed.batch))
         bad, reason = label_problems(parsed.batch.labels, self.labels, self.classes)
         parsed = reject_examples(parsed, bad, reason, raw_finder(parsed.batch))
+        by_row = {first_row + row: why for row, why in time_problems.items()}
+        parsed = reject_untimed(parsed, by_row, raw_finder(parsed.batch))
         parsed.dead_letters.sort(key=lambda letter: letter.offset)
         return parsed
 
@@ -229,7 +245,8 @@ class ParquetFormat(HashedFormat):
         """Refuse a table where a column the format takes by name appears more than once
         (Arrow allows it; which one would be meant?)."""
         names = table.column_names
-        used = {self.label_column, self.weight_column, self.key_column, self.id_column, *(self.feature_columns or ())}
+        used = {self.label_column, self.weight_column, self.key_column, self.id_column, self.timestamp_column,
+                *(self.feature_columns or ())}  # fmt: skip
         if self.indices_column in names:  # (otherwise "values" may well name two features)
             used |= {self.indices_column, self.values_column}
         for name in sorted(used - {None}):
@@ -247,6 +264,34 @@ class ParquetFormat(HashedFormat):
         encoded = pc.dictionary_encode(text).combine_chunks()
         return {"key_codes": encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
                 "key_names": tuple(encoded.dictionary.to_pylist())}  # fmt: skip
+
+    def _timestamps(self, table: pa.Table) -> tuple[np.ndarray | None, dict[int, str]]:
+        """Seconds since the epoch of each row (NaN where there is none) and why rows have none."""
+        name = self.timestamp_column
+        if name is None:
+            return None, {}
+        if name not in table.column_names:
+            raise ValueError(f"timestamp column {name!r} not found; the columns are {table.column_names}")
+        column = table.column(name).combine_chunks()
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if pa.types.is_timestamp(column.type) or pa.types.is_date(column.type):
+            micros = pc.cast(pc.cast(column, pa.timestamp("us")), pa.int64())
+            seconds, status = _to_float(micros, missing=np.nan) / 1e6, None
+        elif _is_numeric(column.type):
+            seconds, status = _to_float(column, missing=np.nan), None
+        elif _is_text(column.type):
+            array, data, offsets = _text_buffers(column)
+            spans = np.stack([offsets[:-1], offsets[1:]], axis=1)
+            spans[_null_mask(array)] = -1
+            seconds, status = parse_timestamps(data, spans)
+        else:
+            raise ValueError(f"timestamp column {name!r} must be a timestamp, a number or text, got {column.type}")
+        if status is None:
+            status = np.where(np.isfinite(seconds), TIME_OK, TIME_MISSING).astype(np.int8)
+        bad = np.flatnonzero(status != TIME_OK)
+        cells = column.take(pa.array(bad, type=pa.int64())).to_pylist()
+        return seconds, {int(row): problem(int(status[row]), name, str(cell)) for row, cell in zip(bad, cells)}
 
     def _ids(self, table: pa.Table) -> np.ndarray | None:
         """The ID column as an object array of str (None where null), converted by Arrow (no Python per row)."""
@@ -281,14 +326,7 @@ class ParquetFormat(HashedFormat):
         """Class names (or numbers) from a string column, read in numba from the Arrow buffers."""
         if pa.types.is_dictionary(column.type):
             column = column.cast(column.type.value_type)
-        binary = pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)
-        array = column.cast(pa.large_binary() if binary else pa.large_string()).combine_chunks()
-        n = len(array)
-        _, offsets_buffer, data_buffer = array.buffers()
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        if offsets_buffer is not None and n:
-            offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[array.offset : array.offset + n + 1]
-        data = np.zeros(0, dtype=np.uint8) if data_buffer is None else np.frombuffer(data_buffer, dtype=np.uint8)
+        array, data, offsets = _text_buffers(column)
         labels, unknown, empty = string_labels(data, offsets[:-1], offsets[1:], *self.class_names.arrays)
         missing = _null_mask(array) | empty
         labels[missing] = np.nan
@@ -361,7 +399,8 @@ class ParquetFormat(HashedFormat):
                 _numeric(table, name, "feature column")
             positions = [table.column_names.index(name) for name in names]
         else:
-            skip = {self.label_column, self.weight_column, self.key_column, self.id_column, *self.ignore_columns}
+            skip = {self.label_column, self.weight_column, self.key_column, self.id_column, self.timestamp_column,
+                    *self.ignore_columns}  # fmt: skip
             # By position: two columns may share a name (Arrow allows it), and then are two features.
             positions = [
                 j
@@ -436,6 +475,22 @@ def _to_float(column, *, missing: float) -> np.ndarray:
     if column.null_count:
         values[_null_mask(column)] = missing
     return values
+
+
+def _text_buffers(column) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """``(array, data, offsets)``: a text column as one Arrow array, and its bytes and ``n + 1`` offsets
+    (views of Arrow's buffers, for numba kernels)."""
+    binary = pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)
+    array = column.cast(pa.large_binary() if binary else pa.large_string())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    n = len(array)
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    if offsets_buffer is not None and n:
+        offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[array.offset : array.offset + n + 1]
+    data = np.zeros(0, dtype=np.uint8) if data_buffer is None else np.frombuffer(data_buffer, dtype=np.uint8)
+    return array, data, offsets
 
 
 def _null_mask(column) -> np.ndarray:

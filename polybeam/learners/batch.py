@@ -54,6 +54,10 @@ class ExampleBatch:
         batch by key costs no Python per example.
     key_names : tuple of str, optional
         The distinct keys ``key_codes`` point to.
+    timestamps : float64 array, shape (n,), optional
+        Each example's event time in seconds since the epoch (``--timestamp
+        column:NAME``), which puts it in event-time windows
+        (:mod:`polybeam.learners.windows`).
 
     Examples
     --------
@@ -79,6 +83,7 @@ class ExampleBatch:
     names: Mapping[int, str] | None = field(default=None)
     key_codes: np.ndarray | None = None
     key_names: tuple[str, ...] = ()
+    timestamps: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.labels)
@@ -93,7 +98,7 @@ class ExampleBatch:
                 f"inconsistent batch: indptr ends at {nnz} but there are "
                 f"{len(self.indices)} indices and {len(self.values)} values"
             )
-        for name in ("row_ids", "tags", "key_codes"):
+        for name in ("row_ids", "tags", "key_codes", "timestamps"):
             extra = getattr(self, name)
             if extra is not None and len(extra) != n:
                 raise ValueError(f"batch {name} has {len(extra)} entries for {n} examples")
@@ -220,6 +225,7 @@ class ExampleBatch:
             source=sources.pop() if len(sources) == 1 else None,
             tags=tags,
             names=names or None,
+            timestamps=joined("timestamps"),
         )
 
     # -- views --------------------------------------------------------------
@@ -257,6 +263,7 @@ class ExampleBatch:
             row_ids=None if self.row_ids is None else self.row_ids[start:stop],
             tags=None if self.tags is None else self.tags[start:stop],
             key_codes=None if self.key_codes is None else self.key_codes[start:stop],
+            timestamps=None if self.timestamps is None else self.timestamps[start:stop],
         )
 
     def take(self, rows) -> "ExampleBatch":
@@ -283,6 +290,7 @@ class ExampleBatch:
             row_ids=None if self.row_ids is None else self.row_ids[rows],
             tags=None if self.tags is None else self.tags[rows],
             key_codes=None if self.key_codes is None else self.key_codes[rows],
+            timestamps=None if self.timestamps is None else self.timestamps[rows],
             names=None
             if kept_slots is None
             else {int(s): self.names[int(s)] for s in kept_slots if int(s) in self.names},

@@ -274,6 +274,8 @@ def _describe_train(report: dict) -> str:
     from polybeam.formats.records import ReadCounts
 
     counts = ReadCounts.from_dict(report)
+    if report.get("window_spec"):
+        return _describe_windowed_train(report, counts)
     loss = report.get("progressive_loss")
     if report.get("key_model") == "shared":
         trained = f"one shared model for {report.get('keys')} keys ({report['key']}) written to {report['model']}"
@@ -296,6 +298,20 @@ def _describe_train(report: dict) -> str:
     elif report.get("checkpoint_dir"):
         lines.append(f"learner state after each pass in {report['checkpoint_dir']}")
     lines += [f"report: {report['report']}", f"wall time: {report['wall_seconds']:.1f} s"]
+    return "\n".join(lines)
+
+
+def _describe_windowed_train(report: dict, counts) -> str:
+    """Train's lines for models per window: a line per window (its examples, keys and progressive loss)."""
+    lines = [f"read: {counts.describe()}", f"windows ({report['window_spec']}):"]
+    for name, entry in report.get("windows", {}).items():
+        loss = entry.get("progressive_loss")
+        keys = f", {entry['keys']} keys" if "keys" in entry else ""
+        lines.append(f"  {entry['start']} .. {entry['end']}: {entry.get('examples')} examples{keys}, progressive "
+                     f"loss {loss:.6g}" if loss is not None else f"  {name}: {entry.get('examples')} examples{keys}")  # fmt: skip
+    lines += [f"{len(report.get('windows', {}))} windows of models in {report['model']} (index.json lists them); "
+              f"dead letters to {report['dead_letter_file']}", f"report: {report['report']}",
+              f"wall time: {report['wall_seconds']:.1f} s"]  # fmt: skip
     return "\n".join(lines)
 
 

@@ -56,6 +56,9 @@ PATH_LIST = "^[^ ,-][^,]*(,[^ ,-][^,]*)*$"
 NAME_LIST = "^[^,]+(,[^,]+)*$"
 NUMBER_OR_AUTO = "^(auto|[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?)$"
 KEY = "^(tag|file|namespace:.+|column:.+)$"
+_DURATION = "[0-9]+(\\.[0-9]+)?[smhdw]?"
+WINDOW = f"^(fixed:{_DURATION}|sliding:{_DURATION},{_DURATION})$"
+TIMESTAMP = "^column:.+$"
 
 # What each path option names, for the console's file pickers.
 READ_FILES = {"input", "initial_model", "fallback_model", "groups", "reference", "prefixes"}
@@ -97,6 +100,10 @@ def _kind(action: argparse.Action, command: str) -> tuple[str, list[str]]:
         return "TEXT", [NUMBER_OR_AUTO]
     if action.type is specs.key_spec:
         return "TEXT", [KEY]
+    if action.type is specs.window_spec:
+        return "TEXT", [WINDOW]
+    if action.type is specs.timestamp_spec:
+        return "TEXT", [TIMESTAMP]
     if name == "model":  # train writes it; the other commands read it
         return ("GCS_WRITE_FILE" if command == "train" else "GCS_READ_FILE"), [PATH]
     if action.type is specs.columns:

@@ -57,6 +57,7 @@ from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.report import WriteReport
 from polybeam.transforms.routing import KEYED_MODELS, ModelLibrary, RouteByKey, WriteKeyedModels
 from polybeam.transforms.train import Train
+from polybeam.transforms.windows import WindowExamples
 from polybeam.transforms.workers import NoteWorkers, peak_per_worker
 
 
@@ -298,6 +299,9 @@ def run_train(options: PipelineOptions) -> dict:
     if fanout is not None and fanout < 2:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
     key = _key_spec_for(options, "train")
+    from polybeam.pipelines import windowed  # (it builds on this module)
+
+    window = windowed.window_of(options, key)
     shared = _shared_keys(options, key, config)
     config = _shared_config(options, config)
     keyed = key is not None and shared is None
@@ -309,9 +313,10 @@ def run_train(options: PipelineOptions) -> dict:
     check_sample(options.view_as(InputOptions).input, settings, labels=config.label_kind)
     settings = settings.replace(columns=header_columns(options.view_as(InputOptions).input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(options, config, model_path, keyed)
-    inside = (lambda name: join(model_path, name)) if keyed else (lambda name: f"{model_path}.{name}")
+    folder = keyed or window is not None  # a folder of models (per key, per window)
+    inside = (lambda name: join(model_path, name)) if folder else (lambda name: f"{model_path}.{name}")
     dead_path = options.view_as(InputOptions).dead_letters or inside("dead_letters.jsonl")
-    report_path = options.view_as(RunOptions).report or (join(model_path, "report.json") if keyed else f"{model_path}.report.json")
+    report_path = options.view_as(RunOptions).report or (join(model_path, "report.json") if folder else f"{model_path}.report.json")
     input_policy(options, settings=settings)
     with_default_runner(options)
 
@@ -320,7 +325,7 @@ def run_train(options: PipelineOptions) -> dict:
         "key": key, "key_model": options.view_as(KeyOptions).key_model if key else None,
         "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
         "initial_model": options.view_as(TrainingOptions).initial_model, "passes_run": config.passes - first_pass + 1,
-        "input": settings.to_dict(),
+        "input": settings.to_dict(), "window_spec": window.text() if window else None,
     }  # fmt: skip
     pipeline = beam.Pipeline(options=options)
     read = _read(pipeline, options, "Read", config, key=key, settings=settings)
@@ -330,7 +335,10 @@ def run_train(options: PipelineOptions) -> dict:
         initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
     parts = {"counts": checked}
     # allow_empty: the job's own input check refuses an empty read (with its report) unless --allow-empty.
-    models = _noted(read.examples, parts) | "Train" >> Train(
+    examples = _noted(read.examples, parts)
+    if window is not None:
+        examples = examples | "Windows" >> WindowExamples(window)
+    models = examples | "Train" >> Train(
         config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": settings.format},
         initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
         fanout=options.view_as(TrainingOptions).merge_fanout, checkpoints_after=[checked],
@@ -342,14 +350,19 @@ def run_train(options: PipelineOptions) -> dict:
     models = models | "RecordOrigin" >> RecordOrigin(
         settings, counts=checked, inputs=known["inputs"], command="train", options=known["options"],
         runner=known["runner"], started=known["started"], keyed=keyed)  # fmt: skip
-    if keyed:
+    build = _train_report
+    if window is not None:
+        parts.update(windowed.windowed_models(options, window, models, model_path=model_path, keyed=keyed, key=key,
+                                              config=config, settings=settings))  # fmt: skip
+        build = windowed.windowed_train_report
+    elif keyed:
         parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict(),
                                                                     input=settings.to_dict())  # fmt: skip
     else:
         written = models | "WriteModel" >> WriteModel(model_path)
         parts["summary"] = models | "Summary" >> beam.Map(_model_summary)
         parts["written"] = written
-    pipeline | "Report" >> WriteReport(report_path, functools.partial(_train_report, facts=report_facts), **parts)
+    pipeline | "Report" >> WriteReport(report_path, functools.partial(build, facts=report_facts), **parts)
     return launch(pipeline, options, report_facts, started=started,
                   outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
                   preload=_preloader(options, config, key=key, settings=settings))  # fmt: skip
@@ -383,6 +396,9 @@ def _model_source(options: PipelineOptions, command: str):
                               f"{model_path} is a model file")  # fmt: skip
         return model, model.config, None, recorded_input(model.input, model_path)
     index = read_index(model_path)
+    if index.get("kind") == "polybeam-windowed-models":
+        raise OptionError(f"{model_path} is a folder of models per window; {command} takes one window's model "
+                          f"file or per-key folder (--model {join(model_path, 'window-START-END.model')} or {join(model_path, 'window-START-END')}, listed in its index.json)")  # fmt: skip
     if index.get("kind") != KEYED_MODELS:
         raise OptionError(f"{model_path} is not a folder of per-key models (its index.json is a {index.get('kind')})")
     trained_key = index.get("key")
@@ -440,6 +456,10 @@ def _evaluate_report(parts: dict, *, facts: dict) -> dict:
 
 def run_evaluate(options: PipelineOptions) -> dict:
     """Held-out metrics of a model file (or per key, of a folder of per-key models) on examples."""
+    from polybeam.pipelines import windowed  # (it builds on this module)
+
+    if windowed.is_windowed_folder(_require(options.view_as(ModelOptions).model, "--model", "evaluate")):
+        return windowed.run_windowed_evaluate(options)
     started = time.perf_counter()
     absolute_paths(options)
     _require(options.view_as(InputOptions).input, "--input", "evaluate")

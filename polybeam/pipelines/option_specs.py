@@ -135,6 +135,39 @@ def add_key_options(parser) -> None:
               "leans keys with few rows more on the shared weights")  # fmt: skip
 
 
+def window_spec(text: str) -> str:
+    """Validate ``--window``: ``fixed:SIZE`` or ``sliding:SIZE,PERIOD`` (sizes like 3600, 1h, 1d)."""
+    from polybeam.learners.windows import parse_window  # (pure Python: no Beam, no kernels)
+
+    try:
+        parse_window(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def timestamp_spec(text: str) -> str:
+    """Validate ``--timestamp``: ``column:NAME`` (a CSV/Parquet column of event times)."""
+    kind, _, name = text.partition(":")
+    if kind != "column" or not name:
+        raise argparse.ArgumentTypeError(f"--timestamp must be column:NAME (the CSV/Parquet column of each "
+                                         f"example's event time), got {text!r}")  # fmt: skip
+    return text
+
+
+def add_window_options(parser) -> None:
+    """Models per event-time window (polybeam train)."""
+    _add(parser, "window", type=window_spec, default=None,
+         help="train one model per event-time window (per key with --key): fixed:SIZE or sliding:SIZE,PERIOD, "
+              "sizes in seconds or with a unit s, m, h, d, w (fixed:1d, sliding:1d,6h); needs --timestamp. "
+              "--model is then a folder of window-START-END.model files (per key: folders) with an index.json; "
+              "evaluate scores each window's examples with that window's model")  # fmt: skip
+    _add(parser, "timestamp", type=timestamp_spec, default=None,
+         help="with --window: column:NAME, the CSV/Parquet column of each example's event time (seconds since "
+              "the epoch, or ISO-8601 such as 2026-11-01T06:30:00Z), then not a feature; a record without a "
+              "readable time is a dead letter")  # fmt: skip
+
+
 def add_learner_options(parser) -> None:
     """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
     _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared); softmax needs --classes or --class-names")
@@ -309,8 +342,8 @@ class Only:
 
 # The option groups of each command, in the order --help lists them.
 COMMAND_OPTIONS = {
-    "train": [add_input_options, add_key_options, add_learner_options, add_model_options, add_training_options,
-              add_run_options],
+    "train": [add_input_options, add_key_options, add_window_options, add_learner_options, add_model_options,
+              add_training_options, add_run_options],
     "evaluate": [add_input_options, add_key_options, add_model_options, add_routing_options, add_run_options],
     "predict": [add_input_options, add_key_options, add_model_options, add_routing_options,
                 Only(add_timeliness_options, "--prefixes", help=PREDICT_PREFIXES_HELP),
@@ -336,6 +369,6 @@ REQUIRED_OPTIONS = {
 }
 
 # Every option group, for telling "not an option" from "not an option of this command".
-ALL_OPTIONS = (add_input_options, add_key_options, add_learner_options, add_model_options, add_training_options,
+ALL_OPTIONS = (add_input_options, add_key_options, add_window_options, add_learner_options, add_model_options, add_training_options,
                add_routing_options, add_output_options, add_run_options, add_sequence_options,
                add_timeliness_options, add_anytime_prediction_options, add_demo_options)  # fmt: skip

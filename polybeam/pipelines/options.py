@@ -44,6 +44,14 @@ class KeyOptions(PipelineOptions):
         specs.add_key_options(parser)
 
 
+class WindowOptions(PipelineOptions):
+    """Models per event-time window: ``--window``, ``--timestamp``."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        specs.add_window_options(parser)
+
+
 class LearnerOptions(PipelineOptions):
     """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
 
@@ -204,6 +212,9 @@ def input_settings(options: PipelineOptions, config: LearnerConfig, *, key: str 
         for setting, key_kind in (("key_column", "column"), ("key_namespace", "namespace")):
             if setting in settings.options:
                 own[setting] = key_name if kind == key_kind else None
+    timestamp = options.view_as(WindowOptions).timestamp
+    if timestamp is not None and "timestamp_column" in settings.options:  # (other formats: refused by train)
+        own["timestamp_column"] = timestamp.partition(":")[2]
     softmax = config.loss == "softmax"
     return settings.replace(**own, bits=config.bits, seed=config.seed, classes=config.classes if softmax else 0,
                             class_names=config.class_names if softmax else ())  # fmt: skip

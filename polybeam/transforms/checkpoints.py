@@ -7,7 +7,9 @@ folder, on any Beam file system:
 
 * one model: ``pass-000n.state``, written atomically;
 * one model per key: ``pass-000n/`` holding a state file per key and an
-  ``index.json`` written last (see :mod:`polybeam.transforms.keyed_files`).
+  ``index.json`` written last (see :mod:`polybeam.transforms.keyed_files`);
+* in event-time windows, each window's in a folder of its own,
+  ``window-START-END/`` (see :func:`polybeam.transforms.windows.window_folder`).
 
 A pass counts as complete only when its state file, or its index, exists.
 :func:`last_complete_pass` finds the newest one, and :class:`ReadLearners`
@@ -27,6 +29,7 @@ from polybeam.learners.state_file import learner_to_bytes
 from polybeam.learners.warm_start import check_compatible, initial_learner, learner_from_model
 from polybeam.transforms.files import read_bytes, write_atomically
 from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder, join, key_file_stem, key_text, read_index, write_index
+from polybeam.transforms.windows import combine_globally, window_folder
 
 _PASS = re.compile(r"pass-(\d+)(?:\.state|[/\\]" + re.escape(INDEX_NAME) + ")$")
 
@@ -62,9 +65,14 @@ def _write_state(learner, path: str, info: dict) -> str:
     return path
 
 
-def _write_keyed_state(element, folder: str, info: dict):
+def _write_window_state(learner, directory: str, number: int, info: dict, window=beam.DoFn.WindowParam) -> str:
+    return _write_state(learner, state_path(window_folder(directory, window), number), info)
+
+
+def _write_keyed_state(element, directory: str, number: int, info: dict, window=beam.DoFn.WindowParam):
     key, learner = element
     name = f"{key_file_stem(key)}.state"
+    folder = keyed_folder(window_folder(directory, window), number)
     _write_state(learner, join(folder, "keys", name), {**info, "key": key_text(key)})
     return key_text(key), {"file": f"keys/{name}", "examples": int(_examples(learner))}
 
@@ -74,7 +82,8 @@ def _examples(learner) -> int:
     return linear.examples_seen
 
 
-def _write_keyed_index(entries: list, folder: str, info: dict) -> str:
+def _write_keyed_index(entries: list, directory: str, number: int, info: dict, window=beam.DoFn.WindowParam) -> str:
+    folder = keyed_folder(window_folder(directory, window), number)
     return write_index(folder, dict(entries), kind="polybeam-checkpoint", **info)
 
 
@@ -92,14 +101,14 @@ class WriteCheckpoint(beam.PTransform):
         self.info = {"pass": number, "config": config.to_dict() if config is not None else None}
 
     def expand(self, states):
+        directory, number, info = self.directory, self.number, self.info
         if not self.keyed:
-            return states | "WriteState" >> beam.Map(_write_state, state_path(self.directory, self.number), self.info)
-        folder = keyed_folder(self.directory, self.number)
+            return states | "WriteState" >> beam.Map(_write_window_state, directory, number, info)
+        entries = states | "WriteKeyStates" >> beam.Map(_write_keyed_state, directory, number, info)
         return (
-            states
-            | "WriteKeyStates" >> beam.Map(_write_keyed_state, folder, self.info)
-            | "Gather" >> beam.combiners.ToList()
-            | "WriteIndex" >> beam.Map(_write_keyed_index, folder, self.info)
+            entries
+            | "Gather" >> combine_globally(beam.combiners.ToListCombineFn(), entries)
+            | "WriteIndex" >> beam.Map(_write_keyed_index, directory, number, info)
         )
 
 

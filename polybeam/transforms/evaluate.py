@@ -13,6 +13,7 @@ from polybeam.learners.evaluation import Evaluation
 from polybeam.transforms.combining import MergeFn
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import model_argument, model_for
+from polybeam.transforms.windows import combine_globally
 
 
 # The key under which Evaluate(..., overall=True) reports the metrics of all keys together
@@ -52,6 +53,10 @@ class Evaluate(beam.PTransform):
     and the output holds ``(key, metrics)`` per key (with ``overall=True``, also
     ``(OVERALL, metrics)`` over all keys together). ``routed=True``: the input
     is ``(key, batch)`` pairs already.
+
+    In event-time windows (see :mod:`polybeam.transforms.windows`), each window's
+    examples are scored by the model of the same window (a model PCollection
+    windowed alike, such as ``Train``'s output), with metrics per window.
     """
 
     def __init__(self, model, *, key: KeyFn | None = None, routed: bool = False, overall: bool = False):
@@ -66,14 +71,14 @@ class Evaluate(beam.PTransform):
         batches = batches if self.routed else split_by_key(batches, self.key)
         partial = batches | "Score" >> beam.ParDo(_ScoreFn(keyed), model_argument(self.model, keyed))
         if not keyed:
-            return partial | "Metrics" >> beam.CombineGlobally(EvaluationFn())
+            return partial | "Metrics" >> combine_globally(EvaluationFn(), partial)
         per_key = partial | "Metrics" >> beam.CombinePerKey(EvaluationFn())
         if not self.overall:
             return per_key
+        partials = partial | "Partials" >> beam.Values()
         overall = (
-            partial
-            | "Partials" >> beam.Values()
-            | "Overall" >> beam.CombineGlobally(EvaluationFn())
+            partials
+            | "Overall" >> combine_globally(EvaluationFn(), partials)
             | "AsOverall" >> beam.Map(lambda metrics: (OVERALL, metrics))
         )
         return (per_key, overall) | "PerKeyAndOverall" >> beam.Flatten()

@@ -26,6 +26,7 @@ from polybeam.transforms.files import write_atomically, write_json
 from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder, join, key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import read_model
+from polybeam.transforms.windows import combine_globally, window_facts, window_folder
 
 KEYED_MODELS = "polybeam-keyed-models"
 UNROUTED = "unrouted"
@@ -159,7 +160,8 @@ def shard_count(keys: int) -> int:
     return max(1, min(MAX_SHARDS, -(-keys // KEYS_PER_SHARD)))
 
 
-def _write_shard(shard: KeyShard, folder: str) -> dict:
+def _write_shard(shard: KeyShard, folder: str, window=beam.DoFn.WindowParam) -> dict:
+    folder = window_folder(folder, window)
     file = shard_name(shard.shard, shard.shards)
     data, entries = encode_shard(((key_text(key), model) for key, model in shard), names=shard.names,
                                  shared=shard.shared)  # fmt: skip
@@ -173,7 +175,8 @@ def _as_shard(element, shards: int) -> KeyShard:
     return KeyShard(number, shards, list(pairs))
 
 
-def _write_sharded_index(written: list, folder: str, facts: dict) -> str:
+def _write_sharded_index(written: list, folder: str, facts: dict, window=beam.DoFn.WindowParam) -> str:
+    folder, facts = window_folder(folder, window), {**facts, **window_facts(window)}
     counts = {part["shards"] for part in written}
     if len(counts) > 1:
         raise ValueError(f"shards of different counts in one folder: {sorted(counts)}")
@@ -198,6 +201,9 @@ class WriteKeyedModels(beam.PTransform):
     such as the key specification) is written last and atomically, so a reader
     that finds it finds every shard it lists. Each key's entry (examples, loss,
     non-zero weights, holdout) is in its shard's own index. Emits the index's path.
+    In event-time windows, each window's models go to a folder of their own in
+    ``folder`` (:func:`~polybeam.transforms.windows.window_folder`), whose index
+    records the window.
     """
 
     def __init__(self, folder: str, **facts):
@@ -210,10 +216,10 @@ class WriteKeyedModels(beam.PTransform):
         each written as it is)."""
         folder, facts = self.folder, self.facts
         shards = models | "ToShards" >> _ToShards()
+        written = shards | "WriteShards" >> beam.Map(_write_shard, folder)
         return (
-            shards
-            | "WriteShards" >> beam.Map(_write_shard, folder)
-            | "Gather" >> beam.combiners.ToList()
+            written
+            | "Gather" >> combine_globally(beam.combiners.ToListCombineFn(), written)
             | "WriteIndex" >> beam.Map(_write_sharded_index, folder, facts)
         )
 
@@ -224,7 +230,7 @@ class _ToShards(beam.PTransform):
     def expand(self, models):
         split = models | "KindOfElement" >> beam.Partition(lambda element, _: int(isinstance(element, KeyShard)), 2)
         pairs = split[0]
-        count = beam.pvalue.AsSingleton(pairs | "CountKeys" >> beam.combiners.Count.Globally()
+        count = beam.pvalue.AsSingleton(pairs | "CountKeys" >> combine_globally(beam.combiners.CountCombineFn(), pairs)
                                         | "Shards" >> beam.Map(shard_count))  # fmt: skip
         grouped = (
             pairs

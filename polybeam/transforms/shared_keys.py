@@ -32,6 +32,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import training_part
 from polybeam.learners.model import Model
 from polybeam.learners.multitask import SharedKeys, batch_key_hashes
+from polybeam.transforms.windows import combine_globally
 
 
 class CrossedBatches(NamedTuple):
@@ -72,11 +73,8 @@ class CrossKeys(beam.PTransform):
 
     def expand(self, batches):
         shared, config = self.shared, self.config
-        trained = (
-            batches
-            | "KeysLearned" >> beam.Map(_learned_keys, shared, config)
-            | "UnionKeys" >> beam.CombineGlobally(_UnionKeys())
-        )
+        learned = batches | "KeysLearned" >> beam.Map(_learned_keys, shared, config)
+        trained = learned | "UnionKeys" >> combine_globally(_UnionKeys(), learned)
         crossed = batches | "Cross" >> beam.Map(lambda batch: shared.cross(batch, config.bits))
         return CrossedBatches(crossed, trained)
 

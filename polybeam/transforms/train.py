@@ -27,9 +27,6 @@ import sys
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.util import WaitOn
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.formats.acceptance import InputRejected
 from polybeam.learners.background import BackgroundLearner
@@ -48,6 +45,7 @@ from polybeam.transforms.combining import MergeFn
 from polybeam.transforms.faults import FaultSwitch
 from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
+from polybeam.transforms.windows import RecordWindow, combine_globally, in_window, is_global
 from polybeam.transforms.progress import Progress, holdout_progress_line
 
 
@@ -184,7 +182,8 @@ class _MergeTree(beam.PTransform):
         if self.keyed:
             regrouped = averaged | "Ungroup" >> beam.MapTuple(lambda key_group, learner: (key_group[0], learner))
             return regrouped | "AverageKeys" >> beam.CombinePerKey(self.merge)
-        return averaged | "Ungroup" >> beam.Values() | "Average" >> beam.CombineGlobally(self.merge)
+        partials = averaged | "Ungroup" >> beam.Values()
+        return partials | "Average" >> combine_globally(self.merge, partials)
 
 
 def _group(learner, fanout: int) -> int:
@@ -219,9 +218,11 @@ class _Learning(beam.DoFn):
 
 
 class _LearnOnePass(_Learning):
-    """Continues training from the previous pass's state, one learner per key per bundle
+    """Continues training from the previous pass's state, one learner per key per window per bundle
     (a key the previous state lacks, e.g. new in a warm start, or every key of a first pass
-    without a side input, starts afresh)."""
+    without a side input, starts afresh). ``start`` is the previous state of the element's window
+    (Beam maps each window to the side input's window of the same window fn); each learner leaves
+    in the window it learned."""
 
     def __init__(self, keyed: bool, config: LearnerConfig, progress: bool = False):
         super().__init__(config, progress)
@@ -232,11 +233,12 @@ class _LearnOnePass(_Learning):
         self._holding: dict = {}  # per key: whether its holdout still judges (else it learns every example)
         self._faults.bundle_started()
 
-    def process(self, element, start=None):
+    def process(self, element, start, window=beam.DoFn.WindowParam):
         key, batch = element if self.keyed else (None, element)
+        key = (window, key)
         learner = self._learners.get(key)
         if learner is None:
-            origin = (start or {}).get(key) if self.keyed else start
+            origin = (start or {}).get(key[1]) if self.keyed else start
             if origin is not None and origin.selection_.stopped:
                 return  # the holdout stopped this learner early: its later passes learn nothing
             fresh = origin is None
@@ -248,11 +250,11 @@ class _LearnOnePass(_Learning):
         self._faults.after_work()
 
     def finish_bundle(self):
-        for key, background in self._learners.items():
+        for (window, key), background in self._learners.items():
             learner = background.settle()
             self._progress.publish()
             value = (key, learner.compact()) if self.keyed else learner.compact()
-            yield WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
+            yield in_window(value, window)
         self._learners = {}
 
 
@@ -389,7 +391,7 @@ def _with_total_examples(batches, config: LearnerConfig, keyed: bool, learners: 
                 )
             )
         )
-    count = batches | "CountExamples" >> beam.CombineGlobally(_CountExamples(config))
+    count = batches | "CountExamples" >> combine_globally(_CountExamples(config), batches)
     return batches | "PairWithCount" >> beam.Map(
         lambda batch, total: (batch, learner_total(total, passes, learners)), beam.pvalue.AsSingleton(count)
     )
@@ -431,24 +433,24 @@ def _held_out(element, config: LearnerConfig, keyed: bool):
 
 
 class _ScoreHoldout(beam.DoFn):
-    """Scores held-out examples with the learner of the pass just ended (a side input): one
-    :class:`HoldoutScore` per bundle, keyed None to join the state (per key: :func:`_score_key`)."""
+    """Scores held-out examples with the learner of the pass just ended (a side input, the window's):
+    one :class:`HoldoutScore` per window per bundle, keyed None to join the state (per key: :func:`_score_key`)."""
 
     def start_bundle(self):
-        self._models = None
-        self._score = None
+        self._scores: dict = {}  # window -> (the learner's candidate models, their score)
 
-    def process(self, held, learner):
+    def process(self, held, learner, window=beam.DoFn.WindowParam):
         if learner is None or not linear_part(learner).examples_seen:
             return  # the learner learned nothing in the pass (its holdout stopped it earlier)
-        if self._models is None:  # the models are extracted once per bundle, not per batch
-            self._models, self._score = learner.candidate_models(), HoldoutScore()
-        self._score.add(self._models, held)
+        if window not in self._scores:  # the models are extracted once per window per bundle, not per batch
+            self._scores[window] = (learner.candidate_models(), HoldoutScore())
+        models, score = self._scores[window]
+        score.add(models, held)
 
     def finish_bundle(self):
-        if self._score is not None:
-            yield WindowedValue((None, self._score), MIN_TIMESTAMP, [GlobalWindow()])
-        self._models, self._score = None, None
+        for window, (_, score) in self._scores.items():
+            yield in_window((None, score), window)
+        self._scores = {}
 
 
 class _SumHoldoutScores(beam.CombineFn):
@@ -549,22 +551,22 @@ class _LossGradientFn(beam.DoFn):
         self.config = config
 
     def start_bundle(self):
-        self._total = None
+        self._totals: dict = {}  # window -> its sum
 
-    def process(self, batch: ExampleBatch, point):
+    def process(self, batch: ExampleBatch, point, window=beam.DoFn.WindowParam):
         model, weights = point
         if _held_out_of_training(model, self.config):
             batch = training_part(batch, self.config)
         if batch is None or len(batch) == 0:
             return
-        if self._total is None:
-            self._total = lbfgs.LossGradient.zero(weights.shape)
-        self._total.add(weights, lbfgs.model_features(model, batch), self.config.loss, self.config.bias)
+        if window not in self._totals:
+            self._totals[window] = lbfgs.LossGradient.zero(weights.shape)
+        self._totals[window].add(weights, lbfgs.model_features(model, batch), self.config.loss, self.config.bias)
 
     def finish_bundle(self):
-        if self._total is not None:
-            yield WindowedValue(self._total, MIN_TIMESTAMP, [GlobalWindow()])
-        self._total = None
+        for window, total in self._totals.items():
+            yield in_window(total, window)
+        self._totals = {}
 
 
 def _held_out_of_training(model, config: LearnerConfig) -> bool:
@@ -618,12 +620,12 @@ class _FinishWithLbfgs(beam.PTransform):
         state = models | "LbfgsStart" >> beam.Map(_LbfgsState, config)
         for number in range(1, config.lbfgs_passes + 1):
             point = state | f"LbfgsPoint{number}" >> beam.Map(lambda s: s.point())
-            total = (
-                self.batches
-                | f"LbfgsLossGradient{number}" >> beam.ParDo(_LossGradientFn(config), beam.pvalue.AsSingleton(point))
-                | f"LbfgsSum{number}" >> beam.CombineGlobally(_SumLossGradients())
-            )
-            state = state | f"LbfgsStep{number}" >> beam.Map(lambda s, t: s.told(t), beam.pvalue.AsSingleton(total))
+            parts = self.batches | f"LbfgsLossGradient{number}" >> beam.ParDo(_LossGradientFn(config),
+                                                                               beam.pvalue.AsSingleton(point))  # fmt: skip
+            total = parts | f"LbfgsSum{number}" >> combine_globally(_SumLossGradients(), parts)
+            # (a window whose bundles had no training example has no sum: told(None) takes the empty one)
+            state = state | f"LbfgsStep{number}" >> beam.Map(lambda s, t: s.told(t),
+                                                             beam.pvalue.AsSingleton(total, default_value=None))
         return state | "LbfgsModel" >> beam.Map(lambda s: s.finished())
 
 
@@ -772,6 +774,8 @@ class Train(beam.PTransform):
             shards = self._train_shards(batches)
             if checks:
                 shards = shards | "AfterInputChecks" >> WaitOn(*checks)
+            if not is_global(shards):
+                shards = shards | "RecordWindow" >> beam.ParDo(RecordWindow())
             shards = shards | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
             return shards if self.keyed_output == "shards" else shards | "PerKey" >> beam.FlatMap(KeyShard.model_pairs)
         batches = split_by_key(batches, self.key)
@@ -801,7 +805,7 @@ class Train(beam.PTransform):
             else:
                 start = beam.pvalue.AsSingleton(states)
                 partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), start)
-                merged = partial | f"Pass{number}" >> self._merge(keyed)
+                merged = partial | f"Pass{number}" >> self._merge(keyed, partial)
             states = self._judged(held, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
         models = states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
@@ -811,6 +815,8 @@ class Train(beam.PTransform):
             models = models | "RecordTrainedKeys" >> RecordTrainedKeys(self.shared_keys, crossing.trained)
         if checks:
             models = models | "AfterInputChecks" >> WaitOn(*checks)
+        if not is_global(models):
+            models = models | "RecordWindow" >> beam.ParDo(RecordWindow())
         return models | "ReportModel" >> beam.ParDo(_ReportModel(keyed))
 
     def _train_shards(self, batches):
@@ -871,7 +877,7 @@ class Train(beam.PTransform):
                 checks.append(batches.checked)
             batches = batches.examples
         if not self.allow_empty:
-            count = batches | "CountInput" >> beam.CombineGlobally(_CountExamples())
+            count = batches | "CountInput" >> combine_globally(_CountExamples(), batches)
             if checks:  # after the read's check, whose message says more (the dead letters, the likely cause)
                 count = count | "AfterReadCheck" >> WaitOn(*checks)
             checks.append(count | "RequireExamples" >> beam.Map(_require_examples))
@@ -888,18 +894,19 @@ class Train(beam.PTransform):
             # first costs little, and lets apple space its epochs over what each learner sees.
             first_input = _with_total_examples(batches, config, keyed, self.learners)
         if self.fanout is not None:  # one learner per bundle, then the merge tree
-            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress))
-            return partial | "Pass1" >> self._merge(keyed)
+            # (no previous state: start=None, given so that Beam fills the window parameter after it)
+            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), None)
+            return partial | "Pass1" >> self._merge(keyed, partial)
         if keyed:
             return first_input | "Pass1" >> beam.CombinePerKey(first_fn)
-        return first_input | "Pass1" >> beam.CombineGlobally(first_fn)
+        return first_input | "Pass1" >> combine_globally(first_fn, first_input)
 
-    def _merge(self, keyed: bool):
-        """The transform that averages partial learners (per key), through a merge tree with ``fanout``."""
+    def _merge(self, keyed: bool, partial):
+        """The transform that averages the ``partial`` learners (per key), through a merge tree with ``fanout``."""
         merge = MergeLearnersFn(self.config, output="state", sparse=keyed)
         if self.fanout is not None:
             return _MergeTree(merge, self.fanout, keyed)
-        return beam.CombinePerKey(merge) if keyed else beam.CombineGlobally(merge)
+        return beam.CombinePerKey(merge) if keyed else combine_globally(merge, partial)
 
     def _checkpoint(self, states, number: int, keyed: bool) -> None:
         if self.checkpoint_dir is not None:

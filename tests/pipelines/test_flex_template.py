@@ -35,6 +35,8 @@ SAMPLES = {
     flex_template.NAME_LIST: ("store,region", ","),
     flex_template.NUMBER_OR_AUTO: ("auto", "often"),
     flex_template.KEY: ("column:store", "store"),
+    flex_template.WINDOW: ("sliding:1d,1.5h", "daily"),
+    flex_template.TIMESTAMP: ("column:ts", "ts"),
 }
 
 

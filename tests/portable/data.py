@@ -97,6 +97,25 @@ def as_csv_with_ids(split: Split, features: int) -> CsvWithIds:
     return CsvWithIds(*paths, features)
 
 
+@dataclass(frozen=True)
+class TimedCsv:
+    """Spam as CSV with event times over three days and a ``store`` column (see
+    ``polybeam.datasets.timestamped``), for models per window; the training file has two unreadable times."""
+
+    train: Path
+    test: Path
+
+
+def write_timed(folder: Path) -> TimedCsv:
+    from polybeam.datasets.timestamped import write_timestamped_csv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    train, test = folder / "timed-train.csv", folder / "timed-test.csv"
+    write_timestamped_csv(str(train), rows=600, bad=2)
+    write_timestamped_csv(str(test), rows=300, seed=1)
+    return TimedCsv(train, test)
+
+
 def with_unknown_key(test: Path) -> Path:
     """A copy of VW ``test`` plus one example of ``UNKNOWN_KEY`` (as its tag and its ``k`` feature), last."""
     path = test.with_name(f"{test.stem}-with-unknown-key{test.suffix}")

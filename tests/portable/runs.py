@@ -139,6 +139,20 @@ def define_input_record_runs(plan: Plan, csv) -> None:
         "--output", out / "predictions", "--num-shards", "1"], needs=["train/csv-ids/1w"])  # fmt: skip
 
 
+# Models per day (fixed windows) of the timed CSV, the store column left out of the features.
+WINDOWED = ("--format", "csv", "--label-column", "y", "--ignore-columns", "store", "--timestamp", "column:ts",
+            "--window", "fixed:1d", "--loss", "logistic", "--bits", "12")  # fmt: skip
+
+
+def define_windowed_runs(plan: Plan, timed) -> None:
+    """``train --window`` (a model per day) and ``evaluate`` of its folder (each day's examples by its model)."""
+    plan.side_by_side("train/windowed/1w", lambda out: ["train", "--input", timed.train, "--model", out / "models",
+                                                        *WINDOWED])  # fmt: skip
+    plan.side_by_side("evaluate/windowed/1w", lambda out: [
+        "evaluate", "--input", timed.test, "--model", plan.folder("train/windowed/1w") / "models", *beside(out)],
+        needs=["train/windowed/1w"])  # fmt: skip
+
+
 def define_runs(plan: Plan, data: dict) -> None:
     """Define every run of the suite in ``plan``; ``data`` maps dataset names to ``data.Split`` (and
     ``"per-key"`` to ``data.PerKeySplit``)."""
@@ -180,6 +194,7 @@ def define_runs(plan: Plan, data: dict) -> None:
     define_per_key_scoring(plan, data["per-key"])
     define_resume_and_warm_starts(plan, spam)
     define_input_record_runs(plan, data["spam-csv-ids"])
+    define_windowed_runs(plan, data["timed"])
 
     prefixes = ",".join(str(plan.folder(f"sequence/{method}/1w") / "prefixes.jsonl")
                         for method in ("cs-g-omp", "cs-g-fr"))  # fmt: skip

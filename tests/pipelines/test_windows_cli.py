@@ -1,0 +1,117 @@
+"""``polybeam train --window`` and ``polybeam evaluate`` of its folder: a model per window (per key and window),
+named and recorded with its window, an index, per-window reports, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from polybeam.datasets.timestamped import write_timestamped_csv
+from polybeam.formats.csv import CsvFormat
+from polybeam.learners.evaluation import Evaluation
+from polybeam.learners.windows import to_micros
+from polybeam.transforms.keyed_files import KeyedFolder
+from polybeam.transforms.model_io import read_model
+from tests.pipelines.test_cli import run
+
+COMMON = ["--format", "csv", "--label-column", "y", "--timestamp", "column:ts", "--loss", "logistic", "--quiet",
+          "--bits", "12"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def timed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("timed")
+    train, test = folder / "train.csv", folder / "test.csv"
+    write_timestamped_csv(str(train), rows=900, bad=3)
+    write_timestamped_csv(str(test), rows=600, seed=1)
+    return train, test
+
+
+def _examples_in(path, window):
+    """The examples of a CSV file in a window, read as the models read them."""
+    fmt = CsvFormat(label_column="y", timestamp_column="ts", ignore_columns=("store",), bits=12, labels="binary")
+    batch = fmt.parse(path.read_bytes(), source=str(path)).batch
+    micros = to_micros(batch.timestamps)
+    return batch.take((micros >= window["start_micros"]) & (micros < window["end_micros"]))
+
+
+def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsys):
+    train, test = timed
+    model = tmp_path / "daily"
+    code, stdout, _ = run(capsys, "train", "--input", train, *COMMON, "--ignore-columns", "store",
+                          "--window", "fixed:1d", "--model", model)  # fmt: skip
+    assert code == 0, stdout
+    report = json.loads(stdout.strip().splitlines()[-1])
+    assert report["records"] == 901 and report["dead_letters"] == 3 and report["reconciles"]
+    assert "2026-11-01T00:00:00Z .. 2026-11-02T00:00:00Z" in stdout
+    index = json.loads((model / "index.json").read_text())
+    assert index["kind"] == "polybeam-windowed-models" and index["window_spec"] == "fixed:86400"
+    names = sorted(index["entries"])
+    assert names == ["window-20261101T000000Z-20261102T000000Z", "window-20261102T000000Z-20261103T000000Z",
+                     "window-20261103T000000Z-20261104T000000Z"]  # fmt: skip
+    assert sum(entry["examples"] for entry in index["entries"].values()) == 897 == report["examples_trained"]
+    for name, entry in index["entries"].items():
+        stored = read_model(str(model / entry["file"]))
+        assert stored.metadata["window"]["start"] == entry["start"] and entry["file"] == f"{name}.model"
+        assert stored.input["timestamp_column"] == "ts"
+
+    code, stdout, _ = run(capsys, "evaluate", "--model", model, "--input", test)
+    assert code == 0
+    evaluation = json.loads(stdout.strip().splitlines()[-1])
+    assert evaluation["examples"] == 600 and evaluation["examples_without_model"] == {}
+    for name, metrics in evaluation["windows"].items():
+        entry = index["entries"][name]
+        stored = read_model(str(model / entry["file"]))
+        own = _examples_in(test, entry)
+        expected = Evaluation.for_model(stored).add_batch(stored, own).result()
+        assert metrics == pytest.approx(expected)
+
+
+def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, capsys):
+    train, test = timed
+    model = tmp_path / "stores"
+    code, stdout, _ = run(capsys, "train", "--input", train, *COMMON, "--key", "column:store", "--window",
+                          "sliding:1d,12h", "--passes", "2", "--holdout-min-examples", "5", "--model", model)  # fmt: skip
+    assert code == 0, stdout
+    index = json.loads((model / "index.json").read_text())
+    assert len(index["entries"]) == 7
+    judged = 0
+    for name, entry in index["entries"].items():
+        folder = KeyedFolder(str(model / entry["folder"]))
+        assert folder.keys == 3 and folder.index["window"]["start"] == entry["start"]
+        holdout = folder.model("s1").metadata["holdout"]  # (a half-day window holds out too few to judge by)
+        assert holdout["released"] or holdout["passes"][-1]["pass"] == 2
+        judged += not holdout["released"]
+    assert judged >= 4
+    # The checkpoints of every window are apart.
+    assert (tmp_path / "stores.checkpoints" / name / "pass-0002" / "index.json").exists()
+    code, stdout, _ = run(capsys, "evaluate", "--model", model, "--input", test)
+    evaluation = json.loads(stdout.strip().splitlines()[-1])
+    assert code == 0 and set(evaluation["windows"]) == set(index["entries"])
+    assert all(set(keys) == {"s0", "s1", "s2"} for keys in evaluation["windows"].values())
+    # Each example of the test file is in two windows but one (the first and last half days have one).
+    assert evaluation["examples"] == sum(m["examples"] for keys in evaluation["windows"].values() for m in keys.values())
+    code, _, stderr = run(capsys, "predict", "--model", model, "--input", test, "--output", tmp_path / "p")
+    assert code != 0 and "folder of models per window" in stderr
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--window", "fixed:1d"], "--window fixed:1d needs --timestamp column:NAME"),
+    (["--timestamp", "column:ts"], "add --window"),
+    (["--window", "hourly", "--timestamp", "column:ts"], "--window must be fixed:SIZE or sliding:SIZE,PERIOD"),
+    (["--window", "sliding:1h,1d", "--timestamp", "column:ts"], "period (86400 s) cannot exceed its size"),
+    (["--window", "fixed:1d", "--timestamp", "ts"], "--timestamp must be column:NAME"),
+    (["--window", "fixed:1d", "--timestamp", "column:when"], "'when' is not a column"),
+])  # fmt: skip
+def test_bad_window_options_fail_fast_saying_what_to_fix(timed, tmp_path, capsys, options, message):
+    train, _ = timed
+    argv = ["train", "--input", train, "--format", "csv", "--label-column", "y", "--ignore-columns", "store",
+            "--model", tmp_path / "m", *options]  # fmt: skip
+    try:
+        code, stdout, stderr = run(capsys, *argv)
+    except SystemExit as exit:  # argparse refuses a malformed value itself
+        code, captured = exit.code, capsys.readouterr()
+        stdout, stderr = captured.out, captured.err
+    assert code != 0 and message in stdout + stderr
+    assert not (tmp_path / "m").exists() or not (tmp_path / "m" / "index.json").exists()
