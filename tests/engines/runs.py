@@ -33,6 +33,12 @@ TRAINS = {
     "three-passes": ("spam", ("--loss", "logistic", "--passes", "3", "--holdout-min-examples", "0")),
 }
 PER_KEY = ("--format", "vw", "--key", "tag", "--bits", "10", "--loss", "logistic")
+# Models per event-time window, from the timestamped CSV: daily models, and per store in sliding windows.
+TIMESTAMPED = ("--format", "csv", "--label-column", "y", "--timestamp", "column:ts", "--loss", "logistic")
+WINDOWED = {
+    "windowed-fixed": (*TIMESTAMPED, "--ignore-columns", "store", "--window", "fixed:1d"),
+    "windowed-sliding-per-key": (*TIMESTAMPED, "--key", "column:store", "--window", "sliding:1d,12h", "--passes", "2"),
+}
 # The uninterrupted three-pass job whose checkpoints a resumed job finds (reference only), and the
 # checkpoint a job killed in its last pass never wrote.
 CHECKPOINTED = ("--loss", "logistic", "--passes", "3", "--holdout-off")
@@ -75,6 +81,12 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
             "evaluate", "--input", test, "--model", trained / ("models" if name == "per-key" else "model"),
             *extra_eval, *reports(out)], needs=[f"train/{name}"], kinds=(REFERENCE,))  # fmt: skip
 
+    for name, options in WINDOWED.items():
+        # A windowed folder's models say how to read and window the test input: no options to repeat.
+        train_and_judge(name, lambda out, options=options: [
+            "train", "--input", data.timestamped_train, "--model", out / "model", *options],
+            str(data.timestamped_test))  # fmt: skip
+
     for name, (dataset, options) in TRAINS.items():
         train = data.spam_train if dataset == "spam" else data.satellite.train_shards
         train_and_judge(name, lambda out, train=train, options=options: [
@@ -108,6 +120,9 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
         plan.side_by_side("evaluate-model/linear-on-engine", lambda out: [
             "evaluate", "--input", spam_test, "--model", model("train/linear"), *reports(out)], kinds=(side,),
             prepare=from_reference("train/linear"))  # fmt: skip
+        plan.side_by_side("evaluate-model/windowed-fixed-on-engine", lambda out: [
+            "evaluate", "--input", data.timestamped_test, "--model", model("train/windowed-fixed"), *reports(out)],
+            kinds=(side,), prepare=from_reference("train/windowed-fixed"))  # fmt: skip
         plan.side_by_side("evaluate-model/per-key-on-engine", lambda out: [
             "evaluate", "--input", data.per_key.test_vw, "--format", "vw", "--model",
             reference.folder("train/per-key", REFERENCE) / "models", *reports(out)], kinds=(side,),

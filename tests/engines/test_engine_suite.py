@@ -16,15 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines.data import BAD_RECORDS
-from tests.engines.runs import TRAINS
+from tests.engines.data import BAD_RECORDS, BAD_TIMES
+from tests.engines.runs import TRAINS, WINDOWED
 from tests.engines.tolerance import METRICS, held_out
 from tests.portable.compare import assert_close, assert_same_lines, normalised, prediction_lines
 
 pytestmark = pytest.mark.engines
 
 READ_COUNTS = ("records", "examples", "dead_letters", "skipped", "reconciles")
-TRAINED = [*TRAINS, "per-key", "warm-start", "resume"]
+TRAINED = [*TRAINS, "per-key", "warm-start", "resume", *WINDOWED]
+
+
+def bad_records(variant: str) -> int:
+    """The dead letters a training command's input holds (``data.py``)."""
+    if variant in WINDOWED:
+        return BAD_TIMES
+    return BAD_RECORDS if TRAINS.get(variant, ("spam",))[0] == "spam" and variant != "per-key" else 0
 
 
 def on_engine(engine, name: str):
@@ -46,8 +53,7 @@ def test_training(engine, reference_plan, variant):
     mine = on_engine(engine, f"train/{variant}").report
     theirs = in_reference(reference_plan, f"train/{reference_variant}").report
     assert {k: mine[k] for k in READ_COUNTS} == {k: theirs[k] for k in READ_COUNTS}
-    assert mine["reconciles"] and mine["dead_letters"] == (BAD_RECORDS if TRAINS.get(variant, ("spam",))[0] == "spam"
-                                                           and variant != "per-key" else 0)  # fmt: skip
+    assert mine["reconciles"] and mine["dead_letters"] == bad_records(variant)
     if variant != "resume":  # a resumed job trains its last pass only
         assert mine["examples_trained"] == theirs["examples_trained"]
         assert mine.get("examples_held_out") == theirs.get("examples_held_out")
@@ -61,9 +67,30 @@ def test_training(engine, reference_plan, variant):
     for metric, reference_value in judged(reference_model).items():
         assert abs(engine_model[metric] - reference_value) <= allowed[metric], (
             f"{metric}: engine {engine_model[metric]:.5f}, in process {reference_value:.5f}")
+    if variant in WINDOWED:
+        assert_same_windows(mine, theirs, engine_model, reference_model, allowed)
 
 
-@pytest.mark.parametrize("scored", ["linear", "per-key"])
+def assert_same_windows(mine: dict, theirs: dict, engine_model: dict, reference_model: dict, allowed: dict) -> None:
+    """The same windows, each with the same examples (and keys), trained and evaluated; each window's model
+    within the tolerance."""
+    assert mine["window_spec"] == theirs["window_spec"]
+    trained = {name: (window["examples"], window.get("keys")) for name, window in mine["windows"].items()}
+    assert trained == {name: (window["examples"], window.get("keys")) for name, window in theirs["windows"].items()}
+    assert sorted(engine_model["windows"]) == sorted(reference_model["windows"]) == sorted(trained)
+    for name, reference_window in reference_model["windows"].items():
+        # A window's metrics, or (per key) each of its keys' metrics.
+        per_key = "examples" not in reference_window
+        mine_by_key = engine_model["windows"][name] if per_key else {None: engine_model["windows"][name]}
+        theirs_by_key = reference_window if per_key else {None: reference_window}
+        assert sorted(mine_by_key, key=str) == sorted(theirs_by_key, key=str)
+        for key, reference_metrics in theirs_by_key.items():
+            assert mine_by_key[key]["examples"] == reference_metrics["examples"]
+            for metric, value in judged(reference_metrics).items():
+                assert abs(mine_by_key[key][metric] - value) <= allowed[metric], (name, key, metric, value)
+
+
+@pytest.mark.parametrize("scored", ["linear", "per-key", "windowed-fixed"])
 def test_evaluate_a_reference_model(engine, reference_plan, scored):
     """The reference's model evaluated on the engine: the reference's metrics (per key too) and dead letters."""
     run = engine[1][f"evaluate-model/{scored}-on-engine"]

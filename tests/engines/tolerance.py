@@ -9,8 +9,9 @@ held-out metrics, measured in process by ``benchmarks/bench_engines.py
 the input whole or in 2, 4 and 8 shards (``benchmarks/results/engines.md``):
 for each command, the largest change seen, doubled and rounded up. Commands
 not measured take a measured one's: per key (each key learns on one worker,
-in the order its examples arrive) and the warm start take the linear model's,
-the resumed job the three-pass one's.
+in the order its examples arrive), the warm start and the daily models take
+the linear model's; the resumed job and the two-pass models per store and
+sliding window the three-pass one's.
 
 Scoring a fixed model (evaluate, predict, RunInference, timeliness) and
 sequencing differ only by the order of floating-point sums: ``compare.py``'s
@@ -25,7 +26,8 @@ MEASURED = {
     "softmax": {"loss": 0.0141, "error": 0.0109},
     "three-passes": {"loss": 0.0304, "error": 0.0130, "auc": 0.0057},
 }
-STANDS_IN = {"per-key": "linear", "warm-start": "linear", "resume": "three-passes"}
+STANDS_IN = {"per-key": "linear", "warm-start": "linear", "resume": "three-passes", "windowed-fixed": "linear",
+             "windowed-sliding-per-key": "three-passes"}  # fmt: skip
 METRICS = ("loss", "error", "auc")
 
 
