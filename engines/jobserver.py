@@ -16,6 +16,7 @@ import subprocess
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from engines import processes
 from engines.tools import EngineUnavailable, cache_dir, require
@@ -44,8 +45,8 @@ class JobServer:
         return self.folder / f"{self.name}.jar"
 
 
-def manifest(main_class: str, class_path: list[str]) -> bytes:
-    """A jar manifest naming ``main_class`` and ``class_path`` (wrapped as the format wants).
+def manifest(main_class: str | None, class_path: list[str]) -> bytes:
+    """A jar manifest naming ``main_class`` (if any) and ``class_path`` (wrapped as the format wants).
 
     >>> print(manifest("a.Main", ["lib/x.jar"]).decode().replace("\\r\\n", "\\n").strip())
     Manifest-Version: 1.0
@@ -62,7 +63,8 @@ def manifest(main_class: str, class_path: list[str]) -> bytes:
             data = data[MANIFEST_LINE - 1 :]
         return b"\r\n".join(pieces)
 
-    lines = ["Manifest-Version: 1.0", f"Main-Class: {main_class}", "Class-Path: " + " ".join(class_path)]
+    lines = ["Manifest-Version: 1.0", *([f"Main-Class: {main_class}"] if main_class else []),
+             "Class-Path: " + " ".join(class_path)]  # fmt: skip
     return b"\r\n".join(wrapped(line) for line in lines) + b"\r\n\r\n"
 
 
@@ -82,15 +84,22 @@ def build(server: JobServer, *, force: bool = False) -> Path:
     class_path = [f"lib/{jar.name}" for jar in sorted(lib.glob("*.jar"))] + [
         Path(extra).as_uri() for extra in server.extra_class_path
     ]
-    partial = server.jar.with_suffix(".partial")
-    with zipfile.ZipFile(partial, "w") as launcher:
-        launcher.writestr("META-INF/MANIFEST.MF", manifest(server.main_class, class_path))
-    partial.replace(server.jar)  # only a finished jar counts as cached
-    return server.jar
+    return write_manifest_jar(server.jar, class_path, server.main_class)
 
 
-def serve(jar: Path, arguments: list[str], workdir: Path, name: str = "job-server") -> processes.Service:
-    """Run a job server from ``jar`` until stopped (``arguments``: the engine's, e.g. ``--flink-master``).
+def write_manifest_jar(jar: Path, class_path: list[str], main_class: str | None = None) -> Path:
+    """Write ``jar``, a jar of one manifest (``class_path``, ``main_class``), whole or not at all."""
+    partial = jar.with_suffix(".partial")
+    with zipfile.ZipFile(partial, "w") as written:
+        written.writestr("META-INF/MANIFEST.MF", manifest(main_class, class_path))
+    partial.replace(jar)  # only a finished jar counts as cached
+    return jar
+
+
+def serve(jar: Path, arguments: list[str], workdir: Path, name: str = "job-server", *,
+          jvm_options: Sequence[str] = ()) -> processes.Service:  # fmt: skip
+    """Run a job server from ``jar`` until stopped (``arguments``: the engine's, e.g. ``--flink-master``;
+    ``jvm_options``: the JVM's, before ``-jar``, e.g. ``-Dspark.driver.host=127.0.0.1``).
 
     One job server for many jobs (``--runner PortableRunner --job_endpoint
     localhost:PORT``), as a cluster's users run it, saves each job the JVM's
@@ -99,7 +108,7 @@ def serve(jar: Path, arguments: list[str], workdir: Path, name: str = "job-serve
     """
     java = require("java")["java"]
     port = processes.free_port()
-    argv = [java, "-jar", str(jar), *arguments, "--job-port", str(port), "--artifact-port", "0",
+    argv = [java, *jvm_options, "-jar", str(jar), *arguments, "--job-port", str(port), "--artifact-port", "0",
             "--expansion-port", "-1", "--artifacts-dir", str(workdir / name / "artifacts")]  # fmt: skip
     service = processes.start(name, argv, port, workdir / name)
     processes.wait_until_listening(service, timeout=STARTUP_SECONDS)

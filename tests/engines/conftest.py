@@ -121,7 +121,7 @@ def engine(request, engines_root, engine_pool, engine_data_files, reference_plan
         pytest.skip(missing)
     root, launcher_tmp = engines_root
     started = running.start(name, root / "engines", engine_pool.address)
-    plan = Plan(EngineSession(root / name, started.options, launcher_tmp), parallel=PARALLEL)
+    plan = Plan(EngineSession(root / name, started.options, launcher_tmp), parallel=started.parallel or PARALLEL)
     began = time.monotonic()
     try:
         define_runs(plan, engine_data_files, reference_plan)

@@ -12,7 +12,8 @@ are other processes that cannot see the launcher's files, as on a cluster.
 * ``flink-cluster``: the same job server on a standalone Flink cluster, a
   JobManager and two TaskManagers (one slot each), parallelism 2;
 * ``spark-embedded`` / ``spark-cluster``: Beam's Spark job server on
-  ``local[2]`` / a standalone Spark master with two workers;
+  ``local[2]`` / a standalone Spark master with two workers, one job at a
+  time (Spark allows one SparkContext per JVM; see ``engines.spark.serve``);
 * ``prism``: Beam's Prism runner as a job service.
 
 One job server serves all of an engine's jobs (``--runner PortableRunner
@@ -49,6 +50,8 @@ class RunningEngine:
     options: list[str]
     startup_seconds: float
     versions: str
+    # Runs at once (conftest.PARALLEL unless the engine's job server runs one job at a time).
+    parallel: int | None = None
     stoppers: list[Callable[[], None]] = field(default_factory=list)
 
     def stop(self) -> None:
@@ -96,24 +99,29 @@ def _prism(workdir: Path, pool_address: str) -> RunningEngine:
     return engine
 
 
-def _external(pool_address: str) -> list[str]:
-    return ["--environment_type", "EXTERNAL", "--environment_config", pool_address, *KEEP_WORKERS]
+def _spark(name: str, workdir: Path, pool_address: str, master_url: str, started: float, versions: str) -> RunningEngine:
+    server = spark.serve(workdir, master_url)
+    options = _portable(server, pool_address, *KEEP_WORKERS, *spark.job_options(master_url))
+    engine = RunningEngine(name, options, time.monotonic() - started, versions, parallel=1)
+    engine.stoppers.append(lambda: processes.stop(server))
+    return engine
 
 
 def _spark_embedded(workdir: Path, pool_address: str) -> RunningEngine:
-    # Beam's SparkRunner starts its job server per job (the options carry the JVM properties it needs).
-    started = time.monotonic()
-    options = [*spark.runner_options(f"local[{PARALLELISM}]"), *_external(pool_address)]
-    return RunningEngine("spark-embedded", options, time.monotonic() - started, spark.VERSIONS)
+    return _spark("spark-embedded", workdir, pool_address, f"local[{PARALLELISM}]", time.monotonic(), spark.VERSIONS)
 
 
 def _spark_cluster(workdir: Path, pool_address: str) -> RunningEngine:
     started = time.monotonic()
     spark.job_server_jar()
     cluster = spark.StandaloneSpark(workdir / "spark-cluster", workers=PARALLELISM).start()
-    options = [*spark.runner_options(cluster.master_url), *_external(pool_address)]
-    engine = RunningEngine("spark-cluster", options, time.monotonic() - started, f"{spark.VERSIONS}, standalone cluster")
-    engine.stoppers.append(cluster.stop)
+    try:
+        engine = _spark("spark-cluster", workdir, pool_address, cluster.master_url, started,
+                        f"{spark.VERSIONS}, standalone cluster")  # fmt: skip
+    except BaseException:
+        cluster.stop()
+        raise
+    engine.stoppers.insert(0, cluster.stop)  # after the job server
     return engine
 
 

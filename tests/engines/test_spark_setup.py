@@ -72,22 +72,59 @@ def test_the_launcher_names_beams_jars_then_every_spark_jar(tmp_path, monkeypatc
     assert entries[2:] == [(home / "jars" / name).as_uri() for name in sorted(SPARK_JARS)]
 
 
-def test_runner_options_put_beams_guava_first_on_executors_and_the_driver_on_loopback(tmp_path, monkeypatch):
+def fake_job_server(tmp_path, monkeypatch) -> Path:
     jar = tmp_path / "server" / "server.jar"
     (jar.parent / "lib").mkdir(parents=True)
     for name in ("guava-33.3.1-android.jar", "failureaccess-1.0.2.jar", "beam-sdks-java-core-2.62.0.jar"):
         (jar.parent / "lib" / name).write_bytes(b"")
     monkeypatch.setattr(spark, "job_server_jar", lambda: jar)
-    options = spark.runner_options("spark://127.0.0.1:7077")
+    return jar
+
+
+def test_runner_options_put_beams_guava_first_on_executors_and_the_driver_on_loopback(tmp_path, monkeypatch):
+    jar = fake_job_server(tmp_path, monkeypatch)
+    options = spark.runner_options("local[2]")
     assert options[:6] == ["--runner", "SparkRunner", "--spark_job_server_jar", str(jar), "--spark_master_url",
-                           "spark://127.0.0.1:7077"]  # fmt: skip
+                           "local[2]"]  # fmt: skip
     lib = jar.parent / "lib"
     assert options[6:] == [
         "--job_server_jvm_properties=-Dspark.driver.host=127.0.0.1",
         "--job_server_jvm_properties=-Dspark.driver.bindAddress=127.0.0.1",
         f"--job_server_jvm_properties=-Dspark.executor.extraClassPath={lib}/guava-33.3.1-android.jar:"
         f"{lib}/failureaccess-1.0.2.jar",
-    ]
+    ]  # nothing staged on a local master
+
+
+def test_executors_on_a_cluster_stage_one_manifest_naming_beams_jars_in_the_cache(tmp_path, monkeypatch):
+    jar = fake_job_server(tmp_path, monkeypatch)
+    assert spark.job_options("local") == spark.job_options("local[2]") == []
+    options = spark.job_options("spark://127.0.0.1:7077")
+    assert options == ["--files_to_stage", str(jar.parent / "executor-class-path.jar")]
+    assert spark.runner_options("spark://127.0.0.1:7077")[-2:] == options
+    assert class_path(Path(options[1])) == [path.as_uri() for path in sorted((jar.parent / "lib").glob("*.jar"))]
+    assert "Main-Class" not in zipfile.ZipFile(options[1]).read("META-INF/MANIFEST.MF").decode()
+
+
+def test_a_job_server_for_many_jobs_gets_the_jvm_options_beams_spark_runner_gives_its_own(tmp_path, monkeypatch):
+    from apache_beam.runners.portability.spark_runner import SPARK_JAR_JOB_SERVER_JVM_ARGS
+
+    jar = fake_job_server(tmp_path, monkeypatch)
+    started = {}
+
+    def fake_start(name, argv, port, workdir, env=None):
+        started.update(name=name, argv=argv)
+        return "service"
+
+    monkeypatch.setattr(jobserver, "require", lambda *programs: {program: program for program in programs})
+    monkeypatch.setattr(jobserver.processes, "start", fake_start)
+    monkeypatch.setattr(jobserver.processes, "wait_until_listening", lambda service, timeout: None)
+    assert spark.serve(tmp_path / "work", "spark://127.0.0.1:7077") == "service"
+    argv = started["argv"]
+    assert argv[0] == "java" and argv[argv.index("-jar") + 1] == str(jar)
+    jvm = argv[1 : argv.index("-jar")]
+    assert jvm[: len(SPARK_JAR_JOB_SERVER_JVM_ARGS)] == SPARK_JAR_JOB_SERVER_JVM_ARGS
+    assert jvm[len(SPARK_JAR_JOB_SERVER_JVM_ARGS) :] == [f"-D{name}={value}" for name, value in spark.properties().items()]
+    assert argv[argv.index("--spark-master-url") + 1] == "spark://127.0.0.1:7077"
 
 
 def test_spark_home_says_how_to_fetch_it(tmp_path, monkeypatch):
