@@ -22,6 +22,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.option_specs import FORMATS  # noqa: F401  (re-exported)
 from polybeam.transforms.files import absolute_path
+from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
 
 # The local runner that needs no network (the DirectRunner name first tries to
 # download the Prism runner).
