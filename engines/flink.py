@@ -77,7 +77,8 @@ def serve(workdir: Path, master: str = "[local]") -> processes.Service:
 
 @dataclass
 class StandaloneFlink:
-    """A JobManager and ``task_managers`` TaskManagers (one slot each) on free ports, logs under ``workdir``.
+    """A JobManager and ``task_managers`` TaskManagers (``slots`` task slots each) on free ports, logs under
+    ``workdir``.
 
     >>> cluster = StandaloneFlink(Path("/var/tmp/flink-doc"))  # doctest: +SKIP
     >>> cluster.start(); cluster.master  # doctest: +SKIP
@@ -86,6 +87,7 @@ class StandaloneFlink:
 
     workdir: Path
     task_managers: int = 2
+    slots: int = 1  # per TaskManager
     memory_mb: int = 1536
     services: list = field(default_factory=list)
     rest_port: int = 0
@@ -128,7 +130,7 @@ class StandaloneFlink:
             "rest.bind-address": "localhost",
             "rest.port": self.rest_port,
             "blob.server.port": 0,
-            "taskmanager.numberOfTaskSlots": 1,
+            "taskmanager.numberOfTaskSlots": self.slots,
             "parallelism.default": self.task_managers,
             "jobmanager.memory.process.size": f"{self.memory_mb}m",
             "taskmanager.memory.process.size": f"{self.memory_mb}m",

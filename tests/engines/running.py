@@ -10,7 +10,8 @@ are other processes that cannot see the launcher's files, as on a cluster.
 * ``flink-embedded``: Beam's Flink job server, each job on an embedded Flink
   (``--flink_master [local]``);
 * ``flink-cluster``: the same job server on a standalone Flink cluster, a
-  JobManager and two TaskManagers (one slot each), parallelism 2;
+  JobManager and two TaskManagers (two slots each: two jobs at once),
+  parallelism 2;
 * ``spark-embedded`` / ``spark-cluster``: Beam's Spark job server on
   ``local[2]`` / a standalone Spark master with two workers, one job at a
   time (Spark allows one SparkContext per JVM; see ``engines.spark.serve``);
@@ -77,7 +78,8 @@ def _flink_embedded(workdir: Path, pool_address: str) -> RunningEngine:
 
 def _flink_cluster(workdir: Path, pool_address: str) -> RunningEngine:
     started = time.monotonic()
-    cluster = flink.StandaloneFlink(workdir / "flink-cluster", task_managers=PARALLELISM).start()
+    # Two slots a TaskManager: two jobs of parallelism 2 at once, as the suite sends them (PARALLEL).
+    cluster = flink.StandaloneFlink(workdir / "flink-cluster", task_managers=PARALLELISM, slots=2, memory_mb=2048).start()
     try:
         server = flink.serve(workdir, cluster.master)
     except BaseException:
