@@ -137,9 +137,10 @@ class StandaloneFlink:
             # Beam's portable operators keep elements (bytes) on the heap, and sort little: a heap
             # larger than Flink's default share, at the expense of managed memory.
             "taskmanager.memory.managed.fraction": 0.1,
-            # A batch job of polybeam's has dozens of exchanges, each wanting its own network buffers.
-            "taskmanager.memory.network.min": "256m",
-            "taskmanager.memory.network.max": "256m",
+            # A batch job of polybeam's has dozens of exchanges, each wanting its own network buffers
+            # (256 MB a slot: with less, two jobs at once on two slots failed for want of buffers).
+            "taskmanager.memory.network.min": f"{256 * self.slots}m",
+            "taskmanager.memory.network.max": f"{256 * self.slots}m",
             # Beam's classes are on every JVM's class path: load them from there, never twice.
             "classloader.resolve-order": "parent-first",
             "io.tmp.dirs": str(self.workdir / "io"),

@@ -23,37 +23,22 @@ from tests.engines import data as engine_data
 from tests.engines import running
 from tests.engines.runs import define_runs
 from tests.portable import services
+from tests.portable.cluster import SharedFolders, keep_or_remove
 from tests.portable.plan import Plan
 
 SUMMARY: list[str] = []
-# Runs at once on an engine: a cluster runs one job at a time on its two slots, and the machine has two
-# cores; the reference runs beside them.
+# Runs at once on an engine (the Flink cluster has two slots a TaskManager; a Spark job server takes one
+# job at a time: RunningEngine.parallel); the reference runs beside them.
 PARALLEL = 2
 
 
 @dataclass
-class EngineSession:
+class EngineSession(SharedFolders):
     """What a Plan needs: folders on the disk launcher and workers share, and the options of a job."""
 
     root: Path
     options: list[str]
     launcher_tmp: Path
-
-    @property
-    def launcher_env(self) -> dict:
-        return {**os.environ, "TMPDIR": str(self.launcher_tmp)}
-
-    @property
-    def launcher_dir(self) -> Path:
-        path = self.root / "launcher"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def job_dir(self, name: str, *, create: bool = True) -> Path:
-        path = self.root / "jobs" / name
-        if create:
-            path.mkdir(parents=True, exist_ok=False)
-        return path
 
     def portable_options(self, workers: int = 1) -> list[str]:
         return list(self.options)
@@ -67,10 +52,7 @@ def engines_root():
         yield root, launcher_tmp
     finally:
         shutil.rmtree(launcher_tmp, ignore_errors=True)
-        if os.environ.get("POLYBEAM_ENGINES_KEEP"):
-            SUMMARY.append(f"engine suite: kept {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
+        keep_or_remove(root, "POLYBEAM_ENGINES_KEEP", SUMMARY, "engine suite")
 
 
 @pytest.fixture(scope="session")

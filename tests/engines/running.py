@@ -79,7 +79,7 @@ def _flink_embedded(workdir: Path, pool_address: str) -> RunningEngine:
 def _flink_cluster(workdir: Path, pool_address: str) -> RunningEngine:
     started = time.monotonic()
     # Two slots a TaskManager: two jobs of parallelism 2 at once, as the suite sends them (PARALLEL).
-    cluster = flink.StandaloneFlink(workdir / "flink-cluster", task_managers=PARALLELISM, slots=2, memory_mb=2048).start()
+    cluster = flink.StandaloneFlink(workdir / "flink-cluster", task_managers=PARALLELISM, slots=2, memory_mb=2560).start()
     try:
         server = flink.serve(workdir, cluster.master)
     except BaseException:

@@ -33,8 +33,43 @@ def shared_root() -> Path:
     return Path(tempfile.mkdtemp(prefix="polybeam-portable-", dir=base))
 
 
+class SharedFolders:
+    """Folders of a suite's runs on the disk launcher and workers share (``root``), and the launchers' own
+    temporary folder (``launcher_tmp``, in the launcher's /tmp: see PortableCluster)."""
+
+    root: Path
+    launcher_tmp: Path
+
+    @property
+    def launcher_env(self) -> dict:
+        """The environment of launcher subprocesses (polybeam commands, probe jobs)."""
+        return {**os.environ, "TMPDIR": str(self.launcher_tmp)}
+
+    @property
+    def launcher_dir(self) -> Path:
+        """Where launchers run (the working directory of the polybeam subprocesses)."""
+        path = self.root / "launcher"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def job_dir(self, name: str, *, create: bool = True) -> Path:
+        """A fresh folder for a job's data and outputs, on the shared disk (``create=False``: only its path)."""
+        path = self.root / "jobs" / name
+        if create:
+            path.mkdir(parents=True, exist_ok=False)
+        return path
+
+
+def keep_or_remove(root: Path, variable: str, summary: list[str], suite: str) -> None:
+    """At a session's end: keep ``root`` when ``$variable`` is set (saying so in ``summary``), else remove it."""
+    if os.environ.get(variable):
+        summary.append(f"{suite}: kept {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @dataclass
-class PortableCluster:
+class PortableCluster(SharedFolders):
     """The running services, their shared root and what the probe jobs saw.
 
     ``launcher_tmp`` is the launchers' temporary folder: in the launcher's
@@ -50,25 +85,6 @@ class PortableCluster:
     no_private_tmp_reason: str | None
     launcher_tmp: Path
     probes: dict[int, dict] = field(default_factory=dict)
-
-    @property
-    def launcher_env(self) -> dict:
-        """The environment of launcher subprocesses (polybeam commands, probe jobs)."""
-        return {**os.environ, "TMPDIR": str(self.launcher_tmp)}
-
-    @property
-    def launcher_dir(self) -> Path:
-        """Where launchers run (the working directory of the polybeam subprocesses)."""
-        path = self.root / "launcher"
-        path.mkdir(exist_ok=True)
-        return path
-
-    def job_dir(self, name: str, *, create: bool = True) -> Path:
-        """A fresh folder for a job's data and outputs, on the shared disk (``create=False``: only its path)."""
-        path = self.root / "jobs" / name
-        if create:
-            path.mkdir(parents=True, exist_ok=False)
-        return path
 
     def portable_options(self, workers: int = 1) -> list[str]:
         """Pipeline options that send a job to the job service with ``workers`` SDK workers per job."""

@@ -21,13 +21,12 @@ and if not, why; a fallback to a plain pool also raises a pytest warning.
 from __future__ import annotations
 
 import os
-import shutil
 import warnings
 
 import pytest
 
 from tests.portable import data
-from tests.portable.cluster import shared_root, start_cluster
+from tests.portable.cluster import keep_or_remove, shared_root, start_cluster
 from tests.portable.plan import Plan
 from tests.portable.runs import define_runs
 
@@ -54,10 +53,7 @@ def portable_cluster():
     finally:
         if cluster is not None:
             cluster.stop()
-        if os.environ.get("POLYBEAM_PORTABLE_KEEP"):
-            SUMMARY.append(f"portable suite: kept {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
+        keep_or_remove(root, "POLYBEAM_PORTABLE_KEEP", SUMMARY, "portable suite")
 
 
 @pytest.fixture(scope="session")
