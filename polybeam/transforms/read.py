@@ -38,6 +38,7 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes, FileMetadata
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.util import ReshufflePerKey
 from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION, InputPolicy
@@ -252,8 +253,8 @@ class SpreadRead(beam.PTransform):
     the whole input, whatever the parallelism (measured on a Flink cluster of
     two TaskManagers: 8 files, all read by one; the in-process runner breaks
     fusion there itself). So the splits are made first, with ``Read``'s own
-    sizes, and grouped by their index before they are read: a runner hands
-    groups out to its workers, and the in-process runner hands them out in
+    sizes, and reshuffled by their index before they are read: a runner hands
+    them out to its workers, and the in-process runner hands them out in
     order and round robin, as it does ``Read``'s splits (the same blocks, in
     the same order, on the same workers). Only the splits' descriptions cross
     the shuffle, never the data.
@@ -268,8 +269,11 @@ class SpreadRead(beam.PTransform):
             pbegin
             | "Impulse" >> beam.Impulse()
             | "Split" >> beam.FlatMap(_numbered_splits, self.source)
-            | "Spread" >> beam.GroupByKey()
-            | "Read" >> beam.FlatMap(_read_splits)
+            # Not a plain GroupByKey: its output would be timestamped at the end of the global window, and
+            # a runner that keeps watermarks (Prism) then drops every example later windowed by event time
+            # as late. ReshufflePerKey keeps each element's timestamp and emits as soon as it can.
+            | "Spread" >> ReshufflePerKey()
+            | "Read" >> beam.FlatMap(_read_split)
         )
 
 
@@ -283,9 +287,9 @@ def _numbered_splits(_, source):
     return enumerate((bundle.source, bundle.start_position, bundle.stop_position) for bundle in bundles)
 
 
-def _read_splits(numbered):
-    for source, start, stop in numbered[1]:
-        yield from source.read(source.get_range_tracker(start, stop))
+def _read_split(numbered):
+    source, start, stop = numbered[1]
+    return source.read(source.get_range_tracker(start, stop))
 
 
 class ReadResult(NamedTuple):
