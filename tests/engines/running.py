@@ -18,8 +18,9 @@ are other processes that cannot see the launcher's files, as on a cluster.
 * ``prism``: Beam's Prism runner as a job service.
 
 One job server serves all of an engine's jobs (``--runner PortableRunner
---job_endpoint``); ``test_engine_runners.py`` also runs one command the way
-users name the runner (``--runner FlinkRunner --flink_job_server_jar JAR``).
+--job_endpoint``); ``test_engine_runners.py`` trains the way users name the
+runners (``--runner FlinkRunner --flink_job_server_jar JAR``, ``PrismRunner``,
+``DirectRunner``).
 ``POLYBEAM_ENGINES`` (comma-separated names, or ``all``) selects the engines;
 CI runs ``DEFAULT_ENGINES``.
 """
