@@ -23,7 +23,7 @@ from tests.engines import data as engine_data
 from tests.engines import running
 from tests.engines.runs import define_runs
 from tests.portable import services
-from tests.portable.cluster import SharedFolders, keep_or_remove
+from tests.portable.cluster import SharedFolders, keep_or_remove, write_summary
 from tests.portable.plan import Plan
 
 SUMMARY: list[str] = []
@@ -117,7 +117,4 @@ def engine(request, engines_root, engine_pool, engine_data_files, reference_plan
 
 
 def pytest_terminal_summary(terminalreporter):
-    if SUMMARY:
-        terminalreporter.write_sep("-", "engines")
-        for line in SUMMARY:
-            terminalreporter.write_line(line)
+    write_summary(terminalreporter, "engines", SUMMARY)

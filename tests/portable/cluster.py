@@ -60,6 +60,14 @@ class SharedFolders:
         return path
 
 
+def write_summary(terminalreporter, title: str, lines: list[str]) -> None:
+    """A suite's lines at the end of the session, under ``title`` (nothing when there are none)."""
+    if lines:
+        terminalreporter.write_sep("-", title)
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 def keep_or_remove(root: Path, variable: str, summary: list[str], suite: str) -> None:
     """At a session's end: keep ``root`` when ``$variable`` is set (saying so in ``summary``), else remove it."""
     if os.environ.get(variable):

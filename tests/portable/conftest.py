@@ -26,7 +26,7 @@ import warnings
 import pytest
 
 from tests.portable import data
-from tests.portable.cluster import keep_or_remove, shared_root, start_cluster
+from tests.portable.cluster import keep_or_remove, shared_root, start_cluster, write_summary
 from tests.portable.plan import Plan
 from tests.portable.runs import define_runs
 
@@ -85,7 +85,4 @@ def portable_plan(portable_cluster, portable_data):
 
 
 def pytest_terminal_summary(terminalreporter):
-    if SUMMARY:
-        terminalreporter.write_sep("-", "portable runner")
-        for line in SUMMARY:
-            terminalreporter.write_line(line)
+    write_summary(terminalreporter, "portable runner", SUMMARY)
