@@ -77,7 +77,7 @@ def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, caps
     index = json.loads((model / "index.json").read_text())
     assert len(index["entries"]) == 7
     judged = 0
-    for name, entry in index["entries"].items():
+    for entry in index["entries"].values():
         folder = KeyedFolder(str(model / entry["folder"]))
         assert folder.keys == 3 and folder.index["window"]["start"] == entry["start"]
         holdout = folder.model("s1").metadata["holdout"]  # (a half-day window holds out too few to judge by)

@@ -142,7 +142,7 @@ def test_per_key_models_and_a_keyed_handler(spam):
         assert result.inference == pytest.approx(expected[key][i], abs=1e-12)
         assert result.model_id == spam["models"][key]
     assert len(per_key) == len(one_model) == len(spam["dicts"])
-    for key, result in one_model:
+    for _key, result in one_model:
         assert result.inference == pytest.approx(expected["a"][index_of[tuple(sorted(result.example.items()))]], abs=1e-12)
 
 
