@@ -137,6 +137,7 @@ class ParseLines(beam.PTransform):
         if not hasattr(self.format, "parse") or getattr(self.format, "name", None) == "parquet":
             raise ValueError(f"ParseLines reads text lines (libsvm, vw, csv), not {getattr(self.format, 'name', format)}")
         self.header = self._header(columns)
+        self.columns = tuple(columns or ())  # (RecordOrigin records them: a model's CSV lines need no columns)
         self.source = source
         self.block_lines = block_lines
         self.policy = None
