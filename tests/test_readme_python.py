@@ -19,7 +19,7 @@ def section_code(title: str, next_title: str) -> list[str]:
     with open(README, encoding="utf-8") as handle:
         readme = handle.read()
     section = readme[readme.index(title) : readme.index(next_title)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
 
 
 def test_the_from_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatch, capsys):
@@ -28,7 +28,7 @@ def test_the_from_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for number, code in enumerate(blocks, 1):
-        exec(compile(code, f"README.md (From Python, block {number})", "exec"), namespace)
+        exec(compile(code, f"README.md (From Python, block {number})", "exec"), namespace)  # noqa: S102 (the README's own code)
     printed = capsys.readouterr().out.splitlines()
     said = {line.rsplit(" ", 1)[0]: line.rsplit(" ", 1)[1] for line in printed if line.count(" ") and "{" not in line}
 
@@ -53,7 +53,7 @@ def test_the_from_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatc
     assert "ReadCounts(records=3002, examples=3000, dead_letters=2, skipped=0)" in printed
     letter = json.loads(next(line for line in printed if line.startswith("{")))
     assert (letter["source"], letter["line"], letter["offset"]) == ("<lines>", None, -1)
-    assert len(open(tmp_path / "from-lines.dead.jsonl").readlines()) == 2
+    assert len((tmp_path / "from-lines.dead.jsonl").read_text().splitlines()) == 2
     assert os.path.exists(tmp_path / "from-lines.model")
     # Block 6: each example scored by its key's model, through Beam's KeyedModelHandler.
     scored = [line.split() for line in printed if line.endswith(tuple(f"store-models#key{k}" for k in range(4)))]

@@ -70,7 +70,7 @@ def test_lines_read_as_the_same_lines_in_a_file(tmp_path):
     assert {batch.source for batch in from_lines} == {"<lines>"}
     assert sorted((letter.raw, letter.line, letter.offset) for letter in letters) == [("1 0:1", None, -1),
                                                                                      ("spam? 1:2", None, -1)]
-    written = [DeadLetter.from_json(line) for line in open(tmp_path / "dead.jsonl")]
+    written = [DeadLetter.from_json(line) for line in (tmp_path / "dead.jsonl").read_text().splitlines()]
     assert sorted(letter.reason for letter in written) == sorted(letter.reason for letter in letters)
     assert "label is not a number" in " ".join(letter.reason for letter in written)
 
@@ -102,20 +102,17 @@ def test_what_cannot_be_parsed_as_lines_is_refused():
     with pytest.raises(ValueError, match="block_lines"):
         ParseLines(block_lines=0)
     # Too many dead letters fail the job, as a file read does.
-    with pytest.raises(InputRejected, match="dead letters"):
-        with beam.Pipeline(RUNNER) as p:
-            _ = p | beam.Create(["1,2", "3,4", "1 1:1"]) | ParseLines("libsvm")
-    with pytest.raises(InputRejected, match="no example"):
-        with beam.Pipeline(RUNNER) as p:
-            _ = p | beam.Create(["# a comment"]) | ParseLines("libsvm")
+    with pytest.raises(InputRejected, match="dead letters"), beam.Pipeline(RUNNER) as p:
+        _ = p | beam.Create(["1,2", "3,4", "1 1:1"]) | ParseLines("libsvm")
+    with pytest.raises(InputRejected, match="no example"), beam.Pipeline(RUNNER) as p:
+        _ = p | beam.Create(["# a comment"]) | ParseLines("libsvm")
 
 
 def test_windowed_lines_count_per_window_and_need_no_global_check():
     timed = [window.TimestampedValue(line, second) for second, line in
              [(1, "1 1:1"), (2, "-1 2:1"), (61, "1 3:1"), (62, "x 1:1")]]  # fmt: skip
-    with pytest.raises(ValueError, match="check_input=False"):
-        with beam.Pipeline(RUNNER) as p:
-            _ = p | beam.Create(timed) | beam.WindowInto(window.FixedWindows(60)) | ParseLines()
+    with pytest.raises(ValueError, match="check_input=False"), beam.Pipeline(RUNNER) as p:
+        _ = p | beam.Create(timed) | beam.WindowInto(window.FixedWindows(60)) | ParseLines()
     counts, batches = [], []
     with beam.Pipeline(RUNNER) as p:
         read = (p | beam.Create(timed) | beam.Map(lambda v: v) | beam.WindowInto(window.FixedWindows(60))
@@ -157,7 +154,8 @@ def test_per_key_models_from_lines_are_written_and_served_by_a_keyed_handler(tmp
         read = p | beam.Create(lines) | parse
         models = read | Train(loss="logistic", key=ParsedKeys("column:key"))
         _ = models | RecordOrigin(parse, counts=read.counts, keyed=True) | WriteKeyedModels(folder, key="column:key")
-    index = json.load(open(os.path.join(folder, "index.json")))
+    with open(os.path.join(folder, "index.json")) as handle:
+        index = json.load(handle)
     # The index knows how the models' input was read (from the stamped models), columns included.
     assert index["key"] == "column:key" and index["keys"] == 3
     assert index["input"]["format"] == "csv" and index["input"]["columns"] == columns
