@@ -115,7 +115,7 @@ def test_windowed_lines_count_per_window_and_need_no_global_check():
         _ = p | beam.Create(timed) | beam.WindowInto(window.FixedWindows(60)) | ParseLines()
     counts, batches = [], []
     with beam.Pipeline(RUNNER) as p:
-        read = (p | beam.Create(timed) | beam.Map(lambda v: v) | beam.WindowInto(window.FixedWindows(60))
+        read = (p | beam.Create(timed) | beam.WindowInto(window.FixedWindows(60))
                 | ParseLines(check_input=False))  # fmt: skip
         collect(read.counts | beam.Map(lambda counts, w=beam.DoFn.WindowParam: (w.start.micros // 10**6, counts)), counts)
         collect(read.examples | beam.Map(lambda batch, w=beam.DoFn.WindowParam: (w.start.micros // 10**6, len(batch))),
