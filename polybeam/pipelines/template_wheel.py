@@ -144,7 +144,7 @@ def repack_installed(distribution: metadata.Distribution, wheel_dir: str) -> str
 
 def installed_wheel(distribution: metadata.Distribution) -> str | None:
     """The wheel file the installation was made from, if it recorded one (``direct_url.json``) that is still
-    there."""
+    there with the content it had (a wheel rebuilt since under the same name is not the installed one)."""
     try:
         origin = json.loads(distribution.read_text("direct_url.json") or "null")
     except json.JSONDecodeError:
@@ -153,17 +153,24 @@ def installed_wheel(distribution: metadata.Distribution) -> str | None:
         return None
     url = urlparse(origin.get("url", ""))
     path = unquote(url.path)
-    return path if url.scheme == "file" and path.endswith(".whl") and os.path.isfile(path) else None
+    if url.scheme != "file" or not path.endswith(".whl") or not os.path.isfile(path):
+        return None
+    archive = origin["archive_info"]
+    expected = archive.get("hashes", {}).get("sha256") or archive.get("hash", "").partition("sha256=")[2]
+    if not expected:
+        return None
+    with open(path, "rb") as handle:
+        return path if hashlib.sha256(handle.read()).hexdigest() == expected else None
 
 
 def _installed_distribution(package_dir: str) -> metadata.Distribution | None:
     """The installed distribution whose files are the running package (not another copy on the path)."""
-    try:
-        distribution = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return None
-    installed = os.path.realpath(str(distribution.locate_file(os.path.join("polybeam", "__init__.py"))))
-    return distribution if installed == os.path.realpath(os.path.join(package_dir, "__init__.py")) else None
+    site = os.path.dirname(os.path.abspath(package_dir))
+    for distribution in metadata.distributions(name=DISTRIBUTION, path=[site]):
+        installed = str(distribution.locate_file(os.path.join("polybeam", "__init__.py")))
+        if os.path.isfile(installed) and os.path.samefile(installed, os.path.join(package_dir, "__init__.py")):
+            return distribution
+    return None
 
 
 def running_wheel(wheel_dir: str, package_dir: str | None = None) -> tuple[str, str]:
