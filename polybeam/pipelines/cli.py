@@ -136,7 +136,7 @@ def _run_template(argv: Sequence[str]) -> int:
     written = write_template(args.command, args.output_dir, image=args.image, package=args.package,
                              launcher=launcher, per_key=args.per_key)  # fmt: skip
     print(f"flex template of polybeam {args.command} ({written['parameters']} parameters) written to "
-          f"{args.output_dir}: {', '.join(written['files'])}; polybeam from {written['package_from']}; "
+          f"{args.output_dir}: {', '.join(written['files'])} (polybeam: {written['package_from']}); "
           "see its README.md to build and run it")  # fmt: skip
     _print_json(written)
     return 0

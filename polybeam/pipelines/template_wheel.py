@@ -180,7 +180,7 @@ def running_wheel(wheel_dir: str, package_dir: str | None = None) -> tuple[str, 
     package_dir = package_dir or os.path.dirname(os.path.abspath(polybeam.__file__))
     root = source_tree(package_dir)
     if root is not None:
-        return build_from_source(root, wheel_dir), f"built from the source tree {root}"
+        return build_from_source(root, wheel_dir), f"a wheel built from the source tree {root}"
     distribution = _installed_distribution(package_dir)
     if distribution is None:
         raise WheelError(f"the running polybeam ({package_dir}) is neither a source tree nor an installed "
@@ -189,4 +189,4 @@ def running_wheel(wheel_dir: str, package_dir: str | None = None) -> tuple[str, 
     if original is not None:
         return copy_into(original, wheel_dir), f"the wheel it was installed from, {original}"
     site = str(distribution.locate_file(""))
-    return repack_installed(distribution, wheel_dir), f"packed from the installed files in {site}"
+    return repack_installed(distribution, wheel_dir), f"a wheel packed from the installed files in {site}"

@@ -55,7 +55,7 @@ def test_a_source_tree_builds_its_wheel_from_a_clean_copy(source):
     assert os.path.basename(source["wheel"]) == "polybeam-9.9-py3-none-any.whl"
     assert files["polybeam/learn.py"] == b"STEP = 0.5\n"
     assert "polybeam/removed_since.py" not in files  # setuptools would have packed it from the stale build/
-    assert source["origin"] == f"built from the source tree {source['root']}"
+    assert source["origin"] == f"a wheel built from the source tree {source['root']}"
     assert sorted(str(path.relative_to(source["root"])) for path in source["root"].rglob("*")) == source["before"]
 
 
@@ -72,7 +72,7 @@ def test_without_the_wheel_file_the_installed_files_are_packed_again(source, ins
     assert any(path.suffix == ".pyc" for path in installed.rglob("*"))  # pip compiled these; not the wheel's
     wheel, origin = running_wheel(str(tmp_path / "out"), package_dir=str(installed / "polybeam"))
     original, repacked = contents(source["wheel"]), contents(wheel)
-    assert origin.startswith("packed from the installed files")
+    assert origin.startswith("a wheel packed from the installed files")
     assert sorted(repacked) == sorted(original)
     assert {name: data for name, data in repacked.items() if not name.endswith("RECORD")} == {
         name: data for name, data in original.items() if not name.endswith("RECORD")}
