@@ -134,10 +134,10 @@ def _run_template(argv: Sequence[str]) -> int:
         raise UsageError("polybeam template: give --launcher-image or --launcher-tag, not both")
     launcher = args.launcher_image or (launcher_image(tag=args.launcher_tag) if args.launcher_tag else None)
     written = write_template(args.command, args.output_dir, image=args.image, package=args.package,
-                             launcher=launcher, per_key=args.per_key)  # fmt: skip
+                             launcher=launcher, per_key=args.per_key)
     print(f"flex template of polybeam {args.command} ({written['parameters']} parameters) written to "
           f"{args.output_dir}: {', '.join(written['files'])} (polybeam: {written['package_from']}); "
-          "see its README.md to build and run it")  # fmt: skip
+          "see its README.md to build and run it")
     _print_json(written)
     return 0
 

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 
 import polybeam
@@ -64,24 +63,35 @@ LAUNCHER_TAG = "latest"
 # `resume` stays in train's: relaunching a failed job with resume=true continues from its last complete pass
 # in checkpoint_dir, which lives in the bucket.
 NOT_IN_TEMPLATES = {
-    "no_wait": (TEMPLATE_COMMANDS, "the launcher must exit once the job is submitted: the entry point always "
-                                   "adds --no-wait"),
+    "no_wait": (TEMPLATE_COMMANDS, "a template never waits for its job: the entry point always adds --no-wait"),
     "quiet": (("evaluate", "predict", "sequence", "timeliness"), "only training prints progress lines"),
-}  # fmt: skip
+}
 
 # Path options' parameter types, for the console's pickers: what the path names and whether the job reads or
 # writes it (the option's name, or (command, name) where commands differ). Paths not named here are TEXT.
 PATH_KINDS = {
-    "input": "GCS_READ_FILE", "initial_model": "GCS_READ_FILE", "fallback_model": "GCS_READ_FILE",
-    "groups": "GCS_READ_FILE", "prefixes": "GCS_READ_FILE", "dead_letters": "GCS_WRITE_FILE", "report": "GCS_WRITE_FILE",
-    "skipped_output": "GCS_WRITE_FILE", "plot": "GCS_WRITE_FILE", "output": "GCS_WRITE_FILE",
-    "checkpoint_dir": "GCS_WRITE_FOLDER", "output_dir": "GCS_WRITE_FOLDER",
-    "model": "GCS_READ_FILE", ("train", "model"): "GCS_WRITE_FILE",
-}  # fmt: skip
+    "input": "GCS_READ_FILE",
+    "initial_model": "GCS_READ_FILE",
+    "fallback_model": "GCS_READ_FILE",
+    "groups": "GCS_READ_FILE",
+    "prefixes": "GCS_READ_FILE",
+    "model": "GCS_READ_FILE",
+    ("train", "model"): "GCS_WRITE_FILE",
+    "dead_letters": "GCS_WRITE_FILE",
+    "report": "GCS_WRITE_FILE",
+    "skipped_output": "GCS_WRITE_FILE",
+    "plot": "GCS_WRITE_FILE",
+    "output": "GCS_WRITE_FILE",
+    "checkpoint_dir": "GCS_WRITE_FOLDER",
+    "output_dir": "GCS_WRITE_FOLDER",
+}
 # A template for per-key models (polybeam template --per-key): these paths are folders of per-key models (an
 # index.json and a model per key), and these options are required.
-PER_KEY_FOLDERS = {"model": "GCS_READ_FOLDER", ("train", "model"): "GCS_WRITE_FOLDER",
-                   ("train", "initial_model"): "GCS_READ_FOLDER"}  # fmt: skip
+PER_KEY_FOLDERS = {
+    "model": "GCS_READ_FOLDER",
+    ("train", "model"): "GCS_WRITE_FOLDER",
+    ("train", "initial_model"): "GCS_READ_FOLDER",
+}
 PER_KEY_REQUIRED = {"train": ("key",)}
 
 # Regexes for the console's checks before a launch. They use only what POSIX
@@ -166,7 +176,8 @@ def _kind(action: argparse.Action, command: str, per_key: bool = False) -> tuple
 def _parameter(action: argparse.Action, command: str, per_key: bool = False) -> dict:
     name = action.dest
     kind, regexes = _kind(action, command, per_key)
-    required = name in specs.REQUIRED_OPTIONS.get(command, ()) or (per_key and name in PER_KEY_REQUIRED.get(command, ()))
+    required = name in specs.REQUIRED_OPTIONS.get(command, ())
+    required = required or (per_key and name in PER_KEY_REQUIRED.get(command, ()))
     help_text = action.help or _label(name)
     if per_key and _path_kind(name, command, True) != _path_kind(name, command, False):
         help_text += " (this template's: a folder of per-key models)"
@@ -203,7 +214,7 @@ def template_metadata(command: str, *, per_key: bool = False) -> dict:
     from polybeam.pipelines.cli import COMMANDS
 
     parameters = [_parameter(action, command, per_key) for action in specs.command_parser(command)._actions
-                  if action.option_strings and action.dest != "help" and in_template(action.dest, command)]  # fmt: skip
+                  if action.option_strings and action.dest != "help" and in_template(action.dest, command)]
     return {
         "name": f"polybeam-{command}" + ("-per-key" if per_key else ""),
         "description": f"polybeam {command}: {COMMANDS[command]}" + (" (per-key models)" if per_key else ""),
@@ -280,10 +291,10 @@ def readme(command: str, image: str, metadata: dict) -> str:
     model = "gs://BUCKET/models/per-key" if name.endswith("-per-key") else "gs://BUCKET/models/model.bin"
     examples = {"input": "gs://BUCKET/data/train-*.libsvm.gz", "model": model, "output": "gs://BUCKET/out/predictions",
                 "groups": "gs://BUCKET/groups.json", "prefixes": "gs://BUCKET/out/prefixes.jsonl",
-                "key": "column:store"}  # fmt: skip
+                "key": "column:store"}
     parameters = ",".join(f"{name}={examples.get(name, 'VALUE')}" for name in required)
     left_out = ", ".join(f"`{option}` ({why})" for option, (commands, why) in NOT_IN_TEMPLATES.items()
-                         if command in commands)  # fmt: skip
+                         if command in commands)
     return f"""\
 # polybeam {command} as a Dataflow flex template
 
@@ -318,7 +329,7 @@ The same entry point runs anywhere Beam runs:
 
 
 def write_template(command: str, output_dir: str, *, image: str | None = None, package: str | None = None,
-                   launcher: str | None = None, per_key: bool = False) -> dict:  # fmt: skip
+                   launcher: str | None = None, per_key: bool = False) -> dict:
     """Write ``metadata.json``, ``Dockerfile``, ``main.py`` and ``README.md`` for ``polybeam COMMAND`` into
     ``output_dir``, with the wheel the image installs: ``package`` if it is a wheel file, else (no
     ``package``) the running polybeam's (:func:`~polybeam.pipelines.template_wheel.running_wheel`). A

@@ -183,11 +183,11 @@ def test_the_launcher_image_is_an_option(tmp_path, capsys):
     for flags, expected in ((["--launcher-image", image], image),
                             (["--launcher-tag", "20250825-rc00"], flex_template.launcher_image(tag="20250825-rc00"))):
         assert main(["template", "--command", "train", "--output-dir", str(tmp_path / "tpl"), "--package",
-                     str(wheel), *flags]) == 0  # fmt: skip
+                     str(wheel), *flags]) == 0
         assert f"FROM {expected} AS template_launcher" in (tmp_path / "tpl" / "Dockerfile").read_text()
     capsys.readouterr()
     assert main(["template", "--command", "train", "--output-dir", str(tmp_path / "tpl"), "--package", str(wheel),
-                 "--launcher-image", image, "--launcher-tag", "x"]) == 2  # fmt: skip
+                 "--launcher-image", image, "--launcher-tag", "x"]) == 2
     assert "not both" in capsys.readouterr().err
 
 
@@ -212,7 +212,7 @@ def test_without_a_package_the_template_ships_the_running_polybeams_wheel(tmp_pa
     assert "gs://BUCKET/templates/polybeam-evaluate-per-key.json" in readme and "`quiet` (" in readme
     # A requirement is installed as such (an index that serves it is the user's to name).
     assert main(["template", "--command", "evaluate", "--output-dir", str(tmp_path / "req"), "--package",
-                 "polybeam==0.1.0"]) == 0  # fmt: skip
+                 "polybeam==0.1.0"]) == 0
     assert "RUN pip install --no-cache-dir 'polybeam==0.1.0'" in (tmp_path / "req" / "Dockerfile").read_text()
 
 
