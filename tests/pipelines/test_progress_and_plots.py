@@ -1,5 +1,5 @@
-"""Progress lines at doubling counts on stderr (--quiet silences them), the same figures as Beam metrics, and
-``polybeam plot`` for a model and for prefix files."""
+"""Progress lines at doubling counts (or every -P N examples) on stderr (--quiet silences them), the same figures as
+Beam metrics (the latest progressive loss as a gauge), and ``polybeam plot`` for a model and for prefix files."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from apache_beam.metrics.metric import MetricsFilter
 from polybeam import datasets
 from polybeam.learners.batch import ExampleBatch
 from polybeam.pipelines.cli import main
+from polybeam.pipelines.option_specs import command_parser
 from polybeam.pipelines.plots import learning_curve_points, weight_degrees
-from polybeam.transforms.model_io import read_model
+from polybeam.transforms.model_io import WriteModel, read_model
 from polybeam.transforms.progress import NAMESPACE, line
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import training_count
@@ -50,6 +51,49 @@ def test_training_prints_vw_like_progress_at_doubling_counts(tmp_path, capsys, s
 
     assert main(["train", "--input", train, "--loss", "logistic", "--model", str(model), "--quiet"]) == 0
     assert "polybeam[" not in capsys.readouterr().err
+
+
+def test_progress_every_n_examples_as_vw_minus_p(tmp_path, capsys, spam_split):
+    train, _ = spam_split
+    model = tmp_path / "m.model"
+    assert main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "-P", "1000",
+                 "--model", str(model)]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    lines = [PROGRESS.match(text) for text in err.splitlines() if text.startswith("polybeam[") and "held out" not in text]
+    assert lines and all(lines)
+    seen = [(int(m.group(1)), int(m.group(2))) for m in lines]
+    # 3326 examples learned in pass 1 (a tenth held out), 3681 in pass 2 (too few held out to judge by).
+    assert seen == [(p, n) for p in (1, 2) for n in (1000, 2000, 3000)]
+    curve = read_model(str(model)).metadata["learning_curve"]
+    assert [(p["pass"], p["examples"]) for p in curve] == seen
+    assert [round(p["progressive_loss"], 6) for p in curve] == [float(m.group(3)) for m in lines]
+    # The long spellings; a negative count is refused before the job starts.
+    parser = command_parser("train")
+    assert parser.parse_args(["--progress-every", "7"]).progress_every == 7
+    assert parser.parse_args(["--progress_every=8"]).progress_every == 8
+    assert parser.parse_args([]).progress_every == 0
+    assert main(["train", "--input", train, "--model", str(model), "-P", "-3"]) == 2
+    assert "progress_every must be 0" in capsys.readouterr().err
+
+
+def test_the_latest_progressive_loss_is_a_gauge(tmp_path):
+    batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (-1.0, {2: 1.0}), (1.0, {1: 1.0, 2: 1.0})] * 200, bits=10)
+    path = tmp_path / "g.model"
+    pipeline = beam.Pipeline("FnApiRunner")
+    models = pipeline | beam.Create([batch]) | Train(loss="logistic", bits=10, progress_every=250)
+    models | WriteModel(str(path))
+    result = pipeline.run()
+    result.wait_until_finish()
+    curve = read_model(str(path)).metadata["learning_curve"]
+    assert [p["examples"] for p in curve] == [250, 500]
+    metrics = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
+    gauges = [m for m in metrics["gauges"] if m.key.metric.name == "latest_progressive_loss_micros"]
+    assert gauges
+    latest = max((m.committed for m in gauges), key=lambda gauge: gauge.timestamp)
+    # The last point's progressive loss, where the distribution holds every point's.
+    assert latest.value == round(curve[-1]["progressive_loss"] * 1e6)
+    (losses,) = [m.committed for m in metrics["distributions"] if m.key.metric.name == "progressive_loss_micros"]
+    assert losses.count == 2 and losses.sum == sum(round(p["progressive_loss"] * 1e6) for p in curve)
 
 
 def test_the_same_figures_are_beam_metrics():
