@@ -8,6 +8,7 @@ import json
 import re
 
 import apache_beam as beam
+import numpy as np
 import pytest
 from apache_beam.metrics.metric import MetricsFilter
 
@@ -167,3 +168,67 @@ def test_polybeam_plot_says_what_is_missing(tmp_path, capsys):
     assert "needs --input" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["plot", "--model", "m", "--prefixes", "a"])
+
+
+def _overlaps(texts, renderer) -> list:
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text()]
+    return [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1 :] if box.overlaps(other)]
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="plots need matplotlib (polybeam[plot])")
+def test_passes_side_by_side_on_a_linear_axis_with_labels_that_do_not_overlap(tmp_path, spam_split):
+    from polybeam.pipelines.plots import EARLY_SHARE, model_figure, pass_spans
+
+    train, _ = spam_split
+    path = tmp_path / "apple.model"
+    assert main(["train", "--input", train, "--loss", "logistic", "--expand", "apple", "--passes", "3",
+                 "--holdout-off", "--model", str(path), "--quiet"]) == 0  # fmt: skip
+    model = read_model(str(path))
+    figure = model_figure(model, title="three passes")
+    loss_axes, nonzero_axes, degree_axes = figure.axes
+    assert loss_axes.get_xscale() == nonzero_axes.get_xscale() == "linear"
+    # Each pass its own span of the axis, as wide as its examples, one after another.
+    spans = pass_spans(learning_curve_points(model))
+    assert spans == [(1, 0.0, 3681.0), (2, 3681.0, 7362.0), (3, 7362.0, 11043.0)]
+    assert loss_axes.get_xlim() == (0.0, 11043.0)
+    labels = [line.get_label() for line in loss_axes.lines]
+    assert labels == [f"pass {n}: {what}" for n in (1, 2, 3) for what in ("progressive loss", "since last point")]
+    for number, start, end in spans:
+        (line,) = [line for line in loss_axes.lines if line.get_label() == f"pass {number}: progressive loss"]
+        x = line.get_xdata()
+        # From 1% of the pass on (the first points would stack at its start), up to its end.
+        assert x.min() >= start + EARLY_SHARE * (end - start) and x.max() == end
+        assert all(np.isfinite(line.get_ydata())) and loss_axes.get_ylim()[0] < min(line.get_ydata())
+    assert len(nonzero_axes.lines) == 3
+    names = [text for text in loss_axes.texts if text.get_text().startswith("pass ")]
+    assert [text.get_text() for text in names] == ["pass 1", "pass 2", "pass 3"]
+    renderer = figure.canvas.get_renderer()
+    bar_labels = [text for text in degree_axes.texts if text.get_text().startswith("sum |w|")]
+    assert len(bar_labels) == len(weight_degrees(model)) >= 3
+    for texts in (names, bar_labels, degree_axes.get_xticklabels()):
+        assert _overlaps(texts, renderer) == []
+    inside = degree_axes.get_window_extent(renderer)
+    for label in bar_labels:  # the axes' top was raised to hold them
+        assert label.get_window_extent(renderer).y1 <= inside.y1
+    png = tmp_path / "apple.png"
+    figure.savefig(png, dpi=60)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="plots need matplotlib (polybeam[plot])")
+def test_crowded_labels_shrink_turn_and_thin_until_none_overlap():
+    from polybeam.pipelines.plots import _pyplot, fit_labels
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(3, 2))
+    bars = axes.bar([f"degree {d}" for d in range(14)], np.arange(1, 15))
+    labels = axes.bar_label(bars, labels=[f"sum |w| {v:.3g}" for v in np.geomspace(1, 1e5, 14)], fontsize=9)
+    renderer = figure.canvas.get_renderer()
+    ticks = axes.get_xticklabels()
+    assert _overlaps(labels, renderer) and _overlaps(ticks, renderer)
+    fit_labels(figure, labels)
+    fit_labels(figure, ticks)
+    assert _overlaps(labels, renderer) == [] and _overlaps(ticks, renderer) == []
+    assert {label.get_rotation() for label in labels} == {90.0}
+    assert any(label.get_visible() for label in labels)
+    plt.close(figure)
