@@ -63,8 +63,9 @@ class Progress:
         curve = linear_part(learner).curve_
         curve.progress = self
         curve.every = self.every
-        with self._lock:
-            self._attached[id(curve)] = time.perf_counter()
+        if self.every:  # the clock of a pass whose first point comes after N examples (see __call__)
+            with self._lock:
+                self._attached[id(curve)] = time.perf_counter()
         return learner
 
     def __call__(self, point: dict, curve) -> None:
@@ -74,7 +75,8 @@ class Progress:
             # point comes later (every N examples), from when the learner was attached to learn the pass.
             key = (id(curve), point["pass"])
             if point["examples"] == 1 or key not in self._started:
-                self._started[key] = self._attached.pop(id(curve), now) if point["examples"] > 1 else now
+                attached = self._attached.pop(id(curve), now)
+                self._started[key] = attached if point["examples"] > 1 else now
             seconds = now - self._started[key]
             rate = point["examples"] / seconds if seconds > 0 else float("nan")
             self._pending.append((point, rate))
