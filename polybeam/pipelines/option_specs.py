@@ -270,8 +270,9 @@ def add_run_options(parser) -> None:
               "MODEL.report.json)")  # fmt: skip
     _add(parser, "quiet", action="store_true", default=False,
          help="no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... examples of each "
-              "learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), as VW does, but for per-key models "
-              "(a line per key would drown the terminal); the figures are Beam metrics either way")  # fmt: skip
+              "learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), as VW does, "
+              "but for per-key models (a line per key would drown the terminal); the figures are Beam metrics "
+              "either way")  # fmt: skip
 
 
 def add_sequence_options(parser) -> None:

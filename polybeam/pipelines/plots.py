@@ -208,7 +208,8 @@ def model_figure(model, *, title: str | None = None):
     counts = [p["examples"] for p in every_point if not p.get("final")]
     schedule = "at doubling counts" if _doubling(counts) else f"every {min(counts)} examples"
     loss_axes.set_ylabel("progressive loss")
-    loss_axes.set_title(f"learning curve (points {schedule}; passes side by side)", pad=18)
+    loss_axes.set_title(f"learning curve (points {schedule}; passes side by side)" if every_point
+                        else "learning curve (the model records none)", pad=18)  # fmt: skip
     nonzero_axes.set_ylabel("non-zero weights")
     nonzero_axes.set_xlabel(f"examples learned, the passes one after another (from {EARLY_SHARE:.0%} of each pass on)")
     nonzero_axes.set_title("non-zero weights over time", pad=18)

@@ -60,7 +60,8 @@ def test_progress_every_n_examples_as_vw_minus_p(tmp_path, capsys, spam_split):
     assert main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "-P", "1000",
                  "--model", str(model)]) == 0  # fmt: skip
     err = capsys.readouterr().err
-    lines = [PROGRESS.match(text) for text in err.splitlines() if text.startswith("polybeam[") and "held out" not in text]
+    lines = [PROGRESS.match(text) for text in err.splitlines()
+             if text.startswith("polybeam[") and "held out" not in text]
     assert lines and all(lines)
     seen = [(int(m.group(1)), int(m.group(2))) for m in lines]
     # 3326 examples learned in pass 1 (a tenth held out), 3681 in pass 2 (too few held out to judge by).
