@@ -447,6 +447,10 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
         print(describe(report, report["learner"]["bits"]))
     elif command == "train":
         print(_describe_train(report))
+    elif command == "evaluate":
+        from polybeam.pipelines.evaluation_summary import describe_evaluation
+
+        print(describe_evaluation(report))
     elif command == "predict":
         print(f"predictions written to {', '.join(report['prediction_files'])}")
     elif command in ("sequence", "timeliness"):

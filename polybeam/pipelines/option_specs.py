@@ -236,6 +236,11 @@ def add_training_options(parser) -> None:
               "MODEL.checkpoints)")  # fmt: skip
     _add(parser, "resume", action="store_true", default=False,
          help="restart from the last complete pass saved in --checkpoint-dir (a fresh start if there is none)")
+    # VW's -P: a short alias beside the two long spellings.
+    parser.add_argument("-P", "--progress-every", "--progress_every", dest="progress_every", type=int,
+                        default=0, metavar="N",
+                        help="a progress line (and learning-curve point, in the model too) every N examples of "
+                             "each learner's pass, as VW's -P N; default: 0, at doubling counts 1, 2, 4, 8, ...")
     _add(parser, "merge-fanout", type=int, default=None,
          help="average the workers' partial learners in a tree of merges with this fan-out instead of all at "
               "once on one worker (for jobs with thousands of bundles; see docs/scaling.md)")  # fmt: skip
@@ -265,8 +270,9 @@ def add_run_options(parser) -> None:
               "MODEL.report.json)")  # fmt: skip
     _add(parser, "quiet", action="store_true", default=False,
          help="no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... examples of each "
-              "learner's pass (examples, examples/s, pass, progressive loss), as VW does, but for per-key models "
-              "(a line per key would drown the terminal); the figures are Beam metrics either way")  # fmt: skip
+              "learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), as VW does, "
+              "but for per-key models (a line per key would drown the terminal); the figures are Beam metrics "
+              "either way")  # fmt: skip
 
 
 def add_sequence_options(parser) -> None:

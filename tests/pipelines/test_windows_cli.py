@@ -60,6 +60,8 @@ def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsy
     assert code == 0
     evaluation = json.loads(stdout.strip().splitlines()[-1])
     assert evaluation["examples"] == 600 and evaluation["examples_without_model"] == {}
+    assert f"models per window (fixed:86400) in {model}: 3 windows scored" in stdout
+    assert "  window-20261101T000000Z-20261102T000000Z: " in stdout  # a line per window, before the JSON line
     for name, metrics in evaluation["windows"].items():
         entry = index["entries"][name]
         stored = read_model(str(model / entry["file"]))
