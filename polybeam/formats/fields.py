@@ -203,6 +203,8 @@ class RowReading:
         for position, record in enumerate(records):
             value, reason = _label_value(record.get(label) if label is not None else None, names)
             importance, weight_reason = _weight_value(record.get(weight) if weight is not None else None)
+            reason = reason and f"label field {label!r}: {reason}"
+            weight_reason = weight_reason and f"weight field {weight!r}: {weight_reason}"
             reason = reason or weight_reason
             if reason is not None and labels != "any":
                 refused.append((position, reason))
@@ -268,11 +270,11 @@ def _label_value(value, names) -> tuple[float, str | None]:
         try:
             return float(text), None
         except ValueError:
-            return math.nan, names.unknown_reason(text) if names is not None else f"label is not a number: {text!r:.80}"
+            return math.nan, names.unknown_reason(text) if names is not None else f"not a number: {text!r:.80}"
     try:
         return float(value), None
     except (TypeError, ValueError):
-        return math.nan, f"label is not a number: {value!r:.80}"
+        return math.nan, f"not a number: {value!r:.80}"
 
 
 def _weight_value(value) -> tuple[float, str | None]:
@@ -282,9 +284,9 @@ def _weight_value(value) -> tuple[float, str | None]:
     try:
         weight = float(value)
     except (TypeError, ValueError):
-        return 1.0, f"weight is not a number: {value!r:.80}"
+        return 1.0, f"not a number: {value!r:.80}"
     if not (math.isfinite(weight) and weight >= 0.0):
-        return 1.0, f"weight must be a finite number >= 0, got {weight}"
+        return 1.0, f"importance weight must be finite and >= 0, got {weight}"
     return weight, None
 
 
