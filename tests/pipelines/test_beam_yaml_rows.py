@@ -40,8 +40,11 @@ def cli_predictions(capsys, data: str, model: str, output: str, *flags) -> dict:
     text = open(data).read()
     header = text.split("\n", 1)[0].split(",")
     predictions = {}
-    for line in open(f"{output}-00000-of-00001").read().splitlines()[1:]:
-        prediction, _, _, offset, _ = line.split("\t")
+    columns, *lines = open(f"{output}-00000-of-00001").read().splitlines()
+    columns = columns.split("\t")  # prediction, label, source, row (the record's offset), tag (and key)
+    for line in lines:
+        cells = dict(zip(columns, line.split("\t")))
+        prediction, offset = cells["prediction"], cells["row"]
         record = dict(zip(header, text[int(offset):].split("\n", 1)[0].split(",")))
         predictions[(record["key"],) + tuple(float(record[name]) for name in FEATURES)] = float(prediction)
     return predictions
@@ -180,3 +183,42 @@ def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_fi
     expected = trained.predict(ParquetFormat(labels="any").parse_table(pa.table(
         {"f1": [0.5, None], "f2": [-1.0, None], "f3": [None, 1.5], "f4": [2.0, None], "f5": [0.0, 1.0]})).batch)
     assert [row["prediction"] for row in created] == pytest.approx(expected.tolist(), abs=1e-9)  # (WriteToJson: 10 digits)
+
+
+SHARED_KEYS_ROWS = """
+pipeline:
+  transforms:
+    - {name: Read, type: ReadFromCsv, config: {path: "{{ test }}"}}
+    - {name: Evaluate, type: PolybeamEvaluate, input: Read, config: {model: "{{ model }}"}}
+    - {name: WriteMetrics, type: WriteToJson, input: Evaluate.metrics, config: {path: "{{ out }}/metrics"}}
+    - {name: Predict, type: PolybeamPredict, input: Read, config: {model: "{{ model }}"}}
+    - {name: WritePredictions, type: WriteToJson, input: Predict.predictions, config: {path: "{{ out }}/predictions"}}
+    - {name: Infer, type: PolybeamRunInference, input: Read, config: {model: "{{ model }}", output: score}}
+    - {name: WriteInferences, type: WriteToJson, input: Infer, config: {path: "{{ out }}/inferences"}}
+providers:
+  - include: "{{ providers }}"
+"""
+
+
+def test_a_shared_per_key_model_scores_each_row_with_its_key_columns_offsets(stores, tmp_path, capsys):
+    model = str(tmp_path / "shared.model")
+    assert main(["train", "--input", stores["train"], "--format", "csv", "--label-column", "label", "--key",
+                 "column:key", "--key-model", "shared", "--loss", "logistic", "--model", model]) == 0  # fmt: skip
+    capsys.readouterr()
+    (tmp_path / "shared.yaml").write_text(SHARED_KEYS_ROWS)
+    out = tmp_path / "out"
+    done = run_yaml(str(tmp_path / "shared.yaml"), {"test": stores["test"], "model": model, "out": str(out)}, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (metrics,) = written_rows(str(out / "metrics*"))
+    assert_same_metrics(metrics, cli_metrics(capsys, stores["test"], model))
+    expected = cli_predictions(capsys, stores["test"], model, str(tmp_path / "p"))
+    predictions = written_rows(str(out / "predictions*"))
+    assert len(predictions) == 1000
+    assert all(row["prediction"] == pytest.approx(expected[row_key(row)], abs=1e-9) for row in predictions)
+    # The margins (output: score) are the logits of the same probabilities.
+    import math
+
+    inferences = written_rows(str(out / "inferences*"))
+    assert len(inferences) == 1000
+    assert all(1 / (1 + math.exp(-row["inference"])) == pytest.approx(expected[row_key(row)], abs=1e-8)
+               for row in inferences)  # fmt: skip
