@@ -222,3 +222,29 @@ def test_a_shared_per_key_model_scores_each_row_with_its_key_columns_offsets(sto
     assert len(inferences) == 1000
     assert all(1 / (1 + math.exp(-row["inference"])) == pytest.approx(expected[row_key(row)], abs=1e-8)
                for row in inferences)  # fmt: skip
+
+
+def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(stores, tmp_path):
+    import apache_beam as beam
+
+    from polybeam.learners.batch import ExampleBatch
+    from polybeam.learners.config import LearnerConfig
+    from polybeam.learners.linear import LinearLearner
+    from polybeam.transforms.yaml_steps import PolybeamEvaluate, PolybeamRunInference
+
+    squared = str(tmp_path / "squared.model")
+    LinearLearner(LearnerConfig(loss="squared")).fit([ExampleBatch.from_rows([(1.0, {1: 1.0})] * 10)]).to_model().save(squared)
+    with pytest.raises(ValueError, match="output: probability needs a logistic or softmax model; this one is squared"):
+        PolybeamRunInference(model=squared, output="probability")
+    with pytest.raises(ValueError, match="output must be one of score, probability, label"):
+        PolybeamRunInference(model=stores["model"], output="margin")
+    assert PolybeamRunInference(model=stores["model"], output="label").inference_type is int
+    pipeline = beam.Pipeline("FnApiRunner")
+    rows = pipeline | beam.Create([beam.Row(label=1, key="key1", f1=0.5, inference=2.0)])
+    with pytest.raises(ValueError, match="already have a field 'inference'"):
+        rows | "Clash" >> PolybeamRunInference(model=stores["model"])
+    with pytest.raises(ValueError, match=r"PolybeamEvaluate: label names \['y'\], which the rows do not have"):
+        rows | "NoLabel" >> PolybeamEvaluate(model=stores["model"], label="y")
+    with pytest.raises(ValueError, match="takes schema'd rows"):
+        pipeline | "Batches" >> beam.Create([ExampleBatch.from_rows([(1.0, {1: 1.0})])]) | PolybeamRunInference(
+            model=stores["model"])  # fmt: skip
