@@ -11,10 +11,16 @@ shipped with the package (``polybeam/yaml_providers.yaml``, its path in
 ``PolybeamTrain``                 examples (or ``{examples, origin}``) -> ``model``; writes the model file
 ``PolybeamEvaluate``              ``{examples, model}`` (or a ``model`` path) -> ``metrics`` (one Row)
 ``PolybeamPredict``               ``{examples, model}`` (or a ``model`` path) -> ``predictions`` (Rows)
+``PolybeamRunInference``          rows -> the rows with the model's inference (RunInference, ``PolybeamModelHandler``)
 ``PolybeamSequence``              examples -> ``prefixes`` (Rows: rank, group, cost, ...); writes the file
 ================================  ==========================================================
 
-Metrics, predictions and prefixes are schema'd Rows, so Beam YAML's own steps
+``PolybeamEvaluate`` and ``PolybeamPredict`` take ExampleBatches or schema'd
+rows of Beam YAML's own steps (``ReadFromCsv``, ``ReadFromParquet``,
+``Create``, ``MapToFields``, ...), read as the model's training input was
+read (see :mod:`polybeam.formats.fields`), with ``label``, ``weight``,
+``features`` and ``ignore`` naming fields. Metrics, predictions, scored rows
+and prefixes are schema'd Rows, so Beam YAML's own steps
 (``WriteToJson``, ``MapToFields``, ``Filter``, ...) take them. A pipeline
 includes the listing with ``providers: [{include: PATH}]``, where
 ``python -m polybeam.transforms.yaml_steps`` prints PATH.
