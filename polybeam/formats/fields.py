@@ -27,7 +27,8 @@ weight, key, ID, timestamp or ignored field.
 >>> reading = RowReading(settings)
 >>> rows = [{"y": 1, "size": 2.5, "colour": "red"}, {"y": 0, "size": None, "colour": "blue"}]
 >>> read = reading.examples(rows, bits=18, seed=0, labels="binary")
->>> parsed = CsvFormat(label_column="y", categorical_columns=("colour",)).parse(b"y,size,colour\\n1,2.5,red\\n0,,blue\\n")
+>>> csv = CsvFormat(label_column="y", categorical_columns=("colour",))
+>>> parsed = csv.parse(b"y,size,colour\\n1,2.5,red\\n0,,blue\\n")
 >>> read.batch.labels.tolist(), read.batch.indices.tolist() == parsed.batch.indices.tolist()
 ([1.0, 0.0], True)
 >>> read = RowReading(settings, features=("size",)).examples(rows + [{"y": 7, "size": 1.0}], bits=18, seed=0,
@@ -127,16 +128,16 @@ class RowReading:
             raise ValueError(f"the rows have no label field ({self._label_hint()}); their fields are {fields}")
         if self._format == "parquet":
             return self._arrow_examples(records, label, bits=bits, seed=seed, labels=labels, classes=classes,
-                                        label_names=tuple(label_names))  # fmt: skip
+                                        label_names=tuple(label_names))
         return self._mapping_examples(records, fields, label, bits=bits, seed=seed, labels=labels, classes=classes,
-                                      label_names=tuple(label_names))  # fmt: skip
+                                      label_names=tuple(label_names))
 
     def _label_hint(self) -> str:
         if self.label is not None:
             return f"label: {self.label!r}"
         column = self._option("label_column")
         return f"the model's label column is {column!r}; name another with label" if column is not None else (
-            "name it with label")  # fmt: skip
+            "name it with label")
 
     # -- rows as CSV records (mappings) -----------------------------------------
 
@@ -188,11 +189,11 @@ class RowReading:
                 sparse[int(index)] = sparse.get(int(index), 0.0) + (0.0 if value is None else float(value))
             return sparse
         return {name: record[name] for name in features
-                if isinstance(record.get(name), (bool, int, float, np.number))}  # fmt: skip
+                if isinstance(record.get(name), (bool, int, float, np.number))}
 
     def _categorical(self, fields: Sequence[str]) -> set:
         return {fields[c] if isinstance(c, int) and 0 <= c < len(fields) else c
-                for c in self._option("categorical_columns") or ()}  # fmt: skip
+                for c in self._option("categorical_columns") or ()}
 
     def _mapping_examples(self, records, fields, label, *, bits, seed, labels, classes, label_names) -> RowsRead:
         features = self.feature_fields(fields)
@@ -222,7 +223,7 @@ class RowReading:
         refused_rows = {position for position, _ in refused}
         kept = np.array([i for i in range(len(records)) if i not in refused_rows], dtype=np.int64)
         mappings = [{name: _feature_value(records[i].get(name), name in categorical) for name in features}
-                    for i in kept.tolist()]  # fmt: skip
+                    for i in kept.tolist()]
         batch = batch_from_mappings(mappings, bits=bits, seed=seed, table=SlotTable(bits=bits, seed=seed))
         batch = batch.with_labels(labels_array[kept])
         return RowsRead(_with_weights(batch, np.asarray(weights, dtype=np.float64)[kept]), kept, refused)

@@ -238,7 +238,7 @@ class _RowFields:
     other field but the model's key, ID and ignored columns), ``ignore`` (more fields that are no features)."""
 
     def __init__(self, step: str, label: str | None = None, weight: str | None = None,
-                 features: list[str] | tuple[str, ...] | None = None, ignore: list[str] | tuple[str, ...] = ()):  # fmt: skip
+                 features: list[str] | tuple[str, ...] | None = None, ignore: list[str] | tuple[str, ...] = ()):
         self.step = step
         self.label = label
         self.weight = weight
@@ -250,11 +250,11 @@ class _RowFields:
         """Refuse names the rows do not have (at construction: the rows' schema is known then)."""
         names = [name for name, _ in fields]
         for setting, named in (("label", [self.label]), ("weight", [self.weight]), ("features", self.features or ()),
-                               ("ignore", self.ignore)):  # fmt: skip
+                               ("ignore", self.ignore)):
             unknown = sorted(set(named) - set(names) - {None})
             if unknown:
                 raise ValueError(f"{self.step}: {setting} names {unknown}, which the rows do not have; "
-                                 f"their fields are {names}")  # fmt: skip
+                                 f"their fields are {names}")
 
     def reading(self, model) -> RowReading:
         """How rows become examples of ``model``: as its training input was read, with the fields named here."""
@@ -282,7 +282,7 @@ def _labelled_rows(rows, model, fields: _RowFields):
     records = [row._asdict() for row in rows]
     config = model.config
     read = fields.reading(model).examples(records, bits=config.bits, seed=config.seed, labels=config.label_kind,
-                                          classes=config.classes, label_names=config.class_names)  # fmt: skip
+                                          classes=config.classes, label_names=config.class_names)
     if read.refused:
         _REFUSED_ROWS.inc(len(read.refused))
     if len(read.batch):
@@ -301,7 +301,7 @@ class PolybeamEvaluate(_ModelStep):
     ``polybeam evaluate`` leaves out a file's dead letters."""
 
     def __init__(self, model: str | None = None, label: str | None = None, weight: str | None = None,
-                 features: list[str] | None = None, ignore: list[str] | tuple[str, ...] = ()):  # fmt: skip
+                 features: list[str] | None = None, ignore: list[str] | tuple[str, ...] = ()):
         super().__init__(model)
         self.fields = _RowFields("PolybeamEvaluate", label, weight, features, ignore)
 
@@ -310,9 +310,9 @@ class PolybeamEvaluate(_ModelStep):
         fields = _row_fields(examples)
         if fields is not None:
             self.fields.check(fields)
-            examples = (examples
-                        | "BatchRows" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
-                        | "RowsToExamples" >> beam.FlatMap(_labelled_rows, beam.pvalue.AsSingleton(model), self.fields))  # fmt: skip
+            batches = examples | "BatchRows" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
+            examples = batches | "RowsToExamples" >> beam.FlatMap(
+                _labelled_rows, beam.pvalue.AsSingleton(model), self.fields)
         metrics = examples | "Evaluate" >> Evaluate(model)
         return {"metrics": metrics | "ToRow" >> beam.Map(_metrics_row).with_output_types(Metrics)}
 
@@ -345,7 +345,7 @@ class PolybeamPredict(_ModelStep):
     input row with ``prediction`` and ``predicted_class`` added."""
 
     def __init__(self, model: str | None = None, ignore: list[str] | tuple[str, ...] = (), label: str | None = None,
-                 weight: str | None = None, features: list[str] | None = None):  # fmt: skip
+                 weight: str | None = None, features: list[str] | None = None):
         super().__init__(model)
         self.fields = _RowFields("PolybeamPredict", label, weight, features, ignore)
 
@@ -398,7 +398,7 @@ class _ScoreRows(beam.PTransform):
         return (rows
                 | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
                 | "Score" >> beam.FlatMap(_score_rows, beam.pvalue.AsSingleton(self.model), self.named)
-                .with_output_types(schema))  # fmt: skip
+                .with_output_types(schema))
 
 
 def _inference_type(model, output: str | None):
@@ -410,7 +410,7 @@ def _inference_type(model, output: str | None):
         raise ValueError(f"PolybeamRunInference: output must be one of {', '.join(OUTPUTS)}; got {output!r}")
     if output == "probability" and loss not in ("logistic", "softmax"):
         raise ValueError(f"PolybeamRunInference: output: probability needs a logistic or softmax model; this one "
-                         f"is {loss}")  # fmt: skip
+                         f"is {loss}")
     if output == "label":
         if loss == "softmax":
             return str if model.config.class_names else int
@@ -432,22 +432,27 @@ def _plain(inference):
 
 
 class _RowMappings(beam.DoFn):
-    """Each row as ``(row, what the handler scores)``: its features' mapping, with its key for a shared model."""
+    """Each row as ``(row, what the handler scores)``: its features' mapping, and for a shared per-key model
+    (``keyed_model``) the row's key with it, as the handler takes ``(key, example)`` pairs."""
 
-    def __init__(self, reading: RowReading, shared_keys: bool):
+    def __init__(self, reading: RowReading, keyed_model=None):
         self.reading = reading
-        self.shared_keys = shared_keys
-        self.model = None
+        self.keyed_model = keyed_model
 
     def process(self, row):
         record = row._asdict()
         features = self.reading.feature_mapping(record, self.reading.feature_fields(list(record)))
-        if not self.shared_keys:
+        if self.keyed_model is None:
             yield row, features
             return
         from polybeam.transforms.inference import keys_of
 
-        yield row, (keys_of([record], self.model, "dict")[1][0], features)
+        yield row, (keys_of([record], self.keyed_model, "dict")[1][0], features)
+
+
+def _with_inference(row, result, tag: str):
+    """The input row with the RunInference result's inference as field ``tag``."""
+    return beam.Row(**row._asdict(), **{tag: _plain(result.inference)})
 
 
 class PolybeamRunInference(beam.PTransform):
@@ -463,7 +468,7 @@ class PolybeamRunInference(beam.PTransform):
     def __init__(self, model: str, output: str | None = None, inference_tag: str = "inference",
                  label: str | None = None, weight: str | None = None, features: list[str] | None = None,
                  ignore: list[str] | tuple[str, ...] = (), min_batch_size: int | None = None,
-                 max_batch_size: int | None = None):  # fmt: skip
+                 max_batch_size: int | None = None):
         super().__init__()
         self.path = model
         self.model = read_model(model)  # a bad model (or output for it) fails at once
@@ -471,8 +476,8 @@ class PolybeamRunInference(beam.PTransform):
         self.inference_tag = inference_tag
         self.inference_type = _inference_type(self.model, output)
         self.fields = _RowFields("PolybeamRunInference", label, weight, features, ignore)
-        self.batching = {name: value for name, value in (("min_batch_size", min_batch_size),
-                                                          ("max_batch_size", max_batch_size)) if value is not None}  # fmt: skip
+        batching = {"min_batch_size": min_batch_size, "max_batch_size": max_batch_size}
+        self.batching = {name: size for name, size in batching.items() if size is not None}
 
     def expand(self, rows):
         from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
@@ -482,21 +487,19 @@ class PolybeamRunInference(beam.PTransform):
         fields = _row_fields(rows)
         if fields is None:
             raise ValueError(f"PolybeamRunInference takes schema'd rows (from ReadFromCsv, Create, MapToFields, "
-                             f"...), got {rows.element_type}")  # fmt: skip
+                             f"...), got {rows.element_type}")
         self.fields.check(fields)
         if self.inference_tag in {name for name, _ in fields}:
             raise ValueError(f"PolybeamRunInference: the rows already have a field {self.inference_tag!r}; "
-                             "name the inference another (inference_tag)")  # fmt: skip
-        mappings = _RowMappings(self.fields.reading(self.model), self.model.shared_keys is not None)
-        mappings.model = self.model
+                             "name the inference another (inference_tag)")
+        keyed_model = self.model if self.model.shared_keys is not None else None
+        mappings = _RowMappings(self.fields.reading(self.model), keyed_model)
         handler = KeyedModelHandler(PolybeamModelHandler(self.path, output=self.output, **self.batching))
         schema = RowTypeConstraint.from_fields(fields + [(self.inference_tag, self.inference_type)])
-        tag = self.inference_tag
         return (rows
                 | "Features" >> beam.ParDo(mappings)
                 | "RunInference" >> RunInference(handler)
-                | "ToRows" >> beam.MapTuple(lambda row, result: beam.Row(**row._asdict(), **{tag: _plain(result.inference)}))
-                .with_output_types(schema))  # fmt: skip
+                | "ToRows" >> beam.MapTuple(_with_inference, self.inference_tag).with_output_types(schema))
 
 
 def _prefix_row(record: dict) -> Prefix:

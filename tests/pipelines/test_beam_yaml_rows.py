@@ -66,10 +66,10 @@ def stores(tmp_path_factory):
     """The examples' data: label (+1/-1), key (a string), f1 ... f5; a model ``polybeam train --format csv`` wrote."""
     folder = tmp_path_factory.mktemp("rows")
     paths = write_per_key(str(folder / "data"), PerKeyTask(keys=20, features=5, shared=0.8), train_per_key=200,
-                          test_per_key=50)  # fmt: skip
+                          test_per_key=50)
     model = str(folder / "cli.model")
     assert main(["train", "--input", paths["train_csv"], "--format", "csv", "--label-column", "label",
-                 "--categorical-columns", "key", "--loss", "logistic", "--model", model]) == 0  # fmt: skip
+                 "--categorical-columns", "key", "--loss", "logistic", "--model", model]) == 0
     return {"folder": folder, "train": paths["train_csv"], "test": paths["test_csv"], "model": model}
 
 
@@ -148,7 +148,7 @@ def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_fi
         pq.write_table(table, paths[part])
     model = str(tmp_path / "parquet.model")
     assert main(["train", "--input", paths["train"], "--format", "parquet", "--loss", "logistic", "--passes", "2",
-                 "--model", model]) == 0  # fmt: skip
+                 "--model", model]) == 0
     capsys.readouterr()
     out = tmp_path / "out"
     (tmp_path / "rows.yaml").write_text(PARQUET_AND_MAPPED_ROWS)
@@ -173,7 +173,7 @@ def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_fi
 
     predicted = trained.predict(batch).tolist()
     by_row = {(key,) + tuple(table.column(name)[i].as_py() for name in FEATURES): predicted[i]
-              for i, key in enumerate(keys)}  # fmt: skip
+              for i, key in enumerate(keys)}
     for name, field in (("predictions", "prediction"), ("inferences", "inference")):
         rows = written_rows(str(out / f"{name}*"))
         assert len(rows) == 1000 and sum(row["f2"] is None for row in rows) == 8
@@ -182,7 +182,8 @@ def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_fi
     created = sorted(written_rows(str(out / "created*")), key=lambda row: row["key"])
     expected = trained.predict(ParquetFormat(labels="any").parse_table(pa.table(
         {"f1": [0.5, None], "f2": [-1.0, None], "f3": [None, 1.5], "f4": [2.0, None], "f5": [0.0, 1.0]})).batch)
-    assert [row["prediction"] for row in created] == pytest.approx(expected.tolist(), abs=1e-9)  # (WriteToJson: 10 digits)
+    # (WriteToJson writes 10 digits)
+    assert [row["prediction"] for row in created] == pytest.approx(expected.tolist(), abs=1e-9)
 
 
 SHARED_KEYS_ROWS = """
@@ -203,7 +204,7 @@ providers:
 def test_a_shared_per_key_model_scores_each_row_with_its_key_columns_offsets(stores, tmp_path, capsys):
     model = str(tmp_path / "shared.model")
     assert main(["train", "--input", stores["train"], "--format", "csv", "--label-column", "label", "--key",
-                 "column:key", "--key-model", "shared", "--loss", "logistic", "--model", model]) == 0  # fmt: skip
+                 "column:key", "--key-model", "shared", "--loss", "logistic", "--model", model]) == 0
     capsys.readouterr()
     (tmp_path / "shared.yaml").write_text(SHARED_KEYS_ROWS)
     out = tmp_path / "out"
@@ -221,7 +222,7 @@ def test_a_shared_per_key_model_scores_each_row_with_its_key_columns_offsets(sto
     inferences = written_rows(str(out / "inferences*"))
     assert len(inferences) == 1000
     assert all(1 / (1 + math.exp(-row["inference"])) == pytest.approx(expected[row_key(row)], abs=1e-8)
-               for row in inferences)  # fmt: skip
+               for row in inferences)
 
 
 def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(stores, tmp_path):
@@ -233,7 +234,8 @@ def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(store
     from polybeam.transforms.yaml_steps import PolybeamEvaluate, PolybeamRunInference
 
     squared = str(tmp_path / "squared.model")
-    LinearLearner(LearnerConfig(loss="squared")).fit([ExampleBatch.from_rows([(1.0, {1: 1.0})] * 10)]).to_model().save(squared)
+    rows = [ExampleBatch.from_rows([(1.0, {1: 1.0})] * 10)]
+    LinearLearner(LearnerConfig(loss="squared")).fit(rows).to_model().save(squared)
     with pytest.raises(ValueError, match="output: probability needs a logistic or softmax model; this one is squared"):
         PolybeamRunInference(model=squared, output="probability")
     with pytest.raises(ValueError, match="output must be one of score, probability, label"):
@@ -247,4 +249,4 @@ def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(store
         rows | "NoLabel" >> PolybeamEvaluate(model=stores["model"], label="y")
     with pytest.raises(ValueError, match="takes schema'd rows"):
         pipeline | "Batches" >> beam.Create([ExampleBatch.from_rows([(1.0, {1: 1.0})])]) | PolybeamRunInference(
-            model=stores["model"])  # fmt: skip
+            model=stores["model"])
