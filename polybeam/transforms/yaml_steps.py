@@ -450,8 +450,9 @@ class _RowMappings(beam.DoFn):
         yield row, (keys_of([record], self.keyed_model, "dict")[1][0], features)
 
 
-def _with_inference(row, result, tag: str):
+def _with_inference(keyed_result, tag: str):
     """The input row with the RunInference result's inference as field ``tag``."""
+    row, result = keyed_result
     return beam.Row(**row._asdict(), **{tag: _plain(result.inference)})
 
 
@@ -499,7 +500,7 @@ class PolybeamRunInference(beam.PTransform):
         return (rows
                 | "Features" >> beam.ParDo(mappings)
                 | "RunInference" >> RunInference(handler)
-                | "ToRows" >> beam.MapTuple(_with_inference, self.inference_tag).with_output_types(schema))
+                | "ToRows" >> beam.Map(_with_inference, self.inference_tag).with_output_types(schema))
 
 
 def _prefix_row(record: dict) -> Prefix:
