@@ -55,9 +55,9 @@ def cli_metrics(capsys, data: str, model: str, *flags) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
-def assert_same_metrics(yaml_metrics: dict, cli: dict):
+def assert_same_metrics(yaml_metrics: dict, cli: dict, names=("loss", "error", "auc", "mse")):
     assert yaml_metrics["examples"] == cli["examples"]
-    for name in ("loss", "error", "auc", "mse"):
+    for name in names:
         assert yaml_metrics[name] == pytest.approx(cli[name], abs=1e-9), name
 
 
@@ -250,3 +250,58 @@ def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(store
     with pytest.raises(ValueError, match="takes schema'd rows"):
         pipeline | "Batches" >> beam.Create([ExampleBatch.from_rows([(1.0, {1: 1.0})])]) | PolybeamRunInference(
             model=stores["model"])
+
+
+SOFTMAX_ROWS = """
+pipeline:
+  transforms:
+    - {name: Read, type: ReadFromCsv, config: {path: "{{ test }}"}}
+    - {name: Evaluate, type: PolybeamEvaluate, input: Read, config: {model: "{{ model }}"}}
+    - {name: WriteMetrics, type: WriteToJson, input: Evaluate.metrics, config: {path: "{{ out }}/metrics"}}
+    - {name: Probabilities, type: PolybeamRunInference, input: Read, config: {model: "{{ model }}"}}
+    - {name: Named, type: PolybeamRunInference, input: Probabilities,
+       config: {model: "{{ model }}", output: label, inference_tag: animal, ignore: [inference]}}
+    - {name: WriteScored, type: WriteToJson, input: Named, config: {path: "{{ out }}/scored"}}
+providers:
+  - include: "{{ providers }}"
+"""
+
+
+def test_softmax_rows_with_class_names_are_evaluated_and_scored_as_the_command_line(tmp_path, capsys):
+    """Labels given by name (strings in the rows, as in the file) and a class probability list per row."""
+    import numpy as np
+
+    from polybeam.formats.csv import CsvFormat
+    from polybeam.transforms.model_io import read_model
+
+    rng = np.random.default_rng(5)
+    names = ("cat", "dog", "bird")
+    values = np.round(rng.normal(size=(900, 3)), 3)
+    labels = [names[k] for k in np.argmax(values + rng.normal(scale=0.5, size=values.shape), axis=1)]
+    lines = ["y,a,b,c"] + [f"{label},{a},{b},{c}" for label, (a, b, c) in zip(labels, values.tolist())]
+    (tmp_path / "train.csv").write_text("\n".join(lines[:701]) + "\n")
+    (tmp_path / "test.csv").write_text("\n".join(lines[:1] + lines[701:]) + "\n")
+    model = str(tmp_path / "animals.model")
+    assert main(["train", "--input", str(tmp_path / "train.csv"), "--format", "csv", "--label-column", "y",
+                 "--loss", "softmax", "--class-names", ",".join(names), "--model", model]) == 0
+    capsys.readouterr()
+    (tmp_path / "softmax.yaml").write_text(SOFTMAX_ROWS)
+    out = tmp_path / "out"
+    done = run_yaml(str(tmp_path / "softmax.yaml"), {"test": str(tmp_path / "test.csv"), "model": model,
+                                                     "out": str(out)}, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (metrics,) = written_rows(str(out / "metrics*"))
+    # (no AUC nor MSE for softmax: NaN in the row, null in the command line's JSON)
+    assert_same_metrics(metrics, cli_metrics(capsys, str(tmp_path / "test.csv"), model), names=("loss", "error"))
+    assert metrics["examples"] == 200 and metrics["error"] < 0.3
+    trained = read_model(model)
+    text = open(tmp_path / "test.csv", "rb").read()
+    expected = trained.predict(CsvFormat(label_column="y", labels="any", label_names=names).parse(text).batch)
+    assert expected.shape == (200, 3)
+    by_row = {tuple(row): probabilities for row, probabilities in zip(values[700:].tolist(), expected.tolist())}
+    scored = written_rows(str(out / "scored*"))
+    assert len(scored) == 200
+    for row in scored:
+        probabilities = by_row[(row["a"], row["b"], row["c"])]
+        assert row["inference"] == pytest.approx(probabilities, abs=1e-9)
+        assert row["animal"] == names[int(np.argmax(probabilities))] and row["y"] in names
