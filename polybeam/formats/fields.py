@@ -104,16 +104,23 @@ class RowReading:
     def _option(self, name: str):
         return self.settings.options.get(name) if self.settings is not None else None
 
+    def _named(self, column, fields: Sequence[str]) -> str | None:
+        """A column setting (a name, or a 0-based position) as a field name: a position counts in the header of
+        the model's training file when the model recorded it, else in the rows' fields."""
+        if isinstance(column, int) and not isinstance(column, bool):
+            names = self.settings.columns if self.settings is not None and self.settings.columns else fields
+            return names[column] if 0 <= column < len(names) else None
+        return column
+
     def label_field(self, fields: Sequence[str]) -> str | None:
         """The label among ``fields`` (the rows' field names, in order); None when the rows have none."""
         if self.label is not None:
             return self.label if self.label in fields else None
         column = self._option("label_column")
         if self._format == "csv" and column is None:
-            return fields[0] if fields else None  # the CSV reader's default: the first column
-        if isinstance(column, int) and not isinstance(column, bool):
-            return fields[column] if 0 <= column < len(fields) else None
-        return column if column in fields else None
+            column = 0  # the CSV reader's default: the first column
+        name = self._named(column, fields)
+        return name if name in fields else None
 
     def examples(self, records: Sequence[Mapping], *, bits: int, seed: int, labels: str = "any", classes: int = 0,
                  label_names: Sequence[str] = ()) -> RowsRead:
@@ -143,22 +150,12 @@ class RowReading:
 
     def _not_features(self, fields: Sequence[str], label: str | None) -> set:
         named = {label, self.weight, *self.ignore}
-        for name in _ROLE_COLUMNS:
-            column = self._option(name)
-            if isinstance(column, int) and not isinstance(column, bool):
-                column = fields[column] if 0 <= column < len(fields) else None
-            named.add(column)
-        for column in self._option("ignore_columns") or ():
-            named.add(fields[column] if isinstance(column, int) and 0 <= column < len(fields) else column)
+        named |= {self._named(self._option(name), fields) for name in _ROLE_COLUMNS}
+        named |= {self._named(column, fields) for column in self._option("ignore_columns") or ()}
         return named - {None}
 
     def _weight_field(self, fields: Sequence[str]) -> str | None:
-        if self.weight is not None:
-            return self.weight
-        column = self._option("weight_column")
-        if isinstance(column, int) and not isinstance(column, bool):
-            return fields[column] if 0 <= column < len(fields) else None
-        return column
+        return self.weight if self.weight is not None else self._named(self._option("weight_column"), fields)
 
     def feature_fields(self, fields: Sequence[str]) -> tuple[str, ...]:
         """The feature fields among ``fields`` (the rows' field names, in order)."""
@@ -192,8 +189,7 @@ class RowReading:
                 if isinstance(record.get(name), (bool, int, float, np.number))}
 
     def _categorical(self, fields: Sequence[str]) -> set:
-        return {fields[c] if isinstance(c, int) and 0 <= c < len(fields) else c
-                for c in self._option("categorical_columns") or ()}
+        return {self._named(column, fields) for column in self._option("categorical_columns") or ()}
 
     def _mapping_examples(self, records, fields, label, *, bits, seed, labels, classes, label_names) -> RowsRead:
         features = self.feature_fields(fields)

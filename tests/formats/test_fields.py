@@ -79,11 +79,16 @@ def test_fields_named_in_the_config_win_over_the_models_columns():
         RowReading(settings, label="outcome", features=("outcome", "age"))
 
 
-def test_a_csv_model_without_a_label_column_takes_the_first_field_as_the_csv_reader_does():
-    fmt = CsvFormat(labels="real", bits=18)
-    rows = [{"target": 2.5, "a": 1.0, "b": 3.0}, {"target": -1.0, "a": None, "b": 2.0}]
+def test_a_csv_model_without_a_label_column_takes_the_first_column_as_the_csv_reader_does():
+    fmt = CsvFormat(labels="real", bits=18, categorical_columns=(2,))
+    rows = [{"target": 2.5, "a": 1.0, "b": 3}, {"target": -1.0, "a": None, "b": 2}]
     read = RowReading(InputSettings.of(fmt)).examples(rows, bits=18, seed=0, labels="real")
     assert_same_examples(read.batch, fmt.parse(b"target,a,b\n2.5,1,3\n-1,,2\n").batch)
+    # The model knows its file's header: the first column is target, and unlabelled rows keep every feature.
+    recorded = InputSettings.of(fmt, columns=("target", "a", "b"))
+    unlabelled = [{"a": 1.0, "b": 3}, {"a": None, "b": 2}]
+    scored = RowReading(recorded).examples(unlabelled, bits=18, seed=0).batch
+    assert_same_examples(scored.with_labels(read.batch.labels), read.batch)
 
 
 def test_rows_without_a_label_the_model_takes_are_refused_as_records_are_dead_lettered():
