@@ -123,6 +123,16 @@ def _examples_and(inputs, other: str, step: str) -> tuple:
     return inputs["examples"], inputs.get(other)
 
 
+def _refuse_rows(examples, step: str) -> None:
+    """Say what a step that learns takes when it is given rows of another step (not an AttributeError later)."""
+    fields = _row_fields(examples)
+    if fields is not None:
+        raise ValueError(f"{step} takes the examples of a PolybeamReadExamples step, not rows (fields "
+                         f"{[name for name, _ in fields]}); read the file with PolybeamReadExamples (format: csv, "
+                         "label_column, categorical_columns, ...). Rows are for PolybeamPredict, PolybeamEvaluate "
+                         "and PolybeamRunInference")
+
+
 class _ModelStep(beam.PTransform):
     """A step that scores examples with a model: from an input named ``model`` (a PolybeamTrain step's
     output), or from ``model: PATH``; its input is ``examples`` alone or ``{examples, model}``."""
@@ -220,6 +230,7 @@ class PolybeamTrain(beam.PTransform):
 
     def expand(self, inputs):
         inputs, read_origin = _examples_and(inputs, "origin", "PolybeamTrain")
+        _refuse_rows(inputs, "PolybeamTrain")
         model = inputs | "Train" >> Train(self.config, allow_empty=self.allow_empty, shared_keys=self.shared_keys)
         if read_origin is not None:  # how the examples were read, and what the read counted
             model = model | "RecordOrigin" >> beam.Map(_stamp_with_origin, beam.pvalue.AsSingleton(read_origin))
@@ -528,6 +539,7 @@ class PolybeamSequence(beam.PTransform):
     def expand(self, examples):
         from polybeam.transforms.sequence import SequenceGroups, WritePrefixes
 
+        _refuse_rows(examples, "PolybeamSequence")
         sequenced = examples | "Sequence" >> SequenceGroups(self.spec, method=self.method, ridge=self.ridge,
                                                             seed=self.seed, **self.options)  # fmt: skip
         sequenced.prefixes | "Write" >> WritePrefixes(self.output)

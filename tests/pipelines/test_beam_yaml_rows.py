@@ -231,7 +231,7 @@ def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(store
     from polybeam.learners.batch import ExampleBatch
     from polybeam.learners.config import LearnerConfig
     from polybeam.learners.linear import LinearLearner
-    from polybeam.transforms.yaml_steps import PolybeamEvaluate, PolybeamRunInference
+    from polybeam.transforms.yaml_steps import PolybeamEvaluate, PolybeamRunInference, PolybeamTrain
 
     squared = str(tmp_path / "squared.model")
     rows = [ExampleBatch.from_rows([(1.0, {1: 1.0})] * 10)]
@@ -247,6 +247,8 @@ def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(store
         rows | "Clash" >> PolybeamRunInference(model=stores["model"])
     with pytest.raises(ValueError, match=r"PolybeamEvaluate: label names \['y'\], which the rows do not have"):
         rows | "NoLabel" >> PolybeamEvaluate(model=stores["model"], label="y")
+    with pytest.raises(ValueError, match=r"PolybeamTrain takes the examples of a PolybeamReadExamples step, not rows"):
+        rows | "TrainOnRows" >> PolybeamTrain(model=str(tmp_path / "never.model"))
     with pytest.raises(ValueError, match="takes schema'd rows"):
         pipeline | "Batches" >> beam.Create([ExampleBatch.from_rows([(1.0, {1: 1.0})])]) | PolybeamRunInference(
             model=stores["model"])
