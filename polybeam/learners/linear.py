@@ -99,7 +99,7 @@ class LinearLearner:
     (each slot's truncation time stamp, lazy sparsity only), ``stats_`` (see
     ``kernels``), ``names_`` and ``passes_`` (per finished pass: examples,
     importance weight, mean loss). ``kernel_settings`` is not state but the
-    config as the learning kernels read it (see ``kernel_settings``).
+    config as the learning kernels read it (see polybeam.learners.kernel_settings).
     """
 
     def __init__(self, config: LearnerConfig | None = None, *, sparse: bool = False):
