@@ -9,7 +9,7 @@ True
 """
 
 LOSSES = ("squared", "logistic", "hinge", "softmax")
-STEPS = ("constant", "decay", "inverse", "adaptive", "gsa")
+STEP_RULES = ("constant", "decay", "inverse", "adaptive", "gsa")
 SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 EXPANSIONS = ("none", "apple", "quadratic", "cubic")
 EXPANSION_RULES = ("weight", "fallback", "ssm")
@@ -36,7 +36,7 @@ DEFAULT_OFFSET_PRIOR = 0.03
 # most active directions and too small for the rest, where per-feature rates
 # are not (benchmarks/results/suite.md, issue 11; squared and hinge loss:
 # benchmarks/results/squared_default.md, issue 22).
-DEFAULT_STEPS = {"squared": "adaptive", "hinge": "adaptive", "logistic": "adaptive", "softmax": "adaptive"}
+DEFAULT_STEP_RULES = {"squared": "adaptive", "hinge": "adaptive", "logistic": "adaptive", "softmax": "adaptive"}
 # Greedy step averaging aims each example's greedy step at this probability of
 # the true class (the GSA paper's and Fregata's p_hat).
 DEFAULT_GSA_TARGET = 0.95

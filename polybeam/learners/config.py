@@ -21,12 +21,12 @@ from polybeam.learners.choices import (  # noqa: F401  (re-exported: the setting
     DEFAULT_GSA_TARGET,
     DEFAULT_HOLDOUT_MIN_EXAMPLES,
     DEFAULT_HOLDOUT_PERIOD,
-    DEFAULT_STEPS,
+    DEFAULT_STEP_RULES,
     EXPANSION_RULES,
     EXPANSIONS,
     LOSSES,
     SPARSITY,
-    STEPS,
+    STEP_RULES,
 )
 from polybeam.learners.hashing import check_bits
 from polybeam.learners.expansion import check_interactions
@@ -62,7 +62,7 @@ class LearnerConfig:
         before this one (Pegasos; needs ``l2 > 0``). Default: ``adaptive``, at
         the default rate without a learning rate (``gsa`` was the default for
         squared and hinge loss until its noise floor was found: see
-        ``choices.DEFAULT_STEPS``).
+        ``choices.DEFAULT_STEP_RULES``).
     learning_rate : float, optional
         eta of ``adaptive``, ``constant`` and ``decay``; defaults to 1.0 for
         logistic loss, 2.0 for softmax loss and 0.5 (VW's default) otherwise
@@ -274,9 +274,9 @@ class LearnerConfig:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {self.loss!r}")
         if self.step is None:
-            set_field("step", DEFAULT_STEPS[self.loss] if self.learning_rate is None else "adaptive")
-        if self.step not in STEPS:
-            raise ValueError(f"step must be one of {', '.join(STEPS)}; got {self.step!r}")
+            set_field("step", DEFAULT_STEP_RULES[self.loss] if self.learning_rate is None else "adaptive")
+        if self.step not in STEP_RULES:
+            raise ValueError(f"step must be one of {', '.join(STEP_RULES)}; got {self.step!r}")
         if self.scale_labels is None:
             set_field("scale_labels", self.loss == "squared" and self.step == "adaptive")
         elif self.scale_labels and self.loss != "squared":

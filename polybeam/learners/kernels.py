@@ -38,13 +38,13 @@ from polybeam.learners.sparsity import (
     step_rate,
 )
 
-# Step rule codes.
+# Step rule codes (the rules' names: polybeam.learners.choices.STEP_RULES).
 CONSTANT = 0
 DECAY = 1
 INVERSE = 2
 ADAPTIVE = 3
 GSA = 4
-STEP_CODES = {"constant": CONSTANT, "decay": DECAY, "inverse": INVERSE, "adaptive": ADAPTIVE, "gsa": GSA}
+STEP_RULE_CODES = {"constant": CONSTANT, "decay": DECAY, "inverse": INVERSE, "adaptive": ADAPTIVE, "gsa": GSA}
 
 # Layout of the float64 ``stats`` vector every kernel reads and updates.
 SCALE = 0  # the weights are scale * raw
@@ -56,7 +56,7 @@ NORM_WEIGHT = 5  # importance weight of examples that moved the normalised rates
 NORM_SUM = 6  # their importance-weighted sum of (x / scale)**2
 LABEL_MIN = 7  # range of labels seen, for clamping squared-loss predictions
 LABEL_MAX = 8
-STEPS = 9  # examples seen over all passes (count), for the truncation period
+LIFETIME_EXAMPLES = 9  # examples seen over all passes (count), for the truncation period
 CLOCK = 10  # truncation clock (see polybeam.learners.sparsity)
 GREEDY_SUM = 11  # importance-weighted sum of GSA greedy steps
 GREEDY_WEIGHT = 12  # their importance weight
@@ -244,44 +244,35 @@ def subgradient_l1(raw, sum_sq_grad, feature_scale, stats, amount, adaptive, gsa
 
 
 @numba.njit(cache=True, nogil=True)
-def learn_batch(
-    labels,
-    importances,
-    indptr,
-    indices,
-    values,
-    raw,
-    sum_sq_grad,
-    feature_scale,
-    synced,
-    stats,
-    loss,
-    step,
-    eta,
-    power_t,
-    l2,
-    bias,
-    normalized,
-    safe,
-    sparsity,
-    gravity,
-    truncate_every,
-    threshold,
-    gsa_target,
-    gsa_exact,
-    scale_labels,
-):
+def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, feature_scale, synced, stats, settings):
     """Learn every example of a CSR batch in order, updating the state in place.
 
-    Feature loops run from ``first`` (``start - 1`` with a bias, which is slot 0
-    with value 1) to ``stop``, and read arrays into scalars before calling any
-    helper (see ``sparsity.step_rate``).
+    ``settings`` is the learner's :class:`~polybeam.learners.kernel_settings.KernelSettings`
+    (the softmax kernel takes the same arguments). Feature loops run from ``first``
+    (``start - 1`` with a bias, which is slot 0 with value 1) to ``stop``, and read
+    arrays into scalars before calling any helper (see ``sparsity.step_rate``).
 
     ``scale_labels`` (squared loss): after an example's loss is counted, the
     bias moves by the change of the labels' running mean (the prediction with
     it), and an adaptive step is ``eta`` times the labels' running standard
     deviation (see :func:`count_label`).
     """
+    # The settings as local scalars, under the names the arithmetic below uses.
+    loss = settings.loss
+    step = settings.step
+    eta = settings.learning_rate
+    power_t = settings.power_t
+    l2 = settings.l2
+    bias = settings.bias
+    normalized = settings.normalized
+    safe = settings.safe_updates
+    sparsity = settings.sparsity
+    gravity = settings.gravity
+    truncate_every = settings.truncate_every
+    threshold = settings.threshold
+    gsa_target = settings.gsa_target
+    gsa_exact = settings.gsa_exact
+    scale_labels = settings.scale_labels
     n = labels.shape[0]
     adaptive = step == ADAPTIVE
     # GSA learns in normalised feature space: x_j / N_j, with N_j the largest |x_j| so far.
@@ -473,7 +464,7 @@ def learn_batch(
         stats[EXAMPLES] += 1.0
         stats[WEIGHT_SUM] += importance
         stats[LOSS_SUM] += importance * loss_value(loss, p, y)
-        stats[STEPS] += 1.0
+        stats[LIFETIME_EXAMPLES] += 1.0
         t_before = stats[TIME]
         stats[TIME] += importance
 
@@ -564,7 +555,7 @@ def learn_batch(
         if sparsity == SUBGRADIENT and importance > 0.0:
             amount = eta_t * multiplier * gravity * importance
             subgradient_l1(raw, sum_sq_grad, feature_scale, stats, amount, adaptive, gsa_normalized, normalized)
-        elif lazy and (truncate_every == 1.0 or stats[STEPS] % truncate_every == 0.0):  # no fmod for K = 1
+        elif lazy and (truncate_every == 1.0 or stats[LIFETIME_EXAMPLES] % truncate_every == 0.0):  # no fmod for K = 1
             advance_clock(stats, sparsity, eta_t * multiplier * truncate_every * gravity)
 
 

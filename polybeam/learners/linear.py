@@ -33,7 +33,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.curve import LearningCurve
 from polybeam.learners.holdout import PassSelection, train_passes
-from polybeam.learners.losses import LOSS_CODES
+from polybeam.learners.kernel_settings import KernelSettings
 from polybeam.learners.model import Model
 from polybeam.learners.slot_table import SlotTable, dense_limit
 from polybeam.learners.softmax import learn_batch_softmax
@@ -49,7 +49,7 @@ _ADDITIVE[
         kernels.LOSS_SUM,
         kernels.NORM_WEIGHT,
         kernels.NORM_SUM,
-        kernels.STEPS,
+        kernels.LIFETIME_EXAMPLES,
         kernels.GREEDY_SUM,
         kernels.GREEDY_WEIGHT,
         kernels.LABEL_WEIGHT,
@@ -98,11 +98,14 @@ class LinearLearner:
     ``sum_sq_grad_`` and ``feature_scale_`` (adaptive steps only), ``synced_``
     (each slot's truncation time stamp, lazy sparsity only), ``stats_`` (see
     ``kernels``), ``names_`` and ``passes_`` (per finished pass: examples,
-    importance weight, mean loss).
+    importance weight, mean loss). ``kernel_settings`` is not state but the
+    config as the learning kernels read it (see polybeam.learners.kernel_settings).
     """
 
     def __init__(self, config: LearnerConfig | None = None, *, sparse: bool = False):
         self.config = config or LearnerConfig()
+        # What the learning kernels read of the config, as numbers: built once, passed with every batch.
+        self.kernel_settings = KernelSettings.from_config(self.config)
         # A sparse state keeps a row per slot touched (a learner per key: see polybeam.learners.slot_table);
         # it turns dense past dense_limit(bits) rows.
         self.table_ = SlotTable() if sparse else None
@@ -273,7 +276,7 @@ class LinearLearner:
         return sparsity.nonzero_in_force(
             self.raw_, self.sum_sq_grad_, self.feature_scale_, self.synced_, float(self.stats_[kernels.CLOCK]),
             float(self.stats_[kernels.SCALE]), float(config.threshold), config.step == "adaptive", config.normalized,
-            sparsity.SPARSITY_CODES[config.sparsity],
+            self.kernel_settings.sparsity,
         )  # fmt: skip
 
     def _record_point(self) -> None:
@@ -288,54 +291,14 @@ class LinearLearner:
 
     def _learn_rows(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
         """Learn rows ``start:stop`` of ``batch``, reading ``values`` for its values."""
-        config = self.config
         rows = slice(start, stop)
-        common = (batch.labels[rows], batch.weights[rows], batch.indptr[start : stop + 1], batch.indices, values)
-        sparse = (
-            sparsity.SPARSITY_CODES[config.sparsity],
-            float(config.gravity),
-            float(config.truncate_every),
-            config.threshold,
-            float(config.gsa_target),
-        )
-        step = kernels.STEP_CODES[config.step]
-        rate = float(config.learning_rate or 0.0)
-        if config.loss == "softmax":
-            learn_batch_softmax(
-                *common,
-                self.raw_,
-                self.sum_sq_grad_,
-                self.feature_scale_,
-                self.synced_,
-                self.stats_,
-                step,
-                rate,
-                float(config.power_t),
-                float(config.l2),
-                config.bias,
-                config.normalized,
-                *sparse,
-            )
-        else:
-            kernels.learn_batch(
-                *common,
-                self.raw_.reshape(-1),
-                self.sum_sq_grad_.reshape(-1),
-                self.feature_scale_,
-                self.synced_,
-                self.stats_,
-                LOSS_CODES[config.loss],
-                step,
-                rate,
-                float(config.power_t),
-                float(config.l2),
-                config.bias,
-                config.normalized,
-                config.safe_updates,
-                *sparse,
-                config.gsa_exact,
-                config.scale_labels,
-            )
+        arrays = (batch.labels[rows], batch.weights[rows], batch.indptr[start : stop + 1], batch.indices, values)
+        scales, synced, stats = self.feature_scale_, self.synced_, self.stats_
+        if self.config.loss == "softmax":
+            learn_batch_softmax(*arrays, self.raw_, self.sum_sq_grad_, scales, synced, stats, self.kernel_settings)
+        else:  # one output: the binary kernel's weights and AdaGrad sums are 1-d
+            raw, sums = self.raw_.reshape(-1), self.sum_sq_grad_.reshape(-1)
+            kernels.learn_batch(*arrays, raw, sums, scales, synced, stats, self.kernel_settings)
 
     def expect(self, total: int) -> "LinearLearner":
         """Told how many examples training will see: nothing to plan for a linear learner (apple has a schedule)."""
@@ -405,7 +368,7 @@ class LinearLearner:
                 clock=self.stats_[kernels.CLOCK],
                 rates=rates,
                 thresholds=thresholds,
-                sparsity=sparsity.SPARSITY_CODES[self.config.sparsity],
+                sparsity=self.kernel_settings.sparsity,
             )
         return self
 

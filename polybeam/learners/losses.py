@@ -31,6 +31,9 @@ SQUARED = 0
 LOGISTIC = 1
 HINGE = 2
 LOSS_CODES = {"squared": SQUARED, "logistic": LOGISTIC, "hinge": HINGE}
+# Softmax's log loss lives in its own kernel (polybeam.learners.softmax), not in the functions below:
+# its code only completes the kernels' settings (polybeam.learners.kernel_settings).
+SOFTMAX = 3
 
 # Below this total step the flow and a straight gradient step agree to ~1e-12,
 # and the closed forms would lose precision to cancellation.

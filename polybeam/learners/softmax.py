@@ -26,6 +26,7 @@ from polybeam.learners.kernels import (
     GREEDY_SUM,
     GREEDY_WEIGHT,
     GSA,
+    LIFETIME_EXAMPLES,
     LOSS_SUM,
     MAX_MAGNITUDE,
     MIN_MAGNITUDE,
@@ -33,7 +34,6 @@ from polybeam.learners.kernels import (
     NORM_SUM,
     NORM_WEIGHT,
     SCALE,
-    STEPS,
     TIME,
     WEIGHT_SUM,
     advance_clock,
@@ -117,33 +117,28 @@ def to_probabilities(scores, out):
 
 @numba.njit(cache=True, nogil=True)
 def learn_batch_softmax(
-    labels,
-    importances,
-    indptr,
-    indices,
-    values,
-    raw,
-    sum_sq_grad,
-    feature_scale,
-    synced,
-    stats,
-    step,
-    eta,
-    power_t,
-    l2,
-    bias,
-    normalized,
-    sparsity,
-    gravity,
-    truncate_every,
-    threshold,
-    gsa_target,
+    labels, importances, indptr, indices, values, raw, sum_sq_grad, feature_scale, synced, stats, settings
 ):
     """Learn every example of a batch; labels are class ids 1..K (``raw.shape[1] == K``).
 
-    As in ``kernels.learn_batch``, feature loops run from ``first`` (the bias at
-    ``start - 1``) and read arrays into scalars before calling helpers.
+    The arguments are ``kernels.learn_batch``'s (``settings``: the learner's
+    :class:`~polybeam.learners.kernel_settings.KernelSettings`; the loss, safe
+    updates, exact GSA steps and label scaling are the binary kernel's alone). As
+    there, feature loops run from ``first`` (the bias at ``start - 1``) and read
+    arrays into scalars before calling helpers.
     """
+    # The settings as local scalars, under the names the arithmetic below uses.
+    step = settings.step
+    eta = settings.learning_rate
+    power_t = settings.power_t
+    l2 = settings.l2
+    bias = settings.bias
+    normalized = settings.normalized
+    sparsity = settings.sparsity
+    gravity = settings.gravity
+    truncate_every = settings.truncate_every
+    threshold = settings.threshold
+    gsa_target = settings.gsa_target
     n = labels.shape[0]
     classes = raw.shape[1]
     adaptive = step == ADAPTIVE
@@ -205,7 +200,7 @@ def learn_batch_softmax(
         stats[EXAMPLES] += 1.0
         stats[WEIGHT_SUM] += importance
         stats[LOSS_SUM] += importance * (-math.log(p_true) if p_true > 0.0 else MAX_LOG_LOSS)
-        stats[STEPS] += 1.0
+        stats[LIFETIME_EXAMPLES] += 1.0
         t_before = stats[TIME]
         stats[TIME] += importance
 
@@ -286,7 +281,7 @@ def learn_batch_softmax(
                         moved = weight - amount * rate if weight > 0.0 else weight + amount * rate
                         if abs(moved) < math.inf:
                             raw[slot, c] = moved / scale
-        elif lazy and stats[STEPS] % truncate_every == 0.0:
+        elif lazy and stats[LIFETIME_EXAMPLES] % truncate_every == 0.0:
             advance_clock(stats, sparsity, eta_t * multiplier * truncate_every * gravity)
 
 

@@ -101,7 +101,7 @@ def learner_from_model(model: Model, config: LearnerConfig, *, sparse: bool = Fa
     stats[kernels.LABEL_MAX] = float(meta.get("label_max", 0.0))
     passes = meta.get("passes") or []
     stats[kernels.TIME] = float(sum(p.get("importance_weight", 0.0) for p in passes))
-    stats[kernels.STEPS] = float(sum(p.get("examples", 0) for p in passes))
+    stats[kernels.LIFETIME_EXAMPLES] = float(sum(p.get("examples", 0) for p in passes))
     if config.scale_labels:
         _restore_label_moments(stats, meta)
     if meta.get("greedy_step") is not None:  # GSA's running mean goes on from where it was

@@ -36,7 +36,7 @@ from polybeam.learners.choices import (
     KEY_MODELS,
     LOSSES,
     SPARSITY,
-    STEPS,
+    STEP_RULES,
 )
 
 FORMATS = ("libsvm", "vw", "csv", "parquet")
@@ -171,7 +171,7 @@ def add_window_options(parser) -> None:
 def add_learner_options(parser) -> None:
     """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
     _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared); softmax needs --classes or --class-names")
-    _add(parser, "step", choices=STEPS, default=None, help="step size rule (default: adaptive, VW's normalised AdaGrad, at --learning-rate; gsa is greedy step averaging, the GSA paper's rule with no rate)")
+    _add(parser, "step", choices=STEP_RULES, default=None, help="step size rule (default: adaptive, VW's normalised AdaGrad, at --learning-rate; gsa is greedy step averaging, the GSA paper's rule with no rate)")
     _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, 2.0 for softmax, else 0.5)")
     _add(parser, "power-t", type=float, default=0.5, help="decay exponent of --step decay (default: 0.5, eta/sqrt(t))")
     _add(parser, "l2", type=float, default=0.0, help="L2 regularisation strength (default: 0)")
