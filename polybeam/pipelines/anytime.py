@@ -22,17 +22,17 @@ from apache_beam.transforms.util import WaitOn
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
-from polybeam.pipelines.jobs import (
-    OptionError,
-    _checked,
-    _counts,
-    _finish,
-    _noted,
-    _read,
-    _require,
-    _write_dead_letters,
+from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.job_parts import (
+    checked_read,
+    finish_report,
     input_policy,
     job_facts,
+    note_workers,
+    read_examples,
+    require,
+    total_counts,
+    write_dead_letters,
 )
 from polybeam.pipelines.launch import launch
 from polybeam.pipelines.option_specs import columns
@@ -82,17 +82,17 @@ def _sequence_report(parts: dict, *, facts: dict) -> dict:
         "total_cost": prefixes[-1]["cumulative_cost"] if prefixes else 0.0,
         "explained_variance": prefixes[-1]["explained_variance"] if prefixes else 0.0,
     }
-    return _finish(report, facts)
+    return finish_report(report, facts)
 
 
 def run_sequence(options: PipelineOptions) -> dict:
     """Sequence the groups of ``--groups`` over ``--input``; write the prefixes to ``--output``."""
     started = time.perf_counter()
     absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "sequence")
+    require(options.view_as(InputOptions).input, "--input", "sequence")
     settings = options.view_as(SequenceOptions)
-    groups_path = _require(settings.groups, "--groups", "sequence")
-    output = _require(options.view_as(OutputOptions).output, "--output", "sequence")
+    groups_path = require(settings.groups, "--groups", "sequence")
+    output = require(options.view_as(OutputOptions).output, "--output", "sequence")
     learner = options.view_as(LearnerOptions)
     config = LearnerConfig(loss="squared", bits=learner.bits, seed=learner.seed)
     if not (settings.ridge >= 0 and np.isfinite(settings.ridge)):
@@ -115,8 +115,8 @@ def run_sequence(options: PipelineOptions) -> dict:
     facts = {**job_facts("sequence", options, report_path), "method": settings.method, "ridge": settings.ridge,
              "output": output, "skipped_output": skipped_path, "dead_letter_file": dead_path}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config)
-    checked = _checked(read, options, _write_dead_letters(read, dead_path), facts)
+    read = read_examples(pipeline, options, "Read", config)
+    checked = checked_read(read, options, write_dead_letters(read, dead_path), facts)
     sequenced = read.examples | "Sequence" >> SequenceGroups(
         spec, method=settings.method, ridge=settings.ridge, whiten=False if settings.no_whiten else None,
         standardize=not settings.no_standardize, default_group=settings.default_group,
@@ -186,16 +186,16 @@ def _timeliness_report(parts: dict, *, models: dict, facts: dict) -> dict:
         from polybeam.pipelines.plots import plot_curves
 
         plot_curves(facts["plot"], {label: entry["curve"] for label, entry in methods.items()}, stop=stop, alpha=alpha)
-    return _finish(report, facts)
+    return finish_report(report, facts)
 
 
 def run_timeliness(options: PipelineOptions) -> dict:
     """Held-out curves and alpha-timeliness of the ``--prefixes`` files on ``--input``."""
     started = time.perf_counter()
     absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "timeliness")
+    require(options.view_as(InputOptions).input, "--input", "timeliness")
     settings = options.view_as(TimelinessOptions)
-    paths = _require(settings.prefixes, "--prefixes", "timeliness")
+    paths = require(settings.prefixes, "--prefixes", "timeliness")
     alpha = parse_alpha(options.view_as(LearnerOptions).alpha)
     models = load_models(paths)
     empty = [label for label, model in models.items() if not model.prefixes]
@@ -223,12 +223,12 @@ def run_timeliness(options: PipelineOptions) -> dict:
              "reference": reference, "plot": settings.plot, "dead_letter_file": dead_path}  # fmt: skip
     config = LearnerConfig(loss="squared", bits=bits, seed=seed)
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config)
+    read = read_examples(pipeline, options, "Read", config)
     curves = (read.examples
               | "Evaluate" >> EvaluateAnytime(models)
               | "Values" >> beam.MapTuple(lambda name, curve: (name, curve.explained_variance().tolist())))  # fmt: skip
     build = functools.partial(_timeliness_report, models=models, facts=facts)
-    checked = _checked(read, options, _write_dead_letters(read, dead_path), facts)
+    checked = checked_read(read, options, write_dead_letters(read, dead_path), facts)
     pipeline | "Report" >> WriteReport(report_path, build, counts=checked, curves=curves)
     outputs = {"dead_letters": dead_path, **({"plot": settings.plot} if settings.plot else {})}
     return launch(pipeline, options, facts, started=started, outputs=outputs)
@@ -254,7 +254,7 @@ def _prefix_choice(options: PipelineOptions, model: AnytimeModel, path: str) -> 
 
 
 def _anytime_predict_report(parts: dict, *, facts: dict) -> dict:
-    return _finish({**_counts(parts).to_dict(), "prediction_files": sorted(parts["files"])}, facts, parts)
+    return finish_report({**total_counts(parts).to_dict(), "prediction_files": sorted(parts["files"])}, facts, parts)
 
 
 def run_anytime_predict(options: PipelineOptions) -> dict:
@@ -262,8 +262,8 @@ def run_anytime_predict(options: PipelineOptions) -> dict:
     fits, each line ending with the prefix's size (groups) and cumulative cost."""
     started = time.perf_counter()
     absolute_paths(options, not_paths=("groups",))  # here the names of the groups available
-    _require(options.view_as(InputOptions).input, "--input", "predict")
-    output = _require(options.view_as(OutputOptions).output, "--output", "predict")
+    require(options.view_as(InputOptions).input, "--input", "predict")
+    output = require(options.view_as(OutputOptions).output, "--output", "predict")
     paths = options.view_as(TimelinessOptions).prefixes
     if len(paths) != 1:
         raise OptionError(f"polybeam predict takes one --prefixes file, got {len(paths)}")
@@ -286,10 +286,10 @@ def run_anytime_predict(options: PipelineOptions) -> dict:
              "prefix_groups": [p["group"] for p in model.prefixes[:length]], "dead_letter_file": dead_path}  # fmt: skip
     config = LearnerConfig(loss="squared", bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, labels="any")
-    parts = {"counts": _checked(read, options, _write_dead_letters(read, dead_path), facts)}
+    read = read_examples(pipeline, options, "Read", config, labels="any")
+    parts = {"counts": checked_read(read, options, write_dead_letters(read, dead_path), facts)}
     files = (
-        _noted(read.examples, parts)
+        note_workers(read.examples, parts)
         | "Predict" >> ApplyAnytime(model, **choice)
         | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
                                                  extra_columns=PREFIX_COLUMNS,

@@ -18,28 +18,17 @@ import logging
 import math
 import os
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 from polybeam.pipelines import logs
+from polybeam.pipelines.commands import COMMANDS
+from polybeam.pipelines.errors import UsageError
 from polybeam.pipelines.option_specs import ALL_OPTIONS, command_parser
-
-COMMANDS = {
-    "train": "train a model from examples and write the model file",
-    "evaluate": "held-out metrics of a model on examples (JSON on the last line)",
-    "predict": "write a prediction for every example",
-    "sequence": "order cost-weighted feature groups into anytime model prefixes (JSON lines)",
-    "timeliness": "held-out explained variance against cost and alpha-timeliness of prefix files",
-    "inspect": "print a model's summary: settings, non-zeros, largest weights",
-    "plot": "draw a model's learning curve, non-zeros and weights by degree, or anytime curves of prefix files",
-    "template": "write a Dataflow flex template of a command: metadata.json, Dockerfile, entry point, README",
-    "demo": "train and evaluate on bundled real data with the local runner",
-}
-
 
 def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
     width = max(map(len, COMMANDS)) + 1
-    lines += [f"  {name:<{width}} {text}" for name, text in COMMANDS.items()]
+    lines += [f"  {name:<{width}} {command.description}" for name, command in COMMANDS.items()]
     lines += ["", "polybeam COMMAND --help lists a command's options; polybeam --version the versions."]
     return "\n".join(lines)
 
@@ -47,14 +36,14 @@ def _usage() -> str:
 def _command_parser(command: str) -> argparse.ArgumentParser:
     return command_parser(
         command,
-        description=COMMANDS[command],
+        description=COMMANDS[command].description,
         epilog="Any Apache Beam pipeline option (--runner, --direct_num_workers, --temp_location, ...) "
         "is passed through; the default runner is the local FnApiRunner.",
     )
 
 
 def _inspect_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"], allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False)
     parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
     parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -64,7 +53,7 @@ def _inspect_parser() -> argparse.ArgumentParser:
 
 def _plot_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="polybeam plot", description=COMMANDS["plot"], allow_abbrev=False,
+        prog="polybeam plot", description=COMMANDS["plot"].description, allow_abbrev=False,
         epilog="With --prefixes, every other option (--format, --alpha, Beam's) goes to polybeam timeliness, "
                "which measures the curves on --input.")  # fmt: skip
     source = parser.add_mutually_exclusive_group(required=True)
@@ -103,7 +92,7 @@ def _run_plot(argv: Sequence[str]) -> int:
 def _template_parser() -> argparse.ArgumentParser:
     from polybeam.pipelines.flex_template import LAUNCHER_TAG, TEMPLATE_COMMANDS
 
-    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"], allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False)
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
     parser.add_argument("--output-dir", "--output_dir", dest="output_dir", required=True,
                         help="folder for metadata.json, Dockerfile, main.py and README.md (the image's build context)")
@@ -214,10 +203,6 @@ def _skip_ipython_probe() -> None:
 
     is_in_ipython.skips_import = True
     interactive_utils.is_in_ipython = pipeline.is_in_ipython = is_in_ipython
-
-
-class UsageError(ValueError):
-    """Wrong command-line usage."""
 
 
 def _print_json(report: dict) -> None:
@@ -348,20 +333,6 @@ def _describe_launch(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _runner(command: str) -> Callable:
-    if command == "demo":
-        from polybeam.pipelines.demo import run_demo
-
-        return run_demo
-    if command in ("sequence", "timeliness"):
-        from polybeam.pipelines import anytime
-
-        return {"sequence": anytime.run_sequence, "timeliness": anytime.run_timeliness}[command]
-    from polybeam.pipelines import jobs
-
-    return {"train": jobs.run_train, "evaluate": jobs.run_evaluate, "predict": jobs.run_predict}[command]
-
-
 def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> int:
     """Run ``polybeam`` with ``argv`` (default: the command line); the exit status.
 
@@ -406,7 +377,7 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
         _skip_ipython_probe()
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        runner = _runner(command)
+        runner = COMMANDS[command].run_function()
         from polybeam.pipelines import forked_workers
 
         # Local workers may be forked from the command's process, unless threads other than

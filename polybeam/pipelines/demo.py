@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from polybeam import datasets
 from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
-from polybeam.pipelines.jobs import _finish, _model_summary, job_facts
+from polybeam.pipelines.job_parts import finish_report, job_facts, model_summary
 from polybeam.pipelines.launch import launch, runner_name
 from polybeam.pipelines.options import DemoOptions, absolute_paths, given_options, with_default_runner
 from polybeam.transforms.dead_letters import WriteDeadLetters
@@ -40,7 +40,7 @@ def _demo_report(parts: dict, *, facts: dict, text_path: str) -> dict:
     train_counts = sum(parts["train_counts"], ReadCounts())
     test_counts = sum(parts["test_counts"], ReadCounts())
     summary = parts["summary"][0]
-    report = _finish({
+    report = finish_report({
         "dataset": DATASET,
         "learner": CONFIG.to_dict(),
         "train": train_counts.to_dict(),
@@ -79,7 +79,7 @@ def run_demo(options: PipelineOptions) -> dict:
         "train_counts": train.counts,
         "test_counts": test.counts,
         "written": models | "WriteModel" >> WriteModel(model_path),
-        "summary": models | "Summary" >> beam.Map(_model_summary),
+        "summary": models | "Summary" >> beam.Map(model_summary),
         "heldout": test.examples | "Evaluate" >> Evaluate(models),
         "dead_files": letters | "WriteDeadLetters" >> WriteDeadLetters(
             dead_path, file_name_suffix="", num_shards=1, shard_name_template=""),

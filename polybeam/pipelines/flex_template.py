@@ -37,6 +37,7 @@ import sys
 
 import polybeam
 from polybeam.pipelines import option_specs as specs
+from polybeam.pipelines.commands import COMMANDS
 
 TEMPLATE_COMMANDS = ("train", "evaluate", "predict", "sequence", "timeliness")
 
@@ -153,13 +154,11 @@ def template_metadata(command: str) -> dict:
     """The flex template's ``metadata.json`` for ``polybeam COMMAND``: one parameter per option."""
     if command not in TEMPLATE_COMMANDS:
         raise ValueError(f"no template for polybeam {command}; one of: {', '.join(TEMPLATE_COMMANDS)}")
-    from polybeam.pipelines.cli import COMMANDS
-
     parameters = [_parameter(action, command) for action in specs.command_parser(command)._actions
                   if action.option_strings and action.dest != "help"]
     return {
         "name": f"polybeam-{command}",
-        "description": f"polybeam {command}: {COMMANDS[command]}",
+        "description": f"polybeam {command}: {COMMANDS[command].description}",
         "streaming": False,
         "parameters": parameters,
     }

@@ -18,13 +18,30 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 from apache_beam.transforms.util import WaitOn
 
-from polybeam.learners.config import LearnerConfig
-from polybeam.formats.acceptance import InputPolicy
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.multitask import SharedKeys, shared_config
+from polybeam.learners.warm_start import check_compatible, source_config
+from polybeam.pipelines import windowed
+from polybeam.pipelines.anytime import run_anytime_predict
+from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.job_parts import (
+    checked_read,
+    count,
+    finish_report,
+    input_policy,
+    job_facts,
+    model_summary,
+    note_workers,
+    preloader,
+    read_examples,
+    require,
+    total_counts,
+    write_dead_letters,
+)
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
 from polybeam.pipelines.model_input import check_sample, header_columns, model_note, recorded_input
-from polybeam.pipelines.preload import preload_kernels
 from polybeam.pipelines.options import (
     InputOptions,
     KeyOptions,
@@ -34,129 +51,28 @@ from polybeam.pipelines.options import (
     RunOptions,
     TimelinessOptions,
     TrainingOptions,
-    given_options,
+    absolute_paths,
     input_settings,
     learner_config,
-    absolute_paths,
     with_default_runner,
 )
-from polybeam.learners.warm_start import check_compatible, source_config
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
-from polybeam.transforms.dead_letters import FillLineNumbers, WriteDeadLetters
+from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
-from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.keyed_files import KeyedFolder, join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
-from polybeam.transforms.shared_keys import SharedModel
-from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
 from polybeam.transforms.predict import Predict, WritePredictions, id_column_name
-from polybeam.transforms.provenance import RecordOrigin, origin, provenance_record
-from polybeam.transforms.read import ReadExamples
+from polybeam.transforms.provenance import RecordOrigin
 from polybeam.transforms.report import WriteReport
 from polybeam.transforms.routing import KEYED_MODELS, ModelLibrary, RouteByKey, WriteKeyedModels
+from polybeam.transforms.shared_keys import SharedModel
 from polybeam.transforms.train import Train
 from polybeam.transforms.windows import WindowExamples
-from polybeam.transforms.workers import NoteWorkers, peak_per_worker
 
-
-class OptionError(ValueError):
-    """A missing or invalid option, with what to fix."""
-
-
-def _require(value, flag: str, command: str):
-    if not value:
-        raise OptionError(f"polybeam {command} needs {flag}")
-    return value
-
-
-def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None, key: str | None = None,
-          settings: InputSettings | None = None):  # fmt: skip
-    """Read ``--input`` as ``settings`` say (default: as the input options say, see ``input_settings``).
-    The job checks its read itself (CheckInput in _checked), after writing the dead letters and with its report."""
-    settings = settings or input_settings(options, config, key=key)
-    return pipeline | label >> ReadExamples(options.view_as(InputOptions).input, format=settings.format,
-                                            check_input=False, **settings.reader_options(labels or config.label_kind))  # fmt: skip
-
-
-def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):
-    letters = read.dead_letters if extra is None else (read.dead_letters, extra) | f"{label}All" >> beam.Flatten()
-    return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
-
-
-def _checked(read, options: PipelineOptions, dead_files, facts: dict, *, settings: InputSettings | None = None,
-             expected: str | None = None):  # fmt: skip
-    """The read's counts, once its dead letters are written and the input check passed (see CheckInput);
-    what writes the job's results waits for it, so a refused input writes none of them. ``expected``: what
-    the model reads, for the likely cause of a refusal."""
-    policy = input_policy(options, facts.get("dead_letter_file"), settings=settings, expected=expected)
-    return read | "CheckInput" >> CheckInput(policy, report=facts["report"], facts=facts, after=[dead_files])
-
-
-def input_policy(options: PipelineOptions, dead_letter_file: str | None = None, *,
-                 settings: InputSettings | None = None, expected: str | None = None) -> InputPolicy:  # fmt: skip
-    """What the job accepts from its read (--allow-empty, --max-dead-letter-fraction); checked at once."""
-    inputs = options.view_as(InputOptions)
-    return InputPolicy(allow_empty=inputs.allow_empty, max_dead_letter_fraction=inputs.max_dead_letter_fraction,
-                       format=settings.format if settings else inputs.format or "libsvm",
-                       dead_letter_file=dead_letter_file, expected=expected)  # fmt: skip
-
-
-def _preloader(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None,
-               settings: InputSettings | None = None):  # fmt: skip
-    """What loads this job's kernels before local workers are forked (see polybeam.pipelines.preload)."""
-    settings = settings or input_settings(options, config, key=key)
-    return functools.partial(preload_kernels, options.view_as(InputOptions).input, settings.format,
-                             settings.reader_options(labels or config.label_kind), config)  # fmt: skip
-
-
-def _count(pcollection, label: str):
-    """How many elements ``pcollection`` has, as a one-element PCollection."""
-    return pcollection | label >> beam.combiners.Count.Globally()
-
-
-def job_facts(command: str, options: PipelineOptions, report: str) -> dict:
-    """What every report says about the job itself (the launcher's view, recorded before launch)."""
-    facts = {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
-             "launched": time.time()}  # fmt: skip
-    pattern = options.view_as(InputOptions).input
-    facts["origin"] = origin(None, [pattern] if pattern else [], command=command,
-                             options=given_options(options), runner=facts["runner"], started=facts["launched"])  # fmt: skip
-    return facts
-
-
-def _finish(report: dict, facts: dict, parts: dict | None = None) -> dict:
-    finished = time.time()
-    facts = dict(facts)
-    known = facts.pop("origin", None)
-    report = {**facts, **report, "finished": finished, "job_seconds": finished - facts["launched"]}
-    if known is not None:  # versions of the worker writing the report, what was read, options, start, end
-        report["provenance"] = provenance_record(known, _read_counts(report, parts), finished)
-    if parts and "workers" in parts:
-        workers = peak_per_worker(parts["workers"])
-        report["workers"] = workers
-        report["worker_peak_rss_bytes"] = max((w["peak_rss_bytes"] for w in workers), default=None)
-    return report
-
-
-def _read_counts(report: dict, parts: dict | None) -> ReadCounts | None:
-    """What the job read: its parts' counts, else the report's figures when it has them all (as numbers)."""
-    if parts and parts.get("counts"):
-        return _counts(parts)
-    figures = [report.get(name) for name in ("records", "examples", "dead_letters", "skipped")]
-    return ReadCounts(*figures) if all(isinstance(figure, int) for figure in figures) else None
-
-
-def _noted(examples, parts: dict, label: str = "NoteWorkers"):
-    """``examples`` unchanged; the processes that handle them are noted in the report's ``workers``."""
-    noted = examples | label >> NoteWorkers()
-    parts["workers"] = noted.workers
-    return noted.main
-
-
-def _counts(parts: dict, name: str = "counts") -> ReadCounts:
-    return sum(parts.get(name, []), ReadCounts())
+# (OptionError is raised here and was importable from here before it had its own module.)
+__all__ = ["OptionError", "run_train", "run_evaluate", "run_predict", "first_pass_learners"]
 
 
 def _key_spec_for(options: PipelineOptions, command: str) -> str | None:
@@ -175,23 +91,8 @@ def _key_spec_for(options: PipelineOptions, command: str) -> str | None:
 # -- train -------------------------------------------------------------------------------------------------
 
 
-def _model_summary(model) -> dict:
-    meta = model.metadata
-    holdout = meta.get("holdout")
-    summary = {"examples_trained": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
-               "passes": meta.get("passes"), "nonzero_weights": model.nonzero, "model_kind": model.kind,
-               "holdout": holdout, "apple_guard": meta.get("apple_guard")}  # fmt: skip
-    if model.shared_keys is not None:
-        summary["keys"] = len(model.shared_keys.trained)
-    if holdout and holdout["passes"]:
-        summary["examples_held_out"] = holdout["passes"][-1]["examples"]
-    if meta.get("lbfgs"):
-        summary["lbfgs"] = meta["lbfgs"]
-    return summary
-
-
 def _train_report(parts: dict, *, facts: dict) -> dict:
-    counts = _counts(parts)
+    counts = total_counts(parts)
     report = counts.to_dict()
     if facts.get("key") and facts.get("key_model") != "shared":
         index = parts["index"][0] if parts["index"] else None
@@ -210,7 +111,7 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
             own = history[max(0, len(history) - facts["passes_run"])]
             summary["progressive_loss"] = own.get("loss")
         report.update(summary)
-    return _finish(report, facts, parts)
+    return finish_report(report, facts, parts)
 
 
 def first_pass_learners(options: PipelineOptions) -> int | None:
@@ -292,15 +193,13 @@ def run_train(options: PipelineOptions) -> dict:
     """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report."""
     started = time.perf_counter()
     absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "train")
-    model_path = _require(options.view_as(ModelOptions).model, "--model", "train")
+    require(options.view_as(InputOptions).input, "--input", "train")
+    model_path = require(options.view_as(ModelOptions).model, "--model", "train")
     config = learner_config(options)
     fanout = options.view_as(TrainingOptions).merge_fanout
     if fanout is not None and fanout < 2:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
     key = _key_spec_for(options, "train")
-    from polybeam.pipelines import windowed  # (it builds on this module)
-
     window = windowed.window_of(options, key)
     shared = _shared_keys(options, key, config)
     config = _shared_config(options, config)
@@ -328,14 +227,14 @@ def run_train(options: PipelineOptions) -> dict:
         "input": settings.to_dict(), "window_spec": window.text() if window else None,
     }  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, key=key, settings=settings)
-    checked = _checked(read, options, _write_dead_letters(read, dead_path), report_facts, settings=settings)
+    read = read_examples(pipeline, options, "Read", config, key=key, settings=settings)
+    checked = checked_read(read, options, write_dead_letters(read, dead_path), report_facts, settings=settings)
     initial = None
     if initial_path is not None:
         initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
     parts = {"counts": checked}
     # allow_empty: the job's own input check refuses an empty read (with its report) unless --allow-empty.
-    examples = _noted(read.examples, parts)
+    examples = note_workers(read.examples, parts)
     if window is not None:
         examples = examples | "Windows" >> WindowExamples(window)
     models = examples | "Train" >> Train(
@@ -360,12 +259,12 @@ def run_train(options: PipelineOptions) -> dict:
                                                                     input=settings.to_dict())  # fmt: skip
     else:
         written = models | "WriteModel" >> WriteModel(model_path)
-        parts["summary"] = models | "Summary" >> beam.Map(_model_summary)
+        parts["summary"] = models | "Summary" >> beam.Map(model_summary)
         parts["written"] = written
     pipeline | "Report" >> WriteReport(report_path, functools.partial(build, facts=report_facts), **parts)
     return launch(pipeline, options, report_facts, started=started,
                   outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
-                  preload=_preloader(options, config, key=key, settings=settings))  # fmt: skip
+                  preload=preloader(options, config, key=key, settings=settings))  # fmt: skip
 
 
 # -- evaluate and predict: one model, or a folder of per-key models --------------------------------------
@@ -378,7 +277,7 @@ def _is_keyed_folder(path: str) -> bool:
 def _model_source(options: PipelineOptions, command: str):
     """``(model or library, config, key spec, how the model's input was read or None)`` of --model, failing
     fast on a bad file or folder."""
-    model_path = _require(options.view_as(ModelOptions).model, "--model", command)
+    model_path = require(options.view_as(ModelOptions).model, "--model", command)
     fallback = options.view_as(RoutingOptions).fallback_model
     key = options.view_as(KeyOptions).key
     if not _is_keyed_folder(model_path):
@@ -442,7 +341,7 @@ def _reconciled(counts: ReadCounts, unrouted: int) -> dict:
 
 def _evaluate_report(parts: dict, *, facts: dict) -> dict:
     unrouted = sum(parts.get("unrouted", [0]))
-    counts = _reconciled(_counts(parts), unrouted)
+    counts = _reconciled(total_counts(parts), unrouted)
     if facts.get("key"):
         per_key = {key: metrics for key, metrics in parts["metrics"] if key is not OVERALL}
         overall = next((metrics for key, metrics in parts["metrics"] if key is OVERALL),
@@ -451,18 +350,16 @@ def _evaluate_report(parts: dict, *, facts: dict) -> dict:
     else:
         report = dict(parts["metrics"][0])
     report.update({name: counts[name] for name in counts if name != "examples"})
-    return _finish(report, facts, parts)
+    return finish_report(report, facts, parts)
 
 
 def run_evaluate(options: PipelineOptions) -> dict:
     """Held-out metrics of a model file (or per key, of a folder of per-key models) on examples."""
-    from polybeam.pipelines import windowed  # (it builds on this module)
-
-    if windowed.is_windowed_folder(_require(options.view_as(ModelOptions).model, "--model", "evaluate")):
+    if windowed.is_windowed_folder(require(options.view_as(ModelOptions).model, "--model", "evaluate")):
         return windowed.run_windowed_evaluate(options)
     started = time.perf_counter()
     absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "evaluate")
+    require(options.view_as(InputOptions).input, "--input", "evaluate")
     source, config, key, recorded = _model_source(options, "evaluate")
     settings, expected = _scoring_input(options, config, key, recorded, labels=config.label_kind)
     model_path = options.view_as(ModelOptions).model
@@ -475,38 +372,36 @@ def run_evaluate(options: PipelineOptions) -> dict:
     facts = {**job_facts("evaluate", options, report_path), "model": model_path, "key": key,
              "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, key=key, settings=settings)
+    read = read_examples(pipeline, options, "Read", config, key=key, settings=settings)
     scored, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    dead_files = _write_dead_letters(read, dead_path, extra=unrouted)
-    parts = {"counts": _checked(read, options, dead_files, facts, settings=settings, expected=expected)}
-    metrics = _noted(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
+    dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+    parts = {"counts": checked_read(read, options, dead_files, facts, settings=settings, expected=expected)}
+    metrics = note_workers(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
     parts["metrics"] = metrics
     if unrouted is not None:
-        parts["unrouted"] = _count(unrouted, "CountUnrouted")
+        parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_evaluate_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started,
                   outputs={"dead_letters": dead_path},
-                  preload=_preloader(options, config, key=key, settings=settings))  # fmt: skip
+                  preload=preloader(options, config, key=key, settings=settings))  # fmt: skip
 
 
 def _predict_report(parts: dict, *, facts: dict) -> dict:
     unrouted = sum(parts.get("unrouted", [0]))
-    return _finish({**_reconciled(_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts, parts)
+    return finish_report({**_reconciled(total_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts, parts)
 
 
 def run_predict(options: PipelineOptions) -> dict:
     """Predictions of a model file (or of per-key models) for every example, as tab-separated text files;
     with ``--prefixes``, of an anytime model's prefix (see :func:`polybeam.pipelines.anytime.run_anytime_predict`)."""
     if options.view_as(TimelinessOptions).prefixes:
-        from polybeam.pipelines.anytime import run_anytime_predict
-
         return run_anytime_predict(options)
     started = time.perf_counter()
     absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "predict")
-    output = _require(options.view_as(OutputOptions).output, "--output", "predict")
+    require(options.view_as(InputOptions).input, "--input", "predict")
+    output = require(options.view_as(OutputOptions).output, "--output", "predict")
     source, config, key, recorded = _model_source(options, "predict")
     settings, expected = _scoring_input(options, config, key, recorded, labels="any")
     model_path = options.view_as(ModelOptions).model
@@ -518,23 +413,23 @@ def run_predict(options: PipelineOptions) -> dict:
     facts = {**job_facts("predict", options, report_path), "model": model_path, "key": key, "output": output,
              "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, labels="any", key=key, settings=settings)
+    read = read_examples(pipeline, options, "Read", config, labels="any", key=key, settings=settings)
     scored_input, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    dead_files = _write_dead_letters(read, dead_path, extra=unrouted)
-    parts = {"counts": _checked(read, options, dead_files, facts, settings=settings, expected=expected)}
+    dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+    parts = {"counts": checked_read(read, options, dead_files, facts, settings=settings, expected=expected)}
     files = (
-        _noted(scored_input, parts)
+        note_workers(scored_input, parts)
         | "Predict" >> Predict(model, routed=key is not None)
         | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
                                                  with_key=key is not None, id_name=id_column_name(settings))  # fmt: skip
     )
     parts["files"] = files
     if unrouted is not None:
-        parts["unrouted"] = _count(unrouted, "CountUnrouted")
+        parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started,
                   outputs={"predictions": output + "*", "dead_letters": dead_path},
-                  preload=_preloader(options, config, labels="any", key=key, settings=settings))  # fmt: skip
+                  preload=preloader(options, config, labels="any", key=key, settings=settings))  # fmt: skip
 

@@ -20,8 +20,8 @@ from apache_beam.transforms import window as beam_window
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.windows import WindowSpec, parse_window
-from polybeam.pipelines import jobs
-from polybeam.pipelines.jobs import OptionError
+from polybeam.pipelines import job_parts
+from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.model_input import check_sample, recorded_input
 from polybeam.pipelines.options import (InputOptions, KeyOptions, ModelOptions, RunOptions, TrainingOptions,
                                         WindowOptions, absolute_paths, input_settings, with_default_runner)
@@ -79,11 +79,11 @@ def windowed_models(options: PipelineOptions, spec: WindowSpec, models, *, model
 
 def windowed_train_report(parts: dict, *, facts: dict) -> dict:
     """The report of a windowed train job: the read's counts, and per window what its model(s) learned."""
-    report = jobs._counts(parts).to_dict()
+    report = job_parts.total_counts(parts).to_dict()
     windows = read_index(facts["model"])["entries"] if parts["index"] else {}
     report.update(windows=windows, index=parts["index"][0] if parts["index"] else None,
                   examples_trained=sum(entry.get("examples") or 0 for entry in windows.values()))  # fmt: skip
-    return jobs._finish(report, facts, parts)
+    return job_parts.finish_report(report, facts, parts)
 
 
 # -- evaluate -----------------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def _keyed_by_window(batches, key: str | None):
 
 
 def _windowed_evaluate_report(parts: dict, *, facts: dict) -> dict:
-    counts = jobs._counts(parts).to_dict()
+    counts = job_parts.total_counts(parts).to_dict()
     overall = next((metrics for key, metrics in parts["metrics"] if key is OVERALL), None)
     windows: dict = {}
     for key, metrics in sorted((pair for pair in parts["metrics"] if pair[0] is not OVERALL), key=lambda p: str(p[0])):
@@ -123,7 +123,7 @@ def _windowed_evaluate_report(parts: dict, *, facts: dict) -> dict:
               "windows": windows, "examples_without_model": unscored}  # fmt: skip
     report.update({name: counts[name] for name in counts if name != "examples"})
     report["examples_read"] = counts["examples"]
-    return jobs._finish(report, facts, parts)
+    return job_parts.finish_report(report, facts, parts)
 
 
 def _has_model(element, folder: WindowedFolder) -> bool:
@@ -134,7 +134,7 @@ def run_windowed_evaluate(options: PipelineOptions) -> dict:
     """Each window's model scored on the input's examples of the same window (see the module docstring)."""
     started = time.perf_counter()
     absolute_paths(options)
-    jobs._require(options.view_as(InputOptions).input, "--input", "evaluate")
+    job_parts.require(options.view_as(InputOptions).input, "--input", "evaluate")
     model_path = options.view_as(ModelOptions).model
     folder = WindowedFolder(model_path)
     index = folder.index
@@ -149,16 +149,16 @@ def run_windowed_evaluate(options: PipelineOptions) -> dict:
                  model_path=model_path)  # fmt: skip
     dead_path = options.view_as(InputOptions).dead_letters or join(model_path, "evaluate.dead_letters.jsonl")
     report_path = options.view_as(RunOptions).report or join(model_path, "evaluation.json")
-    jobs.input_policy(options, settings=settings)
+    job_parts.input_policy(options, settings=settings)
     with_default_runner(options)
 
-    facts = {**jobs.job_facts("evaluate", options, report_path), "model": model_path, "key": key,
+    facts = {**job_parts.job_facts("evaluate", options, report_path), "model": model_path, "key": key,
              "window_spec": index["window_spec"], "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = jobs._read(pipeline, options, "Read", config, key=key, settings=settings)
-    dead_files = jobs._write_dead_letters(read, dead_path)
-    parts = {"counts": jobs._checked(read, options, dead_files, facts, settings=settings)}
-    windowed = jobs._noted(read.examples, parts) | "Windows" >> WindowExamples(parse_window(index["window_spec"]))
+    read = job_parts.read_examples(pipeline, options, "Read", config, key=key, settings=settings)
+    dead_files = job_parts.write_dead_letters(read, dead_path)
+    parts = {"counts": job_parts.checked_read(read, options, dead_files, facts, settings=settings)}
+    windowed = job_parts.note_workers(read.examples, parts) | "Windows" >> WindowExamples(parse_window(index["window_spec"]))
     keyed = _keyed_by_window(windowed, key)
     scored = keyed | "HasModel" >> beam.Partition(lambda element, _, f: int(_has_model(element, f)), 2, folder)
     parts["metrics"] = scored[1] | "Evaluate" >> Evaluate(folder, routed=True, overall=True)
@@ -166,4 +166,4 @@ def run_windowed_evaluate(options: PipelineOptions) -> dict:
         lambda window_key, batch: (window_key[0] if isinstance(window_key, tuple) else window_key, len(batch)))
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_windowed_evaluate_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started, outputs={"dead_letters": dead_path},
-                  preload=jobs._preloader(options, config, key=key, settings=settings))  # fmt: skip
+                  preload=job_parts.preloader(options, config, key=key, settings=settings))  # fmt: skip
