@@ -14,7 +14,6 @@ import argparse
 import gc
 import importlib
 import json
-import logging
 import math
 import os
 import sys
@@ -23,7 +22,7 @@ from typing import Sequence
 from polybeam.pipelines import logs
 from polybeam.pipelines.commands import COMMANDS
 from polybeam.pipelines.errors import UsageError
-from polybeam.pipelines.option_specs import ALL_OPTIONS, command_parser
+from polybeam.pipelines.option_specs import ALL_FLAGS, command_parser
 
 def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
@@ -151,35 +150,42 @@ def import_runner_module(argv: Sequence[str]) -> None:
         raise UsageError(f"--runner {runner}: cannot import {module}: {type(error).__name__}: {error}") from None
 
 
+class _EveryOptionParser(argparse.ArgumentParser):
+    """A parser that takes every registered PipelineOptions class's options, to tell what nobody knows (Beam's own
+    parser adds ``add_value_provider_argument``, which some options classes call; its value's type does not matter
+    here)."""
+
+    def add_value_provider_argument(self, *args, **kwargs):
+        self.add_argument(*args, **kwargs)
+
+
 def _check_arguments(command: str, argv: Sequence[str]) -> None:
-    """Fail fast on options nobody knows, and on polybeam options the command does not take."""
-    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+    """Fail fast on a bad value of one of the command's options, on options nobody knows, and on polybeam options
+    the command does not take."""
+    from apache_beam.options.pipeline_options import PipelineOptions
 
     import polybeam.pipelines.options  # noqa: F401  (registers polybeam's PipelineOptions classes with Beam)
 
     own_parser = _command_parser(command)
     own_parser.exit_on_error = False
     try:  # a bad value of one of our options: say so in one line, not with Beam's whole usage
-        own_parser.parse_known_args(list(argv))
+        _, rest = own_parser.parse_known_args(list(argv))
     except argparse.ArgumentError as error:
         raise UsageError(f"{error} (see polybeam {command} --help)") from None
 
-    everything = _BeamArgumentParser(allow_abbrev=False)
+    everything = _EveryOptionParser(allow_abbrev=False, add_help=False, exit_on_error=False)
     for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
         options_class._add_argparse_args(everything)
-    _, unknown = everything.parse_known_args(list(argv))
-    flags = [arg for arg in unknown if arg.startswith("-")]
-    if flags or unknown:
+    try:
+        _, unknown = everything.parse_known_args(rest)
+    except argparse.ArgumentError as error:
+        raise UsageError(f"{error} (see polybeam {command} --help)") from None
+    if unknown:
         raise UsageError(f"unrecognised arguments: {' '.join(unknown)} (see polybeam {command} --help)")
-
-    own = argparse.ArgumentParser(allow_abbrev=False)
-    for add_options in ALL_OPTIONS:
-        add_options(own)
-    allowed_flags = {flag for action in own_parser._actions for flag in action.option_strings}
-    for action in own._actions:
-        for flag in action.option_strings:
-            if flag not in allowed_flags and any(arg == flag or arg.startswith(flag + "=") for arg in argv):
-                raise UsageError(f"{flag} does not apply to polybeam {command} (see polybeam {command} --help)")
+    for arg in rest:  # what the command's parser left: Beam's options, or other commands' polybeam options
+        option = ALL_FLAGS.get(arg.partition("=")[0])
+        if option is not None:
+            raise UsageError(f"{arg.partition('=')[0]} does not apply to polybeam {command} (see polybeam {command} --help)")
 
 
 def _skip_ipython_probe() -> None:

@@ -13,8 +13,9 @@
   :mod:`polybeam.pipelines.template_main`, which submits the job and exits;
 - ``README.md``: the build and run commands.
 
-The parameters come from the same option definitions as ``polybeam COMMAND
---help`` and the PipelineOptions classes (:mod:`polybeam.pipelines.option_specs`).
+The parameters come from the option schema (:mod:`polybeam.pipelines.option_specs`),
+as ``polybeam COMMAND --help`` and the PipelineOptions classes do: their types,
+choices, defaults, which are required and which name files or folders.
 
 >>> metadata = template_metadata("evaluate")
 >>> metadata["name"]
@@ -29,7 +30,6 @@ The parameters come from the same option definitions as ``polybeam COMMAND
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -61,12 +61,6 @@ _DURATION = "[0-9]+(\\.[0-9]+)?[smhdw]?"
 WINDOW = f"^(fixed:{_DURATION}|sliding:{_DURATION},{_DURATION})$"
 TIMESTAMP = "^column:.+$"
 
-# What each path option names, for the console's file pickers.
-READ_FILES = {"input", "initial_model", "fallback_model", "groups", "reference", "prefixes"}
-WRITTEN_FILES = {"dead_letters", "report", "skipped_output", "plot", "output"}
-WRITTEN_FOLDERS = {"checkpoint_dir", "output_dir"}
-
-
 ACRONYMS = {"csv": "CSV", "vw": "VW", "gsa": "GSA", "l2": "L2"}
 
 
@@ -76,61 +70,54 @@ def _label(name: str) -> str:
     return " ".join([ACRONYMS.get(words[0], words[0].capitalize())] + [ACRONYMS.get(w, w) for w in words[1:]])
 
 
-def _default_text(action: argparse.Action) -> str | None:
-    if isinstance(action, argparse._StoreTrueAction):
+def _default_text(option: specs.Option) -> str | None:
+    if option.flag:
         # A template does not wait for its job (Dataflow's launcher requirement).
-        return "true" if action.dest == "no_wait" else "false"
-    default = action.default
+        return "true" if option.attribute == "no_wait" else "false"
+    default = option.default
     if default is None or default == () or default == "":
         return None
     return str(default)
 
 
-def _kind(action: argparse.Action, command: str) -> tuple[str, list[str]]:
+# The console's file pickers, by what a path option names (the schema's ``path``).
+PATH_TYPES = {"read": "GCS_READ_FILE", "write": "GCS_WRITE_FILE", "folder": "GCS_WRITE_FOLDER"}
+
+
+def _kind(option: specs.Option, command: str) -> tuple[str, list[str]]:
     """The parameter's ``paramType`` and regexes."""
-    name = action.dest
-    if isinstance(action, argparse._StoreTrueAction):
+    name = option.attribute
+    if option.flag:
         return "BOOLEAN", [BOOLEAN]
-    if action.choices:
-        return "ENUM", ["^(" + "|".join(action.choices) + ")$"]
-    if action.type is float:
+    if option.choices:
+        return "ENUM", ["^(" + "|".join(option.all_choices()) + ")$"]
+    if option.type is float:
         return "NUMBER", [NUMBER]
-    if action.type is int:
+    if option.type is int:
         return "NUMBER", [INTEGER]
-    if action.type is specs.number_or_auto:
-        return "TEXT", [NUMBER_OR_AUTO]
-    if action.type is specs.key_spec:
-        return "TEXT", [KEY]
-    if action.type is specs.window_spec:
-        return "TEXT", [WINDOW]
-    if action.type is specs.timestamp_spec:
-        return "TEXT", [TIMESTAMP]
-    if name == "model":  # train writes it; the other commands read it
-        return ("GCS_WRITE_FILE" if command == "train" else "GCS_READ_FILE"), [PATH]
-    if action.type is specs.columns:
-        if name == "prefixes" and command == "timeliness":  # several files: no single-file picker
-            return "TEXT", [PATH_LIST]
-        if name in READ_FILES:
-            return "GCS_READ_FILE", [PATH]
-        return "TEXT", [NAME_LIST]
-    if name == "groups" and command == "predict":  # the names of the groups available
-        return "TEXT", [NAME_LIST]
+    texts = {specs.number_or_auto: NUMBER_OR_AUTO, specs.key_spec: KEY, specs.window_spec: WINDOW,
+             specs.timestamp_spec: TIMESTAMP}  # fmt: skip
+    if option.type in texts:
+        return "TEXT", [texts[option.type]]
     if name == "reference":  # a prefix file, or a method's name
         return "TEXT", []
-    if name in READ_FILES:
-        return "GCS_READ_FILE", [PATH]
-    if name in WRITTEN_FILES:
-        return "GCS_WRITE_FILE", [PATH]
-    if name in WRITTEN_FOLDERS:
-        return "GCS_WRITE_FOLDER", [PATH]
+    path = "write" if command in option.written_by else option.path  # train writes --model; others read it
+    if option.type is specs.columns:
+        if path is not None and command == "timeliness":  # several files: no single-file picker
+            return "TEXT", [PATH_LIST]
+        return (PATH_TYPES[path], [PATH]) if path is not None else ("TEXT", [NAME_LIST])
+    if path is not None:
+        return PATH_TYPES[path], [PATH]
+    if name == "groups":  # predict: the names of the groups available
+        return "TEXT", [NAME_LIST]
     return "TEXT", []
 
 
-def _parameter(action: argparse.Action, command: str) -> dict:
-    name = action.dest
-    kind, regexes = _kind(action, command)
-    required = name in specs.REQUIRED_OPTIONS.get(command, ())
-    help_text = action.help or _label(name)
+def _parameter(option: specs.Option, command: str) -> dict:
+    name = option.attribute
+    kind, regexes = _kind(option, command)
+    required = name in specs.required_options(command)
+    help_text = option.help or _label(name)
     if required:
         help_text += " (required)"
     parameter = {
@@ -143,8 +130,8 @@ def _parameter(action: argparse.Action, command: str) -> dict:
     if regexes:
         parameter["regexes"] = regexes
     if kind == "ENUM":
-        parameter["enumOptions"] = [{"value": choice, "label": choice} for choice in action.choices]
-    default = _default_text(action)
+        parameter["enumOptions"] = [{"value": choice, "label": choice} for choice in option.all_choices()]
+    default = _default_text(option)
     if default is not None:
         parameter["defaultValue"] = default
     return parameter
@@ -154,8 +141,7 @@ def template_metadata(command: str) -> dict:
     """The flex template's ``metadata.json`` for ``polybeam COMMAND``: one parameter per option."""
     if command not in TEMPLATE_COMMANDS:
         raise ValueError(f"no template for polybeam {command}; one of: {', '.join(TEMPLATE_COMMANDS)}")
-    parameters = [_parameter(action, command) for action in specs.command_parser(command)._actions
-                  if action.option_strings and action.dest != "help"]
+    parameters = [_parameter(option, command) for option in specs.command_options(command)]
     return {
         "name": f"polybeam-{command}",
         "description": f"polybeam {command}: {COMMANDS[command].description}",
@@ -166,8 +152,7 @@ def template_metadata(command: str) -> dict:
 
 def boolean_parameters(command: str) -> set[str]:
     """The options of ``command`` that are flags: the launcher passes them as ``--name=true|false``."""
-    actions = specs.command_parser(command)._actions
-    return {action.dest for action in actions if isinstance(action, argparse._StoreTrueAction)}
+    return {option.attribute for option in specs.command_options(command) if option.flag}
 
 
 def beam_version() -> str:

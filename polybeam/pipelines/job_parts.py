@@ -27,7 +27,7 @@ from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.launch import runner_name
-from polybeam.pipelines.options import InputOptions, given_options, input_settings
+from polybeam.pipelines.options import JobSettings, given_options, input_settings
 from polybeam.pipelines.preload import preload_kernels
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.input_check import CheckInput
@@ -42,12 +42,12 @@ def require(value, flag: str, command: str):
     return value
 
 
-def read_examples(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None, key: str | None = None,
-          settings: InputSettings | None = None):  # fmt: skip
+def read_examples(pipeline, job: JobSettings, label: str, config, *, labels: str | None = None, key: str | None = None,
+                  settings: InputSettings | None = None):  # fmt: skip
     """Read ``--input`` as ``settings`` say (default: as the input options say, see ``input_settings``).
-    The job checks its read itself (CheckInput in _checked), after writing the dead letters and with its report."""
-    settings = settings or input_settings(options, config, key=key)
-    return pipeline | label >> ReadExamples(options.view_as(InputOptions).input, format=settings.format,
+    The job checks its read itself (CheckInput in checked_read), after writing the dead letters and with its report."""
+    settings = settings or input_settings(job, config, key=key)
+    return pipeline | label >> ReadExamples(job.input, format=settings.format,
                                             check_input=False, **settings.reader_options(labels or config.label_kind))  # fmt: skip
 
 
@@ -56,29 +56,28 @@ def write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=N
     return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
 
 
-def checked_read(read, options: PipelineOptions, dead_files, facts: dict, *, settings: InputSettings | None = None,
+def checked_read(read, job: JobSettings, dead_files, facts: dict, *, settings: InputSettings | None = None,
              expected: str | None = None):  # fmt: skip
     """The read's counts, once its dead letters are written and the input check passed (see CheckInput);
     what writes the job's results waits for it, so a refused input writes none of them. ``expected``: what
     the model reads, for the likely cause of a refusal."""
-    policy = input_policy(options, facts.get("dead_letter_file"), settings=settings, expected=expected)
+    policy = input_policy(job, facts.get("dead_letter_file"), settings=settings, expected=expected)
     return read | "CheckInput" >> CheckInput(policy, report=facts["report"], facts=facts, after=[dead_files])
 
 
-def input_policy(options: PipelineOptions, dead_letter_file: str | None = None, *,
+def input_policy(job: JobSettings, dead_letter_file: str | None = None, *,
                  settings: InputSettings | None = None, expected: str | None = None) -> InputPolicy:  # fmt: skip
     """What the job accepts from its read (--allow-empty, --max-dead-letter-fraction); checked at once."""
-    inputs = options.view_as(InputOptions)
-    return InputPolicy(allow_empty=inputs.allow_empty, max_dead_letter_fraction=inputs.max_dead_letter_fraction,
-                       format=settings.format if settings else inputs.format or "libsvm",
+    return InputPolicy(allow_empty=job.allow_empty, max_dead_letter_fraction=job.max_dead_letter_fraction,
+                       format=settings.format if settings else job.format or "libsvm",
                        dead_letter_file=dead_letter_file, expected=expected)  # fmt: skip
 
 
-def preloader(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None,
-               settings: InputSettings | None = None):  # fmt: skip
+def preloader(job: JobSettings, config: LearnerConfig, *, labels: str | None = None, key: str | None = None,
+              settings: InputSettings | None = None):  # fmt: skip
     """What loads this job's kernels before local workers are forked (see polybeam.pipelines.preload)."""
-    settings = settings or input_settings(options, config, key=key)
-    return functools.partial(preload_kernels, options.view_as(InputOptions).input, settings.format,
+    settings = settings or input_settings(job, config, key=key)
+    return functools.partial(preload_kernels, job.input, settings.format,
                              settings.reader_options(labels or config.label_kind), config)  # fmt: skip
 
 
@@ -87,13 +86,13 @@ def count(pcollection, label: str):
     return pcollection | label >> beam.combiners.Count.Globally()
 
 
-def job_facts(command: str, options: PipelineOptions, report: str) -> dict:
-    """What every report says about the job itself (the launcher's view, recorded before launch)."""
+def job_facts(command: str, options: PipelineOptions, job: JobSettings, report: str) -> dict:
+    """What every report says about the job itself (the launcher's view, recorded before launch): ``options`` say
+    which runner runs it, ``job`` what it was asked."""
     facts = {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
              "launched": time.time()}  # fmt: skip
-    pattern = options.view_as(InputOptions).input
-    facts["origin"] = origin(None, [pattern] if pattern else [], command=command,
-                             options=given_options(options), runner=facts["runner"], started=facts["launched"])  # fmt: skip
+    facts["origin"] = origin(None, [job.input] if job.input else [], command=command,
+                             options=given_options(job), runner=facts["runner"], started=facts["launched"])  # fmt: skip
     return facts
 
 
