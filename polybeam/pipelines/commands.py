@@ -25,12 +25,13 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class Use:
-    """One option of another command's options class, as this command takes it: with its own ``help`` and
-    ``section`` (heading of ``--help``) when given, and not read as a path unless ``is_path``."""
+    """One option of another command's options class, as this command takes it: with its own ``help``,
+    ``section`` (heading of ``--help``) and ``metavar`` when given, and not read as a path unless ``is_path``."""
 
     name: str
     help: str | None = None
     section: str | None = None
+    metavar: str | None = None
     is_path: bool = True
 
 
@@ -78,8 +79,8 @@ COMMANDS = {
                 "polybeam.pipelines.jobs:run_evaluate", (*_READING, "ModelOptions", "RoutingOptions", "RunOptions"),
                 required=("model", "input")),
         Command("predict", "write a prediction for every example", "polybeam.pipelines.jobs:run_predict",
-                (*_READING, "ModelOptions", "RoutingOptions", Use("prefixes", help=PREDICT_PREFIXES_HELP),
-                 Use("groups", help=PREDICT_GROUPS_HELP, section="anytime", is_path=False),
+                (*_READING, "ModelOptions", "RoutingOptions", Use("prefixes", help=PREDICT_PREFIXES_HELP, metavar="PATH"),
+                 Use("groups", help=PREDICT_GROUPS_HELP, section="anytime", metavar="a,b,c", is_path=False),
                  "AnytimePredictionOptions", "OutputOptions", "RunOptions"),
                 required=("input", "output")),
         Command("sequence", "order cost-weighted feature groups into anytime model prefixes (JSON lines)",

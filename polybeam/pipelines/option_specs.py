@@ -320,7 +320,7 @@ TABLE = (
            readme_with=("power-t",),
            readme="eta of adaptive/constant/decay (default 1.0 for logistic, 2.0 for softmax loss, 0.5 otherwise; "
            "see `benchmarks/results/default_rates.md`) and the decay exponent of `decay` (eta/t^P, default "
-           "{config_default})"),
+           "{power-t})"),
     Option("power-t", _L, "learning", "decay exponent of --step decay (default: {default}, eta/sqrt(t))", type=float,
            config="power_t", metavar="P"),
     Option("l2", _L, "learning", "L2 regularisation strength (default: {default})", type=float, config="l2",
@@ -538,19 +538,19 @@ def group_options(group: str) -> tuple[Option, ...]:
 
 
 def command_options(command: str) -> tuple[Option, ...]:
-    """The options ``polybeam COMMAND`` takes, as it takes them (a command may give one its own help, heading, or
-    not read it as a path), in the order of the table."""
+    """The options ``polybeam COMMAND`` takes, as it takes them (a command may give one its own help, heading and
+    value name, or not read it as a path), in the order the command lists them."""
     chosen: dict[str, Option] = {}
     for entry in COMMANDS[command].options:
         if isinstance(entry, Use):
-            changes = {name: value for name, value in (("help", entry.help), ("section", entry.section))
-                       if value is not None}  # fmt: skip
+            own = {"help": entry.help, "section": entry.section, "metavar": entry.metavar}
+            changes = {name: value for name, value in own.items() if value is not None}
             if not entry.is_path:
                 changes["path"] = None
             chosen[entry.name] = dataclasses.replace(OPTIONS[entry.name], **changes)
         else:
             chosen.update((option.name, option) for option in group_options(entry))
-    return tuple(sorted(chosen.values(), key=lambda option: list(OPTIONS).index(option.name)))
+    return tuple(chosen.values())
 
 
 def required_options(command: str) -> tuple[str, ...]:
@@ -579,8 +579,10 @@ def command_parser(command: str, **settings) -> argparse.ArgumentParser:
     return parser
 
 
-# The commands whose options the README's table shows.
+# The commands whose options the README's table shows, and the options it leaves to the README's section on
+# anytime prediction (predict --prefixes with --budget or --groups).
 README_COMMANDS = ("train", "evaluate", "predict")
+README_ELSEWHERE = ("prefixes", "groups", "budget")
 
 
 def readme_table() -> str:
