@@ -74,35 +74,35 @@ def _sequence_report(parts: dict, *, facts: dict) -> dict:
 def run_sequence(options: PipelineOptions) -> dict:
     """Sequence the groups of ``--groups`` over ``--input``; write the prefixes to ``--output``."""
     started = time.perf_counter()
-    settings = job = job_settings(options, "sequence")
+    job = job_settings(options, "sequence")
     groups_path, output = job.groups, job.output
     config = LearnerConfig(loss="squared", bits=job.bits, seed=job.seed)
-    if not (settings.ridge >= 0 and np.isfinite(settings.ridge)):
-        raise OptionError(f"--ridge must be a finite number >= 0, got {settings.ridge}")
-    if settings.lasso_points < 2:
-        raise OptionError(f"--lasso-points must be at least 2, got {settings.lasso_points}")
-    memory_limit = int(settings.memory_limit_mb * 2**20)
+    if not (job.ridge >= 0 and np.isfinite(job.ridge)):
+        raise OptionError(f"--ridge must be a finite number >= 0, got {job.ridge}")
+    if job.lasso_points < 2:
+        raise OptionError(f"--lasso-points must be at least 2, got {job.lasso_points}")
+    memory_limit = int(job.memory_limit_mb * 2**20)
     spec = GroupSpec.load(groups_path, bits=config.bits, seed=config.seed)  # fail fast on a bad specification
-    if settings.default_group is None:
+    if job.default_group is None:
         check_memory(len(spec.slots), memory_limit)
-    skipped_path = settings.skipped_output or f"{output}.skipped.jsonl"
+    skipped_path = job.skipped_output or f"{output}.skipped.jsonl"
     dead_path = job.dead_letters or f"{output}.dead_letters.jsonl"
     report_path = job.report or f"{output}.report.json"
-    extra = {"lasso_points": settings.lasso_points}
-    if settings.minimum_cost is not None:
-        extra["minimum_cost"] = settings.minimum_cost
+    extra = {"lasso_points": job.lasso_points}
+    if job.minimum_cost is not None:
+        extra["minimum_cost"] = job.minimum_cost
     input_policy(job)
     with_default_runner(options)
 
-    facts = {**job_facts("sequence", options, job, report_path), "method": settings.method, "ridge": settings.ridge,
+    facts = {**job_facts("sequence", options, job, report_path), "method": job.method, "ridge": job.ridge,
              "output": output, "skipped_output": skipped_path, "dead_letter_file": dead_path}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config)
     checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
     sequenced = read.examples | "Sequence" >> SequenceGroups(
-        spec, method=settings.method, ridge=settings.ridge, whiten=False if settings.no_whiten else None,
-        standardize=not settings.no_standardize, default_group=settings.default_group,
-        default_cost=settings.default_group_cost, memory_limit=memory_limit, seed=config.seed, **extra)  # fmt: skip
+        spec, method=job.method, ridge=job.ridge, whiten=False if job.no_whiten else None,
+        standardize=not job.no_standardize, default_group=job.default_group,
+        default_cost=job.default_group_cost, memory_limit=memory_limit, seed=config.seed, **extra)  # fmt: skip
     prefixes = sequenced.prefixes | "PrefixesAfterCheck" >> WaitOn(checked)
     skipped = sequenced.skipped | "SkippedAfterCheck" >> WaitOn(checked)
     parts = {
@@ -174,7 +174,7 @@ def _timeliness_report(parts: dict, *, models: dict, facts: dict) -> dict:
 def run_timeliness(options: PipelineOptions) -> dict:
     """Held-out curves and alpha-timeliness of the ``--prefixes`` files on ``--input``."""
     started = time.perf_counter()
-    settings = job = job_settings(options, "timeliness")
+    job = job_settings(options, "timeliness")
     paths = job.prefixes
     alpha = parse_alpha(job.alpha)
     models = load_models(paths)
@@ -185,12 +185,12 @@ def run_timeliness(options: PipelineOptions) -> dict:
     if len(hashing) > 1:
         raise OptionError(f"the prefix files were sequenced with different --bits/--seed: {sorted(hashing)}")
     (bits, seed), = hashing
-    reference = _reference(models, paths, settings.reference)
+    reference = _reference(models, paths, job.reference)
     train_costs, train_values = models[reference].curve()
     if alpha is None:
         alpha = plateau_alpha(train_costs, train_values)
     stop = stopping_cost(train_costs, train_values, alpha=alpha)
-    if settings.plot:
+    if job.plot:
         from polybeam.pipelines.plots import check_plotting
 
         check_plotting()
@@ -200,7 +200,7 @@ def run_timeliness(options: PipelineOptions) -> dict:
     with_default_runner(options)
 
     facts = {**job_facts("timeliness", options, job, report_path), "alpha": alpha, "stopping_cost": stop,
-             "reference": reference, "plot": settings.plot, "dead_letter_file": dead_path}  # fmt: skip
+             "reference": reference, "plot": job.plot, "dead_letter_file": dead_path}  # fmt: skip
     config = LearnerConfig(loss="squared", bits=bits, seed=seed)
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config)
@@ -210,7 +210,7 @@ def run_timeliness(options: PipelineOptions) -> dict:
     build = functools.partial(_timeliness_report, models=models, facts=facts)
     checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
     pipeline | "Report" >> WriteReport(report_path, build, counts=checked, curves=curves)
-    outputs = {"dead_letters": dead_path, **({"plot": settings.plot} if settings.plot else {})}
+    outputs = {"dead_letters": dead_path, **({"plot": job.plot} if job.plot else {})}
     return launch(pipeline, options, facts, started=started, outputs=outputs)
 
 

@@ -1,8 +1,10 @@
 """The runnable pipelines behind ``polybeam train``, ``evaluate`` and ``predict``.
 
 Each function takes PipelineOptions (so the same job runs from the command line,
-from Python and from a template), checks them (failing fast with what to fix),
-builds the pipeline and launches it (see :mod:`polybeam.pipelines.launch`).
+from Python and from a template), reads polybeam's options once into frozen
+:class:`~polybeam.pipelines.options.JobSettings`, checks them (failing fast with
+what to fix), builds the pipeline from the parts every job shares
+(:mod:`polybeam.pipelines.job_parts`) and launches it (see :mod:`polybeam.pipelines.launch`).
 The pipeline's last step, run by a worker, writes the job's JSON report next
 to its output; the function returns that report when it waits for the job,
 or where the job's results will appear when it does not.
