@@ -286,7 +286,7 @@ def summarise(report: dict) -> dict:
                 }
         baselines = [rows[("polybeam", key)]["error"] for key in ("lin", "quad", "cubic") if ("polybeam", key) in rows]
         low, high = (min(baselines), max(baselines)) if len(baselines) == 3 else (None, None)
-        for (system, key), row in rows.items():
+        for (system, _key), row in rows.items():
             if low is not None and high > low:
                 row["relative_error"] = (row["error"] - low) / (high - low)
             else:

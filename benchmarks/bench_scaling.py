@@ -132,7 +132,7 @@ def measure(paths: dict, small: dict, out: str, repeats: int) -> dict:
     runs: dict = {name: [] for name in CONFIGURATIONS}
     fixed: dict = {name: [] for name in CONFIGURATIONS}
     vw_runs = []
-    for repeat in range(repeats):
+    for _repeat in range(repeats):
         results["load_average_per_round"].append(load_average())
         for name, (prefix, options, env) in CONFIGURATIONS.items():
             runs[name].append(train_once(paths["libsvm"], os.path.join(out, "m.model"), prefix, options, env))

@@ -107,7 +107,7 @@ def batch_mtl(train, test, task: SharedKeysTask, penalties: list[float], seed: i
     chosen = {penalty: score(fit(penalty).fit(x_train[~validation], y_train[~validation]),
                              x_train[validation], y_train[validation]) for penalty in penalties}  # fmt: skip
     best = min(chosen, key=chosen.get)
-    return {"score": score(fit(best).fit(x_train, y_train), x_test, y_test := test.labels), "penalty": best,
+    return {"score": score(fit(best).fit(x_train, y_train), x_test, test.labels), "penalty": best,
             "validation": chosen}  # fmt: skip
 
 

@@ -596,7 +596,7 @@ def run_seed(seed: int, folder: str, options, grid, *, log: Callable[[str], None
         "summary": {m: curve_summary(points) for m, (_, points) in curves.items()},
         "sweep_seconds": timings,
     }
-    for method, (_, points) in curves.items():
+    for _, points in curves.values():
         for point in points:
             if "prediction_mismatch" in point.extra:
                 result.setdefault("vw_prediction_mismatch", 0.0)
@@ -775,7 +775,7 @@ def render(report: dict) -> str:
     rows = []
     for index, value in enumerate(grid):
         row = [fmt(value)]
-        for method, points in first["curves"].items():
+        for points in first["curves"].values():
             p = points[index]
             row.append(f"{p['nonzero']} / {p['random_nonzero']} / {p['auc']:.3f} / {p['accuracy']:.3f}")
         rows.append(row)

@@ -237,7 +237,7 @@ def breakdown(folder: str) -> dict:
             continue
         bundle = max(bundles, key=lambda e: e["end"] - e["start"])
 
-        def total(name, field="cpu", within=bundle, threads=None):
+        def total(name, field="cpu", within=bundle, threads=None, own=own):
             return sum(e[field] if field != "wall" else e["end"] - e["start"] for e in own
                        if e["name"] == name and within["start"] <= e["start"] <= within["end"]
                        and (threads is None or threads(e["thread"])))  # fmt: skip

@@ -140,7 +140,7 @@ def render(report: dict) -> str:
     real = report.get("real")
     if real:
         rows = []
-        for name, entry in real.items():
+        for _name, entry in real.items():
             rows.append(
                 [entry["task"], fmt(entry["polybeam_pipeline"].get("error"), ".4f"), fmt(entry["polybeam_api"]["error"], ".4f"),
                  fmt(entry["vw"]["error"], ".4f"), fmt(entry["difference_vs_vw"], "+.4f"),

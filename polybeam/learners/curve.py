@@ -1,7 +1,8 @@
 """The learning curve: progressive loss and non-zero weights at doubling example counts, as VW prints them.
 
 A learner records a point each time the examples it has learned in the
-current pass reach 1, 2, 4, 8, ...: the pass, the examples so far, their
+current pass reach 1, 2, 4, 8, ... (or, with ``every=N``, N, 2N, 3N, ...: VW's
+``-P N``): the pass, the examples so far, their
 importance weight and loss sums (so the progressive loss so far, and since
 the previous point), and how many weights are non-zero then. The model keeps
 the points (``metadata["learning_curve"]``) for ``polybeam plot``, and a
@@ -10,7 +11,7 @@ it for the progress line and the metrics).
 
 Learners that learn in parallel merge their curves point by point: the k-th
 points of a pass add their examples, weights and losses (the job's progress
-when each learner had learned its first 2^k examples) and keep the largest
+when each learner had learned its first 2^k, or k*N, examples) and keep the largest
 non-zero count.
 
 >>> curve = LearningCurve()
@@ -20,6 +21,12 @@ non-zero count.
 0.5
 >>> curve.room(), curve.next_count, curve.advance(1)
 (1, 2, True)
+
+Every 1000 examples instead:
+
+>>> steady = LearningCurve(every=1000)
+>>> steady.room(), steady.advance(999), steady.advance(1), steady.next_count
+(1000, False, True, 2000)
 """
 
 from __future__ import annotations
@@ -43,15 +50,20 @@ def _with_means(point: dict, previous: dict | None) -> dict:
 class LearningCurve:
     """The points of one learner (see the module docstring)."""
 
-    def __init__(self, points: Iterable[dict] | None = None, *, in_pass: int = 0):
+    def __init__(self, points: Iterable[dict] | None = None, *, in_pass: int = 0, every: int = 0):
+        if every < 0:
+            raise ValueError(f"curve points come every N > 0 examples, or at doubling counts (0); got {every}")
         self.points: list[dict] = [dict(point) for point in points or ()]
         self.in_pass = in_pass  # examples learned in the current pass
+        self.every = every  # examples between points; 0: at doubling counts
         # Told of each point with the curve (not saved: each process sets its own).
         self.progress: Callable[[dict, LearningCurve], None] | None = None
 
     @property
     def next_count(self) -> int:
-        """The in-pass example count of the next point: the next power of 2."""
+        """The in-pass example count of the next point: the next power of 2 (or multiple of ``every``)."""
+        if self.every:
+            return (self.in_pass // self.every + 1) * self.every
         return 1 << self.in_pass.bit_length() if self.in_pass else 1
 
     def room(self) -> int:
@@ -61,6 +73,8 @@ class LearningCurve:
     def advance(self, examples: int) -> bool:
         """Count ``examples`` learned; whether the next point is due now."""
         self.in_pass += examples
+        if self.every:
+            return self.in_pass % self.every == 0
         return self.in_pass & (self.in_pass - 1) == 0  # a power of 2
 
     def record(self, *, pass_number: int, examples: int, weight: float, loss: float, nonzero: int) -> dict:
@@ -77,12 +91,12 @@ class LearningCurve:
         self.in_pass = 0
 
     def to_state(self) -> dict:
-        return {"points": self.points, "in_pass": self.in_pass}
+        return {"points": self.points, "in_pass": self.in_pass, "every": self.every}
 
     @classmethod
     def from_state(cls, state: dict | None) -> LearningCurve:
         state = state or {}
-        return cls(state.get("points", ()), in_pass=int(state.get("in_pass", 0)))
+        return cls(state.get("points", ()), in_pass=int(state.get("in_pass", 0)), every=int(state.get("every", 0)))
 
     @classmethod
     def merged(cls, curves: Iterable[LearningCurve], current_pass: int) -> LearningCurve:
@@ -110,4 +124,4 @@ class LearningCurve:
         for rank in sorted(by_rank):
             previous = _with_means(by_rank[rank], previous)
             points.append(previous)
-        return cls(points, in_pass=sum(curve.in_pass for curve in curves))
+        return cls(points, in_pass=sum(curve.in_pass for curve in curves), every=curves[0].every)

@@ -24,6 +24,7 @@ from polybeam.pipelines.commands import COMMANDS
 from polybeam.pipelines.errors import UsageError
 from polybeam.pipelines.option_specs import ALL_FLAGS, command_parser
 
+
 def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
     width = max(map(len, COMMANDS)) + 1
@@ -89,31 +90,43 @@ def _run_plot(argv: Sequence[str]) -> int:
 
 
 def _template_parser() -> argparse.ArgumentParser:
-    from polybeam.pipelines.flex_template import LAUNCHER_TAG, TEMPLATE_COMMANDS
+    from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, launcher_image
 
     parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False)
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
     parser.add_argument("--output-dir", "--output_dir", dest="output_dir", required=True,
-                        help="folder for metadata.json, Dockerfile, main.py and README.md (the image's build context)")
+                        help="folder for metadata.json, Dockerfile, main.py, README.md and the wheel (the image's "
+                             "build context)")
     parser.add_argument("--image", default=None,
                         help="the image's name, for the README's build and run commands (default: "
                              "REGION-docker.pkg.dev/PROJECT/REPOSITORY/polybeam-COMMAND:VERSION)")
     parser.add_argument("--package", default=None,
-                        help="what the image pip-installs: a requirement (default: polybeam==VERSION) or a local "
-                             "wheel file, which is copied into the folder (pip wheel --no-deps -w DIR .)")
-    parser.add_argument("--launcher-tag", "--launcher_tag", dest="launcher_tag", default=LAUNCHER_TAG,
-                        help=f"tag of Google's template-launcher base image (default: {LAUNCHER_TAG})")
+                        help="what the image pip-installs: a local wheel file, copied into the folder, or a "
+                             "requirement an index serves (default: the wheel of the running polybeam, built from "
+                             "its source tree or taken from its installation, copied into the folder)")
+    parser.add_argument("--launcher-image", "--launcher_image", dest="launcher_image", default=None,
+                        help="Google's flex-template launcher base image the launcher binary is copied from "
+                             f"(default: {launcher_image()}, the release Google recommends; a dated tag pins one)")
+    parser.add_argument("--launcher-tag", "--launcher_tag", dest="launcher_tag", default=None,
+                        help="another tag of the default launcher image (e.g. a dated one)")
+    parser.add_argument("--per-key", "--per_key", dest="per_key", action="store_true",
+                        help="a template for per-key models: its model paths are folders (train writes one, "
+                             "evaluate and predict read one) and train requires key")
     return parser  # fmt: skip
 
 
 def _run_template(argv: Sequence[str]) -> int:
-    from polybeam.pipelines.flex_template import write_template
+    from polybeam.pipelines.flex_template import launcher_image, write_template
 
     args = _template_parser().parse_args(list(argv))
+    if args.launcher_image and args.launcher_tag:
+        raise UsageError("polybeam template: give --launcher-image or --launcher-tag, not both")
+    launcher = args.launcher_image or (launcher_image(tag=args.launcher_tag) if args.launcher_tag else None)
     written = write_template(args.command, args.output_dir, image=args.image, package=args.package,
-                             launcher_tag=args.launcher_tag)  # fmt: skip
+                             launcher=launcher, per_key=args.per_key)
     print(f"flex template of polybeam {args.command} ({written['parameters']} parameters) written to "
-          f"{args.output_dir}: {', '.join(written['files'])}; see its README.md to build and run it")  # fmt: skip
+          f"{args.output_dir}: {', '.join(written['files'])} (polybeam: {written['package_from']}); "
+          "see its README.md to build and run it")
     _print_json(written)
     return 0
 
@@ -412,6 +425,10 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
         print(describe(report, report["learner"]["bits"]))
     elif command == "train":
         print(_describe_train(report))
+    elif command == "evaluate":
+        from polybeam.pipelines.evaluation_summary import describe_evaluation
+
+        print(describe_evaluation(report))
     elif command == "predict":
         print(f"predictions written to {', '.join(report['prediction_files'])}")
     elif command in ("sequence", "timeliness"):

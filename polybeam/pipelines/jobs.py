@@ -229,6 +229,7 @@ def run_train(options: PipelineOptions) -> dict:
         initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
         fanout=job.merge_fanout, checkpoints_after=[checked],
         progress=not (job.quiet or keyed), allow_empty=True,
+        progress_every=job.progress_every,
         keyed_output="shards", shared_keys=shared)  # fmt: skip
     models = models | "AfterInputCheck" >> WaitOn(checked)
     # How the input was read and where the models came from, with the read's counts (known on the workers).

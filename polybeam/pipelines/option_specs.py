@@ -156,6 +156,8 @@ class Option:
         Its value's name in ``--help`` and the README (default: the attribute's in capitals).
     readme, readme_with : optional
         Its row of the README's option table, and the options that row shows with it.
+    short : str, optional
+        A one-letter alias beside the two long spellings (``-P``, as VW's).
     """
 
     name: str
@@ -173,6 +175,7 @@ class Option:
     metavar: str | None = None
     readme: str | None = None
     readme_with: tuple[str, ...] = ()
+    short: str | None = None
 
     def __post_init__(self) -> None:
         flag = self.flag or self.sets is not None
@@ -191,8 +194,9 @@ class Option:
 
     @property
     def flags(self) -> tuple[str, ...]:
-        """``--a-name`` and its ``--a_name`` twin."""
-        return (f"--{self.name}", f"--{self.attribute}") if "-" in self.name else (f"--{self.name}",)
+        """``--a-name`` and its ``--a_name`` twin (after the short alias, if any)."""
+        long = (f"--{self.name}", f"--{self.attribute}") if "-" in self.name else (f"--{self.name}",)
+        return (self.short, *long) if self.short else long
 
     def argparse_settings(self) -> dict:
         """What ``ArgumentParser.add_argument`` takes, besides the flags."""
@@ -471,6 +475,12 @@ TABLE = (
            "fan-out instead of all at once on one worker (for jobs with thousands of bundles; see docs/scaling.md)",
            type=int, metavar="K",
            readme="train: average the workers' learners in a tree of merges with fan-out K instead of on one worker"),
+    Option("progress-every", _T, "runner", "a progress line (and learning-curve point, in the model too) every N "
+           "examples of each learner's pass, as VW's -P N; default: {default}, at doubling counts 1, 2, 4, 8, ...",
+           type=int, default=0, metavar="N", short="-P",
+           readme="train: a progress line (and learning-curve point, in the model too) every N examples of each "
+           "learner's pass, as VW's `-P N`; default {default}: at 1, 2, 4, 8, ... examples (see \"Progress and "
+           "pictures\")"),
     # -- sequence
     Option("groups", _S, "sequence", 'group specification JSON: {"groups": [{"name": ..., "features": [1, "3-48", '
            '"name"], "cost": 2.5}, ...]}', path="read", metavar="PATH"),
@@ -519,8 +529,9 @@ TABLE = (
            "e.g. MODEL.report.json)", path="write", metavar="PATH",
            readme="where the job writes its JSON report (default next to the model or output)"),
     Option("quiet", _RUN, "runner", "no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... "
-           "examples of each learner's pass (examples, examples/s, pass, progressive loss), as VW does, but for "
-           "per-key models (a line per key would drown the terminal); the figures are Beam metrics either way",
+           "examples of each learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), "
+           "as VW does, but for per-key models (a line per key would drown the terminal); the figures are Beam "
+           "metrics either way",
            flag=True, readme="no progress lines on stderr (the figures are Beam metrics either way)"),
 )
 
@@ -603,17 +614,19 @@ def readme_table() -> str:
         text = text.replace("{default}", _text(option.default))
         if option.config is not None:
             text = text.replace("{config_default}", _text(_config_default(option.config)))
-        rows.append(f"| {', '.join(f'`{_usage(o)}`' for o in shown)} | {text} |")
+        rows.append(f"| {', '.join(f'`{usage}`' for o in shown for usage in _usages(o))} | {text} |")
     return "\n".join(rows)
 
 
-def _usage(option: Option) -> str:
-    """``--name VALUE``, ``--name {a,b}`` or ``--name`` (a flag)."""
+def _usages(option: Option) -> list[str]:
+    """``--name VALUE``, ``--name {a,b}`` or ``--name`` (a flag); with a short alias, ``-X VALUE`` first."""
     if option.flag:
-        return option.flags[0]
-    if option.choices is not None:
-        return f"{option.flags[0]} {{{','.join(option.all_choices())}}}"
-    return f"{option.flags[0]} {option.metavar or option.attribute.upper()}"
+        value = ""
+    elif option.choices is not None:
+        value = f" {{{','.join(option.all_choices())}}}"
+    else:
+        value = f" {option.metavar or option.attribute.upper()}"
+    return [f"{flag}{value}" for flag in ([option.short] if option.short else []) + [f"--{option.name}"]]
 
 
 if __name__ == "__main__":  # python -m polybeam.pipelines.option_specs: the README's table

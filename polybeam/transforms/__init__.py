@@ -16,6 +16,7 @@ _EXPORTS = {
     "ReadModel": "model_io", "WriteModel": "model_io", "read_model": "model_io", "write_model": "model_io",
     "Predict": "predict", "ScoredBatch": "predict", "WritePredictions": "predict",
     "COUNTER_NAMESPACE": "read", "COUNTS": "read", "DEAD_LETTERS": "read", "EXAMPLES": "read", "ParseBlocks": "read",
+    "ParseLines": "lines",
     "ReadExamples": "read", "ReadParquetBatches": "read", "ReadResult": "read", "SumCounts": "read",
     "ApplyAnytime": "sequence", "EvaluateAnytime": "sequence", "SequenceGroups": "sequence",
     "WritePrefixes": "sequence",

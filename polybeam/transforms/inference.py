@@ -4,7 +4,11 @@
 examples with a polybeam model in any Beam pipeline, with what RunInference
 brings: batching, one model per worker process, model refresh from a side
 input, keyed and per-key models (``KeyedModelHandler``, ``KeyModelMapping``),
-and its metrics under the handler's namespace (``polybeam``).
+and its metrics under the handler's namespace (``polybeam``). A folder of
+per-key models (``polybeam train --key``) is served by
+``keyed_model_handler(FOLDER)`` (Beam's ``KeyedModelHandler``, a
+``PolybeamModelHandler`` per key) or by ``PerKeyModelHandler(FOLDER)``
+(one handler that reads each key's model on first use, with a fallback model).
 
 Examples come as
 
@@ -59,13 +63,14 @@ A line the parser refuses fails its batch with the line's reason (use
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from apache_beam.metrics import Metrics
-from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult
 
 from polybeam.formats import make_format
 from polybeam.formats.input_settings import InputSettings, readable_by
@@ -73,6 +78,7 @@ from polybeam.formats.mappings import SlotTable, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.model import Model
 from polybeam.selection.anytime import AnytimeModel
+from polybeam.transforms.keyed_files import key_text
 
 INPUT_FORMATS = ("dict", "batch", "libsvm", "vw", "csv")
 OUTPUTS = ("score", "probability", "label")
@@ -268,6 +274,21 @@ def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequen
     return elements, None
 
 
+def _key_model(folder_uri: str, key: str) -> Model:
+    """The model of ``key`` in a per-key folder, knowing how its input was read (the folder's index says so
+    when the model does not)."""
+    from polybeam.transforms.keyed_files import KeyedFolder
+
+    folder = KeyedFolder(folder_uri)
+    model = folder.model(key)
+    if model is None:
+        raise InferenceError(f"no model for key {key!r} in {folder_uri}")
+    recorded = folder.index.get("input")
+    if model.input is None and recorded is not None:
+        model = dataclasses.replace(model, metadata={**model.metadata, "input": recorded})
+    return model
+
+
 class _PolybeamHandler(ModelHandler):
     """What both handlers share: input formats, batching, metrics, model paths."""
 
@@ -330,6 +351,10 @@ class _PolybeamHandler(ModelHandler):
 class PolybeamModelHandler(_PolybeamHandler):
     """A polybeam model file (any Beam file system) as RunInference's model; see the module docstring.
 
+    With ``key``, ``model_uri`` is a folder of per-key models (``polybeam train --key``) and the handler
+    scores with that key's model (``model_id`` ``FOLDER#KEY``); :func:`keyed_model_handler` builds one per
+    key of a folder into Beam's ``KeyedModelHandler``.
+
     >>> import apache_beam as beam
     >>> from apache_beam.ml.inference.base import RunInference
     >>> from polybeam.learners.config import LearnerConfig
@@ -348,22 +373,31 @@ class PolybeamModelHandler(_PolybeamHandler):
     """
 
     def __init__(self, model_uri: str, *, input_format: str = "dict", output: str | None = None,
-                 format_options: Mapping[str, Any] | None = None, **batching):  # fmt: skip
+                 format_options: Mapping[str, Any] | None = None, key: str | None = None, **batching):  # fmt: skip
         if output is not None:
             _check_choice("output", output, OUTPUTS)
         super().__init__(model_uri, input_format=input_format, format_options=format_options,
                          namespace=METRICS_NAMESPACE, **batching)  # fmt: skip
         self._output = output
+        self._key = None if key is None else key_text(key)
+
+    @property
+    def model_id(self) -> str:
+        """What each result's ``model_id`` says: the model file, or ``FOLDER#KEY`` for a key of a per-key folder."""
+        return self._uri if self._key is None else f"{self._uri}#{self._key}"
 
     def load_model(self) -> Model:
-        from polybeam.transforms.model_io import read_model
+        if self._key is None:
+            from polybeam.transforms.model_io import read_model
 
-        model = read_model(self._uri)
+            model = read_model(self._uri)
+        else:
+            model = _key_model(self._uri, self._key)
         self._reader(model.input)  # input the model cannot read fails here, before any example
         return model
 
     def run_inference(self, batch: Sequence, model: Model, inference_args: dict | None = None) -> Iterable[PredictionResult]:
-        uri = self._uri
+        uri = self.model_id
         examples, keys = (batch, None) if model.shared_keys is None else keys_of(batch, model, self._input_format)
         results = self._score(examples, bits=model.config.bits, seed=model.config.seed, recorded=model.input,
                               score=lambda parsed: (_model_outputs(model, parsed, self._output, keys), uri))  # fmt: skip
@@ -449,6 +483,75 @@ class PerKeyModelHandler(_PolybeamHandler):
     def validate_inference_args(self, inference_args: dict | None):
         if inference_args:
             raise ValueError(f"PerKeyModelHandler takes no inference_args, got {sorted(inference_args)}")
+
+
+def keyed_model_handler(folder_uri: str, keys: Iterable | None = None, *, input_format: str = "dict",
+                        output: str | None = None, format_options: Mapping[str, Any] | None = None,
+                        max_models_per_worker_hint: int | None = None) -> KeyedModelHandler:  # fmt: skip
+    """Beam's ``KeyedModelHandler`` over a folder of per-key models (``polybeam train --key``,
+    ``WriteKeyedModels``): one ``KeyModelMapping`` per key, each a :class:`PolybeamModelHandler` of that
+    key's model, so that ``RunInference`` scores ``(key, example)`` pairs with Beam's own per-key
+    machinery (its per-key metrics, ``max_models_per_worker_hint``, model updates by
+    ``KeyModelPathMapping``).
+
+    Parameters
+    ----------
+    folder_uri : str
+        The folder (any Beam file system). Its index is read now, at pipeline construction, to list the keys.
+    keys : iterable of str, optional
+        The keys to serve (default: every key of the folder); a key the folder has no model for is refused.
+    input_format, output, format_options
+        As :class:`PolybeamModelHandler`'s, for every key.
+    max_models_per_worker_hint : int, optional
+        Beam's bound on the models a worker holds at once.
+
+    Beam loads each key's model as a model of its own (in a process-shared cache), and an element whose
+    key has no mapping fails its batch: this suits a folder of a few keys, or a few keys of a big one.
+    :class:`PerKeyModelHandler` serves any number of keys from one handler (each key's model read from its
+    shard on first use) and scores keys without a model with a fallback model.
+
+    >>> import apache_beam as beam, os, tempfile
+    >>> from apache_beam.ml.inference.base import RunInference
+    >>> from polybeam.learners.config import LearnerConfig
+    >>> from polybeam.learners.linear import LinearLearner
+    >>> from polybeam.transforms.routing import WriteKeyedModels
+    >>> folder = os.path.join(tempfile.mkdtemp(), "models")
+    >>> def model(sign):
+    ...     rows = [(sign, {1: 1.0}), (-sign, {2: 1.0})] * 50
+    ...     return LinearLearner(LearnerConfig(loss="logistic")).fit([ExampleBatch.from_rows(rows)]).to_model()
+    >>> with beam.Pipeline("FnApiRunner") as p:
+    ...     _ = p | beam.Create([("eu", model(1.0)), ("us", model(-1.0))]) | WriteKeyedModels(folder, key="tag")
+    >>> handler = keyed_model_handler(folder, output="label")
+    >>> with beam.Pipeline("FnApiRunner") as p:
+    ...     _ = (p | beam.Create([("eu", {1: 1.0}), ("us", {1: 1.0})])
+    ...            | RunInference(handler)
+    ...            | beam.MapTuple(lambda key, result: print(key, result.inference, result.model_id[-3:])))
+    eu 1 #eu
+    us -1 #us
+    """
+    from apache_beam.ml.inference.base import KeyModelMapping
+
+    from polybeam.transforms.keyed_files import KeyedFolder
+    from polybeam.transforms.routing import KEYED_MODELS
+
+    folder = KeyedFolder(folder_uri)
+    kind = folder.index.get("kind")
+    if kind != KEYED_MODELS:
+        raise ValueError(f"{folder_uri} is not a folder of per-key models (its index.json is a {kind}); a folder of "
+                         "models per window holds one such folder per window")  # fmt: skip
+    if keys is None:
+        chosen = [key for key, _ in folder.entries()]
+    else:
+        chosen = [key_text(key) for key in keys]
+        missing = [key for key in chosen if not folder.has(key)]
+        if missing:
+            raise ValueError(f"{folder_uri} has no model for the keys {missing[:10]}")
+    if not chosen:
+        raise ValueError(f"{folder_uri} holds no key's model")
+    mappings = [KeyModelMapping([key], PolybeamModelHandler(folder_uri, key=key, input_format=input_format, output=output,
+                                                            format_options=format_options))
+                for key in chosen]  # fmt: skip
+    return KeyedModelHandler(mappings, max_models_per_worker_hint=max_models_per_worker_hint)
 
 
 class AnytimeModelHandler(_PolybeamHandler):

@@ -102,7 +102,7 @@ class RecordOrigin(beam.PTransform):
 
     Parameters
     ----------
-    reading : ReadExamples or InputSettings
+    reading : ReadExamples, ParseLines or InputSettings
         The read the models learned from (its format and file pattern), or
         the settings of that read (then give ``inputs``).
     counts : PCollection, optional
@@ -136,9 +136,10 @@ class RecordOrigin(beam.PTransform):
         super().__init__()
         if isinstance(reading, InputSettings) or reading is None:
             settings = reading
-        else:  # a ReadExamples transform: its format object and pattern
-            settings = InputSettings.of(reading.format)
-            inputs = [reading.file_pattern] if inputs is None else inputs
+        else:  # a ReadExamples (or ParseLines) transform: its format object and pattern (or source name)
+            settings = InputSettings.of(reading.format, columns=tuple(getattr(reading, "columns", None) or ()))
+            where = getattr(reading, "file_pattern", None) or getattr(reading, "source", None)
+            inputs = ([where] if where else []) if inputs is None else inputs
         self.known = origin(settings, inputs or (), command=command, options=options, runner=runner, started=started)
         self.counts = counts
         self.keyed = keyed

@@ -166,8 +166,12 @@ def _write_shard(shard: KeyShard, folder: str, window=beam.DoFn.WindowParam) -> 
     data, entries = encode_shard(((key_text(key), model) for key, model in shard), names=shard.names,
                                  shared=shard.shared)  # fmt: skip
     write_atomically(join(folder, file), data)
-    config = shard.models[0][1].config.to_dict()
-    return {"shard": shard.shard, "shards": shard.shards, "file": file, "summary": summarise(entries), "config": config}
+    first = shard.models[0][1]
+    # How the models' input was read (RecordOrigin stamps it on each model, or once on a shard), for an
+    # index whose writer did not say (WriteKeyedModels from Python).
+    recorded = shard.shared.get("input", first.input)
+    return {"shard": shard.shard, "shards": shard.shards, "file": file, "summary": summarise(entries),
+            "config": first.config.to_dict(), "input": recorded}  # fmt: skip
 
 
 def _as_shard(element, shards: int) -> KeyShard:
@@ -185,6 +189,9 @@ def _write_sharded_index(written: list, folder: str, facts: dict, window=beam.Do
     if len(configs) > 1:
         raise ValueError("the models of one folder share one config; these differ")
     recorded = {"config": json.loads(configs.pop())} if configs else {}
+    inputs = {json.dumps(part.get("input"), sort_keys=True) for part in written}
+    if "input" not in facts and len(inputs) == 1 and written[0].get("input") is not None:
+        recorded["input"] = written[0]["input"]
     path = join(folder, INDEX_NAME)
     write_json(path, {**recorded, **facts, "kind": KEYED_MODELS, "layout": "shards", "shards": counts.pop() if counts else 1,
                       "files": {str(part["shard"]): part["file"] for part in sorted(written, key=lambda p: p["shard"])},
@@ -198,12 +205,15 @@ class WriteKeyedModels(beam.PTransform):
 
     The index (the shards, the keys, examples, the example-weighted progressive
     loss, non-zero weights and the holdout's counts over all keys, plus ``facts``
-    such as the key specification) is written last and atomically, so a reader
+    such as the key specification, ``key="column:store"``, which ``polybeam
+    evaluate`` and ``predict`` read the keys by) is written last and atomically, so a reader
     that finds it finds every shard it lists. Each key's entry (examples, loss,
     non-zero weights, holdout) is in its shard's own index. Emits the index's path.
     In event-time windows, each window's models go to a folder of their own in
     ``folder`` (:func:`~polybeam.transforms.windows.window_folder`), whose index
-    records the window.
+    records the window. Without an ``input`` fact, the index records how the models'
+    input was read when they all say the same (models stamped by
+    :class:`~polybeam.transforms.provenance.RecordOrigin`).
     """
 
     def __init__(self, folder: str, **facts):

@@ -77,17 +77,18 @@ class TrainFn(beam.CombineFn):
     """
 
     def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None,
-                 progress: bool = False, sparse: bool = False):  # fmt: skip
+                 progress: bool = False, sparse: bool = False, progress_every: int = 0):  # fmt: skip
         self.config = config
         self.output = output
         self.metadata = metadata
         self.progress = progress
+        self.progress_every = progress_every  # examples between curve points; 0: at doubling counts
         self.sparse = sparse  # per key: a state of the slots each key touches (polybeam.learners.slot_table)
         self._faults = FaultSwitch("train")  # off unless a test sets POLYBEAM_FAULT
 
     def _progress(self) -> Progress:
         if getattr(self, "_reporter", None) is None:  # one per worker's copy of the CombineFn
-            self._reporter = Progress(quiet=not self.progress)
+            self._reporter = Progress(quiet=not self.progress, every=self.progress_every)
         return self._reporter
 
     def __getstate__(self):
@@ -208,12 +209,13 @@ def continue_from(origin):
 class _Learning(beam.DoFn):
     """What the DoFns that learn a pass share: the config, progress lines, the fault switch."""
 
-    def __init__(self, config: LearnerConfig, progress: bool = False):
+    def __init__(self, config: LearnerConfig, progress: bool = False, progress_every: int = 0):
         self.config = config
         self.progress = progress
+        self.progress_every = progress_every
 
     def setup(self):
-        self._progress = Progress(quiet=not self.progress)
+        self._progress = Progress(quiet=not self.progress, every=self.progress_every)
         self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
 
 
@@ -224,8 +226,8 @@ class _LearnOnePass(_Learning):
     (Beam maps each window to the side input's window of the same window fn); each learner leaves
     in the window it learned."""
 
-    def __init__(self, keyed: bool, config: LearnerConfig, progress: bool = False):
-        super().__init__(config, progress)
+    def __init__(self, keyed: bool, config: LearnerConfig, progress: bool = False, progress_every: int = 0):
+        super().__init__(config, progress, progress_every)
         self.keyed = keyed
 
     def start_bundle(self):
@@ -674,6 +676,10 @@ class Train(beam.PTransform):
         Print each learner's progress line on the worker's stderr at doubling
         example counts (see :mod:`polybeam.transforms.progress`); the same
         figures are Beam metrics either way.
+    progress_every : int, default 0
+        Make the learning-curve points (the progress lines, the metrics and the
+        model's ``learning_curve``) every this many examples of a learner's pass,
+        as VW's ``-P N``; 0: at doubling counts (1, 2, 4, 8, ...).
     allow_empty : bool, default False
         Emit a model even when no example arrives (all its weights zero);
         without it such a job fails (``InputRejected``) rather than write a
@@ -725,6 +731,7 @@ class Train(beam.PTransform):
         fanout: int | None = None,
         checkpoints_after=(),
         progress: bool = False,
+        progress_every: int = 0,
         allow_empty: bool = False,
         key_shards: int = KEY_SHARDS,
         keyed_output: str = "pairs",
@@ -750,6 +757,9 @@ class Train(beam.PTransform):
         self.fanout = fanout
         self.checkpoints_after = tuple(checkpoints_after)
         self.progress = progress
+        if progress_every < 0:
+            raise ValueError(f"progress_every must be 0 (doubling counts) or a count of examples, got {progress_every}")
+        self.progress_every = progress_every
         self.allow_empty = allow_empty
         if key_shards < 1:
             raise ValueError(f"key_shards must be at least 1, got {key_shards}")
@@ -800,11 +810,12 @@ class Train(beam.PTransform):
                 merged = (
                     {"state": states, "batches": batches}
                     | f"Join{number}" >> beam.CoGroupByKey()
-                    | f"Learn{number}" >> beam.ParDo(_LearnKeyPass(config, self.progress))
+                    | f"Learn{number}" >> beam.ParDo(_LearnKeyPass(config, self.progress, self.progress_every))
                 )
             else:
                 start = beam.pvalue.AsSingleton(states)
-                partial = batches | f"Learn{number}" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), start)
+                learn = _LearnOnePass(keyed, config, self.progress, self.progress_every)
+                partial = batches | f"Learn{number}" >> beam.ParDo(learn, start)
                 merged = partial | f"Pass{number}" >> self._merge(keyed, partial)
             states = self._judged(held, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
@@ -885,7 +896,8 @@ class Train(beam.PTransform):
 
     def _first_pass(self, batches, keyed: bool):
         config = self.config
-        first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress, sparse=keyed)
+        first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress, sparse=keyed,
+                           progress_every=self.progress_every)
         first_input = batches
         if config.expand == "apple" and config.examples_per_pass is not None:
             first_input = _with_total_examples(batches, config, keyed, self.learners, config.examples_per_pass)
@@ -895,7 +907,8 @@ class Train(beam.PTransform):
             first_input = _with_total_examples(batches, config, keyed, self.learners)
         if self.fanout is not None:  # one learner per bundle, then the merge tree
             # (no previous state: start=None, given so that Beam fills the window parameter after it)
-            partial = first_input | "Learn1" >> beam.ParDo(_LearnOnePass(keyed, config, self.progress), None)
+            learn = _LearnOnePass(keyed, config, self.progress, self.progress_every)
+            partial = first_input | "Learn1" >> beam.ParDo(learn, None)
             return partial | "Pass1" >> self._merge(keyed, partial)
         if keyed:
             return first_input | "Pass1" >> beam.CombinePerKey(first_fn)

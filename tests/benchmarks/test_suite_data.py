@@ -17,7 +17,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("sklearn")
 
-from tests.benchmarks.scripts import BENCHMARKS
+from tests.benchmarks.scripts import BENCHMARKS  # noqa: E402  (after the skips: it needs neither)
 
 
 @pytest.fixture(scope="module")

@@ -69,4 +69,4 @@ def test_the_likely_cause_of_nearly_all_records_failing(fmt, raw, cause):
 def test_the_first_letters_are_the_first_in_the_input():
     letters = [DeadLetter("b", None, 5, "", "r"), DeadLetter("a", 9, 90, "", "r"), DeadLetter("a", 2, 10, "", "r"),
                DeadLetter("b", None, 1, "", "r")]  # fmt: skip
-    assert [(l.source, l.offset) for l in first_letters(letters)] == [("a", 10), ("a", 90), ("b", 1)]
+    assert [(letter.source, letter.offset) for letter in first_letters(letters)] == [("a", 10), ("a", 90), ("b", 1)]

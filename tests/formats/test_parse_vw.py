@@ -226,7 +226,7 @@ def test_whole_lines_match_vowpal_wabbit(vowpal, data):
     parsed = parse(data, labels="any")
     examples = [line for line in expected_outcome(ref_vw(data), "any") if line.kind == "example"]
     assert len(parsed.batch) == len(examples)
-    for i, (offset, raw) in enumerate(
+    for i, (_offset, raw) in enumerate(
         (offset, raw) for offset, raw in split_lines(data) if offset in set(parsed.batch.row_ids.tolist())
     ):
         example = vw_workspace.example(raw.decode("utf-8").rstrip("\r"))

@@ -158,3 +158,28 @@ def test_the_count_is_the_weights_in_force(settings):
     assert learner.nonzero_slots() == expected > 0
     np.testing.assert_array_equal(learner.raw_, before[0])
     np.testing.assert_array_equal(learner.synced_, before[1])
+
+
+def test_points_every_n_examples_are_a_fresh_learners_figures_and_survive_state_and_merges():
+    config = LearnerConfig(loss="logistic", passes=2, holdout_period=0)
+    batch = batch_of(config, n=250)
+    learner = LinearLearner(config)
+    learner.curve_.every = 60
+    learner.fit(batch)
+    passes = [(p["pass"], p["examples"]) for p in learner.curve_.points]
+    assert passes == [(p, n) for p in (1, 2) for n in (60, 120, 180, 240)]
+    for point in learner.curve_.points[:4]:
+        reference = LinearLearner(config).learn(batch.rows_between(0, point["examples"]))
+        assert point["progressive_loss"] == pytest.approx(reference.progressive_loss, rel=1e-12)
+        assert point["nonzero"] == reference.nonzero_slots()
+    again = pickle.loads(pickle.dumps(learner))
+    assert again.curve_.every == 60 and again.curve_.points == learner.curve_.points
+    # Two learners of one pass: the k-th points (each at k * 60 of its own examples) add up.
+    a, b = LinearLearner(config), LinearLearner(config)
+    a.curve_.every = b.curve_.every = 60
+    a.learn(batch.rows_between(0, 130))
+    b.learn(batch.rows_between(130, 250))
+    a.merge([b])
+    assert a.curve_.every == 60 and [p["examples"] for p in a.curve_.points] == [120, 240]
+    with pytest.raises(ValueError, match="every N > 0"):
+        LearningCurve(every=-1)

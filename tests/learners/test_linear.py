@@ -285,12 +285,12 @@ def test_merge_is_the_per_coordinate_mass_weighted_average():
     shares = np.array([b.weights.sum() for b in batches])
     shares /= shares.sum()
     slots = 1 << BITS
-    expected_weights = reference_averaging.weighted_average([list(l.weights) for l in learners], masses, shares, slots)
-    expected_grad = reference_averaging.weighted_average([list(l.sum_sq_grad_[:, 0]) for l in learners], masses,
+    expected_weights = reference_averaging.weighted_average([list(learner.weights) for learner in learners], masses, shares, slots)
+    expected_grad = reference_averaging.weighted_average([list(learner.sum_sq_grad_[:, 0]) for learner in learners], masses,
                                                          shares, slots)  # fmt: skip
-    expected_scale = np.maximum.reduce([l.feature_scale_ for l in learners])
-    examples = sum(l.examples_seen for l in learners)
-    loss_sum = sum(l.stats_[kernels.LOSS_SUM] for l in learners)
+    expected_scale = np.maximum.reduce([learner.feature_scale_ for learner in learners])
+    examples = sum(learner.examples_seen for learner in learners)
+    loss_sum = sum(learner.stats_[kernels.LOSS_SUM] for learner in learners)
     merged = learners[0].merge(learners[1:])
     np.testing.assert_allclose(merged.weights, expected_weights, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(merged.sum_sq_grad_[:, 0], expected_grad, rtol=1e-12, atol=1e-15)
@@ -313,7 +313,7 @@ def test_merge_without_masses_is_the_importance_weighted_mean():
     learners = [LinearLearner(config).learn(b) for b in batches]
     shares = np.array([b.weights.sum() for b in batches])
     shares /= shares.sum()
-    expected = sum(s * l.weights for s, l in zip(shares, learners))
+    expected = sum(s * learner.weights for s, learner in zip(shares, learners))
     for learner in learners:
         learner.slot_mass_[:] = 0.0
     np.testing.assert_allclose(learners[0].merge(learners[1:]).weights, expected, rtol=1e-12)

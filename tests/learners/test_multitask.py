@@ -40,7 +40,7 @@ def reference_crossed(rows, keys, bits, scale=1.0, known=None):
     """Plain Python: each row's features, then (for a crossed key) each feature's copy and the bias copy."""
     mask = (1 << bits) - 1
     out = []
-    for (label, features), key in zip(rows, keys):
+    for (_label, features), key in zip(rows, keys):
         entries = [(slot, value) for slot, value in features]
         k = reference_key_hash(key)
         if known is None or k in known:

@@ -60,6 +60,12 @@ def test_train_evaluate_predict_inspect(tmp_path, capsys, spam_split):
     assert {"examples", "loss", "error", "auc", "mse", "dead_letters"} <= set(metrics)
     assert metrics["examples"] == 920 and metrics["dead_letters"] == 0
     assert metrics["error"] <= 0.11  # measured 0.102 after two passes at VW's default learning rate
+    # Before the JSON line, the same as lines for a person, as train prints.
+    summary = stdout.strip().splitlines()[:-1]
+    assert summary[0] == "read: records read 920 = examples 920 + dead letters 0 + skipped 0 (ok)"
+    assert summary[1] == (f"scored 920 examples with {model}: loss {metrics['loss']:.6g}  "
+                          f"error {metrics['error']:.6g}  AUC {metrics['auc']:.6g}  MSE {metrics['mse']:.6g}")
+    assert summary[-3:-1] == [f"dead letters to {metrics['dead_letter_file']}", f"report: {metrics['report']}"]
 
     code, stdout, _ = run(capsys, "predict", "--input", test, "--model", model, "--output", tmp_path / "preds",
                           "--num-shards", "1")

@@ -85,7 +85,9 @@ def test_every_option_is_a_parameter_and_every_parameter_an_option(command):
     options = {action.dest: action for action in command_parser(command)._actions if action.option_strings
                and action.dest != "help"}  # fmt: skip
     parameters = {p["name"]: p for p in template_metadata(command)["parameters"]}
-    assert set(parameters) == set(options)
+    left_out = {name for name, (commands, _) in flex_template.NOT_IN_TEMPLATES.items() if command in commands}
+    assert set(parameters) == set(options) - left_out and left_out <= set(options)
+    assert "no_wait" in left_out and ("quiet" in left_out) == (command != "train")
     for name, parameter in parameters.items():
         assert parameter["helpText"].startswith(options[name].help)
         assert parameter["isOptional"] == (name not in required_options(command))
@@ -125,7 +127,26 @@ def test_types_tell_the_console_what_to_pick():
     assert train["loss"]["paramType"] == "ENUM" and {o["value"] for o in train["loss"]["enumOptions"]} >= {"logistic"}
     assert train["gravity"]["paramType"] == "NUMBER" and train["gravity"]["defaultValue"] == "0.0"
     assert train["no_center"]["paramType"] == "BOOLEAN" and train["no_center"]["defaultValue"] == "false"
-    assert train["no_wait"]["defaultValue"] == "true"  # a template does not wait for its job
+    assert "no_wait" not in train  # a template never waits for its job: the entry point says --no-wait
+
+
+@pytest.mark.parametrize("command", ("train", "evaluate", "predict"))
+def test_a_per_key_template_types_its_model_paths_as_folders(command, schema):
+    metadata = template_metadata(command, per_key=True)
+    jsonschema.validate(metadata, schema)
+    per_key = {p["name"]: p for p in metadata["parameters"]}
+    single = {p["name"]: p for p in template_metadata(command)["parameters"]}
+    folder = "GCS_WRITE_FOLDER" if command == "train" else "GCS_READ_FOLDER"
+    assert per_key["model"]["paramType"] == folder and single["model"]["paramType"].endswith("_FILE")
+    assert "folder of per-key models" in per_key["model"]["helpText"]
+    assert metadata["name"] == f"polybeam-{command}-per-key"
+    assert per_key["key"]["isOptional"] is (command != "train")  # evaluate and predict read it from the folder
+    if command == "train":
+        assert per_key["initial_model"]["paramType"] == "GCS_READ_FOLDER"
+    else:
+        assert per_key["fallback_model"]["paramType"] == "GCS_READ_FILE"  # one model for keys without their own
+    changed = {name for name in single if per_key[name]["paramType"] != single[name]["paramType"]}
+    assert changed == ({"model", "initial_model"} if command == "train" else {"model"})
 
 
 def test_the_template_command_writes_the_build_context(tmp_path, capsys):
@@ -143,13 +164,54 @@ def test_the_template_command_writes_the_build_context(tmp_path, capsys):
 
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert f"FROM apache/beam_python{python}_sdk:{version('apache-beam')}" in dockerfile
-    assert f"template-launcher-base:{flex_template.LAUNCHER_TAG} AS template_launcher" in dockerfile
+    launcher = f"gcr.io/dataflow-templates-base/python{python.replace('.', '')}-template-launcher-base:latest"
+    assert f"FROM {launcher} AS template_launcher" in dockerfile and written["launcher"] == launcher
     assert "COPY --from=template_launcher /opt/google/dataflow/python_template_launcher" in dockerfile
     assert "ENV FLEX_TEMPLATE_PYTHON_PY_FILE=/template/main.py" in dockerfile
     assert "ENV POLYBEAM_TEMPLATE_COMMAND=predict" in dockerfile and f"/template/{wheel.name}" in dockerfile
     assert "from polybeam.pipelines.template_main import main" in (out / "main.py").read_text()
     readme = (out / "README.md").read_text()
     assert "gcloud dataflow flex-template build" in readme and "europe-docker.pkg.dev/p/r/polybeam-predict:1" in readme
+
+
+def test_the_launcher_image_is_an_option(tmp_path, capsys):
+    wheel = tmp_path / "polybeam-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"not really a wheel")
+    image = "europe-docker.pkg.dev/p/mirror/python311-template-launcher-base:20250825-rc00"
+    for flags, expected in ((["--launcher-image", image], image),
+                            (["--launcher-tag", "20250825-rc00"], flex_template.launcher_image(tag="20250825-rc00"))):
+        assert main(["template", "--command", "train", "--output-dir", str(tmp_path / "tpl"), "--package",
+                     str(wheel), *flags]) == 0
+        assert f"FROM {expected} AS template_launcher" in (tmp_path / "tpl" / "Dockerfile").read_text()
+    capsys.readouterr()
+    assert main(["template", "--command", "train", "--output-dir", str(tmp_path / "tpl"), "--package", str(wheel),
+                 "--launcher-image", image, "--launcher-tag", "x"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_without_a_package_the_template_ships_the_running_polybeams_wheel(tmp_path, capsys, monkeypatch):
+    built = tmp_path / "polybeam-0.1.0-py3-none-any.whl"
+    built.write_bytes(b"the running polybeam")
+
+    def running_wheel(wheel_dir):  # what template_wheel does is tested in test_template_wheel.py
+        return flex_template.copy_into(str(built), wheel_dir), "built from the source tree X"
+
+    monkeypatch.setattr(flex_template, "running_wheel", running_wheel)
+    out = tmp_path / "tpl"
+    assert main(["template", "--command", "evaluate", "--output-dir", str(out), "--per-key"]) == 0
+    written = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert written["package"] == built.name and written["package_from"] == "built from the source tree X"
+    assert (out / built.name).read_bytes() == b"the running polybeam"
+    dockerfile = (out / "Dockerfile").read_text()
+    assert f"COPY {built.name} /template/\nRUN pip install --no-cache-dir /template/{built.name}" in dockerfile
+    assert "polybeam==" not in dockerfile
+    assert json.loads((out / "metadata.json").read_text())["name"] == "polybeam-evaluate-per-key"
+    readme = (out / "README.md").read_text()
+    assert "gs://BUCKET/templates/polybeam-evaluate-per-key.json" in readme and "`quiet` (" in readme
+    # A requirement is installed as such (an index that serves it is the user's to name).
+    assert main(["template", "--command", "evaluate", "--output-dir", str(tmp_path / "req"), "--package",
+                 "polybeam==0.1.0"]) == 0
+    assert "RUN pip install --no-cache-dir 'polybeam==0.1.0'" in (tmp_path / "req" / "Dockerfile").read_text()
 
 
 def test_the_template_command_refuses_what_it_cannot_build(tmp_path, capsys):

@@ -60,7 +60,7 @@ def trained(few_rows, tmp_path_factory):
 
 
 def test_one_shared_model_file_beats_global_and_separate_models_on_few_rows_per_key(trained):
-    shared, plain, separate = trained["shared"], trained["global"], trained["separate"]
+    shared, separate = trained["shared"], trained["separate"]
     assert os.path.isfile(shared["model"])  # one file, not a folder of per-key models
     assert shared["train"]["key_model"] == "shared" and shared["train"]["keys"] == 1000
     model = read_model(str(shared["model"]))

@@ -60,6 +60,8 @@ def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsy
     assert code == 0
     evaluation = json.loads(stdout.strip().splitlines()[-1])
     assert evaluation["examples"] == 600 and evaluation["examples_without_model"] == {}
+    assert f"models per window (fixed:86400) in {model}: 3 windows scored" in stdout
+    assert "  window-20261101T000000Z-20261102T000000Z: " in stdout  # a line per window, before the JSON line
     for name, metrics in evaluation["windows"].items():
         entry = index["entries"][name]
         stored = read_model(str(model / entry["file"]))
@@ -77,7 +79,7 @@ def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, caps
     index = json.loads((model / "index.json").read_text())
     assert len(index["entries"]) == 7
     judged = 0
-    for name, entry in index["entries"].items():
+    for entry in index["entries"].values():
         folder = KeyedFolder(str(model / entry["folder"]))
         assert folder.keys == 3 and folder.index["window"]["start"] == entry["start"]
         holdout = folder.model("s1").metadata["holdout"]  # (a half-day window holds out too few to judge by)

@@ -48,7 +48,7 @@ def portable_cluster():
             f"{cluster.job_services[2].address} (2 workers per job, pids seen {cluster.probes[2]['pids']})"
         )
         if not cluster.workers_isolated:
-            warnings.warn(pytest.PytestWarning(note))
+            warnings.warn(pytest.PytestWarning(note), stacklevel=1)
         yield cluster
     finally:
         if cluster is not None:

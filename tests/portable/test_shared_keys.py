@@ -29,7 +29,7 @@ def test_a_shared_per_key_model_trains_and_evaluates_alike_on_the_portable_runne
                       workers=workers)  # fmt: skip
         evaluated = run(portable_cluster, ["evaluate", "--input", job / "test.csv", "--model", model], workers=workers)
         reports[name] = (trained, evaluated)
-    (trained, evaluated), (reference, expected) = reports["portable"], reports["in_process"]
+    (trained, evaluated), (_, expected) = reports["portable"], reports["in_process"]
     assert trained["runner"] == "PortableRunner" and trained["key_model"] == "shared" and trained["keys"] == 300
     assert len(evaluated["keys"]) == 300 and evaluated["examples"] == 3000
     portable, in_process = read_model(str(job / "portable.model")), read_model(str(job / "in_process.model"))

@@ -67,7 +67,7 @@ def test_sparse_follows_the_group_lasso_path(seed, ridge):
     result = sequence(gram, b, group_of_column, costs, method="sparse", ridge=ridge, lasso_points=30)
     reference = reference_sequence(gram, b, group_of_column, costs, method="sparse", ridge=ridge, lasso_order=slow)
     assert result.order == slow
-    for step, (_, weights, objective) in zip(result.steps, reference):
+    for step, (_, weights, _objective) in zip(result.steps, reference):
         np.testing.assert_allclose(step.weights, weights, rtol=0, atol=1e-8)
 
 

@@ -142,7 +142,7 @@ def test_per_key_models_and_a_keyed_handler(spam):
         assert result.inference == pytest.approx(expected[key][i], abs=1e-12)
         assert result.model_id == spam["models"][key]
     assert len(per_key) == len(one_model) == len(spam["dicts"])
-    for key, result in one_model:
+    for _key, result in one_model:
         assert result.inference == pytest.approx(expected["a"][index_of[tuple(sorted(result.example.items()))]], abs=1e-12)
 
 
@@ -408,3 +408,39 @@ def test_mappings_are_read_as_the_models_training_input_was():
     # Without the model's record, the ID, label and notes would be features and the sizes numbers.
     unread = dc.replace(model, metadata={key: value for key, value in model.metadata.items() if key != "input"})
     assert not np.allclose(unread.predict(mappings_batch(unread, rows, ignore=("extra",))), scored)
+
+
+def test_keyed_model_handler_serves_the_keys_of_a_per_key_folder(tmp_path):
+    from polybeam.datasets.per_key import PerKeyTask, write_per_key
+    from polybeam.inference import PerKeyModelHandler, keyed_model_handler
+
+    files = write_per_key(str(tmp_path), PerKeyTask(keys=3, features=4, seed=2), train_per_key=200, test_per_key=20)
+    folder = str(tmp_path / "by_tag")
+    assert main(["train", "--input", files["train_vw"], "--format", "vw", "--loss", "logistic", "--key", "tag",
+                 "--model", folder, "--quiet"]) == 0  # fmt: skip
+    lines = open(files["test_vw"]).read().splitlines()
+    pairs = [(line.split("'")[1].split()[0], line) for line in lines]  # (the VW tag, the line)
+    keyed, per_key, two = [], [], []
+    with beam.Pipeline(RUNNER) as p:
+        examples = p | beam.Create(pairs)
+        collect(examples | "Keyed" >> RunInference(keyed_model_handler(folder, input_format="vw")), keyed)
+        collect(examples | "PerKey" >> RunInference(PerKeyModelHandler(folder, input_format="vw")), per_key)
+        only = examples | beam.Filter(lambda pair: pair[0] in ("key0", "key2"))
+        collect(only | "Two" >> RunInference(keyed_model_handler(folder, ["key0", "key2"], input_format="vw",
+                                                                 output="label", max_models_per_worker_hint=1)), two)
+    # Beam's KeyedModelHandler scores every key with its own model, as PerKeyModelHandler does.
+    by_line = {result.example: (key, float(result.inference), result.model_id) for key, result in per_key}
+    assert len(keyed) == len(per_key) == len(pairs) == 60
+    for key, result in keyed:
+        assert (key, pytest.approx(float(result.inference), abs=1e-12), f"{folder}#{key}") == by_line[result.example]
+        assert result.id == key  # the VW tag
+    assert len(two) == 40 and {key for key, _ in two} == {"key0", "key2"}
+    assert all((result.inference == 1) == (by_line[result.example][1] >= 0.5) for _, result in two)
+    with pytest.raises(ValueError, match=r"no model for the keys \['nope'\]"):
+        keyed_model_handler(folder, ["key1", "nope"])
+    single = str(tmp_path / "one.model")
+    assert main(["train", "--input", files["train_vw"], "--format", "vw", "--model", single, "--quiet"]) == 0
+    with pytest.raises(FileNotFoundError, match="index.json"):
+        keyed_model_handler(single)
+    with pytest.raises(InferenceError, match="no model for key 'nope'"):
+        PolybeamModelHandler(folder, key="nope").load_model()

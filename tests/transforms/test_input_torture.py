@@ -190,7 +190,7 @@ def test_text_file(corpus, key, compressed):
 
     good = [(offset, line) for offset, _, line in records if line.fate == GOOD]
     assert [row[0] for row in got["examples"]] == [offset for offset, _ in good]
-    for (row_id, label, weight, slots, values, tag), (_, line) in zip(got["examples"], good):
+    for (_row_id, label, weight, slots, values, tag), (_, line) in zip(got["examples"], good):
         # Read as a clean file of this line alone is read...
         clean = fmt.parse(case.clean_content(line)).batch
         assert len(clean) == 1

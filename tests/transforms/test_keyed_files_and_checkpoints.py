@@ -58,7 +58,7 @@ def test_hostile_keys_stay_inside_the_folder_and_round_trip(tmp_path):
 def batches(seed: int, keys=None):
     rng = np.random.default_rng(seed)
     out = []
-    for part in range(4):
+    for _part in range(4):
         x = rng.normal(size=(300, 4))
         labels = np.where(x @ np.array([1.0, -2.0, 0.5, 0.0]) > 0, 1.0, -1.0)
         batch = ExampleBatch.from_rows([(y, {i + 1: v for i, v in enumerate(row)}) for y, row in zip(labels, x)],

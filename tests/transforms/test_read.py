@@ -138,7 +138,7 @@ def test_bundled_data_sets_read_completely_and_counters_reconcile(tmp_path):
         assert_that(read.counts, equal_to([ReadCounts(rows, rows, 0, 0)]), label=f"{name}Counts")
     result = run(pipeline)
 
-    for name, (_, content, _) in reads.items():
+    for name in reads:
         rows = {"spam": 4601, "letter": 20000}[name.replace("Gzip", "").lower()]
         counters = read_counters(result, name)
         assert counters["records"] == counters["examples"] + counters["dead_letters"] + counters["skipped"]

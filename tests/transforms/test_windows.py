@@ -137,7 +137,7 @@ def test_per_key_models_per_window(timed):
         window = model.metadata["window"]
         own = _rows_in(timed, window["start_micros"], window["end_micros"])
         own = own.take(key(own) == name)
-        expected = _run(lambda p, keep: p | beam.Create([own]) | Train(loss="logistic", bits=12, key=key)
+        expected = _run(lambda p, keep, own=own: p | beam.Create([own]) | Train(loss="logistic", bits=12, key=key)
                         | beam.Map(keep))  # fmt: skip
         _same(model, dict(expected)[name])
 
@@ -172,7 +172,7 @@ def test_evaluate_per_window_scores_each_window_with_its_model(timed):
     assert set(models) == set(metrics)
     for start, model in models.items():
         own = _rows_in(timed, start, model.metadata["window"]["end_micros"], spec)
-        expected = _run(lambda p, keep: p | beam.Create([own]) | Evaluate(model) | beam.Map(keep))[0]
+        expected = _run(lambda p, keep, own=own, model=model: p | beam.Create([own]) | Evaluate(model) | beam.Map(keep))[0]
         assert metrics[start] == pytest.approx(expected)
 
 

@@ -41,7 +41,7 @@ def _read_all(reads, dump_path: str) -> dict:
         read = pipeline | name >> ReadExamples(path, fmt, check_input=False, **options)  # (the records' fates, not the job's)
         parts += [
             read.examples | f"{name}Rows" >> beam.Map(lambda batch, name: (name, "examples", len(batch)), name),
-            read.dead_letters | f"{name}Dead" >> beam.Map(lambda l, name: (name, "dead", letter_summary(l)), name),
+            read.dead_letters | f"{name}Dead" >> beam.Map(lambda letter, name: (name, "dead", letter_summary(letter)), name),
             read.counts | f"{name}Counts" >> beam.Map(lambda c, name: (name, "counts", tuple(c.to_dict().values())),
                                                       name),
         ]
