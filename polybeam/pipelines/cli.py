@@ -43,7 +43,8 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
 
 
 def _inspect_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"].description,
+                                     allow_abbrev=False)
     parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
     parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -92,7 +93,8 @@ def _run_plot(argv: Sequence[str]) -> int:
 def _template_parser() -> argparse.ArgumentParser:
     from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, launcher_image
 
-    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"].description,
+                                     allow_abbrev=False)
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
     parser.add_argument("--output-dir", "--output_dir", dest="output_dir", required=True,
                         help="folder for metadata.json, Dockerfile, main.py, README.md and the wheel (the image's "
@@ -196,9 +198,9 @@ def _check_arguments(command: str, argv: Sequence[str]) -> None:
     if unknown:
         raise UsageError(f"unrecognised arguments: {' '.join(unknown)} (see polybeam {command} --help)")
     for arg in rest:  # what the command's parser left: Beam's options, or other commands' polybeam options
-        option = ALL_FLAGS.get(arg.partition("=")[0])
-        if option is not None:
-            raise UsageError(f"{arg.partition('=')[0]} does not apply to polybeam {command} (see polybeam {command} --help)")
+        flag = arg.partition("=")[0]
+        if flag in ALL_FLAGS:
+            raise UsageError(f"{flag} does not apply to polybeam {command} (see polybeam {command} --help)")
 
 
 def _skip_ipython_probe() -> None:

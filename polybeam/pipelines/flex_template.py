@@ -196,7 +196,8 @@ def template_metadata(command: str, *, per_key: bool = False) -> dict:
                   if in_template(option.attribute, command)]
     return {
         "name": f"polybeam-{command}" + ("-per-key" if per_key else ""),
-        "description": f"polybeam {command}: {COMMANDS[command].description}" + (" (per-key models)" if per_key else ""),
+        "description": f"polybeam {command}: {COMMANDS[command].description}"
+        + (" (per-key models)" if per_key else ""),
         "streaming": False,
         "parameters": parameters,
     }

@@ -47,8 +47,8 @@ def read_examples(pipeline, job: JobSettings, label: str, config, *, labels: str
     """Read ``--input`` as ``settings`` say (default: as the input options say, see ``input_settings``).
     The job checks its read itself (CheckInput in checked_read), after writing the dead letters and with its report."""
     settings = settings or input_settings(job, config, key=key)
-    return pipeline | label >> ReadExamples(job.input, format=settings.format,
-                                            check_input=False, **settings.reader_options(labels or config.label_kind))  # fmt: skip
+    reading = settings.reader_options(labels or config.label_kind)
+    return pipeline | label >> ReadExamples(job.input, format=settings.format, check_input=False, **reading)
 
 
 def write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):

@@ -40,7 +40,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION
-from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR, EXPANSION_RULES, EXPANSIONS, KEY_MODELS, LOSSES, SPARSITY, STEPS
+from polybeam.learners.choices import (
+    DEFAULT_OFFSET_PRIOR,
+    EXPANSION_RULES,
+    EXPANSIONS,
+    KEY_MODELS,
+    LOSSES,
+    SPARSITY,
+    STEPS,
+)
 from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines.commands import COMMANDS, Use
 
@@ -138,7 +146,8 @@ class Option:
     help : str
         Its help; ``{default}`` stands for its default, ``{config_default}`` for the LearnerConfig field's.
     type, choices : optional
-        What ``argparse`` converts and checks its value with.
+        What ``argparse`` converts and checks its value with (``choices`` may be a function that names them, so
+        that they are looked up only when a parser is made).
     default : optional
         Its value when not given; for an option that fills a LearnerConfig field, that field's default.
     config : str, optional
@@ -165,7 +174,7 @@ class Option:
     section: str
     help: str
     type: Callable | None = None
-    choices: tuple[str, ...] | None = None
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
     default: Any = _UNSET
     config: str | None = None
     sets: tuple[str, Any] | None = None
@@ -203,8 +212,7 @@ class Option:
         settings = {"dest": self.attribute, "default": self.default, "help": self.help}
         if self.flag:
             return {**settings, "action": "store_true"}
-        choices = self.choices() if callable(self.choices) else self.choices
-        settings.update(type=self.type, choices=choices, metavar=self.metavar)
+        settings.update(type=self.type, choices=self.all_choices(), metavar=self.metavar)
         return {name: value for name, value in settings.items() if value is not None or name == "default"}
 
     def all_choices(self) -> tuple[str, ...] | None:

@@ -131,7 +131,8 @@ def _value_type(option: specs.Option) -> Any:
     """The type of an option's value in :class:`JobSettings`."""
     if option.flag:
         return bool | None if option.default is None else bool
-    kind = {int: int, float: float, specs.columns: tuple[str, ...], specs.number_or_auto: float | str}.get(option.type, str)
+    types = {int: int, float: float, specs.columns: tuple[str, ...], specs.number_or_auto: float | str}
+    kind = types.get(option.type, str)
     return kind | None if option.default is None else kind
 
 

@@ -88,7 +88,7 @@ def test_pipelines_has_no_import_cycle():
 def private_imports(path: pathlib.Path) -> list[str]:
     """``module._name`` for every private name of another polybeam module the file imports or reads."""
     found = [f"{module}.{name} (line {line})" for module, name, line in imports(path)
-             if module.startswith("polybeam") and name and name.startswith("_") and not name.startswith("__")]  # fmt: skip
+             if module.startswith("polybeam") and name and name.startswith("_") and not name.startswith("__")]
     # Modules bound to a name (import polybeam.x as y, from polybeam import x): reading y._name.
     aliases = {}
     for node in ast.walk(ast.parse(path.read_text())):
