@@ -11,10 +11,16 @@ shipped with the package (``polybeam/yaml_providers.yaml``, its path in
 ``PolybeamTrain``                 examples (or ``{examples, origin}``) -> ``model``; writes the model file
 ``PolybeamEvaluate``              ``{examples, model}`` (or a ``model`` path) -> ``metrics`` (one Row)
 ``PolybeamPredict``               ``{examples, model}`` (or a ``model`` path) -> ``predictions`` (Rows)
+``PolybeamRunInference``          rows -> the rows with the model's inference (RunInference, ``PolybeamModelHandler``)
 ``PolybeamSequence``              examples -> ``prefixes`` (Rows: rank, group, cost, ...); writes the file
 ================================  ==========================================================
 
-Metrics, predictions and prefixes are schema'd Rows, so Beam YAML's own steps
+``PolybeamEvaluate`` and ``PolybeamPredict`` take ExampleBatches or schema'd
+rows of Beam YAML's own steps (``ReadFromCsv``, ``ReadFromParquet``,
+``Create``, ``MapToFields``, ...), read as the model's training input was
+read (see :mod:`polybeam.formats.fields`), with ``label``, ``weight``,
+``features`` and ``ignore`` naming fields. Metrics, predictions, scored rows
+and prefixes are schema'd Rows, so Beam YAML's own steps
 (``WriteToJson``, ``MapToFields``, ``Filter``, ...) take them. A pipeline
 includes the listing with ``providers: [{include: PATH}]``, where
 ``python -m polybeam.transforms.yaml_steps`` prints PATH.
@@ -30,12 +36,16 @@ ID (``id``: the ID column's value, or the VW tag).
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import apache_beam as beam
+import numpy as np
+from apache_beam.typehints.row_type import RowTypeConstraint
 
+from polybeam.formats.fields import RowReading
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.choices import KEY_MODELS
@@ -111,6 +121,16 @@ def _examples_and(inputs, other: str, step: str) -> tuple:
         raise ValueError(f"{step} takes input STEP.examples or {{examples: STEP.examples, {other}: STEP.{other}}}, "
                          f"got {sorted(inputs)}")  # fmt: skip
     return inputs["examples"], inputs.get(other)
+
+
+def _refuse_rows(examples, step: str) -> None:
+    """Say what a step that learns takes when it is given rows of another step (not an AttributeError later)."""
+    fields = _row_fields(examples)
+    if fields is not None:
+        raise ValueError(f"{step} takes the examples of a PolybeamReadExamples step, not rows (fields "
+                         f"{[name for name, _ in fields]}); read the file with PolybeamReadExamples (format: csv, "
+                         "label_column, categorical_columns, ...). Rows are for PolybeamPredict, PolybeamEvaluate "
+                         "and PolybeamRunInference")
 
 
 class _ModelStep(beam.PTransform):
@@ -210,6 +230,7 @@ class PolybeamTrain(beam.PTransform):
 
     def expand(self, inputs):
         inputs, read_origin = _examples_and(inputs, "origin", "PolybeamTrain")
+        _refuse_rows(inputs, "PolybeamTrain")
         model = inputs | "Train" >> Train(self.config, allow_empty=self.allow_empty, shared_keys=self.shared_keys)
         if read_origin is not None:  # how the examples were read, and what the read counted
             model = model | "RecordOrigin" >> beam.Map(_stamp_with_origin, beam.pvalue.AsSingleton(read_origin))
@@ -223,12 +244,86 @@ def _metrics_row(metrics: dict) -> Metrics:
     return Metrics(int(metrics["examples"]), *(value(name) for name in Metrics._fields[1:]))
 
 
+class _RowFields:
+    """A step's config naming the fields of schema'd rows: ``label``, ``weight``, ``features`` (default: every
+    other field but the model's key, ID and ignored columns), ``ignore`` (more fields that are no features)."""
+
+    def __init__(self, step: str, label: str | None = None, weight: str | None = None,
+                 features: list[str] | tuple[str, ...] | None = None, ignore: list[str] | tuple[str, ...] = ()):
+        self.step = step
+        self.label = label
+        self.weight = weight
+        self.features = None if features is None else tuple(features)
+        self.ignore = tuple(ignore)
+        RowReading(label=label, weight=weight, features=self.features, ignore=self.ignore)  # a clash fails here
+
+    def check(self, fields: list[tuple[str, object]]) -> None:
+        """Refuse names the rows do not have (at construction: the rows' schema is known then)."""
+        names = [name for name, _ in fields]
+        for setting, named in (("label", [self.label]), ("weight", [self.weight]), ("features", self.features or ()),
+                               ("ignore", self.ignore)):
+            unknown = sorted(set(named) - set(names) - {None})
+            if unknown:
+                raise ValueError(f"{self.step}: {setting} names {unknown}, which the rows do not have; "
+                                 f"their fields are {names}")
+
+    def reading(self, model) -> RowReading:
+        """How rows become examples of ``model``: as its training input was read, with the fields named here."""
+        settings = InputSettings.from_dict(model.input) if getattr(model, "input", None) else None
+        return RowReading(settings, label=self.label, weight=self.weight, features=self.features, ignore=self.ignore)
+
+
+def _keyed(batch, records: list, model):
+    """The batch with each row's key, for a shared per-key model (its key column's value; none: the shared
+    weights)."""
+    if model.shared_keys is None or batch.key_codes is not None:
+        return batch
+    from polybeam.transforms.inference import keys_of
+
+    _, keys = keys_of(records, model, "dict")
+    names, codes = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
+    return dataclasses.replace(batch, key_codes=codes.astype(np.int32), key_names=tuple(names.tolist()))
+
+
+_REFUSED_ROWS = beam.metrics.Metrics.counter("polybeam", "rows_refused")
+
+
+def _labelled_rows(rows, model, fields: _RowFields):
+    """A Beam batch of rows as one ExampleBatch of those with a label the model takes (others are counted)."""
+    records = [row._asdict() for row in rows]
+    config = model.config
+    read = fields.reading(model).examples(records, bits=config.bits, seed=config.seed, labels=config.label_kind,
+                                          classes=config.classes, label_names=config.class_names)
+    if read.refused:
+        _REFUSED_ROWS.inc(len(read.refused))
+    if len(read.batch):
+        yield _keyed(read.batch, [records[i] for i in read.rows.tolist()], model)
+
+
 class PolybeamEvaluate(_ModelStep):
     """Held-out metrics of a model on ``examples`` (the model as :class:`_ModelStep` says). Outputs
-    ``metrics``: one Row (examples, loss, error, auc, mse)."""
+    ``metrics``: one Row (examples, loss, error, auc, mse).
+
+    ``examples`` may also be rows of any YAML step (``ReadFromCsv``, ``ReadFromParquet``, ``Create``,
+    ``MapToFields``, ...), read as :mod:`polybeam.formats.fields` says: ``label`` names the label field
+    (default: the model's label column), ``weight`` an importance weight field, ``features`` the feature
+    fields (default: all others but the model's key, ID and ignored columns), ``ignore`` fields that are no
+    features. A row without a label the model takes is left out (counted as ``polybeam/rows_refused``), as
+    ``polybeam evaluate`` leaves out a file's dead letters."""
+
+    def __init__(self, model: str | None = None, label: str | None = None, weight: str | None = None,
+                 features: list[str] | None = None, ignore: list[str] | tuple[str, ...] = ()):
+        super().__init__(model)
+        self.fields = _RowFields("PolybeamEvaluate", label, weight, features, ignore)
 
     def expand(self, inputs):
         examples, model = self._examples_and_model(inputs)
+        fields = _row_fields(examples)
+        if fields is not None:
+            self.fields.check(fields)
+            batches = examples | "BatchRows" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
+            examples = batches | "RowsToExamples" >> beam.FlatMap(
+                _labelled_rows, beam.pvalue.AsSingleton(model), self.fields)
         metrics = examples | "Evaluate" >> Evaluate(model)
         return {"metrics": metrics | "ToRow" >> beam.Map(_metrics_row).with_output_types(Metrics)}
 
@@ -254,20 +349,22 @@ class PolybeamPredict(_ModelStep):
     ``predictions``: one Row per example (prediction, label, source, row, predicted_class for softmax, id).
     The numbers are ``polybeam predict``'s.
 
-    ``examples`` may also be rows of any YAML step (``Create``, ``ReadFromJson``, ``ReadFromCsv``, ...):
-    each field is a feature as a CSV column is (a string a category; a null, NaN or empty value a missing
-    feature), except those listed in ``ignore`` (an ID, the label). Each prediction row is then the input
-    row with ``prediction`` and ``predicted_class`` added."""
+    ``examples`` may also be rows of any YAML step (``ReadFromCsv``, ``ReadFromParquet``, ``Create``,
+    ``MapToFields``, ...), read as :mod:`polybeam.formats.fields` says (a string a category, a null, NaN or
+    empty value a missing feature, as in a CSV cell); ``label``, ``weight``, ``features`` and ``ignore`` name
+    fields as :class:`PolybeamEvaluate`'s do (the label needs not be there). Each prediction row is then the
+    input row with ``prediction`` and ``predicted_class`` added."""
 
-    def __init__(self, model: str | None = None, ignore: list[str] | tuple[str, ...] = ()):
+    def __init__(self, model: str | None = None, ignore: list[str] | tuple[str, ...] = (), label: str | None = None,
+                 weight: str | None = None, features: list[str] | None = None):
         super().__init__(model)
-        self.ignore = tuple(ignore)
+        self.fields = _RowFields("PolybeamPredict", label, weight, features, ignore)
 
     def expand(self, inputs):
         examples, model = self._examples_and_model(inputs)
         fields = _row_fields(examples)
         if fields is not None:
-            return {"predictions": examples | "ScoreRows" >> _ScoreRows(model, fields, self.ignore)}
+            return {"predictions": examples | "ScoreRows" >> _ScoreRows(model, fields, self.fields)}
         scored = examples | "Predict" >> Predict(model)
         return {"predictions": scored | "ToRows" >> beam.FlatMap(_prediction_rows).with_output_types(Prediction)}
 
@@ -282,16 +379,12 @@ def _row_fields(pcollection) -> list[tuple[str, object]] | None:
         return None
 
 
-def _score_rows(rows, model, ignore: tuple[str, ...]):
-    from polybeam.transforms.inference import keys_of, mappings_batch
-
+def _score_rows(rows, model, fields: _RowFields):
     records = [row._asdict() for row in rows]
-    # As RunInference reads a mapping: the model's own non-feature and categorical columns as its training read them.
-    batch = mappings_batch(model, records, ignore=ignore)
-    keys = None
-    if model.shared_keys is not None:  # a shared per-key model: each row's key column picks its offsets
-        _, keys = keys_of(records, model, "dict")
-    predictions = model.predict(batch, keys)
+    # As a file's records are read for the model (its label, non-feature and categorical columns); every row is
+    # scored, with or without a label.
+    read = fields.reading(model).examples(records, bits=model.config.bits, seed=model.config.seed)
+    predictions = model.predict(_keyed(read.batch, records, model))
     if predictions.ndim == 2:  # softmax: the most probable class and its probability
         best = predictions.argmax(axis=1)
         for record, probabilities, k in zip(records, predictions, best):
@@ -304,24 +397,121 @@ def _score_rows(rows, model, ignore: tuple[str, ...]):
 class _ScoreRows(beam.PTransform):
     """Rows in, the rows with their prediction out: scored a batch of rows at a time (one ExampleBatch each)."""
 
-    def __init__(self, model, fields, ignore: tuple[str, ...]):
+    def __init__(self, model, fields: list[tuple[str, object]], named: _RowFields):
         super().__init__()
         self.model = model
         self.fields = fields
-        self.ignore = ignore
-        unknown = sorted(set(ignore) - {name for name, _ in fields})
-        if unknown:
-            raise ValueError(f"PolybeamPredict: ignore names {unknown}, which the rows do not have; "
-                             f"their fields are {[name for name, _ in fields]}")  # fmt: skip
+        self.named = named
+        named.check(fields)
 
     def expand(self, rows):
-        from apache_beam.typehints.row_type import RowTypeConstraint
-
         schema = RowTypeConstraint.from_fields(self.fields + [("prediction", float), ("predicted_class", str)])
         return (rows
                 | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
-                | "Score" >> beam.FlatMap(_score_rows, beam.pvalue.AsSingleton(self.model), self.ignore)
-                .with_output_types(schema))  # fmt: skip
+                | "Score" >> beam.FlatMap(_score_rows, beam.pvalue.AsSingleton(self.model), self.named)
+                .with_output_types(schema))
+
+
+def _inference_type(model, output: str | None):
+    """The type of one example's inference from ``model`` (for the output rows' schema)."""
+    from polybeam.transforms.inference import OUTPUTS
+
+    loss = model.config.loss
+    if output is not None and output not in OUTPUTS:
+        raise ValueError(f"PolybeamRunInference: output must be one of {', '.join(OUTPUTS)}; got {output!r}")
+    if output == "probability" and loss not in ("logistic", "softmax"):
+        raise ValueError(f"PolybeamRunInference: output: probability needs a logistic or softmax model; this one "
+                         f"is {loss}")
+    if output == "label":
+        if loss == "softmax":
+            return str if model.config.class_names else int
+        if loss not in ("logistic", "hinge"):
+            raise ValueError(f"PolybeamRunInference: output: label needs a classifier; this one is {loss}")
+        return int
+    return Sequence[float] if loss == "softmax" else float
+
+
+def _plain(inference):
+    """A numpy result as the row field's Python value."""
+    if isinstance(inference, np.ndarray):
+        return [float(value) for value in inference.tolist()]
+    if isinstance(inference, (np.integer, int)) and not isinstance(inference, bool):
+        return int(inference)
+    if isinstance(inference, (np.floating, float)):
+        return float(inference)
+    return inference
+
+
+class _RowMappings(beam.DoFn):
+    """Each row as ``(row, what the handler scores)``: its features' mapping, and for a shared per-key model
+    (``keyed_model``) the row's key with it, as the handler takes ``(key, example)`` pairs."""
+
+    def __init__(self, reading: RowReading, keyed_model=None):
+        self.reading = reading
+        self.keyed_model = keyed_model
+
+    def process(self, row):
+        record = row._asdict()
+        features = self.reading.feature_mapping(record, self.reading.feature_fields(list(record)))
+        if self.keyed_model is None:
+            yield row, features
+            return
+        from polybeam.transforms.inference import keys_of
+
+        yield row, (keys_of([record], self.keyed_model, "dict")[1][0], features)
+
+
+def _with_inference(keyed_result, tag: str):
+    """The input row with the RunInference result's inference as field ``tag``."""
+    row, result = keyed_result
+    return beam.Row(**row._asdict(), **{tag: _plain(result.inference)})
+
+
+class PolybeamRunInference(beam.PTransform):
+    """Beam's ``RunInference`` with :class:`~polybeam.transforms.inference.PolybeamModelHandler` over rows of
+    any YAML step: each output row is the input row with the model's inference in the field ``inference_tag``
+    (default ``inference``), as Beam YAML's own ``RunInference`` step adds it.
+
+    ``model`` is the model file (read now, to know the inference's type); ``output`` what the handler gives
+    (none: what ``polybeam predict`` writes, a float, or the class probabilities for softmax; ``score``;
+    ``probability``; ``label``); ``label``, ``weight``, ``features`` and ``ignore`` name fields as
+    :class:`PolybeamPredict`'s do; ``min_batch_size``/``max_batch_size`` bound RunInference's batches."""
+
+    def __init__(self, model: str, output: str | None = None, inference_tag: str = "inference",
+                 label: str | None = None, weight: str | None = None, features: list[str] | None = None,
+                 ignore: list[str] | tuple[str, ...] = (), min_batch_size: int | None = None,
+                 max_batch_size: int | None = None):
+        super().__init__()
+        self.path = model
+        self.model = read_model(model)  # a bad model (or output for it) fails at once
+        self.output = output
+        self.inference_tag = inference_tag
+        self.inference_type = _inference_type(self.model, output)
+        self.fields = _RowFields("PolybeamRunInference", label, weight, features, ignore)
+        batching = {"min_batch_size": min_batch_size, "max_batch_size": max_batch_size}
+        self.batching = {name: size for name, size in batching.items() if size is not None}
+
+    def expand(self, rows):
+        from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+
+        from polybeam.transforms.inference import PolybeamModelHandler
+
+        fields = _row_fields(rows)
+        if fields is None:
+            raise ValueError(f"PolybeamRunInference takes schema'd rows (from ReadFromCsv, Create, MapToFields, "
+                             f"...), got {rows.element_type}")
+        self.fields.check(fields)
+        if self.inference_tag in {name for name, _ in fields}:
+            raise ValueError(f"PolybeamRunInference: the rows already have a field {self.inference_tag!r}; "
+                             "name the inference another (inference_tag)")
+        keyed_model = self.model if self.model.shared_keys is not None else None
+        mappings = _RowMappings(self.fields.reading(self.model), keyed_model)
+        handler = KeyedModelHandler(PolybeamModelHandler(self.path, output=self.output, **self.batching))
+        schema = RowTypeConstraint.from_fields(fields + [(self.inference_tag, self.inference_type)])
+        return (rows
+                | "Features" >> beam.ParDo(mappings)
+                | "RunInference" >> RunInference(handler)
+                | "ToRows" >> beam.Map(_with_inference, self.inference_tag).with_output_types(schema))
 
 
 def _prefix_row(record: dict) -> Prefix:
@@ -349,6 +539,7 @@ class PolybeamSequence(beam.PTransform):
     def expand(self, examples):
         from polybeam.transforms.sequence import SequenceGroups, WritePrefixes
 
+        _refuse_rows(examples, "PolybeamSequence")
         sequenced = examples | "Sequence" >> SequenceGroups(self.spec, method=self.method, ridge=self.ridge,
                                                             seed=self.seed, **self.options)  # fmt: skip
         sequenced.prefixes | "Write" >> WritePrefixes(self.output)

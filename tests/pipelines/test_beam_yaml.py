@@ -36,7 +36,7 @@ def test_the_listing_names_every_step_and_each_resolves():
     assert [provider["type"] for provider in listing] == ["python"]
     transforms = listing[0]["transforms"]
     assert set(transforms) == {"PolybeamReadExamples", "PolybeamTrain", "PolybeamEvaluate", "PolybeamPredict",
-                               "PolybeamSequence"}  # fmt: skip
+                               "PolybeamSequence", "PolybeamRunInference"}  # fmt: skip
     for name, qualified in transforms.items():
         module, _, attribute = qualified.rpartition(".")
         assert getattr(importlib.import_module(module), attribute).__name__ == name

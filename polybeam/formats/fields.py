@@ -1,0 +1,302 @@
+"""Rows of named fields (Beam schema'd rows, JSON records, dicts) as examples, read as a model's input was.
+
+Beam YAML's sources (``ReadFromCsv``, ``ReadFromParquet``, ``Create``,
+``MapToFields``, ...) hand over rows whose fields are already typed. A
+:class:`RowReading` names the label, the weight and the features among those
+fields and turns a list of rows into one ExampleBatch, so that a row scores
+as the same record does when ``polybeam predict`` reads it from a file:
+
+- for a model trained on **Parquet** (its input settings say so), the rows
+  become an Arrow table read by :class:`~polybeam.formats.parquet.ParquetFormat`
+  with the model's settings: numeric fields are features, text fields are
+  not, ``indices``/``values`` list fields are the sparse layout;
+- for any other model, each row is a mapping as a CSV record is (see
+  :mod:`polybeam.formats.mappings`): a number is a value, a string a
+  category, a null, NaN or empty string a missing feature; the model's
+  categorical columns' values are categories even when numbers, and its
+  label, weight, key, ID, timestamp and ignored columns are not features.
+
+The label field is ``label`` when given, else the model's label column (CSV:
+the first field when the model names none; Parquet: ``label``); a string
+label is a class name (``label_names``) or a number, as in a CSV cell. The
+features are ``features`` when given, else every field that is no label,
+weight, key, ID, timestamp or ignored field.
+
+>>> from polybeam.formats.csv import CsvFormat
+>>> settings = InputSettings.of(CsvFormat(label_column="y", categorical_columns=("colour",)))
+>>> reading = RowReading(settings)
+>>> rows = [{"y": 1, "size": 2.5, "colour": "red"}, {"y": 0, "size": None, "colour": "blue"}]
+>>> read = reading.examples(rows, bits=18, seed=0, labels="binary")
+>>> csv = CsvFormat(label_column="y", categorical_columns=("colour",))
+>>> parsed = csv.parse(b"y,size,colour\\n1,2.5,red\\n0,,blue\\n")
+>>> read.batch.labels.tolist(), read.batch.indices.tolist() == parsed.batch.indices.tolist()
+([1.0, 0.0], True)
+>>> read = RowReading(settings, features=("size",)).examples(rows + [{"y": 7, "size": 1.0}], bits=18, seed=0,
+...                                                           labels="binary")
+>>> read.batch.indptr.tolist(), read.rows.tolist(), read.refused
+([0, 1, 1], [0, 1], [(2, 'binary label must be -1, 0 or +1')])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polybeam.formats.classes import class_names
+from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.mappings import SlotTable, batch_from_mappings
+from polybeam.formats.records import label_problems
+from polybeam.learners.batch import ExampleBatch
+
+# Settings of a CSV read that name columns which are never features of a row.
+_ROLE_COLUMNS = ("weight_column", "key_column", "id_column", "timestamp_column")
+
+
+@dataclass(frozen=True)
+class RowsRead:
+    """What :meth:`RowReading.examples` made of a list of rows: ``batch`` holds the rows that are examples,
+    ``rows`` their positions in the list, ``refused`` ``(position, reason)`` for each of the others."""
+
+    batch: ExampleBatch
+    rows: np.ndarray
+    refused: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RowReading:
+    """How rows of named fields become examples (see the module docstring).
+
+    Parameters
+    ----------
+    settings : InputSettings, optional
+        How the model's training input was read (None: the model does not say; rows are read as CSV
+        records with nothing but ``label``, ``weight``, ``features`` and ``ignore`` known).
+    label, weight : str, optional
+        The label and importance-weight fields (default: the model's label and weight columns).
+    features : tuple of str, optional
+        The feature fields (default: every field that is not the label, the weight, or one of the
+        model's key, ID, timestamp or ignored columns).
+    ignore : tuple of str
+        More fields that are not features (an ID of the rows' own, a note).
+    """
+
+    settings: InputSettings | None = None
+    label: str | None = None
+    weight: str | None = None
+    features: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.features is not None:
+            object.__setattr__(self, "features", tuple(self.features))
+            clash = {self.label, self.weight} & set(self.features)
+            if clash - {None}:
+                raise ValueError(f"the label and weight fields cannot also be features: {sorted(clash - {None})}")
+        object.__setattr__(self, "ignore", tuple(self.ignore))
+
+    @property
+    def _format(self) -> str | None:
+        return self.settings.format if self.settings is not None else None
+
+    def _option(self, name: str):
+        return self.settings.options.get(name) if self.settings is not None else None
+
+    def _named(self, column, fields: Sequence[str]) -> str | None:
+        """A column setting (a name, or a 0-based position) as a field name: a position counts in the header of
+        the model's training file when the model recorded it, else in the rows' fields."""
+        if isinstance(column, int) and not isinstance(column, bool):
+            names = self.settings.columns if self.settings is not None and self.settings.columns else fields
+            return names[column] if 0 <= column < len(names) else None
+        return column
+
+    def label_field(self, fields: Sequence[str]) -> str | None:
+        """The label among ``fields`` (the rows' field names, in order); None when the rows have none."""
+        if self.label is not None:
+            return self.label if self.label in fields else None
+        column = self._option("label_column")
+        if self._format == "csv" and column is None:
+            column = 0  # the CSV reader's default: the first column
+        name = self._named(column, fields)
+        return name if name in fields else None
+
+    def examples(self, records: Sequence[Mapping], *, bits: int, seed: int, labels: str = "any", classes: int = 0,
+                 label_names: Sequence[str] = ()) -> RowsRead:
+        """One ExampleBatch of ``records`` (mappings of field to value, all with the same fields).
+
+        ``labels`` is the kind of label the rows must have ("any": none needed, as for prediction; "binary",
+        "real", "multiclass": a row without such a label is refused, as a file's record is a dead letter);
+        ``classes`` and ``label_names`` describe a multiclass task."""
+        fields = list(records[0]) if records else []
+        label = self.label_field(fields)
+        if labels != "any" and label is None and records:
+            raise ValueError(f"the rows have no label field ({self._label_hint()}); their fields are {fields}")
+        if self._format == "parquet":
+            return self._arrow_examples(records, label, bits=bits, seed=seed, labels=labels, classes=classes,
+                                        label_names=tuple(label_names))
+        return self._mapping_examples(records, fields, label, bits=bits, seed=seed, labels=labels, classes=classes,
+                                      label_names=tuple(label_names))
+
+    def _label_hint(self) -> str:
+        if self.label is not None:
+            return f"label: {self.label!r}"
+        column = self._option("label_column")
+        return f"the model's label column is {column!r}; name another with label" if column is not None else (
+            "name it with label")
+
+    # -- rows as CSV records (mappings) -----------------------------------------
+
+    def _not_features(self, fields: Sequence[str], label: str | None) -> set:
+        named = {label, self.weight, *self.ignore}
+        named |= {self._named(self._option(name), fields) for name in _ROLE_COLUMNS}
+        named |= {self._named(column, fields) for column in self._option("ignore_columns") or ()}
+        return named - {None}
+
+    def _weight_field(self, fields: Sequence[str]) -> str | None:
+        return self.weight if self.weight is not None else self._named(self._option("weight_column"), fields)
+
+    def feature_fields(self, fields: Sequence[str]) -> tuple[str, ...]:
+        """The feature fields among ``fields`` (the rows' field names, in order)."""
+        if self.features is not None:
+            missing = sorted(set(self.features) - set(fields))
+            if missing:
+                raise ValueError(f"features {missing} are not fields of the rows; their fields are {list(fields)}")
+            return self.features
+        not_features = self._not_features(fields, self.label_field(fields))
+        if self._format == "parquet" and self._option("feature_columns") is not None:
+            return tuple(f for f in self._option("feature_columns") if f in fields and f not in not_features)
+        return tuple(f for f in fields if f not in not_features)
+
+    def feature_mapping(self, record: Mapping, features: Sequence[str]) -> dict:
+        """A row's features as :mod:`polybeam.formats.mappings` reads them (``features``: :meth:`feature_fields`).
+
+        For a model trained on Parquet, as its reader reads a row: numbers are features, text is not, and
+        ``indices``/``values`` list fields are LIBSVM indices and their values (an index given twice adds up)."""
+        if self._format != "parquet":
+            categorical = self._categorical(list(record))
+            return {name: _feature_value(record.get(name), name in categorical) for name in features}
+        indices = self._option("indices_column") or "indices"
+        if isinstance(record.get(indices), (list, tuple)):
+            values = record.get(self._option("values_column") or "values")
+            values = [1.0] * len(record[indices]) if values is None else values
+            sparse: dict = {}
+            for index, value in zip(record[indices], values):
+                sparse[int(index)] = sparse.get(int(index), 0.0) + (0.0 if value is None else float(value))
+            return sparse
+        return {name: record[name] for name in features
+                if isinstance(record.get(name), (bool, int, float, np.number))}
+
+    def _categorical(self, fields: Sequence[str]) -> set:
+        return {self._named(column, fields) for column in self._option("categorical_columns") or ()}
+
+    def _mapping_examples(self, records, fields, label, *, bits, seed, labels, classes, label_names) -> RowsRead:
+        features = self.feature_fields(fields)
+        categorical = self._categorical(fields)
+        weight = self._weight_field(fields)
+        names = class_names(label_names) if label_names else None
+        values, weights, refused = [], [], []
+        for position, record in enumerate(records):
+            value, reason = _label_value(record.get(label) if label is not None else None, names)
+            importance, weight_reason = _weight_value(record.get(weight) if weight is not None else None)
+            reason = reason and f"label field {label!r}: {reason}"
+            weight_reason = weight_reason and f"weight field {weight!r}: {weight_reason}"
+            reason = reason or weight_reason
+            if reason is not None and labels != "any":
+                refused.append((position, reason))
+            values.append(value)
+            weights.append(importance if weight_reason is None else 1.0)
+        labels_array = np.asarray(values, dtype=np.float64)
+        if labels != "any":
+            missing_label = np.isnan(labels_array)
+            bad, reason = label_problems(np.where(missing_label, 0.0, labels_array), labels, classes)
+            known = {position for position, _ in refused}
+            for position in np.flatnonzero(missing_label | bad).tolist():
+                if position not in known:
+                    refused.append((position, "missing label" if missing_label[position] else reason))
+            refused.sort()
+        refused_rows = {position for position, _ in refused}
+        kept = np.array([i for i in range(len(records)) if i not in refused_rows], dtype=np.int64)
+        mappings = [{name: _feature_value(records[i].get(name), name in categorical) for name in features}
+                    for i in kept.tolist()]
+        batch = batch_from_mappings(mappings, bits=bits, seed=seed, table=SlotTable(bits=bits, seed=seed))
+        batch = batch.with_labels(labels_array[kept])
+        return RowsRead(_with_weights(batch, np.asarray(weights, dtype=np.float64)[kept]), kept, refused)
+
+    # -- rows as Parquet rows (an Arrow table) -----------------------------------
+
+    def _arrow_examples(self, records, label, *, bits, seed, labels, classes, label_names) -> RowsRead:
+        import pyarrow as pa
+
+        from polybeam.formats.parquet import ParquetFormat
+
+        options = {**self.settings.options, "bits": bits, "seed": seed, "labels": labels}
+        if labels != "any" and (classes or label_names):
+            options.update(classes=classes, label_names=label_names)
+        if label is not None:
+            options["label_column"] = label
+        if self.weight is not None:
+            options["weight_column"] = self.weight
+        if self.features is not None:
+            options["feature_columns"] = self.features
+        options["ignore_columns"] = tuple(options.get("ignore_columns") or ()) + self.ignore
+        options.pop("timestamp_column", None)  # event times are the pipeline's, not the model's business here
+        if not records:
+            return RowsRead(ExampleBatch.empty(bits), np.zeros(0, dtype=np.int64))
+        parsed = ParquetFormat(**options).parse_table(pa.Table.from_pylist(list(records)), source="<rows>")
+        refused = sorted((letter.offset, letter.reason) for letter in parsed.dead_letters)
+        if refused and labels == "any":  # a row that cannot be scored cannot be skipped silently
+            position, reason = refused[0]
+            raise ValueError(f"row {position} ({dict(records[position])!r:.200}): {reason}")
+        return RowsRead(parsed.batch, np.asarray(parsed.batch.row_ids, dtype=np.int64), refused)
+
+
+def _label_value(value, names) -> tuple[float, str | None]:
+    """A row's label as a number (NaN: missing), and why it cannot be one (None: it can)."""
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return math.nan, None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return math.nan, None
+        if names is not None:
+            found = names.class_of(text)
+            if found:
+                return float(found), None
+        try:
+            return float(text), None
+        except ValueError:
+            return math.nan, names.unknown_reason(text) if names is not None else f"not a number: {text!r:.80}"
+    try:
+        return float(value), None
+    except (TypeError, ValueError):
+        return math.nan, f"not a number: {value!r:.80}"
+
+
+def _weight_value(value) -> tuple[float, str | None]:
+    """A row's importance weight (a missing one is 1), and why it cannot be one."""
+    if value is None:
+        return 1.0, None
+    try:
+        weight = float(value)
+    except (TypeError, ValueError):
+        return 1.0, f"not a number: {value!r:.80}"
+    if not (math.isfinite(weight) and weight >= 0.0):
+        return 1.0, f"importance weight must be finite and >= 0, got {weight}"
+    return weight, None
+
+
+def _feature_value(value, categorical: bool):
+    """A field's value as a mapping holds it: a categorical column's number is a category, as its CSV cell is."""
+    if categorical and value is not None and not isinstance(value, str):
+        if isinstance(value, float) and value != value:
+            return None
+        return str(value)
+    return value
+
+
+def _with_weights(batch: ExampleBatch, weights: np.ndarray) -> ExampleBatch:
+    from dataclasses import replace
+
+    return replace(batch, weights=weights)
