@@ -21,6 +21,12 @@ Every option has a hyphenated spelling for people (``--learning-rate``) and an
 underscored one for templates and Beam habits (``--learning_rate``); both fill
 the same attribute.
 
+A new option is one row of :data:`TABLE` (in an existing options class; a new
+class also needs its PipelineOptions class in :mod:`polybeam.pipelines.options`
+and a place in the commands that take it, :mod:`polybeam.pipelines.commands`),
+plus, for train, evaluate and predict, its README row: ``python -m
+polybeam.pipelines.option_specs`` prints the table to paste.
+
 >>> parser = command_parser("train")
 >>> parser.parse_args(["--learning_rate", "0.1", "--loss", "logistic"]).learning_rate
 0.1
