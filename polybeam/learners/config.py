@@ -28,8 +28,6 @@ from polybeam.learners.choices import (  # noqa: F401  (re-exported: the setting
     SPARSITY,
     STEP_RULES,
 )
-from polybeam.learners.hashing import check_bits
-from polybeam.learners.expansion import check_interactions
 
 # Default eta per loss when a step rule needs one. 0.5 is VW's default for every
 # loss; for logistic loss 1.0 gave lower held-out error on all four bundled data
@@ -296,6 +294,8 @@ class LearnerConfig:
             raise ValueError(f"l2 must be >= 0; got {self.l2}")
         if self.step == "inverse" and self.l2 <= 0:
             raise ValueError("step 'inverse' (1 / (l2 * (t + 1))) needs l2 > 0; set l2, e.g. l2=1e-4")
+        from polybeam.learners.hashing import check_bits  # (here: the kernels' modules import numba)
+
         set_field("bits", check_bits(self.bits))
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**32:
             raise ValueError(f"seed must be an integer in [0, 2**32); got {self.seed!r}")
@@ -343,6 +343,8 @@ class LearnerConfig:
             raise ValueError(f"expansions must be a whole number >= 0; got {self.expansions!r}")
         if not _whole(self.expand_after) or self.expand_after < 1:
             raise ValueError(f"expand_after must be a whole number >= 1; got {self.expand_after!r}")
+        from polybeam.learners.expansion import check_interactions
+
         object.__setattr__(self, "interactions", check_interactions(self.interactions, self.expand))
         if self.examples_per_pass is not None and (not _whole(self.examples_per_pass) or self.examples_per_pass < 1):
             raise ValueError(f"examples_per_pass must be a whole number >= 1 (or None); got {self.examples_per_pass!r}")

@@ -22,34 +22,20 @@ from apache_beam.transforms.util import WaitOn
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
-from polybeam.pipelines.jobs import (
-    OptionError,
-    _checked,
-    _counts,
-    _finish,
-    _noted,
-    _read,
-    _require,
-    _write_dead_letters,
+from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.job_parts import (
+    checked_read,
+    finish_report,
     input_policy,
     job_facts,
+    note_workers,
+    read_examples,
+    total_counts,
+    write_dead_letters,
 )
 from polybeam.pipelines.launch import launch
 from polybeam.pipelines.option_specs import columns
-from polybeam.pipelines.options import (
-    AnytimePredictionOptions,
-    InputOptions,
-    KeyOptions,
-    LearnerOptions,
-    ModelOptions,
-    OutputOptions,
-    RunOptions,
-    SequenceOptions,
-    TimelinessOptions,
-    absolute_paths,
-    input_settings,
-    with_default_runner,
-)
+from polybeam.pipelines.options import JobSettings, input_settings, job_settings, with_default_runner
 from polybeam.transforms.report import WriteReport
 from polybeam.selection.anytime import AnytimeModel
 from polybeam.selection.groups import GroupSpec
@@ -82,45 +68,41 @@ def _sequence_report(parts: dict, *, facts: dict) -> dict:
         "total_cost": prefixes[-1]["cumulative_cost"] if prefixes else 0.0,
         "explained_variance": prefixes[-1]["explained_variance"] if prefixes else 0.0,
     }
-    return _finish(report, facts)
+    return finish_report(report, facts)
 
 
 def run_sequence(options: PipelineOptions) -> dict:
     """Sequence the groups of ``--groups`` over ``--input``; write the prefixes to ``--output``."""
     started = time.perf_counter()
-    absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "sequence")
-    settings = options.view_as(SequenceOptions)
-    groups_path = _require(settings.groups, "--groups", "sequence")
-    output = _require(options.view_as(OutputOptions).output, "--output", "sequence")
-    learner = options.view_as(LearnerOptions)
-    config = LearnerConfig(loss="squared", bits=learner.bits, seed=learner.seed)
-    if not (settings.ridge >= 0 and np.isfinite(settings.ridge)):
-        raise OptionError(f"--ridge must be a finite number >= 0, got {settings.ridge}")
-    if settings.lasso_points < 2:
-        raise OptionError(f"--lasso-points must be at least 2, got {settings.lasso_points}")
-    memory_limit = int(settings.memory_limit_mb * 2**20)
+    job = job_settings(options, "sequence")
+    groups_path, output = job.groups, job.output
+    config = LearnerConfig(loss="squared", bits=job.bits, seed=job.seed)
+    if not (job.ridge >= 0 and np.isfinite(job.ridge)):
+        raise OptionError(f"--ridge must be a finite number >= 0, got {job.ridge}")
+    if job.lasso_points < 2:
+        raise OptionError(f"--lasso-points must be at least 2, got {job.lasso_points}")
+    memory_limit = int(job.memory_limit_mb * 2**20)
     spec = GroupSpec.load(groups_path, bits=config.bits, seed=config.seed)  # fail fast on a bad specification
-    if settings.default_group is None:
+    if job.default_group is None:
         check_memory(len(spec.slots), memory_limit)
-    skipped_path = settings.skipped_output or f"{output}.skipped.jsonl"
-    dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
-    report_path = options.view_as(RunOptions).report or f"{output}.report.json"
-    extra = {"lasso_points": settings.lasso_points}
-    if settings.minimum_cost is not None:
-        extra["minimum_cost"] = settings.minimum_cost
-    input_policy(options)
+    skipped_path = job.skipped_output or f"{output}.skipped.jsonl"
+    dead_path = job.dead_letters or f"{output}.dead_letters.jsonl"
+    report_path = job.report or f"{output}.report.json"
+    extra = {"lasso_points": job.lasso_points}
+    if job.minimum_cost is not None:
+        extra["minimum_cost"] = job.minimum_cost
+    input_policy(job)
     with_default_runner(options)
 
-    facts = {**job_facts("sequence", options, report_path), "method": settings.method, "ridge": settings.ridge,
+    facts = {**job_facts("sequence", options, job, report_path), "method": job.method, "ridge": job.ridge,
              "output": output, "skipped_output": skipped_path, "dead_letter_file": dead_path}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config)
-    checked = _checked(read, options, _write_dead_letters(read, dead_path), facts)
+    read = read_examples(pipeline, job, "Read", config)
+    checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
     sequenced = read.examples | "Sequence" >> SequenceGroups(
-        spec, method=settings.method, ridge=settings.ridge, whiten=False if settings.no_whiten else None,
-        standardize=not settings.no_standardize, default_group=settings.default_group,
-        default_cost=settings.default_group_cost, memory_limit=memory_limit, seed=config.seed, **extra)  # fmt: skip
+        spec, method=job.method, ridge=job.ridge, whiten=False if job.no_whiten else None,
+        standardize=not job.no_standardize, default_group=job.default_group,
+        default_cost=job.default_group_cost, memory_limit=memory_limit, seed=config.seed, **extra)  # fmt: skip
     prefixes = sequenced.prefixes | "PrefixesAfterCheck" >> WaitOn(checked)
     skipped = sequenced.skipped | "SkippedAfterCheck" >> WaitOn(checked)
     parts = {
@@ -186,17 +168,15 @@ def _timeliness_report(parts: dict, *, models: dict, facts: dict) -> dict:
         from polybeam.pipelines.plots import plot_curves
 
         plot_curves(facts["plot"], {label: entry["curve"] for label, entry in methods.items()}, stop=stop, alpha=alpha)
-    return _finish(report, facts)
+    return finish_report(report, facts)
 
 
 def run_timeliness(options: PipelineOptions) -> dict:
     """Held-out curves and alpha-timeliness of the ``--prefixes`` files on ``--input``."""
     started = time.perf_counter()
-    absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "timeliness")
-    settings = options.view_as(TimelinessOptions)
-    paths = _require(settings.prefixes, "--prefixes", "timeliness")
-    alpha = parse_alpha(options.view_as(LearnerOptions).alpha)
+    job = job_settings(options, "timeliness")
+    paths = job.prefixes
+    alpha = parse_alpha(job.alpha)
     models = load_models(paths)
     empty = [label for label, model in models.items() if not model.prefixes]
     if empty:
@@ -205,39 +185,39 @@ def run_timeliness(options: PipelineOptions) -> dict:
     if len(hashing) > 1:
         raise OptionError(f"the prefix files were sequenced with different --bits/--seed: {sorted(hashing)}")
     (bits, seed), = hashing
-    reference = _reference(models, paths, settings.reference)
+    reference = _reference(models, paths, job.reference)
     train_costs, train_values = models[reference].curve()
     if alpha is None:
         alpha = plateau_alpha(train_costs, train_values)
     stop = stopping_cost(train_costs, train_values, alpha=alpha)
-    if settings.plot:
+    if job.plot:
         from polybeam.pipelines.plots import check_plotting
 
         check_plotting()
-    dead_path = options.view_as(InputOptions).dead_letters or f"{paths[0]}.timeliness.dead_letters.jsonl"
-    report_path = options.view_as(RunOptions).report or f"{paths[0]}.timeliness.json"
-    input_policy(options)
+    dead_path = job.dead_letters or f"{paths[0]}.timeliness.dead_letters.jsonl"
+    report_path = job.report or f"{paths[0]}.timeliness.json"
+    input_policy(job)
     with_default_runner(options)
 
-    facts = {**job_facts("timeliness", options, report_path), "alpha": alpha, "stopping_cost": stop,
-             "reference": reference, "plot": settings.plot, "dead_letter_file": dead_path}  # fmt: skip
+    facts = {**job_facts("timeliness", options, job, report_path), "alpha": alpha, "stopping_cost": stop,
+             "reference": reference, "plot": job.plot, "dead_letter_file": dead_path}  # fmt: skip
     config = LearnerConfig(loss="squared", bits=bits, seed=seed)
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config)
+    read = read_examples(pipeline, job, "Read", config)
     curves = (read.examples
               | "Evaluate" >> EvaluateAnytime(models)
               | "Values" >> beam.MapTuple(lambda name, curve: (name, curve.explained_variance().tolist())))  # fmt: skip
     build = functools.partial(_timeliness_report, models=models, facts=facts)
-    checked = _checked(read, options, _write_dead_letters(read, dead_path), facts)
+    checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
     pipeline | "Report" >> WriteReport(report_path, build, counts=checked, curves=curves)
-    outputs = {"dead_letters": dead_path, **({"plot": settings.plot} if settings.plot else {})}
+    outputs = {"dead_letters": dead_path, **({"plot": job.plot} if job.plot else {})}
     return launch(pipeline, options, facts, started=started, outputs=outputs)
 
 
-def _prefix_choice(options: PipelineOptions, model: AnytimeModel, path: str) -> dict:
+def _prefix_choice(job: JobSettings, model: AnytimeModel, path: str) -> dict:
     """``{"budget": B}`` or ``{"groups": (...)}`` from --budget / --groups, checked against the prefixes."""
-    budget = options.view_as(AnytimePredictionOptions).budget
-    groups = options.view_as(SequenceOptions).groups
+    budget = job.budget
+    groups = job.groups
     if (budget is None) == (groups is None):
         raise OptionError("polybeam predict --prefixes needs one of --budget B or --groups a,b,c")
     if budget is not None:
@@ -254,46 +234,47 @@ def _prefix_choice(options: PipelineOptions, model: AnytimeModel, path: str) -> 
 
 
 def _anytime_predict_report(parts: dict, *, facts: dict) -> dict:
-    return _finish({**_counts(parts).to_dict(), "prediction_files": sorted(parts["files"])}, facts, parts)
+    return finish_report({**total_counts(parts).to_dict(), "prediction_files": sorted(parts["files"])}, facts, parts)
 
 
-def run_anytime_predict(options: PipelineOptions) -> dict:
+def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None) -> dict:
     """``polybeam predict --prefixes FILE (--budget B | --groups a,b,c)``: predictions of the longest prefix that
-    fits, each line ending with the prefix's size (groups) and cumulative cost."""
+    fits, each line ending with the prefix's size (groups) and cumulative cost. ``job``: the options already read
+    (see :func:`~polybeam.pipelines.options.job_settings`; predict's --groups are the names of the groups available,
+    not a path)."""
     started = time.perf_counter()
-    absolute_paths(options, not_paths=("groups",))  # here the names of the groups available
-    _require(options.view_as(InputOptions).input, "--input", "predict")
-    output = _require(options.view_as(OutputOptions).output, "--output", "predict")
-    paths = options.view_as(TimelinessOptions).prefixes
+    job = job or job_settings(options, "predict")
+    output = job.output
+    paths = job.prefixes
     if len(paths) != 1:
         raise OptionError(f"polybeam predict takes one --prefixes file, got {len(paths)}")
-    for flag, value in (("--model", options.view_as(ModelOptions).model), ("--key", options.view_as(KeyOptions).key)):
+    for flag, value in (("--model", job.model), ("--key", job.key)):
         if value:
             raise OptionError(f"{flag} and --prefixes exclude each other: predict with a model or with prefixes")
     path = paths[0]
     model = read_anytime_model(path)  # fail fast on a bad prefix file
     if not model.prefixes:
         raise OptionError(f"{path} holds no prefix")
-    choice = _prefix_choice(options, model, path)
+    choice = _prefix_choice(job, model, path)
     length = model.prefix_length(**choice)
-    dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
-    report_path = options.view_as(RunOptions).report or f"{output}.report.json"
-    input_policy(options)
+    dead_path = job.dead_letters or f"{output}.dead_letters.jsonl"
+    report_path = job.report or f"{output}.report.json"
+    input_policy(job)
     with_default_runner(options)
 
-    facts = {**job_facts("predict", options, report_path), "prefixes": path, **choice, "output": output,
+    facts = {**job_facts("predict", options, job, report_path), "prefixes": path, **choice, "output": output,
              "prefix": length, "prefix_cost": model.prefix_cost(length),
              "prefix_groups": [p["group"] for p in model.prefixes[:length]], "dead_letter_file": dead_path}  # fmt: skip
     config = LearnerConfig(loss="squared", bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, labels="any")
-    parts = {"counts": _checked(read, options, _write_dead_letters(read, dead_path), facts)}
+    read = read_examples(pipeline, job, "Read", config, labels="any")
+    parts = {"counts": checked_read(read, job, write_dead_letters(read, dead_path), facts)}
     files = (
-        _noted(read.examples, parts)
+        note_workers(read.examples, parts)
         | "Predict" >> ApplyAnytime(model, **choice)
-        | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
+        | "WritePredictions" >> WritePredictions(output, num_shards=job.num_shards,
                                                  extra_columns=PREFIX_COLUMNS,
-                                                 id_name=id_column_name(input_settings(options, config)))  # fmt: skip
+                                                 id_name=id_column_name(input_settings(job, config)))  # fmt: skip
     )
     parts["files"] = files
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)

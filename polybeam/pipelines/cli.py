@@ -14,32 +14,21 @@ import argparse
 import gc
 import importlib
 import json
-import logging
 import math
 import os
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 from polybeam.pipelines import logs
-from polybeam.pipelines.option_specs import ALL_OPTIONS, command_parser
-
-COMMANDS = {
-    "train": "train a model from examples and write the model file",
-    "evaluate": "held-out metrics of a model on examples (JSON on the last line)",
-    "predict": "write a prediction for every example",
-    "sequence": "order cost-weighted feature groups into anytime model prefixes (JSON lines)",
-    "timeliness": "held-out explained variance against cost and alpha-timeliness of prefix files",
-    "inspect": "print a model's summary: settings, non-zeros, largest weights",
-    "plot": "draw a model's learning curve, non-zeros and weights by degree, or anytime curves of prefix files",
-    "template": "write a Dataflow flex template of a command: metadata.json, Dockerfile, entry point, README",
-    "demo": "train and evaluate on bundled real data with the local runner",
-}
+from polybeam.pipelines.commands import COMMANDS
+from polybeam.pipelines.errors import UsageError
+from polybeam.pipelines.option_specs import ALL_FLAGS, command_parser
 
 
 def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
     width = max(map(len, COMMANDS)) + 1
-    lines += [f"  {name:<{width}} {text}" for name, text in COMMANDS.items()]
+    lines += [f"  {name:<{width}} {command.description}" for name, command in COMMANDS.items()]
     lines += ["", "polybeam COMMAND --help lists a command's options; polybeam --version the versions."]
     return "\n".join(lines)
 
@@ -47,14 +36,15 @@ def _usage() -> str:
 def _command_parser(command: str) -> argparse.ArgumentParser:
     return command_parser(
         command,
-        description=COMMANDS[command],
+        description=COMMANDS[command].description,
         epilog="Any Apache Beam pipeline option (--runner, --direct_num_workers, --temp_location, ...) "
         "is passed through; the default runner is the local FnApiRunner.",
     )
 
 
 def _inspect_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"], allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"].description,
+                                     allow_abbrev=False)
     parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
     parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -64,7 +54,7 @@ def _inspect_parser() -> argparse.ArgumentParser:
 
 def _plot_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="polybeam plot", description=COMMANDS["plot"], allow_abbrev=False,
+        prog="polybeam plot", description=COMMANDS["plot"].description, allow_abbrev=False,
         epilog="With --prefixes, every other option (--format, --alpha, Beam's) goes to polybeam timeliness, "
                "which measures the curves on --input.")  # fmt: skip
     source = parser.add_mutually_exclusive_group(required=True)
@@ -103,7 +93,8 @@ def _run_plot(argv: Sequence[str]) -> int:
 def _template_parser() -> argparse.ArgumentParser:
     from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, launcher_image
 
-    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"], allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"].description,
+                                     allow_abbrev=False)
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
     parser.add_argument("--output-dir", "--output_dir", dest="output_dir", required=True,
                         help="folder for metadata.json, Dockerfile, main.py, README.md and the wheel (the image's "
@@ -174,35 +165,42 @@ def import_runner_module(argv: Sequence[str]) -> None:
         raise UsageError(f"--runner {runner}: cannot import {module}: {type(error).__name__}: {error}") from None
 
 
+class _EveryOptionParser(argparse.ArgumentParser):
+    """A parser that takes every registered PipelineOptions class's options, to tell what nobody knows (Beam's own
+    parser adds ``add_value_provider_argument``, which some options classes call; its value's type does not matter
+    here)."""
+
+    def add_value_provider_argument(self, *args, **kwargs):
+        self.add_argument(*args, **kwargs)
+
+
 def _check_arguments(command: str, argv: Sequence[str]) -> None:
-    """Fail fast on options nobody knows, and on polybeam options the command does not take."""
-    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
+    """Fail fast on a bad value of one of the command's options, on options nobody knows, and on polybeam options
+    the command does not take."""
+    from apache_beam.options.pipeline_options import PipelineOptions
 
     import polybeam.pipelines.options  # noqa: F401  (registers polybeam's PipelineOptions classes with Beam)
 
     own_parser = _command_parser(command)
     own_parser.exit_on_error = False
     try:  # a bad value of one of our options: say so in one line, not with Beam's whole usage
-        own_parser.parse_known_args(list(argv))
+        _, rest = own_parser.parse_known_args(list(argv))
     except argparse.ArgumentError as error:
         raise UsageError(f"{error} (see polybeam {command} --help)") from None
 
-    everything = _BeamArgumentParser(allow_abbrev=False)
+    everything = _EveryOptionParser(allow_abbrev=False, add_help=False, exit_on_error=False)
     for options_class in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
         options_class._add_argparse_args(everything)
-    _, unknown = everything.parse_known_args(list(argv))
-    flags = [arg for arg in unknown if arg.startswith("-")]
-    if flags or unknown:
+    try:
+        _, unknown = everything.parse_known_args(rest)
+    except argparse.ArgumentError as error:
+        raise UsageError(f"{error} (see polybeam {command} --help)") from None
+    if unknown:
         raise UsageError(f"unrecognised arguments: {' '.join(unknown)} (see polybeam {command} --help)")
-
-    own = argparse.ArgumentParser(allow_abbrev=False)
-    for add_options in ALL_OPTIONS:
-        add_options(own)
-    allowed_flags = {flag for action in own_parser._actions for flag in action.option_strings}
-    for action in own._actions:
-        for flag in action.option_strings:
-            if flag not in allowed_flags and any(arg == flag or arg.startswith(flag + "=") for arg in argv):
-                raise UsageError(f"{flag} does not apply to polybeam {command} (see polybeam {command} --help)")
+    for arg in rest:  # what the command's parser left: Beam's options, or other commands' polybeam options
+        flag = arg.partition("=")[0]
+        if flag in ALL_FLAGS:
+            raise UsageError(f"{flag} does not apply to polybeam {command} (see polybeam {command} --help)")
 
 
 def _skip_ipython_probe() -> None:
@@ -226,10 +224,6 @@ def _skip_ipython_probe() -> None:
 
     is_in_ipython.skips_import = True
     interactive_utils.is_in_ipython = pipeline.is_in_ipython = is_in_ipython
-
-
-class UsageError(ValueError):
-    """Wrong command-line usage."""
 
 
 def _print_json(report: dict) -> None:
@@ -360,20 +354,6 @@ def _describe_launch(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _runner(command: str) -> Callable:
-    if command == "demo":
-        from polybeam.pipelines.demo import run_demo
-
-        return run_demo
-    if command in ("sequence", "timeliness"):
-        from polybeam.pipelines import anytime
-
-        return {"sequence": anytime.run_sequence, "timeliness": anytime.run_timeliness}[command]
-    from polybeam.pipelines import jobs
-
-    return {"train": jobs.run_train, "evaluate": jobs.run_evaluate, "predict": jobs.run_predict}[command]
-
-
 def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> int:
     """Run ``polybeam`` with ``argv`` (default: the command line); the exit status.
 
@@ -418,7 +398,7 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
         _skip_ipython_probe()
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        runner = _runner(command)
+        runner = COMMANDS[command].run_function()
         from polybeam.pipelines import forked_workers
 
         # Local workers may be forked from the command's process, unless threads other than

@@ -19,9 +19,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from polybeam import datasets
 from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
-from polybeam.pipelines.jobs import _finish, _model_summary, job_facts
+from polybeam.pipelines.job_parts import finish_report, job_facts, model_summary
 from polybeam.pipelines.launch import launch, runner_name
-from polybeam.pipelines.options import DemoOptions, absolute_paths, given_options, with_default_runner
+from polybeam.pipelines.options import given_options, job_settings, with_default_runner
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
 from polybeam.transforms.files import write_atomically
@@ -40,7 +40,7 @@ def _demo_report(parts: dict, *, facts: dict, text_path: str) -> dict:
     train_counts = sum(parts["train_counts"], ReadCounts())
     test_counts = sum(parts["test_counts"], ReadCounts())
     summary = parts["summary"][0]
-    report = _finish({
+    report = finish_report({
         "dataset": DATASET,
         "learner": CONFIG.to_dict(),
         "train": train_counts.to_dict(),
@@ -58,8 +58,8 @@ def _demo_report(parts: dict, *, facts: dict, text_path: str) -> dict:
 def run_demo(options: PipelineOptions) -> dict:
     """Run the demo pipeline; its report is also written to ``report.json`` and ``report.txt``."""
     started = time.perf_counter()
-    absolute_paths(options)
-    out = os.path.abspath(options.view_as(DemoOptions).output_dir)  # the workers write the report there
+    job = job_settings(options, "demo")
+    out = os.path.abspath(job.output_dir)  # the workers write the report there
     train_path, test_path = datasets.write_split(DATASET, os.path.join(out, "data"), test_fraction=0.2)
     model_path = os.path.join(out, f"{DATASET}.model")
     dead_path = os.path.join(out, "dead_letters.jsonl")
@@ -73,18 +73,18 @@ def run_demo(options: PipelineOptions) -> dict:
     test = pipeline | "ReadTest" >> ReadExamples(test_path, format="libsvm", **read)
     models = (train.examples | "Train" >> Train(CONFIG, metadata={"input_format": "libsvm", "dataset": DATASET})
               | "RecordOrigin" >> RecordOrigin(reading, counts=train.counts, command="demo", runner=runner_name(options),
-                                               options=given_options(options), started=time.time()))  # fmt: skip
+                                               options=given_options(job), started=time.time()))  # fmt: skip
     letters = (train.dead_letters, test.dead_letters) | "AllDeadLetters" >> beam.Flatten()
     parts = {
         "train_counts": train.counts,
         "test_counts": test.counts,
         "written": models | "WriteModel" >> WriteModel(model_path),
-        "summary": models | "Summary" >> beam.Map(_model_summary),
+        "summary": models | "Summary" >> beam.Map(model_summary),
         "heldout": test.examples | "Evaluate" >> Evaluate(models),
         "dead_files": letters | "WriteDeadLetters" >> WriteDeadLetters(
             dead_path, file_name_suffix="", num_shards=1, shard_name_template=""),
     }  # fmt: skip
-    facts = {**job_facts("demo", options, report_path), "model": model_path, "dead_letter_file": dead_path}
+    facts = {**job_facts("demo", options, job, report_path), "model": model_path, "dead_letter_file": dead_path}
     facts["origin"]["inputs"] = [train_path, test_path]
     build = functools.partial(_demo_report, facts=facts, text_path=os.path.join(out, "report.txt"))
     pipeline | "Report" >> WriteReport(report_path, build, **parts)

@@ -16,9 +16,10 @@
   :mod:`polybeam.pipelines.template_main`, which submits the job and exits;
 - ``README.md``: the build and run commands.
 
-The parameters come from the same option definitions as ``polybeam COMMAND
---help`` and the PipelineOptions classes (:mod:`polybeam.pipelines.option_specs`),
-but for the options a template has no use for (:data:`NOT_IN_TEMPLATES`); a
+The parameters come from the option schema (:mod:`polybeam.pipelines.option_specs`),
+as ``polybeam COMMAND --help`` and the PipelineOptions classes do: their types,
+choices, defaults, which are required and which name files or folders, but for
+the options a template has no use for (:data:`NOT_IN_TEMPLATES`); a
 template for per-key models (``--per-key``) types its model paths as folders
 (:data:`PER_KEY_FOLDERS`).
 
@@ -42,13 +43,13 @@ set()
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
 import polybeam
 from polybeam.pipelines import option_specs as specs
+from polybeam.pipelines.commands import COMMANDS
 from polybeam.pipelines.template_wheel import copy_into, running_wheel
 
 TEMPLATE_COMMANDS = ("train", "evaluate", "predict", "sequence", "timeliness")
@@ -67,24 +68,9 @@ NOT_IN_TEMPLATES = {
     "quiet": (("evaluate", "predict", "sequence", "timeliness"), "only training prints progress lines"),
 }
 
-# Path options' parameter types, for the console's pickers: what the path names and whether the job reads or
-# writes it (the option's name, or (command, name) where commands differ). Paths not named here are TEXT.
-PATH_KINDS = {
-    "input": "GCS_READ_FILE",
-    "initial_model": "GCS_READ_FILE",
-    "fallback_model": "GCS_READ_FILE",
-    "groups": "GCS_READ_FILE",
-    "prefixes": "GCS_READ_FILE",
-    "model": "GCS_READ_FILE",
-    ("train", "model"): "GCS_WRITE_FILE",
-    "dead_letters": "GCS_WRITE_FILE",
-    "report": "GCS_WRITE_FILE",
-    "skipped_output": "GCS_WRITE_FILE",
-    "plot": "GCS_WRITE_FILE",
-    "output": "GCS_WRITE_FILE",
-    "checkpoint_dir": "GCS_WRITE_FOLDER",
-    "output_dir": "GCS_WRITE_FOLDER",
-}
+# Path options' parameter types, for the console's pickers, by what the schema says the path names (its
+# ``path``; ``written_by``: commands that write what others read, train's --model).
+PATH_KINDS = {"read": "GCS_READ_FILE", "write": "GCS_WRITE_FILE", "folder": "GCS_WRITE_FOLDER"}
 # A template for per-key models (polybeam template --per-key): these paths are folders of per-key models (an
 # index.json and a model per key), and these options are required.
 PER_KEY_FOLDERS = {
@@ -121,65 +107,60 @@ def _label(name: str) -> str:
     return " ".join([ACRONYMS.get(words[0], words[0].capitalize())] + [ACRONYMS.get(w, w) for w in words[1:]])
 
 
-def _default_text(action: argparse.Action) -> str | None:
-    if isinstance(action, argparse._StoreTrueAction):
+def _default_text(option: specs.Option) -> str | None:
+    if option.flag:
         return "false"
-    default = action.default
+    default = option.default
     if default is None or default == () or default == "":
         return None
     return str(default)
 
 
-def _path_kind(name: str, command: str, per_key: bool) -> str | None:
+def _path_kind(option: specs.Option, command: str, per_key: bool) -> str | None:
     """A path option's ``paramType`` (see :data:`PATH_KINDS`, :data:`PER_KEY_FOLDERS`), or None."""
-    for table in ((PER_KEY_FOLDERS, PATH_KINDS) if per_key else (PATH_KINDS,)):
-        kind = table.get((command, name), table.get(name))
-        if kind is not None:
-            return kind
-    return None
+    name = option.attribute
+    if per_key and PER_KEY_FOLDERS.get((command, name), PER_KEY_FOLDERS.get(name)):
+        return PER_KEY_FOLDERS.get((command, name), PER_KEY_FOLDERS.get(name))
+    path = "write" if command in option.written_by else option.path
+    return PATH_KINDS[path] if path is not None else None
 
 
-def _kind(action: argparse.Action, command: str, per_key: bool = False) -> tuple[str, list[str]]:
+def _kind(option: specs.Option, command: str, per_key: bool = False) -> tuple[str, list[str]]:
     """The parameter's ``paramType`` and regexes."""
-    name = action.dest
-    if isinstance(action, argparse._StoreTrueAction):
+    name = option.attribute
+    if option.flag:
         return "BOOLEAN", [BOOLEAN]
-    if action.choices:
-        return "ENUM", ["^(" + "|".join(action.choices) + ")$"]
-    if action.type is float:
+    if option.choices:
+        return "ENUM", ["^(" + "|".join(option.all_choices()) + ")$"]
+    if option.type is float:
         return "NUMBER", [NUMBER]
-    if action.type is int:
+    if option.type is int:
         return "NUMBER", [INTEGER]
-    if action.type is specs.number_or_auto:
-        return "TEXT", [NUMBER_OR_AUTO]
-    if action.type is specs.key_spec:
-        return "TEXT", [KEY]
-    if action.type is specs.window_spec:
-        return "TEXT", [WINDOW]
-    if action.type is specs.timestamp_spec:
-        return "TEXT", [TIMESTAMP]
-    if action.type is specs.columns:
-        if name == "prefixes" and command == "timeliness":  # several files: no single-file picker
-            return "TEXT", [PATH_LIST]
-        kind = _path_kind(name, command, per_key)
-        return (kind, [PATH]) if kind is not None else ("TEXT", [NAME_LIST])
-    if name == "groups" and command == "predict":  # the names of the groups available
-        return "TEXT", [NAME_LIST]
+    texts = {specs.number_or_auto: NUMBER_OR_AUTO, specs.key_spec: KEY, specs.window_spec: WINDOW,
+             specs.timestamp_spec: TIMESTAMP}
+    if option.type in texts:
+        return "TEXT", [texts[option.type]]
     if name == "reference":  # a prefix file, or a method's name
         return "TEXT", []
-    kind = _path_kind(name, command, per_key)
+    kind = _path_kind(option, command, per_key)
+    if option.type is specs.columns:
+        if kind is not None and command == "timeliness":  # several files: no single-file picker
+            return "TEXT", [PATH_LIST]
+        return (kind, [PATH]) if kind is not None else ("TEXT", [NAME_LIST])
     if kind is not None:
         return kind, [PATH]
+    if name == "groups":  # predict: the names of the groups available (not a path to it)
+        return "TEXT", [NAME_LIST]
     return "TEXT", []
 
 
-def _parameter(action: argparse.Action, command: str, per_key: bool = False) -> dict:
-    name = action.dest
-    kind, regexes = _kind(action, command, per_key)
-    required = name in specs.REQUIRED_OPTIONS.get(command, ())
+def _parameter(option: specs.Option, command: str, per_key: bool = False) -> dict:
+    name = option.attribute
+    kind, regexes = _kind(option, command, per_key)
+    required = name in specs.required_options(command)
     required = required or (per_key and name in PER_KEY_REQUIRED.get(command, ()))
-    help_text = action.help or _label(name)
-    if per_key and _path_kind(name, command, True) != _path_kind(name, command, False):
+    help_text = option.help or _label(name)
+    if per_key and _path_kind(option, command, True) != _path_kind(option, command, False):
         help_text += " (this template's: a folder of per-key models)"
     if required:
         help_text += " (required)"
@@ -193,8 +174,8 @@ def _parameter(action: argparse.Action, command: str, per_key: bool = False) -> 
     if regexes:
         parameter["regexes"] = regexes
     if kind == "ENUM":
-        parameter["enumOptions"] = [{"value": choice, "label": choice} for choice in action.choices]
-    default = _default_text(action)
+        parameter["enumOptions"] = [{"value": choice, "label": choice} for choice in option.all_choices()]
+    default = _default_text(option)
     if default is not None:
         parameter["defaultValue"] = default
     return parameter
@@ -211,13 +192,12 @@ def template_metadata(command: str, *, per_key: bool = False) -> dict:
     ``per_key``: a template for per-key models, whose model paths are folders."""
     if command not in TEMPLATE_COMMANDS:
         raise ValueError(f"no template for polybeam {command}; one of: {', '.join(TEMPLATE_COMMANDS)}")
-    from polybeam.pipelines.cli import COMMANDS
-
-    parameters = [_parameter(action, command, per_key) for action in specs.command_parser(command)._actions
-                  if action.option_strings and action.dest != "help" and in_template(action.dest, command)]
+    parameters = [_parameter(option, command, per_key) for option in specs.command_options(command)
+                  if in_template(option.attribute, command)]
     return {
         "name": f"polybeam-{command}" + ("-per-key" if per_key else ""),
-        "description": f"polybeam {command}: {COMMANDS[command]}" + (" (per-key models)" if per_key else ""),
+        "description": f"polybeam {command}: {COMMANDS[command].description}"
+        + (" (per-key models)" if per_key else ""),
         "streaming": False,
         "parameters": parameters,
     }
@@ -225,8 +205,7 @@ def template_metadata(command: str, *, per_key: bool = False) -> dict:
 
 def boolean_parameters(command: str) -> set[str]:
     """The options of ``command`` that are flags: the launcher passes them as ``--name=true|false``."""
-    actions = specs.command_parser(command)._actions
-    return {action.dest for action in actions if isinstance(action, argparse._StoreTrueAction)}
+    return {option.attribute for option in specs.command_options(command) if option.flag}
 
 
 def beam_version() -> str:

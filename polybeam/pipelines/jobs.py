@@ -1,8 +1,10 @@
 """The runnable pipelines behind ``polybeam train``, ``evaluate`` and ``predict``.
 
 Each function takes PipelineOptions (so the same job runs from the command line,
-from Python and from a template), checks them (failing fast with what to fix),
-builds the pipeline and launches it (see :mod:`polybeam.pipelines.launch`).
+from Python and from a template), reads polybeam's options once into frozen
+:class:`~polybeam.pipelines.options.JobSettings`, checks them (failing fast with
+what to fix), builds the pipeline from the parts every job shares
+(:mod:`polybeam.pipelines.job_parts`) and launches it (see :mod:`polybeam.pipelines.launch`).
 The pipeline's last step, run by a worker, writes the job's JSON report next
 to its output; the function returns that report when it waits for the job,
 or where the job's results will appear when it does not.
@@ -18,150 +20,53 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 from apache_beam.transforms.util import WaitOn
 
-from polybeam.learners.config import LearnerConfig
-from polybeam.formats.acceptance import InputPolicy
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.multitask import SharedKeys, shared_config
+from polybeam.learners.warm_start import check_compatible, source_config
+from polybeam.pipelines import windowed
+from polybeam.pipelines.anytime import run_anytime_predict
+from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.job_parts import (
+    checked_read,
+    count,
+    finish_report,
+    input_policy,
+    job_facts,
+    model_summary,
+    note_workers,
+    preloader,
+    read_examples,
+    require,
+    total_counts,
+    write_dead_letters,
+)
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
 from polybeam.pipelines.model_input import check_sample, header_columns, model_note, recorded_input
-from polybeam.pipelines.preload import preload_kernels
-from polybeam.pipelines.options import (
-    InputOptions,
-    KeyOptions,
-    ModelOptions,
-    OutputOptions,
-    RoutingOptions,
-    RunOptions,
-    TimelinessOptions,
-    TrainingOptions,
-    given_options,
-    input_settings,
-    learner_config,
-    absolute_paths,
-    with_default_runner,
-)
-from polybeam.learners.warm_start import check_compatible, source_config
+from polybeam.pipelines.options import JobSettings, input_settings, job_settings, learner_config, with_default_runner
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
-from polybeam.transforms.dead_letters import FillLineNumbers, WriteDeadLetters
+from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
-from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.keyed_files import KeyedFolder, join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
-from polybeam.transforms.shared_keys import SharedModel
-from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
 from polybeam.transforms.predict import Predict, WritePredictions, id_column_name
-from polybeam.transforms.provenance import RecordOrigin, origin, provenance_record
-from polybeam.transforms.read import ReadExamples
+from polybeam.transforms.provenance import RecordOrigin
 from polybeam.transforms.report import WriteReport
 from polybeam.transforms.routing import KEYED_MODELS, ModelLibrary, RouteByKey, WriteKeyedModels
+from polybeam.transforms.shared_keys import SharedModel
 from polybeam.transforms.train import Train
 from polybeam.transforms.windows import WindowExamples
-from polybeam.transforms.workers import NoteWorkers, peak_per_worker
+
+# (OptionError is raised here and was importable from here before it had its own module.)
+__all__ = ["OptionError", "run_train", "run_evaluate", "run_predict", "first_pass_learners"]
 
 
-class OptionError(ValueError):
-    """A missing or invalid option, with what to fix."""
-
-
-def _require(value, flag: str, command: str):
-    if not value:
-        raise OptionError(f"polybeam {command} needs {flag}")
-    return value
-
-
-def _read(pipeline, options: PipelineOptions, label: str, config, *, labels: str | None = None, key: str | None = None,
-          settings: InputSettings | None = None):  # fmt: skip
-    """Read ``--input`` as ``settings`` say (default: as the input options say, see ``input_settings``).
-    The job checks its read itself (CheckInput in _checked), after writing the dead letters and with its report."""
-    settings = settings or input_settings(options, config, key=key)
-    return pipeline | label >> ReadExamples(options.view_as(InputOptions).input, format=settings.format,
-                                            check_input=False, **settings.reader_options(labels or config.label_kind))  # fmt: skip
-
-
-def _write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):
-    letters = read.dead_letters if extra is None else (read.dead_letters, extra) | f"{label}All" >> beam.Flatten()
-    return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
-
-
-def _checked(read, options: PipelineOptions, dead_files, facts: dict, *, settings: InputSettings | None = None,
-             expected: str | None = None):  # fmt: skip
-    """The read's counts, once its dead letters are written and the input check passed (see CheckInput);
-    what writes the job's results waits for it, so a refused input writes none of them. ``expected``: what
-    the model reads, for the likely cause of a refusal."""
-    policy = input_policy(options, facts.get("dead_letter_file"), settings=settings, expected=expected)
-    return read | "CheckInput" >> CheckInput(policy, report=facts["report"], facts=facts, after=[dead_files])
-
-
-def input_policy(options: PipelineOptions, dead_letter_file: str | None = None, *,
-                 settings: InputSettings | None = None, expected: str | None = None) -> InputPolicy:  # fmt: skip
-    """What the job accepts from its read (--allow-empty, --max-dead-letter-fraction); checked at once."""
-    inputs = options.view_as(InputOptions)
-    return InputPolicy(allow_empty=inputs.allow_empty, max_dead_letter_fraction=inputs.max_dead_letter_fraction,
-                       format=settings.format if settings else inputs.format or "libsvm",
-                       dead_letter_file=dead_letter_file, expected=expected)  # fmt: skip
-
-
-def _preloader(options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None,
-               settings: InputSettings | None = None):  # fmt: skip
-    """What loads this job's kernels before local workers are forked (see polybeam.pipelines.preload)."""
-    settings = settings or input_settings(options, config, key=key)
-    return functools.partial(preload_kernels, options.view_as(InputOptions).input, settings.format,
-                             settings.reader_options(labels or config.label_kind), config)  # fmt: skip
-
-
-def _count(pcollection, label: str):
-    """How many elements ``pcollection`` has, as a one-element PCollection."""
-    return pcollection | label >> beam.combiners.Count.Globally()
-
-
-def job_facts(command: str, options: PipelineOptions, report: str) -> dict:
-    """What every report says about the job itself (the launcher's view, recorded before launch)."""
-    facts = {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
-             "launched": time.time()}  # fmt: skip
-    pattern = options.view_as(InputOptions).input
-    facts["origin"] = origin(None, [pattern] if pattern else [], command=command,
-                             options=given_options(options), runner=facts["runner"], started=facts["launched"])  # fmt: skip
-    return facts
-
-
-def _finish(report: dict, facts: dict, parts: dict | None = None) -> dict:
-    finished = time.time()
-    facts = dict(facts)
-    known = facts.pop("origin", None)
-    report = {**facts, **report, "finished": finished, "job_seconds": finished - facts["launched"]}
-    if known is not None:  # versions of the worker writing the report, what was read, options, start, end
-        report["provenance"] = provenance_record(known, _read_counts(report, parts), finished)
-    if parts and "workers" in parts:
-        workers = peak_per_worker(parts["workers"])
-        report["workers"] = workers
-        report["worker_peak_rss_bytes"] = max((w["peak_rss_bytes"] for w in workers), default=None)
-    return report
-
-
-def _read_counts(report: dict, parts: dict | None) -> ReadCounts | None:
-    """What the job read: its parts' counts, else the report's figures when it has them all (as numbers)."""
-    if parts and parts.get("counts"):
-        return _counts(parts)
-    figures = [report.get(name) for name in ("records", "examples", "dead_letters", "skipped")]
-    return ReadCounts(*figures) if all(isinstance(figure, int) for figure in figures) else None
-
-
-def _noted(examples, parts: dict, label: str = "NoteWorkers"):
-    """``examples`` unchanged; the processes that handle them are noted in the report's ``workers``."""
-    noted = examples | label >> NoteWorkers()
-    parts["workers"] = noted.workers
-    return noted.main
-
-
-def _counts(parts: dict, name: str = "counts") -> ReadCounts:
-    return sum(parts.get(name, []), ReadCounts())
-
-
-def _key_spec_for(options: PipelineOptions, command: str) -> str | None:
-    key = options.view_as(KeyOptions).key
-    fmt = options.view_as(InputOptions).format or "libsvm"
+def _key_spec_for(job: JobSettings, command: str) -> str | None:
+    key = job.key
+    fmt = job.format or "libsvm"
     if key is None:
         return None
     kind = key.partition(":")[0]
@@ -175,23 +80,8 @@ def _key_spec_for(options: PipelineOptions, command: str) -> str | None:
 # -- train -------------------------------------------------------------------------------------------------
 
 
-def _model_summary(model) -> dict:
-    meta = model.metadata
-    holdout = meta.get("holdout")
-    summary = {"examples_trained": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
-               "passes": meta.get("passes"), "nonzero_weights": model.nonzero, "model_kind": model.kind,
-               "holdout": holdout, "apple_guard": meta.get("apple_guard")}  # fmt: skip
-    if model.shared_keys is not None:
-        summary["keys"] = len(model.shared_keys.trained)
-    if holdout and holdout["passes"]:
-        summary["examples_held_out"] = holdout["passes"][-1]["examples"]
-    if meta.get("lbfgs"):
-        summary["lbfgs"] = meta["lbfgs"]
-    return summary
-
-
 def _train_report(parts: dict, *, facts: dict) -> dict:
-    counts = _counts(parts)
+    counts = total_counts(parts)
     report = counts.to_dict()
     if facts.get("key") and facts.get("key_model") != "shared":
         index = parts["index"][0] if parts["index"] else None
@@ -210,7 +100,7 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
             own = history[max(0, len(history) - facts["passes_run"])]
             summary["progressive_loss"] = own.get("loss")
         report.update(summary)
-    return _finish(report, facts, parts)
+    return finish_report(report, facts, parts)
 
 
 def first_pass_learners(options: PipelineOptions) -> int | None:
@@ -224,22 +114,21 @@ def first_pass_learners(options: PipelineOptions) -> int | None:
     return 1 if runner_name(options) in LOCAL_RUNNERS else None
 
 
-def _initial_source(options: PipelineOptions, config: LearnerConfig, model_path: str, keyed: bool):
+def _initial_source(job: JobSettings, config: LearnerConfig, model_path: str, keyed: bool):
     """``(path, first_pass, checkpoint_dir, resumed_from)``: where training starts and where it saves."""
-    training = options.view_as(TrainingOptions)
-    checkpoint_dir = training.checkpoint_dir
-    if checkpoint_dir is None and (config.passes > 1 or training.resume):
+    checkpoint_dir = job.checkpoint_dir
+    if checkpoint_dir is None and (config.passes > 1 or job.resume):
         checkpoint_dir = f"{model_path}.checkpoints"
-    if training.resume:
+    if job.resume:
         done, path = last_complete_pass(checkpoint_dir, keyed)
         if done:
             _check_source(path, config, keyed, f"checkpoint {path}", exact=True)
             if done > config.passes:
                 raise OptionError(f"--resume: {checkpoint_dir} holds pass {done}, more than --passes {config.passes}")
             return path, done + 1, checkpoint_dir, done
-    if training.initial_model:
-        _check_source(training.initial_model, config, keyed, f"--initial-model {training.initial_model}")
-        return training.initial_model, 1, checkpoint_dir, None
+    if job.initial_model:
+        _check_source(job.initial_model, config, keyed, f"--initial-model {job.initial_model}")
+        return job.initial_model, 1, checkpoint_dir, None
     return None, 1, checkpoint_dir, None
 
 
@@ -269,9 +158,9 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
                           "resume with the same settings, or start afresh without --resume")  # fmt: skip
 
 
-def _shared_keys(options: PipelineOptions, key: str | None, config: LearnerConfig) -> SharedKeys | None:
+def _shared_keys(job: JobSettings, key: str | None, config: LearnerConfig) -> SharedKeys | None:
     """The crossing of ``--key-model shared`` (None for separate per-key models or no key)."""
-    if options.view_as(KeyOptions).key_model != "shared":
+    if job.key_model != "shared":
         return None
     if key is None:
         raise OptionError("--key-model shared needs --key (the key whose offsets the shared model learns)")
@@ -280,10 +169,10 @@ def _shared_keys(options: PipelineOptions, key: str | None, config: LearnerConfi
     return SharedKeys(key, seed=config.seed)
 
 
-def _shared_config(options: PipelineOptions, config: LearnerConfig) -> LearnerConfig:
+def _shared_config(job: JobSettings, config: LearnerConfig) -> LearnerConfig:
     """The learner settings of the run: a shared per-key model's with its offset prior."""
     try:
-        return shared_config(config, options.view_as(KeyOptions).key_model == "shared")
+        return shared_config(config, job.key_model == "shared")
     except ValueError as error:
         raise OptionError(str(error).replace("offset_prior", "--offset-prior")) from None
 
@@ -291,59 +180,56 @@ def _shared_config(options: PipelineOptions, config: LearnerConfig) -> LearnerCo
 def run_train(options: PipelineOptions) -> dict:
     """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report."""
     started = time.perf_counter()
-    absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "train")
-    model_path = _require(options.view_as(ModelOptions).model, "--model", "train")
-    config = learner_config(options)
-    fanout = options.view_as(TrainingOptions).merge_fanout
+    job = job_settings(options, "train")
+    model_path = job.model
+    config = learner_config(job)
+    fanout = job.merge_fanout
     if fanout is not None and fanout < 2:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
-    key = _key_spec_for(options, "train")
-    from polybeam.pipelines import windowed  # (it builds on this module)
-
-    window = windowed.window_of(options, key)
-    shared = _shared_keys(options, key, config)
-    config = _shared_config(options, config)
+    key = _key_spec_for(job, "train")
+    window = windowed.window_of(job, key)
+    shared = _shared_keys(job, key, config)
+    config = _shared_config(job, config)
     keyed = key is not None and shared is None
     if keyed and config.lbfgs_passes:
         raise OptionError("--lbfgs-passes trains one model; with --key and separate models per key, leave it out")
-    settings = input_settings(options, config, key=key)
+    settings = input_settings(job, config, key=key)
     # A header or schema without the columns the options name fails now, not on a worker; the header's
     # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
-    check_sample(options.view_as(InputOptions).input, settings, labels=config.label_kind)
-    settings = settings.replace(columns=header_columns(options.view_as(InputOptions).input, settings))
-    initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(options, config, model_path, keyed)
+    check_sample(job.input, settings, labels=config.label_kind)
+    settings = settings.replace(columns=header_columns(job.input, settings))
+    initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
     inside = (lambda name: join(model_path, name)) if folder else (lambda name: f"{model_path}.{name}")
-    dead_path = options.view_as(InputOptions).dead_letters or inside("dead_letters.jsonl")
-    report_path = options.view_as(RunOptions).report or (join(model_path, "report.json") if folder else f"{model_path}.report.json")
-    input_policy(options, settings=settings)
+    dead_path = job.dead_letters or inside("dead_letters.jsonl")
+    report_path = job.report or (join(model_path, "report.json") if folder else f"{model_path}.report.json")
+    input_policy(job, settings=settings)
     with_default_runner(options)
 
     report_facts = {
-        **job_facts("train", options, report_path), "model": model_path, "dead_letter_file": dead_path,
-        "key": key, "key_model": options.view_as(KeyOptions).key_model if key else None,
+        **job_facts("train", options, job, report_path), "model": model_path, "dead_letter_file": dead_path,
+        "key": key, "key_model": job.key_model if key else None,
         "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
-        "initial_model": options.view_as(TrainingOptions).initial_model, "passes_run": config.passes - first_pass + 1,
+        "initial_model": job.initial_model, "passes_run": config.passes - first_pass + 1,
         "input": settings.to_dict(), "window_spec": window.text() if window else None,
     }  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, key=key, settings=settings)
-    checked = _checked(read, options, _write_dead_letters(read, dead_path), report_facts, settings=settings)
+    read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
+    checked = checked_read(read, job, write_dead_letters(read, dead_path), report_facts, settings=settings)
     initial = None
     if initial_path is not None:
         initial = pipeline | "Initial" >> ReadLearners(initial_path, config, keyed=keyed)
     parts = {"counts": checked}
     # allow_empty: the job's own input check refuses an empty read (with its report) unless --allow-empty.
-    examples = _noted(read.examples, parts)
+    examples = note_workers(read.examples, parts)
     if window is not None:
         examples = examples | "Windows" >> WindowExamples(window)
     models = examples | "Train" >> Train(
         config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": settings.format},
         initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
-        fanout=options.view_as(TrainingOptions).merge_fanout, checkpoints_after=[checked],
-        progress=not (options.view_as(RunOptions).quiet or keyed), allow_empty=True,
-        progress_every=options.view_as(TrainingOptions).progress_every,
+        fanout=job.merge_fanout, checkpoints_after=[checked],
+        progress=not (job.quiet or keyed), allow_empty=True,
+        progress_every=job.progress_every,
         keyed_output="shards", shared_keys=shared)  # fmt: skip
     models = models | "AfterInputCheck" >> WaitOn(checked)
     # How the input was read and where the models came from, with the read's counts (known on the workers).
@@ -353,7 +239,7 @@ def run_train(options: PipelineOptions) -> dict:
         runner=known["runner"], started=known["started"], keyed=keyed)  # fmt: skip
     build = _train_report
     if window is not None:
-        parts.update(windowed.windowed_models(options, window, models, model_path=model_path, keyed=keyed, key=key,
+        parts.update(windowed.windowed_models(job, window, models, model_path=model_path, keyed=keyed, key=key,
                                               config=config, settings=settings))  # fmt: skip
         build = windowed.windowed_train_report
     elif keyed:
@@ -361,12 +247,12 @@ def run_train(options: PipelineOptions) -> dict:
                                                                     input=settings.to_dict())  # fmt: skip
     else:
         written = models | "WriteModel" >> WriteModel(model_path)
-        parts["summary"] = models | "Summary" >> beam.Map(_model_summary)
+        parts["summary"] = models | "Summary" >> beam.Map(model_summary)
         parts["written"] = written
     pipeline | "Report" >> WriteReport(report_path, functools.partial(build, facts=report_facts), **parts)
     return launch(pipeline, options, report_facts, started=started,
                   outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
-                  preload=_preloader(options, config, key=key, settings=settings))  # fmt: skip
+                  preload=preloader(job, config, key=key, settings=settings))  # fmt: skip
 
 
 # -- evaluate and predict: one model, or a folder of per-key models --------------------------------------
@@ -376,12 +262,12 @@ def _is_keyed_folder(path: str) -> bool:
     return exists(join(path, "index.json"))
 
 
-def _model_source(options: PipelineOptions, command: str):
+def _model_source(job: JobSettings, command: str):
     """``(model or library, config, key spec, how the model's input was read or None)`` of --model, failing
     fast on a bad file or folder."""
-    model_path = _require(options.view_as(ModelOptions).model, "--model", command)
-    fallback = options.view_as(RoutingOptions).fallback_model
-    key = options.view_as(KeyOptions).key
+    model_path = require(job.model, "--model", command)
+    fallback = job.fallback_model
+    key = job.key
     if not _is_keyed_folder(model_path):
         model = read_model(model_path)  # fail fast on a bad model file, before any pipeline work
         shared = model.shared_keys
@@ -412,15 +298,15 @@ def _model_source(options: PipelineOptions, command: str):
     return ModelLibrary(model_path, fallback), config, trained_key, recorded_input(index.get("input"), model_path)
 
 
-def _scoring_input(options: PipelineOptions, config: LearnerConfig, key: str | None,
+def _scoring_input(job: JobSettings, config: LearnerConfig, key: str | None,
                    model: InputSettings | None, *, labels: str) -> tuple[InputSettings, str | None]:  # fmt: skip
     """How evaluate/predict read their input (the model's own way unless told otherwise), after a look at
     the first input file when the model says how it was read; and what the model reads, for the messages."""
-    model_path = options.view_as(ModelOptions).model
-    settings = input_settings(options, config, key=key, model=model, model_path=model_path)
+    model_path = job.model
+    settings = input_settings(job, config, key=key, model=model, model_path=model_path)
     if model is None:  # a model from before polybeam recorded its input: the options alone, as before
         return settings, None
-    check_sample(options.view_as(InputOptions).input, settings, labels=labels, model=model, model_path=model_path)
+    check_sample(job.input, settings, labels=labels, model=model, model_path=model_path)
     return settings, model_note(model, model_path)
 
 
@@ -443,7 +329,7 @@ def _reconciled(counts: ReadCounts, unrouted: int) -> dict:
 
 def _evaluate_report(parts: dict, *, facts: dict) -> dict:
     unrouted = sum(parts.get("unrouted", [0]))
-    counts = _reconciled(_counts(parts), unrouted)
+    counts = _reconciled(total_counts(parts), unrouted)
     if facts.get("key"):
         per_key = {key: metrics for key, metrics in parts["metrics"] if key is not OVERALL}
         overall = next((metrics for key, metrics in parts["metrics"] if key is OVERALL),
@@ -452,90 +338,84 @@ def _evaluate_report(parts: dict, *, facts: dict) -> dict:
     else:
         report = dict(parts["metrics"][0])
     report.update({name: counts[name] for name in counts if name != "examples"})
-    return _finish(report, facts, parts)
+    return finish_report(report, facts, parts)
 
 
 def run_evaluate(options: PipelineOptions) -> dict:
     """Held-out metrics of a model file (or per key, of a folder of per-key models) on examples."""
-    from polybeam.pipelines import windowed  # (it builds on this module)
-
-    if windowed.is_windowed_folder(_require(options.view_as(ModelOptions).model, "--model", "evaluate")):
-        return windowed.run_windowed_evaluate(options)
     started = time.perf_counter()
-    absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "evaluate")
-    source, config, key, recorded = _model_source(options, "evaluate")
-    settings, expected = _scoring_input(options, config, key, recorded, labels=config.label_kind)
-    model_path = options.view_as(ModelOptions).model
+    job = job_settings(options, "evaluate")
+    if windowed.is_windowed_folder(job.model):
+        return windowed.run_windowed_evaluate(options, job)
+    source, config, key, recorded = _model_source(job, "evaluate")
+    settings, expected = _scoring_input(job, config, key, recorded, labels=config.label_kind)
+    model_path = job.model
     beside = (lambda name: join(model_path, name)) if _is_keyed_folder(model_path) else (lambda name: f"{model_path}.{name}")
-    dead_path = options.view_as(InputOptions).dead_letters or beside("evaluate.dead_letters.jsonl")
-    report_path = options.view_as(RunOptions).report or beside("evaluation.json")
-    input_policy(options, settings=settings)
+    dead_path = job.dead_letters or beside("evaluate.dead_letters.jsonl")
+    report_path = job.report or beside("evaluation.json")
+    input_policy(job, settings=settings)
     with_default_runner(options)
 
-    facts = {**job_facts("evaluate", options, report_path), "model": model_path, "key": key,
+    facts = {**job_facts("evaluate", options, job, report_path), "model": model_path, "key": key,
              "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, key=key, settings=settings)
+    read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
     scored, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    dead_files = _write_dead_letters(read, dead_path, extra=unrouted)
-    parts = {"counts": _checked(read, options, dead_files, facts, settings=settings, expected=expected)}
-    metrics = _noted(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
+    dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+    parts = {"counts": checked_read(read, job, dead_files, facts, settings=settings, expected=expected)}
+    metrics = note_workers(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
     parts["metrics"] = metrics
     if unrouted is not None:
-        parts["unrouted"] = _count(unrouted, "CountUnrouted")
+        parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_evaluate_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started,
                   outputs={"dead_letters": dead_path},
-                  preload=_preloader(options, config, key=key, settings=settings))  # fmt: skip
+                  preload=preloader(job, config, key=key, settings=settings))  # fmt: skip
 
 
 def _predict_report(parts: dict, *, facts: dict) -> dict:
     unrouted = sum(parts.get("unrouted", [0]))
-    return _finish({**_reconciled(_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts, parts)
+    return finish_report({**_reconciled(total_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts, parts)
 
 
 def run_predict(options: PipelineOptions) -> dict:
     """Predictions of a model file (or of per-key models) for every example, as tab-separated text files;
     with ``--prefixes``, of an anytime model's prefix (see :func:`polybeam.pipelines.anytime.run_anytime_predict`)."""
-    if options.view_as(TimelinessOptions).prefixes:
-        from polybeam.pipelines.anytime import run_anytime_predict
-
-        return run_anytime_predict(options)
     started = time.perf_counter()
-    absolute_paths(options)
-    _require(options.view_as(InputOptions).input, "--input", "predict")
-    output = _require(options.view_as(OutputOptions).output, "--output", "predict")
-    source, config, key, recorded = _model_source(options, "predict")
-    settings, expected = _scoring_input(options, config, key, recorded, labels="any")
-    model_path = options.view_as(ModelOptions).model
-    dead_path = options.view_as(InputOptions).dead_letters or f"{output}.dead_letters.jsonl"
-    report_path = options.view_as(RunOptions).report or f"{output}.report.json"
-    input_policy(options, settings=settings)
+    job = job_settings(options, "predict")
+    if job.prefixes:
+        return run_anytime_predict(options, job)
+    output = job.output
+    source, config, key, recorded = _model_source(job, "predict")
+    settings, expected = _scoring_input(job, config, key, recorded, labels="any")
+    model_path = job.model
+    dead_path = job.dead_letters or f"{output}.dead_letters.jsonl"
+    report_path = job.report or f"{output}.report.json"
+    input_policy(job, settings=settings)
     with_default_runner(options)
 
-    facts = {**job_facts("predict", options, report_path), "model": model_path, "key": key, "output": output,
+    facts = {**job_facts("predict", options, job, report_path), "model": model_path, "key": key, "output": output,
              "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = _read(pipeline, options, "Read", config, labels="any", key=key, settings=settings)
+    read = read_examples(pipeline, job, "Read", config, labels="any", key=key, settings=settings)
     scored_input, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    dead_files = _write_dead_letters(read, dead_path, extra=unrouted)
-    parts = {"counts": _checked(read, options, dead_files, facts, settings=settings, expected=expected)}
+    dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+    parts = {"counts": checked_read(read, job, dead_files, facts, settings=settings, expected=expected)}
     files = (
-        _noted(scored_input, parts)
+        note_workers(scored_input, parts)
         | "Predict" >> Predict(model, routed=key is not None)
-        | "WritePredictions" >> WritePredictions(output, num_shards=options.view_as(OutputOptions).num_shards,
+        | "WritePredictions" >> WritePredictions(output, num_shards=job.num_shards,
                                                  with_key=key is not None, id_name=id_column_name(settings))  # fmt: skip
     )
     parts["files"] = files
     if unrouted is not None:
-        parts["unrouted"] = _count(unrouted, "CountUnrouted")
+        parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started,
                   outputs={"predictions": output + "*", "dead_letters": dead_path},
-                  preload=_preloader(options, config, labels="any", key=key, settings=settings))  # fmt: skip
+                  preload=preloader(job, config, labels="any", key=key, settings=settings))  # fmt: skip
 

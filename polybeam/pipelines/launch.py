@@ -150,7 +150,7 @@ def launch(pipeline, options: PipelineOptions, facts: dict, *, outputs: dict, st
            preload: Callable[[], None] | None = None) -> dict:  # fmt: skip
     """Run ``pipeline``; the job's report when waiting, else where the job's results will appear.
 
-    ``facts`` are what the job's report says of it (:func:`~polybeam.pipelines.jobs.job_facts`: its
+    ``facts`` are what the job's report says of it (:func:`~polybeam.pipelines.job_parts.job_facts`: its
     ``command``, its ``report`` path and the time it was ``launched``). ``outputs`` names the job's
     outputs (model, prediction prefix, ...) for the no-wait answer; ``started`` is the
     ``time.perf_counter()`` when the command began, for the reported wall time. A local

@@ -1,20 +1,39 @@
-"""Every option of polybeam's commands, as plain argparse definitions that need no Beam.
+"""Every option of polybeam's commands, in one table that needs no Beam.
 
-Each ``add_*`` function adds one group of options to an ``argparse`` parser.
-:mod:`polybeam.pipelines.options` wraps them in Beam ``PipelineOptions``
-classes (so the same names work from Python, the command line and templates),
-and ``polybeam COMMAND --help`` builds its parser from them directly, without
-importing Apache Beam or the numba kernels, so help answers at once.
+Each row (an :class:`Option`) says everything about one option: its names, the
+PipelineOptions class that holds it, the heading ``--help`` lists it under, its
+type, choices and default, the LearnerConfig field it fills (its default then
+comes from ``LearnerConfig`` itself), whether it names a file or folder, and its
+row of the README's option table. From this table come
+
+- the ``argparse`` definitions of ``polybeam COMMAND --help`` (:func:`command_parser`),
+  built without importing Apache Beam or the numba kernels, so help answers at once;
+- the PipelineOptions classes (:mod:`polybeam.pipelines.options`), so the same
+  names work from Python, the command line and templates, and the typed settings
+  a job reads once (:class:`polybeam.pipelines.options.JobSettings`);
+- which options are paths, made absolute before a job launches, and which a
+  command cannot run without (the registry :mod:`polybeam.pipelines.commands`
+  says which options each command takes);
+- the flex templates' parameters (:mod:`polybeam.pipelines.flex_template`);
+- the README's option table (:func:`readme_table`; a test compares them).
 
 Every option has a hyphenated spelling for people (``--learning-rate``) and an
 underscored one for templates and Beam habits (``--learning_rate``); both fill
 the same attribute.
 
->>> import argparse
->>> parser = argparse.ArgumentParser()
->>> add_learner_options(parser)
+A new option is one row of :data:`TABLE` (in an existing options class; a new
+class also needs its PipelineOptions class in :mod:`polybeam.pipelines.options`
+and a place in the commands that take it, :mod:`polybeam.pipelines.commands`),
+plus, for train, evaluate and predict, its README row: ``python -m
+polybeam.pipelines.option_specs`` prints the table to paste.
+
+>>> parser = command_parser("train")
 >>> parser.parse_args(["--learning_rate", "0.1", "--loss", "logistic"]).learning_rate
 0.1
+>>> OPTIONS["power-t"].default == LearnerConfig().power_t  # learner defaults are LearnerConfig's
+True
+>>> OPTIONS["no-bias"].flags, OPTIONS["no-bias"].sets
+(('--no-bias', '--no_bias'), ('bias', False))
 >>> key_spec("column:store")
 'column:store'
 """
@@ -22,14 +41,12 @@ the same attribute.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION
 from polybeam.learners.choices import (
-    DEFAULT_BITS,
-    DEFAULT_EARLY_TERMINATE,
-    DEFAULT_GSA_TARGET,
-    DEFAULT_HOLDOUT_MIN_EXAMPLES,
-    DEFAULT_HOLDOUT_PERIOD,
     DEFAULT_OFFSET_PRIOR,
     EXPANSION_RULES,
     EXPANSIONS,
@@ -38,19 +55,13 @@ from polybeam.learners.choices import (
     SPARSITY,
     STEP_RULES,
 )
+from polybeam.learners.config import LearnerConfig
+from polybeam.pipelines.commands import COMMANDS, Use
 
 FORMATS = ("libsvm", "vw", "csv", "parquet")
 # How --key names the key of an example: a VW tag, a feature of a VW namespace,
 # a CSV/Parquet column, or the file the example came from.
 KEY_KINDS = ("tag", "namespace", "column", "file")
-
-
-def _add(parser, name: str, **kwargs) -> None:
-    """Add ``--a-name`` with its ``--a_name`` twin."""
-    spellings = [f"--{name}"]
-    if "-" in name:
-        spellings.append(f"--{name.replace('-', '_')}")
-    parser.add_argument(*spellings, dest=name.replace("-", "_"), **kwargs)
 
 
 def number_or_auto(text: str) -> float | str:
@@ -70,69 +81,12 @@ def key_spec(text: str) -> str:
     """Validate ``--key``: ``tag``, ``file``, ``namespace:NAME`` or ``column:NAME``."""
     kind, _, name = text.partition(":")
     if kind not in KEY_KINDS:
-        raise argparse.ArgumentTypeError(
-            f"--key must be tag, file, namespace:NAME or column:NAME, got {text!r}"
-        )
+        raise argparse.ArgumentTypeError(f"--key must be tag, file, namespace:NAME or column:NAME, got {text!r}")
     if kind in ("namespace", "column") and not name:
         raise argparse.ArgumentTypeError(f"--key {kind} needs a name: {kind}:NAME")
     if kind in ("tag", "file") and name:
         raise argparse.ArgumentTypeError(f"--key {kind} takes no name, got {text!r}")
     return text
-
-
-# What --alpha means to polybeam timeliness (the learner options define the flag).
-TIMELINESS_ALPHA_HELP = ("alpha of the alpha-stopping cost, in (0, 1], or auto: the paper's plateau rule "
-                         "(default: auto)")  # fmt: skip
-
-
-# What evaluate and predict do when an input option is not given.
-AS_MODEL = "; evaluate/predict: as the model's input was read, unless given"
-
-
-def add_input_options(parser) -> None:
-    """Where examples come from and how to read them."""
-    _add(parser, "input", help="file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)")
-    # evaluate and predict read as the model's input was read (its format and columns, recorded in the
-    # model) unless told otherwise, so these have no default of their own (None: not given).
-    _add(parser, "format", choices=FORMATS, default=None,
-         help="input format (default: libsvm; evaluate and predict: the format the model was trained on)")
-    _add(parser, "label-column", default=None, help=f"CSV/Parquet: the label column (CSV default: the first column; Parquet: 'label'){AS_MODEL}")
-    _add(parser, "weight-column", default=None, help=f"CSV/Parquet: a column of importance weights{AS_MODEL}")
-    _add(parser, "categorical-columns", type=columns, default=None, help=f"CSV: comma-separated columns whose values are categories (feature 'column=value'){AS_MODEL}")
-    _add(parser, "id-column", default=None,
-         help="CSV/Parquet: a column of example IDs, not a feature; predict writes each example's ID in the "
-              f"last column (named after it), as it writes VW's tags{AS_MODEL}")  # fmt: skip
-    _add(parser, "ignore-columns", type=columns, default=None, help=f"CSV/Parquet: comma-separated columns that are not features{AS_MODEL}")
-    _add(parser, "csv-delimiter", default=None, help=f"CSV: the field delimiter (default: ','){AS_MODEL}")
-    _add(parser, "no-csv-header", action="store_true", default=False, help=f"CSV: files have no header line; columns are named 1, 2, ...{AS_MODEL}")
-    _add(parser, "feature-names", action="store_true", default=False, help=f"VW: keep feature names for the model summary (costs parse time, like VW's --invert_hash){AS_MODEL}")
-    _add(parser, "dead-letters", default=None, help="where to write records that could not be read (JSON lines); default: next to the model or output")
-    _add(parser, "max-dead-letter-fraction", type=float, default=DEFAULT_MAX_DEAD_LETTER_FRACTION,
-         help="fail the job when more than this share of the records (blank, comment and header lines aside) "
-              f"cannot be read, showing the first reasons and the likely cause (default: {DEFAULT_MAX_DEAD_LETTER_FRACTION:g}, "
-              "so that a wrong --format, which makes every record a dead letter, fails; 1 accepts any share). "
-              "The dead letters are written in full either way")
-    _add(parser, "allow-empty", action="store_true", default=False,
-         help="accept an input that yields no example (by default such a job fails, since it most likely read "
-              "the wrong files)")
-
-
-def add_key_options(parser) -> None:
-    """Per-key models."""
-    _add(parser, "key", type=key_spec, default=None,
-         help="train one model per key: tag (VW tag), namespace:NAME (the feature of VW namespace NAME, "
-              "which is then not a feature), column:NAME (a CSV/Parquet column, then not a feature) or file "
-              "(the input file); --model is then a directory of models with an index. evaluate/predict "
-              "take the key from that index")  # fmt: skip
-    _add(parser, "key-model", choices=KEY_MODELS, default="separate",
-         help="train with --key: separate (one model per key, a directory) or shared (ONE model file: each "
-              "key's prediction is shared weights plus the key's own offsets, learnt together from the key-"
-              "crossed and plain copies of every feature in one hashed weight space; for few rows per key; "
-              "a key it never trained gets the shared weights). evaluate/predict read it from the model")  # fmt: skip
-    _add(parser, "offset-prior", type=float, default=None,
-         help="--key-model shared: pull the keys' offsets toward zero by starting each one's AdaGrad sum as if this "
-              f"many examples of unit gradient had come before (default: {DEFAULT_OFFSET_PRIOR:g}; 0: none); larger "
-              "leans keys with few rows more on the shared weights")  # fmt: skip
 
 
 def window_spec(text: str) -> str:
@@ -150,231 +104,544 @@ def timestamp_spec(text: str) -> str:
     """Validate ``--timestamp``: ``column:NAME`` (a CSV/Parquet column of event times)."""
     kind, _, name = text.partition(":")
     if kind != "column" or not name:
-        raise argparse.ArgumentTypeError(f"--timestamp must be column:NAME (the CSV/Parquet column of each "
-                                         f"example's event time), got {text!r}")  # fmt: skip
+        raise argparse.ArgumentTypeError(
+            f"--timestamp must be column:NAME (the CSV/Parquet column of each example's event time), got {text!r}"
+        )
     return text
 
 
-def add_window_options(parser) -> None:
-    """Models per event-time window (polybeam train)."""
-    _add(parser, "window", type=window_spec, default=None,
-         help="train one model per event-time window (per key with --key): fixed:SIZE or sliding:SIZE,PERIOD, "
-              "sizes in seconds or with a unit s, m, h, d, w (fixed:1d, sliding:1d,6h); needs --timestamp. "
-              "--model is then a folder of window-START-END.model files (per key: folders) with an index.json; "
-              "evaluate scores each window's examples with that window's model")  # fmt: skip
-    _add(parser, "timestamp", type=timestamp_spec, default=None,
-         help="with --window: column:NAME, the CSV/Parquet column of each example's event time (seconds since "
-              "the epoch, or ISO-8601 such as 2026-11-01T06:30:00Z), then not a feature; a record without a "
-              "readable time is a dead letter")  # fmt: skip
-
-
-def add_learner_options(parser) -> None:
-    """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
-    _add(parser, "loss", choices=LOSSES, default="squared", help="loss function (default: squared); softmax needs --classes or --class-names")
-    _add(parser, "step", choices=STEP_RULES, default=None, help="step size rule (default: adaptive, VW's normalised AdaGrad, at --learning-rate; gsa is greedy step averaging, the GSA paper's rule with no rate)")
-    _add(parser, "learning-rate", type=float, default=None, help="base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, 2.0 for softmax, else 0.5)")
-    _add(parser, "power-t", type=float, default=0.5, help="decay exponent of --step decay (default: 0.5, eta/sqrt(t))")
-    _add(parser, "l2", type=float, default=0.0, help="L2 regularisation strength (default: 0)")
-    _add(parser, "passes", type=int, default=1, help="passes over the data; workers average after each (default: 1). With more than one, a holdout scores every pass (see --holdout-period)")
-    _add(parser, "holdout-period", type=int, default=DEFAULT_HOLDOUT_PERIOD,
-         help="with --passes > 1: hold one example in this many out of training (chosen by a hash of where it sits in "
-              "its file: the same examples in every pass, on every worker), score every pass's model on them, keep "
-              "the best pass's model, and let apple's guard choose between products and the linear model by them "
-              f"(default: {DEFAULT_HOLDOUT_PERIOD}, as VW's --holdout_period)")
-    _add(parser, "holdout-off", action="store_true", default=False,
-         help="with --passes > 1: hold nothing out; every pass learns every example and the last pass's model is "
-              "written (VW's --holdout_off)")
-    _add(parser, "holdout-min-examples", type=int, default=DEFAULT_HOLDOUT_MIN_EXAMPLES,
-         help="with a holdout: judge passes only when the first pass held out at least this many examples (per "
-              "key with --key); with fewer, they cannot tell passes apart and are worth more as training data, so "
-              "every later pass learns every example and the last pass's model is written "
-              f"(default: {DEFAULT_HOLDOUT_MIN_EXAMPLES}; 0 always judges)")
-    _add(parser, "early-terminate", type=int, default=DEFAULT_EARLY_TERMINATE,
-         help="with a holdout: stop after this many passes in a row without a lower holdout loss than the best "
-              f"pass's (default: {DEFAULT_EARLY_TERMINATE}, as VW's --early_terminate)")
-    _add(parser, "bits", type=int, default=DEFAULT_BITS, help=f"hash into 2**bits weights (1..30, default: {DEFAULT_BITS})")
-    _add(parser, "seed", type=int, default=0, help="seed of feature hashing and of the learner's randomness (default: 0)")
-    _add(parser, "no-bias", action="store_true", default=False, help="do not learn a bias weight")
-    _add(parser, "no-center", action="store_true", default=False, help="learn on the raw features; by default the features every example has are centred online on their running means (the models are the same; learning is far better conditioned on unscaled numeric columns)")
-    _add(parser, "no-scale-labels", action="store_true", default=False, help="squared loss with adaptive steps: VW's update exactly; by default the bias follows the labels' running mean and steps are in units of their running standard deviation, so that learning does not depend on the labels' offset or unit")
-    _add(parser, "no-normalize", action="store_true", default=False, help="adaptive and gsa steps without per-feature scale normalisation")
-    _add(parser, "plain-updates", action="store_true", default=False, help="plain gradient steps instead of importance-aware safe updates")
-    _add(parser, "classes", type=int, default=0, help="softmax: number of classes (labels 1..K)")
-    _add(parser, "class-names", type=columns, default=(), help="softmax: comma-separated class names; the i-th is class i (labels may be names)")
-    _add(parser, "gsa-target", type=float, default=DEFAULT_GSA_TARGET, help=f"gsa: p_hat, the probability each greedy step aims the true class at (default: {DEFAULT_GSA_TARGET})")
-    _add(parser, "gsa-exact", action="store_true", default=False, help="gsa with logistic loss: the exact greedy step (paper section 3.2) instead of eq. 16")
-    _add(parser, "sparsity", choices=SPARSITY, default=None, help="cumulative (truncated gradient with a cumulative penalty, as VW's --l1: each weight's sum of steps truncated by all the pull it owed, so noise weights end at exactly 0; default when --gravity > 0), truncate (the paper's K/theta truncated gradient; default with --truncate-threshold), round (eq. 4), subgradient (eq. 5 baseline) or none")
-    _add(parser, "gravity", type=float, default=0.0, help="truncated gradient's g: pull of small weights toward 0 (default: 0)")
-    _add(parser, "truncate-every", type=int, default=1, help="K: truncate every K examples (default: 1)")
-    _add(parser, "truncate-threshold", type=float, default=None, help="theta: only weights up to this size are truncated (default: infinity); rounding threshold of round/subgradient")
-    _add(parser, "expand", choices=EXPANSIONS, default="none", help="polynomial features: apple (adaptive, stage-wise), quadratic or cubic (all pairs / triples), or none (default)")
-    _add(parser, "alpha", type=number_or_auto, default=None, help="apple: each expansion adds (mean non-zeros per example)**alpha parent monomials (default: 1)")
-    _add(parser, "expand-rule", choices=EXPANSION_RULES, default="weight", help="apple: pick parents by weight magnitude (default), the risk-consistent fallback rule, or the SSM residual heuristic")
-    _add(parser, "max-degree", type=int, default=6, help="apple: largest degree of a product (default: 6)")
-    _add(parser, "expansions", type=int, default=5, help="apple: how many times the feature set grows (default: 5)")
-    _add(parser, "no-apple-guard", action="store_true", default=False, help="apple: keep the products even where they predicted worse than the same learner without them (by default apple learns that linear model alongside and writes the better: by their holdout loss with --passes > 1, else by their progressive loss since apple's last expansion)")
-    _add(parser, "expand-after", type=int, default=1000, help="apple: first expansion after this many examples, then after twice as many each time (default: 1000)")
-    _add(parser, "examples-per-pass", type=int, default=None, help="apple: number of training examples, when known: the 6 epochs are then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)")
-    _add(parser, "interactions", type=columns, default=(), help="quadratic/cubic: only products across these namespaces (first letters), like VW's -q/--cubic: e.g. ab,abc (VW text input)")
-    _add(parser, "lbfgs-passes", type=int, default=0, help="after the online passes, this many passes of L-BFGS over the training data, warm-started from the averaged model, each summing the loss and gradient across workers (the terascale learner's finishing stage; logistic, squared or softmax loss; default: 0, none)")
-    _add(parser, "lbfgs-l2", type=float, default=10.0, help="the L-BFGS stage's L2 penalty on the summed loss, lbfgs_l2/2 * ||w||^2 without the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: 10, chosen on benchmarks/results/averaging.md's data; tune it)")
-    _add(parser, "no-repeat-factors", action="store_true", default=False, help="products never repeat a factor (x*x); for binary features")
-
-
-def add_model_options(parser) -> None:
-    """Where the model file is."""
-    _add(parser, "model", default=None, help="path of the model file, or of the directory of per-key models (local, gs://, ...)")
-
-
-def add_training_options(parser) -> None:
-    """Warm starts, checkpoints and resuming (polybeam train)."""
-    _add(parser, "initial-model", default=None,
-         help="continue training from this model file (like VW's -i) or learner-state checkpoint (exact "
-              "continuation); its loss, bits, seed, expansion and step rule must match this run's")  # fmt: skip
-    _add(parser, "checkpoint-dir", default=None,
-         help="where the learner state is saved after each pass (default with --passes > 1 or --resume: "
-              "MODEL.checkpoints)")  # fmt: skip
-    _add(parser, "resume", action="store_true", default=False,
-         help="restart from the last complete pass saved in --checkpoint-dir (a fresh start if there is none)")
-    # VW's -P: a short alias beside the two long spellings.
-    parser.add_argument("-P", "--progress-every", "--progress_every", dest="progress_every", type=int,
-                        default=0, metavar="N",
-                        help="a progress line (and learning-curve point, in the model too) every N examples of "
-                             "each learner's pass, as VW's -P N; default: 0, at doubling counts 1, 2, 4, 8, ...")
-    _add(parser, "merge-fanout", type=int, default=None,
-         help="average the workers' partial learners in a tree of merges with this fan-out instead of all at "
-              "once on one worker (for jobs with thousands of bundles; see docs/scaling.md)")  # fmt: skip
-
-
-def add_routing_options(parser) -> None:
-    """What evaluate/predict do with an example whose key has no model."""
-    _add(parser, "fallback-model", default=None,
-         help="per-key models: score examples whose key has no model with this model file "
-              "(default: such examples are dead letters)")  # fmt: skip
-
-
-def add_output_options(parser) -> None:
-    """Where results go."""
-    _add(parser, "output", default=None, help="output path prefix")
-    _add(parser, "num-shards", type=int, default=0, help="number of output files (default: 0, the runner decides)")
-
-
-def add_run_options(parser) -> None:
-    """How the launch behaves and where the job's report goes."""
-    _add(parser, "no-wait", action="store_true", default=None,
-         help="launch the job and return at once with its id and where its outputs and report will appear "
-              "(default when run as a flex template's entry point); on the local runner the job runs on "
-              "in a detached process")  # fmt: skip
-    _add(parser, "report", default=None,
-         help="where the job writes its JSON report (default: next to the model or output, e.g. "
-              "MODEL.report.json)")  # fmt: skip
-    _add(parser, "quiet", action="store_true", default=False,
-         help="no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... examples of each "
-              "learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), as VW does, "
-              "but for per-key models (a line per key would drown the terminal); the figures are Beam metrics "
-              "either way")  # fmt: skip
-
-
-def add_sequence_options(parser) -> None:
-    """Options of ``polybeam sequence``: feature groups, method, ridge."""
+def method_names() -> tuple[str, ...]:
     from polybeam.selection.methods import METHODS  # names only: no SciPy, no kernels
 
-    _add(parser, "groups", default=None, help='group specification JSON: {"groups": [{"name": ..., "features": [1, "3-48", "name"], "cost": 2.5}, ...]}')
-    _add(parser, "method", choices=METHODS, default="cs-g-omp", help="sequencing method (default: cs-g-omp)")
-    _add(parser, "ridge", type=float, default=1e-6, help="ridge lambda of every prefix model, on the standardised problem (default: 1e-6)")
-    _add(parser, "no-whiten", action="store_true", default=False, help="do not whiten groups (individually standardised features; no-whiten and single never whiten)")
-    _add(parser, "no-standardize", action="store_true", default=False, help="neither centre nor scale features and response")
-    _add(parser, "default-group", default=None, help="name of a group for features the specification does not name (default: such features fail the job)")
-    _add(parser, "default-group-cost", type=float, default=1.0, help="cost of --default-group (default: 1)")
-    _add(parser, "memory-limit-mb", type=float, default=2048, help="refuse Gram statistics above this size per worker, in MiB (default: 2048)")
-    _add(parser, "minimum-cost", type=float, default=None, help="doubling: c_min, the most the first group may cost (default: the cheapest group's cost)")
-    _add(parser, "lasso-points", type=int, default=100, help="sparse: points on the group lasso path (default: 100)")
-    _add(parser, "skipped-output", default=None, help="where to write the skipped groups and reasons (JSON lines; default: OUTPUT.skipped.jsonl)")
+    return tuple(METHODS)
 
 
-def add_timeliness_options(parser) -> None:
-    """Options of ``polybeam timeliness``."""
-    _add(parser, "prefixes", type=columns, default=(), help="comma-separated prefix files (polybeam sequence --output), one per method")
-    _add(parser, "reference", default=None, help="the prefix file whose training curve sets the stopping cost (default: the cs-g-omp one, else the first)")
-    _add(parser, "plot", default=None, help="write a PNG of held-out explained variance against cost of every method (needs matplotlib: pip install polybeam[plot])")
+# The headings of ``polybeam COMMAND --help``, in the order it lists them, with what they hold.
+SECTIONS = {
+    "input": "where examples come from and how they are read",
+    "per-key": "models per key",
+    "windows": "models per event-time window",
+    "learning": "loss, step sizes, hashing",
+    "passes": "passes, holdout and the L-BFGS finishing stage",
+    "expansion": "polynomial features",
+    "sparsity": "truncated gradient",
+    "model": "the model file or folder",
+    "checkpoints": "warm starts, checkpoints, merging",
+    "sequence": "sequencing feature groups",
+    "anytime": "anytime prefixes",
+    "output": "where results go",
+    "demo": "",
+    "runner": "launch, report, progress; any Apache Beam option (--runner, ...) passes through too",
+}
+
+_UNSET: Any = object()  # (a default not given: the LearnerConfig field's, else None, or False for a flag)
 
 
-def add_anytime_prediction_options(parser) -> None:
-    """``polybeam predict --prefixes``: which prefix of an anytime model answers."""
-    _add(parser, "budget", type=float, default=None,
-         help="with --prefixes: the feature cost each prediction may spend; the longest prefix whose cumulative "
-              "cost fits answers")  # fmt: skip
+@dataclass(frozen=True)
+class Option:
+    """One option of polybeam's commands.
+
+    Parameters
+    ----------
+    name : str
+        The hyphenated name (``learning-rate``); ``--learning_rate`` is its twin, ``learning_rate`` its attribute.
+    group : str
+        The PipelineOptions class that holds it (``LearnerOptions``).
+    section : str
+        The heading ``--help`` lists it under (a key of ``SECTIONS``).
+    help : str
+        Its help; ``{default}`` stands for its default, ``{config_default}`` for the LearnerConfig field's.
+    type, choices : optional
+        What ``argparse`` converts and checks its value with (``choices`` may be a function that names them, so
+        that they are looked up only when a parser is made).
+    default : optional
+        Its value when not given; for an option that fills a LearnerConfig field, that field's default.
+    config : str, optional
+        The LearnerConfig field it fills (a value option), or that it sets when given (a flag with ``sets``).
+    sets : optional
+        A flag: the value ``config`` takes when the flag is given (``no-bias``: ``bias=False``); not given, the
+        field keeps its own default.
+    flag : bool
+        Given or not, no value (``store_true``).
+    path : {"read", "write", "folder"}, optional
+        It names a file it reads, a file it writes, or a folder it writes; made absolute before a launch.
+    written_by : tuple of str
+        Commands that write the file an option with ``path="read"`` names (``--model`` of ``train``).
+    metavar : str, optional
+        Its value's name in ``--help`` and the README (default: the attribute's in capitals).
+    readme, readme_with : optional
+        Its row of the README's option table, and the options that row shows with it.
+    short : str, optional
+        A one-letter alias beside the two long spellings (``-P``, as VW's).
+    """
+
+    name: str
+    group: str
+    section: str
+    help: str
+    type: Callable | None = None
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
+    default: Any = _UNSET
+    config: str | None = None
+    sets: tuple[str, Any] | None = None
+    flag: bool = False
+    path: str | None = None
+    written_by: tuple[str, ...] = ()
+    metavar: str | None = None
+    readme: str | None = None
+    readme_with: tuple[str, ...] = ()
+    short: str | None = None
+
+    def __post_init__(self) -> None:
+        flag = self.flag or self.sets is not None
+        object.__setattr__(self, "flag", flag)
+        if self.default is _UNSET:
+            learner = self.config is not None and self.sets is None
+            object.__setattr__(self, "default", _config_default(self.config) if learner else (False if flag else None))
+        text = self.help.replace("{default}", _text(self.default))
+        if self.config is not None:
+            text = text.replace("{config_default}", _text(_config_default(self.config)))
+        object.__setattr__(self, "help", text)
+
+    @property
+    def attribute(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """``--a-name`` and its ``--a_name`` twin (after the short alias, if any)."""
+        long = (f"--{self.name}", f"--{self.attribute}") if "-" in self.name else (f"--{self.name}",)
+        return (self.short, *long) if self.short else long
+
+    def argparse_settings(self) -> dict:
+        """What ``ArgumentParser.add_argument`` takes, besides the flags."""
+        settings = {"dest": self.attribute, "default": self.default, "help": self.help}
+        if self.flag:
+            return {**settings, "action": "store_true"}
+        settings.update(type=self.type, choices=self.all_choices(), metavar=self.metavar)
+        return {name: value for name, value in settings.items() if value is not None or name == "default"}
+
+    def all_choices(self) -> tuple[str, ...] | None:
+        return self.choices() if callable(self.choices) else self.choices
 
 
-# What --prefixes and --groups mean to polybeam predict (the timeliness and sequence options define the flags).
-PREDICT_PREFIXES_HELP = ("predict with the anytime prefixes of this file (polybeam sequence --output) instead of "
-                         "--model; choose the prefix with --budget or --groups. Each line then ends with the "
-                         "prefix's size and cost")  # fmt: skip
-PREDICT_GROUPS_HELP = ("with --prefixes: the feature groups available (comma-separated names); the longest prefix "
-                       "made of them only answers")  # fmt: skip
+def _config_default(field: str) -> Any:
+    return {f.name: f.default for f in dataclasses.fields(LearnerConfig)}[field]
 
 
-def add_demo_options(parser) -> None:
-    """Options of ``polybeam demo``."""
-    _add(parser, "output-dir", default="polybeam-demo", help="folder for the demo's data split, model and report (default: ./polybeam-demo)")
+def _text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# What evaluate and predict do when an input option is not given.
+AS_MODEL = "; evaluate/predict: as the model's input was read, unless given"
+
+_I, _K, _W, _L, _M = "InputOptions", "KeyOptions", "WindowOptions", "LearnerOptions", "ModelOptions"
+_T, _R, _O, _RUN = "TrainingOptions", "RoutingOptions", "OutputOptions", "RunOptions"
+_S, _TL, _A, _D = "SequenceOptions", "TimelinessOptions", "AnytimePredictionOptions", "DemoOptions"
+
+TABLE = (
+    # -- input. evaluate and predict read as the model's input was read (its format and columns, recorded in
+    # the model) unless told otherwise, so these have no default of their own (None: not given).
+    Option("input", _I, "input", "file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)",
+           path="read", metavar="PATTERN",
+           readme="file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip"),
+    Option("format", _I, "input", "input format (default: libsvm; evaluate and predict: the format the model was "
+           "trained on)", choices=FORMATS,
+           readme="input format (default libsvm; `evaluate` and `predict`: the model's, see \"Models that know "
+           "their input\")"),
+    Option("label-column", _I, "input", "CSV/Parquet: the label column (CSV default: the first column; Parquet: "
+           f"'label'){AS_MODEL}", metavar="COLUMN", readme_with=("weight-column",),
+           readme="CSV/Parquet label and importance-weight columns (CSV label default: first column)"),
+    Option("weight-column", _I, "input", f"CSV/Parquet: a column of importance weights{AS_MODEL}", metavar="COLUMN"),
+    Option("categorical-columns", _I, "input", "CSV: comma-separated columns whose values are categories (feature "
+           f"'column=value'){AS_MODEL}", type=columns, metavar="a,b",
+           readme="CSV columns whose values are categories (feature `a=value`)"),
+    Option("id-column", _I, "input", "CSV/Parquet: a column of example IDs, not a feature; predict writes each "
+           f"example's ID in the last column (named after it), as it writes VW's tags{AS_MODEL}", metavar="NAME",
+           readme="CSV/Parquet: a column of example IDs, not a feature; `predict` writes each example's ID in its "
+           "last column, named after it (VW's tags are IDs already)"),
+    Option("ignore-columns", _I, "input", f"CSV/Parquet: comma-separated columns that are not features{AS_MODEL}",
+           type=columns, metavar="a,b", readme="CSV/Parquet columns that are not features"),
+    Option("csv-delimiter", _I, "input", f"CSV: the field delimiter (default: ','){AS_MODEL}", metavar="CHARACTER",
+           readme_with=("no-csv-header",), readme="CSV dialect"),
+    Option("no-csv-header", _I, "input", f"CSV: files have no header line; columns are named 1, 2, ...{AS_MODEL}",
+           flag=True),
+    Option("feature-names", _I, "input", "VW: keep feature names for the model summary (costs parse time, like VW's "
+           f"--invert_hash){AS_MODEL}", flag=True,
+           readme="VW: keep feature names so `inspect` can show them (like VW's `--invert_hash`)"),
+    Option("dead-letters", _I, "input", "where to write records that could not be read (JSON lines); default: next "
+           "to the model or output", path="write", metavar="PATH",
+           readme="where unreadable records go (JSON lines); default next to the model/output"),
+    Option("max-dead-letter-fraction", _I, "input", "fail the job when more than this share of the records (blank, "
+           "comment and header lines aside) cannot be read, showing the first reasons and the likely cause "
+           "(default: {default}, so that a wrong --format, which makes every record a dead letter, fails; 1 accepts "
+           "any share). The dead letters are written in full either way", type=float,
+           default=DEFAULT_MAX_DEAD_LETTER_FRACTION, metavar="F",
+           readme="fail the job when more than this share of the records (blank, comment and header lines aside) "
+           "are dead letters (default {default}: a wrong `--format` makes every record one); 1 accepts any share"),
+    Option("allow-empty", _I, "input", "accept an input that yields no example (by default such a job fails, since "
+           "it most likely read the wrong files)", flag=True,
+           readme="accept an input that yields no example (by default such a job fails)"),
+    # -- per-key models
+    Option("key", _K, "per-key", "train one model per key: tag (VW tag), namespace:NAME (the feature of VW "
+           "namespace NAME, which is then not a feature), column:NAME (a CSV/Parquet column, then not a feature) or "
+           "file (the input file); --model is then a directory of models with an index. evaluate/predict take the "
+           "key from that index", type=key_spec, metavar="{tag,file,namespace:NAME,column:NAME}",
+           readme="train one model per key (see \"Per-key models\" below)"),
+    Option("key-model", _K, "per-key", "train with --key: separate (one model per key, a directory) or shared (ONE "
+           "model file: each key's prediction is shared weights plus the key's own offsets, learnt together from the "
+           "key-crossed and plain copies of every feature in one hashed weight space; for few rows per key; a key it "
+           "never trained gets the shared weights). evaluate/predict read it from the model", choices=KEY_MODELS,
+           default="separate",
+           readme="with `--key`: one model per key (default), or one shared model of shared weights plus per-key "
+           "offsets, for few rows per key (see \"Shared per-key model\" below)"),
+    Option("offset-prior", _K, "per-key", "--key-model shared: pull the keys' offsets toward zero by starting each "
+           "one's AdaGrad sum as if this many examples of unit gradient had come before (default: "
+           f"{DEFAULT_OFFSET_PRIOR:g}; 0: none); larger leans keys with few rows more on the shared weights",
+           type=float, config="offset_prior", metavar="P",
+           readme="`--key-model shared`: the keys' offsets start as if this many examples of unit gradient had "
+           f"come before (default {DEFAULT_OFFSET_PRIOR:g}; 0: none); larger leans keys with few rows more on the "
+           "shared weights"),
+    Option("fallback-model", _R, "per-key", "per-key models: score examples whose key has no model with this model "
+           "file (default: such examples are dead letters)", path="read", metavar="PATH",
+           readme="evaluate/predict with per-key models: the model for keys that have none (default: their "
+           "examples are dead letters)"),
+    # -- models per window
+    Option("window", _W, "windows", "train one model per event-time window (per key with --key): fixed:SIZE or "
+           "sliding:SIZE,PERIOD, sizes in seconds or with a unit s, m, h, d, w (fixed:1d, sliding:1d,6h); needs "
+           "--timestamp. --model is then a folder of window-START-END.model files (per key: folders) with an "
+           "index.json; evaluate scores each window's examples with that window's model", type=window_spec,
+           metavar="{fixed:SIZE,sliding:SIZE,PERIOD}", readme_with=("timestamp",),
+           readme="train one model per event-time window (per key with `--key`), by each example's time in a "
+           "CSV/Parquet column (see \"Models per window\" below)"),
+    Option("timestamp", _W, "windows", "with --window: column:NAME, the CSV/Parquet column of each example's event "
+           "time (seconds since the epoch, or ISO-8601 such as 2026-11-01T06:30:00Z), then not a feature; a record "
+           "without a readable time is a dead letter", type=timestamp_spec, metavar="column:NAME"),
+    # -- learning
+    Option("loss", _L, "learning", "loss function (default: {default}); softmax needs --classes or --class-names",
+           choices=LOSSES, config="loss",
+           readme="loss (default {default}); logistic/hinge take labels +1/-1 (or 0); softmax takes classes 1..K "
+           "(or names)"),
+    Option("classes", _L, "learning", "softmax: number of classes (labels 1..K)", type=int, config="classes",
+           metavar="K", readme_with=("class-names",),
+           readme="softmax: the number of classes, or their names (the i-th name is class i; labels may be names)"),
+    Option("class-names", _L, "learning", "softmax: comma-separated class names; the i-th is class i (labels may be "
+           "names)", type=columns, config="class_names", metavar="a,b,c"),
+    Option("step", _L, "learning", "step size rule (default: adaptive, VW's normalised AdaGrad, at --learning-rate; "
+           "gsa is greedy step averaging, the GSA paper's rule with no rate)", choices=STEP_RULES, config="step",
+           readme="step rule. Default: `adaptive` (VW's normalised AdaGrad; rate 1 for logistic, 2 for softmax, 0.5 "
+           "for squared and hinge loss) for every loss; `gsa` is greedy step averaging (no learning rate), the GSA "
+           "paper's rule, which was the default for squared and hinge loss until issue 22 (see below)"),
+    Option("learning-rate", _L, "learning", "base learning rate eta of adaptive/constant/decay (default: 1.0 for "
+           "logistic, 2.0 for softmax, else 0.5)", type=float, config="learning_rate", metavar="R",
+           readme_with=("power-t",),
+           readme="eta of adaptive/constant/decay (default 1.0 for logistic, 2.0 for softmax loss, 0.5 otherwise; "
+           "see `benchmarks/results/default_rates.md`) and the decay exponent of `decay` (eta/t^P, default "
+           "{power-t})"),
+    Option("power-t", _L, "learning", "decay exponent of --step decay (default: {default}, eta/sqrt(t))", type=float,
+           config="power_t", metavar="P"),
+    Option("l2", _L, "learning", "L2 regularisation strength (default: {default})", type=float, config="l2",
+           metavar="L", readme="L2 penalty (`inverse` = 1/(L (t+1)) needs it)"),
+    Option("gsa-target", _L, "learning", "gsa: p_hat, the probability each greedy step aims the true class at "
+           "(default: {default})", type=float, config="gsa_target", metavar="P", readme_with=("gsa-exact",),
+           readme="GSA: the probability each greedy step aims the true class at (default {default}); the exact "
+           "logistic greedy step instead of the paper's eq. 16"),
+    Option("gsa-exact", _L, "learning", "gsa with logistic loss: the exact greedy step (paper section 3.2) instead "
+           "of eq. 16", sets=("gsa_exact", True)),
+    Option("bits", _L, "learning", "hash into 2**bits weights (1..30, default: {default})", type=int, config="bits",
+           metavar="B", readme_with=("seed",), readme="2^B hashed weights (1..30, default {default}); hashing seed"),
+    Option("seed", _L, "learning", "seed of feature hashing and of the learner's randomness (default: {default})",
+           type=int, config="seed", metavar="S"),
+    Option("no-bias", _L, "learning", "do not learn a bias weight", sets=("bias", False),
+           readme_with=("no-normalize", "plain-updates"),
+           readme="drop the bias; adaptive and GSA steps without online per-feature normalisation; plain instead of "
+           "importance-aware updates"),
+    Option("no-center", _L, "learning", "learn on the raw features; by default the features every example has are "
+           "centred online on their running means (the models are the same; learning is far better conditioned on "
+           "unscaled numeric columns)", sets=("center", False), readme_with=("no-scale-labels",),
+           readme="learn on the raw features instead of centring the features every example has on their running "
+           "means; squared loss: VW's adaptive update exactly, instead of the bias following the labels' running "
+           "mean and steps in units of their running standard deviation"),
+    Option("no-scale-labels", _L, "learning", "squared loss with adaptive steps: VW's update exactly; by default the "
+           "bias follows the labels' running mean and steps are in units of their running standard deviation, so "
+           "that learning does not depend on the labels' offset or unit", sets=("scale_labels", False)),
+    Option("no-normalize", _L, "learning", "adaptive and gsa steps without per-feature scale normalisation",
+           sets=("normalized", False)),
+    Option("plain-updates", _L, "learning", "plain gradient steps instead of importance-aware safe updates",
+           sets=("safe_updates", False)),
+    # -- passes, holdout, L-BFGS
+    Option("passes", _L, "passes", "passes over the data; workers average after each (default: {default}). With "
+           "more than one, a holdout scores every pass (see --holdout-period)", type=int, config="passes",
+           metavar="N",
+           readme="passes over the data; after each, the workers' learners are averaged. With N > 1 a holdout "
+           "judges every pass (below)"),
+    Option("holdout-period", _L, "passes", "with --passes > 1: hold one example in this many out of training (chosen "
+           "by a hash of where it sits in its file: the same examples in every pass, on every worker), score every "
+           "pass's model on them, keep the best pass's model, and let apple's guard choose between products and the "
+           "linear model by them (default: {default}, as VW's --holdout_period)", type=int, config="holdout_period",
+           metavar="K", readme_with=("holdout-off", "early-terminate", "holdout-min-examples"),
+           readme="with `--passes` > 1: one example in K ({default}) is held out of training in every pass, each "
+           "pass's model is scored on them, the best pass's model is written, and training stops after E "
+           "({early-terminate}) passes without a lower holdout loss, as VW's `--holdout_period`, `--holdout_off` and "
+           "`--early_terminate`; when the first pass held out fewer than M ({holdout-min-examples}) examples, every "
+           "later pass learns every example and the last pass is written; `--holdout-off` learns every example in "
+           "every pass"),
+    Option("holdout-off", _L, "passes", "with --passes > 1: hold nothing out; every pass learns every example and "
+           "the last pass's model is written (VW's --holdout_off)", sets=("holdout_period", 0)),
+    Option("holdout-min-examples", _L, "passes", "with a holdout: judge passes only when the first pass held out at "
+           "least this many examples (per key with --key); with fewer, they cannot tell passes apart and are worth "
+           "more as training data, so every later pass learns every example and the last pass's model is written "
+           "(default: {default}; 0 always judges)", type=int, config="holdout_min_examples", metavar="M"),
+    Option("early-terminate", _L, "passes", "with a holdout: stop after this many passes in a row without a lower "
+           "holdout loss than the best pass's (default: {default}, as VW's --early_terminate)", type=int,
+           config="early_terminate", metavar="E"),
+    Option("lbfgs-passes", _L, "passes", "after the online passes, this many passes of L-BFGS over the training data, "
+           "warm-started from the averaged model, each summing the loss and gradient across workers (the terascale "
+           "learner's finishing stage; logistic, squared or softmax loss; default: {default}, none)", type=int,
+           config="lbfgs_passes", metavar="P", readme_with=("lbfgs-l2",),
+           readme="after the online passes, P passes of L-BFGS over the training examples, warm-started from the "
+           "averaged model, each summing the loss and gradient across workers (the terascale learner's finishing "
+           "stage; logistic, squared or softmax loss; one model, not per key); the objective is the summed "
+           "importance-weighted loss plus L/2 * ||w||^2 without the bias (L = {lbfgs-l2} by default, chosen on the "
+           "benchmark's hashed data where scikit-learn's C = 1 overfits; as `LogisticRegression(C=1/L)`); recorded "
+           "in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 dense weight vectors "
+           "(40 MB at 18 bits). See `benchmarks/results/averaging.md`"),
+    Option("lbfgs-l2", _L, "passes", "the L-BFGS stage's L2 penalty on the summed loss, lbfgs_l2/2 * ||w||^2 without "
+           "the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: {default}, chosen on "
+           "benchmarks/results/averaging.md's data; tune it)", type=float, config="lbfgs_l2", metavar="L"),
+    # -- expansion
+    Option("expand", _L, "expansion", "polynomial features: apple (adaptive, stage-wise), quadratic or cubic (all "
+           "pairs / triples), or none (default)", choices=EXPANSIONS, config="expand",
+           readme="polynomial features: `apple` grows them stage by stage from the heaviest weights; `quadratic` / "
+           "`cubic` add every pair / triple of an example's features"),
+    Option("interactions", _L, "expansion", "quadratic/cubic: only products across these namespaces (first letters), "
+           "like VW's -q/--cubic: e.g. ab,abc (VW text input)", type=columns, config="interactions",
+           metavar="ab,abc",
+           readme="quadratic / cubic: only products of one feature from each named namespace (by first letter; the "
+           "default namespace is a space), like VW's `-q ab --cubic abc`; needs VW text input"),
+    # --alpha has no default of its own: polybeam timeliness reads its absence as "auto".
+    Option("alpha", _L, "expansion", "apple: each expansion adds (mean non-zeros per example)**alpha parent monomials "
+           "(default: {config_default})", type=number_or_auto, config="alpha", default=None, metavar="A",
+           readme_with=("expand-rule", "max-degree", "expansions", "examples-per-pass", "expand-after",
+                        "no-repeat-factors"),
+           readme="(`--alpha` of `polybeam timeliness` is the alpha-stopping level instead, see below) apple: each "
+           "expansion makes (mean non-zeros per example)^A monomials parents (default A = {config_default}), picked "
+           "by weight, by the risk-consistent fall-back rule or by the SSM heuristic (mean squared residual where the "
+           "monomial is large); products up to degree D ({max-degree}); N expansions ({expansions}): equally spaced "
+           "({epochs} epochs) when the number of examples is known (`--examples-per-pass`, or counted by `train` "
+           "itself when `--passes` > 1), otherwise the first after B examples ({expand-after}) and each later one "
+           "after twice as many; `--no-repeat-factors` for binary features (x*x = x)"),
+    Option("expand-rule", _L, "expansion", "apple: pick parents by weight magnitude (default), the risk-consistent "
+           "fallback rule, or the SSM residual heuristic", choices=EXPANSION_RULES, config="expand_rule"),
+    Option("max-degree", _L, "expansion", "apple: largest degree of a product (default: {default})", type=int,
+           config="max_degree", metavar="D"),
+    Option("expansions", _L, "expansion", "apple: how many times the feature set grows (default: {default})",
+           type=int, config="expansions", metavar="N"),
+    Option("no-apple-guard", _L, "expansion", "apple: keep the products even where they predicted worse than the "
+           "same learner without them (by default apple learns that linear model alongside and writes the better: "
+           "by their holdout loss with --passes > 1, else by their progressive loss since apple's last expansion)",
+           sets=("apple_guard", False),
+           readme="apple: keep the products even where they predicted worse than the same learner without them "
+           "(by default apple learns that linear model alongside and writes the better)"),
+    Option("expand-after", _L, "expansion", "apple: first expansion after this many examples, then after twice as "
+           "many each time (default: {default})", type=int, config="expand_after", metavar="B"),
+    Option("examples-per-pass", _L, "expansion", "apple: number of training examples, when known: the 6 epochs are "
+           "then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)",
+           type=int, config="examples_per_pass", metavar="C"),
+    Option("no-repeat-factors", _L, "expansion", "products never repeat a factor (x*x); for binary features",
+           sets=("repeat_factors", False)),
+    # -- sparsity
+    Option("sparsity", _L, "sparsity", "cumulative (truncated gradient with a cumulative penalty, as VW's --l1: each "
+           "weight's sum of steps truncated by all the pull it owed, so noise weights end at exactly 0; default when "
+           "--gravity > 0), truncate (the paper's K/theta truncated gradient; default with --truncate-threshold), "
+           "round (eq. 4), subgradient (eq. 5 baseline) or none", choices=SPARSITY, config="sparsity",
+           readme="`cumulative` (default when `--gravity` > 0): the weight in force is the sum of its steps "
+           "truncated by all the pull it owed (VW's `--l1`), so noise weights end at exactly 0; `truncate`: the "
+           "paper's truncated gradient (default with `--truncate-threshold`); the paper's baselines: `round` (weights "
+           "below T set to 0 every K examples) and `subgradient` (L1 subgradient, rounded below T at the end)"),
+    Option("gravity", _L, "sparsity", "truncated gradient's g: pull of small weights toward 0 (default: {default})",
+           type=float, config="gravity", metavar="G", readme_with=("truncate-every", "truncate-threshold"),
+           readme="truncated gradient: every K examples each weight owes a pull of step * K * G toward 0; with "
+           "`--truncate-threshold`, only weights with abs(w) <= T shrink (the paper's K/theta form; T = G is its "
+           "second variant)"),
+    Option("truncate-every", _L, "sparsity", "K: truncate every K examples (default: {default})", type=int,
+           config="truncate_every", metavar="K"),
+    Option("truncate-threshold", _L, "sparsity", "theta: only weights up to this size are truncated (default: "
+           "infinity); rounding threshold of round/subgradient", type=float, config="truncate_threshold",
+           metavar="T"),
+    # -- model, checkpoints
+    Option("model", _M, "model", "path of the model file, or of the directory of per-key models (local, gs://, ...)",
+           path="read", written_by=("train",), metavar="PATH",
+           readme="model file to write (train) or read; with `--key`, a folder of per-key models"),
+    Option("initial-model", _T, "checkpoints", "continue training from this model file (like VW's -i) or "
+           "learner-state checkpoint (exact continuation); its loss, bits, seed, expansion and step rule must match "
+           "this run's", path="read", metavar="PATH",
+           readme="train: continue from a model file (its weights) or a learner-state checkpoint (exactly), like "
+           "VW's `-i`"),
+    Option("checkpoint-dir", _T, "checkpoints", "where the learner state is saved after each pass (default with "
+           "--passes > 1 or --resume: MODEL.checkpoints)", path="folder", metavar="DIR", readme_with=("resume",),
+           readme="train: save the learner state after every pass (default with `--passes` > 1: "
+           "`MODEL.checkpoints`); restart after the last complete pass"),
+    Option("resume", _T, "checkpoints", "restart from the last complete pass saved in --checkpoint-dir (a fresh "
+           "start if there is none)", flag=True),
+    Option("merge-fanout", _T, "checkpoints", "average the workers' partial learners in a tree of merges with this "
+           "fan-out instead of all at once on one worker (for jobs with thousands of bundles; see docs/scaling.md)",
+           type=int, metavar="K",
+           readme="train: average the workers' learners in a tree of merges with fan-out K instead of on one worker"),
+    Option("progress-every", _T, "runner", "a progress line (and learning-curve point, in the model too) every N "
+           "examples of each learner's pass, as VW's -P N; default: {default}, at doubling counts 1, 2, 4, 8, ...",
+           type=int, default=0, metavar="N", short="-P",
+           readme="train: a progress line (and learning-curve point, in the model too) every N examples of each "
+           "learner's pass, as VW's `-P N`; default {default}: at 1, 2, 4, 8, ... examples (see \"Progress and "
+           "pictures\")"),
+    # -- sequence
+    Option("groups", _S, "sequence", 'group specification JSON: {"groups": [{"name": ..., "features": [1, "3-48", '
+           '"name"], "cost": 2.5}, ...]}', path="read", metavar="PATH"),
+    Option("method", _S, "sequence", "sequencing method (default: {default})", choices=method_names,
+           default="cs-g-omp"),
+    Option("ridge", _S, "sequence", "ridge lambda of every prefix model, on the standardised problem (default: "
+           "1e-6)", type=float, default=1e-6, metavar="LAMBDA"),
+    Option("no-whiten", _S, "sequence", "do not whiten groups (individually standardised features; no-whiten and "
+           "single never whiten)", flag=True),
+    Option("no-standardize", _S, "sequence", "neither centre nor scale features and response", flag=True),
+    Option("default-group", _S, "sequence", "name of a group for features the specification does not name "
+           "(default: such features fail the job)", metavar="NAME"),
+    Option("default-group-cost", _S, "sequence", "cost of --default-group (default: {default})", type=float,
+           default=1.0, metavar="COST"),
+    Option("memory-limit-mb", _S, "sequence", "refuse Gram statistics above this size per worker, in MiB (default: "
+           "{default})", type=float, default=2048, metavar="MB"),
+    Option("minimum-cost", _S, "sequence", "doubling: c_min, the most the first group may cost (default: the "
+           "cheapest group's cost)", type=float, metavar="COST"),
+    Option("lasso-points", _S, "sequence", "sparse: points on the group lasso path (default: {default})", type=int,
+           default=100, metavar="N"),
+    Option("skipped-output", _S, "sequence", "where to write the skipped groups and reasons (JSON lines; default: "
+           "OUTPUT.skipped.jsonl)", path="write", metavar="PATH"),
+    # -- anytime prefixes
+    Option("prefixes", _TL, "anytime", "comma-separated prefix files (polybeam sequence --output), one per method",
+           type=columns, default=(), path="read", metavar="a.jsonl,b.jsonl"),
+    Option("reference", _TL, "anytime", "the prefix file whose training curve sets the stopping cost (default: the "
+           "cs-g-omp one, else the first)", path="read", metavar="PATH"),
+    Option("plot", _TL, "anytime", "write a PNG of held-out explained variance against cost of every method (needs "
+           "matplotlib: pip install polybeam[plot])", path="write", metavar="PNG"),
+    Option("budget", _A, "anytime", "with --prefixes: the feature cost each prediction may spend; the longest prefix "
+           "whose cumulative cost fits answers", type=float, metavar="B"),
+    # -- output
+    Option("output", _O, "output", "output path prefix", path="write", metavar="PREFIX", readme_with=("num-shards",),
+           readme="prediction files"),
+    Option("num-shards", _O, "output", "number of output files (default: {default}, the runner decides)", type=int,
+           default=0, metavar="N"),
+    # -- demo
+    Option("output-dir", _D, "demo", "folder for the demo's data split, model and report (default: ./{default})",
+           default="polybeam-demo", path="folder", metavar="DIR"),
+    # -- running. --no-wait defaults to None, not False: a flex template's entry point makes it the default.
+    Option("no-wait", _RUN, "runner", "launch the job and return at once with its id and where its outputs and report "
+           "will appear (default when run as a flex template's entry point); on the local runner the job runs on in "
+           "a detached process", flag=True, default=None,
+           readme="launch the job and return at once with its id and where its outputs and report will appear"),
+    Option("report", _RUN, "runner", "where the job writes its JSON report (default: next to the model or output, "
+           "e.g. MODEL.report.json)", path="write", metavar="PATH",
+           readme="where the job writes its JSON report (default next to the model or output)"),
+    Option("quiet", _RUN, "runner", "no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... "
+           "examples of each learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), "
+           "as VW does, but for per-key models (a line per key would drown the terminal); the figures are Beam "
+           "metrics either way",
+           flag=True, readme="no progress lines on stderr (the figures are Beam metrics either way)"),
+)
+
+# Every option by its hyphenated name.
+OPTIONS = {option.name: option for option in TABLE}
+# Every option's every spelling, for telling "not an option" from "not an option of this command".
+ALL_FLAGS = {flag: option for option in TABLE for flag in option.flags}
+# The PipelineOptions classes, in the order of the table.
+GROUPS = tuple(dict.fromkeys(option.group for option in TABLE))
+
+
+def group_options(group: str) -> tuple[Option, ...]:
+    """The options a PipelineOptions class holds."""
+    return tuple(option for option in TABLE if option.group == group)
+
+
+def command_options(command: str) -> tuple[Option, ...]:
+    """The options ``polybeam COMMAND`` takes, as it takes them (a command may give one its own help, heading and
+    value name, or not read it as a path), in the order the command lists them."""
+    chosen: dict[str, Option] = {}
+    for entry in COMMANDS[command].options:
+        if isinstance(entry, Use):
+            own = {"help": entry.help, "section": entry.section, "metavar": entry.metavar}
+            changes = {name: value for name, value in own.items() if value is not None}
+            if not entry.is_path:
+                changes["path"] = None
+            chosen[entry.name] = dataclasses.replace(OPTIONS[entry.name], **changes)
+        else:
+            chosen.update((option.name, option) for option in group_options(entry))
+    return tuple(chosen.values())
+
+
+def required_options(command: str) -> tuple[str, ...]:
+    """The options (attributes) a command cannot run without; a job without one fails fast saying so, and
+    templates mark them as required parameters."""
+    return COMMANDS[command].required
+
+
+def add_group(parser, group: str) -> None:
+    """Add the options of a PipelineOptions class to ``parser`` (Beam's, when Beam parses options)."""
+    for option in group_options(group):
+        parser.add_argument(*option.flags, **option.argparse_settings())
 
 
 def command_parser(command: str, **settings) -> argparse.ArgumentParser:
-    """The parser of ``polybeam COMMAND``'s own options (the ones ``--help`` lists; ``settings`` go to
-    ``ArgumentParser``, e.g. its description)."""
+    """The parser of ``polybeam COMMAND``'s own options, under the headings of ``SECTIONS`` (the ones ``--help``
+    lists; ``settings`` go to ``ArgumentParser``, e.g. its description)."""
     parser = argparse.ArgumentParser(prog=f"polybeam {command}", allow_abbrev=False, **settings)
-    for add_options in COMMAND_OPTIONS[command]:
-        add_options(parser)
+    options = command_options(command)
+    for section, description in SECTIONS.items():
+        chosen = [option for option in options if option.section == section]
+        if chosen:
+            heading = parser.add_argument_group(section, description or None)
+            for option in chosen:
+                heading.add_argument(*option.flags, **option.argparse_settings())
     return parser
 
 
-class Only:
-    """The named flags of an option group (a command that shares a few of its options)."""
-
-    def __init__(self, add_options, *flags: str, help: str | None = None):
-        self.add_options = add_options
-        self.flags = flags
-        self.help = help
-
-    def __call__(self, parser) -> None:
-        full = argparse.ArgumentParser(add_help=False)
-        self.add_options(full)
-        for action in full._actions:
-            if any(flag in action.option_strings for flag in self.flags):
-                if self.help is not None:
-                    action.help = self.help
-                parser._add_action(action)
+# The commands whose options the README's table shows, and the options it leaves to the README's section on
+# anytime prediction (predict --prefixes with --budget or --groups).
+README_COMMANDS = ("train", "evaluate", "predict")
+README_ELSEWHERE = ("prefixes", "groups", "budget")
 
 
-# The option groups of each command, in the order --help lists them.
-COMMAND_OPTIONS = {
-    "train": [add_input_options, add_key_options, add_window_options, add_learner_options, add_model_options,
-              add_training_options, add_run_options],
-    "evaluate": [add_input_options, add_key_options, add_model_options, add_routing_options, add_run_options],
-    "predict": [add_input_options, add_key_options, add_model_options, add_routing_options,
-                Only(add_timeliness_options, "--prefixes", help=PREDICT_PREFIXES_HELP),
-                Only(add_sequence_options, "--groups", help=PREDICT_GROUPS_HELP), add_anytime_prediction_options,
-                add_output_options, add_run_options],
-    "demo": [add_demo_options, Only(add_run_options, "--no-wait")],
-    "sequence": [add_input_options, Only(add_learner_options, "--bits", "--seed"), add_sequence_options,
-                 Only(add_output_options, "--output", help="where to write the prefixes (JSON lines, one file)"),
-                 add_run_options],
-    "timeliness": [add_input_options, add_timeliness_options,
-                   Only(add_learner_options, "--alpha", help=TIMELINESS_ALPHA_HELP), add_run_options],
-    "inspect": [],
-}  # fmt: skip
+def readme_table() -> str:
+    """The README's table of options (of ``README_COMMANDS``), one row per option with README text, listing the
+    options it shows together. ``{NAME}`` in a row's text stands for option NAME's default.
 
-# The options each command cannot run without (a job without one fails fast saying so; templates mark
-# them as required parameters).
-REQUIRED_OPTIONS = {
-    "train": ("input", "model"),
-    "evaluate": ("input", "model"),
-    "predict": ("input", "output"),
-    "sequence": ("input", "groups", "output"),
-    "timeliness": ("input", "prefixes"),
-}
+    >>> print(readme_table().splitlines()[2])
+    | `--input PATTERN` | file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip |
+    """
+    rows = ["| option | meaning |", "| --- | --- |"]
+    for option in TABLE:
+        if option.readme is None:
+            continue
+        shown = [option] + [OPTIONS[name] for name in option.readme_with]
+        text = option.readme.replace("{epochs}", str(_config_default("expansions") + 1))
+        for other in OPTIONS.values():
+            text = text.replace("{" + other.name + "}", _text(other.default))
+        text = text.replace("{default}", _text(option.default))
+        if option.config is not None:
+            text = text.replace("{config_default}", _text(_config_default(option.config)))
+        rows.append(f"| {', '.join(f'`{usage}`' for o in shown for usage in _usages(o))} | {text} |")
+    return "\n".join(rows)
 
-# Every option group, for telling "not an option" from "not an option of this command".
-ALL_OPTIONS = (add_input_options, add_key_options, add_window_options, add_learner_options, add_model_options, add_training_options,
-               add_routing_options, add_output_options, add_run_options, add_sequence_options,
-               add_timeliness_options, add_anytime_prediction_options, add_demo_options)  # fmt: skip
+
+def _usages(option: Option) -> list[str]:
+    """``--name VALUE``, ``--name {a,b}`` or ``--name`` (a flag); with a short alias, ``-X VALUE`` first."""
+    if option.flag:
+        value = ""
+    elif option.choices is not None:
+        value = f" {{{','.join(option.all_choices())}}}"
+    else:
+        value = f" {option.metavar or option.attribute.upper()}"
+    return [f"{flag}{value}" for flag in ([option.short] if option.short else []) + [f"--{option.name}"]]
+
+
+if __name__ == "__main__":  # python -m polybeam.pipelines.option_specs: the README's table
+    print(readme_table())

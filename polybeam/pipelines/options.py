@@ -1,9 +1,11 @@
-"""polybeam's PipelineOptions: the same names from Python, the command line and templates.
+"""polybeam's PipelineOptions, made from the option schema, and the settings a job reads from them once.
 
 Every option has a hyphenated spelling for people (``--learning-rate``) and an
 underscored one for templates and Beam habits (``--learning_rate``); both fill
 the same attribute. Beam's own options (``--runner``, ``--temp_location``, ...)
-pass through untouched.
+pass through untouched. A job reads its options once, into frozen
+:class:`JobSettings` (:func:`job_settings`), and builds its LearnerConfig from
+them (:func:`learner_config`).
 
 >>> from apache_beam.options.pipeline_options import PipelineOptions
 >>> options = PipelineOptions(["--loss", "logistic", "--learning_rate", "0.1"])
@@ -13,13 +15,15 @@ pass through untouched.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines import option_specs as specs
+from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.option_specs import FORMATS  # noqa: F401  (re-exported)
 from polybeam.transforms.files import absolute_path
 from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
@@ -29,146 +33,181 @@ from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (
 DEFAULT_RUNNER = "FnApiRunner"
 
 
+def _holding(group: str) -> classmethod:
+    """The ``_add_argparse_args`` of the PipelineOptions class ``group``: its rows of the option schema."""
+
+    def add_arguments(cls, parser) -> None:
+        specs.add_group(parser, group)
+
+    return classmethod(add_arguments)
+
+
+# (Beam knows an options class only as a direct subclass of PipelineOptions, so each is spelled out.)
 class InputOptions(PipelineOptions):
     """Where examples come from and how to read them."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_input_options(parser)
+    _add_argparse_args = _holding("InputOptions")
 
 
 class KeyOptions(PipelineOptions):
-    """Per-key models: ``--key``."""
+    """Per-key models: ``--key``, ``--key-model``, ``--offset-prior``."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_key_options(parser)
+    _add_argparse_args = _holding("KeyOptions")
 
 
 class WindowOptions(PipelineOptions):
     """Models per event-time window: ``--window``, ``--timestamp``."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_window_options(parser)
+    _add_argparse_args = _holding("WindowOptions")
 
 
 class LearnerOptions(PipelineOptions):
     """How the learner learns (see polybeam.learners.config.LearnerConfig)."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_learner_options(parser)
+    _add_argparse_args = _holding("LearnerOptions")
 
 
 class ModelOptions(PipelineOptions):
     """Where the model file (or directory of per-key models) is."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_model_options(parser)
+    _add_argparse_args = _holding("ModelOptions")
 
 
 class TrainingOptions(PipelineOptions):
     """Warm start, checkpoints and resume of ``polybeam train``."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_training_options(parser)
+    _add_argparse_args = _holding("TrainingOptions")
 
 
 class RoutingOptions(PipelineOptions):
     """Per-key evaluate/predict: the model for keys without one."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_routing_options(parser)
+    _add_argparse_args = _holding("RoutingOptions")
 
 
 class OutputOptions(PipelineOptions):
     """Where results go."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_output_options(parser)
+    _add_argparse_args = _holding("OutputOptions")
 
 
 class RunOptions(PipelineOptions):
     """Whether the launcher waits for the job, and where the job's report goes."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_run_options(parser)
+    _add_argparse_args = _holding("RunOptions")
 
 
 class SequenceOptions(PipelineOptions):
     """Options of ``polybeam sequence``: feature groups, method, ridge."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_sequence_options(parser)
+    _add_argparse_args = _holding("SequenceOptions")
 
 
 class TimelinessOptions(PipelineOptions):
     """Options of ``polybeam timeliness``."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_timeliness_options(parser)
+    _add_argparse_args = _holding("TimelinessOptions")
 
 
 class AnytimePredictionOptions(PipelineOptions):
     """``polybeam predict --prefixes``: the budget that picks the prefix."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_anytime_prediction_options(parser)
+    _add_argparse_args = _holding("AnytimePredictionOptions")
 
 
 class DemoOptions(PipelineOptions):
     """Options of ``polybeam demo``."""
 
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        specs.add_demo_options(parser)
+    _add_argparse_args = _holding("DemoOptions")
 
 
-# LearnerOptions attributes that carry a LearnerConfig field of the same name.
-_SAME_NAMES = (
-    "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "early_terminate",
-    "holdout_min_examples", "classes", "class_names",
-    "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every", "truncate_threshold",
-    "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after", "examples_per_pass", "interactions",
-    "lbfgs_passes", "lbfgs_l2",
-)  # fmt: skip
+# The options classes by name, as the schema's rows name them.
+OPTIONS_CLASSES = {cls.__name__: cls for cls in (
+    InputOptions, KeyOptions, WindowOptions, LearnerOptions, ModelOptions, TrainingOptions, RoutingOptions,
+    OutputOptions, RunOptions, SequenceOptions, TimelinessOptions, AnytimePredictionOptions, DemoOptions)}  # fmt: skip
 
 
-def learner_config(options: PipelineOptions) -> LearnerConfig:
-    """The LearnerConfig the options describe (validated, with clear messages)."""
-    learner = options.view_as(LearnerOptions)
-    values = {name: getattr(learner, name) for name in _SAME_NAMES}
-    if values["alpha"] is None:
-        values["alpha"] = 1.0
-    elif values["alpha"] == "auto":
+def _value_type(option: specs.Option) -> Any:
+    """The type of an option's value in :class:`JobSettings`."""
+    if option.flag:
+        return bool | None if option.default is None else bool
+    types = {int: int, float: float, specs.columns: tuple[str, ...], specs.number_or_auto: float | str}
+    kind = types.get(option.type, str)
+    return kind | None if option.default is None else kind
+
+
+def _settings_class():
+    fields = [(option.attribute, _value_type(option), dataclasses.field(default=option.default))
+              for option in specs.TABLE]  # fmt: skip
+    fields.append(("given", frozenset, dataclasses.field(default=frozenset())))
+    return dataclasses.make_dataclass("JobSettings", fields, frozen=True, namespace={"__module__": __name__})
+
+
+JobSettings = _settings_class()
+JobSettings.__doc__ = """polybeam's options of one job, read once from its PipelineOptions (see :func:`job_settings`).
+
+One attribute per row of the option schema (:data:`polybeam.pipelines.option_specs.TABLE`), by its attribute
+name (``learning_rate``), with its type and default, plus ``given``: the names of the options given (not left to
+their defaults). Frozen: a job's code reads its settings and never changes them.
+"""
+
+
+def job_settings(options: PipelineOptions, command: str | None = None) -> JobSettings:
+    """polybeam's options in ``options``, read once into typed, frozen settings.
+
+    With a ``command``, the path options it takes that were given are first made absolute in ``options``
+    themselves (see :func:`absolute_paths`: the job's record of its options and a detached copy of the
+    command see the same paths), and a required option that is missing fails with what to give.
+
+    >>> settings = job_settings(PipelineOptions(["--input", "/data/a.libsvm", "--model", "/m", "--no-bias"]), "train")
+    >>> settings.input, settings.no_bias, settings.passes, sorted(settings.given)
+    ('/data/a.libsvm', True, 1, ['input', 'model', 'no_bias'])
+    >>> job_settings(PipelineOptions(["--model", "m"]), "train")
+    Traceback (most recent call last):
+    ...
+    polybeam.pipelines.errors.OptionError: polybeam train needs --input
+    """
+    if command is not None:
+        absolute_paths(options, command=command)
+    values = options.get_all_options()
+    given = frozenset(options.get_all_options(drop_default=True)) & _ATTRIBUTES
+    settings = JobSettings(**{name: values.get(name, _DEFAULTS[name]) for name in _ATTRIBUTES}, given=given)
+    if command is not None:
+        for name in specs.required_options(command):
+            if not getattr(settings, name):
+                raise OptionError(f"polybeam {command} needs --{name.replace('_', '-')}")
+    return settings
+
+
+_ATTRIBUTES = frozenset(option.attribute for option in specs.TABLE)
+_DEFAULTS = {option.attribute: option.default for option in specs.TABLE}
+
+
+def _settings(source: PipelineOptions | JobSettings) -> JobSettings:
+    return job_settings(source) if isinstance(source, PipelineOptions) else source
+
+
+def learner_config(source: PipelineOptions | JobSettings) -> LearnerConfig:
+    """The LearnerConfig the options describe (validated, with clear messages). Every option that fills a
+    LearnerConfig field is a row of the schema naming it; options not given leave LearnerConfig's own defaults."""
+    settings = _settings(source)
+    values = {}
+    for option in specs.TABLE:
+        value = getattr(settings, option.attribute)
+        if option.sets is None and option.config is not None and value is not None:
+            values[option.config] = value
+    for option in specs.TABLE:  # flags last: --holdout-off overrides --holdout-period
+        if option.sets is not None and getattr(settings, option.attribute):
+            values[option.sets[0]] = option.sets[1]
+    if values.get("alpha") == "auto":
         raise ValueError("--alpha auto applies to polybeam timeliness; apple's --alpha is a number (default: 1)")
-    return LearnerConfig(
-        **values,
-        bias=not learner.no_bias,
-        center=not learner.no_center,
-        scale_labels=False if learner.no_scale_labels else None,
-        apple_guard=not learner.no_apple_guard,
-        holdout_period=0 if learner.holdout_off else learner.holdout_period,
-        normalized=not learner.no_normalize,
-        safe_updates=not learner.plain_updates,
-        repeat_factors=not learner.no_repeat_factors,
-        offset_prior=options.view_as(KeyOptions).offset_prior,
-    )
+    return LearnerConfig(**values)
 
 
-def given_input_settings(options: PipelineOptions) -> dict:
+def given_input_settings(source: PipelineOptions | JobSettings) -> dict:
     """The input options given (not left to a default), by the names of the formats' settings
     (``format``, ``label_column``, ``delimiter``, ``has_header``, ...)."""
-    read = options.view_as(InputOptions)
+    read = _settings(source)
     given = {name: getattr(read, attribute) for name, attribute in _INPUT_SETTINGS.items()
              if getattr(read, attribute) is not None}  # fmt: skip
     if read.no_csv_header:
@@ -186,7 +225,7 @@ _INPUT_SETTINGS = {
 }  # fmt: skip
 
 
-def input_settings(options: PipelineOptions, config: LearnerConfig, *, key: str | None = None,
+def input_settings(source: PipelineOptions | JobSettings, config: LearnerConfig, *, key: str | None = None,
                    model: InputSettings | None = None, model_path: str | None = None) -> InputSettings:  # fmt: skip
     """How to read the input: the input options given, else, for a model that records how its own input
     was read (``model``), as it was read, else the formats' defaults; the learner's bits, seed and classes;
@@ -195,7 +234,8 @@ def input_settings(options: PipelineOptions, config: LearnerConfig, *, key: str 
     A ``--format`` whose features the model cannot know (LIBSVM's numbered features for a model of named
     CSV or VW features, or the reverse) is refused, naming the model's format and how to read its input.
     """
-    given = given_input_settings(options)
+    settings = _settings(source)
+    given = given_input_settings(settings)
     name = given.pop("format", None) or (model.format if model is not None else "libsvm")
     if model is not None and not readable_by(model.format, name):
         where = f" in {model_path}" if model_path else ""
@@ -203,21 +243,21 @@ def input_settings(options: PipelineOptions, config: LearnerConfig, *, key: str 
                          f"{model.format} input, whose features {_FEATURES[model.format]}, and {name}'s "
                          f"{_FEATURES[name]}; give it input like its training data, read with {model.flags()} "
                          "(or leave --format out)")  # fmt: skip
-    settings = model if model is not None and model.format == name else InputSettings(name)
-    own = {setting: value for setting, value in given.items() if setting in settings.options}
+    read = model if model is not None and model.format == name else InputSettings(name)
+    own = {setting: value for setting, value in given.items() if setting in read.options}
     column = own.get("label_column")
-    if isinstance(column, str) and column.isdigit() and not own.get("has_header", settings.options.get("has_header", True)):
+    if isinstance(column, str) and column.isdigit() and not own.get("has_header", read.options.get("has_header", True)):
         own["label_column"] = int(column)  # headerless CSV: a label column by (0-based) position
     kind, _, key_name = (key or "").partition(":")
     if key is not None:  # per-key: where the key is (else a model's own key column stays out of the features)
         for setting, key_kind in (("key_column", "column"), ("key_namespace", "namespace")):
-            if setting in settings.options:
+            if setting in read.options:
                 own[setting] = key_name if kind == key_kind else None
-    timestamp = options.view_as(WindowOptions).timestamp
-    if timestamp is not None and "timestamp_column" in settings.options:  # (other formats: refused by train)
+    timestamp = settings.timestamp
+    if timestamp is not None and "timestamp_column" in read.options:  # (other formats: refused by train)
         own["timestamp_column"] = timestamp.partition(":")[2]
     softmax = config.loss == "softmax"
-    return settings.replace(**own, bits=config.bits, seed=config.seed, classes=config.classes if softmax else 0,
+    return read.replace(**own, bits=config.bits, seed=config.seed, classes=config.classes if softmax else 0,
                             class_names=config.class_names if softmax else ())  # fmt: skip
 
 
@@ -227,24 +267,20 @@ _FEATURES = {"libsvm": "are numbered", "parquet": "are numbered or named by colu
 
 
 def format_options(
-    options: PipelineOptions, config: LearnerConfig, *, labels: str | None = None, key: str | None = None
+    source: PipelineOptions | JobSettings, config: LearnerConfig, *, labels: str | None = None, key: str | None = None
 ) -> dict:
     """Keyword arguments for ``ReadExamples`` (without the format's name, see :func:`input_settings`): the
     input options plus what the learner needs (its bits and seed, the labels it accepts, its classes) and,
     for ``--key namespace:NAME`` or ``column:NAME``, where the readers find each example's key."""
-    return input_settings(options, config, key=key).reader_options(labels or config.label_kind)
+    return input_settings(source, config, key=key).reader_options(labels or config.label_kind)
 
 
-def given_options(options: PipelineOptions) -> dict:
+def given_options(source: PipelineOptions | JobSettings) -> dict:
     """polybeam's own options that were given (not left to their defaults), as plain JSON, for the record
     a job keeps of how it ran (Beam's options, such as where the job service is, are the runner's)."""
-    own = argparse.ArgumentParser(add_help=False)
-    for add_options in specs.ALL_OPTIONS:
-        add_options(own)
-    names = {action.dest for action in own._actions}
-    given = options.get_all_options(drop_default=True)
-    return {name: list(value) if isinstance(value, tuple) else value
-            for name, value in sorted(given.items()) if name in names}  # fmt: skip
+    settings = _settings(source)
+    values = {name: getattr(settings, name) for name in sorted(settings.given)}
+    return {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
 
 
 def with_default_runner(options: PipelineOptions) -> PipelineOptions:
@@ -255,34 +291,23 @@ def with_default_runner(options: PipelineOptions) -> PipelineOptions:
     return options
 
 
-# Options that name files or folders, by the options class that holds them.
-_PATH_OPTIONS = {
-    InputOptions: ("input", "dead_letters"),
-    ModelOptions: ("model",),
-    TrainingOptions: ("initial_model", "checkpoint_dir"),
-    RoutingOptions: ("fallback_model",),
-    OutputOptions: ("output",),
-    RunOptions: ("report",),
-    SequenceOptions: ("groups", "skipped_output"),
-    TimelinessOptions: ("prefixes", "reference", "plot"),
-    DemoOptions: ("output_dir",),
-}
-
-
-def absolute_paths(options: PipelineOptions, *, not_paths: tuple[str, ...] = ()) -> PipelineOptions:
-    """Make every local path option that was given absolute: a worker elsewhere would resolve a
-    relative one in its own folder, reading nothing or writing where nobody looks. URLs (gs://...)
-    and defaults (which other commands' options have too) are left alone, and so are ``not_paths``:
-    options this command reads otherwise (``polybeam predict --groups`` names groups)."""
+def absolute_paths(options: PipelineOptions, *, not_paths: tuple[str, ...] = (), command: str | None = None
+                   ) -> PipelineOptions:  # fmt: skip
+    """Make every local path option that was given absolute (those ``command`` takes, or every path option of
+    the schema): a worker elsewhere would resolve a relative one in its own folder, reading nothing or writing
+    where nobody looks. URLs (gs://...) and defaults (which other commands' options have too) are left alone,
+    and so are ``not_paths`` and the options a command reads otherwise (``polybeam predict --groups`` names
+    groups)."""
+    options_of = specs.command_options(command) if command is not None else specs.TABLE
     given = options.get_all_options(drop_default=True)
-    for options_class, names in _PATH_OPTIONS.items():
-        view = options.view_as(options_class)
-        for name in names:
-            if name not in given or name in not_paths:
-                continue
-            value = getattr(view, name, None)
-            if isinstance(value, tuple):
-                setattr(view, name, tuple(absolute_path(item) for item in value))
-            elif isinstance(value, str) and not (name == "reference" and "/" not in value):
-                setattr(view, name, absolute_path(value))  # (--reference may name a method instead)
+    for option in options_of:
+        name = option.attribute
+        if option.path is None or name not in given or name in not_paths:
+            continue
+        view = options.view_as(OPTIONS_CLASSES[option.group])
+        value = getattr(view, name, None)
+        if isinstance(value, tuple):
+            setattr(view, name, tuple(absolute_path(item) for item in value))
+        elif isinstance(value, str) and not (name == "reference" and "/" not in value):
+            setattr(view, name, absolute_path(value))  # (--reference may name a method instead)
     return options

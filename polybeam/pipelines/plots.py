@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from polybeam.pipelines.jobs import OptionError
+from polybeam.pipelines.errors import OptionError
 from polybeam.transforms.files import write_atomically
 
 

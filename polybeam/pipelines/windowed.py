@@ -20,11 +20,10 @@ from apache_beam.transforms import window as beam_window
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.windows import WindowSpec, parse_window
-from polybeam.pipelines import jobs
-from polybeam.pipelines.jobs import OptionError
+from polybeam.pipelines import job_parts
+from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.model_input import check_sample, recorded_input
-from polybeam.pipelines.options import (InputOptions, KeyOptions, ModelOptions, RunOptions, TrainingOptions,
-                                        WindowOptions, absolute_paths, input_settings, with_default_runner)
+from polybeam.pipelines.options import JobSettings, input_settings, job_settings, with_default_runner
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.keyed_files import join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
@@ -38,37 +37,35 @@ from polybeam.pipelines.launch import launch
 TIMED_FORMATS = ("csv", "parquet")
 
 
-def window_of(options: PipelineOptions, key: str | None) -> WindowSpec | None:
+def window_of(job: JobSettings, key: str | None) -> WindowSpec | None:
     """The windows of ``--window`` (None without it), failing fast on options that do not go with them."""
-    windows = options.view_as(WindowOptions)
-    if windows.window is None:
-        if windows.timestamp is not None:
-            raise OptionError(f"--timestamp {windows.timestamp} is for models per window: add --window "
+    if job.window is None:
+        if job.timestamp is not None:
+            raise OptionError(f"--timestamp {job.timestamp} is for models per window: add --window "
                               "fixed:SIZE or sliding:SIZE,PERIOD (e.g. --window fixed:1d), or leave --timestamp out")  # fmt: skip
         return None
-    if windows.timestamp is None:
-        raise OptionError(f"--window {windows.window} needs --timestamp column:NAME, the CSV/Parquet column of each "
+    if job.timestamp is None:
+        raise OptionError(f"--window {job.window} needs --timestamp column:NAME, the CSV/Parquet column of each "
                           "example's event time")  # fmt: skip
-    fmt = options.view_as(InputOptions).format or "libsvm"
+    fmt = job.format or "libsvm"
     if fmt not in TIMED_FORMATS:
         raise OptionError(f"--window needs CSV or Parquet input with a timestamp column (--format csv/parquet), "
                           f"not {fmt}")  # fmt: skip
-    if key is not None and options.view_as(KeyOptions).key_model == "shared":
+    if key is not None and job.key_model == "shared":
         raise OptionError("--window trains separate models per key and window; leave out --key-model shared")
-    training = options.view_as(TrainingOptions)
-    if training.resume or training.initial_model:
-        raise OptionError(f"--window does not yet start from {'--resume' if training.resume else '--initial-model'}: "
+    if job.resume or job.initial_model:
+        raise OptionError(f"--window does not yet start from {'--resume' if job.resume else '--initial-model'}: "
                           "each window trains afresh; leave it out")  # fmt: skip
     try:
-        return parse_window(windows.window)
+        return parse_window(job.window)
     except ValueError as error:
         raise OptionError(str(error)) from None
 
 
-def windowed_models(options: PipelineOptions, spec: WindowSpec, models, *, model_path: str, keyed: bool,
+def windowed_models(job: JobSettings, spec: WindowSpec, models, *, model_path: str, keyed: bool,
                     key: str | None, config: LearnerConfig, settings) -> dict:  # fmt: skip
     """Writes the models of every window (and the folder's index); the report's parts."""
-    facts = {"window_spec": spec.text(), "timestamp": options.view_as(WindowOptions).timestamp, "key": key,
+    facts = {"window_spec": spec.text(), "timestamp": job.timestamp, "key": key,
              "config": config.to_dict(), "input": settings.to_dict()}  # fmt: skip
     if keyed:
         written = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict(),
@@ -79,11 +76,11 @@ def windowed_models(options: PipelineOptions, spec: WindowSpec, models, *, model
 
 def windowed_train_report(parts: dict, *, facts: dict) -> dict:
     """The report of a windowed train job: the read's counts, and per window what its model(s) learned."""
-    report = jobs._counts(parts).to_dict()
+    report = job_parts.total_counts(parts).to_dict()
     windows = read_index(facts["model"])["entries"] if parts["index"] else {}
     report.update(windows=windows, index=parts["index"][0] if parts["index"] else None,
                   examples_trained=sum(entry.get("examples") or 0 for entry in windows.values()))  # fmt: skip
-    return jobs._finish(report, facts, parts)
+    return job_parts.finish_report(report, facts, parts)
 
 
 # -- evaluate -----------------------------------------------------------------------------------------------
@@ -108,7 +105,7 @@ def _keyed_by_window(batches, key: str | None):
 
 
 def _windowed_evaluate_report(parts: dict, *, facts: dict) -> dict:
-    counts = jobs._counts(parts).to_dict()
+    counts = job_parts.total_counts(parts).to_dict()
     overall = next((metrics for key, metrics in parts["metrics"] if key is OVERALL), None)
     windows: dict = {}
     for key, metrics in sorted((pair for pair in parts["metrics"] if pair[0] is not OVERALL), key=lambda p: str(p[0])):
@@ -123,42 +120,42 @@ def _windowed_evaluate_report(parts: dict, *, facts: dict) -> dict:
               "windows": windows, "examples_without_model": unscored}  # fmt: skip
     report.update({name: counts[name] for name in counts if name != "examples"})
     report["examples_read"] = counts["examples"]
-    return jobs._finish(report, facts, parts)
+    return job_parts.finish_report(report, facts, parts)
 
 
 def _has_model(element, folder: WindowedFolder) -> bool:
     return folder.has(element[0])
 
 
-def run_windowed_evaluate(options: PipelineOptions) -> dict:
-    """Each window's model scored on the input's examples of the same window (see the module docstring)."""
+def run_windowed_evaluate(options: PipelineOptions, job: JobSettings | None = None) -> dict:
+    """Each window's model scored on the input's examples of the same window (see the module docstring); ``job``:
+    the options already read (see :func:`~polybeam.pipelines.options.job_settings`)."""
     started = time.perf_counter()
-    absolute_paths(options)
-    jobs._require(options.view_as(InputOptions).input, "--input", "evaluate")
-    model_path = options.view_as(ModelOptions).model
+    job = job or job_settings(options, "evaluate")
+    model_path = job.model
     folder = WindowedFolder(model_path)
     index = folder.index
     config = LearnerConfig.from_dict(index["config"])
     key = index.get("key")
-    given = options.view_as(KeyOptions).key
+    given = job.key
     if given is not None and given != key:
         raise OptionError(f"--key {given} differs from the key the models were trained with ({key})")
     recorded = recorded_input(index.get("input"), model_path)
-    settings = input_settings(options, config, key=key, model=recorded, model_path=model_path)
-    check_sample(options.view_as(InputOptions).input, settings, labels=config.label_kind, model=recorded,
+    settings = input_settings(job, config, key=key, model=recorded, model_path=model_path)
+    check_sample(job.input, settings, labels=config.label_kind, model=recorded,
                  model_path=model_path)  # fmt: skip
-    dead_path = options.view_as(InputOptions).dead_letters or join(model_path, "evaluate.dead_letters.jsonl")
-    report_path = options.view_as(RunOptions).report or join(model_path, "evaluation.json")
-    jobs.input_policy(options, settings=settings)
+    dead_path = job.dead_letters or join(model_path, "evaluate.dead_letters.jsonl")
+    report_path = job.report or join(model_path, "evaluation.json")
+    job_parts.input_policy(job, settings=settings)
     with_default_runner(options)
 
-    facts = {**jobs.job_facts("evaluate", options, report_path), "model": model_path, "key": key,
+    facts = {**job_parts.job_facts("evaluate", options, job, report_path), "model": model_path, "key": key,
              "window_spec": index["window_spec"], "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
     pipeline = beam.Pipeline(options=options)
-    read = jobs._read(pipeline, options, "Read", config, key=key, settings=settings)
-    dead_files = jobs._write_dead_letters(read, dead_path)
-    parts = {"counts": jobs._checked(read, options, dead_files, facts, settings=settings)}
-    windowed = jobs._noted(read.examples, parts) | "Windows" >> WindowExamples(parse_window(index["window_spec"]))
+    read = job_parts.read_examples(pipeline, job, "Read", config, key=key, settings=settings)
+    dead_files = job_parts.write_dead_letters(read, dead_path)
+    parts = {"counts": job_parts.checked_read(read, job, dead_files, facts, settings=settings)}
+    windowed = job_parts.note_workers(read.examples, parts) | "Windows" >> WindowExamples(parse_window(index["window_spec"]))
     keyed = _keyed_by_window(windowed, key)
     scored = keyed | "HasModel" >> beam.Partition(lambda element, _, f: int(_has_model(element, f)), 2, folder)
     parts["metrics"] = scored[1] | "Evaluate" >> Evaluate(folder, routed=True, overall=True)
@@ -166,4 +163,4 @@ def run_windowed_evaluate(options: PipelineOptions) -> dict:
         lambda window_key, batch: (window_key[0] if isinstance(window_key, tuple) else window_key, len(batch)))
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_windowed_evaluate_report, facts=facts), **parts)
     return launch(pipeline, options, facts, started=started, outputs={"dead_letters": dead_path},
-                  preload=jobs._preloader(options, config, key=key, settings=settings))  # fmt: skip
+                  preload=job_parts.preloader(job, config, key=key, settings=settings))  # fmt: skip

@@ -19,7 +19,7 @@ from polybeam import datasets
 from polybeam.pipelines import flex_template
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, template_metadata
-from polybeam.pipelines.option_specs import REQUIRED_OPTIONS, command_parser
+from polybeam.pipelines.option_specs import command_parser, required_options
 from polybeam.pipelines.template_main import TemplateParameterError, command_line
 from polybeam.transforms.model_io import read_model
 
@@ -82,9 +82,7 @@ def test_the_schema_refuses_what_dataflow_would(schema):
 
 @pytest.mark.parametrize("command", TEMPLATE_COMMANDS)
 def test_every_option_is_a_parameter_and_every_parameter_an_option(command):
-    from polybeam.pipelines.cli import _command_parser
-
-    options = {action.dest: action for action in _command_parser(command)._actions if action.option_strings
+    options = {action.dest: action for action in command_parser(command)._actions if action.option_strings
                and action.dest != "help"}  # fmt: skip
     parameters = {p["name"]: p for p in template_metadata(command)["parameters"]}
     left_out = {name for name, (commands, _) in flex_template.NOT_IN_TEMPLATES.items() if command in commands}
@@ -92,7 +90,7 @@ def test_every_option_is_a_parameter_and_every_parameter_an_option(command):
     assert "no_wait" in left_out and ("quiet" in left_out) == (command != "train")
     for name, parameter in parameters.items():
         assert parameter["helpText"].startswith(options[name].help)
-        assert parameter["isOptional"] == (name not in REQUIRED_OPTIONS[command])
+        assert parameter["isOptional"] == (name not in required_options(command))
 
 
 @pytest.mark.parametrize("command", TEMPLATE_COMMANDS)

@@ -1,0 +1,116 @@
+"""polybeam.pipelines has no import cycles, counting imports inside functions too, and no module of the
+package imports another module's private names (``from x import _name`` or ``x._name``)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+import polybeam
+
+PACKAGE = pathlib.Path(polybeam.__file__).parent
+PIPELINES = PACKAGE / "pipelines"
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: pathlib.Path) -> list[tuple[str, str | None, int]]:
+    """``(module, name or None, line)`` of every import in the file, at any depth (functions included)."""
+    found = []
+    package = module_name(path).rpartition(".")[0] if path.is_relative_to(PACKAGE.parent) else ""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the file's own package up
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            found += [(base, alias.name, node.lineno) for alias in node.names]
+    return found
+
+
+def pipelines_graph() -> dict[str, set[str]]:
+    """Which pipelines modules each pipelines module imports (``from polybeam.pipelines import jobs`` names the
+    module ``jobs``)."""
+    modules = {module_name(path): path for path in PIPELINES.glob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for module, imported, _ in imports(path):
+            target = f"{module}.{imported}" if imported and f"{module}.{imported}" in modules else module
+            if target in modules and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (its modules in order, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import(tmp_path):
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    source = tmp_path / "m.py"
+    source.write_text("import os\n\ndef f():\n    from polybeam.pipelines import jobs\n    from . import cli\n")
+    assert ("polybeam.pipelines", "jobs", 4) in imports(source)
+
+
+def test_pipelines_has_no_import_cycle():
+    graph = pipelines_graph()
+    assert "polybeam.pipelines.job_parts" in graph["polybeam.pipelines.jobs"]  # (the graph sees imports at all)
+    assert cycle(graph) is None, " -> ".join(cycle(graph))
+
+
+def private_imports(path: pathlib.Path) -> list[str]:
+    """``module._name`` for every private name of another polybeam module the file imports or reads."""
+    found = [f"{module}.{name} (line {line})" for module, name, line in imports(path)
+             if module.startswith("polybeam") and name and name.startswith("_") and not name.startswith("__")]
+    # Modules bound to a name (import polybeam.x as y, from polybeam import x): reading y._name.
+    aliases = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            aliases.update({alias.asname: alias.name for alias in node.names if alias.asname})
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("polybeam"):
+            aliases.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names})
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):  # fmt: skip
+            found.append(f"{aliases[node.value.id]}.{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_the_private_name_finder_sees_both_spellings(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from polybeam.pipelines import jobs\nfrom polybeam.pipelines.jobs import _read, run\n"
+                      "jobs._counts(1)\njobs.run_train\n")  # fmt: skip
+    assert private_imports(source) == ["polybeam.pipelines.jobs._read (line 2)",
+                                       "polybeam.pipelines.jobs._counts (line 3)"]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", sorted(PIPELINES.glob("*.py")), ids=lambda path: path.name)
+def test_no_pipelines_module_imports_a_private_name(path):
+    assert private_imports(path) == []
