@@ -83,8 +83,10 @@ setup(
         # and draw the plots of polybeam plot and timeliness --plot (matplotlib).
         # The tests also run polybeam.sklearn's estimators through scikit-learn's own checks, and
         # learners and RunInference on pandas data (pandas is never required by the package).
+        # pytest-xdist runs the quick run on both cores (-n 2); ruff is the linter and formatter a test holds the
+        # tree to (tests/test_lint.py), pinned below its next minor release, whose new rules would fail CI unasked.
         "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4", "apache-beam[yaml]>=2.77,<3", "matplotlib>=3.8",
-                 "scikit-learn>=1.4", "pandas>=2"],
+                 "scikit-learn>=1.4", "pandas>=2", "pytest-xdist>=3.5", "ruff>=0.17,<0.18"],
         "plot": ["matplotlib>=3.8"],
         # polybeam.sklearn's estimators (PolybeamClassifier, PolybeamRegressor); only that module imports it.
         "sklearn": ["scikit-learn>=1.4"],
