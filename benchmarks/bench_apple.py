@@ -60,9 +60,9 @@ from harness import libsvm_to_vw, load_average, machine_info, markdown_table, re
 
 from polybeam import datasets  # noqa: E402
 from polybeam.datasets.synthetic import PlantedPolynomial  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
-from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 from polybeam.learners.polynomial import make_learner  # noqa: E402
 
 BITS = 18
@@ -107,8 +107,16 @@ class Method:
         # products (no guard).
         # VW's update on both sides: raw labels (scale_labels, polybeam's default for squared loss since issue 22,
         # is off), uncentred features, no guard.
-        return LearnerConfig(loss="squared", step="adaptive", learning_rate=rate, bits=self.bits, center=False,
-                             scale_labels=False, apple_guard=False, **self.settings)
+        return LearnerConfig(
+            loss="squared",
+            step="adaptive",
+            learning_rate=rate,
+            bits=self.bits,
+            center=False,
+            scale_labels=False,
+            apple_guard=False,
+            **self.settings,
+        )
 
 
 METHODS = (
@@ -136,8 +144,7 @@ def write_libsvm(path: str, labels: np.ndarray, batch: ExampleBatch) -> str:
 def split_files(task: Task, seed: int, folder: str, synthetic_examples: int) -> tuple[str, str]:
     """The task's seeded 80/20 split as LIBSVM files (the same files feed polybeam and VW)."""
     if task.dataset is not None:
-        return datasets.write_split(task.dataset, os.path.join(folder, f"{task.name}-{seed}"), seed=seed,
-                                    binary=True)  # fmt: skip
+        return datasets.write_split(task.dataset, os.path.join(folder, f"{task.name}-{seed}"), seed=seed, binary=True)
     examples = PlantedPolynomial(seed=0).generate(synthetic_examples)
     batch = examples.to_batch(BITS)
     labels = examples.labels
@@ -220,8 +227,9 @@ def run_vw_method(task: Task, alpha: float | None, train_vw: str, test_vw: str, 
     tag = "lin" if alpha is None else f"poly{alpha:g}"
     for rate in rates:
         model = os.path.join(folder, f"vw-{tag}-{rate:g}.model")
-        vw = run_vw("-d", train_vw, "-b", str(BITS), "--loss_function", "squared", "-l", f"{rate:g}", "-f", model,
-                    *extra)  # fmt: skip
+        vw = run_vw(
+            "-d", train_vw, "-b", str(BITS), "--loss_function", "squared", "-l", f"{rate:g}", "-f", model, *extra
+        )
         run = {"rate": rate, "progressive_loss": vw.average_loss, "seconds": vw.run.seconds, "model": model}
         runs.append(run)
         if best is None or run["progressive_loss"] < best["progressive_loss"]:
@@ -245,16 +253,23 @@ def run_vw_method(task: Task, alpha: float | None, train_vw: str, test_vw: str, 
 def run_task(task: Task, seed: int, folder: str, args) -> dict:
     train_path, test_path = split_files(task, seed, folder, args.synthetic_examples)
     train, test = parse(train_path, BITS), parse(test_path, BITS)
-    result = {"train_examples": len(train), "test_examples": len(test),
-              "base_features_per_example": train.nnz / len(train), "polybeam": {}, "vw": {}}  # fmt: skip
+    result = {
+        "train_examples": len(train),
+        "test_examples": len(test),
+        "base_features_per_example": train.nnz / len(train),
+        "polybeam": {},
+        "vw": {},
+    }
     for method in METHODS:
         if args.methods and method.key not in args.methods:
             continue
         result["polybeam"][method.key] = run_polybeam(task, method, train, test, args.rates)
         entry = result["polybeam"][method.key]
-        log(f"{task.name} seed {seed} polybeam {method.key}: error {entry['error']:.4f} (rate {entry['rate']:g}, "
+        log(
+            f"{task.name} seed {seed} polybeam {method.key}: error {entry['error']:.4f} (rate {entry['rate']:g}, "
             f"progressive {entry['progressive_loss']:.4f}, {entry['seconds']:.2f} s, "
-            f"{entry['features_per_example']:.0f} features/example)")  # fmt: skip
+            f"{entry['features_per_example']:.0f} features/example)"
+        )
     if not args.no_vw:
         train_vw = libsvm_to_vw(train_path, train_path[: -len(".libsvm")] + ".vw")
         test_vw = libsvm_to_vw(test_path, test_path[: -len(".libsvm")] + ".vw")
@@ -262,8 +277,10 @@ def run_task(task: Task, seed: int, folder: str, args) -> dict:
             key = "lin" if alpha is None else f"stage_poly({alpha:g})"
             result["vw"][key] = run_vw_method(task, alpha, train_vw, test_vw, os.path.dirname(train_path), args.rates)
             entry = result["vw"][key]
-            log(f"{task.name} seed {seed} VW {key}: error {entry['error']:.4f} (rate {entry['rate']:g}, "
-                f"progressive {entry['progressive_loss']:.4f}, {entry['seconds']:.2f} s)")  # fmt: skip
+            log(
+                f"{task.name} seed {seed} VW {key}: error {entry['error']:.4f} (rate {entry['rate']:g}, "
+                f"progressive {entry['progressive_loss']:.4f}, {entry['seconds']:.2f} s)"
+            )
     return result
 
 
@@ -299,10 +316,17 @@ def summarise(report: dict) -> dict:
 
 def targets(summary: dict) -> dict:
     """apple(1) relative error <= 0.5 on most tasks; apple vs VW stage_poly wins and losses per alpha."""
-    under_half = [task for task, rows in summary.items()
-                  if (rows.get("polybeam:apple(1)") or {}).get("relative_error") is not None
-                  and rows["polybeam:apple(1)"]["relative_error"] <= 0.5]  # fmt: skip
-    rated = [task for task, rows in summary.items() if (rows.get("polybeam:apple(1)") or {}).get("relative_error") is not None]
+    under_half = [
+        task
+        for task, rows in summary.items()
+        if (rows.get("polybeam:apple(1)") or {}).get("relative_error") is not None
+        and rows["polybeam:apple(1)"]["relative_error"] <= 0.5
+    ]
+    rated = [
+        task
+        for task, rows in summary.items()
+        if (rows.get("polybeam:apple(1)") or {}).get("relative_error") is not None
+    ]
     versus = {}
     for alpha in ALPHAS:
         wins = losses = ties = 0
@@ -318,8 +342,12 @@ def targets(summary: dict) -> dict:
                 ties += 1
         versus[f"{alpha:g}"] = {"wins": wins, "losses": losses, "ties": ties}
     return {
-        "apple1_relative_error_at_most_half": {"tasks": under_half, "count": len(under_half), "of": len(rated),
-                                               "met": len(under_half) > len(rated) / 2},  # fmt: skip
+        "apple1_relative_error_at_most_half": {
+            "tasks": under_half,
+            "count": len(under_half),
+            "of": len(rated),
+            "met": len(under_half) > len(rated) / 2,
+        },
         "apple_vs_vw_stage_poly": versus,
         # None when VW was not run (--no-vw): nothing was compared.
         "apple1_vs_vw_met": versus["1"]["wins"] >= versus["1"]["losses"] if sum(versus["1"].values()) else None,
@@ -355,24 +383,47 @@ def render(report: dict) -> str:
         f"({', '.join(goal['apple1_relative_error_at_most_half']['tasks'])}): "
         f"**{'met' if goal['apple1_relative_error_at_most_half']['met'] else 'MISSED'}**",
         "- apple vs VW --stage_poly at the same alpha (held-out error; wins / losses / ties): "
-        + "; ".join(f"alpha {a}: {v['wins']} / {v['losses']} / {v['ties']}" for a, v in goal["apple_vs_vw_stage_poly"].items())
+        + "; ".join(
+            f"alpha {a}: {v['wins']} / {v['losses']} / {v['ties']}" for a, v in goal["apple_vs_vw_stage_poly"].items()
+        )
         + f": **{ {True: 'met', False: 'MISSED', None: 'not measured'}[goal['apple1_vs_vw_met']] }** at alpha = 1",
         "",
         "## Per task",
     ]
-    header = ["method", "test error", "relative error", "relative time", "seconds", "rate", "progressive loss",
-              "features / example", "parents"]  # fmt: skip
+    header = [
+        "method",
+        "test error",
+        "relative error",
+        "relative time",
+        "seconds",
+        "rate",
+        "progressive loss",
+        "features / example",
+        "parents",
+    ]
     for task_name, rows in summary.items():
         info = report["tasks"][task_name][0]
-        lines += ["", f"### {task_name} ({info['train_examples']} train / {info['test_examples']} test examples, "
-                  f"{info['base_features_per_example']:.1f} base features per example)", ""]  # fmt: skip
+        lines += [
+            "",
+            f"### {task_name} ({info['train_examples']} train / {info['test_examples']} test examples, "
+            f"{info['base_features_per_example']:.1f} base features per example)",
+            "",
+        ]
         table = []
         for key, row in rows.items():
-            table.append([key.replace("polybeam:", "polybeam ").replace("vw:", "VW "), fmt(row["error"], 4),
-                          fmt(row["relative_error"]), fmt(row["relative_time"], 2), fmt(row["seconds"], 3),
-                          fmt(row["rate"]), fmt(row["progressive_loss"], 4),
-                          fmt(row["features_per_example"], 1) if row["features_per_example"] else "",
-                          fmt(row["parents"])])  # fmt: skip
+            table.append(
+                [
+                    key.replace("polybeam:", "polybeam ").replace("vw:", "VW "),
+                    fmt(row["error"], 4),
+                    fmt(row["relative_error"]),
+                    fmt(row["relative_time"], 2),
+                    fmt(row["seconds"], 3),
+                    fmt(row["rate"]),
+                    fmt(row["progressive_loss"], 4),
+                    fmt(row["features_per_example"], 1) if row["features_per_example"] else "",
+                    fmt(row["parents"]),
+                ]
+            )
         lines.append(markdown_table(header, table))
     lines += ["", "## Relative error, all tasks", ""]
     keys = [key for key in next(iter(summary.values())) if key != "vw:lin"]
@@ -401,8 +452,14 @@ def main(argv=None) -> dict:
             report = json.load(handle)
     else:
         chosen = [task for task in TASKS if task.name in args.tasks.split(",")]
-        report = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(),
-                  "load_average_start": load_average(), "seeds": args.seeds, "rates": args.rates, "tasks": {}}  # fmt: skip
+        report = {
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "machine": machine_info(),
+            "load_average_start": load_average(),
+            "seeds": args.seeds,
+            "rates": args.rates,
+            "tasks": {},
+        }
         with tempfile.TemporaryDirectory() as scratch:
             folder = args.out or scratch
             for task in chosen:

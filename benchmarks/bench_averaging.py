@@ -97,8 +97,14 @@ def lbfgs_curve(start_model, train_batches, test, checkpoints, l2: float) -> lis
         optimiser.told(lbfgs.LossGradient.of(optimiser.point(), train_batches, "logistic", True))
         if evaluation in checkpoints:
             model = lbfgs.finish_model(start_model, optimiser.weights, optimiser.summary())
-            rows.append({"passes": evaluation, "objective": optimiser.objective, "loss": held_out_loss(model, test),
-                         "seconds": time.perf_counter() - started})  # fmt: skip
+            rows.append(
+                {
+                    "passes": evaluation,
+                    "objective": optimiser.objective,
+                    "loss": held_out_loss(model, test),
+                    "seconds": time.perf_counter() - started,
+                }
+            )
     return rows
 
 
@@ -118,17 +124,35 @@ def sklearn_optimum(train, test, l2: float, start_model) -> dict:
     assert not column_zero.any(), "a feature hashed to the bias slot: compare with bits that avoid it"
     model = lbfgs.finish_model(start_model, weights, {"sklearn": True})
     value, _ = lbfgs.regularised(lbfgs.LossGradient.of(weights, [train], "logistic", True), weights, l2, True)
-    return {"objective": value, "loss": held_out_loss(model, test), "seconds": seconds, "iterations": int(fitted.n_iter_[0])}
+    return {
+        "objective": value,
+        "loss": held_out_loss(model, test),
+        "seconds": seconds,
+        "iterations": int(fitted.n_iter_[0]),
+    }
 
 
 def run(args) -> dict:
     started = time.perf_counter()
     train, test = make_data(args.examples, args.test_examples, args.seed)
     train_batches = list(batches_of(train, 0, len(train)))
-    report = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(), "load_average_start": load_average(),
-              "data": {"task": "PlantedPolynomial", "seed": args.seed, "examples": len(train), "test_examples": len(test),
-                       "base_per_example": train.nnz / len(train)},
-              "passes": args.passes, "workers": args.workers, "l2": args.l2, "mixing": [], "finishing": []}  # fmt: skip
+    report = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine_info(),
+        "load_average_start": load_average(),
+        "data": {
+            "task": "PlantedPolynomial",
+            "seed": args.seed,
+            "examples": len(train),
+            "test_examples": len(test),
+            "base_per_example": train.nnz / len(train),
+        },
+        "passes": args.passes,
+        "workers": args.workers,
+        "l2": args.l2,
+        "mixing": [],
+        "finishing": [],
+    }
     for step in args.steps:
         config = config_of(step, args.passes)
         one = one_learner(config, train, test, args.passes)
@@ -138,28 +162,47 @@ def run(args) -> dict:
             for merge in MERGES:
                 t0 = time.perf_counter()
                 losses, origin = mixed(config, train, test, workers, args.passes, merge)
-                report["mixing"].append({"step": step, "workers": workers, "merge": merge, "losses": losses, "one": one,
-                                         "ratios": [a / b for a, b in zip(losses, one)],
-                                         "seconds": time.perf_counter() - t0})  # fmt: skip
-                print(f"{step} N={workers} {merge}: {[round(x, 4) for x in losses]} ratio last "
-                      f"{losses[-1] / one[-1]:.4f}", flush=True)  # fmt: skip
+                report["mixing"].append(
+                    {
+                        "step": step,
+                        "workers": workers,
+                        "merge": merge,
+                        "losses": losses,
+                        "one": one,
+                        "ratios": [a / b for a, b in zip(losses, one)],
+                        "seconds": time.perf_counter() - t0,
+                    }
+                )
+                print(
+                    f"{step} N={workers} {merge}: {[round(x, 4) for x in losses]} ratio last "
+                    f"{losses[-1] / one[-1]:.4f}",
+                    flush=True,
+                )
                 if merge == "weighted":
                     finals[workers] = origin.to_model()
         if step in args.finish_steps:
             reference = sklearn_optimum(train, test, args.l2, finals[args.workers[0]])
-            print(f"sklearn: objective {reference['objective']:.2f} loss {reference['loss']:.4f} "
-                  f"({reference['seconds']:.1f} s)", flush=True)  # fmt: skip
+            print(
+                f"sklearn: objective {reference['objective']:.2f} loss {reference['loss']:.4f} "
+                f"({reference['seconds']:.1f} s)",
+                flush=True,
+            )
             starts = {f"warm N={w}": finals[w] for w in args.workers}
             starts["cold"] = lbfgs.finish_model(finals[args.workers[0]], np.zeros((1 << BITS, 1)), {})
             for name, model in starts.items():
                 curve = lbfgs_curve(model, train_batches, test, args.lbfgs, args.l2)
                 for row in curve:
-                    row.update(objective_ratio=row["objective"] / reference["objective"],
-                               loss_ratio=row["loss"] / reference["loss"])
+                    row.update(
+                        objective_ratio=row["objective"] / reference["objective"],
+                        loss_ratio=row["loss"] / reference["loss"],
+                    )
                 report["finishing"].append({"step": step, "start": name, "curve": curve, "sklearn": reference})
                 last = curve[-1]
-                print(f"{step} L-BFGS from {name}: after {last['passes']} passes objective ratio "
-                      f"{last['objective_ratio']:.5f} loss ratio {last['loss_ratio']:.5f}", flush=True)  # fmt: skip
+                print(
+                    f"{step} L-BFGS from {name}: after {last['passes']} passes objective ratio "
+                    f"{last['objective_ratio']:.5f} loss ratio {last['loss_ratio']:.5f}",
+                    flush=True,
+                )
     report["load_average_end"] = load_average()
     report["elapsed_seconds"] = time.perf_counter() - started
     return report
@@ -191,11 +234,36 @@ def render(report: dict) -> str:
     rows = []
     for record in report["mixing"]:
         losses, ratios = record["losses"], record["ratios"]
-        rows.append([record["step"], record["workers"], record["merge"], f"{record['one'][0]:.4f}", f"{losses[0]:.4f}",
-                     f"{ratios[0]:.4f}", f"{record['one'][-1]:.4f}", f"{losses[-1]:.4f}", f"{ratios[-1]:.4f}"])  # fmt: skip
+        rows.append(
+            [
+                record["step"],
+                record["workers"],
+                record["merge"],
+                f"{record['one'][0]:.4f}",
+                f"{losses[0]:.4f}",
+                f"{ratios[0]:.4f}",
+                f"{record['one'][-1]:.4f}",
+                f"{losses[-1]:.4f}",
+                f"{ratios[-1]:.4f}",
+            ]
+        )
     passes = report["passes"]
-    lines.append(markdown_table(["step", "N", "merge", "one 1p", "avg 1p", "ratio 1p", f"one {passes}p", f"avg {passes}p",
-                                 f"ratio {passes}p"], rows))  # fmt: skip
+    lines.append(
+        markdown_table(
+            [
+                "step",
+                "N",
+                "merge",
+                "one 1p",
+                "avg 1p",
+                "ratio 1p",
+                f"one {passes}p",
+                f"avg {passes}p",
+                f"ratio {passes}p",
+            ],
+            rows,
+        )
+    )
     if report["finishing"]:
         reference = report["finishing"][0]["sklearn"]
         lines += [
@@ -211,10 +279,31 @@ def render(report: dict) -> str:
         rows = []
         for record in report["finishing"]:
             for row in record["curve"]:
-                rows.append([record["step"], record["start"], row["passes"], f"{row['objective']:.2f}",
-                             f"{row['objective_ratio']:.5f}", f"{row['loss']:.4f}", f"{row['loss_ratio']:.5f}"])  # fmt: skip
-        lines.append(markdown_table(["online step", "start", "L-BFGS passes", "objective", "objective / sklearn",
-                                     "held-out loss", "loss / sklearn"], rows))  # fmt: skip
+                rows.append(
+                    [
+                        record["step"],
+                        record["start"],
+                        row["passes"],
+                        f"{row['objective']:.2f}",
+                        f"{row['objective_ratio']:.5f}",
+                        f"{row['loss']:.4f}",
+                        f"{row['loss_ratio']:.5f}",
+                    ]
+                )
+        lines.append(
+            markdown_table(
+                [
+                    "online step",
+                    "start",
+                    "L-BFGS passes",
+                    "objective",
+                    "objective / sklearn",
+                    "held-out loss",
+                    "loss / sklearn",
+                ],
+                rows,
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -227,22 +316,28 @@ def findings(report: dict) -> list[str]:
         if merge != "weighted" or (step, workers, "plain") not in by_key:
             continue
         plain = by_key[(step, workers, "plain")]
-        lines.append(f"- {step}, N = {workers}, after {passes} passes: weighted merge {record['ratios'][-1]:.4f} of one "
-                     f"learner's held-out loss (plain mean {plain['ratios'][-1]:.4f}); after 1 pass "
-                     f"{record['ratios'][0]:.4f} (plain {plain['ratios'][0]:.4f}); against one learner's best pass "
-                     f"({min(record['one']):.4f}): {record['losses'][-1] / min(record['one']):.4f}.")  # fmt: skip
+        lines.append(
+            f"- {step}, N = {workers}, after {passes} passes: weighted merge {record['ratios'][-1]:.4f} of one "
+            f"learner's held-out loss (plain mean {plain['ratios'][-1]:.4f}); after 1 pass "
+            f"{record['ratios'][0]:.4f} (plain {plain['ratios'][0]:.4f}); against one learner's best pass "
+            f"({min(record['one']):.4f}): {record['losses'][-1] / min(record['one']):.4f}."
+        )
     ones = {r["step"]: min(r["one"]) for r in report["mixing"]}
     for record in report["finishing"]:
         last = record["curve"][-1]
-        lines.append(f"- finishing stage from {record['start']} ({record['step']}), {last['passes']} passes: held-out "
-                     f"loss {last['loss']:.4f}, {last['loss'] / ones[record['step']]:.4f} of one online learner's best "
-                     f"pass ({ones[record['step']]:.4f}).")  # fmt: skip
+        lines.append(
+            f"- finishing stage from {record['start']} ({record['step']}), {last['passes']} passes: held-out "
+            f"loss {last['loss']:.4f}, {last['loss'] / ones[record['step']]:.4f} of one online learner's best "
+            f"pass ({ones[record['step']]:.4f})."
+        )
         within = [row for row in record["curve"] if row["loss_ratio"] <= 1.005]
         objective = [row for row in record["curve"] if row["objective_ratio"] <= 1.005]
-        lines.append(f"- finishing stage from {record['start']} ({record['step']}): held-out loss within 0.5% of "
-                     f"scikit-learn's optimum after {within[0]['passes'] if within else 'more than ' + str(record['curve'][-1]['passes'])} "
-                     f"L-BFGS passes, objective within 0.5% after "
-                     f"{objective[0]['passes'] if objective else 'more than ' + str(record['curve'][-1]['passes'])}.")  # fmt: skip
+        lines.append(
+            f"- finishing stage from {record['start']} ({record['step']}): held-out loss within 0.5% of "
+            f"scikit-learn's optimum after {within[0]['passes'] if within else 'more than ' + str(record['curve'][-1]['passes'])} "
+            f"L-BFGS passes, objective within 0.5% after "
+            f"{objective[0]['passes'] if objective else 'more than ' + str(record['curve'][-1]['passes'])}."
+        )
     data = report["data"]
     per_feature = data["examples"] * data["base_per_example"] / 100_000
     lines.append(
@@ -253,13 +348,15 @@ def findings(report: dict) -> list[str]:
         "it is small at N = 64. What remains is parameter mixing itself: each pass's average moves about as "
         "far as one worker's shard would move it, 1/N of a pass. The adaptive single learner also gets worse "
         "with passes (it overfits), which flatters the ratios after 5 passes: the line's last ratio is against "
-        "its best pass.")
+        "its best pass."
+    )
     lines.append(
         "- Where the weighted merge lost: `--quick` (20,000 examples, each feature in ~10 of them, N = 8, 2 "
         "passes, adaptive steps; measured 2026-11-26) gave 1.0089 of one learner against the plain mean's 0.9974 "
         "(after pass 1: 1.0509 against 1.0495). A weight one worker learned from one or two examples is kept "
         "whole by the weighted mean, where the plain mean shrank it by the workers that never saw it, a "
-        "shrinkage that helps when most features are that rare (GSA: 1.0537 against 1.0551).")
+        "shrinkage that helps when most features are that rare (GSA: 1.0537 against 1.0551)."
+    )
     return lines
 
 
@@ -274,7 +371,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--workers", default="64,256")
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--steps", default="adaptive,gsa", help="online step rules (adaptive: the default)")
-    parser.add_argument("--finish-steps", default="adaptive", help="steps whose averages the finishing stage starts from")
+    parser.add_argument(
+        "--finish-steps", default="adaptive", help="steps whose averages the finishing stage starts from"
+    )
     parser.add_argument("--lbfgs", default="5,10,20,40", help="L-BFGS pass counts reported")
     parser.add_argument("--l2", type=float, default=10.0, help="lbfgs_l2 (scikit-learn's C = 1 / l2)")
     parser.add_argument("--seed", type=int, default=0)

@@ -29,10 +29,10 @@ import numpy as np
 
 from polybeam import datasets
 from polybeam.datasets.synthetic import PlantedPolynomial
+from polybeam.formats.libsvm import LibsvmFormat
 from polybeam.learners.config import DEFAULT_LEARNING_RATES, LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.linear import LinearLearner
-from polybeam.formats.libsvm import LibsvmFormat
 
 RATES = (0.25, 0.5, 1.0, 2.0)
 LOSSES = ("logistic", "hinge", "squared")
@@ -58,8 +58,14 @@ def read_splits(folder: str, splits: int, classes: dict[str, int] | None = None)
 
 def mean_error(config: LearnerConfig, pairs: list) -> float:
     """Held-out 0-1 error of one pass of ``config`` on each (train, test) pair, averaged."""
-    return float(np.mean([Evaluation.of(LinearLearner(config).fit(train).to_model(), [test]).result()["error"]
-                          for train, test in pairs]))  # fmt: skip
+    return float(
+        np.mean(
+            [
+                Evaluation.of(LinearLearner(config).fit(train).to_model(), [test]).result()["error"]
+                for train, test in pairs
+            ]
+        )
+    )
 
 
 def softmax_rows(splits: dict) -> list[dict]:
@@ -76,9 +82,11 @@ def softmax_rows(splits: dict) -> list[dict]:
 
 def synthetic_batches(examples: int, batch_size: int = 4096):
     # The same examples, in the same order, as the spine benchmark's file.
-    return [block.slice(start, min(start + batch_size, len(block))).to_batch()
-            for block in PlantedPolynomial(seed=0).blocks(examples)
-            for start in range(0, len(block), batch_size)]
+    return [
+        block.slice(start, min(start + batch_size, len(block))).to_batch()
+        for block in PlantedPolynomial(seed=0).blocks(examples)
+        for start in range(0, len(block), batch_size)
+    ]
 
 
 def main(argv=None) -> dict:

@@ -63,13 +63,18 @@ def write_spam_shards(folder: Path, examples: int) -> str:
 
 
 def train(options: list[str], train_glob: str, model: Path, env: dict | None = None) -> dict:
-    run = measured_run([*COMMAND, "train", "--input", train_glob, "--loss", "logistic", "--model", str(model), *options],
-                       env=env)  # fmt: skip
+    run = measured_run(
+        [*COMMAND, "train", "--input", train_glob, "--loss", "logistic", "--model", str(model), *options], env=env
+    )
     if run.returncode != 0:
         raise RuntimeError(f"train failed ({' '.join(options)}):\n{run.stderr[-3000:]}")
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    return {"seconds": run.seconds, "job_seconds": report["job_seconds"], "examples": report["examples"],
-            "progressive_loss": report["progressive_loss"]}  # fmt: skip
+    return {
+        "seconds": run.seconds,
+        "job_seconds": report["job_seconds"],
+        "examples": report["examples"],
+        "progressive_loss": report["progressive_loss"],
+    }
 
 
 def best(runs: list[dict]) -> dict:
@@ -85,18 +90,29 @@ def measure_engines(names: list[str], examples: int, repeats: int) -> dict:
     try:
         (root / "data").mkdir()
         train_glob = write_spam_shards(root / "data", examples)
-        results = {"in-process": {"startup_seconds": 0.0, "versions": "FnApiRunner",
-                                  "train": best([train([], train_glob, root / f"in-process-{i}.model", launcher_env)
-                                                 for i in range(repeats)])}}  # fmt: skip
+        results = {
+            "in-process": {
+                "startup_seconds": 0.0,
+                "versions": "FnApiRunner",
+                "train": best(
+                    [train([], train_glob, root / f"in-process-{i}.model", launcher_env) for i in range(repeats)]
+                ),
+            }
+        }
         pool, _ = services.start_worker_pool(root, shared=True)
         try:
             for name in names:
                 engine = running.start(name, root / "engines", pool.address)
                 try:
-                    runs = [train(engine.options, train_glob, root / f"{name}-{i}.model", launcher_env)
-                            for i in range(repeats)]  # fmt: skip
-                    results[name] = {"startup_seconds": engine.startup_seconds, "versions": engine.versions,
-                                     "train": best(runs)}  # fmt: skip
+                    runs = [
+                        train(engine.options, train_glob, root / f"{name}-{i}.model", launcher_env)
+                        for i in range(repeats)
+                    ]
+                    results[name] = {
+                        "startup_seconds": engine.startup_seconds,
+                        "versions": engine.versions,
+                        "train": best(runs),
+                    }
                 finally:
                     engine.stop()
                 print(name, results[name], flush=True)
@@ -112,14 +128,37 @@ def engines_markdown(results: dict, examples: int, repeats: int) -> str:
     rows = []
     for name, result in results.items():
         run = result["train"]
-        rows.append([name, result["versions"], f"{result['startup_seconds']:.1f}", f"{run['seconds']:.1f}",
-                     f"{run['job_seconds']:.1f}", f"{examples / run['seconds']:,.0f}",
-                     f"{examples / run['job_seconds']:,.0f}", f"{run['seconds'] / reference['seconds']:.1f}x",
-                     f"{run['progressive_loss']:.6f}"])  # fmt: skip
-    table = markdown_table(["engine", "versions", "start-up s", "train s", "job s", "examples/s (command)",
-                            "examples/s (job)", "time vs in-process", "progressive loss"], rows)  # fmt: skip
-    return (f"## Throughput: `polybeam train` on {examples:,} examples (spam repeated, {SHARDS} shards), "
-            f"best of {repeats}\n\n{table}\n")
+        rows.append(
+            [
+                name,
+                result["versions"],
+                f"{result['startup_seconds']:.1f}",
+                f"{run['seconds']:.1f}",
+                f"{run['job_seconds']:.1f}",
+                f"{examples / run['seconds']:,.0f}",
+                f"{examples / run['job_seconds']:,.0f}",
+                f"{run['seconds'] / reference['seconds']:.1f}x",
+                f"{run['progressive_loss']:.6f}",
+            ]
+        )
+    table = markdown_table(
+        [
+            "engine",
+            "versions",
+            "start-up s",
+            "train s",
+            "job s",
+            "examples/s (command)",
+            "examples/s (job)",
+            "time vs in-process",
+            "progressive loss",
+        ],
+        rows,
+    )
+    return (
+        f"## Throughput: `polybeam train` on {examples:,} examples (spam repeated, {SHARDS} shards), "
+        f"best of {repeats}\n\n{table}\n"
+    )
 
 
 def measure_suite(names: list[str]) -> dict:
@@ -130,27 +169,53 @@ def measure_suite(names: list[str]) -> dict:
     results = {}
     for name in names:
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                               "tests/engines/test_engine_suite.py"], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "POLYBEAM_ENGINES": name})  # fmt: skip
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-rs",
+                "tests/engines/test_engine_suite.py",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "POLYBEAM_ENGINES": name},
+        )
         seconds = time.monotonic() - started
         outcome = re.findall(r"^=*\s*(.*(?:passed|failed|skipped|error).*?)\s*=*$", done.stdout, re.MULTILINE)
         timing = re.search(r"started in ([\d.]+) s; its runs took (\d+) s", done.stdout)
-        results[name] = {"outcome": outcome[-1] if outcome else done.stdout[-300:], "pytest_seconds": seconds,
-                         "startup_seconds": float(timing.group(1)) if timing else None,
-                         "runs_seconds": float(timing.group(2)) if timing else None}  # fmt: skip
+        results[name] = {
+            "outcome": outcome[-1] if outcome else done.stdout[-300:],
+            "pytest_seconds": seconds,
+            "startup_seconds": float(timing.group(1)) if timing else None,
+            "runs_seconds": float(timing.group(2)) if timing else None,
+        }
         print(name, results[name], flush=True)
     return results
 
 
 def suite_markdown(results: dict) -> str:
-    rows = [[name, result["outcome"], "-" if result["startup_seconds"] is None else f"{result['startup_seconds']:.1f}",
-             "-" if result["runs_seconds"] is None else f"{result['runs_seconds']:.0f}", f"{result['pytest_seconds']:.0f}"]
-            for name, result in results.items()]  # fmt: skip
-    table = markdown_table(["engine", "outcome", "start-up s", "its runs s", "whole pytest s (with the reference)"],
-                           rows)  # fmt: skip
-    return ("## The engine suite on each engine\n\n`POLYBEAM_ENGINES=NAME python -m pytest tests/engines/"
-            f"test_engine_suite.py`, one engine at a time.\n\n{table}\n")
+    rows = [
+        [
+            name,
+            result["outcome"],
+            "-" if result["startup_seconds"] is None else f"{result['startup_seconds']:.1f}",
+            "-" if result["runs_seconds"] is None else f"{result['runs_seconds']:.0f}",
+            f"{result['pytest_seconds']:.0f}",
+        ]
+        for name, result in results.items()
+    ]
+    table = markdown_table(
+        ["engine", "outcome", "start-up s", "its runs s", "whole pytest s (with the reference)"], rows
+    )
+    return (
+        "## The engine suite on each engine\n\n`POLYBEAM_ENGINES=NAME python -m pytest tests/engines/"
+        f"test_engine_suite.py`, one engine at a time.\n\n{table}\n"
+    )
 
 
 def measure_tolerance() -> dict:
@@ -170,18 +235,25 @@ def measure_tolerance() -> dict:
             for workers, shards in WORKER_SETTINGS:
                 train_input = str(split.train) if shards == 1 else portable_data.shard(split.train, shards)
                 model = root / f"{variant}-{workers}w-{shards}s.model"
-                threads = [] if workers == 1 else ["--direct_num_workers", str(workers),
-                                                   "--direct_running_mode", "multi_threading"]  # fmt: skip
-                trained = measured_run([*COMMAND, "train", "--input", train_input, "--model", str(model), *options,
-                                        *threads])  # fmt: skip
+                threads = (
+                    []
+                    if workers == 1
+                    else ["--direct_num_workers", str(workers), "--direct_running_mode", "multi_threading"]
+                )
+                trained = measured_run(
+                    [*COMMAND, "train", "--input", train_input, "--model", str(model), *options, *threads]
+                )
                 evaluated = measured_run([*COMMAND, "evaluate", "--input", str(split.test), "--model", str(model)])
                 if trained.returncode or evaluated.returncode:
                     raise RuntimeError((trained.stderr + evaluated.stderr)[-3000:])
                 report = json.loads(evaluated.stdout.strip().splitlines()[-1])
                 metrics[f"{workers}w/{shards}s"] = {key: report.get(key) for key in ("loss", "error", "auc")}
             reference = metrics["1w/1s"]
-            largest = {key: max(abs(values[key] - reference[key]) for values in metrics.values())
-                       for key in reference if reference[key] is not None}  # fmt: skip
+            largest = {
+                key: max(abs(values[key] - reference[key]) for values in metrics.values())
+                for key in reference
+                if reference[key] is not None
+            }
             results[variant] = {"metrics": metrics, "largest_change": largest}
             print(variant, largest, flush=True)
         return results
@@ -193,15 +265,21 @@ def tolerance_markdown(results: dict) -> str:
     rows = []
     for variant, result in results.items():
         for setting, values in result["metrics"].items():
-            rows.append([variant, setting] + [("-" if values[key] is None else f"{values[key]:.5f}")
-                                              for key in ("loss", "error", "auc")])  # fmt: skip
-    largest = {key: max(result["largest_change"].get(key, 0.0) for result in results.values())
-               for key in ("loss", "error", "auc")}  # fmt: skip
+            rows.append(
+                [variant, setting]
+                + [("-" if values[key] is None else f"{values[key]:.5f}") for key in ("loss", "error", "auc")]
+            )
+    largest = {
+        key: max(result["largest_change"].get(key, 0.0) for result in results.values())
+        for key in ("loss", "error", "auc")
+    }
     table = markdown_table(["command", "workers/shards", "held-out loss", "error", "auc"], rows)
     summary = ", ".join(f"{key} {value:.4f}" for key, value in largest.items())
-    return (f"## Tolerance: what re-bundling alone does (in process)\n\n{table}\n\n"
-            f"Largest change from the one-worker, whole-file model: {summary}. "
-            f"`tests/engines/tolerance.py` allows twice that, rounded up.\n")
+    return (
+        f"## Tolerance: what re-bundling alone does (in process)\n\n{table}\n\n"
+        f"Largest change from the one-worker, whole-file model: {summary}. "
+        f"`tests/engines/tolerance.py` allows twice that, rounded up.\n"
+    )
 
 
 def update_markdown(section: str, heading: str) -> None:
@@ -226,8 +304,11 @@ def main(argv=None) -> None:
     results["machine"] = {**machine_info(), "load_average": load_average(), "date": time.strftime("%Y-%m-%d")}
     if args.engines:
         names = [name for name in args.engines.split(",") if name]
-        results["throughput"] = {"examples": args.examples, "repeats": args.repeats,
-                                 "engines": measure_engines(names, args.examples, args.repeats)}  # fmt: skip
+        results["throughput"] = {
+            "examples": args.examples,
+            "repeats": args.repeats,
+            "engines": measure_engines(names, args.examples, args.repeats),
+        }
         update_markdown(engines_markdown(results["throughput"]["engines"], args.examples, args.repeats), "Throughput")
     if args.suite:
         suite = {**results.get("suite", {}), **measure_suite([name for name in args.suite.split(",") if name])}

@@ -60,13 +60,13 @@ sys.path.insert(0, HERE)
 from harness import load_average, machine_info, markdown_table  # noqa: E402
 
 from polybeam import datasets  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
 from polybeam.learners.evaluation import Evaluation  # noqa: E402
 from polybeam.learners.greedy import greedy_step, softmax_greedy_step  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
 from polybeam.learners.losses import LOGISTIC  # noqa: E402
-from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 
 # The bundled data have at most 180 features, numbered from 1, and a LIBSVM
 # index below 2**bits is its own slot: 10 bits keep every feature apart.
@@ -137,24 +137,40 @@ def methods(task: Task) -> list[Method]:
     """The paper's line-up for ``task``: GSA variants, SGD, AdaGrad and polybeam's adaptive default."""
     gsa = [
         Method("gsa", "GSA", "GSA (online-normalised; polybeam's default for squared and hinge loss)", {"step": "gsa"}),
-        Method("gsa-paper", "GSA", "GSA, paper (plain steps on the given features)",
-               {"step": "gsa", "normalized": False, "safe_updates": False}),
-    ]  # fmt: skip
+        Method(
+            "gsa-paper",
+            "GSA",
+            "GSA, paper (plain steps on the given features)",
+            {"step": "gsa", "normalized": False, "safe_updates": False},
+        ),
+    ]
     if task.loss == "logistic":
         gsa += [
-            Method("gsa-exact", "GSA", "GSA exact step (sec. 3.2), online-normalised", {"step": "gsa", "gsa_exact": True}),
-            Method("gsa-exact-paper", "GSA", "GSA exact step (sec. 3.2), paper",
-                   {"step": "gsa", "gsa_exact": True, "normalized": False, "safe_updates": False}),
-        ]  # fmt: skip
+            Method(
+                "gsa-exact", "GSA", "GSA exact step (sec. 3.2), online-normalised", {"step": "gsa", "gsa_exact": True}
+            ),
+            Method(
+                "gsa-exact-paper",
+                "GSA",
+                "GSA exact step (sec. 3.2), paper",
+                {"step": "gsa", "gsa_exact": True, "normalized": False, "safe_updates": False},
+            ),
+        ]
     sgd = [
-        Method(f"sgd-{rate:g}", "SGD", f"r={rate:g}", {"step": "constant", "learning_rate": rate, "safe_updates": False})
+        Method(
+            f"sgd-{rate:g}", "SGD", f"r={rate:g}", {"step": "constant", "learning_rate": rate, "safe_updates": False}
+        )
         for rate in SGD_RATES
     ]
     adagrad = [
-        Method(f"adagrad-{rate:g}", "AdaGrad", f"eta={rate:g}",
-               {"step": "adaptive", "learning_rate": rate, "normalized": False, "safe_updates": False})
+        Method(
+            f"adagrad-{rate:g}",
+            "AdaGrad",
+            f"eta={rate:g}",
+            {"step": "adaptive", "learning_rate": rate, "normalized": False, "safe_updates": False},
+        )
         for rate in ADAGRAD_RATES
-    ]  # fmt: skip
+    ]
     vw = [
         Method(f"vw-adaptive-{rate:g}", "adaptive (VW)", f"eta={rate:g}", {"step": "adaptive", "learning_rate": rate})
         for rate in ADAGRAD_RATES
@@ -265,8 +281,9 @@ def run_benchmark(tasks, seeds: int, passes: int, scalings) -> dict:
                         # Plain SGD at the paper's GSA's mean step after pass 1 (same units: plain steps
                         # on these features): if it matches GSA, GSA's shortfall is the size of its step.
                         rate = runs[task.name][scaling]["gsa-paper"][-1]["greedy_step"][0]
-                        config = LearnerConfig(**task.settings, step="constant", learning_rate=rate, safe_updates=False,
-                                               center=False)
+                        config = LearnerConfig(
+                            **task.settings, step="constant", learning_rate=rate, safe_updates=False, center=False
+                        )
                         runs[task.name][scaling].setdefault(SGD_AT_GSA_STEP, []).append(
                             learning_curve(config, train, test, passes) | {"learning_rate": rate}
                         )
@@ -319,8 +336,9 @@ def best_of(summary_row: dict, keys, metric: str, pass_index: int) -> tuple[str,
 
 def paired_gap_error(runs_row: dict, best_key: str, gsa_key: str, pass_index: int) -> float:
     """Standard error of the per-split accuracy gap best SGD - GSA (the splits are shared)."""
-    gaps = np.array([b["accuracy"][pass_index] - g["accuracy"][pass_index]
-                     for b, g in zip(runs_row[best_key], runs_row[gsa_key])])  # fmt: skip
+    gaps = np.array(
+        [b["accuracy"][pass_index] - g["accuracy"][pass_index] for b, g in zip(runs_row[best_key], runs_row[gsa_key])]
+    )
     return float(gaps.std(ddof=1) / math.sqrt(len(gaps))) if len(gaps) > 1 else float("nan")
 
 
@@ -339,19 +357,21 @@ def targets_of(report: dict, gsa_keys=("gsa", "gsa-paper")) -> list[dict]:
                     best_key, best = best_of(row, sgd, "accuracy", index)
                     accuracy = row[gsa_key]["accuracy"][index]
                     gap = best - accuracy
-                    rows.append({
-                        "task": name,
-                        "scaling": scaling,
-                        "gsa": gsa_key,
-                        "passes": passes,
-                        "best_sgd": best_key,
-                        "best_sgd_accuracy": best,
-                        "gsa_accuracy": accuracy,
-                        "gap": gap,
-                        "gap_standard_error": paired_gap_error(runs[name][scaling], best_key, gsa_key, index),
-                        "met": bool(gap <= ACCURACY_GAP),
-                        "fair": scaling == FAIR_SCALING,
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "task": name,
+                            "scaling": scaling,
+                            "gsa": gsa_key,
+                            "passes": passes,
+                            "best_sgd": best_key,
+                            "best_sgd_accuracy": best,
+                            "gsa_accuracy": accuracy,
+                            "gap": gap,
+                            "gap_standard_error": paired_gap_error(runs[name][scaling], best_key, gsa_key, index),
+                            "met": bool(gap <= ACCURACY_GAP),
+                            "fair": scaling == FAIR_SCALING,
+                        }
+                    )
     return rows
 
 
@@ -366,7 +386,9 @@ def greedy_step_shape(target: float = 0.95) -> dict:
         "logistic_exact_at_p_half": float(greedy_step(LOGISTIC, 0.0, 1.0, 1.0, target, True)),
     }
     for classes in (3, 6, 26):
-        shape[f"softmax_eq10_uniform_{classes}"] = float(softmax_greedy_step(np.full(classes, 1.0 / classes), 0, 1.0, target))
+        shape[f"softmax_eq10_uniform_{classes}"] = float(
+            softmax_greedy_step(np.full(classes, 1.0 / classes), 0, 1.0, target)
+        )
         # From uniform probabilities a step eta moves the true class's score ahead of every other by eta x.x.
         shape[f"softmax_exact_uniform_{classes}"] = math.log(target * (classes - 1) / (1.0 - target))
     return shape
@@ -388,7 +410,9 @@ def method_table(report: dict, task: Task, scaling: str) -> str:
     row = report["summary"][task.name][scaling]
     passes = [p for p in report["reported_passes"]]
     metrics = ["loss", "accuracy"] + (["auc"] if task.loss == "logistic" else [])
-    header = ["family", "method"] + [f"{metric} {p}" for metric in metrics for p in passes] + ["mean greedy step 1 / last"]
+    header = (
+        ["family", "method"] + [f"{metric} {p}" for metric in metrics for p in passes] + ["mean greedy step 1 / last"]
+    )
     table_methods = methods(task)
     bold: set = set()
     best_overall = ["best", ""]
@@ -430,7 +454,9 @@ def headline_rows(report: dict, gsa_key: str = "gsa") -> list[list]:
                 rate = target["best_sgd"].split("-", 1)[1]
                 cells.append(f"{target['best_sgd_accuracy']:.4f} (r={rate})")
                 mark = "" if target["met"] else " ✗"
-                cells.append(f"{target['gsa_accuracy']:.4f} ({target['gap']:+.4f} ± {fmt(target['gap_standard_error'], 4)}){mark}")
+                cells.append(
+                    f"{target['gsa_accuracy']:.4f} ({target['gap']:+.4f} ± {fmt(target['gap_standard_error'], 4)}){mark}"
+                )
             rows.append(cells)
     return rows
 
@@ -448,7 +474,9 @@ def diagnosis_rows(report: dict) -> list[list]:
             steps = []
             for key in ("gsa", "gsa-paper", "gsa-exact"):
                 if key in row:
-                    steps.append(f"{key}: {fmt(row[key]['greedy_step'][0], 4)} → {fmt(row[key]['greedy_step'][last], 4)}")
+                    steps.append(
+                        f"{key}: {fmt(row[key]['greedy_step'][0], 4)} → {fmt(row[key]['greedy_step'][last], 4)}"
+                    )
             norm = _mean(report["mean_squared_norm"][task["name"]][scaling])
             rows.append([task["name"], scaling, fmt(norm, 1), "; ".join(steps), ", ".join(best_by_pass)])
     return rows
@@ -464,15 +492,19 @@ def miss_lines(report: dict) -> list[str]:
         index = target["passes"] - 1
         step = row[target["gsa"]]["greedy_step"][index]
         best_rate = float(target["best_sgd"].split("-", 1)[1])
-        text = (f"- {target['task']}, {target['gsa']}, after {target['passes']} pass{'es' if target['passes'] > 1 else ''}: "
-                f"best SGD (r={best_rate:g}) {target['best_sgd_accuracy']:.4f}, GSA {target['gsa_accuracy']:.4f} "
-                f"(gap {target['gap']:+.4f} ± {fmt(target['gap_standard_error'], 4)})")  # fmt: skip
+        text = (
+            f"- {target['task']}, {target['gsa']}, after {target['passes']} pass{'es' if target['passes'] > 1 else ''}: "
+            f"best SGD (r={best_rate:g}) {target['best_sgd_accuracy']:.4f}, GSA {target['gsa_accuracy']:.4f} "
+            f"(gap {target['gap']:+.4f} ± {fmt(target['gap_standard_error'], 4)})"
+        )
         if step:
             text += f"; GSA's mean step then {fmt(step, 4)} (best rate / GSA's step = {best_rate / step:.1f})"
         diagnostic = row.get(SGD_AT_GSA_STEP)
         if diagnostic:
-            text += (f"; SGD at the paper's GSA's step ({fmt(diagnostic['learning_rate'], 4)}) reaches "
-                     f"{diagnostic['accuracy'][index]:.4f}")
+            text += (
+                f"; SGD at the paper's GSA's step ({fmt(diagnostic['learning_rate'], 4)}) reaches "
+                f"{diagnostic['accuracy'][index]:.4f}"
+            )
         lines.append(text + ".")
     return lines
 
@@ -501,20 +533,32 @@ def render(report: dict) -> str:
         "",
         f"Best SGD = the rate in {{{', '.join(f'{r:g}' for r in SGD_RATES)}}} with the best mean accuracy "
         "over the splits, chosen separately for each task, scaling and number of passes (so SGD is tuned on "
-        "the test splits: its best case). GSA = `LearnerConfig(loss=..., step=\"gsa\")`, no rate. "
+        'the test splits: its best case). GSA = `LearnerConfig(loss=..., step="gsa")`, no rate. '
         "The cell shows GSA's accuracy and, in brackets, the gap best SGD - GSA ± its paired standard error "
         "over the splits; ✗ marks a gap above 0.01.",
         "",
         f"**Fair comparison: {FAIR_SCALING} features.** {FAIR_REASON}",
         "",
         f"**Verdict ({FAIR_SCALING}, polybeam's GSA): {fair_met} of {len(fair)} task x pass checks met"
-        + (": " + ", ".join(f"{t['task']} after {t['passes']} (gap {t['gap']:+.4f})" for t in fair if not t["met"]) + " missed"
-           if fair_met < len(fair) else "") + ".**"
+        + (
+            ": "
+            + ", ".join(f"{t['task']} after {t['passes']} (gap {t['gap']:+.4f})" for t in fair if not t["met"])
+            + " missed"
+            if fair_met < len(fair)
+            else ""
+        )
+        + ".**"
         + f" The paper's GSA on the same features: {sum(t['met'] for t in fair_paper)} of {len(fair_paper)}"
-        + (" (missed: " + ", ".join(f"{t['task']} after {t['passes']} ({t['gap']:+.4f})" for t in fair_paper if not t["met"]) + ")"
-           if any(not t["met"] for t in fair_paper) else "") + ".",
+        + (
+            " (missed: "
+            + ", ".join(f"{t['task']} after {t['passes']} ({t['gap']:+.4f})" for t in fair_paper if not t["met"])
+            + ")"
+            if any(not t["met"] for t in fair_paper)
+            else ""
+        )
+        + ".",
         "",
-    ]  # fmt: skip
+    ]
     header = ["task", "features"]
     for passes in report["reported_passes"]:
         header += [f"best SGD, {passes} pass{'es' if passes > 1 else ''}", f"GSA, {passes} (gap)"]
@@ -527,8 +571,15 @@ def render(report: dict) -> str:
         "",
         markdown_table(header, headline_rows(report, "gsa-paper")),
         "",
-        *(["Held-out loss and accuracy per pass, GSA against every SGD rate and the best AdaGrad: "
-           + ", ".join(f"![{name}]({name})" for name in report["plots"]), ""] if report.get("plots") else []),
+        *(
+            [
+                "Held-out loss and accuracy per pass, GSA against every SGD rate and the best AdaGrad: "
+                + ", ".join(f"![{name}]({name})" for name in report["plots"]),
+                "",
+            ]
+            if report.get("plots")
+            else []
+        ),
         "## Why GSA falls short where it does",
         "",
         "GSA steps with the running mean of every example's greedy step. Mean greedy step after the first "
@@ -536,15 +587,19 @@ def render(report: dict) -> str:
         "unit of SGD's rate on max-abs scaled features), mean x . x of a training example (bias included), "
         "and the SGD rate with the best mean accuracy after 1, 2 and 5 passes:",
         "",
-        markdown_table(["task", "features", "mean x.x", "mean greedy step, pass 1 → last", "best SGD rate (1, 2, 5)"],
-                       diagnosis_rows(report)),
+        markdown_table(
+            ["task", "features", "mean x.x", "mean greedy step, pass 1 → last", "best SGD rate (1, 2, 5)"],
+            diagnosis_rows(report),
+        ),
         "",
         "The greedy step of a logistic example at score 0 (p = 0.5, x . x = 1): eq. 16 (the paper's "
         f"linearised step, GSA's default) {shape['logistic_eq16_at_p_half']:.3f}, the exact step of section 3.2 "
         f"{shape['logistic_exact_at_p_half']:.3f} ({shape['logistic_exact_at_p_half'] / shape['logistic_eq16_at_p_half']:.1f}x). "
         "Eq. 10 from K uniform classes against the exact step: "
-        + ", ".join(f"K={k}: {shape[f'softmax_eq10_uniform_{k}']:.3f} vs {shape[f'softmax_exact_uniform_{k}']:.3f}"
-                    for k in (3, 6, 26))
+        + ", ".join(
+            f"K={k}: {shape[f'softmax_eq10_uniform_{k}']:.3f} vs {shape[f'softmax_exact_uniform_{k}']:.3f}"
+            for k in (3, 6, 26)
+        )
         + ". The linearisation assumes a small step (lambda << 1); far from the target it misses the exact "
         "step by a factor of several, short for two or a few classes, long for many. Examples already past "
         "p_hat = 0.95 add a step of 0 to the mean.",
@@ -559,10 +614,14 @@ def render(report: dict) -> str:
         f"(1..{report['passes']}).",
         "- Features: `raw` as bundled; `maxabs` x_j / max|x_j| over the training split (test scaled with the "
         "training factors, so it may exceed 1); "
-        + ("`minmax` x_j mapped from the training [min, max] (implicit zeros included) to [-1, 1], LIBSVM's "
-           "svm-scale (dense; constant features dropped). " if "minmax" in report["scalings"] else "")
+        + (
+            "`minmax` x_j mapped from the training [min, max] (implicit zeros included) to [-1, 1], LIBSVM's "
+            "svm-scale (dense; constant features dropped). "
+            if "minmax" in report["scalings"]
+            else ""
+        )
         + "A bias feature (value 1) is always learned.",
-        "- GSA: `LearnerConfig(loss=..., step=\"gsa\")` (online normalisation, safe updates for logistic loss; "
+        '- GSA: `LearnerConfig(loss=..., step="gsa")` (online normalisation, safe updates for logistic loss; '
         "eq. 16 / eq. 10, p_hat = 0.95); `gsa-paper`: `normalized=False, safe_updates=False`; "
         "`gsa-exact` / `gsa-exact-paper`: the same with `gsa_exact=True` (logistic only).",
         f"- SGD: `step='constant', learning_rate=r, safe_updates=False` for r in {list(SGD_RATES)}. "
@@ -570,21 +629,28 @@ def render(report: dict) -> str:
         "adaptive (VW): polybeam's default adaptive step (normalised AdaGrad, safe updates) at the same etas.",
         "- No regularisation, weights start at 0, one learner (no averaging across workers).",
         "",
-        "## Tables (means over the splits; bold: best of its family in that column; the first row is the best "
-        "of all)",
+        "## Tables (means over the splits; bold: best of its family in that column; the first row is the best of all)",
         "",
-    ]  # fmt: skip
+    ]
     for task in tasks:
         for scaling in report["scalings"]:
-            lines += [f"### {task.name} ({task.loss}{f', {task.classes} classes' if task.classes else ''}), "
-                      f"{scaling} features", "", method_table(report, task, scaling), ""]  # fmt: skip
+            lines += [
+                f"### {task.name} ({task.loss}{f', {task.classes} classes' if task.classes else ''}), "
+                f"{scaling} features",
+                "",
+                method_table(report, task, scaling),
+                "",
+            ]
     lines += [
         "## Time",
         "",
-        markdown_table(["task", "seconds"], [[name, f"{s:.1f}"] for name, s in report["seconds"].items()]
-                       + [["total (with plots)", f"{report['elapsed_seconds']:.1f}"]]),
+        markdown_table(
+            ["task", "seconds"],
+            [[name, f"{s:.1f}"] for name, s in report["seconds"].items()]
+            + [["total (with plots)", f"{report['elapsed_seconds']:.1f}"]],
+        ),
         "",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines)
 
 
@@ -599,7 +665,9 @@ def plot(report: dict, folder: str) -> list[str]:
     passes = np.arange(1, report["passes"] + 1)
     written = []
     for metric, ylabel in (("loss", "held-out log loss"), ("accuracy", "held-out accuracy")):
-        figure, axes = plt.subplots(len(tasks), len(scalings), figsize=(4.2 * len(scalings), 2.9 * len(tasks)), squeeze=False)
+        figure, axes = plt.subplots(
+            len(tasks), len(scalings), figsize=(4.2 * len(scalings), 2.9 * len(tasks)), squeeze=False
+        )
         colours = plt.cm.viridis(np.linspace(0.0, 0.9, len(SGD_RATES)))
         for i, task in enumerate(tasks):
             for j, scaling in enumerate(scalings):
@@ -607,19 +675,32 @@ def plot(report: dict, folder: str) -> list[str]:
                 shown = []
                 for rate, colour in zip(SGD_RATES, colours):
                     shown.append(row[f"sgd-{rate:g}"][metric])
-                    axis.plot(passes, _finite(row[f"sgd-{rate:g}"][metric]), color=colour, marker=".", label=f"SGD r={rate:g}")
+                    axis.plot(
+                        passes, _finite(row[f"sgd-{rate:g}"][metric]), color=colour, marker=".", label=f"SGD r={rate:g}"
+                    )
                 adagrad = [key for key in row if key.startswith("adagrad-")]
                 best = best_of(row, adagrad, metric, len(passes) - 1)
                 if best:
                     shown.append(row[best[0]][metric])
-                    axis.plot(passes, _finite(row[best[0]][metric]), color="tab:orange", linestyle=":", marker="x",
-                              label=f"AdaGrad eta={best[0].split('-', 1)[1]} (best)")  # fmt: skip
+                    axis.plot(
+                        passes,
+                        _finite(row[best[0]][metric]),
+                        color="tab:orange",
+                        linestyle=":",
+                        marker="x",
+                        label=f"AdaGrad eta={best[0].split('-', 1)[1]} (best)",
+                    )
                 for key, style in (("gsa", "-"), ("gsa-paper", "--"), ("gsa-exact", "-.")):
                     if key in row:
                         shown.append(row[key][metric])
-                        axis.plot(passes, _finite(row[key][metric]), color="black" if key != "gsa-exact" else "tab:red",
-                                  linestyle=style, linewidth=2, label={"gsa": "GSA (default)", "gsa-paper": "GSA (paper)",
-                                                                       "gsa-exact": "GSA exact"}[key])  # fmt: skip
+                        axis.plot(
+                            passes,
+                            _finite(row[key][metric]),
+                            color="black" if key != "gsa-exact" else "tab:red",
+                            linestyle=style,
+                            linewidth=2,
+                            label={"gsa": "GSA (default)", "gsa-paper": "GSA (paper)", "gsa-exact": "GSA exact"}[key],
+                        )
                 _frame(axis, shown, metric, row)
                 axis.set_title(f"{task['name']}, {scaling}", fontsize=9)
                 axis.set_xticks(passes)
@@ -637,7 +718,9 @@ def plot(report: dict, folder: str) -> list[str]:
         handles.append(plt.Line2D([], [], color="tab:orange", linestyle=":", marker="x"))
         labels.append("best AdaGrad")
         figure.suptitle(f"GSA vs SGD rates, {ylabel} (mean over {report['seeds']} splits)", y=0.998, fontsize=10)
-        figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.985), ncol=5, fontsize=8, frameon=False)
+        figure.legend(
+            handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.985), ncol=5, fontsize=8, frameon=False
+        )
         figure.tight_layout(rect=(0, 0, 1, 0.95))
         path = os.path.join(folder, f"gsa.{'logloss' if metric == 'loss' else 'accuracy'}.png")
         figure.savefig(path, dpi=90)
@@ -713,11 +796,15 @@ def print_summary(report: dict) -> None:
     print(markdown_table(header, headline_rows(report, "gsa")))
     fair = [t for t in report["targets"] if t["fair"] and t["gsa"] == "gsa"]
     for target in fair:
-        print(f"target GSA within {ACCURACY_GAP:.0%} of best SGD: {target['task']:>13} {target['scaling']} "
-              f"after {target['passes']} pass(es): best SGD {target['best_sgd_accuracy']:.4f} ({target['best_sgd']}) "
-              f"GSA {target['gsa_accuracy']:.4f} gap {target['gap']:+.4f} -> {'met' if target['met'] else 'MISSED'}")  # fmt: skip
-    print(f"fair comparison ({FAIR_SCALING}): {sum(t['met'] for t in fair)} of {len(fair)} met; "
-          f"run {report['elapsed_seconds']:.0f} s")  # fmt: skip
+        print(
+            f"target GSA within {ACCURACY_GAP:.0%} of best SGD: {target['task']:>13} {target['scaling']} "
+            f"after {target['passes']} pass(es): best SGD {target['best_sgd_accuracy']:.4f} ({target['best_sgd']}) "
+            f"GSA {target['gsa_accuracy']:.4f} gap {target['gap']:+.4f} -> {'met' if target['met'] else 'MISSED'}"
+        )
+    print(
+        f"fair comparison ({FAIR_SCALING}): {sum(t['met'] for t in fair)} of {len(fair)} met; "
+        f"run {report['elapsed_seconds']:.0f} s"
+    )
 
 
 def main(argv=None) -> dict:

@@ -62,7 +62,9 @@ def write_rows(path: str, keys: int, rows_per_key: int, seed: int = 0, chunk: in
             offsets = np.random.default_rng(key * 7919 + seed).normal(size=(n, FEATURES)) * 0.5  # each key's own
             margin = np.einsum("ij,ij->i", x, shared + offsets)
             label = (rng.random(n) < 1 / (1 + np.exp(-margin))).astype(np.int8)
-            arrays = [pa.array(np.char.add("k", key.astype(str))), pa.array(label)] + [pa.array(x[:, i]) for i in range(FEATURES)]
+            arrays = [pa.array(np.char.add("k", key.astype(str))), pa.array(label)] + [
+                pa.array(x[:, i]) for i in range(FEATURES)
+            ]
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
     return rows
 
@@ -71,9 +73,14 @@ def run(command: list[str]) -> dict:
     measured = measured_run(command)
     measured.check()
     report = measured.last_json()
-    return {"seconds": measured.seconds, "peak_rss_bytes": measured.peak_rss_bytes,
-            "job_seconds": report.get("job_seconds"), "progressive_loss": report.get("progressive_loss"),
-            "examples": report.get("examples_trained"), "keys": report.get("keys")}  # fmt: skip
+    return {
+        "seconds": measured.seconds,
+        "peak_rss_bytes": measured.peak_rss_bytes,
+        "job_seconds": report.get("job_seconds"),
+        "progressive_loss": report.get("progressive_loss"),
+        "examples": report.get("examples_trained"),
+        "keys": report.get("keys"),
+    }
 
 
 def measure(size: str, folder: str, repeats: int) -> dict:
@@ -83,27 +90,56 @@ def measure(size: str, folder: str, repeats: int) -> dict:
     if not os.path.exists(data):
         write_rows(data, keys, per_key)
     made = time.perf_counter() - started
-    common = ["polybeam", "train", "--input", data, "--format", "csv", "--label-column", "label", "--loss", "logistic",
-              "--quiet"]  # fmt: skip
+    common = [
+        "polybeam",
+        "train",
+        "--input",
+        data,
+        "--format",
+        "csv",
+        "--label-column",
+        "label",
+        "--loss",
+        "logistic",
+        "--quiet",
+    ]
     runs: dict[str, list[dict]] = {"global": [], "per_key": []}
     for _ in range(repeats):  # interleaved, so that a busy moment of the machine hits both
-        runs["global"].append(run(common + ["--ignore-columns", "key", "--model", os.path.join(folder, "global.model")]))
+        runs["global"].append(
+            run(common + ["--ignore-columns", "key", "--model", os.path.join(folder, "global.model")])
+        )
         runs["per_key"].append(run(common + ["--key", "column:key", "--model", os.path.join(folder, f"keys-{size}")]))
     best = {kind: min(found, key=lambda r: r["seconds"]) for kind, found in runs.items()}
-    result = {"size": size, "keys": keys, "rows_per_key": per_key, "rows": keys * per_key, "data_seconds": made,
-              "global": best["global"], "per_key": best["per_key"],
-              "time_ratio": best["per_key"]["seconds"] / best["global"]["seconds"],
-              "memory_ratio": best["per_key"]["peak_rss_bytes"] / best["global"]["peak_rss_bytes"],
-              "runs": runs}  # fmt: skip
+    result = {
+        "size": size,
+        "keys": keys,
+        "rows_per_key": per_key,
+        "rows": keys * per_key,
+        "data_seconds": made,
+        "global": best["global"],
+        "per_key": best["per_key"],
+        "time_ratio": best["per_key"]["seconds"] / best["global"]["seconds"],
+        "memory_ratio": best["per_key"]["peak_rss_bytes"] / best["global"]["peak_rss_bytes"],
+        "runs": runs,
+    }
     target = TARGETS.get(size)
     if target:
-        result["target"] = {"time_ratio": target[0], "peak_bytes": target[1],
-                            "met": result["time_ratio"] <= target[0] and best["per_key"]["peak_rss_bytes"] <= target[1]}  # fmt: skip
-    print(f"{size}: global {best['global']['seconds']:.1f} s {best['global']['peak_rss_bytes'] / 2**20:.0f} MiB; "
-          f"per key {best['per_key']['seconds']:.1f} s {best['per_key']['peak_rss_bytes'] / 2**20:.0f} MiB; "
-          f"time ratio {result['time_ratio']:.2f}" + (f" (target <= {target[0]}, {target[1] / 2**30:.0f} GiB: "
-                                                     f"{'met' if result['target']['met'] else 'NOT met'})" if target else ""),
-          flush=True)  # fmt: skip
+        result["target"] = {
+            "time_ratio": target[0],
+            "peak_bytes": target[1],
+            "met": result["time_ratio"] <= target[0] and best["per_key"]["peak_rss_bytes"] <= target[1],
+        }
+    print(
+        f"{size}: global {best['global']['seconds']:.1f} s {best['global']['peak_rss_bytes'] / 2**20:.0f} MiB; "
+        f"per key {best['per_key']['seconds']:.1f} s {best['per_key']['peak_rss_bytes'] / 2**20:.0f} MiB; "
+        f"time ratio {result['time_ratio']:.2f}"
+        + (
+            f" (target <= {target[0]}, {target[1] / 2**30:.0f} GiB: {'met' if result['target']['met'] else 'NOT met'})"
+            if target
+            else ""
+        ),
+        flush=True,
+    )
     return result
 
 
@@ -111,19 +147,45 @@ def markdown(report: dict) -> str:
     rows = []
     for r in report["results"]:
         target = r.get("target")
-        rows.append([f"{r['keys']:,} x {r['rows_per_key']}", f"{r['rows']:,}", f"{r['global']['seconds']:.1f}",
-                     f"{r['global']['peak_rss_bytes'] / 2**20:.0f}", f"{r['per_key']['seconds']:.1f}",
-                     f"{r['per_key']['peak_rss_bytes'] / 2**20:.0f}", f"{r['time_ratio']:.2f}",
-                     f"{r['global']['progressive_loss']:.4f}", f"{r['per_key']['progressive_loss']:.4f}",
-                     "-" if not target else f"<= {target['time_ratio']:g}x, <= {target['peak_bytes'] / 2**30:g} GiB: "
-                     + ("met" if target["met"] else "**not met**")])  # fmt: skip
-    table = markdown_table(["keys x rows", "rows", "global s", "global MiB", "per key s", "per key MiB", "time ratio",
-                            "global loss", "per-key loss", "target"], rows)  # fmt: skip
-    return (f"# Per-key learners against one global model\n\nMeasured {report['measured']} by "
-            f"`benchmarks/bench_keys.py` on {report['machine'].get('cpus')} CPUs (load average {report['load_start']} at "
-            f"the start, {report['load_end']} at the end). Whole `polybeam train` commands (logistic, defaults) on the "
-            "same CSV rows (20 numeric features, keys in random order), best of "
-            f"{report['repeats']}; seconds and peak memory of the process.\n\n{table}\n")
+        rows.append(
+            [
+                f"{r['keys']:,} x {r['rows_per_key']}",
+                f"{r['rows']:,}",
+                f"{r['global']['seconds']:.1f}",
+                f"{r['global']['peak_rss_bytes'] / 2**20:.0f}",
+                f"{r['per_key']['seconds']:.1f}",
+                f"{r['per_key']['peak_rss_bytes'] / 2**20:.0f}",
+                f"{r['time_ratio']:.2f}",
+                f"{r['global']['progressive_loss']:.4f}",
+                f"{r['per_key']['progressive_loss']:.4f}",
+                "-"
+                if not target
+                else f"<= {target['time_ratio']:g}x, <= {target['peak_bytes'] / 2**30:g} GiB: "
+                + ("met" if target["met"] else "**not met**"),
+            ]
+        )
+    table = markdown_table(
+        [
+            "keys x rows",
+            "rows",
+            "global s",
+            "global MiB",
+            "per key s",
+            "per key MiB",
+            "time ratio",
+            "global loss",
+            "per-key loss",
+            "target",
+        ],
+        rows,
+    )
+    return (
+        f"# Per-key learners against one global model\n\nMeasured {report['measured']} by "
+        f"`benchmarks/bench_keys.py` on {report['machine'].get('cpus')} CPUs (load average {report['load_start']} at "
+        f"the start, {report['load_end']} at the end). Whole `polybeam train` commands (logistic, defaults) on the "
+        "same CSV rows (20 numeric features, keys in random order), best of "
+        f"{report['repeats']}; seconds and peak memory of the process.\n\n{table}\n"
+    )
 
 
 def main(argv=None) -> int:
@@ -136,8 +198,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sizes = args.sizes or (FULL_SIZES if args.full else DEFAULT_SIZES)
     os.makedirs(args.out, exist_ok=True)
-    report = {"measured": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(), "repeats": args.repeats,
-              "load_start": load_average(), "results": []}  # fmt: skip
+    report = {
+        "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine_info(),
+        "repeats": args.repeats,
+        "load_start": load_average(),
+        "results": [],
+    }
     for size in sizes:
         report["results"].append(measure(size, args.out, args.repeats))
     report["load_end"] = load_average()

@@ -124,12 +124,21 @@ SETTINGS = (
     Setting("apple", "apple, GSA (default), as Train runs it", {"expand": "apple", "apple_guard": False}),
     # Later passes expand every example over the union of all workers' parents (thousands at N = 256,
     # ~80 features per base feature): 2 passes keep the run within its budget.
-    Setting("apple-shard", "apple, GSA, epochs over each worker's pass-1 shard (what-if)", {"expand": "apple", "apple_guard": False},
-            "shard", most_passes=2),
+    Setting(
+        "apple-shard",
+        "apple, GSA, epochs over each worker's pass-1 shard (what-if)",
+        {"expand": "apple", "apple_guard": False},
+        "shard",
+        most_passes=2,
+    ),
     Setting("linear-adaptive", "linear, adaptive steps", {"step": "adaptive"}),
     # With P > 1 passes it repeats linear-adaptive from N = 2 on (see schedule_notes): one pass only.
-    Setting("apple-adaptive", "apple, adaptive steps, as Train runs it", {"expand": "apple", "apple_guard": False, "step": "adaptive"},
-            most_passes=1),
+    Setting(
+        "apple-adaptive",
+        "apple, adaptive steps, as Train runs it",
+        {"expand": "apple", "apple_guard": False, "step": "adaptive"},
+        most_passes=1,
+    ),
 )
 BY_KEY = {setting.key: setting for setting in SETTINGS}
 
@@ -221,8 +230,13 @@ def expansion_cost(learner, test: ExampleBatch) -> dict:
         return {}
     sample = test.rows_between(0, min(EXPANSION_SAMPLE, len(test)))
     config = learner.config
-    expander = Expander(learner.parents, bits=config.bits, max_degree=config.max_degree,
-                        repeat_factors=config.repeat_factors, trace=False)  # fmt: skip
+    expander = Expander(
+        learner.parents,
+        bits=config.bits,
+        max_degree=config.max_degree,
+        repeat_factors=config.repeat_factors,
+        trace=False,
+    )
     expanded = expander.expand(sample)
     return {
         "parents": len(learner.parents),
@@ -256,8 +270,14 @@ def learn_pass(setting: Setting, config: LearnerConfig, origin, bounds, train: E
     return blobs, facts
 
 
-def run_mixing(setting: Setting, passes: int, workers: int, train: ExampleBatch, test: ExampleBatch,
-               evaluate_after: tuple[int, ...]) -> dict:  # fmt: skip
+def run_mixing(
+    setting: Setting,
+    passes: int,
+    workers: int,
+    train: ExampleBatch,
+    test: ExampleBatch,
+    evaluate_after: tuple[int, ...],
+) -> dict:
     """Train(passes) on ``workers`` shards by parameter mixing; measurements after each pass in ``evaluate_after``.
 
     After pass 1 it also evaluates worker 0's learner alone (``alone_loss``,
@@ -323,11 +343,19 @@ def sweep(settings, workers, reported, train, test, *, log=print) -> tuple[list[
                 run["seconds"] = time.perf_counter() - started
                 runs.append(run)
                 last = run["by_pass"][-1]
-                log(f"{setting.key:>15} passes={passes} N={count:>3}: loss {last['loss']:.4f} error {last['error']:.4f}"
-                    + (f" parents {last['parents']}" if "parents" in last else "") + f"  ({run['seconds']:.1f} s)")  # fmt: skip
+                log(
+                    f"{setting.key:>15} passes={passes} N={count:>3}: loss {last['loss']:.4f} error {last['error']:.4f}"
+                    + (f" parents {last['parents']}" if "parents" in last else "")
+                    + f"  ({run['seconds']:.1f} s)"
+                )
                 if count == 1 and passes == setting.run_passes(reported)[-1]:
-                    checks.append({"setting": setting.key, "passes": passes,
-                                   "identical": same_learner(final, single_learner(setting, passes, train))})  # fmt: skip
+                    checks.append(
+                        {
+                            "setting": setting.key,
+                            "passes": passes,
+                            "identical": same_learner(final, single_learner(setting, passes, train)),
+                        }
+                    )
                 del final
     return runs, checks
 
@@ -356,13 +384,18 @@ def learner_sizes(train: ExampleBatch, examples: int) -> list[dict]:
                 shard = examples // workers
                 learner = learn_shard(first_pass_learner(setting, config, shard, examples), data, 0, shard)
                 linear = getattr(learner, "linear", learner)
-                rows.append({
-                    "bits": bits, "setting": setting.key, "workers": workers, "shard_examples": shard,
-                    "pickled_bytes": len(ship(learner)),
-                    "touched_slots": int(np.any(linear.raw_ != 0, axis=1).sum()),
-                    "dense_state_bytes": dense_bytes(learner),
-                    **({"parents": len(learner.parents)} if setting.apple else {}),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "bits": bits,
+                        "setting": setting.key,
+                        "workers": workers,
+                        "shard_examples": shard,
+                        "pickled_bytes": len(ship(learner)),
+                        "touched_slots": int(np.any(linear.raw_ != 0, axis=1).sum()),
+                        "dense_state_bytes": dense_bytes(learner),
+                        **({"parents": len(learner.parents)} if setting.apple else {}),
+                    }
+                )
     return rows
 
 
@@ -378,8 +411,12 @@ def batch_bytes(train: ExampleBatch) -> dict:
     """Pickled bytes per example of a reader's batch: what a runner stores when later passes re-read the input."""
     batch = next(batches_of(train, 0, len(train)))
     size = len(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
-    return {"rows": len(batch), "pickled_bytes": size, "bytes_per_example": size / len(batch),
-            "nonzeros_per_example": batch.nnz / len(batch)}  # fmt: skip
+    return {
+        "rows": len(batch),
+        "pickled_bytes": size,
+        "bytes_per_example": size / len(batch),
+        "nonzeros_per_example": batch.nnz / len(batch),
+    }
 
 
 def wide_merges(train: ExampleBatch, examples: int) -> list[dict]:
@@ -448,7 +485,10 @@ def loss_table(report: dict, setting: str) -> str:
     for workers in report["workers"]:
         row = [workers]
         for passes in passes_run:
-            row += [fmt(figure(report, setting, workers, passes)), fmt(figure(report, setting, workers, passes, "error"))]
+            row += [
+                fmt(figure(report, setting, workers, passes)),
+                fmt(figure(report, setting, workers, passes, "error")),
+            ]
         row += [_gap(report, setting, workers, p) for p in dict.fromkeys([passes_run[0], passes_run[-1]])]
         row += [fmt(figure(report, setting, workers, 1, "alone_loss"))]
         if apple:
@@ -468,16 +508,31 @@ def cost_table(report: dict, setting: str) -> str:
     longest = passes_of(report, setting)[-1]
     rows = []
     for workers in report["workers"]:
-        run = next((r for r in report["runs"] if r["setting"] == setting and r["workers"] == workers
-                    and r["passes"] == longest), None)  # fmt: skip
+        run = next(
+            (
+                r
+                for r in report["runs"]
+                if r["setting"] == setting and r["workers"] == workers and r["passes"] == longest
+            ),
+            None,
+        )
         if run is None:
             continue
         first, last = run["by_pass"][0], run["by_pass"][-1]
         later = [megabytes(last["partial_bytes_mean"]), f"{last['merge_seconds']:.3f}"] if longest > 1 else []
-        rows.append([workers, megabytes(first["partial_bytes_mean"]), megabytes(first["shuffled_bytes"]),
-                     megabytes(first["broadcast_bytes"]), f"{first['decode_seconds']:.3f}",
-                     f"{first['merge_seconds']:.3f}", megabytes(first["merge_peak_bytes"]), *later,
-                     f"{sum(p['learn_seconds'] for p in run['by_pass']) / len(run['by_pass']):.2f}"])  # fmt: skip
+        rows.append(
+            [
+                workers,
+                megabytes(first["partial_bytes_mean"]),
+                megabytes(first["shuffled_bytes"]),
+                megabytes(first["broadcast_bytes"]),
+                f"{first['decode_seconds']:.3f}",
+                f"{first['merge_seconds']:.3f}",
+                megabytes(first["merge_peak_bytes"]),
+                *later,
+                f"{sum(p['learn_seconds'] for p in run['by_pass']) / len(run['by_pass']):.2f}",
+            ]
+        )
     header = ["N", "partial MB", "shuffled MB", "broadcast MB", "decode s", "merge s", "merge peak MB"]
     if longest > 1:
         header += [f"partial MB (pass {longest})", f"merge s (pass {longest})"]
@@ -485,16 +540,38 @@ def cost_table(report: dict, setting: str) -> str:
 
 
 def size_table(report: dict) -> str:
-    rows = [[r["bits"], r["setting"], r["workers"], f"{r['shard_examples']:,}", f"{r['touched_slots']:,}",
-             r.get("parents", ""), megabytes(r["pickled_bytes"]), megabytes(r["dense_state_bytes"])]
-            for r in report["costs"]["sizes"]]  # fmt: skip
-    return markdown_table(["bits", "learner", "shard of N", "shard examples", "touched slots", "parents",
-                           "pickled MB", "dense state MB"], rows)  # fmt: skip
+    rows = [
+        [
+            r["bits"],
+            r["setting"],
+            r["workers"],
+            f"{r['shard_examples']:,}",
+            f"{r['touched_slots']:,}",
+            r.get("parents", ""),
+            megabytes(r["pickled_bytes"]),
+            megabytes(r["dense_state_bytes"]),
+        ]
+        for r in report["costs"]["sizes"]
+    ]
+    return markdown_table(
+        ["bits", "learner", "shard of N", "shard examples", "touched slots", "parents", "pickled MB", "dense state MB"],
+        rows,
+    )
 
 
 def wide_merge_table(report: dict) -> str:
-    rows = [[r["bits"], r["setting"], r["workers"], megabytes(r["partial_bytes"]), f"{r['decode_seconds']:.2f}",
-             f"{r['merge_seconds']:.2f}", megabytes(r["merge_peak_bytes"])] for r in report["costs"]["wide_merges"]]  # fmt: skip
+    rows = [
+        [
+            r["bits"],
+            r["setting"],
+            r["workers"],
+            megabytes(r["partial_bytes"]),
+            f"{r['decode_seconds']:.2f}",
+            f"{r['merge_seconds']:.2f}",
+            megabytes(r["merge_peak_bytes"]),
+        ]
+        for r in report["costs"]["wide_merges"]
+    ]
     return markdown_table(["bits", "learner", "N", "partial MB", "decode s", "merge s", "peak MB"], rows)
 
 
@@ -514,9 +591,13 @@ def findings(report: dict) -> list[str]:
         # passes after the first do not continue the one-pass model and "recovered" would mislead.
         same_run = not (BY_KEY[key].apple and BY_KEY[key].schedule == "train")
         recovered = _recovered(single[0], wide[0], wide[-1]) if same_run and last > first else ""
-        later = (f" and {single[-1]:.4f} after {last}" if last > first else "")
-        wide_later = (f" and {wide[-1]:.4f} after {last} ({wide[-1] - single[-1]:+.4f} to the single learner "
-                      f"after {last}){recovered}" if last > first else "")  # fmt: skip
+        later = f" and {single[-1]:.4f} after {last}" if last > first else ""
+        wide_later = (
+            f" and {wide[-1]:.4f} after {last} ({wide[-1] - single[-1]:+.4f} to the single learner "
+            f"after {last}){recovered}"
+            if last > first
+            else ""
+        )
         lines.append(
             f"- **{setting['label']}**: the single learner's held-out loss is {single[0]:.4f} after {first} "
             f"pass{'es' if first > 1 else ''}{later}; averaging {most} workers gives {wide[0]:.4f} after {first} "
@@ -545,18 +626,31 @@ def merge_findings(report: dict) -> list[str]:
         longest = passes_of(report, setting["key"])[-1]
         cells = []
         for workers in shown:
-            run = next((r for r in report["runs"] if r["setting"] == setting["key"] and r["workers"] == workers
-                        and r["passes"] == longest), None)  # fmt: skip
+            run = next(
+                (
+                    r
+                    for r in report["runs"]
+                    if r["setting"] == setting["key"] and r["workers"] == workers and r["passes"] == longest
+                ),
+                None,
+            )
             if run:
                 merge = run["by_pass"][-1] if longest > 1 else run["by_pass"][0]
                 first = run["by_pass"][0]
-                cells.append(f"N = {workers}: {first['decode_seconds'] + first['merge_seconds']:.2f} s, "
-                             f"{first['merge_peak_bytes'] / 1e6:.0f} MB"
-                             + (f" (pass {longest}: {merge['decode_seconds'] + merge['merge_seconds']:.2f} s)"
-                                if longest > 1 else ""))  # fmt: skip
+                cells.append(
+                    f"N = {workers}: {first['decode_seconds'] + first['merge_seconds']:.2f} s, "
+                    f"{first['merge_peak_bytes'] / 1e6:.0f} MB"
+                    + (
+                        f" (pass {longest}: {merge['decode_seconds'] + merge['merge_seconds']:.2f} s)"
+                        if longest > 1
+                        else ""
+                    )
+                )
         parts.append(f"{setting['key']} {'; '.join(cells)}")
-    return [f"- **Merge cost** (decode N pickled partial learners of 2^{BITS} slots and average them in one call, "
-            "as `merge_accumulators` does; pass 1, seconds and peak memory): " + ". ".join(parts) + "."]
+    return [
+        f"- **Merge cost** (decode N pickled partial learners of 2^{BITS} slots and average them in one call, "
+        "as `merge_accumulators` does; pass 1, seconds and peak memory): " + ". ".join(parts) + "."
+    ]
 
 
 def schedule_notes(report: dict) -> list[str]:
@@ -569,11 +663,16 @@ def schedule_notes(report: dict) -> list[str]:
             records = {n: final_record(report, setting["key"], n, passes) for n in report["workers"]}
             empty = [str(n) for n, record in records.items() if record and record.get("parents") == 0]
             if empty:
-                same = all(figure(report, "linear" if "step" not in setting["settings"] else "linear-adaptive",
-                                  int(n), passes) == figure(report, setting["key"], int(n), passes) for n in empty)
-                lines.append(f"- **{setting['label']}, Train(passes={passes})**: the averaged model has no parents "
-                             f"at all for N = {', '.join(empty)}: it is a linear model"
-                             + (" (its held-out loss equals the linear learner's exactly)." if same else "."))  # fmt: skip
+                same = all(
+                    figure(report, "linear" if "step" not in setting["settings"] else "linear-adaptive", int(n), passes)
+                    == figure(report, setting["key"], int(n), passes)
+                    for n in empty
+                )
+                lines.append(
+                    f"- **{setting['label']}, Train(passes={passes})**: the averaged model has no parents "
+                    f"at all for N = {', '.join(empty)}: it is a linear model"
+                    + (" (its held-out loss equals the linear learner's exactly)." if same else ".")
+                )
     if lines:
         lines.append(
             "  Why: a worker ends only the epochs that fit in what it sees before the pass-1 merge freezes "
@@ -586,8 +685,10 @@ def _recovered(single_first: float, wide_first: float, wide_last: float) -> str:
     lost = wide_first - single_first
     if lost <= 1e-4:
         return ""
-    return (f"; the passes after the first win back {100 * (wide_first - wide_last) / lost:.0f}% of what one-shot "
-            "averaging lost against the single learner's first pass")
+    return (
+        f"; the passes after the first win back {100 * (wide_first - wide_last) / lost:.0f}% of what one-shot "
+        "averaging lost against the single learner's first pass"
+    )
 
 
 def _workers_within(report: dict, setting: str, passes: int, margin: float) -> int | None:
@@ -634,22 +735,38 @@ def render(report: dict) -> str:
         *schedule_notes(report),
         "",
         "N = 1 is the single learner: "
-        + ", ".join(f"{c['setting']} ({c['passes']} pass{'es' if c['passes'] > 1 else ''}) "
-                    f"{'identical' if c['identical'] else 'DIFFERENT'}"
-                    for c in report["checks"])  # fmt: skip
+        + ", ".join(
+            f"{c['setting']} ({c['passes']} pass{'es' if c['passes'] > 1 else ''}) "
+            f"{'identical' if c['identical'] else 'DIFFERENT'}"
+            for c in report["checks"]
+        )
         + " to one learner trained the plain way.",
         "",
     ]
     for setting in report["settings"]:
         key = setting["key"]
         passes_run = passes_of(report, key)
-        lines += [f"## {setting['label']}", "", f"Held-out logistic loss and 0-1 error after "
-                  f"{', '.join(map(str, passes_run))} pass{'es' if passes_run[-1] > 1 else ''}; "
-                  "gap: loss minus the single learner's (N = 1) after the same passes; one worker alone: worker 0's "
-                  "learner after its pass-1 shard, before any averaging."
-                  + (" Apple's figure after P passes is the final model of its own Train(passes=P) run; parents: the "
-                     "united parents of the averaged model." if BY_KEY[key].apple else ""), "",
-                  loss_table(report, key), "", COST_CAPTION, "", cost_table(report, key), ""]  # fmt: skip
+        lines += [
+            f"## {setting['label']}",
+            "",
+            f"Held-out logistic loss and 0-1 error after "
+            f"{', '.join(map(str, passes_run))} pass{'es' if passes_run[-1] > 1 else ''}; "
+            "gap: loss minus the single learner's (N = 1) after the same passes; one worker alone: worker 0's "
+            "learner after its pass-1 shard, before any averaging."
+            + (
+                " Apple's figure after P passes is the final model of its own Train(passes=P) run; parents: the "
+                "united parents of the averaged model."
+                if BY_KEY[key].apple
+                else ""
+            ),
+            "",
+            loss_table(report, key),
+            "",
+            COST_CAPTION,
+            "",
+            cost_table(report, key),
+            "",
+        ]
     if report.get("costs"):
         lines += [
             "## Pickled partial learners and wide merges",
@@ -692,8 +809,14 @@ def plot(report: dict, folder: str) -> str | None:
     for axis, setting in zip(axes.flat, settings):
         for passes in passes_of(report, setting["key"]):
             values = [figure(report, setting["key"], n, passes) for n in report["workers"]]
-            axis.plot(report["workers"], [np.nan if v is None else v for v in values], marker="o", markersize=3,
-                      color=colours.get(passes), label=f"after {passes} pass{'es' if passes > 1 else ''}")  # fmt: skip
+            axis.plot(
+                report["workers"],
+                [np.nan if v is None else v for v in values],
+                marker="o",
+                markersize=3,
+                color=colours.get(passes),
+                label=f"after {passes} pass{'es' if passes > 1 else ''}",
+            )
         if linear_single is not None:
             axis.axhline(linear_single, color="grey", linestyle=":", linewidth=1, label="one linear learner, 1 pass")
         axis.set_xscale("log", base=2)
@@ -705,7 +828,7 @@ def plot(report: dict, folder: str) -> str | None:
         axis.tick_params(labelsize=7)
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    for axis in list(axes.flat)[len(settings):]:
+    for axis in list(axes.flat)[len(settings) :]:
         axis.set_visible(False)
     figure_.suptitle(f"Parameter mixing on PlantedPolynomial ({report['data']['examples']:,} examples)", fontsize=10)
     figure_.tight_layout()
@@ -736,11 +859,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--examples", type=int, default=400_000, help="training examples (default 400,000)")
     parser.add_argument("--test-examples", type=int, default=100_000, help="held-out examples (default 100,000)")
     parser.add_argument("--workers", default=",".join(map(str, WORKERS)), help="comma-separated worker counts")
-    parser.add_argument("--passes", default=",".join(map(str, REPORTED_PASSES)), help="reported pass counts (default 1,2,5)")
+    parser.add_argument(
+        "--passes", default=",".join(map(str, REPORTED_PASSES)), help="reported pass counts (default 1,2,5)"
+    )
     parser.add_argument("--settings", default=",".join(s.key for s in SETTINGS), help="comma-separated setting keys")
     parser.add_argument("--seed", type=int, default=0, help="PlantedPolynomial seed")
     parser.add_argument("--no-costs", action="store_true", help="skip the 18/22-bit size and wide-merge section")
-    parser.add_argument("--quick", action="store_true", help="a check in seconds: 20k examples, N up to 8, 2 passes, linear and apple")
+    parser.add_argument(
+        "--quick", action="store_true", help="a check in seconds: 20k examples, N up to 8, 2 passes, linear and apple"
+    )
     parser.add_argument("--results", default=os.path.join(HERE, "results"))
     parser.add_argument("--render", action="store_true", help="only rewrite mixing.md and mixing.png from mixing.json")
     args = parser.parse_args(argv)
@@ -760,17 +887,31 @@ def main(argv=None) -> dict:
         parser.error("worker counts must lie between 1 and the number of examples")
 
     started = time.perf_counter()
-    report = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(),
-              "load_average_start": load_average(), "workers": list(workers), "reported_passes": list(reported),
-              "settings": [dataclasses.asdict(s) for s in settings]}  # fmt: skip
+    report = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine_info(),
+        "load_average_start": load_average(),
+        "workers": list(workers),
+        "reported_passes": list(reported),
+        "settings": [dataclasses.asdict(s) for s in settings],
+    }
     train, test = make_data(args.examples, args.test_examples, args.seed)
-    report["data"] = {"task": "PlantedPolynomial", "seed": args.seed, "examples": len(train), "test_examples": len(test),
-                      "base_per_example": train.nnz / len(train), "generate_seconds": time.perf_counter() - started}  # fmt: skip
+    report["data"] = {
+        "task": "PlantedPolynomial",
+        "seed": args.seed,
+        "examples": len(train),
+        "test_examples": len(test),
+        "base_per_example": train.nnz / len(train),
+        "generate_seconds": time.perf_counter() - started,
+    }
     warm_up(settings, train)
     report["runs"], report["checks"] = sweep(settings, workers, reported, train, test)
     if not args.no_costs:
-        report["costs"] = {"sizes": learner_sizes(train, args.examples), "wide_merges": wide_merges(train, args.examples),
-                           "batch": batch_bytes(train)}  # fmt: skip
+        report["costs"] = {
+            "sizes": learner_sizes(train, args.examples),
+            "wide_merges": wide_merges(train, args.examples),
+            "batch": batch_bytes(train),
+        }
     report["load_average_end"] = load_average()
     report["elapsed_seconds"] = time.perf_counter() - started
     return finish(report, args.results)

@@ -57,8 +57,9 @@ def divides(monomial: Monomial) -> bool:
 def run(n: int, noise: float, seed: int) -> dict:
     train, test = task(n, noise, seed), task(10_000, noise, seed + 1000)
     # Apple itself (no guard): the question is which monomials it finds.
-    config = LearnerConfig(loss="squared", bits=BITS, gravity=0.01, expand="apple", alpha=0.25, repeat_factors=False,
-                           apple_guard=False)
+    config = LearnerConfig(
+        loss="squared", bits=BITS, gravity=0.01, expand="apple", alpha=0.25, repeat_factors=False, apple_guard=False
+    )
     learner = PolynomialLearner(config, total=n)
     started = time.perf_counter()
     parents_before = 0
@@ -69,44 +70,85 @@ def run(n: int, noise: float, seed: int) -> dict:
             stage = learner.stages_done[len(stages)]
             added = learner.parents[parents_before : parents_before + stage["added"]]
             parents_before += stage["added"]
-            stages.append({"examples": stage["examples"], "added": len(added),
-                           "dividing_hidden": [p.name() for p in added if divides(p)]})  # fmt: skip
+            stages.append(
+                {
+                    "examples": stage["examples"],
+                    "added": len(added),
+                    "dividing_hidden": [p.name() for p in added if divides(p)],
+                }
+            )
     seconds = time.perf_counter() - started
     weights = learner.linear.weights
     order = np.argsort(-np.abs(weights))
-    rank = next((r + 1 for r, slot in enumerate(order[: 1000]) if learner.monomial_of(int(slot)) == HIDDEN), None)
+    rank = next((r + 1 for r, slot in enumerate(order[:1000]) if learner.monomial_of(int(slot)) == HIDDEN), None)
     model = learner.to_model()
     linear = LinearLearner(config.replace(expand="none")).learn(train).to_model()
     return {
-        "noise": noise, "seed": seed, "examples": n, "seconds": seconds, "stages": stages,
-        "hidden_rank": rank, "heaviest": model.top_weights(3), "nonzero_weights": int(np.count_nonzero(weights)),
+        "noise": noise,
+        "seed": seed,
+        "examples": n,
+        "seconds": seconds,
+        "stages": stages,
+        "hidden_rank": rank,
+        "heaviest": model.top_weights(3),
+        "nonzero_weights": int(np.count_nonzero(weights)),
         "parents": len(learner.parents),
         "test_mse": float(np.mean((model.predict(test) - test.labels) ** 2)),
         "linear_test_mse": float(np.mean((linear.predict(test) - test.labels) ** 2)),
         "noise_floor_mse": noise**2,
-    }  # fmt: skip
+    }
 
 
 def render(report: dict) -> str:
     rows = []
     for r in report["runs"]:
         found = "; ".join(f"{i + 1}: {', '.join(s['dividing_hidden']) or '-'}" for i, s in enumerate(r["stages"]))
-        rows.append([f"{r['noise']:g}", r["seed"], r["hidden_rank"], found, r["parents"], r["nonzero_weights"],
-                     f"{r['test_mse']:.4f}", f"{r['linear_test_mse']:.4f}", f"{r['noise_floor_mse']:.4f}", f"{r['seconds']:.2f}"])  # fmt: skip
+        rows.append(
+            [
+                f"{r['noise']:g}",
+                r["seed"],
+                r["hidden_rank"],
+                found,
+                r["parents"],
+                r["nonzero_weights"],
+                f"{r['test_mse']:.4f}",
+                f"{r['linear_test_mse']:.4f}",
+                f"{r['noise_floor_mse']:.4f}",
+                f"{r['seconds']:.2f}",
+            ]
+        )
     found = sum(r["hidden_rank"] == 1 for r in report["runs"])
-    return "\n".join([
-        "# Apple finds a planted degree-4 monomial (Agarwal et al., section 2.3)",
-        "",
-        f"Measured {report['started']} on {report['machine']['cpus']} CPUs. y = x4*x17*x42*x88 + noise over d = 100 binary "
-        f"features with P(x_i = 1) = 1/2, {report['examples']:,} training examples (6 epochs equally spaced), "
-        "10,000 test examples; apple with alpha = 0.25, GSA steps, truncated gradient (gravity 0.01), no repeated factors.",
-        "",
-        f"The hidden monomial is the heaviest weight in **{found} of {len(report['runs'])}** runs, with at most "
-        f"{max(r['nonzero_weights'] for r in report['runs'])} non-zero weights against d^|M| = {D ** 4:,} degree-4 products.",
-        "",
-        markdown_table(["noise", "seed", "rank of x4*x17*x42*x88", "stage: parents added that divide it", "parents",
-                        "non-zero weights", "test MSE (apple)", "test MSE (linear)", "noise floor", "seconds"], rows),  # fmt: skip
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "# Apple finds a planted degree-4 monomial (Agarwal et al., section 2.3)",
+                "",
+                f"Measured {report['started']} on {report['machine']['cpus']} CPUs. y = x4*x17*x42*x88 + noise over d = 100 binary "
+                f"features with P(x_i = 1) = 1/2, {report['examples']:,} training examples (6 epochs equally spaced), "
+                "10,000 test examples; apple with alpha = 0.25, GSA steps, truncated gradient (gravity 0.01), no repeated factors.",
+                "",
+                f"The hidden monomial is the heaviest weight in **{found} of {len(report['runs'])}** runs, with at most "
+                f"{max(r['nonzero_weights'] for r in report['runs'])} non-zero weights against d^|M| = {D**4:,} degree-4 products.",
+                "",
+                markdown_table(
+                    [
+                        "noise",
+                        "seed",
+                        "rank of x4*x17*x42*x88",
+                        "stage: parents added that divide it",
+                        "parents",
+                        "non-zero weights",
+                        "test MSE (apple)",
+                        "test MSE (linear)",
+                        "noise floor",
+                        "seconds",
+                    ],
+                    rows,
+                ),
+            ]
+        )
+        + "\n"
+    )
 
 
 def main(argv=None) -> int:
@@ -116,8 +158,14 @@ def main(argv=None) -> int:
     parser.add_argument("--noise", default="0,0.3")
     parser.add_argument("--results", default=os.path.join(HERE, "results"))
     args = parser.parse_args(argv)
-    report = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(), "examples": args.examples,
-              "runs": [run(args.examples, float(noise), seed) for noise in args.noise.split(",") for seed in range(args.seeds)]}  # fmt: skip
+    report = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine_info(),
+        "examples": args.examples,
+        "runs": [
+            run(args.examples, float(noise), seed) for noise in args.noise.split(",") for seed in range(args.seeds)
+        ],
+    }
     text = render(report)
     write_report(args.results, "planted_monomial", report, text)
     print(text)

@@ -119,8 +119,22 @@ def profile_once(path: str, model: str, prefix, options, env_extra, events: str)
     """One run under profile_scaling.py: its breakdown (see profile_scaling.breakdown)."""
     env = {**os.environ, **env_extra}
     script = os.path.join(HERE, "profile_scaling.py")
-    command = [*prefix, sys.executable, script, "--events", events, "--", "train", "--input", path, "--loss",
-               "logistic", "--model", model, *options]  # fmt: skip
+    command = [
+        *prefix,
+        sys.executable,
+        script,
+        "--events",
+        events,
+        "--",
+        "train",
+        "--input",
+        path,
+        "--loss",
+        "logistic",
+        "--model",
+        model,
+        *options,
+    ]
     measured_run(command, env=env, timeout=1800).check()
     return breakdown(events)
 
@@ -137,9 +151,11 @@ def measure(paths: dict, small: dict, out: str, repeats: int) -> dict:
         for name, (prefix, options, env) in CONFIGURATIONS.items():
             runs[name].append(train_once(paths["libsvm"], os.path.join(out, "m.model"), prefix, options, env))
             fixed[name].append(train_once(small["libsvm"], os.path.join(out, "s.model"), prefix, options, env))
-            log(f"{name}: pipeline {runs[name][-1]['pipeline_seconds']:.2f} s, whole {runs[name][-1]['whole_seconds']:.2f} s, "
+            log(
+                f"{name}: pipeline {runs[name][-1]['pipeline_seconds']:.2f} s, whole {runs[name][-1]['whole_seconds']:.2f} s, "
                 f"CPU {runs[name][-1]['cpu_seconds']:.2f} s, loss {runs[name][-1]['progressive_loss']:.6f}, "
-                f"fixed {fixed[name][-1]['pipeline_seconds']:.2f} s")  # fmt: skip
+                f"fixed {fixed[name][-1]['pipeline_seconds']:.2f} s"
+            )
         vw_runs.append(run_vw("-d", paths["vw"], "-b", "18", "--loss_function", "logistic", timeout=1800))
         log(f"VW: {vw_runs[-1].run.seconds:.2f} s; load average {load_average()}")
     results["load_average_per_round"].append(load_average())
@@ -160,7 +176,9 @@ def measure(paths: dict, small: dict, out: str, repeats: int) -> dict:
     for name in PROFILED:
         prefix, options, env = CONFIGURATIONS[name]
         events = os.path.join(out, "events-" + name.replace(" ", "_").replace(",", ""))
-        results["profiles"][name] = profile_once(paths["libsvm"], os.path.join(out, "p.model"), prefix, options, env, events)
+        results["profiles"][name] = profile_once(
+            paths["libsvm"], os.path.join(out, "p.model"), prefix, options, env, events
+        )
         log(f"profiled {name}: pipeline {results['profiles'][name]['parts']['pipeline (run_train)']:.2f} s")
     return results
 
@@ -193,11 +211,20 @@ def _profile_tables(profiles: dict) -> list[str]:
     worker_rows = []
     for name in names:
         for worker in profiles[name]["workers"]:
-            worker_rows.append([name, worker["pid"], *(None if value is None else f"{value:.3f}"
-                                                       for key, value in worker.items() if key != "pid")])  # fmt: skip
+            worker_rows.append(
+                [
+                    name,
+                    worker["pid"],
+                    *(None if value is None else f"{value:.3f}" for key, value in worker.items() if key != "pid"),
+                ]
+            )
     keys = [key for key in next(iter(profiles.values()))["workers"][0] if key != "pid"]
-    lines += ["Each worker in the main stage (seconds; CPU is the thread's or process's own, wall includes waiting "
-              "for a core):", "", markdown_table(["run", "worker pid", *keys], worker_rows)]  # fmt: skip
+    lines += [
+        "Each worker in the main stage (seconds; CPU is the thread's or process's own, wall includes waiting "
+        "for a core):",
+        "",
+        markdown_table(["run", "worker pid", *keys], worker_rows),
+    ]
     return lines
 
 
@@ -207,8 +234,10 @@ def _profile_findings(profiles: dict) -> list[str]:
     main = "main stage (read, parse, learn)"
     fixed_pinned = pinned["pipeline (run_train)"] - pinned[main]
     fixed_two = two["pipeline (run_train)"] - two[main]
-    before_job = sum(pinned[part] for part in ("interpreter start-up", "import Beam",
-                                               "import polybeam (numba, formats, learners, transforms)"))  # fmt: skip
+    before_job = sum(
+        pinned[part]
+        for part in ("interpreter start-up", "import Beam", "import polybeam (numba, formats, learners, transforms)")
+    )
     cpu_pinned = sum(w["main bundle CPU (all threads)"] for w in profiles["1 worker, 1 core"]["workers"])
     cpu_two = sum(w["main bundle CPU (all threads)"] for w in profiles["2 workers (forked)"]["workers"])
     return [
@@ -233,17 +262,47 @@ def render(report: dict) -> str:
     results, met = report["results"], report["targets"]
     rows = []
     for name, run in results["configurations"].items():
-        rows.append([name, f"{run['pipeline_seconds']:.2f}", f"{run['pipeline_seconds_median']:.2f}",
-                     f"{results['fixed'][name]:.2f}", f"{run['whole_seconds']:.2f}", f"{run['whole_seconds_median']:.2f}",
-                     f"{run['cpu_seconds']:.2f}", f"{run['progressive_loss']:.6f}",
-                     ", ".join(f"{m:.0f}" for m in run["worker_peak_rss_mib"])])  # fmt: skip
+        rows.append(
+            [
+                name,
+                f"{run['pipeline_seconds']:.2f}",
+                f"{run['pipeline_seconds_median']:.2f}",
+                f"{results['fixed'][name]:.2f}",
+                f"{run['whole_seconds']:.2f}",
+                f"{run['whole_seconds_median']:.2f}",
+                f"{run['cpu_seconds']:.2f}",
+                f"{run['progressive_loss']:.6f}",
+                ", ".join(f"{m:.0f}" for m in run["worker_peak_rss_mib"]),
+            ]
+        )
     vw = results["vw"]
-    rows.append(["Vowpal Wabbit (text format)", "", "", "", f"{vw['whole_seconds']:.2f}",
-                 f"{statistics.median(vw.get('whole_seconds_all', [vw['whole_seconds']])):.2f}",
-                 f"{vw.get('cpu_seconds', float('nan')):.2f}",
-                 f"{vw['average_loss']:.6f}", f"{vw['peak_rss_mib']:.0f}"])  # fmt: skip
-    table = markdown_table(["run", "pipeline s (best)", "pipeline s (median)", "fixed s (100 examples)", "whole command s",
-                            "whole s (median)", "CPU s", "progressive loss", "peak MiB per worker"], rows)  # fmt: skip
+    rows.append(
+        [
+            "Vowpal Wabbit (text format)",
+            "",
+            "",
+            "",
+            f"{vw['whole_seconds']:.2f}",
+            f"{statistics.median(vw.get('whole_seconds_all', [vw['whole_seconds']])):.2f}",
+            f"{vw.get('cpu_seconds', float('nan')):.2f}",
+            f"{vw['average_loss']:.6f}",
+            f"{vw['peak_rss_mib']:.0f}",
+        ]
+    )
+    table = markdown_table(
+        [
+            "run",
+            "pipeline s (best)",
+            "pipeline s (median)",
+            "fixed s (100 examples)",
+            "whole command s",
+            "whole s (median)",
+            "CPU s",
+            "progressive loss",
+            "peak MiB per worker",
+        ],
+        rows,
+    )
 
     def mark(ok: bool) -> str:
         return "met" if ok else "NOT met"
@@ -276,8 +335,15 @@ def render(report: dict) -> str:
         "",
     ]
     if results.get("profiles"):
-        lines += ["", "## Where the time goes (`benchmarks/profile_scaling.py`, one run of each configuration after the "
-                  "timed rounds)", "", *_profile_tables(results["profiles"]), "", *_profile_findings(results["profiles"])]  # fmt: skip
+        lines += [
+            "",
+            "## Where the time goes (`benchmarks/profile_scaling.py`, one run of each configuration after the "
+            "timed rounds)",
+            "",
+            *_profile_tables(results["profiles"]),
+            "",
+            *_profile_findings(results["profiles"]),
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -64,8 +64,9 @@ def splits_of(name: str, dataset: str, split: int, folder: str) -> tuple[str, st
     if name == "synthetic":
         paths = GroupedRegression(seed=split).write(folder, 20_000, 10_000, stem=f"synthetic{split}")
         return paths["train"], paths["test"], paths["groups"]
-    train, test = datasets.write_split(dataset, os.path.join(folder, f"{name}{split}"), seed=split,
-                                       binary=dataset != "spam")  # fmt: skip
+    train, test = datasets.write_split(
+        dataset, os.path.join(folder, f"{name}{split}"), seed=split, binary=dataset != "spam"
+    )
     return train, test, datasets.group_spec_path(name)
 
 
@@ -79,20 +80,43 @@ def timeliness_study(names: list[str], splits: int, folder: str, plot: bool) -> 
             files, seconds = [], {}
             for method in METHODS:
                 output = os.path.join(folder, f"{name}{split}.{method}.jsonl")
-                run = measured_run(cli("sequence", "--input", train, "--groups", groups, "--method", method,
-                                       "--ridge", str(RIDGE), "--output", output), timeout=1800).check()  # fmt: skip
+                run = measured_run(
+                    cli(
+                        "sequence",
+                        "--input",
+                        train,
+                        "--groups",
+                        groups,
+                        "--method",
+                        method,
+                        "--ridge",
+                        str(RIDGE),
+                        "--output",
+                        output,
+                    ),
+                    timeout=1800,
+                ).check()
                 seconds[method] = run.seconds
                 files.append(output)
             arguments = ["timeliness", "--input", test, "--prefixes", ",".join(files)]
             if plot and split == 0:
                 arguments += ["--plot", os.path.join(RESULTS, f"sequencing.{name}.png")]
             report = last_json(measured_run(cli(*arguments), timeout=1800).check().stdout)
-            one = {"alpha": report["alpha"], "stopping_cost": report["stopping_cost"], "sequence_seconds": seconds,
-                   "methods": {m: {k: v for k, v in entry.items() if k != "curve"} | {"curve": entry["curve"]}
-                               for m, entry in report["methods"].items()}}  # fmt: skip
+            one = {
+                "alpha": report["alpha"],
+                "stopping_cost": report["stopping_cost"],
+                "sequence_seconds": seconds,
+                "methods": {
+                    m: {k: v for k, v in entry.items() if k != "curve"} | {"curve": entry["curve"]}
+                    for m, entry in report["methods"].items()
+                },
+            }
             runs.append(one)
-            print(f"{name} split {split}: alpha {report['alpha']}, "
-                  + ", ".join(f"{m} {e['timeliness']:.4f}" for m, e in report["methods"].items()), flush=True)  # fmt: skip
+            print(
+                f"{name} split {split}: alpha {report['alpha']}, "
+                + ", ".join(f"{m} {e['timeliness']:.4f}" for m, e in report["methods"].items()),
+                flush=True,
+            )
         results[name] = {"splits": runs, "mean": _means(runs)}
     return results
 
@@ -109,8 +133,9 @@ def _means(runs: list[dict]) -> dict:
 
 
 def gram_problem(groups: int, seed: int = 0, rows: int = 6000) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    problem = GroupedRegression(groups=groups, group_size=5, informative=max(2, groups // 4),
-                                redundant=max(1, groups // 5), seed=seed)  # fmt: skip
+    problem = GroupedRegression(
+        groups=groups, group_size=5, informative=max(2, groups // 4), redundant=max(1, groups // 5), seed=seed
+    )
     x, y = problem.generate(rows)
     x = (x - x.mean(0)) / x.std(0)
     y = (y - y.mean()) / y.std()
@@ -139,45 +164,103 @@ def timing_study(group_counts: list[int]) -> list[dict]:
 def full_size_runs(folder: str, rows: int) -> dict:
     problem = GroupedRegression(groups=400, group_size=5, informative=40, redundant=40, seed=7)
     paths = problem.write(folder, rows, 1000, stem="d2000")
-    out = {"features": problem.features, "groups": 400, "rows": rows,
-           "file_megabytes": os.path.getsize(paths["train"]) / 2**20}  # fmt: skip
+    out = {
+        "features": problem.features,
+        "groups": 400,
+        "rows": rows,
+        "file_megabytes": os.path.getsize(paths["train"]) / 2**20,
+    }
     for method in ("cs-g-omp", "cs-g-fr"):
         output = os.path.join(folder, f"d2000.{method}.jsonl")
-        run = measured_run(cli("sequence", "--input", paths["train"], "--groups", paths["groups"], "--method", method,
-                               "--ridge", str(RIDGE), "--output", output), timeout=1800).check()  # fmt: skip
+        run = measured_run(
+            cli(
+                "sequence",
+                "--input",
+                paths["train"],
+                "--groups",
+                paths["groups"],
+                "--method",
+                method,
+                "--ridge",
+                str(RIDGE),
+                "--output",
+                output,
+            ),
+            timeout=1800,
+        ).check()
         report = last_json(run.stdout)
-        out[method] = {"pipeline_seconds": run.seconds, "peak_rss_mb": run.peak_rss_bytes / 2**20,
-                       "sequenced": report["sequenced"], "skipped": len(report["skipped"]),
-                       "explained_variance": report["explained_variance"]}  # fmt: skip
+        out[method] = {
+            "pipeline_seconds": run.seconds,
+            "peak_rss_mb": run.peak_rss_bytes / 2**20,
+            "sequenced": report["sequenced"],
+            "skipped": len(report["skipped"]),
+            "explained_variance": report["explained_variance"],
+        }
         print(f"D=2000 pipeline {method}: {run.seconds:.1f} s", flush=True)
     return out
 
 
 def markdown(report: dict) -> str:
-    lines = ["# Anytime feature-group sequencing (Hu et al.)", "",
-             f"`python benchmarks/bench_sequencing.py --splits {report['splits']}`; ridge {RIDGE}; "
-             "alpha-timeliness on held-out data, alpha by the paper's plateau rule, stopping cost from CS-G-OMP's "
-             "training curve; means over splits.", ""]  # fmt: skip
+    lines = [
+        "# Anytime feature-group sequencing (Hu et al.)",
+        "",
+        f"`python benchmarks/bench_sequencing.py --splits {report['splits']}`; ridge {RIDGE}; "
+        "alpha-timeliness on held-out data, alpha by the paper's plateau rule, stopping cost from CS-G-OMP's "
+        "training curve; means over splits.",
+        "",
+    ]
     columns = list(METHODS) + ["oracle cs-g-fr", "oracle cs-g-omp"]
     table = []
     for name, result in report["timeliness"].items():
         mean = result["mean"]
-        table.append([name, ",".join(f"{a:g}" for a in mean["alpha"])] + [f"{mean[c]:.4f}" for c in columns]
-                     + [f"{mean['final']:.4f}"])  # fmt: skip
+        table.append(
+            [name, ",".join(f"{a:g}" for a in mean["alpha"])]
+            + [f"{mean[c]:.4f}" for c in columns]
+            + [f"{mean['final']:.4f}"]
+        )
     lines.append(markdown_table(["dataset", "alpha"] + columns + ["final EV"], table))
     lines += ["", "## Training time, CS-G-OMP against CS-G-FR (sequencing alone, 5 features per group)", ""]
-    lines.append(markdown_table(
-        ["groups", "features", "cs-g-omp s", "cs-g-fr s", "doubling s", "sparse s", "FR / OMP"],
-        [[r["groups"], r["features"], f"{r['cs-g-omp']:.3f}", f"{r['cs-g-fr']:.3f}", f"{r['doubling']:.3f}",
-          f"{r['sparse']:.3f}", f"{r['fr_over_omp']:.1f}x"] for r in report["timing"]]))  # fmt: skip
+    lines.append(
+        markdown_table(
+            ["groups", "features", "cs-g-omp s", "cs-g-fr s", "doubling s", "sparse s", "FR / OMP"],
+            [
+                [
+                    r["groups"],
+                    r["features"],
+                    f"{r['cs-g-omp']:.3f}",
+                    f"{r['cs-g-fr']:.3f}",
+                    f"{r['doubling']:.3f}",
+                    f"{r['sparse']:.3f}",
+                    f"{r['fr_over_omp']:.1f}x",
+                ]
+                for r in report["timing"]
+            ],
+        )
+    )
     full = report.get("full_size")
     if full:
-        lines += ["", f"## D = {full['features']}, J = {full['groups']}: whole `polybeam sequence` runs "
-                      f"({full['rows']} rows, {full['file_megabytes']:.0f} MB LIBSVM)", ""]  # fmt: skip
-        lines.append(markdown_table(["method", "pipeline s", "peak RSS MB", "sequenced", "skipped", "train EV"],
-                                    [[m, f"{full[m]['pipeline_seconds']:.1f}", f"{full[m]['peak_rss_mb']:.0f}",
-                                      full[m]["sequenced"], full[m]["skipped"], f"{full[m]['explained_variance']:.4f}"]
-                                     for m in ("cs-g-omp", "cs-g-fr")]))  # fmt: skip
+        lines += [
+            "",
+            f"## D = {full['features']}, J = {full['groups']}: whole `polybeam sequence` runs "
+            f"({full['rows']} rows, {full['file_megabytes']:.0f} MB LIBSVM)",
+            "",
+        ]
+        lines.append(
+            markdown_table(
+                ["method", "pipeline s", "peak RSS MB", "sequenced", "skipped", "train EV"],
+                [
+                    [
+                        m,
+                        f"{full[m]['pipeline_seconds']:.1f}",
+                        f"{full[m]['peak_rss_mb']:.0f}",
+                        full[m]["sequenced"],
+                        full[m]["skipped"],
+                        f"{full[m]['explained_variance']:.4f}",
+                    ]
+                    for m in ("cs-g-omp", "cs-g-fr")
+                ],
+            )
+        )
     return "\n".join(lines) + "\n"
 
 

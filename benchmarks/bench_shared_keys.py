@@ -45,8 +45,12 @@ sys.path.insert(0, os.path.dirname(HERE))
 from polybeam.datasets.shared_keys import SharedKeysTask  # noqa: E402
 
 # (name, loss, rows per key): the main setting first.
-SETTINGS = [("logistic, 20 rows/key", "logistic", 20), ("logistic, 5 rows/key", "logistic", 5),
-            ("logistic, 50 rows/key", "logistic", 50), ("squared, 20 rows/key", "squared", 20)]  # fmt: skip
+SETTINGS = [
+    ("logistic, 20 rows/key", "logistic", 20),
+    ("logistic, 5 rows/key", "logistic", 5),
+    ("logistic, 50 rows/key", "logistic", 50),
+    ("squared, 20 rows/key", "squared", 20),
+]
 # The shared model holds 3,000 keys x 21 offsets = 63,000 weights: 2**20 slots keep collisions rare. 20
 # features need few slots, and separate per-key learners keep dense state (2**bits slots each, so at 20 bits
 # 3,000 of them took 20 GB): global and separate get 12 bits (4,096 slots).
@@ -55,8 +59,12 @@ BITS = {"global": 12, "separate": 12, "shared": 20}
 
 def cli(*args: str) -> dict:
     """Run a polybeam command; its report (the last line of its output)."""
-    done = subprocess.run([sys.executable, "-m", "polybeam.pipelines.cli", *args, "--quiet"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "polybeam.pipelines.cli", *args, "--quiet"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)},
+    )
     if done.returncode != 0:
         raise RuntimeError(f"polybeam {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -66,13 +74,26 @@ def polybeam_scores(folder: str, loss: str) -> dict:
     metric = "error" if loss == "logistic" else "mse"
     read = ["--format", "csv", "--label-column", "label"]
     scores, seconds = {}, {}
-    for name, extra in [("global", ["--ignore-columns", "key"]),
-                        ("separate", ["--key", "column:key", "--key-model", "separate"]),
-                        ("shared", ["--key", "column:key", "--key-model", "shared"])]:  # fmt: skip
+    for name, extra in [
+        ("global", ["--ignore-columns", "key"]),
+        ("separate", ["--key", "column:key", "--key-model", "separate"]),
+        ("shared", ["--key", "column:key", "--key-model", "shared"]),
+    ]:
         model = os.path.join(folder, f"{name}.model")
         started = time.perf_counter()
-        cli("train", "--input", os.path.join(folder, "train.csv"), *read, *extra, "--loss", loss, "--bits", str(BITS[name]),
-            "--model", model)  # fmt: skip
+        cli(
+            "train",
+            "--input",
+            os.path.join(folder, "train.csv"),
+            *read,
+            *extra,
+            "--loss",
+            loss,
+            "--bits",
+            str(BITS[name]),
+            "--model",
+            model,
+        )
         seconds[name] = time.perf_counter() - started
         report = cli("evaluate", "--input", os.path.join(folder, "test.csv"), "--model", model)
         scores[name] = report[metric]
@@ -99,16 +120,25 @@ def batch_mtl(train, test, task: SharedKeysTask, penalties: list[float], seed: i
     x_train = design(np.round(train.values, 4), index(train), task.keys)
     x_test = design(np.round(test.values, 4), index(test), task.keys)
     y_train = train.labels
-    fit = (lambda penalty: LogisticRegression(C=1.0 / penalty, max_iter=3000)) if task.loss == "logistic" else (
-        lambda penalty: Ridge(alpha=penalty))  # fmt: skip
-    score = (lambda model, x, y: float(np.mean(model.predict(x) != y))) if task.loss == "logistic" else (
-        lambda model, x, y: float(np.mean((model.predict(x) - y) ** 2)))  # fmt: skip
+    fit = (
+        (lambda penalty: LogisticRegression(C=1.0 / penalty, max_iter=3000))
+        if task.loss == "logistic"
+        else (lambda penalty: Ridge(alpha=penalty))
+    )
+    score = (
+        (lambda model, x, y: float(np.mean(model.predict(x) != y)))
+        if task.loss == "logistic"
+        else (lambda model, x, y: float(np.mean((model.predict(x) - y) ** 2)))
+    )
     validation = np.random.default_rng(seed).random(len(y_train)) < 0.2
-    chosen = {penalty: score(fit(penalty).fit(x_train[~validation], y_train[~validation]),
-                             x_train[validation], y_train[validation]) for penalty in penalties}  # fmt: skip
+    chosen = {
+        penalty: score(
+            fit(penalty).fit(x_train[~validation], y_train[~validation]), x_train[validation], y_train[validation]
+        )
+        for penalty in penalties
+    }
     best = min(chosen, key=chosen.get)
-    return {"score": score(fit(best).fit(x_train, y_train), x_test, test.labels), "penalty": best,
-            "validation": chosen}  # fmt: skip
+    return {"score": score(fit(best).fit(x_train, y_train), x_test, test.labels), "penalty": best, "validation": chosen}
 
 
 def run(samples: int, penalties: list[float], first_sample: int) -> list[dict]:
@@ -124,9 +154,17 @@ def run(samples: int, penalties: list[float], first_sample: int) -> list[dict]:
                     handle.write(test.to_csv())
                 measured = polybeam_scores(folder, loss)
             measured["scores"]["batch MTL"] = (mtl := batch_mtl(train, test, task, penalties, sample))["score"]
-            result = {"setting": name, "loss": loss, "rows_per_key": rows, "sample": sample,
-                      "train_rows": len(train.labels), "test_rows": len(test.labels), **measured,
-                      "mtl_penalty": mtl["penalty"], "mtl_validation": mtl["validation"]}  # fmt: skip
+            result = {
+                "setting": name,
+                "loss": loss,
+                "rows_per_key": rows,
+                "sample": sample,
+                "train_rows": len(train.labels),
+                "test_rows": len(test.labels),
+                **measured,
+                "mtl_penalty": mtl["penalty"],
+                "mtl_validation": mtl["validation"],
+            }
             print(json.dumps(result), flush=True)
             results.append(result)
     return results
@@ -138,29 +176,46 @@ def summary(results: list[dict]) -> list[dict]:
         mine = [r for r in results if r["setting"] == name]
         mean = {model: float(np.mean([r["scores"][model] for r in mine])) for model in mine[0]["scores"]}
         margin = min(mean["global"], mean["separate"]) - mean["shared"]
-        rows.append({"setting": name, "metric": "error" if loss == "logistic" else "mse", "samples": len(mine),
-                     **mean, "shared_margin": margin})  # fmt: skip
+        rows.append(
+            {
+                "setting": name,
+                "metric": "error" if loss == "logistic" else "mse",
+                "samples": len(mine),
+                **mean,
+                "shared_margin": margin,
+            }
+        )
     return rows
 
 
 def markdown(rows: list[dict], samples: int, penalties: list[float], seconds: float) -> str:
-    lines = ["# A shared per-key model on few rows per key (issue 23 item 2)", "",
-             "Written by `benchmarks/bench_shared_keys.py` (protocol in its docstring and in "
-             "`polybeam/datasets/shared_keys.py`): 3,000 keys, 20 features, a key's weights = shared + its own "
-             "offset; held out: 10 fresh rows per key. polybeam models by the command line with default settings, "
-             f"one pass, bits {BITS}; batch MTL = scikit-learn on `[x, x (x) onehot(key), onehot(key)]`, its L2 "
-             f"penalty chosen from {penalties} on a 20% validation split. Mean of {samples} draw(s) of the data "
-             "(not the draws 0 and 1 that chose the offset prior's default); "
-             f"the whole run took {seconds:.0f} s.", "",
-             "| setting | metric | global | separate | shared | batch MTL | min(global, separate) - shared |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# A shared per-key model on few rows per key (issue 23 item 2)",
+        "",
+        "Written by `benchmarks/bench_shared_keys.py` (protocol in its docstring and in "
+        "`polybeam/datasets/shared_keys.py`): 3,000 keys, 20 features, a key's weights = shared + its own "
+        "offset; held out: 10 fresh rows per key. polybeam models by the command line with default settings, "
+        f"one pass, bits {BITS}; batch MTL = scikit-learn on `[x, x (x) onehot(key), onehot(key)]`, its L2 "
+        f"penalty chosen from {penalties} on a 20% validation split. Mean of {samples} draw(s) of the data "
+        "(not the draws 0 and 1 that chose the offset prior's default); "
+        f"the whole run took {seconds:.0f} s.",
+        "",
+        "| setting | metric | global | separate | shared | batch MTL | min(global, separate) - shared |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        lines.append(f"| {row['setting']} | {row['metric']} | {row['global']:.4f} | {row['separate']:.4f} | "
-                     f"{row['shared']:.4f} | {row['batch MTL']:.4f} | {row['shared_margin']:+.4f} |")  # fmt: skip
+        lines.append(
+            f"| {row['setting']} | {row['metric']} | {row['global']:.4f} | {row['separate']:.4f} | "
+            f"{row['shared']:.4f} | {row['batch MTL']:.4f} | {row['shared_margin']:+.4f} |"
+        )
     main = rows[0]
     verdict = "met" if main["shared_margin"] >= 0.01 else "NOT met"
-    lines += ["", f"Target (logistic, 20 rows per key): shared <= min(global, separate) - 0.01: **{verdict}** "
-              f"(margin {main['shared_margin']:+.4f}).", ""]  # fmt: skip
+    lines += [
+        "",
+        f"Target (logistic, 20 rows per key): shared <= min(global, separate) - 0.01: **{verdict}** "
+        f"(margin {main['shared_margin']:+.4f}).",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -178,8 +233,17 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - started
     os.makedirs(args.results, exist_ok=True)
     with open(os.path.join(args.results, "shared_keys.json"), "w") as handle:
-        json.dump({"summary": rows, "runs": results, "samples": args.samples, "penalties": args.penalties,
-                   "seconds": seconds}, handle, indent=1)  # fmt: skip
+        json.dump(
+            {
+                "summary": rows,
+                "runs": results,
+                "samples": args.samples,
+                "penalties": args.penalties,
+                "seconds": seconds,
+            },
+            handle,
+            indent=1,
+        )
     text = markdown(rows, args.samples, args.penalties, seconds)
     with open(os.path.join(args.results, "shared_keys.md"), "w") as handle:
         handle.write(text)

@@ -50,12 +50,12 @@ from spine_report import estimate_breakdown, render, targets_of  # noqa: E402
 
 from polybeam.datasets import write_split  # noqa: E402
 from polybeam.datasets.synthetic import PlantedPolynomial, write_dataset  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
+from polybeam.formats.vw import VWFormat  # noqa: E402
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
 from polybeam.learners.evaluation import Evaluation  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
-from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
-from polybeam.formats.vw import VWFormat  # noqa: E402
 
 BITS = 18
 MIB = 1 << 20
@@ -80,7 +80,10 @@ def write_synthetic(out: str, examples: int, seed: int) -> dict:
     paths = write_dataset(out, examples, task)
     seconds = time.perf_counter() - started
     sizes = {format: os.path.getsize(path) for format, path in paths.items()}
-    log(f"wrote {examples} examples in {seconds:.1f} s: " + ", ".join(f"{f} {s / MIB:.0f} MiB" for f, s in sizes.items()))
+    log(
+        f"wrote {examples} examples in {seconds:.1f} s: "
+        + ", ".join(f"{f} {s / MIB:.0f} MiB" for f, s in sizes.items())
+    )
     return {"task": dataclasses.asdict(task), "examples": examples, "seconds": seconds, "paths": paths, "bytes": sizes}
 
 
@@ -106,11 +109,13 @@ class VWYardstick:
         self.vw_path = vw_path
         self.runs = []
 
-    def measure(self, times: int = 1) -> "VWYardstick":
+    def measure(self, times: int = 1) -> VWYardstick:
         for _ in range(times):
             self.runs.append(run_vw("-d", self.vw_path, "-b", str(BITS), "--loss_function", "squared"))
         best = self.best
-        log(f"VW: {self.runs[-1].run.seconds:.2f} s (best {best.run.seconds:.2f} s), average loss {best.average_loss:.6f}")
+        log(
+            f"VW: {self.runs[-1].run.seconds:.2f} s (best {best.run.seconds:.2f} s), average loss {best.average_loss:.6f}"
+        )
         return self
 
     @property
@@ -177,7 +182,9 @@ def time_parser(path: str, parser, block_bytes: int, repeats: int) -> dict:
         runs.append((time.perf_counter() - started, parse_seconds, time.process_time() - cpu_started))
     seconds, parse_seconds, cpu_seconds = min(runs)
     size = os.path.getsize(path)
-    log(f"{parser.name} parser: {seconds:.2f} s ({size / MIB / seconds:.0f} MiB/s), {examples} examples, {dead} dead letters")
+    log(
+        f"{parser.name} parser: {seconds:.2f} s ({size / MIB / seconds:.0f} MiB/s), {examples} examples, {dead} dead letters"
+    )
     return {
         "seconds": seconds,
         "all_seconds": [run[0] for run in runs],
@@ -301,9 +308,11 @@ def time_overheads(batches: list[ExampleBatch], repeats: int, pairs: dict | None
             "changed_nonzero": learners[changed_key].to_model().nonzero,
         }
         results[name] = entry
-        log(f"{name}: {entry['base_seconds']:.2f} s -> {entry['changed_seconds']:.2f} s (best runs), "
+        log(
+            f"{name}: {entry['base_seconds']:.2f} s -> {entry['changed_seconds']:.2f} s (best runs), "
             f"median paired overhead {entry['overhead']:+.0%} (quartiles {entry['overhead_quartiles'][0]:+.0%}, "
-            f"{entry['overhead_quartiles'][1]:+.0%})")
+            f"{entry['overhead_quartiles'][1]:+.0%})"
+        )
     return results
 
 
@@ -340,7 +349,9 @@ def pipeline_env(numba_cache: str) -> dict:
     return env
 
 
-def run_train(path: str, format: str, model: str, env: dict, extra: tuple[str, ...] = ("--step", "adaptive")) -> MeasuredRun:
+def run_train(
+    path: str, format: str, model: str, env: dict, extra: tuple[str, ...] = ("--step", "adaptive")
+) -> MeasuredRun:
     """``polybeam train`` on squared loss; by default with VW's update (its default), as VW runs."""
     command = polybeam_command(
         "train", "--input", path, "--format", format, "--loss", "squared", "--bits", str(BITS), "--model", model, *extra
@@ -385,7 +396,8 @@ def time_pipeline(paths: dict, out: str, repeats: int, vw: VWYardstick) -> dict:
     shutil.rmtree(cache, ignore_errors=True)
     env = pipeline_env(cache)
     warmups = {
-        format: head_lines(path, os.path.join(out, f"warmup.{format}"), WARMUP_EXAMPLES) for format, path in paths.items()
+        format: head_lines(path, os.path.join(out, f"warmup.{format}"), WARMUP_EXAMPLES)
+        for format, path in paths.items()
     }
     with open(warmups["libsvm"], "rb") as handle:
         warmup_examples = sum(1 for _ in handle)
@@ -417,7 +429,9 @@ def time_pipeline(paths: dict, out: str, repeats: int, vw: VWYardstick) -> dict:
         for _ in range(repeats):
             vw.measure()
             runs.append(
-                describe_train(run_train(paths[format], format, os.path.join(model_dir, f"synthetic-{format}.model"), env))
+                describe_train(
+                    run_train(paths[format], format, os.path.join(model_dir, f"synthetic-{format}.model"), env)
+                )
             )
         failed = [run for run in runs if run["returncode"] != 0]
         run = failed[0] if failed else dict(min(runs, key=lambda r: r["seconds"]))
@@ -451,29 +465,59 @@ def time_apple(paths: dict, out: str, env: dict, repeats: int) -> dict:
     for alpha in APPLE_ALPHAS:
         vw_runs, runs = [], {"libsvm": [], "vw": []}
         for _ in range(repeats):
-            vw_runs.append(run_vw("-d", paths["vw"], "-b", str(BITS), "--loss_function", "squared", "--stage_poly",
-                                  "--sched_exponent", f"{alpha:g}"))  # fmt: skip
+            vw_runs.append(
+                run_vw(
+                    "-d",
+                    paths["vw"],
+                    "-b",
+                    str(BITS),
+                    "--loss_function",
+                    "squared",
+                    "--stage_poly",
+                    "--sched_exponent",
+                    f"{alpha:g}",
+                )
+            )
             for format in ("libsvm", "vw"):
                 model = os.path.join(model_dir, f"apple-{alpha:g}-{format}.model")
                 # VW's algorithm: no centring and no guard (the guard costs about a fifth more).
-                extra = ("--step", "adaptive", "--learning-rate", "0.5", "--expand", "apple", "--alpha", f"{alpha:g}",
-                         "--no-center", "--no-apple-guard")
+                extra = (
+                    "--step",
+                    "adaptive",
+                    "--learning-rate",
+                    "0.5",
+                    "--expand",
+                    "apple",
+                    "--alpha",
+                    f"{alpha:g}",
+                    "--no-center",
+                    "--no-apple-guard",
+                )
                 runs[format].append(describe_train(run_train(paths[format], format, model, env, extra)))
         best_vw = min(vw_runs, key=lambda run: run.run.seconds)
         entry = {
-            "stage_poly": {"seconds": best_vw.run.seconds, "cpu_seconds": best_vw.run.cpu_seconds,
-                   "average_loss": best_vw.average_loss, "peak_rss_bytes": best_vw.run.peak_rss_bytes,
-                   "all_seconds": [run.run.seconds for run in vw_runs], "command": " ".join(best_vw.run.command[1:])},
-        }  # fmt: skip
+            "stage_poly": {
+                "seconds": best_vw.run.seconds,
+                "cpu_seconds": best_vw.run.cpu_seconds,
+                "average_loss": best_vw.average_loss,
+                "peak_rss_bytes": best_vw.run.peak_rss_bytes,
+                "all_seconds": [run.run.seconds for run in vw_runs],
+                "command": " ".join(best_vw.run.command[1:]),
+            },
+        }
         for format, format_runs in runs.items():
             failed = [run for run in format_runs if run["returncode"] != 0]
             run = failed[0] if failed else dict(min(format_runs, key=lambda r: r["seconds"]))
             run["all_seconds"] = [r["seconds"] for r in format_runs]
             entry[format] = run
         results[f"{alpha:g}"] = entry
-        log(f"apple alpha {alpha:g}: VW --stage_poly {entry['stage_poly']['seconds']:.2f} s "
+        log(
+            f"apple alpha {alpha:g}: VW --stage_poly {entry['stage_poly']['seconds']:.2f} s "
             f"(loss {entry['stage_poly']['average_loss']:.4f}); "
-            + ", ".join(f"polybeam {f} {entry[f]['seconds']:.2f} s (loss {entry[f].get('progressive_loss')})" for f in runs))
+            + ", ".join(
+                f"polybeam {f} {entry[f]['seconds']:.2f} s (loss {entry[f].get('progressive_loss')})" for f in runs
+            )
+        )
     return results
 
 
@@ -483,13 +527,31 @@ def profile_pipeline(paths: dict, out: str, results_dir: str, env: dict) -> str:
     import pstats
 
     text = io.StringIO()
-    for label, path in (("1M-example LIBSVM file", paths["libsvm"]), ("100 examples (fixed costs)", os.path.join(out, "tiny.libsvm"))):
+    for label, path in (
+        ("1M-example LIBSVM file", paths["libsvm"]),
+        ("100 examples (fixed costs)", os.path.join(out, "tiny.libsvm")),
+    ):
         profile = os.path.join(out, "train.prof")
         command = [
-            sys.executable, "-m", "cProfile", "-o", profile, "-m", "polybeam.pipelines.cli",
-            "train", "--input", path, "--format", "libsvm", "--loss", "squared", "--bits", str(BITS),
-            "--model", os.path.join(out, "models", "profiled.model"),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            profile,
+            "-m",
+            "polybeam.pipelines.cli",
+            "train",
+            "--input",
+            path,
+            "--format",
+            "libsvm",
+            "--loss",
+            "squared",
+            "--bits",
+            str(BITS),
+            "--model",
+            os.path.join(out, "models", "profiled.model"),
+        ]
         run = measured_run(command, env=env, timeout=3600).check()
         text.write(f"==== polybeam train on the {label} under cProfile: {run.seconds:.1f} s wall\n\n")
         stats = pstats.Stats(profile, stream=text)
@@ -514,13 +576,27 @@ def polybeam_api_error(train: str, test: str) -> dict:
         test_batch = parser.parse(handle.read(), source=test).batch
     learner = LinearLearner(LearnerConfig(loss="logistic", step="adaptive", bits=BITS)).learn(train_batch)
     metrics = Evaluation.of(learner.to_model(), [test_batch]).result()
-    return {"error": metrics["error"], "progressive_loss": learner.progressive_loss, "test_examples": metrics["examples"]}
+    return {
+        "error": metrics["error"],
+        "progressive_loss": learner.progressive_loss,
+        "test_examples": metrics["examples"],
+    }
 
 
 def polybeam_pipeline_error(train: str, test: str, model: str, env: dict) -> dict:
     trained = measured_run(
         polybeam_command(
-            "train", "--input", train, "--format", "libsvm", "--loss", "logistic", "--step", "adaptive", "--model", model
+            "train",
+            "--input",
+            train,
+            "--format",
+            "libsvm",
+            "--loss",
+            "logistic",
+            "--step",
+            "adaptive",
+            "--model",
+            model,
         ),
         env=env,
         timeout=1800,
@@ -602,7 +678,9 @@ def split_sweep(name: str, binary: bool, folder: str, seeds: int) -> dict:
         "vw_mean": float(np.mean(vw)) if vw else None,
     }
     if polybeam:
-        log(f"{name} over {seeds} splits: polybeam {summary['polybeam_mean']:.4f}, VW {summary['vw_mean']:.4f} (mean error)")
+        log(
+            f"{name} over {seeds} splits: polybeam {summary['polybeam_mean']:.4f}, VW {summary['vw_mean']:.4f} (mean error)"
+        )
     return summary
 
 
@@ -624,20 +702,54 @@ def rerender(results_dir: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--examples", type=int, default=1_000_000, help="synthetic examples (default: 1,000,000)")
-    parser.add_argument("--out", default=os.path.join(HERE, "out"), help="scratch folder for data and models (default: benchmarks/out)")
-    parser.add_argument("--results", default=os.path.join(HERE, "results"), help="where spine.json and spine.md go (default: benchmarks/results)")
+    parser.add_argument(
+        "--out", default=os.path.join(HERE, "out"), help="scratch folder for data and models (default: benchmarks/out)"
+    )
+    parser.add_argument(
+        "--results",
+        default=os.path.join(HERE, "results"),
+        help="where spine.json and spine.md go (default: benchmarks/results)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data (default: 0)")
     parser.add_argument("--block-mib", type=float, default=4.0, help="parser block size in MiB (default: 4)")
     parser.add_argument("--batch-rows", type=int, default=4096, help="rows per learner batch (default: 4096)")
-    parser.add_argument("--real", action=argparse.BooleanOptionalAction, default=True, help="also compare on bundled spam and letter (default: on)")
-    parser.add_argument("--pipeline", action=argparse.BooleanOptionalAction, default=True, help="also time `polybeam train` (default: on)")
-    parser.add_argument("--apple", action=argparse.BooleanOptionalAction, default=True, help="also time apple against VW --stage_poly at alpha 1 and 0.5 (default: on)")
-    parser.add_argument("--split-seeds", type=int, default=10, help="real data: also average over this many 80/20 splits (default: 10)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repetitions of each polybeam and VW measurement; the best counts (default: 3)")
-    parser.add_argument("--render", action="store_true", help="only rewrite spine.md from an existing spine.json (no measuring)")
-    parser.add_argument("--profile", action="store_true", help="also run `polybeam train` on the LIBSVM file under cProfile")
+    parser.add_argument(
+        "--real",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also compare on bundled spam and letter (default: on)",
+    )
+    parser.add_argument(
+        "--pipeline",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time `polybeam train` (default: on)",
+    )
+    parser.add_argument(
+        "--apple",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time apple against VW --stage_poly at alpha 1 and 0.5 (default: on)",
+    )
+    parser.add_argument(
+        "--split-seeds", type=int, default=10, help="real data: also average over this many 80/20 splits (default: 10)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="timed repetitions of each polybeam and VW measurement; the best counts (default: 3)",
+    )
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite spine.md from an existing spine.json (no measuring)"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also run `polybeam train` on the LIBSVM file under cProfile"
+    )
     args = parser.parse_args(argv)
     if args.render:
         return rerender(args.results)

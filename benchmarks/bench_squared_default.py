@@ -81,8 +81,9 @@ HINGE_LEARNERS = {
 BUNDLED = ("spam", "letter", "satellite", "dna")
 
 
-def unscaled_task(seed, rows=2000, r_squared=0.3, noise="normal", unit=1.0, offset=0.0, numeric=8, categorical=2,
-                  missing=0.0):  # fmt: skip
+def unscaled_task(
+    seed, rows=2000, r_squared=0.3, noise="normal", unit=1.0, offset=0.0, numeric=8, categorical=2, missing=0.0
+):
     """``rows`` examples ``(label, {feature: value})``: ``numeric`` columns with their own means (0 to
     5e4) and spreads (1% to 50% of the mean), ``categorical`` one-hot columns, each numeric value
     missing with probability ``missing``; the label is a linear signal of unit variance plus noise
@@ -170,8 +171,10 @@ def regression(seeds, tasks=TASKS, learners=LEARNERS) -> dict:
                 for passes in PASSES:
                     model = learned(config, train_batch, passes).to_model()
                     runs[learner][passes].append(relative_mse(test_batch.labels, model.predict(test_batch)))
-        results[name] = {"ridgecv": float(np.mean(ridge)),
-                         **{learner: {str(p): float(np.mean(v)) for p, v in by.items()} for learner, by in runs.items()}}  # fmt: skip
+        results[name] = {
+            "ridgecv": float(np.mean(ridge)),
+            **{learner: {str(p): float(np.mean(v)) for p, v in by.items()} for learner, by in runs.items()},
+        }
     return results
 
 
@@ -183,8 +186,10 @@ def hinge(seeds, tasks=("normal, R^2 0.9", "normal, R^2 0.5", "normal, R^2 0.2")
         runs = {learner: {p: [] for p in HINGE_PASSES} for learner in HINGE_LEARNERS}
         for seed in seeds:
             if kind == "synthetic":
-                examples = [(1.0 if label > 0 else -1.0, features)
-                            for label, features in unscaled_task(seed, rows=5000, **TASKS[name])]  # fmt: skip
+                examples = [
+                    (1.0 if label > 0 else -1.0, features)
+                    for label, features in unscaled_task(seed, rows=5000, **TASKS[name])
+                ]
                 train, test = (ExampleBatch.from_rows(part, bits=BITS) for part in split(examples, seed))
             else:
                 batch = datasets.load(name, bits=BITS, binary=True)
@@ -203,15 +208,23 @@ def hinge(seeds, tasks=("normal, R^2 0.9", "normal, R^2 0.5", "normal, R^2 0.2")
 def render(report: dict) -> str:
     squared, binary = report["regression"], report["hinge"]
     learners = list(LEARNERS)
-    rows = [[task, f"{r['ridgecv']:.3f}", *(" / ".join(f"{r[learner][str(p)]:.3f}" for p in PASSES) for learner in learners)]
-            for task, r in squared.items()]  # fmt: skip
+    rows = [
+        [
+            task,
+            f"{r['ridgecv']:.3f}",
+            *(" / ".join(f"{r[learner][str(p)]:.3f}" for p in PASSES) for learner in learners),
+        ]
+        for task, r in squared.items()
+    ]
     default = "adaptive 0.5, labels scaled (the default)"
     worst_one = max(r[default]["1"] - r["ridgecv"] for r in squared.values())
     worst_twenty = max(r[default]["20"] - r["ridgecv"] for r in squared.values())
     above_mean = [task for task, r in squared.items() if r[default]["1"] >= 1.0]
     gsa_above_mean = [task for task, r in squared.items() if r["gsa (the old default)"]["1"] >= 1.0]
-    hinge_rows = [[task, *(" / ".join(f"{r[learner][str(p)]:.4f}" for p in HINGE_PASSES) for learner in HINGE_LEARNERS)]
-                  for task, r in binary.items()]  # fmt: skip
+    hinge_rows = [
+        [task, *(" / ".join(f"{r[learner][str(p)]:.4f}" for p in HINGE_PASSES) for learner in HINGE_LEARNERS)]
+        for task, r in binary.items()
+    ]
     lines = [
         "# Squared and hinge loss: why the default step is adaptive (issue 22)",
         "",
@@ -228,8 +241,10 @@ def render(report: dict) -> str:
         "",
         f"- The default (adaptive 0.5, labels scaled): at most {worst_one:+.3f} from RidgeCV after one pass and "
         f"{worst_twenty:+.3f} after 20; at or above the mean's 1 after one pass on "
-        + (", ".join(above_mean) if above_mean else "none") + ".",
-        "- Greedy step averaging at or above the mean's 1 after one pass on " + (", ".join(gsa_above_mean) or "none")
+        + (", ".join(above_mean) if above_mean else "none")
+        + ".",
+        "- Greedy step averaging at or above the mean's 1 after one pass on "
+        + (", ".join(gsa_above_mean) or "none")
         + ", and no closer to RidgeCV after 20 passes: its step, the mean of 1 / x.x, does not depend on the"
         " residuals, so it never shrinks and each example pulls its prediction most of the way to its own noisy"
         " label (a constant-step normalised LMS: excess error about 0.46 of the noise variance, relative MSE"
@@ -256,8 +271,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     started, clock = time.strftime("%Y-%m-%d %H:%M:%S"), time.perf_counter()
     seeds = list(range(args.seeds))
-    report = {"started": started, "seeds": seeds, "machine": machine_info(), "regression": regression(seeds),
-              "hinge": hinge(seeds)}  # fmt: skip
+    report = {
+        "started": started,
+        "seeds": seeds,
+        "machine": machine_info(),
+        "regression": regression(seeds),
+        "hinge": hinge(seeds),
+    }
     report["seconds"] = time.perf_counter() - clock
     markdown = render(report)
     write_report(args.results, "squared_default", report, markdown)

@@ -40,8 +40,8 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 import numpy as np
 from scipy import sparse
@@ -52,11 +52,11 @@ sys.path.insert(0, HERE)
 from harness import libsvm_to_vw, machine_info, markdown_table, read_predictions, read_vw_model, vw_command  # noqa: E402
 
 from polybeam import datasets  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
 from polybeam.learners.evaluation import Evaluation  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
-from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
 
 SPAM_FEATURES = 57
 RANDOM_FEATURES = 1000
@@ -139,7 +139,9 @@ def build_split(seed: int, folder: str, *, random_features: int = RANDOM_FEATURE
     if rows is not None:
         spam, labels = spam[:rows], labels[:rows]
     n = len(labels)
-    noise = sparse.csr_matrix(np.random.default_rng([seed, 0]).random((n, random_features)) < RANDOM_DENSITY, dtype=float)
+    noise = sparse.csr_matrix(
+        np.random.default_rng([seed, 0]).random((n, random_features)) < RANDOM_DENSITY, dtype=float
+    )
     order = np.random.default_rng([seed, 1]).permutation(n)
     n_test = int(round(TEST_FRACTION * n))
     test_rows, train_rows = order[:n_test], order[n_test:]
@@ -166,7 +168,9 @@ def build_split(seed: int, folder: str, *, random_features: int = RANDOM_FEATURE
         if parsed.dead_letters:
             raise ValueError(f"unreadable rows in {files[part + '_libsvm']}: {parsed.dead_letters[:3]}")
         batches[part] = parsed.batch
-    return Data(seed=seed, features=SPAM_FEATURES + random_features, train=batches["train"], test=batches["test"], files=files)
+    return Data(
+        seed=seed, features=SPAM_FEATURES + random_features, train=batches["train"], test=batches["test"], files=files
+    )
 
 
 def write_libsvm(path: str, matrix: sparse.csr_matrix, labels: np.ndarray) -> None:
@@ -207,7 +211,9 @@ def scores(labels: np.ndarray, margins: np.ndarray) -> tuple[float, float]:
     return float(result["auc"]), 1.0 - float(result["error"])
 
 
-def point_of(method: str, parameter, weights: np.ndarray, data: Data, margins: np.ndarray, seconds: float, **extra) -> Point:
+def point_of(
+    method: str, parameter, weights: np.ndarray, data: Data, margins: np.ndarray, seconds: float, **extra
+) -> Point:
     """``weights`` indexed by feature index (position 0, the bias, is ignored)."""
     features = weights[1 : data.features + 1]
     auc, accuracy = scores(data.test.labels, margins)
@@ -251,7 +257,9 @@ def sgd_config(protocol: Protocol, **sparsity) -> LearnerConfig:
     )
 
 
-def polybeam_config(method: str, value: float | None, protocol: Protocol, *, every: int = TRUNCATE_EVERY) -> LearnerConfig:
+def polybeam_config(
+    method: str, value: float | None, protocol: Protocol, *, every: int = TRUNCATE_EVERY
+) -> LearnerConfig:
     """The configuration of one point (``value`` None: the method without sparsity)."""
     if method == "gsa_default":
         # What a user gets by asking only for sparsity: the default steps, the cumulative penalty.
@@ -387,9 +395,26 @@ def vw_sweep(data: Data, protocol: Protocol, grid, folder: str) -> tuple[Point, 
     def run(value):
         started = time.perf_counter()
         arguments = [
-            "-d", data.files["train_vw"], "--sgd", "-l", repr(protocol.learning_rate), "--power_t", repr(POWER_T),
-            "--passes", str(protocol.passes), "--cache_file", os.path.join(folder, "vw.cache"), "-k",
-            "--holdout_off", "-b", str(VW_BITS), "-f", model_path, "--readable_model", readable, "--quiet",
+            "-d",
+            data.files["train_vw"],
+            "--sgd",
+            "-l",
+            repr(protocol.learning_rate),
+            "--power_t",
+            repr(POWER_T),
+            "--passes",
+            str(protocol.passes),
+            "--cache_file",
+            os.path.join(folder, "vw.cache"),
+            "-k",
+            "--holdout_off",
+            "-b",
+            str(VW_BITS),
+            "-f",
+            model_path,
+            "--readable_model",
+            readable,
+            "--quiet",
         ]
         if value is not None:
             arguments += ["--l1", repr(value)]
@@ -426,8 +451,16 @@ def vw_sweep(data: Data, protocol: Protocol, grid, folder: str) -> tuple[Point, 
 # -- the eager reference -------------------------------------------------------------------------
 
 
-def eager_sgd(batch: ExampleBatch, features: int, protocol: Protocol, *, sparsity: str, gravity: float = 0.0,
-              every: int = 1, threshold: float = math.inf) -> np.ndarray:
+def eager_sgd(
+    batch: ExampleBatch,
+    features: int,
+    protocol: Protocol,
+    *,
+    sparsity: str,
+    gravity: float = 0.0,
+    every: int = 1,
+    threshold: float = math.inf,
+) -> np.ndarray:
     """Eqs. 4-6 written out with every truncation applied to every weight at once (no time stamps).
 
     Plain SGD on squared loss with eta_t = eta / sqrt(t); predictions clamped to
@@ -456,7 +489,9 @@ def eager_sgd(batch: ExampleBatch, features: int, protocol: Protocol, *, sparsit
             elif t % every == 0:
                 small = np.abs(weights) <= threshold
                 if sparsity == "truncate":  # eq. 6
-                    weights[small] = np.sign(weights[small]) * np.maximum(np.abs(weights[small]) - eta * every * gravity, 0.0)
+                    weights[small] = np.sign(weights[small]) * np.maximum(
+                        np.abs(weights[small]) - eta * every * gravity, 0.0
+                    )
                 elif sparsity == "round":  # eq. 4
                     weights[np.abs(weights) < threshold] = 0.0
     if sparsity == "subgradient":  # rounding at the end
@@ -497,9 +532,13 @@ def eager_check(data: Data, protocol: Protocol, gravity: float) -> list[dict]:
 # -- the sweeps and the Figure 1 number ---------------------------------------------------------------
 
 
-def polybeam_sweep(data: Data, method: str, protocol: Protocol, grid, *, every: int = TRUNCATE_EVERY) -> tuple[Point, list[Point]]:
+def polybeam_sweep(
+    data: Data, method: str, protocol: Protocol, grid, *, every: int = TRUNCATE_EVERY
+) -> tuple[Point, list[Point]]:
     baseline = polybeam_point(data, method, None, polybeam_config(method, None, protocol, every=every))
-    points = [polybeam_point(data, method, value, polybeam_config(method, value, protocol, every=every)) for value in grid]
+    points = [
+        polybeam_point(data, method, value, polybeam_config(method, value, protocol, every=every)) for value in grid
+    ]
     return baseline, points
 
 
@@ -555,16 +594,25 @@ def weight_sizes(point: Point, data: Data) -> dict:
             return None
         return {q: float(np.quantile(values, level)) for q, level in (("median", 0.5), ("p90", 0.9), ("max", 1.0))}
 
-    return {"parameter": point.parameter, "spam_surviving": len(spam), "spam_abs_weight": quantiles(spam),
-            "random_surviving": len(noise), "random_abs_weight": quantiles(noise)}
+    return {
+        "parameter": point.parameter,
+        "spam_surviving": len(spam),
+        "spam_abs_weight": quantiles(spam),
+        "random_surviving": len(noise),
+        "random_abs_weight": quantiles(noise),
+    }
 
 
 def run_seed(seed: int, folder: str, options, grid, *, log: Callable[[str], None]) -> dict:
     started = time.perf_counter()
-    data = build_split(seed, os.path.join(folder, f"seed{seed}"), random_features=options.random_features, rows=options.rows)
+    data = build_split(
+        seed, os.path.join(folder, f"seed{seed}"), random_features=options.random_features, rows=options.rows
+    )
     protocol = choose_protocol(data, options.passes)
-    log(f"seed {seed}: {len(data.train)} train / {len(data.test)} test rows, {data.features} features; "
-        f"eta {protocol.learning_rate} (validation AUC {protocol.validation_auc})")
+    log(
+        f"seed {seed}: {len(data.train)} train / {len(data.test)} test rows, {data.features} features; "
+        f"eta {protocol.learning_rate} (validation AUC {protocol.validation_auc})"
+    )
     curves: dict[str, tuple[Point, list[Point]]] = {}
     timings = {}
     for method in POLYBEAM_METHODS:
@@ -588,8 +636,11 @@ def run_seed(seed: int, folder: str, options, grid, *, log: Callable[[str], None
         "test_rows": len(data.test),
         "test_positive_fraction": float(np.mean(data.test.labels > 0)),
         "features": data.features,
-        "protocol": {"learning_rate": protocol.learning_rate, "passes": protocol.passes,
-                     "validation_auc": protocol.validation_auc},
+        "protocol": {
+            "learning_rate": protocol.learning_rate,
+            "passes": protocol.passes,
+            "validation_auc": protocol.validation_auc,
+        },
         "baselines": {m: asdict(b) for m, (b, _) in curves.items()},
         "curves": {m: [asdict(p) for p in points] for m, (_, points) in curves.items()},
         "figure1": {m: figure1(b, points, data.features) for m, (b, points) in curves.items()},
@@ -600,7 +651,9 @@ def run_seed(seed: int, folder: str, options, grid, *, log: Callable[[str], None
         for point in points:
             if "prediction_mismatch" in point.extra:
                 result.setdefault("vw_prediction_mismatch", 0.0)
-                result["vw_prediction_mismatch"] = max(result["vw_prediction_mismatch"], point.extra["prediction_mismatch"])
+                result["vw_prediction_mismatch"] = max(
+                    result["vw_prediction_mismatch"], point.extra["prediction_mismatch"]
+                )
     if seed == options.seeds_from:
         result["details"] = seed_details(data, protocol, grid, options, result, log=log)
     result["seconds"] = time.perf_counter() - started
@@ -636,8 +689,10 @@ def seed_details(data: Data, protocol: Protocol, grid, options, result: dict, *,
     details["weight_sizes"] = sizes
     # How much of the test AUC polybeam's own evaluation loses by clamping squared-loss predictions.
     model = LinearLearner(sgd_config(protocol)).fit(data.train).to_model()
-    details["clamped_auc"] = {"raw_margins": scores(data.test.labels, model.margins(data.test))[0],
-                              "evaluation_of": Evaluation.of(model, [data.test]).result()["auc"]}
+    details["clamped_auc"] = {
+        "raw_margins": scores(data.test.labels, model.margins(data.test))[0],
+        "evaluation_of": Evaluation.of(model, [data.test]).result()["auc"],
+    }
     return details
 
 
@@ -658,14 +713,24 @@ def plot(path: str, seed_result: dict) -> None:
 
     def draw(axis, points, label, color, marker, line):
         kept = sorted((p for p in points if p["nonzero"] > 0), key=lambda p: p["parameter"])
-        axis.plot([p["nonzero"] for p in kept], [p["auc"] for p in kept], color=color, marker=marker,
-                  linestyle=line, markersize=4, linewidth=1.2, label=label)
+        axis.plot(
+            [p["nonzero"] for p in kept],
+            [p["auc"] for p in kept],
+            color=color,
+            marker=marker,
+            linestyle=line,
+            markersize=4,
+            linewidth=1.2,
+            label=label,
+        )
 
     for method, points in curves.items():
         color, marker, line = STYLE[method]
         draw(left, points, METHODS[method][0], color, marker, line)
-    left.set_title(f"spam + {features - SPAM_FEATURES} random features (seed {seed_result['seed']}): "
-                   "the paper's Figure 2", fontsize=10)
+    left.set_title(
+        f"spam + {features - SPAM_FEATURES} random features (seed {seed_result['seed']}): the paper's Figure 2",
+        fontsize=10,
+    )
     for right in axes[0][1:]:
         colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(ablation)))
         for color, (every, entry) in zip(colors, ablation.items()):
@@ -703,10 +768,23 @@ def aggregate(seeds: list[dict]) -> dict:
     table = {}
     for method in methods:
         entry = {}
-        for key in ("fraction_removed", "random_survivors", "nonzero", "auc", "accuracy", "auc_ratio", "baseline_accuracy", "baseline_auc"):
+        for key in (
+            "fraction_removed",
+            "random_survivors",
+            "nonzero",
+            "auc",
+            "accuracy",
+            "auc_ratio",
+            "baseline_accuracy",
+            "baseline_auc",
+        ):
             values = [s["figure1"][method][key] for s in seeds]
-            entry[key] = {"mean": float(np.mean(values)), "min": float(np.min(values)), "max": float(np.max(values)),
-                          "values": values}
+            entry[key] = {
+                "mean": float(np.mean(values)),
+                "min": float(np.min(values)),
+                "max": float(np.max(values)),
+                "values": values,
+            }
         peaks = [s["summary"][method]["peak_auc"] for s in seeds]
         entry["peak_auc"] = {"mean": float(np.mean(peaks)), "min": float(np.min(peaks)), "max": float(np.max(peaks))}
         table[method] = entry
@@ -740,35 +818,90 @@ def render(report: dict) -> str:
     ]
     rows = []
     for method, entry in first["figure1"].items():
-        rows.append([METHODS[method][0], fmt(entry["baseline_accuracy"]), fmt(entry["baseline_auc"]), fmt(entry["parameter"]),
-                     entry["nonzero"], f"{entry['fraction_removed']:.1%}", entry["random_survivors"], fmt(entry["accuracy"]),
-                     fmt(entry["auc"]), fmt(entry["auc_ratio"], 3)])
-    lines.append(markdown_table(["method", "unregularised acc.", "unregularised AUC", "parameter", "non-zero",
-                                 "removed", "random kept (of 1000)", "acc.", "AUC", "AUC ratio"], rows))
+        rows.append(
+            [
+                METHODS[method][0],
+                fmt(entry["baseline_accuracy"]),
+                fmt(entry["baseline_auc"]),
+                fmt(entry["parameter"]),
+                entry["nonzero"],
+                f"{entry['fraction_removed']:.1%}",
+                entry["random_survivors"],
+                fmt(entry["accuracy"]),
+                fmt(entry["auc"]),
+                fmt(entry["auc_ratio"], 3),
+            ]
+        )
+    lines.append(
+        markdown_table(
+            [
+                "method",
+                "unregularised acc.",
+                "unregularised AUC",
+                "parameter",
+                "non-zero",
+                "removed",
+                "random kept (of 1000)",
+                "acc.",
+                "AUC",
+                "AUC ratio",
+            ],
+            rows,
+        )
+    )
     if len(report["seeds"]) > 1:
-        lines += ["", f"Over all {len(report['seeds'])} seeds (each its own random features, split and chosen eta): "
-                  "mean [min, max].", ""]
+        lines += [
+            "",
+            f"Over all {len(report['seeds'])} seeds (each its own random features, split and chosen eta): "
+            "mean [min, max].",
+            "",
+        ]
         rows = []
         for method, entry in agg.items():
-            rows.append([METHODS[method][0],
-                         f"{entry['fraction_removed']['mean']:.1%} [{entry['fraction_removed']['min']:.1%}, {entry['fraction_removed']['max']:.1%}]",
-                         f"{entry['random_survivors']['mean']:.0f} [{entry['random_survivors']['min']:.0f}, {entry['random_survivors']['max']:.0f}]",
-                         f"{entry['auc']['mean']:.4f} [{entry['auc']['min']:.4f}, {entry['auc']['max']:.4f}]",
-                         f"{entry['baseline_accuracy']['mean']:.4f}",
-                         f"{entry['accuracy']['mean']:.4f}",
-                         f"{entry['peak_auc']['mean']:.4f} [{entry['peak_auc']['min']:.4f}, {entry['peak_auc']['max']:.4f}]"])
-        lines.append(markdown_table(["method", "removed", "random kept", "AUC there", "unreg. acc.", "acc. there",
-                                     "peak AUC of the sweep"], rows))
-    lines += ["", "## Figure 2: AUC against the number of features", "",
-              "![AUC against non-zero features](truncated_gradient.png)", "",
-              f"Seed {first['seed']}: peak AUC of each sweep and the best AUC reached with at most 10 / 30 / 100 / 300 "
-              "non-zero features.", ""]
+            rows.append(
+                [
+                    METHODS[method][0],
+                    f"{entry['fraction_removed']['mean']:.1%} [{entry['fraction_removed']['min']:.1%}, {entry['fraction_removed']['max']:.1%}]",
+                    f"{entry['random_survivors']['mean']:.0f} [{entry['random_survivors']['min']:.0f}, {entry['random_survivors']['max']:.0f}]",
+                    f"{entry['auc']['mean']:.4f} [{entry['auc']['min']:.4f}, {entry['auc']['max']:.4f}]",
+                    f"{entry['baseline_accuracy']['mean']:.4f}",
+                    f"{entry['accuracy']['mean']:.4f}",
+                    f"{entry['peak_auc']['mean']:.4f} [{entry['peak_auc']['min']:.4f}, {entry['peak_auc']['max']:.4f}]",
+                ]
+            )
+        lines.append(
+            markdown_table(
+                ["method", "removed", "random kept", "AUC there", "unreg. acc.", "acc. there", "peak AUC of the sweep"],
+                rows,
+            )
+        )
+    lines += [
+        "",
+        "## Figure 2: AUC against the number of features",
+        "",
+        "![AUC against non-zero features](truncated_gradient.png)",
+        "",
+        f"Seed {first['seed']}: peak AUC of each sweep and the best AUC reached with at most 10 / 30 / 100 / 300 "
+        "non-zero features.",
+        "",
+    ]
     rows = []
     for method, entry in first["summary"].items():
-        rows.append([METHODS[method][0], fmt(entry["peak_auc"]), entry["peak_nonzero"], fmt(entry["peak_parameter"]),
-                     fmt(entry["best_auc_within_10"]), fmt(entry["best_auc_within_30"]),
-                     fmt(entry["best_auc_within_100"]), fmt(entry["best_auc_within_300"])])
-    lines.append(markdown_table(["method", "peak AUC", "at non-zero", "parameter", "<= 10", "<= 30", "<= 100", "<= 300"], rows))
+        rows.append(
+            [
+                METHODS[method][0],
+                fmt(entry["peak_auc"]),
+                entry["peak_nonzero"],
+                fmt(entry["peak_parameter"]),
+                fmt(entry["best_auc_within_10"]),
+                fmt(entry["best_auc_within_30"]),
+                fmt(entry["best_auc_within_100"]),
+                fmt(entry["best_auc_within_300"]),
+            ]
+        )
+    lines.append(
+        markdown_table(["method", "peak AUC", "at non-zero", "parameter", "<= 10", "<= 30", "<= 100", "<= 300"], rows)
+    )
     lines += ["", f"Every point of seed {first['seed']} (parameter: non-zero / random kept / AUC / accuracy):", ""]
     grid = report["grid"]
     header = ["parameter"] + [first_word(method) for method in first["curves"]]
@@ -779,8 +912,13 @@ def render(report: dict) -> str:
             p = points[index]
             row.append(f"{p['nonzero']} / {p['random_nonzero']} / {p['auc']:.3f} / {p['accuracy']:.3f}")
         rows.append(row)
-    rows.append(["none"] + [f"{b['nonzero']} / {b['random_nonzero']} / {b['auc']:.3f} / {b['accuracy']:.3f}"
-                            for b in first["baselines"].values()])
+    rows.append(
+        ["none"]
+        + [
+            f"{b['nonzero']} / {b['random_nonzero']} / {b['auc']:.3f} / {b['accuracy']:.3f}"
+            for b in first["baselines"].values()
+        ]
+    )
     lines.append(markdown_table(header, rows))
     details = first.get("details")
     if details:
@@ -791,8 +929,17 @@ def render(report: dict) -> str:
 
 
 def first_word(method: str) -> str:
-    return {"tg_inf": "TG theta=inf", "tg_theta_g": "TG theta=g", "rounding": "rounding", "subgradient": "subgradient",
-            "cumulative": "cumulative", "gsa_default": "defaults", "sklearn": "sklearn", "vw": "VW", "lasso": "Lasso"}[method]
+    return {
+        "tg_inf": "TG theta=inf",
+        "tg_theta_g": "TG theta=g",
+        "rounding": "rounding",
+        "subgradient": "subgradient",
+        "cumulative": "cumulative",
+        "gsa_default": "defaults",
+        "sklearn": "sklearn",
+        "vw": "VW",
+        "lasso": "Lasso",
+    }[method]
 
 
 def headline_lines(report: dict) -> list[str]:
@@ -812,51 +959,123 @@ def headline_lines(report: dict) -> list[str]:
     parts = []
     for method in others:
         entry = first["figure1"][method]
-        parts.append(f"{first_word(method)} {entry['fraction_removed']:.1%} ({entry['random_survivors']} random kept, "
-                     f"AUC {entry['auc']:.3f})")
+        parts.append(
+            f"{first_word(method)} {entry['fraction_removed']:.1%} ({entry['random_survivors']} random kept, "
+            f"AUC {entry['auc']:.3f})"
+        )
     lines.append("- Same criterion, other methods (seed 0): " + "; ".join(parts) + ".")
-    peaks = "; ".join(f"{first_word(m)} {e['peak_auc']:.3f} at {e['peak_nonzero']}" for m, e in first["summary"].items())
+    peaks = "; ".join(
+        f"{first_word(m)} {e['peak_auc']:.3f} at {e['peak_nonzero']}" for m, e in first["summary"].items()
+    )
     lines.append(f"- Peak held-out AUC (at non-zero features): {peaks}.")
     return lines
 
 
 def details_lines(details: dict, first: dict, features: int) -> list[str]:
-    lines = ["", "## polybeam against an eager implementation of the paper", "",
-             "polybeam's lazy kernels (per-weight time stamps) against `eager_sgd` here, which applies eqs. 4-6 to "
-             "every weight at every truncation step, on the whole training file with the chosen protocol:", ""]
-    rows = [[r["method"], fmt(r["parameter"]), f"{r['max_abs_difference']:.1e}", r["nonzero_polybeam"], r["nonzero_eager"]]
-            for r in details["eager_check"]]
-    lines.append(markdown_table(["method", "g / theta", "max abs weight difference", "non-zero (polybeam)",
-                                 "non-zero (eager)"], rows))
-    lines += ["", "## The truncation period K (theta = infinity)", "",
-              "Same sweep of g as above, polybeam TG with theta = infinity and K examples between truncations "
-              "(each truncation shrinks by eta K g, so the pull per example is the same):", ""]
+    lines = [
+        "",
+        "## polybeam against an eager implementation of the paper",
+        "",
+        "polybeam's lazy kernels (per-weight time stamps) against `eager_sgd` here, which applies eqs. 4-6 to "
+        "every weight at every truncation step, on the whole training file with the chosen protocol:",
+        "",
+    ]
+    rows = [
+        [r["method"], fmt(r["parameter"]), f"{r['max_abs_difference']:.1e}", r["nonzero_polybeam"], r["nonzero_eager"]]
+        for r in details["eager_check"]
+    ]
+    lines.append(
+        markdown_table(
+            ["method", "g / theta", "max abs weight difference", "non-zero (polybeam)", "non-zero (eager)"], rows
+        )
+    )
+    lines += [
+        "",
+        "## The truncation period K (theta = infinity)",
+        "",
+        "Same sweep of g as above, polybeam TG with theta = infinity and K examples between truncations "
+        "(each truncation shrinks by eta K g, so the pull per example is the same):",
+        "",
+    ]
     rows = []
     for every, entry in details["ablation"].items():
         f1, summary = entry["figure1"], entry["summary"]
-        rows.append([every, f"{f1['fraction_removed']:.1%}", f1["random_survivors"], fmt(f1["auc"]),
-                     fmt(summary["peak_auc"]), summary["peak_nonzero"], fmt(summary["best_auc_within_30"]),
-                     fmt(summary["best_auc_within_100"])])
-    lines.append(markdown_table(["K", "removed at <= 1% acc. loss", "random kept", "AUC there", "peak AUC",
-                                 "at non-zero", "best AUC <= 30", "best AUC <= 100"], rows))
+        rows.append(
+            [
+                every,
+                f"{f1['fraction_removed']:.1%}",
+                f1["random_survivors"],
+                fmt(f1["auc"]),
+                fmt(summary["peak_auc"]),
+                summary["peak_nonzero"],
+                fmt(summary["best_auc_within_30"]),
+                fmt(summary["best_auc_within_100"]),
+            ]
+        )
+    lines.append(
+        markdown_table(
+            [
+                "K",
+                "removed at <= 1% acc. loss",
+                "random kept",
+                "AUC there",
+                "peak AUC",
+                "at non-zero",
+                "best AUC <= 30",
+                "best AUC <= 100",
+            ],
+            rows,
+        )
+    )
     sizes = details["weight_sizes"]
-    lines += ["", "## What survives truncation", "",
-              f"|w| of the surviving weights at each method's Figure 1 point (seed {first['seed']}); the last step "
-              f"size of the decaying rate is eta_T = {sizes['final_step']:.2e}:", ""]
+    lines += [
+        "",
+        "## What survives truncation",
+        "",
+        f"|w| of the surviving weights at each method's Figure 1 point (seed {first['seed']}); the last step "
+        f"size of the decaying rate is eta_T = {sizes['final_step']:.2e}:",
+        "",
+    ]
     rows = []
     for method in ("tg_inf", "cumulative", "gsa_default"):
         if method not in sizes:
             continue
         entry = sizes[method]
         spam, noise = entry["spam_abs_weight"] or {}, entry["random_abs_weight"] or {}
-        rows.append([first_word(method), fmt(entry["parameter"]), entry["spam_surviving"], fmt(spam.get("median")),
-                     entry["random_surviving"], fmt(noise.get("median")), fmt(noise.get("p90")), fmt(noise.get("max"))])
-    lines.append(markdown_table(["method", "g", "spam kept", "spam median abs w", "random kept", "random median abs w",
-                                 "random p90", "random max"], rows))
+        rows.append(
+            [
+                first_word(method),
+                fmt(entry["parameter"]),
+                entry["spam_surviving"],
+                fmt(spam.get("median")),
+                entry["random_surviving"],
+                fmt(noise.get("median")),
+                fmt(noise.get("p90")),
+                fmt(noise.get("max")),
+            ]
+        )
+    lines.append(
+        markdown_table(
+            [
+                "method",
+                "g",
+                "spam kept",
+                "spam median abs w",
+                "random kept",
+                "random median abs w",
+                "random p90",
+                "random max",
+            ],
+            rows,
+        )
+    )
     clamp = details["clamped_auc"]
-    lines += ["", f"AUC here is computed from raw margins. For reference, the unregularised SGD model's test AUC is "
-              f"{clamp['raw_margins']:.4f} from raw margins and {clamp['evaluation_of']:.4f} from "
-              "`Evaluation.of(model, ...)`, which clamps squared-loss predictions to the label range first."]
+    lines += [
+        "",
+        f"AUC here is computed from raw margins. For reference, the unregularised SGD model's test AUC is "
+        f"{clamp['raw_margins']:.4f} from raw margins and {clamp['evaluation_of']:.4f} from "
+        "`Evaluation.of(model, ...)`, which clamps squared-loss predictions to the label range first.",
+    ]
     return lines
 
 
@@ -864,7 +1083,7 @@ def protocol_lines(report: dict) -> list[str]:
     protocol = report["protocol"]
     rates = ", ".join(f"seed {s['seed']}: {s['protocol']['learning_rate']}" for s in report["seeds"])
     return [
-        f"- **Data.** The bundled UCI spambase (`polybeam.datasets.lines(\"spam\")`, {protocol['rows']} rows, 57 "
+        f'- **Data.** The bundled UCI spambase (`polybeam.datasets.lines("spam")`, {protocol["rows"]} rows, 57 '
         f"features) plus {protocol['random_features']} random binary features, each 1 with probability "
         f"{RANDOM_DENSITY} independently (`numpy.random.default_rng([seed, 0])`), as feature indices 58.."
         f"{57 + protocol['random_features']}. Labels +1 (spam) / -1.",
@@ -881,21 +1100,21 @@ def protocol_lines(report: dict) -> list[str]:
         "training file in file order, predictions clamped to the label range (polybeam and VW; scikit-learn does "
         f"not clamp). eta is chosen per seed from {list(LEARNING_RATES)} by the validation AUC of the unregularised "
         f"model (trained on the first 80% of the training rows, scored on the last 20%): {rates}. "
-        "polybeam: `LearnerConfig(loss=\"squared\", step=\"decay\", learning_rate=eta, power_t=0.5, "
+        'polybeam: `LearnerConfig(loss="squared", step="decay", learning_rate=eta, power_t=0.5, '
         f"safe_updates=False, bits={BITS}, passes={protocol['passes']}, ...)` (2^{BITS} slots: indices are their own "
-        "slots, no collisions). scikit-learn: `SGDClassifier(loss=\"squared_error\", learning_rate=\"invscaling\", "
+        'slots, no collisions). scikit-learn: `SGDClassifier(loss="squared_error", learning_rate="invscaling", '
         f"eta0=2 eta, power_t=0.5, max_iter={protocol['passes']}, tol=None, shuffle=False)` on dense arrays. VW: "
         f"`--sgd -l eta --power_t 0.5 --passes {protocol['passes']} --holdout_off -b {VW_BITS}` (its unregularised "
         "weights agree with polybeam's to ~1e-2; its clamping starts from the same [0, 0] label range).",
         f"- **Sweeps.** One grid of {len(report['grid'])} values, {report['grid'][0]:.0e} .. {report['grid'][-1]:.0e} "
         "(log-spaced). polybeam TG theta=inf: `gravity=g, truncate_every=10`; TG theta=g: "
-        "`gravity=g, truncate_every=10, truncate_threshold=g`; rounding: `sparsity=\"round\", truncate_every=10, "
-        "truncate_threshold=theta`; subgradient: `sparsity=\"subgradient\", gravity=g, truncate_threshold=g` (the "
+        '`gravity=g, truncate_every=10, truncate_threshold=g`; rounding: `sparsity="round", truncate_every=10, '
+        'truncate_threshold=theta`; subgradient: `sparsity="subgradient", gravity=g, truncate_threshold=g` (the '
         "rounding-at-the-end threshold is not given by the paper; theta = g couples it as the paper's TG theta=g does); "
-        "defaults: `LearnerConfig(loss=\"squared\", gravity=g, passes=...)` = normalised adaptive steps at rate 0.5 "
+        'defaults: `LearnerConfig(loss="squared", gravity=g, passes=...)` = normalised adaptive steps at rate 0.5 '
         "with labels scaled (GSA steps in normalised feature space before issue 22), safe updates, truncation every "
         "example, gravity acting on normalised weights. scikit-learn: "
-        "`penalty=\"l1\", alpha=g/2` (its loss is half of (p-y)^2, so this is the same pull per example); VW: "
+        '`penalty="l1", alpha=g/2` (its loss is half of (p-y)^2, so this is the same pull per example); VW: '
         "`--l1 g`; Lasso: `sklearn.linear_model.Lasso(alpha=g/2)` on the same data (batch; the paper's fifth curve).",
         "- **Measures.** Non-zero = features with a non-zero weight, the bias excluded (of 1057). AUC (exact, ties "
         "count half) from the raw margins w.x + b on the test file; accuracy from their sign. VW's margins are "
@@ -918,15 +1137,19 @@ def discussion(report: dict) -> list[str]:
     lines = []
     tg = f1["tg_inf"]
     best_peer = max((m for m in f1 if m not in POLYBEAM_METHODS), key=lambda m: f1[m]["fraction_removed"], default=None)
-    text = (f"- **polybeam's truncated gradient is well behind the paper's claim and behind the peers on this data.** "
-            f"With theta = infinity it removes {tg['fraction_removed']:.1%} of the features at <= 1% accuracy loss and "
-            f"keeps {tg['random_survivors']} of the 1000 random ones")
+    text = (
+        f"- **polybeam's truncated gradient is well behind the paper's claim and behind the peers on this data.** "
+        f"With theta = infinity it removes {tg['fraction_removed']:.1%} of the features at <= 1% accuracy loss and "
+        f"keeps {tg['random_survivors']} of the 1000 random ones"
+    )
     if best_peer:
         peer = f1[best_peer]
-        text += (f", where {first_word(best_peer)} removes {peer['fraction_removed']:.1%} and keeps "
-                 f"{peer['random_survivors']}")
+        text += (
+            f", where {first_word(best_peer)} removes {peer['fraction_removed']:.1%} and keeps "
+            f"{peer['random_survivors']}"
+        )
     text += ". Its AUC, though, is as good as anyone's at the same g: the models are nearly the Lasso's "
-    text += ("(Theorem 3.2); what differs is how many weights are *exactly* zero at the end.")
+    text += "(Theorem 3.2); what differs is how many weights are *exactly* zero at the end."
     lines.append(text)
     if sizes.get("tg_inf") and sizes["tg_inf"].get("random_abs_weight"):
         entry = sizes["tg_inf"]
@@ -940,20 +1163,23 @@ def discussion(report: dict) -> list[str]:
             f"random weights have median |w| = {fmt(entry['random_abs_weight']['median'])} (max "
             f"{fmt(entry['random_abs_weight']['max'])}) against {fmt(entry['spam_abs_weight']['median'])} for the "
             f"{entry['spam_surviving']} spam features: harmless for AUC, but non-zero. Larger g removes them only "
-            "once it also removes the useful spam features, whose expected gradients are of the same order.")
+            "once it also removes the useful spam features, whose expected gradients are of the same order."
+        )
     lines.append(
         "- **Why the peers do better.** scikit-learn's cumulative L1 penalty (Tsuruoka et al. 2009) and VW's "
         "`--l1` (one global accumulated amount, applied to the sum of all updates of a weight) compare the *whole* "
         "pull so far with the *whole* gradient history of a weight: gradient noise grows like sqrt(t), the pull "
         "like t, so noise features end at exactly zero. The batch Lasso is exact. The subgradient baseline gets "
         "rounding at the end with theta = g, far above the last iterate's noise, which is also why it beats "
-        "truncated gradient on exact sparsity here (the paper found the opposite).")
+        "truncated gradient on exact sparsity here (the paper found the opposite)."
+    )
     cumulative = f1.get("cumulative")
     if cumulative:
         lines.append(
             f"- **polybeam's cumulative penalty** (the default form for a gravity) is VW's rule: on the same SGD steps "
             f"it removes {cumulative['fraction_removed']:.1%} of the features at <= 1% accuracy loss and keeps "
-            f"{cumulative['random_survivors']} of the random ones (AUC {cumulative['auc']:.4f}).")
+            f"{cumulative['random_survivors']} of the random ones (AUC {cumulative['auc']:.4f})."
+        )
     if ablation:
         best_k = max(ablation, key=lambda k: ablation[k]["figure1"]["fraction_removed"])
         values = ", ".join(f"K={k}: {v['figure1']['fraction_removed']:.1%}" for k, v in ablation.items())
@@ -972,23 +1198,27 @@ def discussion(report: dict) -> list[str]:
             "can zero more noise; but each truncation is then K times larger and lands on weights that have lived "
             "un-truncated for K examples, so on this data the useful spam weights go at about the same g, and a very "
             "large K loses the accuracy before the noise (a fraction of 0 means no point of the sweep stayed within "
-            "1%).")
+            "1%)."
+        )
     gsa = f1.get("gsa_default")
     if gsa:
         lines.append(
             f"- **polybeam's defaults (normalised adaptive steps, K = 1)** need no tuned rate and reach a peak AUC of "
             f"{summary['gsa_default']['peak_auc']:.3f} (TG with the tuned decaying rate: "
             f"{summary['tg_inf']['peak_auc']:.3f}); with the cumulative penalty they remove {gsa['fraction_removed']:.1%} "
-            f"of the features at <= 1% accuracy loss and keep {gsa['random_survivors']} random ones.")
+            f"of the features at <= 1% accuracy loss and keep {gsa['random_survivors']} random ones."
+        )
     theta_g, rounding = f1["tg_theta_g"], f1["rounding"]
     lines.append(
         f"- **theta = g and rounding.** TG with theta = g removes {theta_g['fraction_removed']:.1%}, rounding "
         f"{rounding['fraction_removed']:.1%} (the paper: theta = g behaves like rounding, sometimes better). "
         "Rounding every 10 examples zeroes rarely seen features before they can grow, useful or not, so its curve "
-        "falls steeply once theta passes the size of a few gradient steps.")
+        "falls steeply once theta passes the size of a few gradient steps."
+    )
     lines.append(
         "- **Noise.** The test set has 920 rows: 1% of accuracy is about 8 examples, and the Figure 1 point of a "
-        "method moves between neighbouring grid values from seed to seed (see the table over seeds).")
+        "method moves between neighbouring grid values from seed to seed (see the table over seeds)."
+    )
     return lines
 
 
@@ -1001,7 +1231,8 @@ def summary_text(report: dict) -> str:
             f"  {first_word(method):15s} removed {entry['fraction_removed']:6.1%} (over seeds {agg[method]['fraction_removed']['mean']:6.1%})"
             f"  random kept {entry['random_survivors']:4d}  AUC {entry['auc']:.4f} (unreg. {entry['baseline_auc']:.4f})"
             f"  acc {entry['accuracy']:.4f} (unreg. {entry['baseline_accuracy']:.4f})"
-            f"  peak AUC {first['summary'][method]['peak_auc']:.4f} at {first['summary'][method]['peak_nonzero']}")
+            f"  peak AUC {first['summary'][method]['peak_auc']:.4f} at {first['summary'][method]['peak_nonzero']}"
+        )
     return "\n".join(lines)
 
 
@@ -1010,14 +1241,21 @@ def summary_text(report: dict) -> str:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None,
-                        help="scratch folder for the split files and VW models (default benchmarks/out/truncated_gradient); "
-                             "given without --results, the results go there too")
-    parser.add_argument("--results", default=None, help="where truncated_gradient.{json,md,png} go (default benchmarks/results)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="scratch folder for the split files and VW models (default benchmarks/out/truncated_gradient); "
+        "given without --results, the results go there too",
+    )
+    parser.add_argument(
+        "--results", default=None, help="where truncated_gradient.{json,md,png} go (default benchmarks/results)"
+    )
     parser.add_argument("--seeds", type=int, default=SEEDS, help="number of seeds (random features and split), from 0")
     parser.add_argument("--passes", type=int, default=PASSES)
     parser.add_argument("--grid", type=int, default=GRID_POINTS, help="values of g per sweep (log grid 1e-4..1)")
-    parser.add_argument("--periods", type=int, nargs="+", default=list(ABLATION_PERIODS), help="K values of the ablation")
+    parser.add_argument(
+        "--periods", type=int, nargs="+", default=list(ABLATION_PERIODS), help="K values of the ablation"
+    )
     parser.add_argument("--check-gravity", type=float, default=0.01, help="g (and theta) of the eager check")
     parser.add_argument("--random-features", type=int, default=RANDOM_FEATURES)
     parser.add_argument("--rows", type=int, default=None, help="use only the first ROWS spam rows (quick checks)")

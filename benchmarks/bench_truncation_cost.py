@@ -63,15 +63,19 @@ def render(report: dict) -> str:
         form, step = name.split(", ")
         low, high = entry["overhead_quartiles"]
         verdict = "met" if entry["overhead"] <= BUDGET else "MISSED"
-        lines.append(f"| {step} | {form} | {entry['base_seconds']:.3f} | {entry['changed_seconds']:.3f} | "
-                     f"{entry['overhead']:+.0%} ({low:+.0%}, {high:+.0%}) | {verdict} |")  # fmt: skip
+        lines.append(
+            f"| {step} | {form} | {entry['base_seconds']:.3f} | {entry['changed_seconds']:.3f} | "
+            f"{entry['overhead']:+.0%} ({low:+.0%}, {high:+.0%}) | {verdict} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=300_000, help="synthetic examples (default: 300,000)")
-    parser.add_argument("--repeats", type=int, default=bench_spine.OVERHEAD_REPEATS, help="interleaved rounds (at least the spine's 15)")
+    parser.add_argument(
+        "--repeats", type=int, default=bench_spine.OVERHEAD_REPEATS, help="interleaved rounds (at least the spine's 15)"
+    )
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="where truncation_cost.{json,md} go")
     args = parser.parse_args(argv)
     rounds = max(args.repeats, bench_spine.OVERHEAD_REPEATS)  # time_overheads' floor

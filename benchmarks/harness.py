@@ -24,8 +24,8 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 # Runs argv[2:], then writes its wall time and the children's peak RSS to argv[1].
 _WRAPPER = """
@@ -53,7 +53,7 @@ class MeasuredRun:
     stdout: str
     stderr: str
 
-    def check(self) -> "MeasuredRun":
+    def check(self) -> MeasuredRun:
         """Raise with the command's error output when it failed."""
         if self.returncode != 0:
             tail = "\n".join(self.stderr.strip().splitlines()[-25:])
@@ -82,8 +82,17 @@ def measured_run(command: Sequence[str], *, env: dict | None = None, timeout: fl
         )
         with open(report_path) as handle:
             text = handle.read()
-        measured = json.loads(text) if text else {"returncode": completed.returncode, "seconds": float("nan"),
-                                                 "maxrss_kib": 0, "user": 0.0, "system": 0.0}
+        measured = (
+            json.loads(text)
+            if text
+            else {
+                "returncode": completed.returncode,
+                "seconds": float("nan"),
+                "maxrss_kib": 0,
+                "user": 0.0,
+                "system": 0.0,
+            }
+        )
     finally:
         os.unlink(report_path)
     return MeasuredRun(
@@ -209,7 +218,9 @@ def line_blocks(path: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
 # -- reporting --------------------------------------------------------------------------
 
 
-def write_report(folder: str, stem: str, report: dict, markdown: str, *, indent: int = 1, sort_keys: bool = False) -> None:
+def write_report(
+    folder: str, stem: str, report: dict, markdown: str, *, indent: int = 1, sort_keys: bool = False
+) -> None:
     """``<folder>/<stem>.json`` (every figure) and ``<stem>.md`` (the readable summary)."""
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, f"{stem}.json"), "w") as handle:

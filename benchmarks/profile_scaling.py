@@ -43,8 +43,17 @@ def process_start() -> float:
 
 
 def record(kind: str, name: str, start: float, end: float, **extra) -> None:
-    line = json.dumps({"pid": os.getpid(), "thread": threading.current_thread().name, "kind": kind,
-                       "name": name, "start": start, "end": end, **extra})  # fmt: skip
+    line = json.dumps(
+        {
+            "pid": os.getpid(),
+            "thread": threading.current_thread().name,
+            "kind": kind,
+            "name": name,
+            "start": start,
+            "end": end,
+            **extra,
+        }
+    )
     with open(os.path.join(_EVENTS, f"{os.getpid()}.jsonl"), "a") as handle:
         handle.write(line + "\n")
 
@@ -60,8 +69,15 @@ def timed(owner, attribute: str, kind: str, name: str | None = None, describe=No
             return original(*args, **kwargs)
         finally:
             extra = describe(*args, **kwargs) if describe else {}
-            record(kind, name or attribute, start, now(), cpu=time.thread_time() - cpu,
-                   process_cpu=time.process_time() - process_cpu, **extra)
+            record(
+                kind,
+                name or attribute,
+                start,
+                now(),
+                cpu=time.thread_time() - cpu,
+                process_cpu=time.process_time() - process_cpu,
+                **extra,
+            )
 
     setattr(owner, attribute, wrapper)
     return original
@@ -159,11 +175,17 @@ def summarise(folder: str) -> str:
     launcher = min(events, key=lambda e: e["start"])["pid"]
     origin = min(e["start"] for e in events)
     lines = [f"== {folder}: {len({e['pid'] for e in events}) - 1} worker process(es) besides the launcher"]
-    for e in sorted((e for e in events if e["pid"] == launcher and e["kind"] in ("launcher",)), key=lambda e: e["start"]):
-        lines.append(f"  launcher {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s"
-                     f" (process CPU {e.get('process_cpu', float('nan')):6.3f} s)  {e['name']}")
+    for e in sorted(
+        (e for e in events if e["pid"] == launcher and e["kind"] in ("launcher",)), key=lambda e: e["start"]
+    ):
+        lines.append(
+            f"  launcher {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s"
+            f" (process CPU {e.get('process_cpu', float('nan')):6.3f} s)  {e['name']}"
+        )
     for e in sorted((e for e in events if e["kind"] == "stage"), key=lambda e: e["start"]):
-        lines.append(f"  stage    {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s  {e['stage']}")
+        lines.append(
+            f"  stage    {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s  {e['stage']}"
+        )
     by_pid = collections.defaultdict(list)
     for e in events:
         by_pid[e["pid"]].append(e)
@@ -172,8 +194,10 @@ def summarise(folder: str) -> str:
         lines.append(f"  -- {role} {pid}")
         for e in sorted((e for e in mine if e["kind"] in ("worker", "bundle")), key=lambda e: e["start"]):
             label = e.get("stage", e["name"])
-            lines.append(f"     {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s"
-                         f" (process CPU {e.get('process_cpu', float('nan')):6.3f} s)  {e['kind']} {label}")
+            lines.append(
+                f"     {e['start'] - origin:7.3f} .. {e['end'] - origin:7.3f}  {e['end'] - e['start']:6.3f} s"
+                f" (process CPU {e.get('process_cpu', float('nan')):6.3f} s)  {e['kind']} {label}"
+            )
         totals = collections.defaultdict(lambda: [0.0, 0.0, 0])
         for e in mine:
             if e["kind"] in ("work", "wait"):
@@ -218,8 +242,12 @@ def breakdown(folder: str) -> dict:
         "import polybeam (numba, formats, learners, transforms)": span("import polybeam cli + profiler"),
         "argument checks": span("check arguments (imports Beam)") + span("import the job's module"),
         "first kernel call (numba set-up, parse kernel) in the input check": span("check sample"),
-        "pipeline construction": run_pipeline["start"] - run_train["start"] - span("check sample")
-        - span("header columns") - span("preload kernels") - span("fork workers"),
+        "pipeline construction": run_pipeline["start"]
+        - run_train["start"]
+        - span("check sample")
+        - span("header columns")
+        - span("preload kernels")
+        - span("fork workers"),
         "preload kernels for forked workers": span("preload kernels"),
         "fork workers": span("fork workers"),
         "runner: translation, worker start, first stage scheduled": stages[0]["start"] - run_pipeline["start"],
@@ -238,24 +266,30 @@ def breakdown(folder: str) -> dict:
         bundle = max(bundles, key=lambda e: e["end"] - e["start"])
 
         def total(name, field="cpu", within=bundle, threads=None, own=own):
-            return sum(e[field] if field != "wall" else e["end"] - e["start"] for e in own
-                       if e["name"] == name and within["start"] <= e["start"] <= within["end"]
-                       and (threads is None or threads(e["thread"])))  # fmt: skip
+            return sum(
+                e[field] if field != "wall" else e["end"] - e["start"]
+                for e in own
+                if e["name"] == name
+                and within["start"] <= e["start"] <= within["end"]
+                and (threads is None or threads(e["thread"]))
+            )
 
         harness = [e for e in own if e["name"] == "SDK harness"]
         forked = [e for e in own if e["name"] == "forked"]
-        workers.append({
-            "pid": pid,
-            "main bundle wall": bundle["end"] - bundle["start"],
-            "main bundle CPU (all threads)": bundle["process_cpu"],
-            "parse CPU": total("parse"),
-            "learn CPU": total("learn"),
-            "learn wall (thread busy or waiting for a core)": total("learn", "wall"),
-            "bundle thread waiting for parse/learn threads": total("wait for a future", "wall"),
-            "idle before its main bundle": bundle["start"] - main["start"],
-            "idle after its main bundle": main["end"] - bundle["end"],
-            "start-up (fork to harness)": harness[0]["start"] - forked[0]["start"] if harness and forked else None,
-        })  # fmt: skip
+        workers.append(
+            {
+                "pid": pid,
+                "main bundle wall": bundle["end"] - bundle["start"],
+                "main bundle CPU (all threads)": bundle["process_cpu"],
+                "parse CPU": total("parse"),
+                "learn CPU": total("learn"),
+                "learn wall (thread busy or waiting for a core)": total("learn", "wall"),
+                "bundle thread waiting for parse/learn threads": total("wait for a future", "wall"),
+                "idle before its main bundle": bundle["start"] - main["start"],
+                "idle after its main bundle": main["end"] - bundle["end"],
+                "start-up (fork to harness)": harness[0]["start"] - forked[0]["start"] if harness and forked else None,
+            }
+        )
     return {"parts": parts, "workers": workers}
 
 

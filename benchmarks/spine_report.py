@@ -37,7 +37,12 @@ def targets_of(report: dict) -> list[Target]:
     for format, run in (("LIBSVM", libsvm), ("VW", vw_run)):
         ok = run.get("returncode") == 0
         targets.append(
-            Target(f"polybeam train ({format}) / VW whole run", run["seconds"] / vw if ok else None, PIPELINE_VS_VW, unit="x")
+            Target(
+                f"polybeam train ({format}) / VW whole run",
+                run["seconds"] / vw if ok else None,
+                PIPELINE_VS_VW,
+                unit="x",
+            )
         )
         targets.append(
             Target(
@@ -55,12 +60,20 @@ def targets_of(report: dict) -> list[Target]:
         for format in ("libsvm", "vw"):
             run = entry[format]
             ok = run.get("returncode") == 0
-            targets.append(Target(f"apple alpha={alpha} ({format.upper() if format == 'vw' else 'LIBSVM'}) / VW --stage_poly",
-                                  run["seconds"] / entry["stage_poly"]["seconds"] if ok else None, 1.0, unit="x"))  # fmt: skip
+            targets.append(
+                Target(
+                    f"apple alpha={alpha} ({format.upper() if format == 'vw' else 'LIBSVM'}) / VW --stage_poly",
+                    run["seconds"] / entry["stage_poly"]["seconds"] if ok else None,
+                    1.0,
+                    unit="x",
+                )
+            )
     real = report.get("real")
     if real:
         targets.append(Target("spam held-out error (polybeam)", real["spam"]["polybeam_error"], SPAM_ERROR))
-        targets.append(Target("letter binary |polybeam - VW| error", abs(real["letter"]["difference_vs_vw"]), LETTER_GAP))
+        targets.append(
+            Target("letter binary |polybeam - VW| error", abs(real["letter"]["difference_vs_vw"]), LETTER_GAP)
+        )
     return targets
 
 
@@ -83,26 +96,44 @@ def render(report: dict) -> str:
 
     learner, parsers = report["learner"], report["parsers"]
     rows = [
-        row(f"VW linear, whole run (`{vw['command']}`)", vw, loss="average_loss",
-            note=f"best of {len(vw['all_seconds'])}: " + ", ".join(f"{s:.2f}" for s in vw["all_seconds"])),
-    ]  # fmt: skip
+        row(
+            f"VW linear, whole run (`{vw['command']}`)",
+            vw,
+            loss="average_loss",
+            note=f"best of {len(vw['all_seconds'])}: " + ", ".join(f"{s:.2f}" for s in vw["all_seconds"]),
+        ),
+    ]
     if report.get("vw_one_core"):
-        rows.append(row("VW pinned to one core (`taskset -c 0`), for reference", report["vw_one_core"], loss="average_loss"))
+        rows.append(
+            row("VW pinned to one core (`taskset -c 0`), for reference", report["vw_one_core"], loss="average_loss")
+        )
     rows += [
-        row("polybeam learner kernel, pre-parsed 4096-row batches", learner, loss="progressive_loss",
-            note=f"{learner['batches']} batches"),
-        row("polybeam LIBSVM parser, 4 MiB blocks", parsers["libsvm"],
-            note=f"{parsers['libsvm']['mib_per_second']:.0f} MiB/s, {parsers['libsvm']['microseconds_per_example']:.2f} us/example"),
-        row("polybeam VW parser, 4 MiB blocks", parsers["vw"],
-            note=f"{parsers['vw']['mib_per_second']:.0f} MiB/s, {parsers['vw']['microseconds_per_example']:.2f} us/example"),
-    ]  # fmt: skip
+        row(
+            "polybeam learner kernel, pre-parsed 4096-row batches",
+            learner,
+            loss="progressive_loss",
+            note=f"{learner['batches']} batches",
+        ),
+        row(
+            "polybeam LIBSVM parser, 4 MiB blocks",
+            parsers["libsvm"],
+            note=f"{parsers['libsvm']['mib_per_second']:.0f} MiB/s, {parsers['libsvm']['microseconds_per_example']:.2f} us/example",
+        ),
+        row(
+            "polybeam VW parser, 4 MiB blocks",
+            parsers["vw"],
+            note=f"{parsers['vw']['mib_per_second']:.0f} MiB/s, {parsers['vw']['microseconds_per_example']:.2f} us/example",
+        ),
+    ]
     pipeline = report.get("pipeline", {})
     warmup = pipeline.get("warmup_examples", 20_000)
     for format in ("libsvm", "vw"):
         run = pipeline.get(format)
         label = f"`polybeam train` whole pipeline, {'LIBSVM' if format == 'libsvm' else 'VW'} file"
         if run and run["returncode"] == 0:
-            note = f"job itself {run['inner_wall_seconds']:.2f} s; runs: " + ", ".join(f"{s:.2f}" for s in run["all_seconds"])
+            note = f"job itself {run['inner_wall_seconds']:.2f} s; runs: " + ", ".join(
+                f"{s:.2f}" for s in run["all_seconds"]
+            )
             rows.append(row(label, run, loss="progressive_loss", note=note))
         else:
             rows.append([label, None, None, None, None, None, "FAILED" if run else "not run"])
@@ -133,59 +164,106 @@ def render(report: dict) -> str:
         "",
         markdown_table(
             ["target", "measured", "goal", "verdict"],
-            [[t.name, fmt(t.value, ".3f", f" {t.unit}".rstrip()), f"{t.comparison} {t.limit:g} {t.unit}".rstrip(), t.verdict()]
-             for t in targets_of(report)],
-        ),  # fmt: skip
+            [
+                [
+                    t.name,
+                    fmt(t.value, ".3f", f" {t.unit}".rstrip()),
+                    f"{t.comparison} {t.limit:g} {t.unit}".rstrip(),
+                    t.verdict(),
+                ]
+                for t in targets_of(report)
+            ],
+        ),
     ]
     real = report.get("real")
     if real:
         rows = []
         for _name, entry in real.items():
             rows.append(
-                [entry["task"], fmt(entry["polybeam_pipeline"].get("error"), ".4f"), fmt(entry["polybeam_api"]["error"], ".4f"),
-                 fmt(entry["vw"]["error"], ".4f"), fmt(entry["difference_vs_vw"], "+.4f"),
-                 fmt(entry["polybeam_api"]["progressive_loss"], ".4f"), fmt(entry["vw"]["progressive_loss"], ".4f")]
-            )  # fmt: skip
+                [
+                    entry["task"],
+                    fmt(entry["polybeam_pipeline"].get("error"), ".4f"),
+                    fmt(entry["polybeam_api"]["error"], ".4f"),
+                    fmt(entry["vw"]["error"], ".4f"),
+                    fmt(entry["difference_vs_vw"], "+.4f"),
+                    fmt(entry["polybeam_api"]["progressive_loss"], ".4f"),
+                    fmt(entry["vw"]["progressive_loss"], ".4f"),
+                ]
+            )
         parts += [
             "",
             "## Real data: held-out error (80/20 split: the last fifth of the pre-shuffled file is the test set; identical files for both)",
             "",
             markdown_table(
-                ["task", "polybeam (pipeline)", "polybeam (Python API)", "VW", "polybeam - VW",
-                 "polybeam progressive loss", "VW progressive loss"],
+                [
+                    "task",
+                    "polybeam (pipeline)",
+                    "polybeam (Python API)",
+                    "VW",
+                    "polybeam - VW",
+                    "polybeam progressive loss",
+                    "VW progressive loss",
+                ],
                 rows,
-            ),  # fmt: skip
+            ),
         ]
         sweep_rows = [
-            [name, len(entry["sweep"]["seeds"]), fmt(entry["sweep"]["polybeam_mean"], ".4f"), fmt(entry["sweep"]["vw_mean"], ".4f"),
-             fmt(min(entry["sweep"]["polybeam_errors"], default=None), ".4f"), fmt(max(entry["sweep"]["polybeam_errors"], default=None), ".4f")]
-            for name, entry in real.items() if entry["sweep"]["seeds"]
-        ]  # fmt: skip
+            [
+                name,
+                len(entry["sweep"]["seeds"]),
+                fmt(entry["sweep"]["polybeam_mean"], ".4f"),
+                fmt(entry["sweep"]["vw_mean"], ".4f"),
+                fmt(min(entry["sweep"]["polybeam_errors"], default=None), ".4f"),
+                fmt(max(entry["sweep"]["polybeam_errors"], default=None), ".4f"),
+            ]
+            for name, entry in real.items()
+            if entry["sweep"]["seeds"]
+        ]
         if sweep_rows:
             parts += [
                 "",
                 "Over several 80/20 splits (seeds 0, 1, ...; polybeam through the Python API, which gives the "
                 "pipeline's figure on one worker):",
                 "",
-                markdown_table(["data", "splits", "polybeam mean error", "VW mean error", "polybeam min", "polybeam max"], sweep_rows),
+                markdown_table(
+                    ["data", "splits", "polybeam mean error", "VW mean error", "polybeam min", "polybeam max"],
+                    sweep_rows,
+                ),
             ]
     apple = report.get("apple")
     if apple:
         rows = []
         for alpha, entry in apple.items():
             vw_entry = entry["stage_poly"]
-            rows.append([f"VW `--stage_poly --sched_exponent {alpha}`", fmt(vw_entry["seconds"]), fmt(vw_entry["cpu_seconds"]),
-                         "1.00", fmt(vw_entry["average_loss"], ".4f"), fmt(vw_entry["peak_rss_bytes"] / MIB, ".0f", " MiB"),
-                         ", ".join(f"{s:.2f}" for s in vw_entry["all_seconds"])])
+            rows.append(
+                [
+                    f"VW `--stage_poly --sched_exponent {alpha}`",
+                    fmt(vw_entry["seconds"]),
+                    fmt(vw_entry["cpu_seconds"]),
+                    "1.00",
+                    fmt(vw_entry["average_loss"], ".4f"),
+                    fmt(vw_entry["peak_rss_bytes"] / MIB, ".0f", " MiB"),
+                    ", ".join(f"{s:.2f}" for s in vw_entry["all_seconds"]),
+                ]
+            )
             for format in ("libsvm", "vw"):
                 run = entry[format]
                 if run.get("returncode") != 0:
-                    rows.append([f"polybeam apple alpha={alpha}, {format} file", None, None, None, None, None, "FAILED"])
+                    rows.append(
+                        [f"polybeam apple alpha={alpha}, {format} file", None, None, None, None, None, "FAILED"]
+                    )
                     continue
-                rows.append([f"`polybeam train --expand apple --alpha {alpha}`, {'LIBSVM' if format == 'libsvm' else 'VW'} file",
-                             fmt(run["seconds"]), fmt(run["cpu_seconds"]), fmt(run["seconds"] / vw_entry["seconds"]),
-                             fmt(run.get("progressive_loss"), ".4f"), fmt(run["peak_rss_bytes"] / MIB, ".0f", " MiB"),
-                             ", ".join(f"{s:.2f}" for s in run["all_seconds"])])  # fmt: skip
+                rows.append(
+                    [
+                        f"`polybeam train --expand apple --alpha {alpha}`, {'LIBSVM' if format == 'libsvm' else 'VW'} file",
+                        fmt(run["seconds"]),
+                        fmt(run["cpu_seconds"]),
+                        fmt(run["seconds"] / vw_entry["seconds"]),
+                        fmt(run.get("progressive_loss"), ".4f"),
+                        fmt(run["peak_rss_bytes"] / MIB, ".0f", " MiB"),
+                        ", ".join(f"{s:.2f}" for s in run["all_seconds"]),
+                    ]
+                )
         parts += [
             "",
             "## Apple against VW --stage_poly (whole runs, same data, same exponent)",
@@ -195,7 +273,9 @@ def render(report: dict) -> str:
             "end of the data); polybeam after 1000, 2000, 4000, 8000 and 16000 (5 expansions, the paper's 6 epochs; "
             "the count of a file is unknown to a streaming job). Progressive loss: each example's loss before it is learned.",
             "",
-            markdown_table(["run", "seconds", "CPU s", "x VW stage_poly", "progressive loss", "peak memory", "runs"], rows),
+            markdown_table(
+                ["run", "seconds", "CPU s", "x VW stage_poly", "progressive loss", "peak memory", "runs"], rows
+            ),
         ]
     overheads = report.get("overheads")
     if overheads:
@@ -207,16 +287,35 @@ def render(report: dict) -> str:
             "of the pair's two runs in that round (quartiles beside it); the seconds are each configuration's best run.",
             "",
             markdown_table(
-                ["comparison", "base", "changed", "base s", "changed s", "overhead (quartiles)",
-                 "progressive loss (base / changed)", "non-zero weights (base / changed)"],
-                [[name, _settings(e["base"]), _settings(e["changed"]), fmt(e["base_seconds"]), fmt(e["changed_seconds"]),
-                  fmt(e["overhead"] * 100, "+.0f", " %")
-                  + (f" ({e['overhead_quartiles'][0] * 100:+.0f}, {e['overhead_quartiles'][1] * 100:+.0f})"
-                     if "overhead_quartiles" in e else ""),
-                  f"{e['base_progressive_loss']:.4f} / {e['changed_progressive_loss']:.4f}",
-                  f"{e['base_nonzero']} / {e['changed_nonzero']}"]
-                 for name, e in overheads.items()],
-            ),  # fmt: skip
+                [
+                    "comparison",
+                    "base",
+                    "changed",
+                    "base s",
+                    "changed s",
+                    "overhead (quartiles)",
+                    "progressive loss (base / changed)",
+                    "non-zero weights (base / changed)",
+                ],
+                [
+                    [
+                        name,
+                        _settings(e["base"]),
+                        _settings(e["changed"]),
+                        fmt(e["base_seconds"]),
+                        fmt(e["changed_seconds"]),
+                        fmt(e["overhead"] * 100, "+.0f", " %")
+                        + (
+                            f" ({e['overhead_quartiles'][0] * 100:+.0f}, {e['overhead_quartiles'][1] * 100:+.0f})"
+                            if "overhead_quartiles" in e
+                            else ""
+                        ),
+                        f"{e['base_progressive_loss']:.4f} / {e['changed_progressive_loss']:.4f}",
+                        f"{e['base_nonzero']} / {e['changed_nonzero']}",
+                    ]
+                    for name, e in overheads.items()
+                ],
+            ),
         ]
     pipeline_overheads = report.get("pipeline_overheads")
     if pipeline_overheads and "error" not in pipeline_overheads:
@@ -226,15 +325,26 @@ def render(report: dict) -> str:
             "",
             markdown_table(
                 ["polybeam train", "seconds", "progressive loss"],
-                [[name, fmt(run["seconds"]), fmt(run.get("progressive_loss"), ".4f")] for name, run in pipeline_overheads.items()],
-            ),  # fmt: skip
+                [
+                    [name, fmt(run["seconds"]), fmt(run.get("progressive_loss"), ".4f")]
+                    for name, run in pipeline_overheads.items()
+                ],
+            ),
         ]
     breakdown = report.get("breakdown")
     if breakdown:
-        parts += ["", "## Where the pipeline's time goes (estimate)", "", markdown_table(
-            ["part", "seconds", "share"],
-            [[name, fmt(seconds), fmt(seconds / breakdown["total"] * 100, ".0f", " %")] for name, seconds in breakdown["parts"].items()],
-        )]  # fmt: skip
+        parts += [
+            "",
+            "## Where the pipeline's time goes (estimate)",
+            "",
+            markdown_table(
+                ["part", "seconds", "share"],
+                [
+                    [name, fmt(seconds), fmt(seconds / breakdown["total"] * 100, ".0f", " %")]
+                    for name, seconds in breakdown["parts"].items()
+                ],
+            ),
+        ]
     return "\n".join(parts) + "\n"
 
 
@@ -263,14 +373,16 @@ def estimate_breakdown(report: dict) -> dict | None:
         return None
     first_call = pipeline["first_kernel_call_seconds"]
     parts = {
-        "process start-up, imports and exit (100-example run, outside the job's own timer)":
-            tiny["seconds"] - tiny["inner_wall_seconds"],
+        "process start-up, imports and exit (100-example run, outside the job's own timer)": tiny["seconds"]
+        - tiny["inner_wall_seconds"],
         "numba's one-time set-up at the first kernel call": first_call,
-        "other fixed job costs: pipeline construction, runner, model and dead-letter writes (100-example run)":
-            tiny["inner_wall_seconds"] - first_call,
+        "other fixed job costs: pipeline construction, runner, model and dead-letter writes (100-example run)": tiny[
+            "inner_wall_seconds"
+        ]
+        - first_call,
         "parsing LIBSVM (parser alone, in-process)": report["parsers"]["libsvm"]["seconds"],
         "learning (kernel alone, in-process)": report["learner"]["seconds"],
-    }  # fmt: skip
+    }
     # By difference: the parts were timed in separate runs, so a figure near zero is within the noise.
     parts["the rest, by difference: reading blocks through Beam, per-batch Beam work, pickling"] = run["seconds"] - sum(
         parts.values()

@@ -27,19 +27,37 @@ FLINK_VERSION = "1.19"
 FLINK_RELEASE = "1.19.0"  # what beam-runners-flink-1.19 2.62.0 depends on
 VERSIONS = f"Flink {FLINK_RELEASE}, Beam Flink job server {BEAM_VERSION}"
 JOB_SERVER = jobserver.JobServer(
-    f"flink-{FLINK_VERSION}-job-server-{BEAM_VERSION}", jobserver.POMS / "flink-job-server.xml",
+    f"flink-{FLINK_VERSION}-job-server-{BEAM_VERSION}",
+    jobserver.POMS / "flink-job-server.xml",
     "org.apache.beam.runners.flink.FlinkJobServerDriver",
-)  # fmt: skip
+)
 # What Flink's own scripts give its JVMs on Java 17 (Flink's default env.java.opts.all): its
 # serializers reach into these packages.
 JAVA_17_OPENS = [
     f"--add-opens=java.base/{package}=ALL-UNNAMED"
-    for package in ("java.lang", "java.net", "java.io", "java.nio", "sun.nio.ch", "java.lang.reflect", "java.text",
-                    "java.time", "java.util", "java.util.concurrent", "java.util.concurrent.atomic",
-                    "java.util.concurrent.locks")
-] + [f"--add-exports={module}=ALL-UNNAMED" for module in (
-    "java.base/sun.net.util", "java.management/sun.management", "java.rmi/sun.rmi.registry",
-    "java.security.jgss/sun.security.krb5")]  # fmt: skip
+    for package in (
+        "java.lang",
+        "java.net",
+        "java.io",
+        "java.nio",
+        "sun.nio.ch",
+        "java.lang.reflect",
+        "java.text",
+        "java.time",
+        "java.util",
+        "java.util.concurrent",
+        "java.util.concurrent.atomic",
+        "java.util.concurrent.locks",
+    )
+] + [
+    f"--add-exports={module}=ALL-UNNAMED"
+    for module in (
+        "java.base/sun.net.util",
+        "java.management/sun.management",
+        "java.rmi/sun.rmi.registry",
+        "java.security.jgss/sun.security.krb5",
+    )
+]
 STARTUP_SECONDS = 90
 RESULT_PREFIX = "BASH_JAVA_UTILS_EXEC_RESULT:"
 # INFO to standard output, which processes.start sends to the service's log file.
@@ -97,7 +115,7 @@ class StandaloneFlink:
         """The address the FlinkRunner submits to (``--flink_master``): the JobManager's REST endpoint."""
         return f"localhost:{self.rest_port}"
 
-    def start(self) -> "StandaloneFlink":
+    def start(self) -> StandaloneFlink:
         java = require("java")["java"]
         lib = job_server_jar().parent / "lib"
         self.rest_port = processes.free_port()
@@ -105,12 +123,24 @@ class StandaloneFlink:
         class_path = str(lib / "*")
         started_at = time.monotonic()
         try:
-            self._start(java, class_path, conf, "jobmanager",
-                        "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", self.rest_port)  # fmt: skip
+            self._start(
+                java,
+                class_path,
+                conf,
+                "jobmanager",
+                "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint",
+                self.rest_port,
+            )
             processes.wait_until_listening(self.services[0], timeout=STARTUP_SECONDS)
             for number in range(1, self.task_managers + 1):
-                self._start(java, class_path, conf, f"taskmanager-{number}",
-                            "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", self.rest_port)  # fmt: skip
+                self._start(
+                    java,
+                    class_path,
+                    conf,
+                    f"taskmanager-{number}",
+                    "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
+                    self.rest_port,
+                )
             self._wait_for_task_managers(started_at + STARTUP_SECONDS)
         except BaseException:
             self.stop()
@@ -152,8 +182,18 @@ class StandaloneFlink:
 
     def _start(self, java: str, class_path: str, conf: Path, name: str, main_class: str, port: int) -> None:
         jvm, dynamic = _resource_parameters(java, class_path, conf, "JM" if name == "jobmanager" else "TM")
-        argv = [java, *jvm, *JAVA_17_OPENS, f"-Dlog4j.configurationFile={conf / 'log4j2.properties'}",
-                "-cp", class_path, main_class, "--configDir", str(conf), *dynamic]  # fmt: skip
+        argv = [
+            java,
+            *jvm,
+            *JAVA_17_OPENS,
+            f"-Dlog4j.configurationFile={conf / 'log4j2.properties'}",
+            "-cp",
+            class_path,
+            main_class,
+            "--configDir",
+            str(conf),
+            *dynamic,
+        ]
         self.services.append(processes.start(name, argv, port, self.workdir / name))
 
     def _wait_for_task_managers(self, deadline: float) -> None:
@@ -161,8 +201,9 @@ class StandaloneFlink:
         while time.monotonic() < deadline:
             for service in self.services:
                 if service.process.poll() is not None:
-                    raise EngineUnavailable(f"Flink {service.name} exited with {service.process.returncode}:\n"
-                                            f"{service.log_tail()}")  # fmt: skip
+                    raise EngineUnavailable(
+                        f"Flink {service.name} exited with {service.process.returncode}:\n{service.log_tail()}"
+                    )
             try:
                 with urllib.request.urlopen(f"http://{self.master}/taskmanagers", timeout=2) as answer:
                     registered = len(json.load(answer)["taskmanagers"])
@@ -179,7 +220,7 @@ class StandaloneFlink:
             processes.stop(service)
         self.services.clear()
 
-    def __enter__(self) -> "StandaloneFlink":
+    def __enter__(self) -> StandaloneFlink:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -194,8 +235,15 @@ def _resource_parameters(java: str, class_path: str, conf: Path, process: str) -
     TaskManager must be started with), which is what ``jobmanager.sh`` and
     ``taskmanager.sh`` call; so does this.
     """
-    command = [java, "-cp", class_path, "org.apache.flink.runtime.util.bash.BashJavaUtils",
-               f"GET_{process}_RESOURCE_PARAMS", "--configDir", str(conf)]  # fmt: skip
+    command = [
+        java,
+        "-cp",
+        class_path,
+        "org.apache.flink.runtime.util.bash.BashJavaUtils",
+        f"GET_{process}_RESOURCE_PARAMS",
+        "--configDir",
+        str(conf),
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     results = [line.split(":", 1)[1] for line in result.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if result.returncode != 0 or len(results) < 2:

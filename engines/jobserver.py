@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import subprocess
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from engines import processes
 from engines.tools import EngineUnavailable, cache_dir, require
@@ -63,8 +63,11 @@ def manifest(main_class: str | None, class_path: list[str]) -> bytes:
             data = data[MANIFEST_LINE - 1 :]
         return b"\r\n".join(pieces)
 
-    lines = ["Manifest-Version: 1.0", *([f"Main-Class: {main_class}"] if main_class else []),
-             "Class-Path: " + " ".join(class_path)]  # fmt: skip
+    lines = [
+        "Manifest-Version: 1.0",
+        *([f"Main-Class: {main_class}"] if main_class else []),
+        "Class-Path: " + " ".join(class_path),
+    ]
     return b"\r\n".join(wrapped(line) for line in lines) + b"\r\n\r\n"
 
 
@@ -75,12 +78,22 @@ def build(server: JobServer, *, force: bool = False) -> Path:
     tools = require("mvn", "java")
     lib = server.folder / "lib"
     lib.mkdir(parents=True, exist_ok=True)
-    command = [tools["mvn"], "-q", "-B", "-f", str(server.pom), "dependency:copy-dependencies",
-               f"-DoutputDirectory={lib}", "-DincludeScope=runtime"]  # fmt: skip
+    command = [
+        tools["mvn"],
+        "-q",
+        "-B",
+        "-f",
+        str(server.pom),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={lib}",
+        "-DincludeScope=runtime",
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         errors = [line for line in result.stdout.splitlines() + result.stderr.splitlines() if "ERROR" in line]
-        raise EngineUnavailable(f"Maven could not resolve {server.pom.name}: {' '.join(errors[:2]) or result.stderr[-500:]}")
+        raise EngineUnavailable(
+            f"Maven could not resolve {server.pom.name}: {' '.join(errors[:2]) or result.stderr[-500:]}"
+        )
     class_path = [f"lib/{jar.name}" for jar in sorted(lib.glob("*.jar"))] + [
         Path(extra).as_uri() for extra in server.extra_class_path
     ]
@@ -96,8 +109,9 @@ def write_manifest_jar(jar: Path, class_path: list[str], main_class: str | None 
     return jar
 
 
-def serve(jar: Path, arguments: list[str], workdir: Path, name: str = "job-server", *,
-          jvm_options: Sequence[str] = ()) -> processes.Service:  # fmt: skip
+def serve(
+    jar: Path, arguments: list[str], workdir: Path, name: str = "job-server", *, jvm_options: Sequence[str] = ()
+) -> processes.Service:
     """Run a job server from ``jar`` until stopped (``arguments``: the engine's, e.g. ``--flink-master``;
     ``jvm_options``: the JVM's, before ``-jar``, e.g. ``-Dspark.driver.host=127.0.0.1``).
 
@@ -108,8 +122,21 @@ def serve(jar: Path, arguments: list[str], workdir: Path, name: str = "job-serve
     """
     java = require("java")["java"]
     port = processes.free_port()
-    argv = [java, *jvm_options, "-jar", str(jar), *arguments, "--job-port", str(port), "--artifact-port", "0",
-            "--expansion-port", "-1", "--artifacts-dir", str(workdir / name / "artifacts")]  # fmt: skip
+    argv = [
+        java,
+        *jvm_options,
+        "-jar",
+        str(jar),
+        *arguments,
+        "--job-port",
+        str(port),
+        "--artifact-port",
+        "0",
+        "--expansion-port",
+        "-1",
+        "--artifacts-dir",
+        str(workdir / name / "artifacts"),
+    ]
     service = processes.start(name, argv, port, workdir / name)
     processes.wait_until_listening(service, timeout=STARTUP_SECONDS)
     return service

@@ -42,8 +42,12 @@ def binary(version: str | None = None, *, force: bool = False) -> Path:
         return built
     go = require("go")["go"]
     folder.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run([go, "install", f"{MODULE}@v{version}"], env={**os.environ, "GOBIN": str(folder)},
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [go, "install", f"{MODULE}@v{version}"],
+        env={**os.environ, "GOBIN": str(folder)},
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0 or not built.exists():
         raise EngineUnavailable(f"go install {MODULE}@v{version} failed:\n{result.stderr[-1500:]}")
     return built
@@ -75,7 +79,7 @@ def install_for_beam(version: str | None = None) -> Path:
     return archive
 
 
-def serve(workdir: Path, version: str | None = None) -> "processes.Service":
+def serve(workdir: Path, version: str | None = None) -> processes.Service:
     """Prism as a job service for many jobs (``--runner PortableRunner --job_endpoint localhost:PORT``)."""
     port = processes.free_port()
     argv = [str(binary(version)), "--job_port", str(port), "--serve_http=false", "--log_level", "warn"]

@@ -73,7 +73,9 @@ def wait_until_listening(service: Service, timeout: float = STARTUP_SECONDS) -> 
         if _answers(service.port):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"{service.name} did not listen on port {service.port} within {timeout} s:\n{service.log_tail()}")
+    raise RuntimeError(
+        f"{service.name} did not listen on port {service.port} within {timeout} s:\n{service.log_tail()}"
+    )
 
 
 def _environment(extra: dict | None = None) -> dict:
@@ -102,10 +104,15 @@ def start(name: str, argv: list[str], port: int, workdir: Path, env: dict | None
     log = workdir / f"{name}.log"
     with open(log, "wb") as handle:
         process = subprocess.Popen(
-            argv, cwd=workdir, env=_environment(env), stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
+            argv,
+            cwd=workdir,
+            env=_environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: see stop()
             preexec_fn=_die_with_launcher,
-        )  # fmt: skip
+        )
     return Service(name, process, port, log)
 
 

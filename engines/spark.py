@@ -56,7 +56,9 @@ def spark_home(*, fetch: bool = False) -> Path:
     home = pyspark_folder() / "pyspark"
     if not (home / "jars").is_dir():
         if not fetch:
-            raise EngineUnavailable(f"Spark {SPARK_VERSION} is not fetched (no {home / 'jars'}): run python -m engines fetch spark")
+            raise EngineUnavailable(
+                f"Spark {SPARK_VERSION} is not fetched (no {home / 'jars'}): run python -m engines fetch spark"
+            )
         install_pyspark()
     return home
 
@@ -65,8 +67,18 @@ def install_pyspark() -> None:
     """``pip install --no-deps --target`` pyspark into the cache (a partial folder renamed when complete)."""
     partial = pyspark_folder().with_suffix(".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-               "--target", str(partial), f"pyspark=={SPARK_VERSION}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-compile",
+        "--target",
+        str(partial),
+        f"pyspark=={SPARK_VERSION}",
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise EngineUnavailable(f"pip could not install pyspark=={SPARK_VERSION}: {result.stderr.strip()[-500:]}")
@@ -79,7 +91,9 @@ def spark_jars(home: Path) -> list[Path]:
     jars = sorted((home / "jars").glob("*.jar"))
     scala = scala_of([jar.name for jar in jars])
     if scala != RUNNER_SCALA:
-        raise EngineUnavailable(f"Spark in {home} is built for Scala {scala}; Beam's spark-3 runner needs {RUNNER_SCALA}")
+        raise EngineUnavailable(
+            f"Spark in {home} is built for Scala {scala}; Beam's spark-3 runner needs {RUNNER_SCALA}"
+        )
     versions = {match[2] for jar in jars if (match := SPARK_CORE.match(jar.name))}
     if versions != {SPARK_VERSION}:
         raise EngineUnavailable(f"Spark in {home} is {', '.join(sorted(versions))}, expected {SPARK_VERSION}")
@@ -91,7 +105,9 @@ def scala_of(jar_names: list[str]) -> str:
     core = {match[1] for name in jar_names if (match := SPARK_CORE.match(name))}
     library = {match[1] for name in jar_names if (match := SCALA_LIBRARY.match(name))}
     if len(core) != 1 or core != library:
-        raise EngineUnavailable(f"no single Scala version: spark-core for {sorted(core)}, scala-library {sorted(library)}")
+        raise EngineUnavailable(
+            f"no single Scala version: spark-core for {sorted(core)}, scala-library {sorted(library)}"
+        )
     return core.pop()
 
 
@@ -116,7 +132,11 @@ def properties(host: str = "127.0.0.1") -> dict[str, str]:
     """
     lib = job_server_jar().parent / "lib"
     first = [str(path) for pattern in EXECUTOR_FIRST for path in sorted(lib.glob(pattern))]
-    return {"spark.driver.host": host, "spark.driver.bindAddress": host, "spark.executor.extraClassPath": ":".join(first)}
+    return {
+        "spark.driver.host": host,
+        "spark.driver.bindAddress": host,
+        "spark.executor.extraClassPath": ":".join(first),
+    }
 
 
 def is_local(master_url: str) -> bool:
@@ -128,8 +148,9 @@ def executor_jar() -> Path:
     """A jar of one manifest whose class path names the job server's own jars (Beam's runner and its
     dependencies) by absolute path, for executors on a cluster (see :func:`job_options`)."""
     lib = job_server_jar().parent / "lib"
-    return jobserver.write_manifest_jar(lib.parent / "executor-class-path.jar",
-                                        [jar.as_uri() for jar in sorted(lib.glob("*.jar"))])  # fmt: skip
+    return jobserver.write_manifest_jar(
+        lib.parent / "executor-class-path.jar", [jar.as_uri() for jar in sorted(lib.glob("*.jar"))]
+    )
 
 
 def job_options(master_url: str) -> list[str]:
@@ -149,9 +170,16 @@ def job_options(master_url: str) -> list[str]:
 def runner_options(master_url: str, *, host: str = "127.0.0.1") -> list[str]:
     """Beam options that run a pipeline on Spark at ``master_url`` (``local[N]`` or ``spark://HOST:PORT``)
     through this job server, started by Beam for the job, its driver on ``host``."""
-    return ["--runner", "SparkRunner", "--spark_job_server_jar", str(job_server_jar()), "--spark_master_url",
-            master_url, *[f"--job_server_jvm_properties=-D{name}={value}" for name, value in properties(host).items()],
-            *job_options(master_url)]  # fmt: skip
+    return [
+        "--runner",
+        "SparkRunner",
+        "--spark_job_server_jar",
+        str(job_server_jar()),
+        "--spark_master_url",
+        master_url,
+        *[f"--job_server_jvm_properties=-D{name}={value}" for name, value in properties(host).items()],
+        *job_options(master_url),
+    ]
 
 
 def serve(workdir: Path, master_url: str, *, host: str = "127.0.0.1") -> processes.Service:
@@ -164,8 +192,9 @@ def serve(workdir: Path, master_url: str, *, host: str = "127.0.0.1") -> process
     from apache_beam.runners.portability.spark_runner import SPARK_JAR_JOB_SERVER_JVM_ARGS
 
     jvm_options = [*SPARK_JAR_JOB_SERVER_JVM_ARGS, *(f"-D{name}={value}" for name, value in properties(host).items())]
-    return jobserver.serve(job_server_jar(), ["--spark-master-url", master_url], workdir, "spark-job-server",
-                           jvm_options=jvm_options)  # fmt: skip
+    return jobserver.serve(
+        job_server_jar(), ["--spark-master-url", master_url], workdir, "spark-job-server", jvm_options=jvm_options
+    )
 
 
 def fetch() -> list[Path]:
@@ -210,15 +239,41 @@ class StandaloneSpark:
         port, ui_port = processes.free_port(), processes.free_port()
         self.master_url, self.ui_url = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
         try:
-            master = [java, "-Xmx512m", "-cp", class_path, "org.apache.spark.deploy.master.Master",
-                      "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port)]  # fmt: skip
+            master = [
+                java,
+                "-Xmx512m",
+                "-cp",
+                class_path,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui_port),
+            ]
             self.services.append(processes.start("spark-master", master, port, self.workdir, env))
             processes.wait_until_listening(self.services[0], timeout)
             for index in range(self.workers):
                 worker_dir = self.workdir / f"worker-{index}"
-                worker = [java, "-Xmx512m", "-cp", class_path, "org.apache.spark.deploy.worker.Worker",
-                          self.master_url, "--host", "127.0.0.1", "--cores", str(self.cores), "--memory",
-                          self.memory, "--webui-port", "0", "--work-dir", str(worker_dir / "work")]  # fmt: skip
+                worker = [
+                    java,
+                    "-Xmx512m",
+                    "-cp",
+                    class_path,
+                    "org.apache.spark.deploy.worker.Worker",
+                    self.master_url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--webui-port",
+                    "0",
+                    "--work-dir",
+                    str(worker_dir / "work"),
+                ]
                 self.services.append(processes.start(f"spark-worker-{index}", worker, 0, worker_dir, env))
             self._wait_for_workers(timeout)
         except BaseException:
@@ -240,11 +295,15 @@ class StandaloneSpark:
         while time.monotonic() < deadline:
             exited = [service for service in self.services if service.process.poll() is not None]
             if exited:
-                raise EngineUnavailable(f"{exited[0].name} exited with code {exited[0].process.returncode}:\n{self.log_tails()}")
+                raise EngineUnavailable(
+                    f"{exited[0].name} exited with code {exited[0].process.returncode}:\n{self.log_tails()}"
+                )
             if self.alive_workers() >= self.workers:
                 return
             time.sleep(0.5)
-        raise EngineUnavailable(f"Spark master saw {self.alive_workers()} of {self.workers} workers ALIVE after {timeout} s:\n{self.log_tails()}")
+        raise EngineUnavailable(
+            f"Spark master saw {self.alive_workers()} of {self.workers} workers ALIVE after {timeout} s:\n{self.log_tails()}"
+        )
 
     def log_tails(self, lines: int = 15) -> str:
         return "\n".join(f"--- {service.log}\n{service.log_tail(lines)}" for service in self.services)

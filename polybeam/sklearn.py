@@ -62,10 +62,10 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
+from polybeam.learners import lbfgs
 from polybeam.learners.arrays import batch_from_arrays, column_slots
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.model import finalize_predictions, softmax_probabilities
-from polybeam.learners import lbfgs
 from polybeam.learners.polynomial import make_learner
 
 try:  # scikit-learn >= 1.6
@@ -73,6 +73,7 @@ try:  # scikit-learn >= 1.6
 
     _FINITE = "ensure_all_finite"
 except ImportError:  # scikit-learn 1.4 and 1.5: the estimator's own method
+
     def _validate_data(estimator, *args, **kwargs):
         return estimator._validate_data(*args, **kwargs)
 
@@ -101,8 +102,10 @@ class _PolybeamEstimator(BaseEstimator):
     def _config(self, **task) -> LearnerConfig:
         settings = {**self._settings(), **task}
         if settings["interactions"]:
-            raise ValueError(f"{type(self).__name__}: interactions pair VW namespaces, and the columns of a matrix "
-                             "have none; use expand='quadratic' or 'cubic' for all pairs or triples")  # fmt: skip
+            raise ValueError(
+                f"{type(self).__name__}: interactions pair VW namespaces, and the columns of a matrix "
+                "have none; use expand='quadratic' or 'cubic' for all pairs or triples"
+            )
         try:
             return LearnerConfig(**settings)
         except (TypeError, ValueError) as error:
@@ -269,11 +272,14 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
     def _task_config(self) -> LearnerConfig:
         count = len(self.classes_)
         if count < 2:
-            raise ValueError(f"{type(self).__name__} needs examples of at least two classes; y holds one class: "
-                             f"{self.classes_[0]!r}")  # fmt: skip
+            raise ValueError(
+                f"{type(self).__name__} needs examples of at least two classes; y holds one class: {self.classes_[0]!r}"
+            )
         if self.loss not in ("logistic", "hinge", "softmax"):
-            raise ValueError(f"{type(self).__name__}: loss must be 'logistic', 'hinge' or 'softmax'; got {self.loss!r} "
-                             "(for regression use PolybeamRegressor)")  # fmt: skip
+            raise ValueError(
+                f"{type(self).__name__}: loss must be 'logistic', 'hinge' or 'softmax'; got {self.loss!r} "
+                "(for regression use PolybeamRegressor)"
+            )
         if self.loss == "hinge" and count > 2:
             raise ValueError(f"hinge loss takes two classes; y holds {count}: use loss='logistic' (softmax loss)")
         if self.loss == "softmax" or count > 2:
@@ -288,8 +294,10 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         positions = np.minimum(positions, len(self.classes_) - 1)
         unknown = self.classes_[positions] != y
         if np.any(unknown):
-            raise ValueError(f"y holds labels not among classes_ {self.classes_.tolist()}: "
-                             f"{np.unique(np.asarray(y)[unknown]).tolist()[:5]}")  # fmt: skip
+            raise ValueError(
+                f"y holds labels not among classes_ {self.classes_.tolist()}: "
+                f"{np.unique(np.asarray(y)[unknown]).tolist()[:5]}"
+            )
         if self.config_.loss == "softmax":
             return positions + 1.0
         return 2.0 * positions - 1.0
@@ -303,8 +311,10 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         weights = self._weights(sample_weight, X)
         self.classes_ = np.unique(y)
         if weights is not None and len(self.classes_) > 1 and len(np.unique(y[weights > 0])) < 2:
-            raise ValueError(f"{type(self).__name__} needs examples of at least two classes with a positive "
-                             "sample_weight; only one class has any")  # fmt: skip
+            raise ValueError(
+                f"{type(self).__name__} needs examples of at least two classes with a positive "
+                "sample_weight; only one class has any"
+            )
         self.config_ = self._task_config()
         self._learn(self._batch(X, self._labels(y), weights), fresh=True)
         return self
@@ -321,8 +331,9 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
             self.classes_ = np.unique(classes)
             self.config_ = self._task_config()
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
-            raise ValueError(f"classes {np.unique(classes).tolist()} differ from the first call's "
-                             f"{self.classes_.tolist()}")  # fmt: skip
+            raise ValueError(
+                f"classes {np.unique(classes).tolist()} differ from the first call's {self.classes_.tolist()}"
+            )
         self._learn(self._batch(X, self._labels(y), self._weights(sample_weight, X)), fresh=first)
         return self
 
@@ -458,8 +469,9 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
 
     def _task_config(self) -> LearnerConfig:
         if self.loss != "squared":
-            raise ValueError(f"{type(self).__name__}: loss must be 'squared'; got {self.loss!r} "
-                             "(for classes use PolybeamClassifier)")  # fmt: skip
+            raise ValueError(
+                f"{type(self).__name__}: loss must be 'squared'; got {self.loss!r} (for classes use PolybeamClassifier)"
+            )
         return self._config()
 
     def fit(self, X, y, sample_weight=None):

@@ -19,7 +19,7 @@ import polybeam
 _PACKAGES = {"apache-beam": "apache_beam", "numba": "numba"}
 
 
-@functools.lru_cache(maxsize=None)  # a process's packages do not change, and reading their metadata is slow
+@functools.cache  # a process's packages do not change, and reading their metadata is slow
 def _installed(distribution: str) -> str | None:
     try:
         return metadata.version(distribution)
@@ -38,5 +38,7 @@ def versions() -> dict[str, str | None]:
 def version_line(found: dict | None = None) -> str:
     """``polybeam 0.1.0 (Apache Beam 2.77.0, numba 0.61.2, Python 3.11.7)``."""
     found = versions() if found is None else found
-    return (f"polybeam {found.get('polybeam')} (Apache Beam {found.get('apache_beam')}, numba {found.get('numba')}, "
-            f"Python {found.get('python')})")  # fmt: skip
+    return (
+        f"polybeam {found.get('polybeam')} (Apache Beam {found.get('apache_beam')}, numba {found.get('numba')}, "
+        f"Python {found.get('python')})"
+    )

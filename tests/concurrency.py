@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 def all_at_once(function: Callable[[], object], threads: int = 8) -> list:

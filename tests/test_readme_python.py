@@ -39,8 +39,9 @@ def test_the_from_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatc
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["examples"] == 920
     # Block 3: per-key errors as its comment gives them, each key and all keys well under one model's.
     per_key = {key: float(said[key]) for key in ("key0", "key1", "key2", "key3", "all keys")}
-    assert per_key == pytest.approx({"key0": 0.216, "key1": 0.296, "key2": 0.34, "key3": 0.152, "all keys": 0.251},
-                                    abs=0.005)  # fmt: skip
+    assert per_key == pytest.approx(
+        {"key0": 0.216, "key1": 0.296, "key2": 0.34, "key3": 0.152, "all keys": 0.251}, abs=0.005
+    )
     assert float(said["one model"]) == pytest.approx(0.405, abs=0.005)
     assert per_key["all keys"] < float(said["one model"]) - 0.1
     # The folder is polybeam train --key's: evaluate reads it (keys and input as the index records them).

@@ -58,12 +58,34 @@ def test_every_learner_setting_is_a_parameter_with_its_default(estimator):
 
 
 def test_every_setting_reaches_the_learner():
-    changed = {"step": "decay", "learning_rate": 0.3, "power_t": 0.4, "l2": 1e-6, "bits": 12, "seed": 7, "passes": 2,
-               "bias": True, "center": False, "normalized": False, "safe_updates": False, "gsa_target": 0.9,
-               "gsa_exact": True, "sparsity": "truncate", "gravity": 1e-4, "truncate_every": 3,
-               "truncate_threshold": 0.5, "expand": "apple", "alpha": 0.5, "expand_rule": "fallback",
-               "max_degree": 3, "expansions": 2, "expand_after": 50, "apple_guard": False, "examples_per_pass": 300,
-               "repeat_factors": False}  # fmt: skip
+    changed = {
+        "step": "decay",
+        "learning_rate": 0.3,
+        "power_t": 0.4,
+        "l2": 1e-6,
+        "bits": 12,
+        "seed": 7,
+        "passes": 2,
+        "bias": True,
+        "center": False,
+        "normalized": False,
+        "safe_updates": False,
+        "gsa_target": 0.9,
+        "gsa_exact": True,
+        "sparsity": "truncate",
+        "gravity": 1e-4,
+        "truncate_every": 3,
+        "truncate_threshold": 0.5,
+        "expand": "apple",
+        "alpha": 0.5,
+        "expand_rule": "fallback",
+        "max_degree": 3,
+        "expansions": 2,
+        "expand_after": 50,
+        "apple_guard": False,
+        "examples_per_pass": 300,
+        "repeat_factors": False,
+    }
     X, _, y, _ = bundled("spam")
     classifier = PolybeamClassifier(**changed).fit(X[:300], y[:300])
     assert {name: getattr(classifier.config_, name) for name in changed} == changed
@@ -90,12 +112,16 @@ def failed_checks(estimator) -> dict[str, str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = check_estimator(estimator, on_fail=None)
-    return {result["check_name"]: str(result["exception"]).splitlines()[0] if result["exception"] else ""
-            for result in results if result["status"] == "failed"}  # fmt: skip
+    return {
+        result["check_name"]: str(result["exception"]).splitlines()[0] if result["exception"] else ""
+        for result in results
+        if result["status"] == "failed"
+    }
 
 
-@pytest.mark.parametrize("estimator, peer", [(PolybeamClassifier(), SGDClassifier()),
-                                             (PolybeamRegressor(), SGDRegressor())])  # fmt: skip
+@pytest.mark.parametrize(
+    "estimator, peer", [(PolybeamClassifier(), SGDClassifier()), (PolybeamRegressor(), SGDRegressor())]
+)
 def test_check_estimator_passes_all_but_what_sgd_fails(estimator, peer):
     # SGD, online like polybeam, fails check_sample_weight_equivalence_*: an importance weight of 2 is not
     # the example seen twice by an online learner, nor is weight 0 the example never seen (its place in the
@@ -123,7 +149,8 @@ def test_the_classifier_learns_the_weights_the_learner_learns_from_the_libsvm_fi
     classifier = PolybeamClassifier(passes=2, holdout_period=0).fit(X_train, y_train)
     batch = datasets.load("spam")
     learner = LinearLearner(LearnerConfig(loss="logistic", passes=2, holdout_period=0)).fit(
-        batch.rows_between(0, X_train.shape[0]))
+        batch.rows_between(0, X_train.shape[0])
+    )
     model = learner.to_model()
     assert np.array_equal(classifier.model_.slots, model.slots)
     assert np.array_equal(classifier.model_.weights, model.weights)
@@ -134,7 +161,7 @@ def test_partial_fit_over_mini_batches_is_one_pass_of_fit():
     whole = PolybeamClassifier().fit(X, y)
     streamed = PolybeamClassifier()
     for start in range(0, X.shape[0], 1000):
-        streamed.partial_fit(X[start:start + 1000], y[start:start + 1000], classes=np.unique(y))
+        streamed.partial_fit(X[start : start + 1000], y[start : start + 1000], classes=np.unique(y))
     assert np.array_equal(streamed.decision_function(X), whole.decision_function(X))
     with pytest.raises(ValueError, match="classes must be passed on the first call"):
         PolybeamClassifier().partial_fit(X, y)
@@ -147,8 +174,9 @@ def test_nan_is_a_missing_feature_as_a_zero_is():
     dense = X[:500].toarray()
     holes = np.where(dense == 0, np.nan, dense)
     fitted = PolybeamClassifier().fit(dense, y[:500])
-    assert np.array_equal(PolybeamClassifier().fit(holes, y[:500]).decision_function(holes),
-                          fitted.decision_function(dense))  # fmt: skip
+    assert np.array_equal(
+        PolybeamClassifier().fit(holes, y[:500]).decision_function(holes), fitted.decision_function(dense)
+    )
     with pytest.raises(ValueError, match="infinity"):
         fitted.predict(np.where(np.isnan(holes), np.inf, holes))
 
@@ -185,8 +213,9 @@ def test_apple_and_truncated_gradient_through_the_estimator():
     assert 1 - apple.score(X_test, y_test) < linear - 0.05
     assert apple.model_.monomials  # products of features
     X_train, _, y_train, _ = bundled("spam")
-    dense, sparse = (PolybeamClassifier(**settings).fit(X_train, y_train).model_.nonzero
-                     for settings in ({}, {"gravity": 1e-3}))  # fmt: skip
+    dense, sparse = (
+        PolybeamClassifier(**settings).fit(X_train, y_train).model_.nonzero for settings in ({}, {"gravity": 1e-3})
+    )
     assert sparse < dense
 
 
@@ -196,7 +225,8 @@ def test_regressor_is_the_squared_loss_learner():
     regressor = PolybeamRegressor(passes=3, holdout_period=0).fit(X_train, y_train)
     batch = datasets.load("satellite")
     learner = LinearLearner(LearnerConfig(loss="squared", passes=3, holdout_period=0)).fit(
-        batch.rows_between(0, X_train.shape[0]))
+        batch.rows_between(0, X_train.shape[0])
+    )
     model = learner.to_model()
     assert np.array_equal(regressor.model_.weights, model.weights)
     predictions = regressor.predict(X_test)
@@ -208,15 +238,19 @@ def test_regressor_is_the_squared_loss_learner():
 
 def test_pipeline_and_grid_search():
     X_train, X_test, y_train, y_test = bundled("spam", test_rows=920)
-    search = GridSearchCV(make_pipeline(StandardScaler(with_mean=False), PolybeamClassifier()),
-                          {"polybeamclassifier__passes": [1, 3], "polybeamclassifier__learning_rate": [0.25, 1.0]},
-                          cv=3)  # fmt: skip
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(with_mean=False), PolybeamClassifier()),
+        {"polybeamclassifier__passes": [1, 3], "polybeamclassifier__learning_rate": [0.25, 1.0]},
+        cv=3,
+    )
     search.fit(X_train, y_train)
     assert set(search.best_params_) == {"polybeamclassifier__passes", "polybeamclassifier__learning_rate"}
     # Measured: best 3 passes at learning rate 0.25, held-out error 0.067.
     assert 1 - search.score(X_test, y_test) < 0.075
-    assert clone(search.best_estimator_).get_params()["polybeamclassifier__passes"] == search.best_params_[
-        "polybeamclassifier__passes"]
+    assert (
+        clone(search.best_estimator_).get_params()["polybeamclassifier__passes"]
+        == search.best_params_["polybeamclassifier__passes"]
+    )
 
 
 def test_the_fitted_model_is_what_polybeam_evaluate_reads(tmp_path, capsys):
@@ -235,12 +269,24 @@ def test_the_fitted_model_is_what_polybeam_evaluate_reads(tmp_path, capsys):
 
 
 def test_the_core_package_never_imports_scikit_learn():
-    modules = ["polybeam", "polybeam.learners.linear", "polybeam.learners.polynomial", "polybeam.learners.arrays",
-               "polybeam.learners.model", "polybeam.formats.csv", "polybeam.selection.sequencing",
-               "polybeam.transforms.train", "polybeam.transforms.read", "polybeam.inference", "polybeam.pipelines.cli",
-               "polybeam.pipelines.jobs"]  # fmt: skip
-    code = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))")
+    modules = [
+        "polybeam",
+        "polybeam.learners.linear",
+        "polybeam.learners.polynomial",
+        "polybeam.learners.arrays",
+        "polybeam.learners.model",
+        "polybeam.formats.csv",
+        "polybeam.selection.sequencing",
+        "polybeam.transforms.train",
+        "polybeam.transforms.read",
+        "polybeam.inference",
+        "polybeam.pipelines.cli",
+        "polybeam.pipelines.jobs",
+    ]
+    code = (
+        f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
@@ -249,7 +295,7 @@ def test_the_core_package_never_imports_scikit_learn():
 def test_the_readme_example_runs_and_says_what_it_prints(tmp_path, monkeypatch, capsys):
     with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as handle:
         readme = handle.read()
-    section = readme[readme.index("## scikit-learn estimators"):]
+    section = readme[readme.index("## scikit-learn estimators") :]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})

@@ -42,9 +42,17 @@ def render(before: dict, after: dict, title: str) -> str:
         a, b = _error(old[task]["summary"], name), _error(new[task]["summary"], name)
         return "" if b is None else f"{b:.4f}" if a is None else f"{a:.4f} -> {b:.4f}"
 
-    rows = [[task, *(moved(task, name) for name in ours),
-             *("" if _error(new[task]["summary"], p) is None else f"{_error(new[task]['summary'], p):.4f}" for p in peers)]
-            for task in regression]  # fmt: skip
+    rows = [
+        [
+            task,
+            *(moved(task, name) for name in ours),
+            *(
+                "" if _error(new[task]["summary"], p) is None else f"{_error(new[task]['summary'], p):.4f}"
+                for p in peers
+            ),
+        ]
+        for task in regression
+    ]
     changes, better, worse = [], 0, 0
     for task, result in new.items():
         if result["task"] == "regression" or task not in old:
@@ -55,18 +63,20 @@ def render(before: dict, after: dict, title: str) -> str:
                 continue
             better, worse = better + (b < a), worse + (b > a)
             changes.append([task, result["task"], name, f"{a:.4f}", f"{b:.4f}", f"{b - a:+.4f}"])
-    return "\n".join([
-        f"# {title}",
-        "",
-        "## Regression tasks: held-out MSE over the test labels' variance (before -> after)",
-        "",
-        markdown_table(["task", *ours, *peers], rows),
-        "",
-        f"## Classification tasks whose polybeam error moved by more than {MARGIN} ({better} better, {worse} worse)",
-        "",
-        markdown_table(["task", "kind", "learner", "before", "after", "change"], changes) if changes else "None.",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"# {title}",
+            "",
+            "## Regression tasks: held-out MSE over the test labels' variance (before -> after)",
+            "",
+            markdown_table(["task", *ours, *peers], rows),
+            "",
+            f"## Classification tasks whose polybeam error moved by more than {MARGIN} ({better} better, {worse} worse)",
+            "",
+            markdown_table(["task", "kind", "learner", "before", "after", "change"], changes) if changes else "None.",
+            "",
+        ]
+    )
 
 
 def main(argv=None) -> int:

@@ -42,23 +42,35 @@ def _learners() -> dict:
     """name -> (does it apply to (task, training rows), run(task, split) -> result)."""
     polynomial_tasks = ("binary", "regression")
     return {
-        "polybeam": (lambda task, rows: True,
-                     lambda task, split: runners.run_polybeam(task, runners.polybeam_flags(task), split.train, split.test)),
-        "polybeam apple": (lambda task, rows: task.kind in polynomial_tasks,
-                           lambda task, split: runners.run_polybeam(task, runners.polybeam_flags(task, *APPLE),
-                                                                    split.train, split.test)),
-        "polybeam 20 passes": (lambda task, rows: rows < SMALL_ROWS,
-                               lambda task, split: runners.run_polybeam(task, runners.polybeam_flags(task, "--passes", "20"),
-                                                                        split.train, split.test)),
+        "polybeam": (
+            lambda task, rows: True,
+            lambda task, split: runners.run_polybeam(task, runners.polybeam_flags(task), split.train, split.test),
+        ),
+        "polybeam apple": (
+            lambda task, rows: task.kind in polynomial_tasks,
+            lambda task, split: runners.run_polybeam(
+                task, runners.polybeam_flags(task, *APPLE), split.train, split.test
+            ),
+        ),
+        "polybeam 20 passes": (
+            lambda task, rows: rows < SMALL_ROWS,
+            lambda task, split: runners.run_polybeam(
+                task, runners.polybeam_flags(task, "--passes", "20"), split.train, split.test
+            ),
+        ),
         "vw": (lambda task, rows: True, lambda task, split: runners.run_vw(task, split)),
-        "vw stage_poly": (lambda task, rows: task.kind in polynomial_tasks,
-                          lambda task, split: runners.run_vw(task, split, STAGE_POLY)),
+        "vw stage_poly": (
+            lambda task, rows: task.kind in polynomial_tasks,
+            lambda task, split: runners.run_vw(task, split, STAGE_POLY),
+        ),
         "sklearn sgd": (lambda task, rows: True, lambda task, split: runners.run_sklearn(task, split, "sgd")),
         "sklearn batch": (lambda task, rows: True, lambda task, split: runners.run_sklearn(task, split, "batch")),
         # Added for issue 22's regression targets (a peer, not a change of protocol).
-        "sklearn ridgecv": (lambda task, rows: task.kind == "regression",
-                            lambda task, split: runners.run_sklearn(task, split, "ridgecv")),
-    }  # fmt: skip
+        "sklearn ridgecv": (
+            lambda task, rows: task.kind == "regression",
+            lambda task, split: runners.run_sklearn(task, split, "ridgecv"),
+        ),
+    }
 
 
 LEARNERS = _learners()
@@ -73,16 +85,31 @@ def run_task(meta: dict, seeds, splits_folder: str, learners: list[str]) -> dict
     task = Task.of(meta)
     runs: dict = {}
     for seed in seeds:
-        split = make_split(os.path.join(meta["folder"], "data.libsvm"), os.path.join(splits_folder, task.name, str(seed)), seed)
+        split = make_split(
+            os.path.join(meta["folder"], "data.libsvm"), os.path.join(splits_folder, task.name, str(seed)), seed
+        )
         for name in learners:
             applies, run = LEARNERS[name]
             if applies(task, split.rows["train"]):
                 runs.setdefault(name, []).append({"seed": seed, **run(task, split)})
         log(f"{task.name} seed {seed}: " + ", ".join(f"{n} {r[-1]['error']:.4f}" for n, r in runs.items()))
-    summary = {name: {"error": float(np.mean([r["error"] for r in results])),
-                      "seconds": float(np.mean([r["seconds"] for r in results]))} for name, results in runs.items()}  # fmt: skip
-    return {"task": task.kind, "rows": meta["rows"], "features": task.features, "classes": task.classes,
-            "kind": meta.get("kind"), "source": meta.get("source"), "summary": summary, "runs": runs}  # fmt: skip
+    summary = {
+        name: {
+            "error": float(np.mean([r["error"] for r in results])),
+            "seconds": float(np.mean([r["seconds"] for r in results])),
+        }
+        for name, results in runs.items()
+    }
+    return {
+        "task": task.kind,
+        "rows": meta["rows"],
+        "features": task.features,
+        "classes": task.classes,
+        "kind": meta.get("kind"),
+        "source": meta.get("source"),
+        "summary": summary,
+        "runs": runs,
+    }
 
 
 def run_sparsity_task(meta: dict, seeds, splits_folder: str) -> dict:
@@ -90,21 +117,39 @@ def run_sparsity_task(meta: dict, seeds, splits_folder: str) -> dict:
     task = Task.of(meta)
     runs: dict = {method: [] for method in sparsity.METHODS}
     for seed in seeds:
-        split = make_split(os.path.join(meta["folder"], "data.libsvm"), os.path.join(splits_folder, task.name, str(seed)), seed)
+        split = make_split(
+            os.path.join(meta["folder"], "data.libsvm"), os.path.join(splits_folder, task.name, str(seed)), seed
+        )
         for method in sparsity.METHODS:
             runs[method].append({"seed": seed, **sparsity.sweep(method, task, split)})
-        log(f"{task.name} seed {seed}: " + ", ".join(
-            f"{m} {r[-1]['test']['random_zero']:.0%} zero, {r[-1]['test']['loss']:+.1%} acc." for m, r in runs.items()))
-    return {"rows": meta["rows"], "features": task.features, "base": meta.get("base"),
-            "summary": {method: sparsity.summarise(r) for method, r in runs.items()}, "runs": runs}  # fmt: skip
+        log(
+            f"{task.name} seed {seed}: "
+            + ", ".join(
+                f"{m} {r[-1]['test']['random_zero']:.0%} zero, {r[-1]['test']['loss']:+.1%} acc."
+                for m, r in runs.items()
+            )
+        )
+    return {
+        "rows": meta["rows"],
+        "features": task.features,
+        "base": meta.get("base"),
+        "summary": {method: sparsity.summarise(r) for method, r in runs.items()},
+        "runs": runs,
+    }
 
 
 def render_sparsity(report: dict) -> str:
     results = report["results"]
     methods = list(sparsity.METHODS)
     met = {m: [n for n, r in results.items() if r["summary"][m]["meets_target"]] for m in methods}
-    rows = [[name, r["rows"], *(f"{r['summary'][m]['random_zero']:.1%} / {r['summary'][m]['accuracy_loss']:+.2%}"
-                                for m in methods)] for name, r in results.items()]  # fmt: skip
+    rows = [
+        [
+            name,
+            r["rows"],
+            *(f"{r['summary'][m]['random_zero']:.1%} / {r['summary'][m]['accuracy_loss']:+.2%}" for m in methods),
+        ]
+        for name, r in results.items()
+    ]
     lines = [
         "# The suite's sparsity protocol: binary tasks plus 1000 random binary features",
         "",
@@ -114,12 +159,16 @@ def render_sparsity(report: dict) -> str:
         "sparsest point of its grid within 1% (relative) of its own unregularised validation accuracy; the table "
         "gives, on the test part and averaged over seeds, the share of the 1000 random features exactly 0 and the "
         "accuracy lost against the same method without sparsity (negative: gained). Grids: "
-        + "; ".join(f"{m} {min(g):g} to {max(g):g} ({len(g)} points)" for m, g in sparsity.GRIDS.items()) + ".",
+        + "; ".join(f"{m} {min(g):g} to {max(g):g} ({len(g)} points)" for m, g in sparsity.GRIDS.items())
+        + ".",
         "",
         "## Target: >= 90% of the random features exactly 0 at <= 1% accuracy loss, on >= 80% of the tasks",
         "",
-        *(f"- {m}: {len(met[m])} of {len(results)} tasks" + (" (met)" if len(met[m]) >= 0.8 * len(results) else
-                                                            " (NOT met)") for m in methods),  # fmt: skip
+        *(
+            f"- {m}: {len(met[m])} of {len(results)} tasks"
+            + (" (met)" if len(met[m]) >= 0.8 * len(results) else " (NOT met)")
+            for m in methods
+        ),
         "",
         "## Random features zeroed / accuracy lost, per task",
         "",
@@ -149,33 +198,61 @@ def targets(results: dict) -> dict:
     defaults = compare(results, "polybeam", "vw", classification)
     compared = sum(len(v) for v in defaults.values())
     within = len(defaults["win"]) + len(defaults["tie"])
-    converge = {name: r["summary"]["polybeam 20 passes"]["error"] - r["summary"]["sklearn batch"]["error"]
-                for name, r in results.items()
-                if r["task"] in classification and "polybeam 20 passes" in r["summary"] and "sklearn batch" in r["summary"]}  # fmt: skip
+    converge = {
+        name: r["summary"]["polybeam 20 passes"]["error"] - r["summary"]["sklearn batch"]["error"]
+        for name, r in results.items()
+        if r["task"] in classification and "polybeam 20 passes" in r["summary"] and "sklearn batch" in r["summary"]
+    }
     apple_vw = compare(results, "polybeam apple", "vw stage_poly", ("binary", "regression"))
     apple_compared = sum(len(v) for v in apple_vw.values())
-    apple_not_worse = {name: r["summary"]["polybeam apple"]["error"] - r["summary"]["polybeam"]["error"]
-                       for name, r in results.items() if "polybeam apple" in r["summary"]}  # fmt: skip
+    apple_not_worse = {
+        name: r["summary"]["polybeam apple"]["error"] - r["summary"]["polybeam"]["error"]
+        for name, r in results.items()
+        if "polybeam apple" in r["summary"]
+    }
     regression = [(name, r["summary"]) for name, r in results.items() if r["task"] == "regression"]
     below_mean = {name: s["polybeam"]["error"] for name, s in regression if "polybeam" in s}
-    near_vw = {name: s["polybeam"]["error"] - s["vw"]["error"] for name, s in regression if "polybeam" in s and "vw" in s}
-    near_ridge = {name: s["polybeam 20 passes"]["error"] - s["sklearn ridgecv"]["error"]
-                  for name, s in regression if "polybeam 20 passes" in s and "sklearn ridgecv" in s}  # fmt: skip
+    near_vw = {
+        name: s["polybeam"]["error"] - s["vw"]["error"] for name, s in regression if "polybeam" in s and "vw" in s
+    }
+    near_ridge = {
+        name: s["polybeam 20 passes"]["error"] - s["sklearn ridgecv"]["error"]
+        for name, s in regression
+        if "polybeam 20 passes" in s and "sklearn ridgecv" in s
+    }
     return {
         # Issue 22's regression targets (added; issue 11's above are unchanged).
-        "regression_below_mean": {"errors": below_mean, "met": bool(below_mean) and all(e < 1.0 for e in below_mean.values())},
-        "regression_near_vw": {"gaps": near_vw, "within": sum(g <= 0.01 for g in near_vw.values()),
-                               "met": bool(near_vw) and sum(g <= 0.01 for g in near_vw.values()) >= 0.8 * len(near_vw)},
-        "regression_passes_near_ridge": {"gaps": near_ridge, "within": sum(g <= 0.02 for g in near_ridge.values()),
-                                         "met": bool(near_ridge) and sum(g <= 0.02 for g in near_ridge.values()) >= 0.8 * len(near_ridge)},
-        "defaults_vs_vw": {**defaults, "within": within, "compared": compared,
-                           "met": compared > 0 and within >= 0.9 * compared and len(defaults["win"]) >= compared / 3},
+        "regression_below_mean": {
+            "errors": below_mean,
+            "met": bool(below_mean) and all(e < 1.0 for e in below_mean.values()),
+        },
+        "regression_near_vw": {
+            "gaps": near_vw,
+            "within": sum(g <= 0.01 for g in near_vw.values()),
+            "met": bool(near_vw) and sum(g <= 0.01 for g in near_vw.values()) >= 0.8 * len(near_vw),
+        },
+        "regression_passes_near_ridge": {
+            "gaps": near_ridge,
+            "within": sum(g <= 0.02 for g in near_ridge.values()),
+            "met": bool(near_ridge) and sum(g <= 0.02 for g in near_ridge.values()) >= 0.8 * len(near_ridge),
+        },
+        "defaults_vs_vw": {
+            **defaults,
+            "within": within,
+            "compared": compared,
+            "met": compared > 0 and within >= 0.9 * compared and len(defaults["win"]) >= compared / 3,
+        },
         "passes_vs_batch": {"gaps": converge, "met": bool(converge) and all(gap <= 0.02 for gap in converge.values())},
-        "apple_vs_stage_poly": {**apple_vw, "compared": apple_compared,
-                                "met": apple_compared > 0 and (len(apple_vw["win"]) + len(apple_vw["tie"])) >= 0.6 * apple_compared},
-        "apple_vs_linear": {"gaps": apple_not_worse,
-                            "met": bool(apple_not_worse) and all(gap <= MARGIN for gap in apple_not_worse.values())},
-    }  # fmt: skip
+        "apple_vs_stage_poly": {
+            **apple_vw,
+            "compared": apple_compared,
+            "met": apple_compared > 0 and (len(apple_vw["win"]) + len(apple_vw["tie"])) >= 0.6 * apple_compared,
+        },
+        "apple_vs_linear": {
+            "gaps": apple_not_worse,
+            "met": bool(apple_not_worse) and all(gap <= MARGIN for gap in apple_not_worse.values()),
+        },
+    }
 
 
 def render(report: dict) -> str:
@@ -187,8 +264,10 @@ def render(report: dict) -> str:
         return "" if entry is None else f"{entry['error']:.4f}"
 
     rows = [[name, r["task"], r["rows"], r["features"], *(cell(r, c) for c in columns)] for name, r in results.items()]
-    times = [[name, *("" if c not in r["summary"] else f"{r['summary'][c]['seconds']:.2f}" for c in columns)]
-             for name, r in results.items()]  # fmt: skip
+    times = [
+        [name, *("" if c not in r["summary"] else f"{r['summary'][c]['seconds']:.2f}" for c in columns)]
+        for name, r in results.items()
+    ]
 
     def names(items):
         return ", ".join(items) if items else "none"
@@ -215,7 +294,8 @@ def render(report: dict) -> str:
         f"- Apple (alpha 1) against VW --stage_poly, binary and regression: at or below on "
         f"{len(a['win']) + len(a['tie'])} of {a['compared']} ({mark[a['met']]}: 60%). Worse: {names(a['loss'])}.",
         f"- Apple never worse than polybeam's linear model by more than {MARGIN}: {mark[al['met']]}; worse on "
-        + names([f"{n} ({g:+.3f})" for n, g in al["gaps"].items() if g > MARGIN]) + ".",
+        + names([f"{n} ({g:+.3f})" for n, g in al["gaps"].items() if g > MARGIN])
+        + ".",
         *regression_targets(goals),
         "",
         "## Held-out error per task",
@@ -235,7 +315,9 @@ def regression_targets(goals: dict) -> list[str]:
     if "regression_below_mean" not in goals:
         return []
     mark = {True: "met", False: "NOT met"}
-    below, vw, ridge = (goals[k] for k in ("regression_below_mean", "regression_near_vw", "regression_passes_near_ridge"))
+    below, vw, ridge = (
+        goals[k] for k in ("regression_below_mean", "regression_near_vw", "regression_passes_near_ridge")
+    )
     return [
         "- Regression (issue 22), one pass never worse than predicting the mean (relative MSE < 1): "
         f"{mark[below['met']]}; " + ", ".join(f"{n} {e:.3f}" for n, e in below["errors"].items()) + ".",
@@ -255,21 +337,34 @@ def plot(report: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 5))
-    for axis, (ours, theirs, title) in zip(axes, [("polybeam", "vw", "linear, one pass"),
-                                                   ("polybeam apple", "vw stage_poly", "apple / stage_poly, alpha 1")]):  # fmt: skip
-        points = [(r["summary"][theirs]["error"], r["summary"][ours]["error"], name, r["task"])
-                  for name, r in report["results"].items() if ours in r["summary"] and theirs in r["summary"]]  # fmt: skip
+    for axis, (ours, theirs, title) in zip(
+        axes,
+        [("polybeam", "vw", "linear, one pass"), ("polybeam apple", "vw stage_poly", "apple / stage_poly, alpha 1")],
+    ):
+        points = [
+            (r["summary"][theirs]["error"], r["summary"][ours]["error"], name, r["task"])
+            for name, r in report["results"].items()
+            if ours in r["summary"] and theirs in r["summary"]
+        ]
         for kind, marker in (("binary", "o"), ("multiclass", "s"), ("regression", "^")):
             chosen = [p for p in points if p[3] == kind]
             if chosen:
-                axis.scatter([max(p[0], FLOOR) for p in chosen], [max(p[1], FLOOR) for p in chosen], marker=marker,
-                             label=kind)
+                axis.scatter(
+                    [max(p[0], FLOOR) for p in chosen], [max(p[1], FLOOR) for p in chosen], marker=marker, label=kind
+                )
         # Log axes: errors from under 1% to relative MSEs above 1 share one picture.
         values = [max(v, FLOOR) for p in points for v in p[:2]] or [FLOOR, 1.0]
         low, high = min(values) / 1.3, max(values) * 1.3
         axis.plot([low, high], [low, high], color="grey", linewidth=0.8)
-        axis.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high), xlabel=f"{theirs} error",
-                 ylabel=f"{ours} error", title=title)
+        axis.set(
+            xscale="log",
+            yscale="log",
+            xlim=(low, high),
+            ylim=(low, high),
+            xlabel=f"{theirs} error",
+            ylabel=f"{ours} error",
+            title=title,
+        )
         axis.legend()
     figure.suptitle("Held-out error per task, mean of 3 seeds (below the diagonal: polybeam better)")
     figure.tight_layout()
@@ -281,8 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", default=os.path.join(HERE, "cache"), help="where the data sets are assembled")
     parser.add_argument("--out", default=os.path.join(BENCHMARKS, "out", "suite"), help="splits and scratch files")
-    parser.add_argument("--results", default=None, help="where suite.{json,md,png} go (default: benchmarks/results, "
-                        "or --out with --quick)")  # fmt: skip
+    parser.add_argument(
+        "--results",
+        default=None,
+        help="where suite.{json,md,png} go (default: benchmarks/results, or --out with --quick)",
+    )
     parser.add_argument("--only", default=None, help="comma-separated data set names")
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2; --quick: 0)")
     parser.add_argument("--learners", default=",".join(LEARNERS), help="comma-separated learners")
@@ -315,8 +413,14 @@ def main(argv: list[str] | None = None) -> int:
             results[meta["name"]] = run_sparsity_task(meta, seeds, os.path.join(args.out, "splits"))
         else:
             results[meta["name"]] = run_task(meta, seeds, os.path.join(args.out, "splits"), learners)
-    report = {"started": started, "seeds": list(seeds), "machine": machine_info(), "vw_version": vw_version(),
-              "protocol": "benchmarks/suite/PROTOCOL.md", "results": results}  # fmt: skip
+    report = {
+        "started": started,
+        "seeds": list(seeds),
+        "machine": machine_info(),
+        "vw_version": vw_version(),
+        "protocol": "benchmarks/suite/PROTOCOL.md",
+        "results": results,
+    }
     if not args.sparsity:
         report["targets"] = targets(results)
     report["elapsed_seconds"] = time.perf_counter() - clock
@@ -329,8 +433,9 @@ def publish(report: dict, folder: str, stem: str = "suite") -> int:
     markdown = render_sparsity(report) if sparse else render(report)
     write_report(folder, stem, report, markdown)
     try:
-        (sparsity.plot_curves if sparse else plot)(report["results"] if sparse else report,
-                                                   os.path.join(folder, f"{stem}.png"))
+        (sparsity.plot_curves if sparse else plot)(
+            report["results"] if sparse else report, os.path.join(folder, f"{stem}.png")
+        )
     except ImportError:
         log("matplotlib is not installed: no plot (pip install '.[plot]')")
     print(markdown)

@@ -37,7 +37,7 @@ class Task:
     features: int
 
     @classmethod
-    def of(cls, meta: dict) -> "Task":
+    def of(cls, meta: dict) -> Task:
         return cls(meta["name"], meta["task"], meta.get("classes"), int(meta["features"]))
 
 
@@ -127,8 +127,11 @@ def run_polybeam(task: Task, flags: list[str], train: str, test: str) -> dict:
         predictions = model.predict(test_batch)
     else:
         predictions = model.margins(test_batch)
-    return {"error": task_error(task, test_batch.labels, predictions), "seconds": seconds,
-            "nonzero": int(model.nonzero)}  # fmt: skip
+    return {
+        "error": task_error(task, test_batch.labels, predictions),
+        "seconds": seconds,
+        "nonzero": int(model.nonzero),
+    }
 
 
 # -- Vowpal Wabbit ------------------------------------------------------------------------------
@@ -167,11 +170,16 @@ def vw_once(task: Task, flags: list[str], train_vw: str, test_vw: str, test_labe
 def run_vw(task: Task, split, extra: tuple[str, ...] = ()) -> dict:
     """VW at the rate (of :data:`VW_RATES`) that does best on the validation fifth, then on train/test."""
     valid_labels = read_labels(split.valid)
-    scores = {rate: vw_once(task, vw_flags(task, *extra, "-l", str(rate)), split.vw("fit"), split.vw("valid"),
-                            valid_labels)["error"] for rate in VW_RATES}  # fmt: skip
+    scores = {
+        rate: vw_once(task, vw_flags(task, *extra, "-l", str(rate)), split.vw("fit"), split.vw("valid"), valid_labels)[
+            "error"
+        ]
+        for rate in VW_RATES
+    }
     rate = min(VW_RATES, key=lambda r: (scores[r], r))  # ties: the smaller rate
-    result = vw_once(task, vw_flags(task, *extra, "-l", str(rate)), split.vw("train"), split.vw("test"),
-                     read_labels(split.test))  # fmt: skip
+    result = vw_once(
+        task, vw_flags(task, *extra, "-l", str(rate)), split.vw("train"), split.vw("test"), read_labels(split.test)
+    )
     return {**result, "rate": rate, "validation": scores}
 
 

@@ -24,9 +24,8 @@ import tempfile
 import time
 
 import numpy as np
-from harness import libsvm_to_vw, read_predictions, read_vw_model
-
 import runners
+from harness import libsvm_to_vw, read_predictions, read_vw_model
 from runners import Task
 
 GRIDS = {  # each method's strengths: log grids wide enough to reach an empty model
@@ -64,13 +63,27 @@ def vw_point(task: Task, train: str, test: str, strength: float | None) -> tuple
         train_vw = libsvm_to_vw(train, f"{scratch}/train.vw", namespace="")
         test_vw = libsvm_to_vw(test, f"{scratch}/test.vw", namespace="")
         model, readable, predictions = f"{scratch}/m", f"{scratch}/m.txt", f"{scratch}/p.txt"
-        arguments = ["-d", train_vw, "-b", "18", "--loss_function", "logistic", "-f", model,
-                     "--readable_model", readable, "--quiet"]  # fmt: skip
+        arguments = [
+            "-d",
+            train_vw,
+            "-b",
+            "18",
+            "--loss_function",
+            "logistic",
+            "-f",
+            model,
+            "--readable_model",
+            readable,
+            "--quiet",
+        ]
         if strength is not None:
             arguments += ["--l1", repr(strength)]
         subprocess.run([sys.executable, "-m", "vowpalwabbit", *arguments], check=True, capture_output=True)
-        subprocess.run([sys.executable, "-m", "vowpalwabbit", "-t", "-i", model, "-d", test_vw, "-p", predictions,
-                        "--quiet"], check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "vowpalwabbit", "-t", "-i", model, "-d", test_vw, "-p", predictions, "--quiet"],
+            check=True,
+            capture_output=True,
+        )
         predicted = np.array(read_predictions(predictions))
         slots, l1_state = read_vw_model(readable)
     weights = np.zeros(task.features + 1)
@@ -89,8 +102,12 @@ def sklearn_point(task: Task, train: str, test: str, strength: float | None) -> 
     train_x, train_y = runners.load_svmlight(train, task.features)
     test_x, test_y = runners.load_svmlight(test, task.features)
     scaler = StandardScaler(with_mean=False).fit(train_x)  # sparse: scaled, not centred
-    model = SGDClassifier(loss="log_loss", penalty=None if strength is None else "l1",
-                          alpha=1e-4 if strength is None else strength, random_state=0)  # fmt: skip
+    model = SGDClassifier(
+        loss="log_loss",
+        penalty=None if strength is None else "l1",
+        alpha=1e-4 if strength is None else strength,
+        random_state=0,
+    )
     model.fit(scaler.transform(train_x), train_y)
     return _accuracy(task, test_y, model.decision_function(scaler.transform(test_x))), model.coef_.ravel()
 
@@ -111,8 +128,14 @@ def sweep(method: str, task: Task, split) -> dict:
     curve = []
     for strength in GRIDS[method]:
         accuracy, weights = point(task, split.fit, split.valid, strength)
-        curve.append({"strength": strength, "accuracy": accuracy, "nonzero": int(np.count_nonzero(weights)),
-                      "random_zero": random_zero_share(weights)})  # fmt: skip
+        curve.append(
+            {
+                "strength": strength,
+                "accuracy": accuracy,
+                "nonzero": int(np.count_nonzero(weights)),
+                "random_zero": random_zero_share(weights),
+            }
+        )
     good = [p for p in curve if p["accuracy"] >= (1 - TOLERANCE) * base_accuracy]
     chosen = max(good, key=lambda p: (p["random_zero"], -p["nonzero"]))["strength"] if good else None
     test_base, _ = point(task, split.train, split.test, None)
@@ -120,21 +143,28 @@ def sweep(method: str, task: Task, split) -> dict:
     return {
         "validation": {"unregularised": base_accuracy, "nonzero": int(np.count_nonzero(base_weights)), "curve": curve},
         "chosen": chosen,
-        "test": {"unregularised": test_base, "accuracy": test_accuracy,
-                 "loss": (test_base - test_accuracy) / test_base if test_base else 0.0,
-                 "nonzero": int(np.count_nonzero(test_weights)), "random_zero": random_zero_share(test_weights)},
+        "test": {
+            "unregularised": test_base,
+            "accuracy": test_accuracy,
+            "loss": (test_base - test_accuracy) / test_base if test_base else 0.0,
+            "nonzero": int(np.count_nonzero(test_weights)),
+            "random_zero": random_zero_share(test_weights),
+        },
         "seconds": time.perf_counter() - started,
-    }  # fmt: skip
+    }
 
 
 def summarise(runs: list[dict]) -> dict:
     """Mean test figures over seeds, and whether the target holds: >= 90% random zero at <= 1% loss."""
     random_zero = float(np.mean([r["test"]["random_zero"] for r in runs]))
     loss = float(np.mean([r["test"]["loss"] for r in runs]))
-    return {"random_zero": random_zero, "accuracy_loss": loss,
-            "accuracy": float(np.mean([r["test"]["accuracy"] for r in runs])),
-            "nonzero": float(np.mean([r["test"]["nonzero"] for r in runs])),
-            "meets_target": random_zero >= 0.9 and loss <= TOLERANCE}  # fmt: skip
+    return {
+        "random_zero": random_zero,
+        "accuracy_loss": loss,
+        "accuracy": float(np.mean([r["test"]["accuracy"] for r in runs])),
+        "nonzero": float(np.mean([r["test"]["nonzero"] for r in runs])),
+        "meets_target": random_zero >= 0.9 and loss <= TOLERANCE,
+    }
 
 
 def plot_curves(results: dict, path: str) -> None:
@@ -154,9 +184,8 @@ def plot_curves(results: dict, path: str) -> None:
             axis.plot([p["nonzero"] for p in curve], [p["accuracy"] for p in curve], marker=".", label=method)
         axis.set(title=name, xlabel="non-zero weights", ylabel="validation accuracy", xscale="symlog")
         axis.legend(fontsize=7)
-    for axis in axes.ravel()[len(names):]:
+    for axis in axes.ravel()[len(names) :]:
         axis.set_visible(False)
     figure.tight_layout()
     figure.savefig(path, dpi=90)
     plt.close(figure)
-

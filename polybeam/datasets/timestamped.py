@@ -31,15 +31,24 @@ def _cells(line: bytes, features: int) -> tuple[str, list[str]]:
     return label.decode(), dense
 
 
-def write_timestamped_csv(path: str, *, name: str = "spam", rows: int | None = None, days: int = 3,
-                          start: str = "2026-11-01", keys: int = 3, bad: int = 0, seed: int = 0) -> dict:  # fmt: skip
+def write_timestamped_csv(
+    path: str,
+    *,
+    name: str = "spam",
+    rows: int | None = None,
+    days: int = 3,
+    start: str = "2026-11-01",
+    keys: int = 3,
+    bad: int = 0,
+    seed: int = 0,
+) -> dict:
     """Write ``name``'s first ``rows`` rows to ``path`` as CSV (columns ``y``, ``ts``, ``store``, ``f1``...);
     returns ``{"rows", "bad", "start", "seconds"}`` (``seconds``: each row's time, NaN for the bad ones)."""
     source = lines(name)[:rows]
     count = len(source)
     features = max(int(pair.split(b":")[0]) for line in source for pair in line.split()[1:])
     rng = np.random.default_rng(seed)
-    origin = datetime.datetime.fromisoformat(start).replace(tzinfo=datetime.timezone.utc).timestamp()
+    origin = datetime.datetime.fromisoformat(start).replace(tzinfo=datetime.UTC).timestamp()
     seconds = origin + rng.permutation(count) * (days * 86400 / count)
     seconds = np.floor(seconds)
     broken = rng.choice(count, size=bad, replace=False) if bad else np.zeros(0, dtype=int)
@@ -48,7 +57,7 @@ def write_timestamped_csv(path: str, *, name: str = "spam", rows: int | None = N
     for row, line in enumerate(source):
         label, dense = _cells(line, features)
         if row % 3 == 0:
-            stamp = datetime.datetime.fromtimestamp(seconds[row], datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            stamp = datetime.datetime.fromtimestamp(seconds[row], datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         else:
             stamp = str(int(seconds[row]))
         out.append(",".join([label, stamp, f"s{row % keys}"] + dense))

@@ -51,19 +51,26 @@ _OPTION_NAMES = {
     "command": {
         "max_dead_letter_fraction": "--max-dead-letter-fraction {value:g}",
         "raise_fraction": "--max-dead-letter-fraction",
-        "allow_empty": "pass --allow-empty", "input": "--input", "format": "--format", "guess": "--format {value}",
+        "allow_empty": "pass --allow-empty",
+        "input": "--input",
+        "format": "--format",
+        "guess": "--format {value}",
         "task": "--loss, --classes, --class-names",
         "csv": "--label-column, --categorical-columns, --csv-delimiter, --no-csv-header",
         "parquet": "--label-column, --weight-column",
     },
     "python": {
-        "max_dead_letter_fraction": "max_dead_letter_fraction={value:g}", "raise_fraction": "max_dead_letter_fraction",
-        "allow_empty": "pass allow_empty=True", "input": "the file pattern", "format": "format",
-        "guess": "format={value!r}", "task": "labels, classes, label_names",
+        "max_dead_letter_fraction": "max_dead_letter_fraction={value:g}",
+        "raise_fraction": "max_dead_letter_fraction",
+        "allow_empty": "pass allow_empty=True",
+        "input": "the file pattern",
+        "format": "format",
+        "guess": "format={value!r}",
+        "task": "labels, classes, label_names",
         "csv": "label_column, categorical_columns, delimiter, has_header",
         "parquet": "label_column, weight_column",
     },
-}  # fmt: skip
+}
 # The options that shape how records of a format are read (named when records look right but do not parse).
 FORMAT_OPTIONS = {name: _OPTION_NAMES["command"][name] for name in ("csv", "parquet")}
 
@@ -96,7 +103,9 @@ def guess_format(raw: str) -> str | None:
 
 def where(letter: DeadLetter) -> str:
     """``source line N`` (or ``offset N`` when the line is unknown)."""
-    return f"{letter.source} line {letter.line}" if letter.line is not None else f"{letter.source} offset {letter.offset}"
+    return (
+        f"{letter.source} line {letter.line}" if letter.line is not None else f"{letter.source} offset {letter.offset}"
+    )
 
 
 def first_letters(letters, count: int = FIRST_REASONS) -> list[DeadLetter]:
@@ -176,22 +185,31 @@ class InputPolicy:
         share = counts.dead_letters / readable
         # Floor the percentage so that 99.97% never reads as "100%" beside a count that is not all.
         percent = f"{math.floor(share * 1000) / 10:g}%" if share < 1 else "100%"
-        counted = (f"all {readable} records" if counts.dead_letters == readable
-                   else f"{counts.dead_letters} of {readable} records")  # fmt: skip
-        lines = [f"{counted} ({percent}) are dead letters, more than "
-                 f"{self._name('max_dead_letter_fraction', self.max_dead_letter_fraction)} allows; "
-                 f"{self._reasons(letters)}"]  # fmt: skip
+        counted = (
+            f"all {readable} records"
+            if counts.dead_letters == readable
+            else f"{counts.dead_letters} of {readable} records"
+        )
+        lines = [
+            f"{counted} ({percent}) are dead letters, more than "
+            f"{self._name('max_dead_letter_fraction', self.max_dead_letter_fraction)} allows; "
+            f"{self._reasons(letters)}"
+        ]
         lines.append(f"likely cause: {self._cause(share, letters)}.{self._where_letters()}")
         return "\n".join(lines)
 
     def _empty(self, counts: ReadCounts, letters: list[DeadLetter]) -> str:
         advice = f"check {self._name('input')}, or {self._name('allow_empty')} to accept an empty input"
         if counts.dead_letters:
-            return (f"no example was read: all {counts.dead_letters} readable records are dead letters; "
-                    f"{self._reasons(letters)}\n{advice}.{self._where_letters()}")  # fmt: skip
+            return (
+                f"no example was read: all {counts.dead_letters} readable records are dead letters; "
+                f"{self._reasons(letters)}\n{advice}.{self._where_letters()}"
+            )
         if counts.records == 0:
             return f"no example was read: the input holds no record; {advice}"
-        return f"no example was read: the {counts.records} records read are all blank, comment or header lines; {advice}"
+        return (
+            f"no example was read: the {counts.records} records read are all blank, comment or header lines; {advice}"
+        )
 
     @staticmethod
     def _reasons(letters: list[DeadLetter]) -> str:
@@ -200,19 +218,27 @@ class InputPolicy:
 
     def _cause(self, share: float, letters: list[DeadLetter]) -> str:
         if share < NEARLY_ALL:
-            return ("part of the input is damaged or of another kind: fix those records, or raise "
-                    f"{self._name('raise_fraction')} to go on without them")  # fmt: skip
+            return (
+                "part of the input is damaged or of another kind: fix those records, or raise "
+                f"{self._name('raise_fraction')} to go on without them"
+            )
         named = FORMAT_NAMES.get(self.format, self.format)
         guess = guess_format(letters[0].raw) if letters and letters[0].raw else None
         if guess is not None and guess != self.format and self.expected:
             return f"the records look like {FORMAT_NAMES[guess]}, not {named}, and {self.expected}"
         if guess is not None and guess != self.format:
-            return (f"the records look like {FORMAT_NAMES[guess]}, not {named}: check {self._name('format')} "
-                    f"({self._name('guess', guess)}?)")  # fmt: skip
+            return (
+                f"the records look like {FORMAT_NAMES[guess]}, not {named}: check {self._name('format')} "
+                f"({self._name('guess', guess)}?)"
+            )
         if guess == self.format:
             options = _OPTION_NAMES[self.spelling].get(self.format)
-            return (f"the records look like {named} but do not fit " + (f"its options ({options})" if options else "")
-                    + (" or " if options else "") + f"the task ({self._name('task')}): check the reasons")  # fmt: skip
+            return (
+                f"the records look like {named} but do not fit "
+                + (f"its options ({options})" if options else "")
+                + (" or " if options else "")
+                + f"the task ({self._name('task')}): check the reasons"
+            )
         return f"the input is not {named}: check {self._name('format')} and {self._name('input')}"
 
     def _where_letters(self) -> str:

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.hashing import murmur3_32
 from polybeam.formats.numbers import parse_number, scan_number
 from polybeam.formats.records import LABEL_KINDS
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners.hashing import murmur3_32
 
 # Class id for "no such name" (class ids start at 1).
 NO_CLASS = 0

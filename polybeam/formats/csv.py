@@ -46,15 +46,11 @@ from typing import ClassVar
 import numba
 import numpy as np
 
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
 from polybeam.formats.classes import NO_CLASS, find_class
 from polybeam.formats.keys import key_codes
 from polybeam.formats.numbers import scan_number
 from polybeam.formats.records import ParsedBlock
 from polybeam.formats.settings import HashedFormat
-from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
 from polybeam.formats.text import (
     EXAMPLE,
     FIRST_ERROR,
@@ -73,6 +69,10 @@ from polybeam.formats.text import (
     line_stop,
     token_text,
 )
+from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
 
 # What each column is for.
 IGNORED = 0
@@ -115,10 +115,28 @@ def _copy(source, start, stop, target, pos, unescape):
 
 @numba.njit(cache=True)
 def _parse_record(
-    text, start, stop, delimiter, kinds, column_slots, column_seeds, mask,
-    slots, values, feature_columns, value_spans, first_use, nnz, scratch, scratch_pos,
-    class_count, class_hashes, class_ids, class_text, class_offsets,
-):  # fmt: skip
+    text,
+    start,
+    stop,
+    delimiter,
+    kinds,
+    column_slots,
+    column_seeds,
+    mask,
+    slots,
+    values,
+    feature_columns,
+    value_spans,
+    first_use,
+    nnz,
+    scratch,
+    scratch_pos,
+    class_count,
+    class_hashes,
+    class_ids,
+    class_text,
+    class_offsets,
+):
     """One CSV line: ``(status, bad column, bad start, bad stop, label, weight, has label, nnz, scratch end)``.
 
     For a wrong column count, ``bad stop`` holds the number of fields found.
@@ -209,9 +227,15 @@ def _parse_record(
                                 value, value_start = scratch, scratch_pos
                                 value_stop = _copy(text, inner_start, inner_stop, scratch, scratch_pos, escaped)
                             class_id = find_class(
-                                value, value_start, value_stop,
-                                class_count, class_hashes, class_ids, class_text, class_offsets,
-                            )  # fmt: skip
+                                value,
+                                value_start,
+                                value_stop,
+                                class_count,
+                                class_hashes,
+                                class_ids,
+                                class_text,
+                                class_offsets,
+                            )
                             if class_id == NO_CLASS:
                                 pending = UNKNOWN_CLASS
                             label = np.float64(class_id)
@@ -239,9 +263,18 @@ def _parse_record(
 # nogil: Beam runs several bundles per worker process in threads.
 @numba.njit(cache=True, nogil=True)
 def scan_csv(
-    data, delimiter, kinds, column_slots, column_seeds, mask, header_first,
-    class_hashes, class_ids, class_text, class_offsets,
-):  # fmt: skip
+    data,
+    delimiter,
+    kinds,
+    column_slots,
+    column_seeds,
+    mask,
+    header_first,
+    class_hashes,
+    class_ids,
+    class_text,
+    class_offsets,
+):
     """Parse a block of CSV lines (``data`` a uint8 array) in one pass.
 
     ``kinds``, ``column_slots`` and ``column_seeds`` describe the columns;
@@ -294,10 +327,28 @@ def scan_csv(
             status[line] = SKIPPED
             continue
         code, bad_column, bad_start, bad_stop, label, weight, labelled, line_nnz, line_scratch = _parse_record(
-            text, start, stop, delimiter, kinds, column_slots, column_seeds, mask,
-            slots, values, feature_columns, value_spans, first_use, nnz, scratch_text, scratch_pos,
-            class_count, hashes_pointer, ids_pointer, names_pointer, offsets_pointer,
-        )  # fmt: skip
+            text,
+            start,
+            stop,
+            delimiter,
+            kinds,
+            column_slots,
+            column_seeds,
+            mask,
+            slots,
+            values,
+            feature_columns,
+            value_spans,
+            first_use,
+            nnz,
+            scratch_text,
+            scratch_pos,
+            class_count,
+            hashes_pointer,
+            ids_pointer,
+            names_pointer,
+            offsets_pointer,
+        )
         status[line] = code
         if code != EXAMPLE:
             # Roll the line back; a first use recorded by it is past the kept features.
@@ -318,11 +369,22 @@ def scan_csv(
         indptr[n_examples] = nnz
     return (
         (status, starts, stops, bad_columns, bad_starts, bad_stops),
-        (example_lines[:n_examples].copy(), labels[:n_examples].copy(), weights[:n_examples].copy(),
-         has_label[:n_examples].copy(), indptr[: n_examples + 1].copy()),
-        (slots[:nnz].copy(), values[:nnz].copy(), feature_columns[:nnz].copy(), value_spans[:nnz].copy(),
-         first_use, scratch[:scratch_pos].copy()),
-    )  # fmt: skip
+        (
+            example_lines[:n_examples].copy(),
+            labels[:n_examples].copy(),
+            weights[:n_examples].copy(),
+            has_label[:n_examples].copy(),
+            indptr[: n_examples + 1].copy(),
+        ),
+        (
+            slots[:nnz].copy(),
+            values[:nnz].copy(),
+            feature_columns[:nnz].copy(),
+            value_spans[:nnz].copy(),
+            first_use,
+            scratch[:scratch_pos].copy(),
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -451,7 +513,7 @@ class CsvFormat(HashedFormat):
         super().__post_init__()
         if not isinstance(self.delimiter, str) or len(self.delimiter.encode("utf-8")) != 1:
             raise ValueError(f"delimiter must be a single ASCII character, got {self.delimiter!r}")
-        if self.delimiter in "\"\r\n":
+        if self.delimiter in '"\r\n':
             raise ValueError(f"delimiter cannot be a double quote or a line break, got {self.delimiter!r}")
         for option in ("categorical_columns", "ignore_columns"):
             value = getattr(self, option)
@@ -698,12 +760,15 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
         raise ValueError(f"the key column {names[key]!r} cannot also be the label, the weight, categorical or ignored")
     identity = -1 if fmt.id_column is None else position(fmt.id_column, "id_column")
     if identity >= 0 and (identity in (label, weight, key) or identity in categorical or identity in ignored):
-        raise ValueError(f"the ID column {names[identity]!r} cannot also be the label, the weight, the key, "
-                         "categorical or ignored")  # fmt: skip
+        raise ValueError(
+            f"the ID column {names[identity]!r} cannot also be the label, the weight, the key, categorical or ignored"
+        )
     time = -1 if fmt.timestamp_column is None else position(fmt.timestamp_column, "timestamp_column")
     if time >= 0 and (time in (label, weight, key, identity) or time in categorical or time in ignored):
-        raise ValueError(f"the timestamp column {names[time]!r} cannot also be the label, the weight, the key, "
-                         "the ID, categorical or ignored")  # fmt: skip
+        raise ValueError(
+            f"the timestamp column {names[time]!r} cannot also be the label, the weight, the key, "
+            "the ID, categorical or ignored"
+        )
     if categorical & ignored:
         both = sorted(names[c] for c in categorical & ignored)
         raise ValueError(f"columns {both} are both categorical and ignored")

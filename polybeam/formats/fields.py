@@ -122,8 +122,16 @@ class RowReading:
         name = self._named(column, fields)
         return name if name in fields else None
 
-    def examples(self, records: Sequence[Mapping], *, bits: int, seed: int, labels: str = "any", classes: int = 0,
-                 label_names: Sequence[str] = ()) -> RowsRead:
+    def examples(
+        self,
+        records: Sequence[Mapping],
+        *,
+        bits: int,
+        seed: int,
+        labels: str = "any",
+        classes: int = 0,
+        label_names: Sequence[str] = (),
+    ) -> RowsRead:
         """One ExampleBatch of ``records`` (mappings of field to value, all with the same fields).
 
         ``labels`` is the kind of label the rows must have ("any": none needed, as for prediction; "binary",
@@ -134,17 +142,22 @@ class RowReading:
         if labels != "any" and label is None and records:
             raise ValueError(f"the rows have no label field ({self._label_hint()}); their fields are {fields}")
         if self._format == "parquet":
-            return self._arrow_examples(records, label, bits=bits, seed=seed, labels=labels, classes=classes,
-                                        label_names=tuple(label_names))
-        return self._mapping_examples(records, fields, label, bits=bits, seed=seed, labels=labels, classes=classes,
-                                      label_names=tuple(label_names))
+            return self._arrow_examples(
+                records, label, bits=bits, seed=seed, labels=labels, classes=classes, label_names=tuple(label_names)
+            )
+        return self._mapping_examples(
+            records, fields, label, bits=bits, seed=seed, labels=labels, classes=classes, label_names=tuple(label_names)
+        )
 
     def _label_hint(self) -> str:
         if self.label is not None:
             return f"label: {self.label!r}"
         column = self._option("label_column")
-        return f"the model's label column is {column!r}; name another with label" if column is not None else (
-            "name it with label")
+        return (
+            f"the model's label column is {column!r}; name another with label"
+            if column is not None
+            else ("name it with label")
+        )
 
     # -- rows as CSV records (mappings) -----------------------------------------
 
@@ -185,8 +198,7 @@ class RowReading:
             for index, value in zip(record[indices], values):
                 sparse[int(index)] = sparse.get(int(index), 0.0) + (0.0 if value is None else float(value))
             return sparse
-        return {name: record[name] for name in features
-                if isinstance(record.get(name), (bool, int, float, np.number))}
+        return {name: record[name] for name in features if isinstance(record.get(name), (bool, int, float, np.number))}
 
     def _categorical(self, fields: Sequence[str]) -> set:
         return {self._named(column, fields) for column in self._option("categorical_columns") or ()}
@@ -218,8 +230,10 @@ class RowReading:
             refused.sort()
         refused_rows = {position for position, _ in refused}
         kept = np.array([i for i in range(len(records)) if i not in refused_rows], dtype=np.int64)
-        mappings = [{name: _feature_value(records[i].get(name), name in categorical) for name in features}
-                    for i in kept.tolist()]
+        mappings = [
+            {name: _feature_value(records[i].get(name), name in categorical) for name in features}
+            for i in kept.tolist()
+        ]
         batch = batch_from_mappings(mappings, bits=bits, seed=seed, table=SlotTable(bits=bits, seed=seed))
         batch = batch.with_labels(labels_array[kept])
         return RowsRead(_with_weights(batch, np.asarray(weights, dtype=np.float64)[kept]), kept, refused)

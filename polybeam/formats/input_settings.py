@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from polybeam.formats.formats import FORMATS, format_class, make_format
 
@@ -62,8 +63,10 @@ FLAGS = {
 
 def readable_by(model_format: str, input_format: str) -> bool:
     """Whether input in ``input_format`` gives the features a model trained on ``model_format`` knows."""
-    return model_format == input_format or bool({model_format, input_format} <= INDEXED) or bool(
-        {model_format, input_format} <= NAMED
+    return (
+        model_format == input_format
+        or bool({model_format, input_format} <= INDEXED)
+        or bool({model_format, input_format} <= NAMED)
     )
 
 
@@ -119,7 +122,7 @@ class InputSettings:
     # -- construction -----------------------------------------------------------
 
     @classmethod
-    def of(cls, fmt, columns: tuple[str, ...] = ()) -> "InputSettings":
+    def of(cls, fmt, columns: tuple[str, ...] = ()) -> InputSettings:
         """The settings of a format object (``polybeam.formats``)."""
         values = {f.name: getattr(fmt, f.name) for f in dataclasses.fields(fmt)}
         return cls(
@@ -136,17 +139,23 @@ class InputSettings:
         """Plain JSON: ``format``, the format's settings, ``bits``, ``seed``, ``classes``, ``class_names``
         (and ``columns`` when known)."""
         # (no timestamp column is left out: what models recorded before there were windows, read alike)
-        options = {name: value for name, value in self.options.items()
-                   if not (name in OPTIONAL_RECORDS and value is None)}  # fmt: skip
-        record = {"format": self.format, **{name: _plain(value) for name, value in options.items()},
-                  "bits": self.bits, "seed": self.seed, "classes": self.classes,
-                  "class_names": list(self.class_names)}  # fmt: skip
+        options = {
+            name: value for name, value in self.options.items() if not (name in OPTIONAL_RECORDS and value is None)
+        }
+        record = {
+            "format": self.format,
+            **{name: _plain(value) for name, value in options.items()},
+            "bits": self.bits,
+            "seed": self.seed,
+            "classes": self.classes,
+            "class_names": list(self.class_names),
+        }
         if self.columns:
             record["columns"] = list(self.columns)
         return record
 
     @classmethod
-    def from_dict(cls, record: Mapping[str, Any]) -> "InputSettings":
+    def from_dict(cls, record: Mapping[str, Any]) -> InputSettings:
         """The settings :meth:`to_dict` wrote; settings this version does not know are left out (a newer
         polybeam may record more)."""
         if not isinstance(record, Mapping) or "format" not in record:
@@ -176,7 +185,7 @@ class InputSettings:
         """The format object that reads as recorded."""
         return make_format(self.format, **self.reader_options(labels))
 
-    def replace(self, **changes) -> "InputSettings":
+    def replace(self, **changes) -> InputSettings:
         """A copy with some fields (``format``, ``bits``, ...) or format settings (``label_column``, ...) changed."""
         own = {name: changes.pop(name) for name in list(changes) if name in self.options}
         return dataclasses.replace(self, **changes, options={**self.options, **own})
@@ -206,8 +215,11 @@ class InputSettings:
 
     def describe(self) -> str:
         """One line for people: the format, how to read it again, and the hashed space."""
-        names = f", classes {', '.join(self.class_names)}" if self.class_names else (
-            f", {self.classes} classes" if self.classes else "")  # fmt: skip
+        names = (
+            f", classes {', '.join(self.class_names)}"
+            if self.class_names
+            else (f", {self.classes} classes" if self.classes else "")
+        )
         return f"{self.format} ({self.flags()}), {self.bits} bits, hash seed {self.seed}{names}"
 
 

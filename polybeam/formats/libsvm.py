@@ -33,9 +33,6 @@ from typing import ClassVar
 import numba
 import numpy as np
 
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.hashing import libsvm_slot_kernel, slot_mask
 from polybeam.formats.numbers import scan_number
 from polybeam.formats.records import ParsedBlock
 from polybeam.formats.settings import HashedFormat
@@ -55,6 +52,9 @@ from polybeam.formats.text import (
     skip_blanks,
     token_text,
 )
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.hashing import libsvm_slot_kernel, slot_mask
 
 # Longer indices would overflow the 64-bit integer they are read into.
 MAX_INDEX_DIGITS = 18

@@ -34,7 +34,6 @@ import numpy as np
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, libsvm_slot, slot_mask
 
-
 # pandas' missing values, known by their type's name (pandas is not imported here).
 _MISSING_TYPES = ("NAType", "NaTType")
 
@@ -80,8 +79,9 @@ class SlotTable:
         return libsvm_slot(int(key), self.bits, self.seed)
 
 
-def batch_from_mappings(examples: Iterable[Mapping], *, bits: int, seed: int = 0,
-                        table: SlotTable | None = None) -> ExampleBatch:  # fmt: skip
+def batch_from_mappings(
+    examples: Iterable[Mapping], *, bits: int, seed: int = 0, table: SlotTable | None = None
+) -> ExampleBatch:
     """One ExampleBatch of the mappings (labels NaN: they are to be predicted)."""
     table = table or SlotTable(bits=bits, seed=seed)
     indptr = [0]
@@ -99,8 +99,10 @@ def batch_from_mappings(examples: Iterable[Mapping], *, bits: int, seed: int = 0
                     values.append(1.0)
                 continue
             if not isinstance(value, (Real, np.bool_)):  # (True and False are 1 and 0)
-                raise MappingError(f"example {position}: feature {key!r} has value {value!r}, not a number or a category "
-                                   "(None or NaN for a missing one)")  # fmt: skip
+                raise MappingError(
+                    f"example {position}: feature {key!r} has value {value!r}, not a number or a category "
+                    "(None or NaN for a missing one)"
+                )
             number = float(value)
             if number in (float("inf"), float("-inf")):
                 raise MappingError(f"example {position}: feature {key!r} is {number}")

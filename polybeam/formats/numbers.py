@@ -50,8 +50,8 @@ from fractions import Fraction
 import numba
 import numpy as np
 
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.formats.text import byte_pointer
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 
 # Powers of ten an integer below 2**53 can be scaled by with one exact rounding.
 _EXACT_POWERS = np.array([10.0**k for k in range(23)], dtype=np.float64)

@@ -63,13 +63,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
-from polybeam.learners.hashing import feature_slot, slot_mask
 from polybeam.formats.classes import string_labels
 from polybeam.formats.libsvm import libsvm_slots
 from polybeam.formats.records import DeadLetter, InputFileError, ParsedBlock, label_problems, reject_examples
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.timestamps import TIME_MISSING, TIME_OK, parse_timestamps, problem, reject_untimed
+from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
+from polybeam.learners.hashing import feature_slot, slot_mask
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,10 @@ class ParquetFormat(HashedFormat):
                 raise ValueError(f"the {role} column {column!r} cannot also be ignored")
         if self.id_column is not None:
             if self.id_column in (*roles.values(), *ignored, *(self.feature_columns or ())):
-                raise ValueError(f"the ID column {self.id_column!r} cannot also be the label, the weight, the key, "
-                                 "a feature or ignored")  # fmt: skip
+                raise ValueError(
+                    f"the ID column {self.id_column!r} cannot also be the label, the weight, the key, "
+                    "a feature or ignored"
+                )
         if self.weight_column is not None and self.weight_column == self.label_column:
             raise ValueError(f"label_column and weight_column are the same column, {self.label_column!r}")
         if self.key_column is not None and self.key_column in (self.label_column, self.weight_column):
@@ -146,9 +148,15 @@ class ParquetFormat(HashedFormat):
         if self.key_column is not None and self.feature_columns and self.key_column in self.feature_columns:
             raise ValueError(f"the key column {self.key_column!r} cannot also be a feature column")
         if self.timestamp_column is not None and self.timestamp_column in (
-                *roles.values(), self.id_column, *ignored, *(self.feature_columns or ())):
-            raise ValueError(f"the timestamp column {self.timestamp_column!r} cannot also be the label, the weight, "
-                             "the key, the ID, a feature or ignored")  # fmt: skip
+            *roles.values(),
+            self.id_column,
+            *ignored,
+            *(self.feature_columns or ()),
+        ):
+            raise ValueError(
+                f"the timestamp column {self.timestamp_column!r} cannot also be the label, the weight, "
+                "the key, the ID, a feature or ignored"
+            )
 
     def parse(
         self,
@@ -245,8 +253,14 @@ class ParquetFormat(HashedFormat):
         """Refuse a table where a column the format takes by name appears more than once
         (Arrow allows it; which one would be meant?)."""
         names = table.column_names
-        used = {self.label_column, self.weight_column, self.key_column, self.id_column, self.timestamp_column,
-                *(self.feature_columns or ())}  # fmt: skip
+        used = {
+            self.label_column,
+            self.weight_column,
+            self.key_column,
+            self.id_column,
+            self.timestamp_column,
+            *(self.feature_columns or ()),
+        }
         if self.indices_column in names:  # (otherwise "values" may well name two features)
             used |= {self.indices_column, self.values_column}
         for name in sorted(used - {None}):
@@ -262,8 +276,10 @@ class ParquetFormat(HashedFormat):
             raise ValueError(f"key column {self.key_column!r} not found; the columns are {table.column_names}")
         text = pc.fill_null(pc.cast(table.column(self.key_column), pa.string()), "")
         encoded = pc.dictionary_encode(text).combine_chunks()
-        return {"key_codes": encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
-                "key_names": tuple(encoded.dictionary.to_pylist())}  # fmt: skip
+        return {
+            "key_codes": encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
+            "key_names": tuple(encoded.dictionary.to_pylist()),
+        }
 
     def _timestamps(self, table: pa.Table) -> tuple[np.ndarray | None, dict[int, str]]:
         """Seconds since the epoch of each row (NaN where there is none) and why rows have none."""
@@ -399,8 +415,14 @@ class ParquetFormat(HashedFormat):
                 _numeric(table, name, "feature column")
             positions = [table.column_names.index(name) for name in names]
         else:
-            skip = {self.label_column, self.weight_column, self.key_column, self.id_column, self.timestamp_column,
-                    *self.ignore_columns}  # fmt: skip
+            skip = {
+                self.label_column,
+                self.weight_column,
+                self.key_column,
+                self.id_column,
+                self.timestamp_column,
+                *self.ignore_columns,
+            }
             # By position: two columns may share a name (Arrow allows it), and then are two features.
             positions = [
                 j

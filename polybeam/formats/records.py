@@ -46,7 +46,7 @@ class DeadLetter:
     reason: str
 
     @classmethod
-    def from_bytes(cls, raw: bytes, *, source: str, line: int | None, offset: int, reason: str) -> "DeadLetter":
+    def from_bytes(cls, raw: bytes, *, source: str, line: int | None, offset: int, reason: str) -> DeadLetter:
         """A dead letter for raw input bytes, cut to a readable length."""
         text = raw[: MAX_RAW_CHARS * 4].decode("utf-8", errors="replace").rstrip("\r\n")
         if len(text) > MAX_RAW_CHARS:
@@ -57,7 +57,7 @@ class DeadLetter:
         return json.dumps(asdict(self), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str) -> "DeadLetter":
+    def from_json(cls, text: str) -> DeadLetter:
         return cls(**json.loads(text))
 
 
@@ -80,7 +80,7 @@ class ReadCounts:
     dead_letters: int = 0
     skipped: int = 0
 
-    def __add__(self, other: "ReadCounts") -> "ReadCounts":
+    def __add__(self, other: ReadCounts) -> ReadCounts:
         return ReadCounts(
             self.records + other.records,
             self.examples + other.examples,
@@ -96,7 +96,7 @@ class ReadCounts:
         return {**asdict(self), "reconciles": self.reconciles}
 
     @classmethod
-    def from_dict(cls, values: dict) -> "ReadCounts":
+    def from_dict(cls, values: dict) -> ReadCounts:
         return cls(*(int(values.get(name, 0)) for name in ("records", "examples", "dead_letters", "skipped")))
 
     def describe(self) -> str:
@@ -122,7 +122,7 @@ class ParsedBlock:
     skipped: int = 0
 
     @property
-    def counts(self) -> "ReadCounts":
+    def counts(self) -> ReadCounts:
         """Where this block's records went."""
         return ReadCounts(self.records, len(self.batch), len(self.dead_letters), self.skipped)
 

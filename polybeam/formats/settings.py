@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polybeam.learners.hashing import DEFAULT_BITS, check_bits
 from polybeam.formats.classes import (
     ClassNames,
     check_classes,
@@ -27,6 +26,7 @@ from polybeam.formats.classes import (
     class_names,
 )
 from polybeam.formats.records import LABEL_KINDS
+from polybeam.learners.hashing import DEFAULT_BITS, check_bits
 
 
 def check_labels(labels: str) -> str:

@@ -31,17 +31,17 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numba
 import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
+from polybeam.formats.records import MAX_RAW_CHARS, DeadLetter, ParsedBlock, label_problems, reject_examples
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
-from polybeam.formats.records import MAX_RAW_CHARS, DeadLetter, ParsedBlock, label_problems, reject_examples
 
 # Line status codes shared by every text kernel; each format numbers its own
 # rejection reasons from FIRST_ERROR up.
@@ -177,7 +177,7 @@ class LineBlock:
     first_line: int | None
 
     @classmethod
-    def scan(cls, data: bytes, *, source: str, offset: int, first_line: int | None) -> "LineBlock":
+    def scan(cls, data: bytes, *, source: str, offset: int, first_line: int | None) -> LineBlock:
         """Find the lines of ``data`` (for parsers whose kernel does not report them)."""
         starts, stops = line_spans(as_bytes_array(data))
         return cls(bytes(data), starts, stops, source, offset, first_line)

@@ -21,9 +21,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.formats.numbers import scan_number
 from polybeam.formats.records import ParsedBlock, reject_examples
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 
 TIME_OK = 0
 TIME_MISSING = 1

@@ -50,9 +50,6 @@ from typing import ClassVar
 import numba
 import numpy as np
 
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
 from polybeam.formats.classes import NO_CLASS, find_class
 from polybeam.formats.keys import key_codes
 from polybeam.formats.numbers import scan_number
@@ -77,6 +74,9 @@ from polybeam.formats.text import (
     skip_blanks,
     token_text,
 )
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
 
 BAR = 124
 COLON = 58
@@ -221,7 +221,18 @@ def _same_bytes(data, start, stop, name):
 
 @numba.njit(cache=True)
 def _parse_features(
-    data, bar, stop, mask, seed, default_seed, want_names, out_slots, out_values, out_namespaces, name_spans, nnz,
+    data,
+    bar,
+    stop,
+    mask,
+    seed,
+    default_seed,
+    want_names,
+    out_slots,
+    out_values,
+    out_namespaces,
+    name_spans,
+    nnz,
     key_name,
 ):
     """Namespaces and features after the first '|': ``(status, bad start, bad stop, nnz after, key start,
@@ -355,7 +366,18 @@ def scan_vw(data, mask, seed, default_seed, want_names, class_hashes, class_ids,
         key_start = key_stop = -1
         if code == EXAMPLE:
             code, bad_start, bad_stop, line_nnz, key_start, key_stop = _parse_features(
-                text, bar, stop, mask, seed, default_seed, want_names, slots, values, namespaces, name_spans, nnz,
+                text,
+                bar,
+                stop,
+                mask,
+                seed,
+                default_seed,
+                want_names,
+                slots,
+                values,
+                namespaces,
+                name_spans,
+                nnz,
                 key_name,
             )
         status[line] = code
@@ -465,7 +487,9 @@ class VWFormat(HashedFormat):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.key_namespace is not None and (not self.key_namespace or any(c in self.key_namespace for c in " \t|:")):
-            raise ValueError(f"a key namespace is a non-empty name without blanks, '|' or ':', got {self.key_namespace!r}")
+            raise ValueError(
+                f"a key namespace is a non-empty name without blanks, '|' or ':', got {self.key_namespace!r}"
+            )
         for name in self.label_names:
             if any(c in name for c in " \t\r\v\f|") or name[0] in "'#":
                 raise ValueError(

@@ -77,8 +77,11 @@ def is_matrix(data) -> bool:
 
 
 def _frame_values(frame) -> np.ndarray:
-    not_numeric = [(name, str(dtype)) for name, dtype in zip(frame.columns, frame.dtypes)
-                   if getattr(dtype, "kind", "O") not in "biufc"]  # fmt: skip
+    not_numeric = [
+        (name, str(dtype))
+        for name, dtype in zip(frame.columns, frame.dtypes)
+        if getattr(dtype, "kind", "O") not in "biufc"
+    ]
     if not_numeric:
         shown = ", ".join(f"{name!r} ({dtype})" for name, dtype in not_numeric[:5])
         raise ValueError(
@@ -150,16 +153,20 @@ def batch_from_arrays(features, labels=None, *, bits: int, seed: int = 0, weight
         except (TypeError, ValueError):
             raise ValueError(f"features must be a matrix of numbers; got {np.asarray(features).dtype} values") from None
     if len(matrix.shape) != 2:
-        raise ValueError(f"features must be a 2-d matrix (examples x features); got shape {matrix.shape}: "
-                         "reshape one example to (1, d) or one feature to (n, 1)")  # fmt: skip
+        raise ValueError(
+            f"features must be a 2-d matrix (examples x features); got shape {matrix.shape}: "
+            "reshape one example to (1, d) or one feature to (n, 1)"
+        )
     n, d = matrix.shape
     indptr, columns, values = _sparse_csr(matrix) if is_sparse(matrix) else _dense_csr(matrix)
     infinite = ~np.isfinite(values)
     if infinite.any():
         entry = int(np.flatnonzero(infinite)[0])
         row = int(np.searchsorted(indptr, entry, side="right") - 1)
-        raise ValueError(f"row {row}, column {int(columns[entry])} is {values[entry]}: features must be finite "
-                         "(NaN is a missing feature)")  # fmt: skip
+        raise ValueError(
+            f"row {row}, column {int(columns[entry])} is {values[entry]}: features must be finite "
+            "(NaN is a missing feature)"
+        )
     slots = column_slots(d, bits=bits, seed=seed)
     label_values = np.full(n, np.nan) if labels is None else _as_vector(labels, "labels", n)
     weight_values = np.ones(n) if weights is None else _as_vector(weights, "weights", n)
@@ -182,8 +189,9 @@ def as_batch(data, *, bits: int, seed: int = 0) -> ExampleBatch:
         return data
     if is_matrix(data) or isinstance(data, list):
         return batch_from_arrays(data, bits=bits, seed=seed)
-    raise TypeError(f"expected an ExampleBatch or a matrix of examples (NumPy, SciPy sparse, pandas); "
-                    f"got {type(data).__name__}")  # fmt: skip
+    raise TypeError(
+        f"expected an ExampleBatch or a matrix of examples (NumPy, SciPy sparse, pandas); got {type(data).__name__}"
+    )
 
 
 def _labelled(data, bits: int, seed: int) -> ExampleBatch:
@@ -210,12 +218,15 @@ def training_batches(data, passes=None, *, bits: int, seed: int = 0) -> list[Exa
     TypeError: fit learns from labelled examples: give (X, y) as one tuple, fit((X, y)), or ExampleBatches
     """
     if passes is not None and (isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or passes < 1):
-        raise TypeError(f"passes must be a whole number >= 1; got {type(passes).__name__}: "
-                        "to learn from matrices, give (X, y) as one tuple, fit((X, y))")  # fmt: skip
+        raise TypeError(
+            f"passes must be a whole number >= 1; got {type(passes).__name__}: "
+            "to learn from matrices, give (X, y) as one tuple, fit((X, y))"
+        )
     if is_matrix(data):
         raise TypeError("fit learns from labelled examples: give (X, y) as one tuple, fit((X, y)), or ExampleBatches")
-    if isinstance(data, (ExampleBatch, tuple)) and not (isinstance(data, tuple) and data and
-                                                         isinstance(data[0], ExampleBatch)):  # fmt: skip
+    if isinstance(data, (ExampleBatch, tuple)) and not (
+        isinstance(data, tuple) and data and isinstance(data[0], ExampleBatch)
+    ):
         return [_labelled(data, bits, seed)]
     if not isinstance(data, Iterable):
         raise TypeError(f"fit learns from ExampleBatches or (X, y); got {type(data).__name__}")

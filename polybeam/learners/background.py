@@ -68,8 +68,10 @@ def _lane() -> ThreadPoolExecutor | None:
         return None
     with _lock:
         if not _lanes:
-            _lanes.extend(ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"polybeam-learn-{i}")
-                          for i in range(max(1, cores - 1)))  # fmt: skip
+            _lanes.extend(
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"polybeam-learn-{i}")
+                for i in range(max(1, cores - 1))
+            )
         return _lanes[next(_next_lane) % len(_lanes)]
 
 

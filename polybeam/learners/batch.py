@@ -8,8 +8,8 @@ batch rather than per example.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -108,7 +108,7 @@ class ExampleBatch:
     # -- construction -------------------------------------------------------
 
     @classmethod
-    def empty(cls, bits: int = 18) -> "ExampleBatch":
+    def empty(cls, bits: int = 18) -> ExampleBatch:
         """A batch of no examples."""
         return cls(
             labels=np.zeros(0),
@@ -126,7 +126,7 @@ class ExampleBatch:
         *,
         bits: int = 18,
         weights: Iterable[float] | None = None,
-    ) -> "ExampleBatch":
+    ) -> ExampleBatch:
         """Build a batch from ``(label, {slot: value})`` pairs (slow; for tests and docs)."""
         labels, indptr, indices, values = [], [0], [], []
         for label, features in rows:
@@ -146,7 +146,7 @@ class ExampleBatch:
         )
 
     @classmethod
-    def from_csr(cls, matrix, labels, *, bits: int = 18, weights=None, seed: int = 0) -> "ExampleBatch":
+    def from_csr(cls, matrix, labels, *, bits: int = 18, weights=None, seed: int = 0) -> ExampleBatch:
         """Build a batch from a matrix of examples (rows) by features (columns): SciPy sparse, NumPy or pandas.
 
         Column ``j`` is the feature of LIBSVM index ``j + 1``, never slot 0 (the
@@ -162,7 +162,7 @@ class ExampleBatch:
         return batch_from_arrays(matrix, labels, bits=bits, seed=seed, weights=weights)
 
     @classmethod
-    def from_slot_matrix(cls, matrix, labels, *, bits: int = 18, weights=None) -> "ExampleBatch":
+    def from_slot_matrix(cls, matrix, labels, *, bits: int = 18, weights=None) -> ExampleBatch:
         """Build a batch from a SciPy sparse matrix of shape ``(n, 2**bits)`` whose columns are slots
         (the inverse of :meth:`to_csr`; column 0 is the bias slot).
 
@@ -172,8 +172,10 @@ class ExampleBatch:
         """
         matrix = matrix.tocsr()
         if matrix.shape[1] != 1 << bits:
-            raise ValueError(f"a slot matrix of {bits} bits has {1 << bits} columns, not {matrix.shape[1]}; "
-                             "for a matrix of features use ExampleBatch.from_csr")  # fmt: skip
+            raise ValueError(
+                f"a slot matrix of {bits} bits has {1 << bits} columns, not {matrix.shape[1]}; "
+                "for a matrix of features use ExampleBatch.from_csr"
+            )
         n = matrix.shape[0]
         return cls(
             labels=np.asarray(labels, dtype=np.float64),
@@ -185,7 +187,7 @@ class ExampleBatch:
         )
 
     @classmethod
-    def concat(cls, batches: Iterable["ExampleBatch"]) -> "ExampleBatch":
+    def concat(cls, batches: Iterable[ExampleBatch]) -> ExampleBatch:
         """Join batches into one; the optional arrays survive only if all have them."""
         batches = list(batches)
         if not batches:
@@ -243,7 +245,7 @@ class ExampleBatch:
         start, stop = self.indptr[i], self.indptr[i + 1]
         return self.indices[start:stop], self.values[start:stop]
 
-    def rows_between(self, start: int, stop: int) -> "ExampleBatch":
+    def rows_between(self, start: int, stop: int) -> ExampleBatch:
         """Examples ``start:stop`` as a batch of views into this one's arrays (no copy).
 
         >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (2.0, {2: 1.0, 3: 1.0}), (3.0, {})])
@@ -266,7 +268,7 @@ class ExampleBatch:
             timestamps=None if self.timestamps is None else self.timestamps[start:stop],
         )
 
-    def take(self, rows) -> "ExampleBatch":
+    def take(self, rows) -> ExampleBatch:
         """A new batch with the examples at ``rows`` (indices or a boolean mask), in that order."""
         rows = np.asarray(rows)
         if rows.dtype == bool:
@@ -296,7 +298,7 @@ class ExampleBatch:
             else {int(s): self.names[int(s)] for s in kept_slots if int(s) in self.names},
         )
 
-    def split_by(self, keys) -> list[tuple[object, "ExampleBatch"]]:
+    def split_by(self, keys) -> list[tuple[object, ExampleBatch]]:
         """One ``(key, batch)`` per distinct key, given one key per example.
 
         Examples keep their order within a key; keys come out sorted.
@@ -313,9 +315,7 @@ class ExampleBatch:
             return [(distinct[0].item(), self)]
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(len(distinct) + 1))
-        return [
-            (key.item(), self.take(order[bounds[i] : bounds[i + 1]])) for i, key in enumerate(distinct)
-        ]
+        return [(key.item(), self.take(order[bounds[i] : bounds[i + 1]])) for i, key in enumerate(distinct)]
 
     @property
     def keys(self) -> np.ndarray | None:
@@ -324,7 +324,7 @@ class ExampleBatch:
             return None
         return np.array(self.key_names, dtype=object)[self.key_codes] if len(self) else np.zeros(0, dtype=object)
 
-    def split_by_key_codes(self) -> list[tuple[str, "ExampleBatch"]]:
+    def split_by_key_codes(self) -> list[tuple[str, ExampleBatch]]:
         """One ``(key, batch)`` per distinct key of ``key_codes``, keys in the order of ``key_names``.
 
         >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (2.0, {2: 1.0}), (3.0, {3: 1.0})])
@@ -341,7 +341,7 @@ class ExampleBatch:
         bounds = np.searchsorted(self.key_codes[order], np.append(present, len(self.key_names)))
         return [(self.key_names[code], self.take(order[bounds[i] : bounds[i + 1]])) for i, code in enumerate(present)]
 
-    def with_labels(self, labels) -> "ExampleBatch":
+    def with_labels(self, labels) -> ExampleBatch:
         """The same examples with new labels."""
         return replace(self, labels=np.asarray(labels, dtype=np.float64))
 
@@ -349,9 +349,7 @@ class ExampleBatch:
         """The features as a scipy CSR matrix of shape ``(n, 2**bits)``; duplicate slots are summed."""
         from scipy import sparse
 
-        matrix = sparse.csr_matrix(
-            (self.values, self.indices, self.indptr), shape=(len(self), 1 << self.bits)
-        )
+        matrix = sparse.csr_matrix((self.values, self.indices, self.indptr), shape=(len(self), 1 << self.bits))
         matrix.sum_duplicates()
         return matrix
 

@@ -48,14 +48,13 @@ that point.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numba
 import numpy as np
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
-
 
 # Relative size below which a centred value is taken for cancellation, not signal.
 CANCELLED = 1e-9
@@ -93,8 +92,9 @@ def centred(x, mean):
 
 
 @numba.njit(cache=True)
-def centre_rows(indptr, indices, values, row, stop, keys, table, sums, squares, magnitudes, count, out, positions,
-                seen, first_raw):
+def centre_rows(
+    indptr, indices, values, row, stop, keys, table, sums, squares, magnitudes, count, out, positions, seen, first_raw
+):
     """Centre rows ``row, row + 1, ...`` of a CSR batch into ``out`` until a row lacks a centred slot.
 
     ``keys`` and ``table`` find a slot's position among the centred slots
@@ -171,8 +171,15 @@ class Centring:
     from elsewhere) starts with ``started=True`` and no slots.
     """
 
-    def __init__(self, slots: np.ndarray, sums: np.ndarray, count: float, started: bool,
-                 squares: np.ndarray | None = None, magnitudes: np.ndarray | None = None):
+    def __init__(
+        self,
+        slots: np.ndarray,
+        sums: np.ndarray,
+        count: float,
+        started: bool,
+        squares: np.ndarray | None = None,
+        magnitudes: np.ndarray | None = None,
+    ):
         self.slots = np.array(slots, dtype=np.int64)  # copies: learning adds to the sums in place
         self.sums = np.array(sums, dtype=np.float64)
         self.count = float(count)
@@ -184,12 +191,12 @@ class Centring:
         self.magnitudes = np.abs(self.means()) if magnitudes is None else np.array(magnitudes, dtype=np.float64)
 
     @classmethod
-    def empty(cls) -> "Centring":
+    def empty(cls) -> Centring:
         """Not started: the next example names the candidates."""
         return cls(np.zeros(0, np.int64), np.zeros(0), 0.0, False)
 
     @classmethod
-    def off(cls) -> "Centring":
+    def off(cls) -> Centring:
         """Centres nothing, ever."""
         return cls(np.zeros(0, np.int64), np.zeros(0), 0.0, True)
 
@@ -255,8 +262,23 @@ class Centring:
                 break
             seen = np.full(len(self.slots), -1, dtype=np.int64)
             keys, table = lookup_table(self.slots)
-            stop = centre_rows(batch.indptr, batch.indices, batch.values, row, n, keys, table, self.sums,
-                               self.squares, self.magnitudes, count, out, positions, seen, first_raw)  # fmt: skip
+            stop = centre_rows(
+                batch.indptr,
+                batch.indices,
+                batch.values,
+                row,
+                n,
+                keys,
+                table,
+                self.sums,
+                self.squares,
+                self.magnitudes,
+                count,
+                out,
+                positions,
+                seen,
+                first_raw,
+            )
             self.count = float(count[0])
             if stop > row:
                 yield row, stop, out
@@ -277,8 +299,13 @@ class Centring:
         total = spread + means * means
         return np.divide(spread, total, out=np.zeros_like(spread), where=total > 0.0)
 
-    def fold_dropped(self, which: np.ndarray, weights: np.ndarray, feature_scale: np.ndarray | None = None,
-                     new_scale: np.ndarray | None = None) -> None:
+    def fold_dropped(
+        self,
+        which: np.ndarray,
+        weights: np.ndarray,
+        feature_scale: np.ndarray | None = None,
+        new_scale: np.ndarray | None = None,
+    ) -> None:
         """Put the slots of the mask ``which`` into uncentred form in ``weights`` (rows per slot, in
         place), as they stop being centred: an example lacks them.
 
@@ -342,13 +369,14 @@ class Centring:
         self.fold_dropped(which, raw, feature_scale, feature_scale)
         self._keep(~which)
 
-    def relabelled(self, mapping: np.ndarray) -> "Centring":
+    def relabelled(self, mapping: np.ndarray) -> Centring:
         """This centring with each slot ``s`` renamed ``mapping[s]`` (a sparse state's rows moving:
         see polybeam.learners.slot_table), kept in slot order."""
         slots = np.asarray(mapping, dtype=np.int64)[self.slots] if len(self.slots) else self.slots
         order = np.argsort(slots, kind="stable")
-        return Centring(slots[order], self.sums[order], self.count, self.started, self.squares[order],
-                        self.magnitudes[order])  # fmt: skip
+        return Centring(
+            slots[order], self.sums[order], self.count, self.started, self.squares[order], self.magnitudes[order]
+        )
 
     def _keep(self, which: np.ndarray) -> None:
         self.slots = self.slots[which]
@@ -357,19 +385,31 @@ class Centring:
         self.magnitudes = self.magnitudes[which]
 
     def to_state(self) -> dict:
-        return {"slots": self.slots, "sums": self.sums, "count": self.count, "started": self.started,
-                "squares": self.squares, "magnitudes": self.magnitudes}  # fmt: skip
+        return {
+            "slots": self.slots,
+            "sums": self.sums,
+            "count": self.count,
+            "started": self.started,
+            "squares": self.squares,
+            "magnitudes": self.magnitudes,
+        }
 
     @classmethod
-    def from_state(cls, state: dict | None) -> "Centring":
+    def from_state(cls, state: dict | None) -> Centring:
         """From :meth:`to_state`; a state saved before centring existed centres nothing."""
         if state is None:
             return cls.off()
-        return cls(state["slots"], state["sums"], state["count"], state["started"], state.get("squares"),
-                   state.get("magnitudes"))  # fmt: skip
+        return cls(
+            state["slots"],
+            state["sums"],
+            state["count"],
+            state["started"],
+            state.get("squares"),
+            state.get("magnitudes"),
+        )
 
     @classmethod
-    def merged(cls, centrings: list["Centring"]) -> "Centring":
+    def merged(cls, centrings: list[Centring]) -> Centring:
         """The slots every started centring centres, with their sums, sums of squares and counts
         added (the means weighted by examples) and their largest magnitudes; not started if none
         has started."""

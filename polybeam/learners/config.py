@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -322,8 +323,10 @@ class LearnerConfig:
         if self.lbfgs_l2 < 0:
             raise ValueError(f"lbfgs_l2 must be >= 0; got {self.lbfgs_l2}")
         if self.lbfgs_passes and self.loss not in ("logistic", "squared", "softmax"):
-            raise ValueError(f"the L-BFGS finishing stage (lbfgs_passes) needs a differentiable loss "
-                             f"(logistic, squared, softmax); got {self.loss!r}")
+            raise ValueError(
+                f"the L-BFGS finishing stage (lbfgs_passes) needs a differentiable loss "
+                f"(logistic, squared, softmax); got {self.loss!r}"
+            )
         if self.offset_prior is not None:
             _check_number("offset_prior", self.offset_prior)
             if self.offset_prior < 0:
@@ -422,7 +425,7 @@ class LearnerConfig:
         """The labels this configuration can learn from (see ``label_problems``)."""
         return {"squared": "real", "softmax": "multiclass"}.get(self.loss, "binary")
 
-    def replace(self, **changes: Any) -> "LearnerConfig":
+    def replace(self, **changes: Any) -> LearnerConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
@@ -433,7 +436,7 @@ class LearnerConfig:
         return values
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "LearnerConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> LearnerConfig:
         """Rebuild a config, refusing fields this version does not know."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)

@@ -45,9 +45,15 @@ class FormatError(ValueError):
 
 def pack(magic: bytes, version: int, header: dict, arrays: dict[str, np.ndarray]) -> bytes:
     """The bytes of a file holding ``header`` (JSON-able) and ``arrays`` (little-endian, C order)."""
-    arrays = {name: np.ascontiguousarray(array, dtype=np.asarray(array).dtype.newbyteorder("<")) for name, array in arrays.items()}
-    described = {**header, "arrays": {name: [array.dtype.str, list(array.shape)] for name, array in arrays.items()},
-                 "array_order": list(arrays)}  # the header's keys are sorted; the bytes follow this order
+    arrays = {
+        name: np.ascontiguousarray(array, dtype=np.asarray(array).dtype.newbyteorder("<"))
+        for name, array in arrays.items()
+    }
+    described = {
+        **header,
+        "arrays": {name: [array.dtype.str, list(array.shape)] for name, array in arrays.items()},
+        "array_order": list(arrays),
+    }  # the header's keys are sorted; the bytes follow this order
     text = json.dumps(described, sort_keys=True).encode("utf-8")
     body = magic + _PREFIX.pack(version, len(text)) + text + b"".join(array.tobytes() for array in arrays.values())
     return body + hashlib.sha256(body).digest()
@@ -67,13 +73,17 @@ def unpack(data: bytes, magic: bytes, *, newest: int, what: str, names=None) -> 
         raise FormatError(f"{what} is truncated: only {len(data)} bytes")
     version, header_length = _PREFIX.unpack_from(data, len(magic))
     if version > newest:
-        raise FormatError(f"{what} format version {version} is newer than this polybeam reads (up to {newest}); "
-                          "upgrade polybeam to load it")  # fmt: skip
+        raise FormatError(
+            f"{what} format version {version} is newer than this polybeam reads (up to {newest}); "
+            "upgrade polybeam to load it"
+        )
     if version < 1:
         raise FormatError(f"{what} has an invalid format version {version}")
     if len(data) < fixed + header_length + _DIGEST_BYTES:
-        raise FormatError(f"{what} is truncated: its header alone needs {fixed + header_length + _DIGEST_BYTES} "
-                          f"bytes, found {len(data)}")  # fmt: skip
+        raise FormatError(
+            f"{what} is truncated: its header alone needs {fixed + header_length + _DIGEST_BYTES} "
+            f"bytes, found {len(data)}"
+        )
     try:
         header = json.loads(data[fixed : fixed + header_length].decode("utf-8"))
         declared = header["arrays"]

@@ -42,8 +42,10 @@ def _ratio(loss: float, weight: float) -> float | None:
 def _with_means(point: dict, previous: dict | None) -> dict:
     """``point`` with its progressive loss and its loss since ``previous`` (the pass's last point, or None)."""
     point["progressive_loss"] = _ratio(point["loss"], point["weight"])
-    point["since_last"] = _ratio(point["loss"] - (previous["loss"] if previous else 0.0),
-                                 point["weight"] - (previous["weight"] if previous else 0.0))  # fmt: skip
+    point["since_last"] = _ratio(
+        point["loss"] - (previous["loss"] if previous else 0.0),
+        point["weight"] - (previous["weight"] if previous else 0.0),
+    )
     return point
 
 
@@ -80,8 +82,13 @@ class LearningCurve:
     def record(self, *, pass_number: int, examples: int, weight: float, loss: float, nonzero: int) -> dict:
         """Add a point (``examples``, ``weight`` and ``loss`` are the pass's sums so far)."""
         previous = self.points[-1] if self.points and self.points[-1]["pass"] == pass_number else None
-        point = {"pass": pass_number, "examples": int(examples), "weight": float(weight), "loss": float(loss),
-                 "nonzero": int(nonzero)}  # fmt: skip
+        point = {
+            "pass": pass_number,
+            "examples": int(examples),
+            "weight": float(weight),
+            "loss": float(loss),
+            "nonzero": int(nonzero),
+        }
         self.points.append(_with_means(point, previous))
         if self.progress is not None:
             self.progress(point, self)

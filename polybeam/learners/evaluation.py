@@ -27,7 +27,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class Evaluation:
         self.max_distinct = MAX_DISTINCT_SCORES
 
     @classmethod
-    def for_model(cls, model: Model) -> "Evaluation":
+    def for_model(cls, model: Model) -> Evaluation:
         low = float(model.metadata.get("label_min", 0.0))
         high = float(model.metadata.get("label_max", 0.0))
         # Squared loss on binary labels: the midpoint of the label range
@@ -128,7 +128,7 @@ class Evaluation:
         threshold = 0.5 * (low + high) if model.config.loss == "squared" else 0.0
         return cls(model.config.loss, threshold=threshold, label_range=(low, high))
 
-    def add(self, labels: np.ndarray, margins: np.ndarray, weights: np.ndarray | None = None) -> "Evaluation":
+    def add(self, labels: np.ndarray, margins: np.ndarray, weights: np.ndarray | None = None) -> Evaluation:
         """Add a batch's labels and margins (raw scores)."""
         labels = np.asarray(labels, dtype=np.float64)
         margins = np.asarray(margins, dtype=np.float64)
@@ -155,7 +155,7 @@ class Evaluation:
             self._add_scores(scores, np.where(positive, weights, 0.0), np.where(positive, 0.0, weights))
         return self
 
-    def _add_multiclass(self, labels, margins, probabilities, weights) -> "Evaluation":
+    def _add_multiclass(self, labels, margins, probabilities, weights) -> Evaluation:
         classes = labels.astype(np.int64) - 1
         rows = np.arange(len(labels))
         self.binary = False
@@ -203,24 +203,24 @@ class Evaluation:
         self.shift = low
         self._set_buckets(bucketed(self.scores, self.shift), self.positive, self.negative)
 
-    def compact(self) -> "Evaluation":
+    def compact(self) -> Evaluation:
         """Fold pending scores (before sending the accumulator elsewhere)."""
         self._fold_scores()
         return self
 
     @classmethod
-    def of(cls, model: Model, batches) -> "Evaluation":
+    def of(cls, model: Model, batches) -> Evaluation:
         """Evaluate ``model`` on in-memory batches (no pipeline needed)."""
         evaluation = cls.for_model(model)
         for batch in batches:
             evaluation.add_batch(model, batch)
         return evaluation
 
-    def add_batch(self, model: Model, batch) -> "Evaluation":
+    def add_batch(self, model: Model, batch) -> Evaluation:
         """Score ``batch`` with ``model`` and add it."""
         return self.add(batch.labels, model.margins(batch), batch.weights)
 
-    def merge(self, others: Iterable["Evaluation"]) -> "Evaluation":
+    def merge(self, others: Iterable[Evaluation]) -> Evaluation:
         for other in others:
             if other is self:
                 continue

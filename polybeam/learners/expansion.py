@@ -287,11 +287,24 @@ class Expander:
         while True:
             indptr, slots, values, degrees = self._output(len(batch) + 1, room, batch.indices.dtype, reuse)
             result = expand_rows(
-                batch.indptr, batch.indices, batch.values, self._table, self._index, self._parent_degree,
+                batch.indptr,
+                batch.indices,
+                batch.values,
+                self._table,
+                self._index,
+                self._parent_degree,
                 (1 << self.bits) - 1,
-                self.max_degree, self.repeat_factors, indptr, slots, values, degrees,
-                self.slot_trace, len(self.slot_trace) > 0, self._seen, self._stamps,
-            )  # fmt: skip
+                self.max_degree,
+                self.repeat_factors,
+                indptr,
+                slots,
+                values,
+                degrees,
+                self.slot_trace,
+                len(self.slot_trace) > 0,
+                self._seen,
+                self._stamps,
+            )
             if result == NEEDS_ROOM:
                 room = 2 * len(slots)
             elif result == NEEDS_TABLE:
@@ -315,16 +328,24 @@ class Expander:
     def _output(self, rows: int, room: int, index_dtype, reuse: bool):
         """Output arrays for one expansion: fresh ones, or the next ring buffer grown to fit."""
         if not reuse:
-            return (np.empty(rows, dtype=np.int64), np.empty(room, dtype=index_dtype), np.empty(room, dtype=np.float64),
-                    np.empty(room, dtype=np.int8))  # fmt: skip
+            return (
+                np.empty(rows, dtype=np.int64),
+                np.empty(room, dtype=index_dtype),
+                np.empty(room, dtype=np.float64),
+                np.empty(room, dtype=np.int8),
+            )
         while len(self._ring) <= self._ring_next:
             self._ring.append(None)
         buffer = self._ring[self._ring_next]
         if buffer is None or len(buffer[0]) < rows or len(buffer[1]) < room or buffer[1].dtype != index_dtype:
             # Grown with a margin, so that slowly growing batches do not reallocate every time.
             size = max(room, int(1.5 * len(buffer[1])) if buffer is not None else 0)
-            buffer = (np.empty(max(rows, len(buffer[0]) if buffer is not None else 0), dtype=np.int64),
-                      np.empty(size, dtype=index_dtype), np.empty(size, dtype=np.float64), np.empty(size, dtype=np.int8))  # fmt: skip
+            buffer = (
+                np.empty(max(rows, len(buffer[0]) if buffer is not None else 0), dtype=np.int64),
+                np.empty(size, dtype=index_dtype),
+                np.empty(size, dtype=np.float64),
+                np.empty(size, dtype=np.int8),
+            )
             self._ring[self._ring_next] = buffer
         return buffer[0][:rows], buffer[1], buffer[2], buffer[3]
 
@@ -391,8 +412,9 @@ def _width(mask):
 
 
 @numba.njit(cache=True, nogil=True)
-def expand_all(indptr, indices, values, degree, repeat_factors, mask, out_indptr, out_slots, out_values, out_degrees,
-               slot_trace):  # fmt: skip
+def expand_all(
+    indptr, indices, values, degree, repeat_factors, mask, out_indptr, out_slots, out_values, out_degrees, slot_trace
+):
     """Every product of up to ``degree`` (2 or 3) of a row's base features: VW's -q / --cubic.
 
     Products are enumerated over positions i <= j (<= k) (i < j < k without
@@ -432,15 +454,19 @@ def expand_all(indptr, indices, values, degree, repeat_factors, mask, out_indptr
                         out_values[nnz] = value_ij * values[k]
                         out_degrees[nnz] = 3
                         if trace:
-                            slot_trace[slot] = ((np.int64(indices[i]) + 1) | ((np.int64(indices[j]) + 1) << width)
-                                                | ((np.int64(indices[k]) + 1) << (2 * width)))  # fmt: skip
+                            slot_trace[slot] = (
+                                (np.int64(indices[i]) + 1)
+                                | ((np.int64(indices[j]) + 1) << width)
+                                | ((np.int64(indices[k]) + 1) << (2 * width))
+                            )
                         nnz += 1
         out_indptr[row + 1] = nnz
     return nnz
 
 
-def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: bool = True,
-                        slot_trace: np.ndarray | None = None) -> tuple[ExampleBatch, np.ndarray]:  # fmt: skip
+def expand_all_products(
+    batch: ExampleBatch, degree: int, *, repeat_factors: bool = True, slot_trace: np.ndarray | None = None
+) -> tuple[ExampleBatch, np.ndarray]:
     """``batch`` with every pair (``degree=2``, quadratic) or also every triple (3, cubic) of base features.
 
     Returns the expanded batch and each feature's degree. ``slot_trace``
@@ -454,16 +480,47 @@ def expand_all_products(batch: ExampleBatch, degree: int, *, repeat_factors: boo
     values = np.empty(room, dtype=np.float64)
     degrees = np.empty(room, dtype=np.int8)
     trace = np.zeros(0, dtype=np.int64) if slot_trace is None else slot_trace
-    nnz = expand_all(batch.indptr, batch.indices, batch.values, degree, repeat_factors, (1 << batch.bits) - 1,
-                     indptr, slots, values, degrees, trace)  # fmt: skip
-    expanded = ExampleBatch(labels=batch.labels, weights=batch.weights, indptr=indptr, indices=slots[:nnz],
-                            values=values[:nnz], bits=batch.bits, names=batch.names)  # fmt: skip
+    nnz = expand_all(
+        batch.indptr,
+        batch.indices,
+        batch.values,
+        degree,
+        repeat_factors,
+        (1 << batch.bits) - 1,
+        indptr,
+        slots,
+        values,
+        degrees,
+        trace,
+    )
+    expanded = ExampleBatch(
+        labels=batch.labels,
+        weights=batch.weights,
+        indptr=indptr,
+        indices=slots[:nnz],
+        values=values[:nnz],
+        bits=batch.bits,
+        names=batch.names,
+    )
     return expanded, degrees[:nnz]
 
 
 @numba.njit(cache=True, nogil=True)
-def expand_interactions(indptr, indices, values, namespaces, interactions, repeat_factors, mask, write,
-                        out_indptr, out_slots, out_values, out_degrees, slot_trace):  # fmt: skip
+def expand_interactions(
+    indptr,
+    indices,
+    values,
+    namespaces,
+    interactions,
+    repeat_factors,
+    mask,
+    write,
+    out_indptr,
+    out_slots,
+    out_values,
+    out_degrees,
+    slot_trace,
+):
     """Base features plus the products VW's ``-q ab`` / ``--cubic abc`` make, each once per row.
 
     ``interactions`` is an (m, 3) uint8 array of sorted namespace bytes, 0 in
@@ -518,8 +575,11 @@ def expand_interactions(indptr, indices, values, namespaces, interactions, repea
                             out_values[nnz] = values[i] * values[j] * values[k]
                             out_degrees[nnz] = 3
                             if trace:
-                                slot_trace[slot] = ((np.int64(indices[i]) + 1) | ((np.int64(indices[j]) + 1) << width)
-                                                    | ((np.int64(indices[k]) + 1) << (2 * width)))  # fmt: skip
+                                slot_trace[slot] = (
+                                    (np.int64(indices[i]) + 1)
+                                    | ((np.int64(indices[j]) + 1) << width)
+                                    | ((np.int64(indices[k]) + 1) << (2 * width))
+                                )
                         nnz += 1
         if write:
             out_indptr[row + 1] = nnz
@@ -535,8 +595,9 @@ def interaction_array(interactions) -> np.ndarray:
     return array
 
 
-def expand_namespace_interactions(batch: ExampleBatch, interactions, *, repeat_factors: bool = True,
-                                  slot_trace: np.ndarray | None = None) -> tuple[ExampleBatch, np.ndarray]:  # fmt: skip
+def expand_namespace_interactions(
+    batch: ExampleBatch, interactions, *, repeat_factors: bool = True, slot_trace: np.ndarray | None = None
+) -> tuple[ExampleBatch, np.ndarray]:
     """``batch`` with the products of the given namespace interactions (see :func:`expand_interactions`).
 
     Returns the expanded batch and each feature's degree; ``slot_trace`` as in
@@ -550,18 +611,50 @@ def expand_namespace_interactions(batch: ExampleBatch, interactions, *, repeat_f
     table = interaction_array(interactions)
     mask = (1 << batch.bits) - 1
     unused = np.empty(0, dtype=np.int64)
-    room = expand_interactions(batch.indptr, batch.indices, batch.values, batch.namespaces, table, repeat_factors,
-                               mask, False, unused, unused.astype(batch.indices.dtype), unused.astype(np.float64),
-                               unused.astype(np.int8), unused)  # fmt: skip
+    room = expand_interactions(
+        batch.indptr,
+        batch.indices,
+        batch.values,
+        batch.namespaces,
+        table,
+        repeat_factors,
+        mask,
+        False,
+        unused,
+        unused.astype(batch.indices.dtype),
+        unused.astype(np.float64),
+        unused.astype(np.int8),
+        unused,
+    )
     indptr = np.empty(len(batch) + 1, dtype=np.int64)
     slots = np.empty(room, dtype=batch.indices.dtype)
     values = np.empty(room, dtype=np.float64)
     degrees = np.empty(room, dtype=np.int8)
     trace = unused if slot_trace is None else slot_trace
-    expand_interactions(batch.indptr, batch.indices, batch.values, batch.namespaces, table, repeat_factors, mask, True,
-                        indptr, slots, values, degrees, trace)  # fmt: skip
-    expanded = ExampleBatch(labels=batch.labels, weights=batch.weights, indptr=indptr, indices=slots, values=values,
-                            bits=batch.bits, names=batch.names)  # fmt: skip
+    expand_interactions(
+        batch.indptr,
+        batch.indices,
+        batch.values,
+        batch.namespaces,
+        table,
+        repeat_factors,
+        mask,
+        True,
+        indptr,
+        slots,
+        values,
+        degrees,
+        trace,
+    )
+    expanded = ExampleBatch(
+        labels=batch.labels,
+        weights=batch.weights,
+        indptr=indptr,
+        indices=slots,
+        values=values,
+        bits=batch.bits,
+        names=batch.names,
+    )
     return expanded, degrees
 
 
@@ -619,25 +712,40 @@ class Expansion:
         quadratic / cubic: ``slot_trace`` (:func:`new_product_trace`) receives the products' factors.
         """
         if self.kind == "apple":
-            expander = Expander(self.parents, bits=batch.bits, max_degree=self.max_degree,
-                                repeat_factors=self.repeat_factors, trace=False)  # fmt: skip
+            expander = Expander(
+                self.parents,
+                bits=batch.bits,
+                max_degree=self.max_degree,
+                repeat_factors=self.repeat_factors,
+                trace=False,
+            )
             return expander.expand(batch)
         if self.interactions:
-            return expand_namespace_interactions(batch, self.interactions, repeat_factors=self.repeat_factors,
-                                                 slot_trace=slot_trace)[0]  # fmt: skip
-        return expand_all_products(batch, 2 if self.kind == "quadratic" else 3, repeat_factors=self.repeat_factors,
-                                   slot_trace=slot_trace)[0]  # fmt: skip
+            return expand_namespace_interactions(
+                batch, self.interactions, repeat_factors=self.repeat_factors, slot_trace=slot_trace
+            )[0]
+        return expand_all_products(
+            batch, 2 if self.kind == "quadratic" else 3, repeat_factors=self.repeat_factors, slot_trace=slot_trace
+        )[0]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "parents": [list(parent.factors) for parent in self.parents],
-                "max_degree": self.max_degree, "repeat_factors": self.repeat_factors,
-                "interactions": list(self.interactions)}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "parents": [list(parent.factors) for parent in self.parents],
+            "max_degree": self.max_degree,
+            "repeat_factors": self.repeat_factors,
+            "interactions": list(self.interactions),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Expansion:
-        return cls(kind=data["kind"], parents=tuple(Monomial.of(factors) for factors in data.get("parents", [])),
-                   max_degree=int(data.get("max_degree", 6)), repeat_factors=bool(data.get("repeat_factors", True)),
-                   interactions=tuple(data.get("interactions", ())))  # fmt: skip
+        return cls(
+            kind=data["kind"],
+            parents=tuple(Monomial.of(factors) for factors in data.get("parents", [])),
+            max_degree=int(data.get("max_degree", 6)),
+            repeat_factors=bool(data.get("repeat_factors", True)),
+            interactions=tuple(data.get("interactions", ())),
+        )
 
 
 def check_interactions(interactions, kind: str) -> tuple[str, ...]:
@@ -652,7 +760,9 @@ def check_interactions(interactions, kind: str) -> tuple[str, ...]:
     largest = 2 if kind == "quadratic" else 3
     for text in interactions:
         if ":" in text:
-            raise ValueError(f"interaction {text!r}: no ':' wildcard; expand all pairs / triples without interactions instead")
+            raise ValueError(
+                f"interaction {text!r}: no ':' wildcard; expand all pairs / triples without interactions instead"
+            )
         if not 2 <= len(text.encode("utf-8")) <= largest:
             raise ValueError(
                 f"interaction {text!r} must name {'2' if largest == 2 else '2 or 3'} namespaces by their first "

@@ -34,8 +34,8 @@ import copy
 import math
 import re
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -135,7 +135,7 @@ class HoldoutScore:
     weight: float = 0.0
     examples: int = 0
 
-    def add(self, models: Mapping[str, Model], batch: ExampleBatch) -> "HoldoutScore":
+    def add(self, models: Mapping[str, Model], batch: ExampleBatch) -> HoldoutScore:
         """Add the importance-weighted loss of every candidate model on ``batch``."""
         if not self.candidates:
             self.candidates = tuple(models)
@@ -146,7 +146,7 @@ class HoldoutScore:
         self.examples += len(batch)
         return self
 
-    def merge(self, others: Iterable["HoldoutScore"]) -> "HoldoutScore":
+    def merge(self, others: Iterable[HoldoutScore]) -> HoldoutScore:
         for other in others:
             if not other.candidates:
                 continue
@@ -161,8 +161,10 @@ class HoldoutScore:
 
     def means(self) -> dict[str, float]:
         """Each candidate's mean loss per unit of importance weight (NaN without held-out examples)."""
-        return {name: float(total / self.weight) if self.weight > 0 else math.nan
-                for name, total in zip(self.candidates, self.loss_sums)}  # fmt: skip
+        return {
+            name: float(total / self.weight) if self.weight > 0 else math.nan
+            for name, total in zip(self.candidates, self.loss_sums)
+        }
 
 
 def model_loss_sum(model: Model, batch: ExampleBatch) -> float:
@@ -228,7 +230,7 @@ class PassSelection:
         self.released = False
 
     @classmethod
-    def of(cls, config: LearnerConfig) -> "PassSelection":
+    def of(cls, config: LearnerConfig) -> PassSelection:
         """An empty record for a learner with ``config``."""
         return cls(config.early_terminate, config.holdout_min_examples)
 
@@ -251,8 +253,15 @@ class PassSelection:
         losses = score.means()
         kept = min(losses, key=lambda name: (not losses[name] <= math.inf, losses[name])) if losses else None
         loss = losses[kept] if kept is not None else math.nan
-        self.history.append({"pass": int(pass_number), "holdout_loss": loss, "losses": losses,
-                             "examples": int(score.examples), "kept": kept})  # fmt: skip
+        self.history.append(
+            {
+                "pass": int(pass_number),
+                "holdout_loss": loss,
+                "losses": losses,
+                "examples": int(score.examples),
+                "kept": kept,
+            }
+        )
         if len(self.history) == 1 and score.examples < self.min_examples:
             self.released = True  # too few to judge by: no best pass, no apple verdict, nothing stops
             return False
@@ -278,7 +287,7 @@ class PassSelection:
             "stopped_after": self.last_pass if self.stopped else None,
         }
 
-    def copy(self) -> "PassSelection":
+    def copy(self) -> PassSelection:
         """An independent record (the snapshot, never changed in place, is shared)."""
         return PassSelection.from_state(self.to_state(), self.patience, self.min_examples)
 
@@ -295,7 +304,7 @@ class PassSelection:
         }
 
     @classmethod
-    def from_state(cls, state: dict | None, patience: int, min_examples: int = 0) -> "PassSelection":
+    def from_state(cls, state: dict | None, patience: int, min_examples: int = 0) -> PassSelection:
         """From :meth:`to_state`; a state saved before holdouts existed has judged no pass."""
         selection = cls(patience, min_examples)
         if state:

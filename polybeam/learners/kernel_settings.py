@@ -54,7 +54,7 @@ class KernelSettings(NamedTuple):
     scale_labels: bool
 
     @classmethod
-    def from_config(cls, config: "LearnerConfig") -> "KernelSettings":
+    def from_config(cls, config: LearnerConfig) -> KernelSettings:
         """The settings of ``config``, each field cast to its one type."""
         return cls(
             loss=SOFTMAX if config.loss == "softmax" else LOSS_CODES[config.loss],

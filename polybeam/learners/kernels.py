@@ -30,9 +30,9 @@ from polybeam.learners.sparsity import (
     CUMULATIVE,
     SUBGRADIENT,
     keeps_time_stamps,
+    opened_at,
     penalty_terms,
     rescaled,
-    opened_at,
     settled_raw,
     shrinks,
     step_rate,
@@ -480,8 +480,9 @@ def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, 
         if step == GSA and importance > 0.0:
             if xx > 0.0:
                 # Capped: a huge importance times a huge step (x.x near 0) must not make the mean infinite.
-                stats[GREEDY_SUM] = min(stats[GREEDY_SUM] + importance * greedy_step(loss, p, y, xx, gsa_target, gsa_exact),
-                                        MAX_MAGNITUDE)
+                stats[GREEDY_SUM] = min(
+                    stats[GREEDY_SUM] + importance * greedy_step(loss, p, y, xx, gsa_target, gsa_exact), MAX_MAGNITUDE
+                )
                 stats[GREEDY_WEIGHT] += importance
         eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
         # AdaGrad's steps do not grow with the gradient; in units of the labels' spread they do (the

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import scipy.sparse
@@ -102,17 +102,17 @@ class LossGradient:
     examples: int = 0
 
     @classmethod
-    def zero(cls, shape: tuple[int, ...]) -> "LossGradient":
+    def zero(cls, shape: tuple[int, ...]) -> LossGradient:
         return cls(0.0, np.zeros(shape), np.zeros(shape))
 
     @classmethod
-    def of(cls, weights: np.ndarray, batches: Iterable[ExampleBatch], loss: str, bias: bool) -> "LossGradient":
+    def of(cls, weights: np.ndarray, batches: Iterable[ExampleBatch], loss: str, bias: bool) -> LossGradient:
         total = cls.zero(weights.shape)
         for batch in batches:
             total.add(weights, batch, loss, bias)
         return total
 
-    def add(self, weights: np.ndarray, batch: ExampleBatch, loss: str, bias: bool) -> "LossGradient":
+    def add(self, weights: np.ndarray, batch: ExampleBatch, loss: str, bias: bool) -> LossGradient:
         """Add the examples of ``batch`` at ``weights`` (shape (slots, outputs); softmax: one column per class)."""
         check_loss(loss)
         if len(batch) == 0:
@@ -154,7 +154,7 @@ class LossGradient:
         self.examples += len(batch)
         return self
 
-    def merge(self, others: Iterable["LossGradient"]) -> "LossGradient":
+    def merge(self, others: Iterable[LossGradient]) -> LossGradient:
         for other in others:
             if other is self:
                 continue
@@ -210,7 +210,7 @@ class Lbfgs:
             return self.weights.reshape(self.shape)
         return (self.weights + self.step * self.direction).reshape(self.shape)
 
-    def told(self, total: LossGradient) -> "Lbfgs":
+    def told(self, total: LossGradient) -> Lbfgs:
         """Take the loss and gradient at ``point()`` and choose the next point."""
         trial = self.point().reshape(-1)
         value, gradient = regularised(total, trial.reshape(self.shape), self.l2, self.bias)
@@ -280,7 +280,6 @@ class Lbfgs:
 def finish_model(model, weights: np.ndarray, summary: dict):
     """``model`` with the finishing stage's dense ``weights`` (its values then unclipped: the stage
     optimised the plain linear function of the (expanded) features) and ``summary`` in its metadata."""
-    from polybeam.learners.model import Model
 
     weights = np.asarray(weights).reshape((1 << model.config.bits, model.config.outputs))
     slots = np.flatnonzero(np.any(weights != 0, axis=1))
@@ -288,9 +287,15 @@ def finish_model(model, weights: np.ndarray, summary: dict):
     metadata["lbfgs"] = summary
     kept = weights[slots] if model.config.outputs > 1 else weights[slots, 0]
     kept_slots = set(slots.tolist())
-    return dataclasses.replace(model, slots=slots, weights=kept, metadata=metadata,
-                               names={s: n for s, n in model.names.items() if s in kept_slots},
-                               clip_low=None, clip_high=None)  # fmt: skip
+    return dataclasses.replace(
+        model,
+        slots=slots,
+        weights=kept,
+        metadata=metadata,
+        names={s: n for s, n in model.names.items() if s in kept_slots},
+        clip_low=None,
+        clip_high=None,
+    )
 
 
 def model_features(model, batch: ExampleBatch) -> ExampleBatch:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -30,11 +30,11 @@ from polybeam.learners.arrays import training_batches
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.curve import LearningCurve
 from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.kernel_settings import KernelSettings
 from polybeam.learners.model import Model
+from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.slot_table import SlotTable, dense_limit
 from polybeam.learners.softmax import learn_batch_softmax
 
@@ -168,7 +168,7 @@ class LinearLearner:
                 grown[:have] = array
                 setattr(self, name, grown)
 
-    def to_dense(self) -> "LinearLearner":
+    def to_dense(self) -> LinearLearner:
         """Turn a sparse state dense (every slot a row of its own); a dense one is left as it is."""
         if self.table_ is None:
             return self
@@ -213,7 +213,7 @@ class LinearLearner:
         dense[self.table_.slots] = array[: len(self.table_)]
         return dense
 
-    def set_weights(self, slots: np.ndarray, weights: np.ndarray) -> "LinearLearner":
+    def set_weights(self, slots: np.ndarray, weights: np.ndarray) -> LinearLearner:
         """Set the raw weights of ``slots`` (rows of shape (outputs,)), as a warm start does."""
         rows = np.asarray(slots, dtype=np.int64)
         if self.table_ is not None:
@@ -227,7 +227,7 @@ class LinearLearner:
 
     # -- learning -------------------------------------------------------------
 
-    def learn(self, batch: ExampleBatch) -> "LinearLearner":
+    def learn(self, batch: ExampleBatch) -> LinearLearner:
         """Learn from every example of ``batch``, in order."""
         config = self.config
         if batch.bits != config.bits:
@@ -244,9 +244,12 @@ class LinearLearner:
         if config.offset_prior and len(self.sum_sq_grad_):  # a shared per-key model's key-crossed batch
             seed_offset_sums(self.sum_sq_grad_, batch, config.offset_prior, self.feature_scale_)
         segments = self.centring_.segments(
-            batch, self.raw_, first_raw=config.step == "gsa", before_fold=self._fold_hook(),
+            batch,
+            self.raw_,
+            first_raw=config.step == "gsa",
+            before_fold=self._fold_hook(),
             feature_scale=self._normalising_scales(),
-        )  # fmt: skip
+        )
         for start, stop, values in segments:
             self._learn_counted(batch, start, stop, values)
         averaging.add_mass(self.slot_mass_, batch.weights, batch.indptr, batch.indices, batch.values, config.bias)
@@ -274,10 +277,17 @@ class LinearLearner:
         state (a curve point must not change learning): one numba pass over the slots."""
         config = self.config
         return sparsity.nonzero_in_force(
-            self.raw_, self.sum_sq_grad_, self.feature_scale_, self.synced_, float(self.stats_[kernels.CLOCK]),
-            float(self.stats_[kernels.SCALE]), float(config.threshold), config.step == "adaptive", config.normalized,
+            self.raw_,
+            self.sum_sq_grad_,
+            self.feature_scale_,
+            self.synced_,
+            float(self.stats_[kernels.CLOCK]),
+            float(self.stats_[kernels.SCALE]),
+            float(config.threshold),
+            config.step == "adaptive",
+            config.normalized,
             self.kernel_settings.sparsity,
-        )  # fmt: skip
+        )
 
     def _record_point(self) -> None:
         nonzero = self.nonzero_slots()
@@ -300,7 +310,7 @@ class LinearLearner:
             raw, sums = self.raw_.reshape(-1), self.sum_sq_grad_.reshape(-1)
             kernels.learn_batch(*arrays, raw, sums, scales, synced, stats, self.kernel_settings)
 
-    def expect(self, total: int) -> "LinearLearner":
+    def expect(self, total: int) -> LinearLearner:
         """Told how many examples training will see: nothing to plan for a linear learner (apple has a schedule)."""
         return self
 
@@ -313,7 +323,7 @@ class LinearLearner:
                 "(read the data with labels='multiclass' and classes set, so bad labels become dead letters)"
             )
 
-    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch | tuple, passes: int | None = None) -> "LinearLearner":
+    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch | tuple, passes: int | None = None) -> LinearLearner:
         """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout.
 
         ``batches``: ExampleBatches, or a tuple ``(X, y)`` / ``(X, y, sample_weight)`` of NumPy,
@@ -325,7 +335,7 @@ class LinearLearner:
         batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
         return train_passes(self, batches, passes or self.config.passes)
 
-    def start_pass(self) -> "LinearLearner":
+    def start_pass(self) -> LinearLearner:
         """Close the current pass's statistics and start counting a new pass."""
         self.passes_.append(self._pass_summary())
         for index in (kernels.EXAMPLES, kernels.WEIGHT_SUM, kernels.LOSS_SUM):
@@ -333,7 +343,7 @@ class LinearLearner:
         self.curve_.start_pass()
         return self.mark_pass_start()
 
-    def restart_greedy_mean(self) -> "LinearLearner":
+    def restart_greedy_mean(self) -> LinearLearner:
         """Forget the greedy steps so far: GSA's step becomes the mean of the greedy steps from here on.
 
         For a learner whose features change (apple's expansions): a greedy step
@@ -346,7 +356,7 @@ class LinearLearner:
             self.pass_start_[index] = 0.0
         return self
 
-    def mark_pass_start(self) -> "LinearLearner":
+    def mark_pass_start(self) -> LinearLearner:
         """Count the additive statistics so far as earlier passes': merging learners that go on
         from this state then counts it once."""
         self.pass_start_ = np.where(_ADDITIVE, self.stats_, 0.0)
@@ -355,7 +365,7 @@ class LinearLearner:
 
     # -- reading the state -----------------------------------------------------
 
-    def settle(self) -> "LinearLearner":
+    def settle(self) -> LinearLearner:
         """Pay every weight's pending truncation now (the kernels do it lazily); under the cumulative
         penalty, make the weights in force the sums and open every account again (see
         polybeam.learners.sparsity: what a merge does anyway)."""
@@ -434,8 +444,9 @@ class LinearLearner:
 
     def label_moments(self) -> tuple[float, float, float]:
         """``(weight, mean, variance)`` of the labels counted (squared loss with ``scale_labels``)."""
-        weight, total, squares = (float(self.stats_[i]) for i in (kernels.LABEL_WEIGHT, kernels.LABEL_SUM,
-                                                                    kernels.LABEL_SQUARES))  # fmt: skip
+        weight, total, squares = (
+            float(self.stats_[i]) for i in (kernels.LABEL_WEIGHT, kernels.LABEL_SUM, kernels.LABEL_SQUARES)
+        )
         if not weight > 0:
             return 0.0, 0.0, 0.0
         mean = total / weight
@@ -457,7 +468,7 @@ class LinearLearner:
 
     # -- combining -------------------------------------------------------------
 
-    def compact(self) -> "LinearLearner":
+    def compact(self) -> LinearLearner:
         """Pay pending truncation and fold the L2 scale into the weights."""
         self.settle()
         scale = self.stats_[kernels.SCALE]
@@ -466,7 +477,7 @@ class LinearLearner:
             self.stats_[kernels.SCALE] = 1.0
         return self
 
-    def merge(self, others: Iterable["LinearLearner"]) -> "LinearLearner":
+    def merge(self, others: Iterable[LinearLearner]) -> LinearLearner:
         """Average this learner with ``others`` in place, coordinate by coordinate.
 
         Each slot's weights (and AdaGrad sums) are averaged weighted by how much
@@ -532,7 +543,7 @@ class LinearLearner:
         self.stats_ = stats
         return self
 
-    def _laid_out_alike(self, others: list["LinearLearner"]) -> list["LinearLearner"]:
+    def _laid_out_alike(self, others: list[LinearLearner]) -> list[LinearLearner]:
         """Lay this state and copies of ``others`` out on the same rows, to average them row by row:
         sparse states on the union of their slots (in slot order, so the merge does not depend on the
         order of the learners), all dense when one is or the union passes the dense limit."""
@@ -551,7 +562,7 @@ class LinearLearner:
             laid_out.append(other)
         return laid_out
 
-    def copy(self) -> "LinearLearner":
+    def copy(self) -> LinearLearner:
         """An independent copy (e.g. to start several workers from one averaged state)."""
         clone = LinearLearner.__new__(LinearLearner)
         clone.__setstate__(self.__getstate__())
@@ -661,8 +672,9 @@ class LinearLearner:
         if self.table_ is not None:  # a sparse state: its rows in use, and the table
             slots, keep = None, slice(0, len(self.table_))
         else:
-            arrays = [self.raw_, self.slot_mass_] + [a for a in (self.sum_sq_grad_, self.feature_scale_,
-                                                                 self.synced_) if len(a)]  # fmt: skip
+            arrays = [self.raw_, self.slot_mass_] + [
+                a for a in (self.sum_sq_grad_, self.feature_scale_, self.synced_) if len(a)
+            ]
             touched = np.zeros(len(self.raw_), dtype=bool)
             for array in arrays:
                 touched |= (array != 0) if array.ndim == 1 else np.any(array != 0, axis=1)
@@ -708,11 +720,13 @@ class LinearLearner:
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))
         self.curve_ = LearningCurve.from_state(state.get("curve"))
-        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate,
-                                                  self.config.holdout_min_examples)
+        self.selection_ = PassSelection.from_state(
+            state.get("selection"), self.config.early_terminate, self.config.holdout_min_examples
+        )
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
-            self.centring_.drop(np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(),
-                                self._normalising_scales())  # fmt: skip
+            self.centring_.drop(
+                np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(), self._normalising_scales()
+            )
             self.centring_ = Centring.off()
 
     def __repr__(self) -> str:

@@ -49,9 +49,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -301,17 +302,30 @@ class Model:
         lines = []
         if self.input:
             shared = ("format", "bits", "seed", "classes", "class_names", "columns")
-            settings = [f"{name}={value!r}" for name, value in self.input.items()
-                        if name not in shared and value not in (None, [], (), False)]  # fmt: skip
-            lines.append(f"input: {self.input.get('format')}" + (f", read with {', '.join(settings)}" if settings else ""))
+            settings = [
+                f"{name}={value!r}"
+                for name, value in self.input.items()
+                if name not in shared and value not in (None, [], (), False)
+            ]
+            lines.append(
+                f"input: {self.input.get('format')}" + (f", read with {', '.join(settings)}" if settings else "")
+            )
         record = self.provenance
         if record:
-            lines.append(f"trained by polybeam {record.get('polybeam')} (Apache Beam {record.get('apache_beam')}, "
-                         f"numba {record.get('numba')}, Python {record.get('python')}) on {record.get('runner')}, "
-                         f"from {record.get('started')} to {record.get('finished')}")  # fmt: skip
+            lines.append(
+                f"trained by polybeam {record.get('polybeam')} (Apache Beam {record.get('apache_beam')}, "
+                f"numba {record.get('numba')}, Python {record.get('python')}) on {record.get('runner')}, "
+                f"from {record.get('started')} to {record.get('finished')}"
+            )
             read = record.get("read")
-            counts = "" if not read else (f": {read['records']} records = {read['examples']} examples + "
-                                          f"{read['dead_letters']} dead letters + {read['skipped']} skipped")  # fmt: skip
+            counts = (
+                ""
+                if not read
+                else (
+                    f": {read['records']} records = {read['examples']} examples + "
+                    f"{read['dead_letters']} dead letters + {read['skipped']} skipped"
+                )
+            )
             lines.append(f"read {', '.join(record.get('inputs', []))}{counts}")
         return lines
 
@@ -346,8 +360,12 @@ class Model:
         for position in order:
             row, column = divmod(int(position), flat.shape[1])
             slot = int(self.slots[row])
-            entry = {"slot": slot, "name": self.feature_name(slot), "weight": float(flat[row, column]),
-                     "degree": len(self.monomials.get(slot, (slot,)))}  # fmt: skip
+            entry = {
+                "slot": slot,
+                "name": self.feature_name(slot),
+                "weight": float(flat[row, column]),
+                "degree": len(self.monomials.get(slot, (slot,))),
+            }
             if self.config.outputs > 1:
                 entry["class"] = self.class_name(column + 1)
             entries.append(entry)
@@ -396,11 +414,15 @@ class Model:
             lines.append(f"classes: {config.classes}{named}")
         if config.sparsity != "none":
             theta = "" if config.truncate_threshold is None else f", threshold {config.truncate_threshold:g}"
-            lines.append(f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}{theta})")
+            lines.append(
+                f"sparsity: {config.sparsity} (gravity {config.gravity:g}, every {config.truncate_every}{theta})"
+            )
         if self.shared_keys is not None:
-            lines.append(f"shared per-key model: --key {self.shared_keys.key}, offsets for "
-                         f"{len(self.shared_keys.trained)} keys (offset prior {config.offset_prior:g}); "
-                         "other keys get the shared weights")  # fmt: skip
+            lines.append(
+                f"shared per-key model: --key {self.shared_keys.key}, offsets for "
+                f"{len(self.shared_keys.trained)} keys (offset prior {config.offset_prior:g}); "
+                "other keys get the shared weights"
+            )
         if self.expansion is not None:
             parents = f", {len(self.expansion.parents)} parent monomials" if self.expansion.kind == "apple" else ""
             lines.append(f"expansion: {self.expansion.kind}{parents} (max degree {self.expansion.max_degree})")
@@ -413,9 +435,9 @@ class Model:
         lines += self.origin_lines()
         lines += [
             f"non-zero weights: {info['nonzero_weights']} of {info['slots'] * config.outputs} weights",
-            f"trained on {info['examples']} examples, {info['passes']} pass(es); "
-            f"progressive loss {loss:.6g}" if isinstance(loss, float) and math.isfinite(loss) else
-            f"trained on {info['examples']} examples, {info['passes']} pass(es)",
+            f"trained on {info['examples']} examples, {info['passes']} pass(es); progressive loss {loss:.6g}"
+            if isinstance(loss, float) and math.isfinite(loss)
+            else f"trained on {info['examples']} examples, {info['passes']} pass(es)",
             f"top {len(info['top_weights'])} weights by magnitude:",
             f"  {'rank':>4}  {'slot':>10}  {'weight':>12}  name" + ("  (class)" if self.config.outputs > 1 else ""),
         ]
@@ -447,16 +469,18 @@ class Model:
         return container.pack(MAGIC, version, header, arrays)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Model":
+    def from_bytes(cls, data: bytes) -> Model:
         _, header, arrays = container.unpack(data, MAGIC, newest=FORMAT_VERSION, what="model file", names=_ARRAYS)
         # Version 1 recorded array lengths, version 2 array shapes; version 4 added the factor table.
         if "slots" not in arrays or "weights" not in arrays:
             raise ModelFileError("model file is corrupt: unreadable header (no slots and weights)")
         if "monomial_slots" in arrays:
             try:
-                monomials = FactorTable(arrays["monomial_slots"].astype(np.int64),
-                                        arrays["monomial_offsets"].astype(np.int64),
-                                        arrays["monomial_factors"].astype(np.int64))  # fmt: skip
+                monomials = FactorTable(
+                    arrays["monomial_slots"].astype(np.int64),
+                    arrays["monomial_offsets"].astype(np.int64),
+                    arrays["monomial_factors"].astype(np.int64),
+                )
             except (KeyError, ValueError) as error:
                 raise ModelFileError(f"model file is corrupt: bad factor table ({error})") from None
         else:  # version 3: in the header
@@ -482,7 +506,7 @@ class Model:
             handle.write(self.to_bytes())
 
     @classmethod
-    def load(cls, path: str) -> "Model":
+    def load(cls, path: str) -> Model:
         """Read a model from a local file, refusing bad files with a clear message."""
         with open(path, "rb") as handle:
             data = handle.read()
@@ -517,10 +541,14 @@ def guard_line(guard: Mapping[str, Any]) -> str:
     """
     kept = "apple's products" if guard["products_kept"] else "the linear model (apple's products did not pay)"
     if guard.get("decided_on") == "holdout":
-        return (f"apple guard: kept {kept}: holdout loss after pass {guard['pass']} {guard['holdout_loss']:.6g} with "
-                f"products, {guard['linear_holdout_loss']:.6g} without, over {guard['examples']:g} held-out examples")
-    return (f"apple guard: kept {kept}: progressive loss since the last expansion {guard['progressive_loss']:.6g} "
-            f"with products, {guard['linear_progressive_loss']:.6g} without, over {guard['examples']:g} examples")
+        return (
+            f"apple guard: kept {kept}: holdout loss after pass {guard['pass']} {guard['holdout_loss']:.6g} with "
+            f"products, {guard['linear_holdout_loss']:.6g} without, over {guard['examples']:g} held-out examples"
+        )
+    return (
+        f"apple guard: kept {kept}: progressive loss since the last expansion {guard['progressive_loss']:.6g} "
+        f"with products, {guard['linear_progressive_loss']:.6g} without, over {guard['examples']:g} examples"
+    )
 
 
 def holdout_line(holdout: Mapping[str, Any]) -> str:
@@ -532,15 +560,24 @@ def holdout_line(holdout: Mapping[str, Any]) -> str:
     """
     passes = holdout["passes"]
     if holdout.get("released"):
-        return (f"holdout (1 example in {holdout['period']}): {passes[0]['examples']} examples held out of pass "
-                f"{passes[0]['pass']}, fewer than {holdout['min_examples']} to judge passes by: every later pass "
-                "learned every example and the last pass was kept")
-    losses = ", ".join("-" if entry["holdout_loss"] is None or not math.isfinite(entry["holdout_loss"])
-                       else f"{entry['holdout_loss']:.6g}" for entry in passes)  # fmt: skip
+        return (
+            f"holdout (1 example in {holdout['period']}): {passes[0]['examples']} examples held out of pass "
+            f"{passes[0]['pass']}, fewer than {holdout['min_examples']} to judge passes by: every later pass "
+            "learned every example and the last pass was kept"
+        )
+    losses = ", ".join(
+        "-"
+        if entry["holdout_loss"] is None or not math.isfinite(entry["holdout_loss"])
+        else f"{entry['holdout_loss']:.6g}"
+        for entry in passes
+    )
     span = f"{passes[0]['pass']}-{passes[-1]['pass']}" if len(passes) > 1 else f"{passes[0]['pass']}"
-    line = (f"holdout (1 example in {holdout['period']}): loss {losses} after pass{'es' if len(passes) > 1 else ''} "
-            f"{span}; kept pass {holdout['best_pass']}")
+    line = (
+        f"holdout (1 example in {holdout['period']}): loss {losses} after pass{'es' if len(passes) > 1 else ''} "
+        f"{span}; kept pass {holdout['best_pass']}"
+    )
     if holdout.get("stopped_after"):
-        line += (f"; stopped after pass {holdout['stopped_after']} ({holdout['early_terminate']} passes without "
-                 "improvement)")
+        line += (
+            f"; stopped after pass {holdout['stopped_after']} ({holdout['early_terminate']} passes without improvement)"
+        )
     return line

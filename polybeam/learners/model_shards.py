@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -78,25 +78,35 @@ def shard_name(number: int, shards: int) -> str:
 def entry_of(model: Model) -> dict:
     """What the index says of a key's model: kind, examples, progressive loss, non-zero weights, holdout."""
     meta = model.metadata
-    entry = {"kind": model.kind, "examples": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
-             "nonzero_weights": model.nonzero}  # fmt: skip
+    entry = {
+        "kind": model.kind,
+        "examples": meta.get("examples"),
+        "progressive_loss": meta.get("progressive_loss"),
+        "nonzero_weights": model.nonzero,
+    }
     holdout = meta.get("holdout")
     if holdout:  # each key's learner was judged on its own held-out examples
-        entry.update(holdout_loss=holdout["best_loss"], best_pass=holdout["best_pass"],
-                     stopped_after=holdout["stopped_after"])  # fmt: skip
+        entry.update(
+            holdout_loss=holdout["best_loss"], best_pass=holdout["best_pass"], stopped_after=holdout["stopped_after"]
+        )
     return entry
 
 
 def _record(model: Model) -> bytes:
     arrays = {"slots": model.slots.astype("<i8"), "weights": model.weights.astype("<f8")}
     if len(model.monomials.slots):
-        arrays.update(monomial_slots=model.monomials.slots.astype("<i8"),
-                      monomial_offsets=model.monomials.offsets.astype("<i8"),
-                      monomial_factors=model.monomials.factors.astype("<i8"))  # fmt: skip
+        arrays.update(
+            monomial_slots=model.monomials.slots.astype("<i8"),
+            monomial_offsets=model.monomials.offsets.astype("<i8"),
+            monomial_factors=model.monomials.factors.astype("<i8"),
+        )
     if model.clip_low is not None:
         arrays.update(clip_low=model.clip_low.astype("<f8"), clip_high=model.clip_high.astype("<f8"))
-    own = {name: value for name, value in model.metadata.items()
-           if name not in SHARED_METADATA and name not in DROPPED_METADATA}  # fmt: skip
+    own = {
+        name: value
+        for name, value in model.metadata.items()
+        if name not in SHARED_METADATA and name not in DROPPED_METADATA
+    }
     header = {"metadata": own, "expansion": None if model.expansion is None else model.expansion.to_dict()}
     return container.pack(_RECORD_MAGIC, VERSION, header, arrays)
 
@@ -109,8 +119,9 @@ def shard_bytes(models: Iterable[tuple[str, Model]], *, names: dict | None = Non
     return encode_shard(models, names=names, shared=shared)[0]
 
 
-def encode_shard(models: Iterable[tuple[str, Model]], *, names: dict | None = None,
-                 shared: dict | None = None) -> tuple[bytes, list[dict]]:  # fmt: skip
+def encode_shard(
+    models: Iterable[tuple[str, Model]], *, names: dict | None = None, shared: dict | None = None
+) -> tuple[bytes, list[dict]]:
     """``(bytes, entries)``: :func:`shard_bytes`, and the index entry of each key (in key order)."""
     models = sorted(models, key=lambda pair: pair[0])
     if not models:
@@ -128,8 +139,13 @@ def encode_shard(models: Iterable[tuple[str, Model]], *, names: dict | None = No
         offsets.append(offsets[-1] + len(record))
         entries.append(entry_of(model))
     first = {**models[0][1].metadata, **(shared or {})}
-    header = {"config": config.to_dict(), "shared": {name: first[name] for name in SHARED_METADATA if name in first},
-              "names": names, "keys": [key for key, _ in models], "entries": entries}  # fmt: skip
+    header = {
+        "config": config.to_dict(),
+        "shared": {name: first[name] for name in SHARED_METADATA if name in first},
+        "names": names,
+        "keys": [key for key, _ in models],
+        "entries": entries,
+    }
     index = container.pack(_INDEX_MAGIC, VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
     parts.append(index)
     parts.append(_TAIL.pack(len(index), _TAIL_MARK))
@@ -164,7 +180,7 @@ class ShardReader:
         self._offsets = arrays["offsets"].astype(np.int64)
 
     @classmethod
-    def of_bytes(cls, data: bytes, what: str = "shard file") -> "ShardReader":
+    def of_bytes(cls, data: bytes, what: str = "shard file") -> ShardReader:
         return cls(lambda start, stop: data[start:stop], what)
 
     def keys(self) -> list[str]:
@@ -194,9 +210,15 @@ class ShardReader:
         except container.FormatError as error:
             raise ModelFileError(str(error)) from None
         slots = arrays["slots"].astype(np.int64)
-        monomials = (FactorTable(arrays["monomial_slots"].astype(np.int64), arrays["monomial_offsets"].astype(np.int64),
-                                 arrays["monomial_factors"].astype(np.int64))
-                     if "monomial_slots" in arrays else {})  # fmt: skip
+        monomials = (
+            FactorTable(
+                arrays["monomial_slots"].astype(np.int64),
+                arrays["monomial_offsets"].astype(np.int64),
+                arrays["monomial_factors"].astype(np.int64),
+            )
+            if "monomial_slots" in arrays
+            else {}
+        )
         names = {int(slot): self.names[int(slot)] for slot in slots if int(slot) in self.names}
         return Model(
             config=self.config,
@@ -224,18 +246,27 @@ def summarise(entries: Sequence[dict]) -> dict:
     ...            {"examples": 30, "progressive_loss": 0.1, "nonzero_weights": 2}])["progressive_loss"]
     0.2
     """
-    losses = [(entry["progressive_loss"], entry.get("examples") or 0) for entry in entries
-              if entry.get("progressive_loss") is not None]  # fmt: skip
+    losses = [
+        (entry["progressive_loss"], entry.get("examples") or 0)
+        for entry in entries
+        if entry.get("progressive_loss") is not None
+    ]
     weight = sum(count for _, count in losses)
-    summary = {"keys": len(entries), "examples": sum(entry.get("examples") or 0 for entry in entries),
-               "nonzero_weights": sum(entry.get("nonzero_weights") or 0 for entry in entries),
-               "progressive_loss": sum(loss * count for loss, count in losses) / weight if weight else None,
-               "examples_with_loss": weight}  # fmt: skip
+    summary = {
+        "keys": len(entries),
+        "examples": sum(entry.get("examples") or 0 for entry in entries),
+        "nonzero_weights": sum(entry.get("nonzero_weights") or 0 for entry in entries),
+        "progressive_loss": sum(loss * count for loss, count in losses) / weight if weight else None,
+        "examples_with_loss": weight,
+    }
     held = [entry for entry in entries if "best_pass" in entry]
     if held:
         judged = [entry for entry in held if entry["best_pass"] is not None]
-        summary["holdout"] = {"keys_judged": len(judged), "keys_released": len(held) - len(judged),
-                              "keys_stopped_early": sum(1 for entry in judged if entry.get("stopped_after"))}  # fmt: skip
+        summary["holdout"] = {
+            "keys_judged": len(judged),
+            "keys_released": len(held) - len(judged),
+            "keys_stopped_early": sum(1 for entry in judged if entry.get("stopped_after")),
+        }
     return summary
 
 
@@ -247,10 +278,15 @@ def add_summaries(summaries: Sequence[dict]) -> dict:
     >>> total["keys"], total["examples"], round(total["progressive_loss"], 6)
     (2, 40, 0.2)
     """
-    total = {name: sum(part[name] for part in summaries) for name in ("keys", "examples", "nonzero_weights",
-                                                                     "examples_with_loss")}  # fmt: skip
-    weighted = sum(part["progressive_loss"] * part["examples_with_loss"] for part in summaries
-                   if part["progressive_loss"] is not None)  # fmt: skip
+    total = {
+        name: sum(part[name] for part in summaries)
+        for name in ("keys", "examples", "nonzero_weights", "examples_with_loss")
+    }
+    weighted = sum(
+        part["progressive_loss"] * part["examples_with_loss"]
+        for part in summaries
+        if part["progressive_loss"] is not None
+    )
     total["progressive_loss"] = weighted / total["examples_with_loss"] if total["examples_with_loss"] else None
     held = [part["holdout"] for part in summaries if "holdout" in part]
     if held:

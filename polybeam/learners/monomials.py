@@ -179,8 +179,9 @@ class FactorTable(Mapping):
         )
 
     @classmethod
-    def from_products(cls, slots: np.ndarray, parents: list[Monomial], parent_index: np.ndarray,
-                      factor: np.ndarray) -> FactorTable:  # fmt: skip
+    def from_products(
+        cls, slots: np.ndarray, parents: list[Monomial], parent_index: np.ndarray, factor: np.ndarray
+    ) -> FactorTable:
         """Products ``parents[parent_index[i]] * x_factor[i]`` in ``slots[i]`` (vectorised)."""
         if not len(slots):
             return cls.empty()

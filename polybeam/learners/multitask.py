@@ -55,8 +55,8 @@ import numba
 import numpy as np
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR, KEY_MODELS  # noqa: F401  (re-exported)
 from polybeam.learners.batch import INDEX_DTYPE, VALUE_DTYPE, ExampleBatch
+from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR, KEY_MODELS  # noqa: F401  (re-exported)
 from polybeam.learners.hashing import BIAS_SLOT, hash_string, murmur3_32
 
 # Keys are hashed apart from feature names (a key "a" and a feature "a" must not share a seed).
@@ -115,8 +115,14 @@ def _cross(indptr, indices, values, hashes, scales, mask, out_indptr, out_indice
         out_indptr[row + 1] = position
 
 
-def cross_batch(batch: ExampleBatch, hashes: np.ndarray, *, bits: int | None = None, offset_scale: float = 1.0,
-                known: np.ndarray | None = None) -> ExampleBatch:  # fmt: skip
+def cross_batch(
+    batch: ExampleBatch,
+    hashes: np.ndarray,
+    *,
+    bits: int | None = None,
+    offset_scale: float = 1.0,
+    known: np.ndarray | None = None,
+) -> ExampleBatch:
     """``batch`` with every example's features copied, crossed with its key (see the module docstring).
 
     Parameters
@@ -143,8 +149,17 @@ def cross_batch(batch: ExampleBatch, hashes: np.ndarray, *, bits: int | None = N
     indptr = np.zeros(len(batch) + 1, dtype=np.int64)
     indices = np.empty(size, dtype=INDEX_DTYPE)
     values = np.empty(size, dtype=VALUE_DTYPE)
-    _cross(batch.indptr.astype(np.int64), batch.indices, batch.values.astype(VALUE_DTYPE), hashes, scales,
-           np.int64((1 << bits) - 1), indptr, indices, values)  # fmt: skip
+    _cross(
+        batch.indptr.astype(np.int64),
+        batch.indices,
+        batch.values.astype(VALUE_DTYPE),
+        hashes,
+        scales,
+        np.int64((1 << bits) - 1),
+        indptr,
+        indices,
+        values,
+    )
     # The per-entry extras (VW namespaces) describe the plain features only.
     return dataclasses.replace(batch, indptr=indptr, indices=indices, values=values, namespaces=None)
 
@@ -194,8 +209,9 @@ def crossed_entries(batch: ExampleBatch) -> np.ndarray:
     return position >= np.repeat(plain, lengths)
 
 
-def seed_offset_sums(sum_sq_grad: np.ndarray, batch: ExampleBatch, prior: float,
-                     feature_scale: np.ndarray | None = None) -> None:  # fmt: skip
+def seed_offset_sums(
+    sum_sq_grad: np.ndarray, batch: ExampleBatch, prior: float, feature_scale: np.ndarray | None = None
+) -> None:
     """The offsets' prior: the AdaGrad sum of every key-crossed slot of ``batch`` (a batch crossed with
     every key, as training's) that has none yet starts at ``prior * m**2``, as if ``prior`` examples of unit
     gradient had come before; ``m`` is the magnitude of the feature's values so far (its plain slot's
@@ -285,14 +301,22 @@ class SharedKeys:
         return cross_batch(batch, hashes, bits=bits, offset_scale=self.offset_scale, known=self.trained)
 
     def to_metadata(self) -> dict:
-        return {"key_model": "shared", "key": self.key, "offset_scale": float(self.offset_scale),
-                "key_seed": int(self.seed),
-                "trained_keys": [] if self.trained is None else self.trained.tolist()}  # fmt: skip
+        return {
+            "key_model": "shared",
+            "key": self.key,
+            "offset_scale": float(self.offset_scale),
+            "key_seed": int(self.seed),
+            "trained_keys": [] if self.trained is None else self.trained.tolist(),
+        }
 
     @classmethod
-    def from_metadata(cls, metadata) -> "SharedKeys | None":
+    def from_metadata(cls, metadata) -> SharedKeys | None:
         """The crossing a model's metadata records, or None for a model that is not a shared per-key model."""
         if metadata.get("key_model") != "shared":
             return None
-        return cls(str(metadata["key"]), float(metadata.get("offset_scale", 1.0)), int(metadata.get("key_seed", 0)),
-                   np.asarray(metadata.get("trained_keys", []), dtype=np.int64))  # fmt: skip
+        return cls(
+            str(metadata["key"]),
+            float(metadata.get("offset_scale", 1.0)),
+            int(metadata.get("key_seed", 0)),
+            np.asarray(metadata.get("trained_keys", []), dtype=np.int64),
+        )

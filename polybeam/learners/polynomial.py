@@ -52,7 +52,6 @@ from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.ssm import ResidualStatistics
 from polybeam.learners.stages import ExpansionSchedule, expansion_size, pick_parents, slot_magnitudes
 
-
 # Expansion runs ahead of learning on a helper thread, sub-batch by sub-batch (both
 # kernels release the GIL): with two cores or more, expanding then costs little wall
 # time beyond learning, as VW's parser thread hides its parsing.
@@ -195,7 +194,9 @@ class PolynomialLearner:
         if helper is None:
             self._learn_one(self._expand(part))
             return
-        pieces = (part.rows_between(start, min(start + AHEAD_ROWS, len(part))) for start in range(0, len(part), AHEAD_ROWS))
+        pieces = (
+            part.rows_between(start, min(start + AHEAD_ROWS, len(part))) for start in range(0, len(part), AHEAD_ROWS)
+        )
         # At most RING - 1 pieces are expanded ahead of the one being learned: each
         # lives in its own ring buffer of the expander until it is learned.
         pending = deque(helper.submit(self._expand, piece) for piece in itertools.islice(pieces, RING - 1))
@@ -226,8 +227,9 @@ class PolynomialLearner:
     def expansion(self) -> Expansion:
         """The expansion as the model records it."""
         parents = tuple(self.parents) if self.config.expand == "apple" else ()
-        return Expansion(self.config.expand, parents, self.config.max_degree, self.config.repeat_factors,
-                         self.config.interactions)  # fmt: skip
+        return Expansion(
+            self.config.expand, parents, self.config.max_degree, self.config.repeat_factors, self.config.interactions
+        )
 
     def _grow(self) -> None:
         """End an epoch: the heaviest non-parent monomials (highest SSM index for ``ssm``) become parents."""
@@ -239,9 +241,13 @@ class PolynomialLearner:
         size = expansion_size(self.base_nonzeros / max(self.examples_seen, 1), self.config.alpha)
         base = np.flatnonzero(self.base_slots)
         chosen = pick_parents(
-            ranking, self.monomial_of, self.parents, size, rule=self.config.expand_rule,
+            ranking,
+            self.monomial_of,
+            self.parents,
+            size,
+            rule=self.config.expand_rule,
             smallest_degree_candidates=lambda: [(float(magnitudes[s]), Monomial.of([int(s)])) for s in base],
-        )  # fmt: skip
+        )
         self.expander.add_parents(chosen)
         if not self.linear.passes_:
             self.race[:] = 0.0  # the race counts the examples after the last growth
@@ -265,8 +271,13 @@ class PolynomialLearner:
         return self.to_model().predict(batch)
 
     def _race_sums(self) -> np.ndarray:
-        return np.array([self.linear.stats_[kernels.LOSS_SUM], self.shadow.stats_[kernels.LOSS_SUM],
-                         self.linear.stats_[kernels.WEIGHT_SUM]])  # fmt: skip
+        return np.array(
+            [
+                self.linear.stats_[kernels.LOSS_SUM],
+                self.shadow.stats_[kernels.LOSS_SUM],
+                self.linear.stats_[kernels.WEIGHT_SUM],
+            ]
+        )
 
     def race_losses(self) -> tuple[float, float]:
         """Apple's and its guard's mean progressive loss over the first pass's examples since apple
@@ -299,12 +310,22 @@ class PolynomialLearner:
             return None
         if self.selection_.best_kept is not None:
             best = next(entry for entry in self.selection_.history if entry["pass"] == self.selection_.best_pass)
-            return {"products_kept": self.products_paid(), "decided_on": "holdout", "pass": best["pass"],
-                    "examples": float(best["examples"]), "holdout_loss": best["losses"].get("apple"),
-                    "linear_holdout_loss": best["losses"].get("linear")}  # fmt: skip
+            return {
+                "products_kept": self.products_paid(),
+                "decided_on": "holdout",
+                "pass": best["pass"],
+                "examples": float(best["examples"]),
+                "holdout_loss": best["losses"].get("apple"),
+                "linear_holdout_loss": best["losses"].get("linear"),
+            }
         apple, linear = self.race_losses()
-        return {"products_kept": self.products_paid(), "decided_on": "progressive loss",
-                "examples": float(self.race[2]), "progressive_loss": apple, "linear_progressive_loss": linear}  # fmt: skip
+        return {
+            "products_kept": self.products_paid(),
+            "decided_on": "progressive loss",
+            "examples": float(self.race[2]),
+            "progressive_loss": apple,
+            "linear_progressive_loss": linear,
+        }
 
     def candidate_models(self) -> dict[str, Model]:
         """The models a holdout chooses among: apple's, and its guard's linear one when there is a guard."""
@@ -342,8 +363,9 @@ class PolynomialLearner:
         if self.config.expand == "apple" and self.parents:
             trace = self.expander.slot_trace[model.slots]
             traced = trace != NO_TRACE
-            monomials = FactorTable.from_products(model.slots[traced], self.parents, trace[traced] >> 32,
-                                                  trace[traced] & 0xFFFFFFFF)  # fmt: skip
+            monomials = FactorTable.from_products(
+                model.slots[traced], self.parents, trace[traced] >> 32, trace[traced] & 0xFFFFFFFF
+            )
         elif len(self.product_trace):
             trace = self.product_trace[model.slots]
             traced = trace != 0
@@ -376,8 +398,10 @@ class PolynomialLearner:
         else:
             self.shadow = None  # a learner without its guard (a warm start): the merged one has none
         learners = [self] + others
-        united = sorted({parent for learner in learners for parent in learner.parents},
-                        key=lambda parent: (parent.degree, parent.factors))  # fmt: skip
+        united = sorted(
+            {parent for learner in learners for parent in learner.parents},
+            key=lambda parent: (parent.degree, parent.factors),
+        )
         position = {parent: i for i, parent in enumerate(united)}
         untraced = np.iinfo(np.int64).max
         traces = np.full_like(self.expander.slot_trace, untraced)
@@ -482,8 +506,9 @@ class PolynomialLearner:
         self.stages_done = list(state["stages_done"])
         self.frozen = bool(state["frozen"])
         self.grow_pending = bool(state.get("grow_pending", False))  # states saved before it existed: False
-        self.selection_ = PassSelection.from_state(state.get("selection"), self.config.early_terminate,
-                                                  self.config.holdout_min_examples)
+        self.selection_ = PassSelection.from_state(
+            state.get("selection"), self.config.early_terminate, self.config.holdout_min_examples
+        )
         residuals = state["residuals"]
         if self.frozen:
             self.residuals = None
@@ -509,8 +534,9 @@ def linear_config(config: LearnerConfig) -> LearnerConfig:
     return dataclasses.replace(config, expand="none")
 
 
-def make_learner(config: LearnerConfig, *, total: int | None = None,
-                 sparse: bool = False) -> LinearLearner | PolynomialLearner:  # fmt: skip
+def make_learner(
+    config: LearnerConfig, *, total: int | None = None, sparse: bool = False
+) -> LinearLearner | PolynomialLearner:
     """The learner a config asks for: linear, or polynomial when ``expand`` is set. ``sparse``: a state of
     the slots touched only (a learner per key; see polybeam.learners.slot_table)."""
     if config.expand == "none":

@@ -24,7 +24,7 @@ their slots, in slot order (:meth:`SlotTable.union`), whatever order they come i
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -67,7 +67,7 @@ class SlotTable:
         return rows
 
     @classmethod
-    def union(cls, tables: Sequence["SlotTable"]) -> "SlotTable":
+    def union(cls, tables: Sequence[SlotTable]) -> SlotTable:
         """The table of every slot of ``tables``, in slot order (so the same whatever their order)."""
         return cls(np.unique(np.concatenate([table.slots for table in tables])))
 

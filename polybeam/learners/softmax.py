@@ -48,10 +48,10 @@ from polybeam.learners.sparsity import (
     CUMULATIVE,
     SUBGRADIENT,
     keeps_time_stamps,
+    opened_at,
     penalty_terms,
     rescaled,
     settled_raw,
-    opened_at,
     step_rate,
 )
 
@@ -188,7 +188,9 @@ def learn_batch_softmax(
                         raw[slot, c] = settled
 
         if cumulative:
-            in_force_scores(in_force, indices, values, start, stop, bias, feature_scale, adaptive and normalized, scores)
+            in_force_scores(
+                in_force, indices, values, start, stop, bias, feature_scale, adaptive and normalized, scores
+            )
         elif adaptive and normalized:
             clipped_scores(raw, indices, values, start, stop, bias, feature_scale, scores)
         else:
@@ -220,8 +222,10 @@ def learn_batch_softmax(
                     xx += x * x
             if xx > 0.0:
                 # Capped, as in kernels.learn_batch: the running mean must stay finite.
-                stats[GREEDY_SUM] = min(stats[GREEDY_SUM] + importance * softmax_greedy_step(probabilities, label, xx, gsa_target),
-                                        MAX_MAGNITUDE)
+                stats[GREEDY_SUM] = min(
+                    stats[GREEDY_SUM] + importance * softmax_greedy_step(probabilities, label, xx, gsa_target),
+                    MAX_MAGNITUDE,
+                )
                 stats[GREEDY_WEIGHT] += importance
         eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
 
@@ -275,7 +279,12 @@ def learn_batch_softmax(
                 for c in range(classes):
                     if raw[slot, c] != 0.0:
                         rate, _ = penalty_terms(
-                            adaptive, gsa_normalized, normalized, sum_sq_grad[slot, c] if adaptive else 0.0, feature, 0.0
+                            adaptive,
+                            gsa_normalized,
+                            normalized,
+                            sum_sq_grad[slot, c] if adaptive else 0.0,
+                            feature,
+                            0.0,
                         )
                         weight = scale * raw[slot, c]
                         moved = weight - amount * rate if weight > 0.0 else weight + amount * rate

@@ -71,7 +71,13 @@ TRUNCATE = 1
 ROUND = 2
 SUBGRADIENT = 3
 CUMULATIVE = 4
-SPARSITY_CODES = {"none": NONE, "truncate": TRUNCATE, "round": ROUND, "subgradient": SUBGRADIENT, "cumulative": CUMULATIVE}
+SPARSITY_CODES = {
+    "none": NONE,
+    "truncate": TRUNCATE,
+    "round": ROUND,
+    "subgradient": SUBGRADIENT,
+    "cumulative": CUMULATIVE,
+}
 LAZY = ("truncate", "round", "cumulative")  # the rules that keep a time stamp per slot
 
 

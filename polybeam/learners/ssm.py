@@ -38,8 +38,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from polybeam.learners import kernels
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners import (
+    kernel_cache,  # noqa: F401  (first: where numba caches the kernels below)
+    kernels,
+)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.losses import LOSS_CODES, SQUARED, loss_derivative
 from polybeam.learners.softmax import predict_batch_softmax
@@ -92,8 +94,16 @@ class ResidualStatistics:
 
     def add(self, batch: ExampleBatch, residuals_squared: np.ndarray) -> None:
         """Count ``batch`` (expanded features) with each example's squared residual."""
-        accumulate(batch.indptr, batch.indices, batch.values, residuals_squared, batch.weights,
-                   self.sum_r2x2, self.sum_x2, self.count)  # fmt: skip
+        accumulate(
+            batch.indptr,
+            batch.indices,
+            batch.values,
+            residuals_squared,
+            batch.weights,
+            self.sum_r2x2,
+            self.sum_x2,
+            self.count,
+        )
         self.sum_r2 += float(np.dot(residuals_squared, batch.weights))
         self.weight += float(batch.weights.sum())
 

@@ -135,10 +135,15 @@ def pick_parents(
         if monomial is not None and monomial not in taken and monomial not in chosen:
             chosen.append(monomial)
     if rule == "fallback" and smallest_degree_candidates is not None:
-        remaining = [(magnitude, monomial) for magnitude, monomial in smallest_degree_candidates()
-                     if monomial not in taken and monomial not in chosen]  # fmt: skip
+        remaining = [
+            (magnitude, monomial)
+            for magnitude, monomial in smallest_degree_candidates()
+            if monomial not in taken and monomial not in chosen
+        ]
         if remaining:
             lowest = min(monomial.degree for _, monomial in remaining)
-            best = max((m for m in remaining if m[1].degree == lowest), key=lambda m: (m[0], [-f for f in m[1].factors]))
+            best = max(
+                (m for m in remaining if m[1].degree == lowest), key=lambda m: (m[0], [-f for f in m[1].factors])
+            )
             chosen.append(best[1])
     return chosen

@@ -82,8 +82,12 @@ def _encode(value, arrays: dict, path: str):
         if all(isinstance(key, str) for key in value):
             return {key: _encode(item, arrays, f"{path}.{key}") for key, item in value.items()}
         # Keys that JSON would turn into strings (slot -> name maps): kept as pairs.
-        return {"__items__": [[_encode(key, arrays, ""), _encode(item, arrays, f"{path}.{i}")]
-                              for i, (key, item) in enumerate(value.items())]}  # fmt: skip
+        return {
+            "__items__": [
+                [_encode(key, arrays, ""), _encode(item, arrays, f"{path}.{i}")]
+                for i, (key, item) in enumerate(value.items())
+            ]
+        }
     if isinstance(value, tuple):
         return {"__tuple__": [_encode(item, arrays, f"{path}.{i}") for i, item in enumerate(value)]}
     if isinstance(value, list):

@@ -29,7 +29,7 @@ m.model does not fit this run: loss is logistic there, squared here; step is ada
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -43,8 +43,21 @@ from polybeam.learners.polynomial import PolynomialLearner, linear_config, make_
 from polybeam.learners.state_file import is_learner_state, read_learner_state
 
 # Settings that decide what a learner's weights mean or which arrays it keeps.
-FIXED_SETTINGS = ("loss", "bits", "seed", "expand", "max_degree", "repeat_factors", "interactions", "step",
-                  "normalized", "sparsity", "bias", "classes", "class_names")  # fmt: skip
+FIXED_SETTINGS = (
+    "loss",
+    "bits",
+    "seed",
+    "expand",
+    "max_degree",
+    "repeat_factors",
+    "interactions",
+    "step",
+    "normalized",
+    "sparsity",
+    "bias",
+    "classes",
+    "class_names",
+)
 # Apple's parents are part of the state; how they were picked must match too.
 _APPLE_SETTINGS = ("alpha", "expand_rule", "expansions")
 
@@ -78,15 +91,25 @@ def continue_learner(learner, config: LearnerConfig):
     parts = (learner.linear, learner.shadow) if isinstance(learner, PolynomialLearner) else (learner,)
     for part in parts:
         stats = part.stats_ if part is not None else None
-        if part is not None and part.config.scale_labels and stats[kernels.LABEL_WEIGHT] == 0 and stats[kernels.TIME] > 0:
+        if (
+            part is not None
+            and part.config.scale_labels
+            and stats[kernels.LABEL_WEIGHT] == 0
+            and stats[kernels.TIME] > 0
+        ):
             # It learned without scale_labels: no label moments to go on from (see _restore_label_moments).
-            range_only = {"label_min": stats[kernels.LABEL_MIN], "label_max": stats[kernels.LABEL_MAX],
-                          "importance_weight": stats[kernels.TIME]}  # fmt: skip
+            range_only = {
+                "label_min": stats[kernels.LABEL_MIN],
+                "label_max": stats[kernels.LABEL_MAX],
+                "importance_weight": stats[kernels.TIME],
+            }
             _restore_label_moments(stats, range_only)
     return learner
 
 
-def learner_from_model(model: Model, config: LearnerConfig, *, sparse: bool = False) -> LinearLearner | PolynomialLearner:
+def learner_from_model(
+    model: Model, config: LearnerConfig, *, sparse: bool = False
+) -> LinearLearner | PolynomialLearner:
     """A learner that starts from ``model``'s weights (see the module docstring); ``sparse``: with a state
     of the slots it touches (a learner per key)."""
     learner = make_learner(config, sparse=sparse)
@@ -152,8 +175,9 @@ def _restore_products(learner: PolynomialLearner, model: Model) -> None:
     learner.base_slots[base] = True
 
 
-def initial_learner(data: bytes, config: LearnerConfig, what: str, *,
-                    sparse: bool = False) -> LinearLearner | PolynomialLearner:  # fmt: skip
+def initial_learner(
+    data: bytes, config: LearnerConfig, what: str, *, sparse: bool = False
+) -> LinearLearner | PolynomialLearner:
     """The learner a warm start from the file ``what`` (its bytes ``data``) begins with (``sparse``: see
     :func:`learner_from_model`).
 

@@ -53,8 +53,9 @@ def parse_duration(text: str) -> float:
     seconds = float(match.group(1)) * UNITS[match.group(2) or "s"] if match else 0.0
     if not match or seconds <= 0 or seconds * MICROS != int(seconds * MICROS):
         problem = "not a duration" if not match else "a duration must be positive whole microseconds"
-        raise ValueError(f"{problem}: {text!r} (a number of seconds, or a number with a unit s, m, h, d or w: "
-                         "3600, 1h, 1d)")  # fmt: skip
+        raise ValueError(
+            f"{problem}: {text!r} (a number of seconds, or a number with a unit s, m, h, d or w: 3600, 1h, 1d)"
+        )
     return seconds
 
 
@@ -70,8 +71,10 @@ class WindowSpec:
         if self.size <= 0 or self.period <= 0:
             raise ValueError(f"window size and period must be positive, got {self.size} and {self.period}")
         if self.period > self.size:
-            raise ValueError(f"a sliding window's period ({self.period:g} s) cannot exceed its size "
-                             f"({self.size:g} s): examples between windows would belong to none")  # fmt: skip
+            raise ValueError(
+                f"a sliding window's period ({self.period:g} s) cannot exceed its size "
+                f"({self.size:g} s): examples between windows would belong to none"
+            )
 
     @property
     def kind(self) -> str:
@@ -84,8 +87,11 @@ class WindowSpec:
 
     def micros(self) -> tuple[int, int, int]:
         """``(size, period, offset)`` in whole microseconds (the offset within one period)."""
-        return round(self.size * MICROS), round(self.period * MICROS), round(self.offset * MICROS) % round(
-            self.period * MICROS)  # fmt: skip
+        return (
+            round(self.size * MICROS),
+            round(self.period * MICROS),
+            round(self.offset * MICROS) % round(self.period * MICROS),
+        )
 
     def pane_starts(self, micros: np.ndarray) -> np.ndarray:
         """The start of the pane of each timestamp (int64 microseconds): the last window start or end at or
@@ -102,8 +108,13 @@ class WindowSpec:
         windows = []
         for stamp in np.asarray(micros, dtype=np.int64).tolist():
             last = stamp - (stamp - offset) % period
-            windows.append([(start, start + size) for start in range(last - ((size - 1) // period) * period,
-                                                                       last + 1, period) if stamp < start + size])
+            windows.append(
+                [
+                    (start, start + size)
+                    for start in range(last - ((size - 1) // period) * period, last + 1, period)
+                    if stamp < start + size
+                ]
+            )
         return windows
 
 
@@ -151,7 +162,7 @@ def iso_utc(micros: int) -> str:
     >>> iso_utc(0), iso_utc(1_500_000)
     ('1970-01-01T00:00:00Z', '1970-01-01T00:00:01.500000Z')
     """
-    moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=micros)
+    moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(microseconds=micros)
     return moment.strftime("%Y-%m-%dT%H:%M:%S" + (".%f" if micros % MICROS else "") + "Z")
 
 

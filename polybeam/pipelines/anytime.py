@@ -20,8 +20,8 @@ import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.util import WaitOn
 
-from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
+from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.job_parts import (
     checked_read,
@@ -36,12 +36,12 @@ from polybeam.pipelines.job_parts import (
 from polybeam.pipelines.launch import launch
 from polybeam.pipelines.option_specs import columns
 from polybeam.pipelines.options import JobSettings, input_settings, job_settings, with_default_runner
-from polybeam.transforms.report import WriteReport
 from polybeam.selection.anytime import AnytimeModel
 from polybeam.selection.groups import GroupSpec
 from polybeam.selection.statistics import check_memory
 from polybeam.selection.timeliness import oracle_curve, plateau_alpha, stopping_cost, timeliness
 from polybeam.transforms.predict import WritePredictions, id_column_name
+from polybeam.transforms.report import WriteReport
 from polybeam.transforms.sequence import (
     PREFIX_COLUMNS,
     ApplyAnytime,
@@ -94,15 +94,29 @@ def run_sequence(options: PipelineOptions) -> dict:
     input_policy(job)
     with_default_runner(options)
 
-    facts = {**job_facts("sequence", options, job, report_path), "method": job.method, "ridge": job.ridge,
-             "output": output, "skipped_output": skipped_path, "dead_letter_file": dead_path}  # fmt: skip
+    facts = {
+        **job_facts("sequence", options, job, report_path),
+        "method": job.method,
+        "ridge": job.ridge,
+        "output": output,
+        "skipped_output": skipped_path,
+        "dead_letter_file": dead_path,
+    }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config)
     checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
     sequenced = read.examples | "Sequence" >> SequenceGroups(
-        spec, method=job.method, ridge=job.ridge, whiten=False if job.no_whiten else None,
-        standardize=not job.no_standardize, default_group=job.default_group,
-        default_cost=job.default_group_cost, memory_limit=memory_limit, seed=config.seed, **extra)  # fmt: skip
+        spec,
+        method=job.method,
+        ridge=job.ridge,
+        whiten=False if job.no_whiten else None,
+        standardize=not job.no_standardize,
+        default_group=job.default_group,
+        default_cost=job.default_group_cost,
+        memory_limit=memory_limit,
+        seed=config.seed,
+        **extra,
+    )
     prefixes = sequenced.prefixes | "PrefixesAfterCheck" >> WaitOn(checked)
     skipped = sequenced.skipped | "SkippedAfterCheck" >> WaitOn(checked)
     parts = {
@@ -113,8 +127,13 @@ def run_sequence(options: PipelineOptions) -> dict:
         "written_skipped": skipped | "WriteSkipped" >> WritePrefixes(skipped_path),
     }
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_sequence_report, facts=facts), **parts)
-    return launch(pipeline, options, facts, started=started,
-                  outputs={"prefixes": output, "skipped": skipped_path, "dead_letters": dead_path})  # fmt: skip
+    return launch(
+        pipeline,
+        options,
+        facts,
+        started=started,
+        outputs={"prefixes": output, "skipped": skipped_path, "dead_letters": dead_path},
+    )
 
 
 def load_models(paths) -> dict[str, AnytimeModel]:
@@ -122,8 +141,9 @@ def load_models(paths) -> dict[str, AnytimeModel]:
     models = {path: read_anytime_model(path) for path in paths}
     methods = [model.method or os.path.basename(path) for path, model in models.items()]
     unique = len(set(methods)) == len(methods)
-    return {(method if unique else os.path.basename(path)): model
-            for method, (path, model) in zip(methods, models.items())}  # fmt: skip
+    return {
+        (method if unique else os.path.basename(path)): model for method, (path, model) in zip(methods, models.items())
+    }
 
 
 def parse_alpha(text: str | float | None) -> float | None:
@@ -184,7 +204,7 @@ def run_timeliness(options: PipelineOptions) -> dict:
     hashing = {(model.bits, int(model.prefixes[0].get("seed", 0))) for model in models.values()}
     if len(hashing) > 1:
         raise OptionError(f"the prefix files were sequenced with different --bits/--seed: {sorted(hashing)}")
-    (bits, seed), = hashing
+    ((bits, seed),) = hashing
     reference = _reference(models, paths, job.reference)
     train_costs, train_values = models[reference].curve()
     if alpha is None:
@@ -199,14 +219,22 @@ def run_timeliness(options: PipelineOptions) -> dict:
     input_policy(job)
     with_default_runner(options)
 
-    facts = {**job_facts("timeliness", options, job, report_path), "alpha": alpha, "stopping_cost": stop,
-             "reference": reference, "plot": job.plot, "dead_letter_file": dead_path}  # fmt: skip
+    facts = {
+        **job_facts("timeliness", options, job, report_path),
+        "alpha": alpha,
+        "stopping_cost": stop,
+        "reference": reference,
+        "plot": job.plot,
+        "dead_letter_file": dead_path,
+    }
     config = LearnerConfig(loss="squared", bits=bits, seed=seed)
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config)
-    curves = (read.examples
-              | "Evaluate" >> EvaluateAnytime(models)
-              | "Values" >> beam.MapTuple(lambda name, curve: (name, curve.explained_variance().tolist())))  # fmt: skip
+    curves = (
+        read.examples
+        | "Evaluate" >> EvaluateAnytime(models)
+        | "Values" >> beam.MapTuple(lambda name, curve: (name, curve.explained_variance().tolist()))
+    )
     build = functools.partial(_timeliness_report, models=models, facts=facts)
     checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
     pipeline | "Report" >> WriteReport(report_path, build, counts=checked, curves=curves)
@@ -228,8 +256,9 @@ def _prefix_choice(job: JobSettings, model: AnytimeModel, path: str) -> dict:
     known = {prefix["group"] for prefix in model.prefixes}
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise OptionError(f"--groups: {', '.join(unknown)} not in the prefixes of {path} "
-                          f"(they have: {', '.join(sorted(known))})")  # fmt: skip
+        raise OptionError(
+            f"--groups: {', '.join(unknown)} not in the prefixes of {path} (they have: {', '.join(sorted(known))})"
+        )
     return {"groups": names}
 
 
@@ -262,9 +291,16 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
     input_policy(job)
     with_default_runner(options)
 
-    facts = {**job_facts("predict", options, job, report_path), "prefixes": path, **choice, "output": output,
-             "prefix": length, "prefix_cost": model.prefix_cost(length),
-             "prefix_groups": [p["group"] for p in model.prefixes[:length]], "dead_letter_file": dead_path}  # fmt: skip
+    facts = {
+        **job_facts("predict", options, job, report_path),
+        "prefixes": path,
+        **choice,
+        "output": output,
+        "prefix": length,
+        "prefix_cost": model.prefix_cost(length),
+        "prefix_groups": [p["group"] for p in model.prefixes[:length]],
+        "dead_letter_file": dead_path,
+    }
     config = LearnerConfig(loss="squared", bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, labels="any")
@@ -272,14 +308,19 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
     files = (
         note_workers(read.examples, parts)
         | "Predict" >> ApplyAnytime(model, **choice)
-        | "WritePredictions" >> WritePredictions(output, num_shards=job.num_shards,
-                                                 extra_columns=PREFIX_COLUMNS,
-                                                 id_name=id_column_name(input_settings(job, config)))  # fmt: skip
+        | "WritePredictions"
+        >> WritePredictions(
+            output,
+            num_shards=job.num_shards,
+            extra_columns=PREFIX_COLUMNS,
+            id_name=id_column_name(input_settings(job, config)),
+        )
     )
     parts["files"] = files
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)
-    return launch(pipeline, options, facts, started=started,
-                  outputs={"predictions": output + "*", "dead_letters": dead_path})  # fmt: skip
+    return launch(
+        pipeline, options, facts, started=started, outputs={"predictions": output + "*", "dead_letters": dead_path}
+    )
 
 
 def _reference(models: dict[str, AnytimeModel], paths, chosen: str | None) -> str:
@@ -297,16 +338,20 @@ def _reference(models: dict[str, AnytimeModel], paths, chosen: str | None) -> st
 def describe(report: dict) -> str:
     """A few human lines before the JSON report."""
     if report["command"] == "sequence":
-        lines = [f"read: {report['records']} records, {report['examples']} examples, {report['dead_letters']} dead letters",
-                 f"{report['method']}: {report['sequenced']} of {report['groups']} groups sequenced, total cost "
-                 f"{report['total_cost']:.6g}, training explained variance {report['explained_variance']:.4f}"]  # fmt: skip
+        lines = [
+            f"read: {report['records']} records, {report['examples']} examples, {report['dead_letters']} dead letters",
+            f"{report['method']}: {report['sequenced']} of {report['groups']} groups sequenced, total cost "
+            f"{report['total_cost']:.6g}, training explained variance {report['explained_variance']:.4f}",
+        ]
         lines += [f"skipped {s['group']}: {s['reason']}" for s in report["skipped"]]
         lines.append(f"prefixes written to {report['output']}")
         return "\n".join(lines)
     lines = [f"alpha {report['alpha']:g}: stopping cost {report['stopping_cost']:.6g} (from {report['reference']})"]
     for label, entry in report["methods"].items():
-        lines.append(f"{label:>12}: timeliness {entry['timeliness']:.4f}, oracle {entry['oracle_timeliness']:.4f}, "
-                     f"final held-out explained variance {entry['final_explained_variance']:.4f}")  # fmt: skip
+        lines.append(
+            f"{label:>12}: timeliness {entry['timeliness']:.4f}, oracle {entry['oracle_timeliness']:.4f}, "
+            f"final held-out explained variance {entry['final_explained_variance']:.4f}"
+        )
     if "plot" in report:
         lines.append(f"plot written to {report['plot']}")
     return "\n".join(lines)

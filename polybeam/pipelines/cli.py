@@ -17,7 +17,7 @@ import json
 import math
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from polybeam.pipelines import logs
 from polybeam.pipelines.commands import COMMANDS
@@ -43,8 +43,9 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
 
 
 def _inspect_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polybeam inspect", description=COMMANDS["inspect"].description,
-                                     allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False
+    )
     parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
     parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -54,18 +55,30 @@ def _inspect_parser() -> argparse.ArgumentParser:
 
 def _plot_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="polybeam plot", description=COMMANDS["plot"].description, allow_abbrev=False,
+        prog="polybeam plot",
+        description=COMMANDS["plot"].description,
+        allow_abbrev=False,
         epilog="With --prefixes, every other option (--format, --alpha, Beam's) goes to polybeam timeliness, "
-               "which measures the curves on --input.")  # fmt: skip
+        "which measures the curves on --input.",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="a model file: its learning curve (progressive loss at doubling example "
-                                        "counts), non-zero weights over time and non-zero weights by degree")
-    source.add_argument("--prefixes", help="comma-separated anytime prefix files (polybeam sequence --output): "
-                                           "held-out explained variance against cost, measured on --input")
+    source.add_argument(
+        "--model",
+        help="a model file: its learning curve (progressive loss at doubling example "
+        "counts), non-zero weights over time and non-zero weights by degree",
+    )
+    source.add_argument(
+        "--prefixes",
+        help="comma-separated anytime prefix files (polybeam sequence --output): "
+        "held-out explained variance against cost, measured on --input",
+    )
     parser.add_argument("--input", help="with --prefixes: held-out examples")
-    parser.add_argument("--output", default=None,
-                        help="the PNG to write (default: MODEL.learning.png, or anytime.png beside the first prefix file)")
-    return parser  # fmt: skip
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="the PNG to write (default: MODEL.learning.png, or anytime.png beside the first prefix file)",
+    )
+    return parser
 
 
 def _run_plot(argv: Sequence[str]) -> int:
@@ -93,28 +106,54 @@ def _run_plot(argv: Sequence[str]) -> int:
 def _template_parser() -> argparse.ArgumentParser:
     from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, launcher_image
 
-    parser = argparse.ArgumentParser(prog="polybeam template", description=COMMANDS["template"].description,
-                                     allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False
+    )
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
-    parser.add_argument("--output-dir", "--output_dir", dest="output_dir", required=True,
-                        help="folder for metadata.json, Dockerfile, main.py, README.md and the wheel (the image's "
-                             "build context)")
-    parser.add_argument("--image", default=None,
-                        help="the image's name, for the README's build and run commands (default: "
-                             "REGION-docker.pkg.dev/PROJECT/REPOSITORY/polybeam-COMMAND:VERSION)")
-    parser.add_argument("--package", default=None,
-                        help="what the image pip-installs: a local wheel file, copied into the folder, or a "
-                             "requirement an index serves (default: the wheel of the running polybeam, built from "
-                             "its source tree or taken from its installation, copied into the folder)")
-    parser.add_argument("--launcher-image", "--launcher_image", dest="launcher_image", default=None,
-                        help="Google's flex-template launcher base image the launcher binary is copied from "
-                             f"(default: {launcher_image()}, the release Google recommends; a dated tag pins one)")
-    parser.add_argument("--launcher-tag", "--launcher_tag", dest="launcher_tag", default=None,
-                        help="another tag of the default launcher image (e.g. a dated one)")
-    parser.add_argument("--per-key", "--per_key", dest="per_key", action="store_true",
-                        help="a template for per-key models: its model paths are folders (train writes one, "
-                             "evaluate and predict read one) and train requires key")
-    return parser  # fmt: skip
+    parser.add_argument(
+        "--output-dir",
+        "--output_dir",
+        dest="output_dir",
+        required=True,
+        help="folder for metadata.json, Dockerfile, main.py, README.md and the wheel (the image's build context)",
+    )
+    parser.add_argument(
+        "--image",
+        default=None,
+        help="the image's name, for the README's build and run commands (default: "
+        "REGION-docker.pkg.dev/PROJECT/REPOSITORY/polybeam-COMMAND:VERSION)",
+    )
+    parser.add_argument(
+        "--package",
+        default=None,
+        help="what the image pip-installs: a local wheel file, copied into the folder, or a "
+        "requirement an index serves (default: the wheel of the running polybeam, built from "
+        "its source tree or taken from its installation, copied into the folder)",
+    )
+    parser.add_argument(
+        "--launcher-image",
+        "--launcher_image",
+        dest="launcher_image",
+        default=None,
+        help="Google's flex-template launcher base image the launcher binary is copied from "
+        f"(default: {launcher_image()}, the release Google recommends; a dated tag pins one)",
+    )
+    parser.add_argument(
+        "--launcher-tag",
+        "--launcher_tag",
+        dest="launcher_tag",
+        default=None,
+        help="another tag of the default launcher image (e.g. a dated one)",
+    )
+    parser.add_argument(
+        "--per-key",
+        "--per_key",
+        dest="per_key",
+        action="store_true",
+        help="a template for per-key models: its model paths are folders (train writes one, "
+        "evaluate and predict read one) and train requires key",
+    )
+    return parser
 
 
 def _run_template(argv: Sequence[str]) -> int:
@@ -124,11 +163,14 @@ def _run_template(argv: Sequence[str]) -> int:
     if args.launcher_image and args.launcher_tag:
         raise UsageError("polybeam template: give --launcher-image or --launcher-tag, not both")
     launcher = args.launcher_image or (launcher_image(tag=args.launcher_tag) if args.launcher_tag else None)
-    written = write_template(args.command, args.output_dir, image=args.image, package=args.package,
-                             launcher=launcher, per_key=args.per_key)
-    print(f"flex template of polybeam {args.command} ({written['parameters']} parameters) written to "
-          f"{args.output_dir}: {', '.join(written['files'])} (polybeam: {written['package_from']}); "
-          "see its README.md to build and run it")
+    written = write_template(
+        args.command, args.output_dir, image=args.image, package=args.package, launcher=launcher, per_key=args.per_key
+    )
+    print(
+        f"flex template of polybeam {args.command} ({written['parameters']} parameters) written to "
+        f"{args.output_dir}: {', '.join(written['files'])} (polybeam: {written['package_from']}); "
+        "see its README.md to build and run it"
+    )
     _print_json(written)
     return 0
 
@@ -260,8 +302,10 @@ def _run_inspect(argv: Sequence[str]) -> int:
             print(f"polybeam inspect: {args.model} has no model for key {args.key!r}", file=sys.stderr)
             return 2
     elif args.key is not None:
-        print(f"polybeam inspect: --key applies to a folder of per-key models; {args.model} is a model file",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"polybeam inspect: --key applies to a folder of per-key models; {args.model} is a model file",
+            file=sys.stderr,
+        )
         return 2
     else:
         model = read_model(args.model)
@@ -291,9 +335,10 @@ def _describe_train(report: dict) -> str:
         trained = f"model written to {report['model']}"
     lines = [
         f"read: {counts.describe()}",
-        f"progressive validation loss: {loss:.6g}" if loss is not None and math.isfinite(loss)
+        f"progressive validation loss: {loss:.6g}"
+        if loss is not None and math.isfinite(loss)
         else "progressive validation loss: n/a (no examples)",
-    ]  # fmt: skip
+    ]
     lines += _kept_model_lines(report)
     lines += [
         f"non-zero weights: {report['nonzero_weights']}",
@@ -313,11 +358,17 @@ def _describe_windowed_train(report: dict, counts) -> str:
     for name, entry in report.get("windows", {}).items():
         loss = entry.get("progressive_loss")
         keys = f", {entry['keys']} keys" if "keys" in entry else ""
-        lines.append(f"  {entry['start']} .. {entry['end']}: {entry.get('examples')} examples{keys}, progressive "
-                     f"loss {loss:.6g}" if loss is not None else f"  {name}: {entry.get('examples')} examples{keys}")  # fmt: skip
-    lines += [f"{len(report.get('windows', {}))} windows of models in {report['model']} (index.json lists them); "
-              f"dead letters to {report['dead_letter_file']}", f"report: {report['report']}",
-              f"wall time: {report['wall_seconds']:.1f} s"]  # fmt: skip
+        lines.append(
+            f"  {entry['start']} .. {entry['end']}: {entry.get('examples')} examples{keys}, progressive loss {loss:.6g}"
+            if loss is not None
+            else f"  {name}: {entry.get('examples')} examples{keys}"
+        )
+    lines += [
+        f"{len(report.get('windows', {}))} windows of models in {report['model']} (index.json lists them); "
+        f"dead letters to {report['dead_letter_file']}",
+        f"report: {report['report']}",
+        f"wall time: {report['wall_seconds']:.1f} s",
+    ]
     return "\n".join(lines)
 
 
@@ -334,21 +385,28 @@ def _kept_model_lines(report: dict) -> list[str]:
     if holdout and holdout.get("passes"):
         lines.append(holdout_line(holdout))
     elif holdout and "keys_judged" in holdout:
-        lines.append(f"holdout: {holdout['keys_judged']} keys judged on their held-out examples, "
-                     f"{holdout['keys_stopped_early']} stopped early; {holdout['keys_released']} held out too few "
-                     "to judge by and learned every example after their first pass")  # fmt: skip
+        lines.append(
+            f"holdout: {holdout['keys_judged']} keys judged on their held-out examples, "
+            f"{holdout['keys_stopped_early']} stopped early; {holdout['keys_released']} held out too few "
+            "to judge by and learned every example after their first pass"
+        )
     finishing = report.get("lbfgs")
     if finishing and finishing.get("objective"):
         objective = finishing["objective"]
-        lines.append(f"L-BFGS finishing stage: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
-                     f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g})")  # fmt: skip
+        lines.append(
+            f"L-BFGS finishing stage: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
+            f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g})"
+        )
     return lines
 
 
 def _describe_launch(report: dict) -> str:
     where = ", ".join(f"{name} {path}" for name, path in report["outputs"].items() if path)
-    lines = [f"launched polybeam {report['command']} as job {report['job_id']} on {report['runner'] or 'FnApiRunner'} "
-             f"({report['state']}); it writes its report to {report['report']}", f"outputs: {where}"]  # fmt: skip
+    lines = [
+        f"launched polybeam {report['command']} as job {report['job_id']} on {report['runner'] or 'FnApiRunner'} "
+        f"({report['state']}); it writes its report to {report['report']}",
+        f"outputs: {where}",
+    ]
     if report.get("log"):
         lines.append(f"the detached local job logs to {report['log']}")
     return "\n".join(lines)

@@ -19,8 +19,8 @@ once.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -59,47 +59,90 @@ class Command:
 
 # What --alpha, --prefixes and --groups mean to commands that share another command's flag (Beam parses every
 # options class together, so two classes cannot both define one flag).
-TIMELINESS_ALPHA_HELP = ("alpha of the alpha-stopping cost, in (0, 1], or auto: the paper's plateau rule "
-                         "(default: auto)")  # fmt: skip
-PREDICT_PREFIXES_HELP = ("predict with the anytime prefixes of this file (polybeam sequence --output) instead of "
-                         "--model; choose the prefix with --budget or --groups. Each line then ends with the "
-                         "prefix's size and cost")  # fmt: skip
-PREDICT_GROUPS_HELP = ("with --prefixes: the feature groups available (comma-separated names); the longest prefix "
-                       "made of them only answers")  # fmt: skip
+TIMELINESS_ALPHA_HELP = "alpha of the alpha-stopping cost, in (0, 1], or auto: the paper's plateau rule (default: auto)"
+PREDICT_PREFIXES_HELP = (
+    "predict with the anytime prefixes of this file (polybeam sequence --output) instead of "
+    "--model; choose the prefix with --budget or --groups. Each line then ends with the "
+    "prefix's size and cost"
+)
+PREDICT_GROUPS_HELP = (
+    "with --prefixes: the feature groups available (comma-separated names); the longest prefix "
+    "made of them only answers"
+)
 
 _READING = ("InputOptions", "KeyOptions")
 
 COMMANDS = {
     command.name: command
     for command in (
-        Command("train", "train a model from examples and write the model file", "polybeam.pipelines.jobs:run_train",
-                (*_READING, "WindowOptions", "LearnerOptions", "ModelOptions", "TrainingOptions", "RunOptions"),
-                required=("input", "model")),
-        Command("evaluate", "held-out metrics of a model on examples (JSON on the last line)",
-                "polybeam.pipelines.jobs:run_evaluate", (*_READING, "ModelOptions", "RoutingOptions", "RunOptions"),
-                required=("model", "input")),
-        Command("predict", "write a prediction for every example", "polybeam.pipelines.jobs:run_predict",
-                (*_READING, "ModelOptions", "RoutingOptions",
-                 Use("prefixes", help=PREDICT_PREFIXES_HELP, metavar="PATH"),
-                 Use("groups", help=PREDICT_GROUPS_HELP, section="anytime", metavar="a,b,c", is_path=False),
-                 "AnytimePredictionOptions", "OutputOptions", "RunOptions"),
-                required=("input", "output")),
-        Command("sequence", "order cost-weighted feature groups into anytime model prefixes (JSON lines)",
-                "polybeam.pipelines.anytime:run_sequence",
-                ("InputOptions", Use("bits"), Use("seed"), "SequenceOptions",
-                 Use("output", help="where to write the prefixes (JSON lines, one file)"), "RunOptions"),
-                required=("input", "groups", "output")),
-        Command("timeliness", "held-out explained variance against cost and alpha-timeliness of prefix files",
-                "polybeam.pipelines.anytime:run_timeliness",
-                ("InputOptions", "TimelinessOptions", Use("alpha", help=TIMELINESS_ALPHA_HELP, section="anytime"),
-                 "RunOptions"),
-                required=("input", "prefixes")),
+        Command(
+            "train",
+            "train a model from examples and write the model file",
+            "polybeam.pipelines.jobs:run_train",
+            (*_READING, "WindowOptions", "LearnerOptions", "ModelOptions", "TrainingOptions", "RunOptions"),
+            required=("input", "model"),
+        ),
+        Command(
+            "evaluate",
+            "held-out metrics of a model on examples (JSON on the last line)",
+            "polybeam.pipelines.jobs:run_evaluate",
+            (*_READING, "ModelOptions", "RoutingOptions", "RunOptions"),
+            required=("model", "input"),
+        ),
+        Command(
+            "predict",
+            "write a prediction for every example",
+            "polybeam.pipelines.jobs:run_predict",
+            (
+                *_READING,
+                "ModelOptions",
+                "RoutingOptions",
+                Use("prefixes", help=PREDICT_PREFIXES_HELP, metavar="PATH"),
+                Use("groups", help=PREDICT_GROUPS_HELP, section="anytime", metavar="a,b,c", is_path=False),
+                "AnytimePredictionOptions",
+                "OutputOptions",
+                "RunOptions",
+            ),
+            required=("input", "output"),
+        ),
+        Command(
+            "sequence",
+            "order cost-weighted feature groups into anytime model prefixes (JSON lines)",
+            "polybeam.pipelines.anytime:run_sequence",
+            (
+                "InputOptions",
+                Use("bits"),
+                Use("seed"),
+                "SequenceOptions",
+                Use("output", help="where to write the prefixes (JSON lines, one file)"),
+                "RunOptions",
+            ),
+            required=("input", "groups", "output"),
+        ),
+        Command(
+            "timeliness",
+            "held-out explained variance against cost and alpha-timeliness of prefix files",
+            "polybeam.pipelines.anytime:run_timeliness",
+            (
+                "InputOptions",
+                "TimelinessOptions",
+                Use("alpha", help=TIMELINESS_ALPHA_HELP, section="anytime"),
+                "RunOptions",
+            ),
+            required=("input", "prefixes"),
+        ),
         Command("inspect", "print a model's summary: settings, non-zeros, largest weights"),
-        Command("plot", "draw a model's learning curve, non-zeros and weights by degree, or anytime curves of "
-                "prefix files"),
-        Command("template", "write a Dataflow flex template of a command: metadata.json, Dockerfile, entry point, "
-                "README"),
-        Command("demo", "train and evaluate on bundled real data with the local runner",
-                "polybeam.pipelines.demo:run_demo", ("DemoOptions", Use("no-wait"))),
+        Command(
+            "plot", "draw a model's learning curve, non-zeros and weights by degree, or anytime curves of prefix files"
+        ),
+        Command(
+            "template", "write a Dataflow flex template of a command: metadata.json, Dockerfile, entry point, README"
+        ),
+        Command(
+            "demo",
+            "train and evaluate on bundled real data with the local runner",
+            "polybeam.pipelines.demo:run_demo",
+            ("DemoOptions", Use("no-wait")),
+        ),
     )
 }

@@ -17,8 +17,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam import datasets
-from polybeam.learners.config import LearnerConfig
 from polybeam.formats.records import ReadCounts
+from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines.job_parts import finish_report, job_facts, model_summary
 from polybeam.pipelines.launch import launch, runner_name
 from polybeam.pipelines.options import given_options, job_settings, with_default_runner
@@ -40,17 +40,20 @@ def _demo_report(parts: dict, *, facts: dict, text_path: str) -> dict:
     train_counts = sum(parts["train_counts"], ReadCounts())
     test_counts = sum(parts["test_counts"], ReadCounts())
     summary = parts["summary"][0]
-    report = finish_report({
-        "dataset": DATASET,
-        "learner": CONFIG.to_dict(),
-        "train": train_counts.to_dict(),
-        "test": test_counts.to_dict(),
-        "records_read": train_counts.records + test_counts.records,
-        "dead_letters": train_counts.dead_letters + test_counts.dead_letters,
-        "progressive_loss": summary["progressive_loss"],
-        "heldout": parts["heldout"][0],
-        "nonzero_weights": summary["nonzero_weights"],
-    }, facts)  # fmt: skip
+    report = finish_report(
+        {
+            "dataset": DATASET,
+            "learner": CONFIG.to_dict(),
+            "train": train_counts.to_dict(),
+            "test": test_counts.to_dict(),
+            "records_read": train_counts.records + test_counts.records,
+            "dead_letters": train_counts.dead_letters + test_counts.dead_letters,
+            "progressive_loss": summary["progressive_loss"],
+            "heldout": parts["heldout"][0],
+            "nonzero_weights": summary["nonzero_weights"],
+        },
+        facts,
+    )
     write_atomically(text_path, (describe(report, CONFIG.bits) + "\n").encode("utf-8"))
     return report
 
@@ -71,9 +74,19 @@ def run_demo(options: PipelineOptions) -> dict:
     reading = ReadExamples(train_path, format="libsvm", **read)
     train = pipeline | "ReadTrain" >> reading
     test = pipeline | "ReadTest" >> ReadExamples(test_path, format="libsvm", **read)
-    models = (train.examples | "Train" >> Train(CONFIG, metadata={"input_format": "libsvm", "dataset": DATASET})
-              | "RecordOrigin" >> RecordOrigin(reading, counts=train.counts, command="demo", runner=runner_name(options),
-                                               options=given_options(job), started=time.time()))  # fmt: skip
+    models = (
+        train.examples
+        | "Train" >> Train(CONFIG, metadata={"input_format": "libsvm", "dataset": DATASET})
+        | "RecordOrigin"
+        >> RecordOrigin(
+            reading,
+            counts=train.counts,
+            command="demo",
+            runner=runner_name(options),
+            options=given_options(job),
+            started=time.time(),
+        )
+    )
     letters = (train.dead_letters, test.dead_letters) | "AllDeadLetters" >> beam.Flatten()
     parts = {
         "train_counts": train.counts,
@@ -81,15 +94,20 @@ def run_demo(options: PipelineOptions) -> dict:
         "written": models | "WriteModel" >> WriteModel(model_path),
         "summary": models | "Summary" >> beam.Map(model_summary),
         "heldout": test.examples | "Evaluate" >> Evaluate(models),
-        "dead_files": letters | "WriteDeadLetters" >> WriteDeadLetters(
-            dead_path, file_name_suffix="", num_shards=1, shard_name_template=""),
-    }  # fmt: skip
+        "dead_files": letters
+        | "WriteDeadLetters" >> WriteDeadLetters(dead_path, file_name_suffix="", num_shards=1, shard_name_template=""),
+    }
     facts = {**job_facts("demo", options, job, report_path), "model": model_path, "dead_letter_file": dead_path}
     facts["origin"]["inputs"] = [train_path, test_path]
     build = functools.partial(_demo_report, facts=facts, text_path=os.path.join(out, "report.txt"))
     pipeline | "Report" >> WriteReport(report_path, build, **parts)
-    return launch(pipeline, options, facts, started=started,
-                  outputs={"model": model_path, "report_text": os.path.join(out, "report.txt")})  # fmt: skip
+    return launch(
+        pipeline,
+        options,
+        facts,
+        started=started,
+        outputs={"model": model_path, "report_text": os.path.join(out, "report.txt")},
+    )
 
 
 def describe(report: dict, bits: int) -> str:
@@ -97,8 +115,7 @@ def describe(report: dict, bits: int) -> str:
     heldout = report["heldout"]
     return "\n".join(
         [
-            "polybeam demo: logistic regression on UCI Spambase (bundled), 80/20 split, "
-            "one pass, adaptive steps",
+            "polybeam demo: logistic regression on UCI Spambase (bundled), 80/20 split, one pass, adaptive steps",
             f"runner:                 {report['runner']}",
             f"train:                  {_counts(report['train'])}",
             f"test:                   {_counts(report['test'])}",

@@ -61,8 +61,11 @@ def _spread(values: list[float]) -> str:
 def _key_table(per_key: dict, indent: str = "") -> list[str]:
     """The keys with the most examples, a line each, with their metrics."""
     busiest = sorted(per_key.items(), key=lambda item: (-(item[1].get("examples") or 0), str(item[0])))[:LISTED]
-    lines = [f"{indent}the {len(busiest)} keys with the most examples:" if len(per_key) > len(busiest)
-             else f"{indent}per key:"]  # fmt: skip
+    lines = [
+        f"{indent}the {len(busiest)} keys with the most examples:"
+        if len(per_key) > len(busiest)
+        else f"{indent}per key:"
+    ]
     lines.append(f"{indent}  {'examples':>9}  {'loss':>9}  {'error':>9}  {'AUC':>9}  key")
     for key, metrics in busiest:
         cells = [f"{metrics[name]:.4g}" if _known(metrics.get(name)) else "-" for name in ("loss", "error", "auc")]
@@ -72,8 +75,10 @@ def _key_table(per_key: dict, indent: str = "") -> list[str]:
 
 def _keyed_lines(report: dict) -> list[str]:
     per_key = report.get("keys") or {}
-    lines = [f"scored per key ({report['key']}) with {report['model']}: {len(per_key)} keys",
-             f"all keys together: {report.get('examples', 0)} examples  {metrics_text(report)}"]  # fmt: skip
+    lines = [
+        f"scored per key ({report['key']}) with {report['model']}: {len(per_key)} keys",
+        f"all keys together: {report.get('examples', 0)} examples  {metrics_text(report)}",
+    ]
     if per_key:
         lines.append(f"loss per key: {_spread([m.get('loss') for m in per_key.values()])}")
         lines += _key_table(per_key)
@@ -86,16 +91,20 @@ def _window_line(name: str, entry: dict) -> str:
     if not entry or not all(isinstance(value, dict) for value in entry.values()):  # one model's metrics
         return f"  {name}: {entry['examples']} examples  {metrics_text(entry, 4)}"
     examples = sum(metrics.get("examples") or 0 for metrics in entry.values())
-    return (f"  {name}: {len(entry)} keys, {examples} examples; loss per key "
-            f"{_spread([metrics.get('loss') for metrics in entry.values()])}")
+    return (
+        f"  {name}: {len(entry)} keys, {examples} examples; loss per key "
+        f"{_spread([metrics.get('loss') for metrics in entry.values()])}"
+    )
 
 
 def _windowed_lines(report: dict) -> list[str]:
     windows = report.get("windows") or {}
     per = "per key and window" if report.get("key") else "per window"
-    lines = [f"models {per} ({report['window_spec']}) in {report['model']}: {len(windows)} windows scored, "
-             "each window's examples by that window's model",
-             f"all windows together: {report.get('examples', 0)} scored examples  {metrics_text(report)}"]  # fmt: skip
+    lines = [
+        f"models {per} ({report['window_spec']}) in {report['model']}: {len(windows)} windows scored, "
+        "each window's examples by that window's model",
+        f"all windows together: {report.get('examples', 0)} scored examples  {metrics_text(report)}",
+    ]
     names = sorted(windows)
     lines += [_window_line(name, windows[name]) for name in names[:LISTED]]
     if len(names) > LISTED:
@@ -120,6 +129,9 @@ def describe_evaluation(report: dict) -> str:
         lines += _keyed_lines(report)
     else:
         lines.append(f"scored {report.get('examples', 0)} examples with {report['model']}: {metrics_text(report)}")
-    lines += [f"dead letters to {report['dead_letter_file']}", f"report: {report['report']}",
-              f"wall time: {report['wall_seconds']:.1f} s"]  # fmt: skip
+    lines += [
+        f"dead letters to {report['dead_letter_file']}",
+        f"report: {report['report']}",
+        f"wall time: {report['wall_seconds']:.1f} s",
+    ]
     return "\n".join(lines)

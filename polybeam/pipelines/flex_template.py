@@ -136,8 +136,12 @@ def _kind(option: specs.Option, command: str, per_key: bool = False) -> tuple[st
         return "NUMBER", [NUMBER]
     if option.type is int:
         return "NUMBER", [INTEGER]
-    texts = {specs.number_or_auto: NUMBER_OR_AUTO, specs.key_spec: KEY, specs.window_spec: WINDOW,
-             specs.timestamp_spec: TIMESTAMP}
+    texts = {
+        specs.number_or_auto: NUMBER_OR_AUTO,
+        specs.key_spec: KEY,
+        specs.window_spec: WINDOW,
+        specs.timestamp_spec: TIMESTAMP,
+    }
     if option.type in texts:
         return "TEXT", [texts[option.type]]
     if name == "reference":  # a prefix file, or a method's name
@@ -192,8 +196,11 @@ def template_metadata(command: str, *, per_key: bool = False) -> dict:
     ``per_key``: a template for per-key models, whose model paths are folders."""
     if command not in TEMPLATE_COMMANDS:
         raise ValueError(f"no template for polybeam {command}; one of: {', '.join(TEMPLATE_COMMANDS)}")
-    parameters = [_parameter(option, command, per_key) for option in specs.command_options(command)
-                  if in_template(option.attribute, command)]
+    parameters = [
+        _parameter(option, command, per_key)
+        for option in specs.command_options(command)
+        if in_template(option.attribute, command)
+    ]
     return {
         "name": f"polybeam-{command}" + ("-per-key" if per_key else ""),
         "description": f"polybeam {command}: {COMMANDS[command].description}"
@@ -228,8 +235,11 @@ def dockerfile(command: str, *, package: str, launcher: str | None = None) -> st
     launcher = launcher or launcher_image(python)
     sdk = f"apache/beam_python{python}_sdk:{beam_version()}"
     wheel = os.path.basename(package) if package.endswith(".whl") else None
-    install = (f"COPY {wheel} /template/\nRUN pip install --no-cache-dir /template/{wheel}" if wheel
-               else f"RUN pip install --no-cache-dir '{package}'")  # fmt: skip
+    install = (
+        f"COPY {wheel} /template/\nRUN pip install --no-cache-dir /template/{wheel}"
+        if wheel
+        else f"RUN pip install --no-cache-dir '{package}'"
+    )
     return f"""\
 # polybeam {command} as a Dataflow flex template (written by `polybeam template`).
 # The Beam SDK image of the Beam version polybeam was installed with serves as
@@ -268,12 +278,18 @@ def readme(command: str, image: str, metadata: dict) -> str:
     name = metadata["name"]
     required = [p["name"] for p in metadata["parameters"] if not p["isOptional"]]
     model = "gs://BUCKET/models/per-key" if name.endswith("-per-key") else "gs://BUCKET/models/model.bin"
-    examples = {"input": "gs://BUCKET/data/train-*.libsvm.gz", "model": model, "output": "gs://BUCKET/out/predictions",
-                "groups": "gs://BUCKET/groups.json", "prefixes": "gs://BUCKET/out/prefixes.jsonl",
-                "key": "column:store"}
+    examples = {
+        "input": "gs://BUCKET/data/train-*.libsvm.gz",
+        "model": model,
+        "output": "gs://BUCKET/out/predictions",
+        "groups": "gs://BUCKET/groups.json",
+        "prefixes": "gs://BUCKET/out/prefixes.jsonl",
+        "key": "column:store",
+    }
     parameters = ",".join(f"{name}={examples.get(name, 'VALUE')}" for name in required)
-    left_out = ", ".join(f"`{option}` ({why})" for option, (commands, why) in NOT_IN_TEMPLATES.items()
-                         if command in commands)
+    left_out = ", ".join(
+        f"`{option}` ({why})" for option, (commands, why) in NOT_IN_TEMPLATES.items() if command in commands
+    )
     return f"""\
 # polybeam {command} as a Dataflow flex template
 
@@ -307,8 +323,15 @@ The same entry point runs anywhere Beam runs:
 """
 
 
-def write_template(command: str, output_dir: str, *, image: str | None = None, package: str | None = None,
-                   launcher: str | None = None, per_key: bool = False) -> dict:
+def write_template(
+    command: str,
+    output_dir: str,
+    *,
+    image: str | None = None,
+    package: str | None = None,
+    launcher: str | None = None,
+    per_key: bool = False,
+) -> dict:
     """Write ``metadata.json``, ``Dockerfile``, ``main.py`` and ``README.md`` for ``polybeam COMMAND`` into
     ``output_dir``, with the wheel the image installs: ``package`` if it is a wheel file, else (no
     ``package``) the running polybeam's (:func:`~polybeam.pipelines.template_wheel.running_wheel`). A
@@ -336,6 +359,13 @@ def write_template(command: str, output_dir: str, *, image: str | None = None, p
         with open(os.path.join(output_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
     written = sorted(files) + ([os.path.basename(wheel)] if wheel else [])
-    return {"command": command, "output_dir": output_dir, "files": written, "image": image, "launcher": launcher,
-            "package": os.path.basename(wheel) if wheel else package, "package_from": origin,
-            "parameters": len(metadata["parameters"])}  # fmt: skip
+    return {
+        "command": command,
+        "output_dir": output_dir,
+        "files": written,
+        "image": image,
+        "launcher": launcher,
+        "package": os.path.basename(wheel) if wheel else package,
+        "package_from": origin,
+        "parameters": len(metadata["parameters"]),
+    }

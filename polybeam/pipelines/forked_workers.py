@@ -48,7 +48,7 @@ ENABLED = False
 # POLYBEAM_FORK_WORKERS=0 asks for Beam's own freshly started workers (for comparison, or debugging).
 SWITCH = "POLYBEAM_FORK_WORKERS"
 # Pools of waiting workers by id (the environment's payload names its pool).
-_POOLS: dict[str, "ForkedWorkers"] = {}
+_POOLS: dict[str, ForkedWorkers] = {}
 
 
 def _serve(read_fd: int) -> None:
@@ -178,12 +178,14 @@ class ForkedWorkerHandler(GrpcWorkerHandler):
 
     def start_worker(self) -> None:
         descriptor = endpoints_pb2.ApiServiceDescriptor(url=self.control_address)
-        self._pid = self._pool.start({
-            "CONTROL_API_SERVICE_DESCRIPTOR": text_format.MessageToString(descriptor),
-            "LOGGING_API_SERVICE_DESCRIPTOR": text_format.MessageToString(self.logging_api_service_descriptor()),
-            "PIPELINE_OPTIONS": json_format.MessageToJson(self.provision_info.provision_info.pipeline_options),
-            "WORKER_ID": self.worker_id,
-        })  # fmt: skip
+        self._pid = self._pool.start(
+            {
+                "CONTROL_API_SERVICE_DESCRIPTOR": text_format.MessageToString(descriptor),
+                "LOGGING_API_SERVICE_DESCRIPTOR": text_format.MessageToString(self.logging_api_service_descriptor()),
+                "PIPELINE_OPTIONS": json_format.MessageToJson(self.provision_info.provision_info.pipeline_options),
+                "WORKER_ID": self.worker_id,
+            }
+        )
 
     def stop_worker(self) -> None:
         if self._pid is not None:
@@ -218,8 +220,9 @@ class _InputWorkersBundleManager(ParallelBundleManager):
 
     def process_bundle(self, inputs, expected_outputs, fired_timers, expected_output_timers, dry_run=False):
         if not fired_timers and _workers_with_input(inputs, self._num_workers) <= 1:
-            single = BundleManager(self.bundle_context_manager, self._progress_frequency,
-                                   cache_token_generator=self._cache_token_generator)  # fmt: skip
+            single = BundleManager(
+                self.bundle_context_manager, self._progress_frequency, cache_token_generator=self._cache_token_generator
+            )
             return single.process_bundle(inputs, expected_outputs, fired_timers, expected_output_timers, dry_run)
         return super().process_bundle(inputs, expected_outputs, fired_timers, expected_output_timers, dry_run)
 
@@ -230,8 +233,9 @@ class _ForkedRunner(FnApiRunner):
     def _get_bundle_manager(self, bundle_context_manager):
         manager = super()._get_bundle_manager(bundle_context_manager)
         if type(manager) is ParallelBundleManager:
-            return _InputWorkersBundleManager(bundle_context_manager, self._progress_frequency,
-                                              cache_token_generator=manager._cache_token_generator)  # fmt: skip
+            return _InputWorkersBundleManager(
+                bundle_context_manager, self._progress_frequency, cache_token_generator=manager._cache_token_generator
+            )
         return manager
 
 

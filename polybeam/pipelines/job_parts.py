@@ -42,8 +42,16 @@ def require(value, flag: str, command: str):
     return value
 
 
-def read_examples(pipeline, job: JobSettings, label: str, config, *, labels: str | None = None, key: str | None = None,
-                  settings: InputSettings | None = None):  # fmt: skip
+def read_examples(
+    pipeline,
+    job: JobSettings,
+    label: str,
+    config,
+    *,
+    labels: str | None = None,
+    key: str | None = None,
+    settings: InputSettings | None = None,
+):
     """Read ``--input`` as ``settings`` say (default: as the input options say, see ``input_settings``).
     The job checks its read itself (CheckInput in checked_read), after writing the dead letters and with its report."""
     settings = settings or input_settings(job, config, key=key)
@@ -56,8 +64,15 @@ def write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=N
     return letters | label >> WriteDeadLetters(path, file_name_suffix="", num_shards=1, shard_name_template="")
 
 
-def checked_read(read, job: JobSettings, dead_files, facts: dict, *, settings: InputSettings | None = None,
-             expected: str | None = None):  # fmt: skip
+def checked_read(
+    read,
+    job: JobSettings,
+    dead_files,
+    facts: dict,
+    *,
+    settings: InputSettings | None = None,
+    expected: str | None = None,
+):
     """The read's counts, once its dead letters are written and the input check passed (see CheckInput);
     what writes the job's results waits for it, so a refused input writes none of them. ``expected``: what
     the model reads, for the likely cause of a refusal."""
@@ -65,20 +80,36 @@ def checked_read(read, job: JobSettings, dead_files, facts: dict, *, settings: I
     return read | "CheckInput" >> CheckInput(policy, report=facts["report"], facts=facts, after=[dead_files])
 
 
-def input_policy(job: JobSettings, dead_letter_file: str | None = None, *,
-                 settings: InputSettings | None = None, expected: str | None = None) -> InputPolicy:  # fmt: skip
+def input_policy(
+    job: JobSettings,
+    dead_letter_file: str | None = None,
+    *,
+    settings: InputSettings | None = None,
+    expected: str | None = None,
+) -> InputPolicy:
     """What the job accepts from its read (--allow-empty, --max-dead-letter-fraction); checked at once."""
-    return InputPolicy(allow_empty=job.allow_empty, max_dead_letter_fraction=job.max_dead_letter_fraction,
-                       format=settings.format if settings else job.format or "libsvm",
-                       dead_letter_file=dead_letter_file, expected=expected)  # fmt: skip
+    return InputPolicy(
+        allow_empty=job.allow_empty,
+        max_dead_letter_fraction=job.max_dead_letter_fraction,
+        format=settings.format if settings else job.format or "libsvm",
+        dead_letter_file=dead_letter_file,
+        expected=expected,
+    )
 
 
-def preloader(job: JobSettings, config: LearnerConfig, *, labels: str | None = None, key: str | None = None,
-              settings: InputSettings | None = None):  # fmt: skip
+def preloader(
+    job: JobSettings,
+    config: LearnerConfig,
+    *,
+    labels: str | None = None,
+    key: str | None = None,
+    settings: InputSettings | None = None,
+):
     """What loads this job's kernels before local workers are forked (see polybeam.pipelines.preload)."""
     settings = settings or input_settings(job, config, key=key)
-    return functools.partial(preload_kernels, job.input, settings.format,
-                             settings.reader_options(labels or config.label_kind), config)  # fmt: skip
+    return functools.partial(
+        preload_kernels, job.input, settings.format, settings.reader_options(labels or config.label_kind), config
+    )
 
 
 def count(pcollection, label: str):
@@ -89,10 +120,20 @@ def count(pcollection, label: str):
 def job_facts(command: str, options: PipelineOptions, job: JobSettings, report: str) -> dict:
     """What every report says about the job itself (the launcher's view, recorded before launch): ``options`` say
     which runner runs it, ``job`` what it was asked."""
-    facts = {"command": command, "runner": runner_name(options) or "FnApiRunner", "report": report,
-             "launched": time.time()}  # fmt: skip
-    facts["origin"] = origin(None, [job.input] if job.input else [], command=command,
-                             options=given_options(job), runner=facts["runner"], started=facts["launched"])  # fmt: skip
+    facts = {
+        "command": command,
+        "runner": runner_name(options) or "FnApiRunner",
+        "report": report,
+        "launched": time.time(),
+    }
+    facts["origin"] = origin(
+        None,
+        [job.input] if job.input else [],
+        command=command,
+        options=given_options(job),
+        runner=facts["runner"],
+        started=facts["launched"],
+    )
     return facts
 
 
@@ -132,9 +173,15 @@ def total_counts(parts: dict, name: str = "counts") -> ReadCounts:
 def model_summary(model) -> dict:
     meta = model.metadata
     holdout = meta.get("holdout")
-    summary = {"examples_trained": meta.get("examples"), "progressive_loss": meta.get("progressive_loss"),
-               "passes": meta.get("passes"), "nonzero_weights": model.nonzero, "model_kind": model.kind,
-               "holdout": holdout, "apple_guard": meta.get("apple_guard")}  # fmt: skip
+    summary = {
+        "examples_trained": meta.get("examples"),
+        "progressive_loss": meta.get("progressive_loss"),
+        "passes": meta.get("passes"),
+        "nonzero_weights": model.nonzero,
+        "model_kind": model.kind,
+        "holdout": holdout,
+        "apple_guard": meta.get("apple_guard"),
+    }
     if model.shared_keys is not None:
         summary["keys"] = len(model.shared_keys.trained)
     if holdout and holdout["passes"]:

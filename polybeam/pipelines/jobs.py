@@ -89,9 +89,13 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
         written = read_index(facts["model"]) if index else {}
         if written.get("holdout"):
             report["holdout"] = written["holdout"]
-        report.update(keys=written.get("keys", 0), progressive_loss=written.get("progressive_loss"),
-                      nonzero_weights=written.get("nonzero_weights", 0), examples_trained=written.get("examples", 0),
-                      index=index)  # fmt: skip
+        report.update(
+            keys=written.get("keys", 0),
+            progressive_loss=written.get("progressive_loss"),
+            nonzero_weights=written.get("nonzero_weights", 0),
+            examples_trained=written.get("examples", 0),
+            index=index,
+        )
     else:
         summary = dict(parts["summary"][0])
         history = summary.get("passes") or []
@@ -154,8 +158,10 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
     check_compatible(source, config, what)
     if exact and source.replace(passes=config.passes) != config:
         different = sorted(k for k, v in config.to_dict().items() if source.to_dict().get(k) != v and k != "passes")
-        raise OptionError(f"--resume: {what} was written with other settings ({', '.join(different)}); "
-                          "resume with the same settings, or start afresh without --resume")  # fmt: skip
+        raise OptionError(
+            f"--resume: {what} was written with other settings ({', '.join(different)}); "
+            "resume with the same settings, or start afresh without --resume"
+        )
 
 
 def _shared_keys(job: JobSettings, key: str | None, config: LearnerConfig) -> SharedKeys | None:
@@ -207,12 +213,19 @@ def run_train(options: PipelineOptions) -> dict:
     with_default_runner(options)
 
     report_facts = {
-        **job_facts("train", options, job, report_path), "model": model_path, "dead_letter_file": dead_path,
-        "key": key, "key_model": job.key_model if key else None,
-        "checkpoint_dir": checkpoint_dir, "first_pass": first_pass, "resumed_from_pass": resumed_from,
-        "initial_model": job.initial_model, "passes_run": config.passes - first_pass + 1,
-        "input": settings.to_dict(), "window_spec": window.text() if window else None,
-    }  # fmt: skip
+        **job_facts("train", options, job, report_path),
+        "model": model_path,
+        "dead_letter_file": dead_path,
+        "key": key,
+        "key_model": job.key_model if key else None,
+        "checkpoint_dir": checkpoint_dir,
+        "first_pass": first_pass,
+        "resumed_from_pass": resumed_from,
+        "initial_model": job.initial_model,
+        "passes_run": config.passes - first_pass + 1,
+        "input": settings.to_dict(),
+        "window_spec": window.text() if window else None,
+    }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
     checked = checked_read(read, job, write_dead_letters(read, dead_path), report_facts, settings=settings)
@@ -225,34 +238,59 @@ def run_train(options: PipelineOptions) -> dict:
     if window is not None:
         examples = examples | "Windows" >> WindowExamples(window)
     models = examples | "Train" >> Train(
-        config, key=ParsedKeys(key) if keyed else None, metadata={"input_format": settings.format},
-        initial=initial, first_pass=first_pass, checkpoint_dir=checkpoint_dir, learners=first_pass_learners(options),
-        fanout=job.merge_fanout, checkpoints_after=[checked],
-        progress=not (job.quiet or keyed), allow_empty=True,
+        config,
+        key=ParsedKeys(key) if keyed else None,
+        metadata={"input_format": settings.format},
+        initial=initial,
+        first_pass=first_pass,
+        checkpoint_dir=checkpoint_dir,
+        learners=first_pass_learners(options),
+        fanout=job.merge_fanout,
+        checkpoints_after=[checked],
+        progress=not (job.quiet or keyed),
+        allow_empty=True,
         progress_every=job.progress_every,
-        keyed_output="shards", shared_keys=shared)  # fmt: skip
+        keyed_output="shards",
+        shared_keys=shared,
+    )
     models = models | "AfterInputCheck" >> WaitOn(checked)
     # How the input was read and where the models came from, with the read's counts (known on the workers).
     known = report_facts["origin"]
     models = models | "RecordOrigin" >> RecordOrigin(
-        settings, counts=checked, inputs=known["inputs"], command="train", options=known["options"],
-        runner=known["runner"], started=known["started"], keyed=keyed)  # fmt: skip
+        settings,
+        counts=checked,
+        inputs=known["inputs"],
+        command="train",
+        options=known["options"],
+        runner=known["runner"],
+        started=known["started"],
+        keyed=keyed,
+    )
     build = _train_report
     if window is not None:
-        parts.update(windowed.windowed_models(job, window, models, model_path=model_path, keyed=keyed, key=key,
-                                              config=config, settings=settings))  # fmt: skip
+        parts.update(
+            windowed.windowed_models(
+                job, window, models, model_path=model_path, keyed=keyed, key=key, config=config, settings=settings
+            )
+        )
         build = windowed.windowed_train_report
     elif keyed:
-        parts["index"] = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict(),
-                                                                    input=settings.to_dict())  # fmt: skip
+        parts["index"] = models | "WriteModels" >> WriteKeyedModels(
+            model_path, key=key, config=config.to_dict(), input=settings.to_dict()
+        )
     else:
         written = models | "WriteModel" >> WriteModel(model_path)
         parts["summary"] = models | "Summary" >> beam.Map(model_summary)
         parts["written"] = written
     pipeline | "Report" >> WriteReport(report_path, functools.partial(build, facts=report_facts), **parts)
-    return launch(pipeline, options, report_facts, started=started,
-                  outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
-                  preload=preloader(job, config, key=key, settings=settings))  # fmt: skip
+    return launch(
+        pipeline,
+        options,
+        report_facts,
+        started=started,
+        outputs={"model": model_path, "dead_letters": dead_path, "checkpoints": checkpoint_dir},
+        preload=preloader(job, config, key=key, settings=settings),
+    )
 
 
 # -- evaluate and predict: one model, or a folder of per-key models --------------------------------------
@@ -273,19 +311,25 @@ def _model_source(job: JobSettings, command: str):
         shared = model.shared_keys
         if shared is not None:  # one shared per-key model: scored per key, every key by the same file
             if fallback:
-                raise OptionError(f"--fallback-model applies to a folder of per-key models; {model_path} is a shared "
-                                  "per-key model, which scores a key it never trained with its shared weights")  # fmt: skip
+                raise OptionError(
+                    f"--fallback-model applies to a folder of per-key models; {model_path} is a shared "
+                    "per-key model, which scores a key it never trained with its shared weights"
+                )
             if key is not None and key != shared.key:
                 raise OptionError(f"--key {key} differs from the key the model was trained with ({shared.key})")
             return SharedModel(model_path), model.config, shared.key, recorded_input(model.input, model_path)
         if fallback or key:
-            raise OptionError(f"--{'fallback-model' if fallback else 'key'} applies to a folder of per-key models; "
-                              f"{model_path} is a model file")  # fmt: skip
+            raise OptionError(
+                f"--{'fallback-model' if fallback else 'key'} applies to a folder of per-key models; "
+                f"{model_path} is a model file"
+            )
         return model, model.config, None, recorded_input(model.input, model_path)
     index = read_index(model_path)
     if index.get("kind") == "polybeam-windowed-models":
-        raise OptionError(f"{model_path} is a folder of models per window; {command} takes one window's model "
-                          f"file or per-key folder (--model {join(model_path, 'window-START-END.model')} or {join(model_path, 'window-START-END')}, listed in its index.json)")  # fmt: skip
+        raise OptionError(
+            f"{model_path} is a folder of models per window; {command} takes one window's model "
+            f"file or per-key folder (--model {join(model_path, 'window-START-END.model')} or {join(model_path, 'window-START-END')}, listed in its index.json)"
+        )
     if index.get("kind") != KEYED_MODELS:
         raise OptionError(f"{model_path} is not a folder of per-key models (its index.json is a {index.get('kind')})")
     trained_key = index.get("key")
@@ -298,8 +342,9 @@ def _model_source(job: JobSettings, command: str):
     return ModelLibrary(model_path, fallback), config, trained_key, recorded_input(index.get("input"), model_path)
 
 
-def _scoring_input(job: JobSettings, config: LearnerConfig, key: str | None,
-                   model: InputSettings | None, *, labels: str) -> tuple[InputSettings, str | None]:  # fmt: skip
+def _scoring_input(
+    job: JobSettings, config: LearnerConfig, key: str | None, model: InputSettings | None, *, labels: str
+) -> tuple[InputSettings, str | None]:
     """How evaluate/predict read their input (the model's own way unless told otherwise), after a look at
     the first input file when the model says how it was read; and what the model reads, for the messages."""
     model_path = job.model
@@ -332,8 +377,10 @@ def _evaluate_report(parts: dict, *, facts: dict) -> dict:
     counts = _reconciled(total_counts(parts), unrouted)
     if facts.get("key"):
         per_key = {key: metrics for key, metrics in parts["metrics"] if key is not OVERALL}
-        overall = next((metrics for key, metrics in parts["metrics"] if key is OVERALL),
-                       {"examples": 0, "loss": None, "error": None, "auc": None, "mse": None})  # fmt: skip
+        overall = next(
+            (metrics for key, metrics in parts["metrics"] if key is OVERALL),
+            {"examples": 0, "loss": None, "error": None, "auc": None, "mse": None},
+        )
         report = {**overall, "keys": per_key}
     else:
         report = dict(parts["metrics"][0])
@@ -350,14 +397,21 @@ def run_evaluate(options: PipelineOptions) -> dict:
     source, config, key, recorded = _model_source(job, "evaluate")
     settings, expected = _scoring_input(job, config, key, recorded, labels=config.label_kind)
     model_path = job.model
-    beside = (lambda name: join(model_path, name)) if _is_keyed_folder(model_path) else (lambda name: f"{model_path}.{name}")
+    beside = (
+        (lambda name: join(model_path, name)) if _is_keyed_folder(model_path) else (lambda name: f"{model_path}.{name}")
+    )
     dead_path = job.dead_letters or beside("evaluate.dead_letters.jsonl")
     report_path = job.report or beside("evaluation.json")
     input_policy(job, settings=settings)
     with_default_runner(options)
 
-    facts = {**job_facts("evaluate", options, job, report_path), "model": model_path, "key": key,
-             "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
+    facts = {
+        **job_facts("evaluate", options, job, report_path),
+        "model": model_path,
+        "key": key,
+        "dead_letter_file": dead_path,
+        "input": settings.to_dict(),
+    }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
     scored, unrouted = _routed(read, source, key)
@@ -365,19 +419,28 @@ def run_evaluate(options: PipelineOptions) -> dict:
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
     dead_files = write_dead_letters(read, dead_path, extra=unrouted)
     parts = {"counts": checked_read(read, job, dead_files, facts, settings=settings, expected=expected)}
-    metrics = note_workers(scored, parts) | "Evaluate" >> Evaluate(model, routed=key is not None, overall=key is not None)
+    metrics = note_workers(scored, parts) | "Evaluate" >> Evaluate(
+        model, routed=key is not None, overall=key is not None
+    )
     parts["metrics"] = metrics
     if unrouted is not None:
         parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_evaluate_report, facts=facts), **parts)
-    return launch(pipeline, options, facts, started=started,
-                  outputs={"dead_letters": dead_path},
-                  preload=preloader(job, config, key=key, settings=settings))  # fmt: skip
+    return launch(
+        pipeline,
+        options,
+        facts,
+        started=started,
+        outputs={"dead_letters": dead_path},
+        preload=preloader(job, config, key=key, settings=settings),
+    )
 
 
 def _predict_report(parts: dict, *, facts: dict) -> dict:
     unrouted = sum(parts.get("unrouted", [0]))
-    return finish_report({**_reconciled(total_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts, parts)
+    return finish_report(
+        {**_reconciled(total_counts(parts), unrouted), "prediction_files": sorted(parts["files"])}, facts, parts
+    )
 
 
 def run_predict(options: PipelineOptions) -> dict:
@@ -396,8 +459,14 @@ def run_predict(options: PipelineOptions) -> dict:
     input_policy(job, settings=settings)
     with_default_runner(options)
 
-    facts = {**job_facts("predict", options, job, report_path), "model": model_path, "key": key, "output": output,
-             "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
+    facts = {
+        **job_facts("predict", options, job, report_path),
+        "model": model_path,
+        "key": key,
+        "output": output,
+        "dead_letter_file": dead_path,
+        "input": settings.to_dict(),
+    }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, labels="any", key=key, settings=settings)
     scored_input, unrouted = _routed(read, source, key)
@@ -408,14 +477,20 @@ def run_predict(options: PipelineOptions) -> dict:
     files = (
         note_workers(scored_input, parts)
         | "Predict" >> Predict(model, routed=key is not None)
-        | "WritePredictions" >> WritePredictions(output, num_shards=job.num_shards,
-                                                 with_key=key is not None, id_name=id_column_name(settings))  # fmt: skip
+        | "WritePredictions"
+        >> WritePredictions(
+            output, num_shards=job.num_shards, with_key=key is not None, id_name=id_column_name(settings)
+        )
     )
     parts["files"] = files
     if unrouted is not None:
         parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
-    return launch(pipeline, options, facts, started=started,
-                  outputs={"predictions": output + "*", "dead_letters": dead_path},
-                  preload=preloader(job, config, labels="any", key=key, settings=settings))  # fmt: skip
-
+    return launch(
+        pipeline,
+        options,
+        facts,
+        started=started,
+        outputs={"predictions": output + "*", "dead_letters": dead_path},
+        preload=preloader(job, config, labels="any", key=key, settings=settings),
+    )

@@ -58,9 +58,15 @@ def keyed_summary(folder: str, top: int = 10) -> dict:
         "holdout": index.get("holdout"),
         "config": config,
         "input": index.get("input"),
-        "busiest_keys": [{"key": keys[i], "examples": int(examples[i]),
-                          "progressive_loss": None if math.isnan(losses[i]) else float(losses[i]),
-                          "nonzero_weights": int(nonzero[i])} for i in busiest],  # fmt: skip
+        "busiest_keys": [
+            {
+                "key": keys[i],
+                "examples": int(examples[i]),
+                "progressive_loss": None if math.isnan(losses[i]) else float(losses[i]),
+                "nonzero_weights": int(nonzero[i]),
+            }
+            for i in busiest
+        ],
     }
 
 
@@ -75,29 +81,43 @@ def describe(summary: dict) -> str:
     where = f"{summary['shards']} shard file(s)" if summary["layout"] == "shards" else "one file per key"
     lines = [f"polybeam per-key models: {summary['keys']} keys ({summary['key']}) in {where}"]
     if config is not None:
-        lines.append(f"settings: loss={config.loss} step={config.step} bits={config.bits} passes={config.passes}"
-                     + (f" expand={config.expand}" if config.expand != "none" else ""))  # fmt: skip
+        lines.append(
+            f"settings: loss={config.loss} step={config.step} bits={config.bits} passes={config.passes}"
+            + (f" expand={config.expand}" if config.expand != "none" else "")
+        )
     kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(summary["kinds"].items()))
     loss = summary["progressive_loss"]
-    lines.append(f"trained on {summary['examples']} examples; progressive loss over keys "
-                 + (f"{loss:.6g}" if loss is not None else "n/a") + f"; models: {kinds}")  # fmt: skip
+    lines.append(
+        f"trained on {summary['examples']} examples; progressive loss over keys "
+        + (f"{loss:.6g}" if loss is not None else "n/a")
+        + f"; models: {kinds}"
+    )
     lines.append(f"non-zero weights: {summary['nonzero_weights']} in all")
-    for name, label in (("examples_per_key", "examples per key"), ("loss_per_key", "progressive loss per key"),
-                        ("nonzero_per_key", "non-zero weights per key")):  # fmt: skip
+    for name, label in (
+        ("examples_per_key", "examples per key"),
+        ("loss_per_key", "progressive loss per key"),
+        ("nonzero_per_key", "non-zero weights per key"),
+    ):
         spread = summary.get(name)
         if spread:
-            lines.append(f"{label}: min {spread['q0']:.4g}, 10% {spread['q10']:.4g}, median {spread['q50']:.4g}, "
-                         f"90% {spread['q90']:.4g}, max {spread['q100']:.4g}")  # fmt: skip
+            lines.append(
+                f"{label}: min {spread['q0']:.4g}, 10% {spread['q10']:.4g}, median {spread['q50']:.4g}, "
+                f"90% {spread['q90']:.4g}, max {spread['q100']:.4g}"
+            )
     holdout = summary.get("holdout")
     if holdout:
-        lines.append(f"holdout: {holdout['keys_judged']} keys judged, {holdout['keys_released']} released (too few "
-                     f"held out), {holdout['keys_stopped_early']} stopped early")  # fmt: skip
+        lines.append(
+            f"holdout: {holdout['keys_judged']} keys judged, {holdout['keys_released']} released (too few "
+            f"held out), {holdout['keys_stopped_early']} stopped early"
+        )
     if summary["busiest_keys"]:
         lines.append(f"the {len(summary['busiest_keys'])} keys with the most examples:")
         lines.append(f"  {'examples':>9}  {'loss':>9}  {'non-zero':>8}  key")
         for entry in summary["busiest_keys"]:
             loss = entry["progressive_loss"]
-            lines.append(f"  {entry['examples']:>9}  {('%.4g' % loss) if loss is not None else '-':>9}  "
-                         f"{entry['nonzero_weights']:>8}  {entry['key']}")  # fmt: skip
+            lines.append(
+                f"  {entry['examples']:>9}  {f'{loss:.4g}' if loss is not None else '-':>9}  "
+                f"{entry['nonzero_weights']:>8}  {entry['key']}"
+            )
     lines.append("one key's model in full: polybeam inspect --model FOLDER --key KEY")
     return "\n".join(lines)

@@ -22,18 +22,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
 from polybeam.learners.container import FormatError
-from polybeam.selection.errors import AnytimeModelError
-from polybeam.transforms.sources import CorruptInputError
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
+from polybeam.selection.errors import AnytimeModelError
 from polybeam.transforms.files import read_json
+from polybeam.transforms.sources import CorruptInputError
 
 # Runners that run the job inside the launching process.
 LOCAL_RUNNERS = {None, "", DEFAULT_RUNNER, "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"}
@@ -146,8 +146,15 @@ def _job_id(result) -> str | None:
     return job_id or getattr(result, "_job_id", None)
 
 
-def launch(pipeline, options: PipelineOptions, facts: dict, *, outputs: dict, started: float,
-           preload: Callable[[], None] | None = None) -> dict:  # fmt: skip
+def launch(
+    pipeline,
+    options: PipelineOptions,
+    facts: dict,
+    *,
+    outputs: dict,
+    started: float,
+    preload: Callable[[], None] | None = None,
+) -> dict:
     """Run ``pipeline``; the job's report when waiting, else where the job's results will appear.
 
     ``facts`` are what the job's report says of it (:func:`~polybeam.pipelines.job_parts.job_facts`: its

@@ -46,8 +46,10 @@ def recorded_input(record, where: str) -> InputSettings | None:
     try:
         return InputSettings.from_dict(record)
     except (ValueError, TypeError) as error:
-        raise InputMismatch(f"{where}: its record of how its input was read cannot be used ({error}); pass the "
-                            "input options (--format, --label-column, ...) with a polybeam that knows it") from None  # fmt: skip
+        raise InputMismatch(
+            f"{where}: its record of how its input was read cannot be used ({error}); pass the "
+            "input options (--format, --label-column, ...) with a polybeam that knows it"
+        ) from None
 
 
 def first_file(pattern: str) -> str | None:
@@ -82,8 +84,14 @@ def header_columns(pattern: str, settings: InputSettings) -> tuple[str, ...]:
     return tuple(split_fields(data.split(b"\n", 1)[0], settings.options["delimiter"]))
 
 
-def check_sample(pattern: str, settings: InputSettings, *, labels: str, model: InputSettings | None = None,
-                 model_path: str | None = None) -> None:  # fmt: skip
+def check_sample(
+    pattern: str,
+    settings: InputSettings,
+    *,
+    labels: str,
+    model: InputSettings | None = None,
+    model_path: str | None = None,
+) -> None:
     """Raise :class:`InputMismatch` when the first input file cannot be read as ``settings`` say (its header
     or schema lacks a column they name) or, for a ``model`` that records its input, cannot be what it
     reads: none of its first records reads and they look like another format."""
@@ -111,8 +119,7 @@ def check_sample(pattern: str, settings: InputSettings, *, labels: str, model: I
     looks_like = _looks_like(letter.raw or "", settings)
     if not looks_like:
         return  # records of the right kind that do not fit the task: the job's check weighs them all
-    raise InputMismatch(f"{path} line {letter.line}: {letter.reason}{looks_like}; "
-                        f"{model_note(model, model_path)}")  # fmt: skip
+    raise InputMismatch(f"{path} line {letter.line}: {letter.reason}{looks_like}; {model_note(model, model_path)}")
 
 
 def _looks_like(raw: str, settings: InputSettings) -> str:
@@ -122,8 +129,10 @@ def _looks_like(raw: str, settings: InputSettings) -> str:
 
 
 def model_note(model: InputSettings, model_path: str) -> str:
-    return (f"the model {model_path} was trained on {FORMAT_NAMES[model.format]} input ({model.flags()}): "
-            "give it input like its training data, or the options that read this input")  # fmt: skip
+    return (
+        f"the model {model_path} was trained on {FORMAT_NAMES[model.format]} input ({model.flags()}): "
+        "give it input like its training data, or the options that read this input"
+    )
 
 
 def _parquet_sample(path: str, reader):

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION
 from polybeam.learners.choices import (
@@ -243,310 +244,851 @@ _S, _TL, _A, _D = "SequenceOptions", "TimelinessOptions", "AnytimePredictionOpti
 TABLE = (
     # -- input. evaluate and predict read as the model's input was read (its format and columns, recorded in
     # the model) unless told otherwise, so these have no default of their own (None: not given).
-    Option("input", _I, "input", "file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)",
-           path="read", metavar="PATTERN",
-           readme="file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip"),
-    Option("format", _I, "input", "input format (default: libsvm; evaluate and predict: the format the model was "
-           "trained on)", choices=FORMATS,
-           readme="input format (default libsvm; `evaluate` and `predict`: the model's, see \"Models that know "
-           "their input\")"),
-    Option("label-column", _I, "input", "CSV/Parquet: the label column (CSV default: the first column; Parquet: "
-           f"'label'){AS_MODEL}", metavar="COLUMN", readme_with=("weight-column",),
-           readme="CSV/Parquet label and importance-weight columns (CSV label default: first column)"),
+    Option(
+        "input",
+        _I,
+        "input",
+        "file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)",
+        path="read",
+        metavar="PATTERN",
+        readme="file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip",
+    ),
+    Option(
+        "format",
+        _I,
+        "input",
+        "input format (default: libsvm; evaluate and predict: the format the model was trained on)",
+        choices=FORMATS,
+        readme="input format (default libsvm; `evaluate` and `predict`: the model's, see \"Models that know "
+        'their input")',
+    ),
+    Option(
+        "label-column",
+        _I,
+        "input",
+        f"CSV/Parquet: the label column (CSV default: the first column; Parquet: 'label'){AS_MODEL}",
+        metavar="COLUMN",
+        readme_with=("weight-column",),
+        readme="CSV/Parquet label and importance-weight columns (CSV label default: first column)",
+    ),
     Option("weight-column", _I, "input", f"CSV/Parquet: a column of importance weights{AS_MODEL}", metavar="COLUMN"),
-    Option("categorical-columns", _I, "input", "CSV: comma-separated columns whose values are categories (feature "
-           f"'column=value'){AS_MODEL}", type=columns, metavar="a,b",
-           readme="CSV columns whose values are categories (feature `a=value`)"),
-    Option("id-column", _I, "input", "CSV/Parquet: a column of example IDs, not a feature; predict writes each "
-           f"example's ID in the last column (named after it), as it writes VW's tags{AS_MODEL}", metavar="NAME",
-           readme="CSV/Parquet: a column of example IDs, not a feature; `predict` writes each example's ID in its "
-           "last column, named after it (VW's tags are IDs already)"),
-    Option("ignore-columns", _I, "input", f"CSV/Parquet: comma-separated columns that are not features{AS_MODEL}",
-           type=columns, metavar="a,b", readme="CSV/Parquet columns that are not features"),
-    Option("csv-delimiter", _I, "input", f"CSV: the field delimiter (default: ','){AS_MODEL}", metavar="CHARACTER",
-           readme_with=("no-csv-header",), readme="CSV dialect"),
-    Option("no-csv-header", _I, "input", f"CSV: files have no header line; columns are named 1, 2, ...{AS_MODEL}",
-           flag=True),
-    Option("feature-names", _I, "input", "VW: keep feature names for the model summary (costs parse time, like VW's "
-           f"--invert_hash){AS_MODEL}", flag=True,
-           readme="VW: keep feature names so `inspect` can show them (like VW's `--invert_hash`)"),
-    Option("dead-letters", _I, "input", "where to write records that could not be read (JSON lines); default: next "
-           "to the model or output", path="write", metavar="PATH",
-           readme="where unreadable records go (JSON lines); default next to the model/output"),
-    Option("max-dead-letter-fraction", _I, "input", "fail the job when more than this share of the records (blank, "
-           "comment and header lines aside) cannot be read, showing the first reasons and the likely cause "
-           "(default: {default}, so that a wrong --format, which makes every record a dead letter, fails; 1 accepts "
-           "any share). The dead letters are written in full either way", type=float,
-           default=DEFAULT_MAX_DEAD_LETTER_FRACTION, metavar="F",
-           readme="fail the job when more than this share of the records (blank, comment and header lines aside) "
-           "are dead letters (default {default}: a wrong `--format` makes every record one); 1 accepts any share"),
-    Option("allow-empty", _I, "input", "accept an input that yields no example (by default such a job fails, since "
-           "it most likely read the wrong files)", flag=True,
-           readme="accept an input that yields no example (by default such a job fails)"),
+    Option(
+        "categorical-columns",
+        _I,
+        "input",
+        f"CSV: comma-separated columns whose values are categories (feature 'column=value'){AS_MODEL}",
+        type=columns,
+        metavar="a,b",
+        readme="CSV columns whose values are categories (feature `a=value`)",
+    ),
+    Option(
+        "id-column",
+        _I,
+        "input",
+        "CSV/Parquet: a column of example IDs, not a feature; predict writes each "
+        f"example's ID in the last column (named after it), as it writes VW's tags{AS_MODEL}",
+        metavar="NAME",
+        readme="CSV/Parquet: a column of example IDs, not a feature; `predict` writes each example's ID in its "
+        "last column, named after it (VW's tags are IDs already)",
+    ),
+    Option(
+        "ignore-columns",
+        _I,
+        "input",
+        f"CSV/Parquet: comma-separated columns that are not features{AS_MODEL}",
+        type=columns,
+        metavar="a,b",
+        readme="CSV/Parquet columns that are not features",
+    ),
+    Option(
+        "csv-delimiter",
+        _I,
+        "input",
+        f"CSV: the field delimiter (default: ','){AS_MODEL}",
+        metavar="CHARACTER",
+        readme_with=("no-csv-header",),
+        readme="CSV dialect",
+    ),
+    Option(
+        "no-csv-header",
+        _I,
+        "input",
+        f"CSV: files have no header line; columns are named 1, 2, ...{AS_MODEL}",
+        flag=True,
+    ),
+    Option(
+        "feature-names",
+        _I,
+        "input",
+        f"VW: keep feature names for the model summary (costs parse time, like VW's --invert_hash){AS_MODEL}",
+        flag=True,
+        readme="VW: keep feature names so `inspect` can show them (like VW's `--invert_hash`)",
+    ),
+    Option(
+        "dead-letters",
+        _I,
+        "input",
+        "where to write records that could not be read (JSON lines); default: next to the model or output",
+        path="write",
+        metavar="PATH",
+        readme="where unreadable records go (JSON lines); default next to the model/output",
+    ),
+    Option(
+        "max-dead-letter-fraction",
+        _I,
+        "input",
+        "fail the job when more than this share of the records (blank, "
+        "comment and header lines aside) cannot be read, showing the first reasons and the likely cause "
+        "(default: {default}, so that a wrong --format, which makes every record a dead letter, fails; 1 accepts "
+        "any share). The dead letters are written in full either way",
+        type=float,
+        default=DEFAULT_MAX_DEAD_LETTER_FRACTION,
+        metavar="F",
+        readme="fail the job when more than this share of the records (blank, comment and header lines aside) "
+        "are dead letters (default {default}: a wrong `--format` makes every record one); 1 accepts any share",
+    ),
+    Option(
+        "allow-empty",
+        _I,
+        "input",
+        "accept an input that yields no example (by default such a job fails, since "
+        "it most likely read the wrong files)",
+        flag=True,
+        readme="accept an input that yields no example (by default such a job fails)",
+    ),
     # -- per-key models
-    Option("key", _K, "per-key", "train one model per key: tag (VW tag), namespace:NAME (the feature of VW "
-           "namespace NAME, which is then not a feature), column:NAME (a CSV/Parquet column, then not a feature) or "
-           "file (the input file); --model is then a directory of models with an index. evaluate/predict take the "
-           "key from that index", type=key_spec, metavar="{tag,file,namespace:NAME,column:NAME}",
-           readme="train one model per key (see \"Per-key models\" below)"),
-    Option("key-model", _K, "per-key", "train with --key: separate (one model per key, a directory) or shared (ONE "
-           "model file: each key's prediction is shared weights plus the key's own offsets, learnt together from the "
-           "key-crossed and plain copies of every feature in one hashed weight space; for few rows per key; a key it "
-           "never trained gets the shared weights). evaluate/predict read it from the model", choices=KEY_MODELS,
-           default="separate",
-           readme="with `--key`: one model per key (default), or one shared model of shared weights plus per-key "
-           "offsets, for few rows per key (see \"Shared per-key model\" below)"),
-    Option("offset-prior", _K, "per-key", "--key-model shared: pull the keys' offsets toward zero by starting each "
-           "one's AdaGrad sum as if this many examples of unit gradient had come before (default: "
-           f"{DEFAULT_OFFSET_PRIOR:g}; 0: none); larger leans keys with few rows more on the shared weights",
-           type=float, config="offset_prior", metavar="P",
-           readme="`--key-model shared`: the keys' offsets start as if this many examples of unit gradient had "
-           f"come before (default {DEFAULT_OFFSET_PRIOR:g}; 0: none); larger leans keys with few rows more on the "
-           "shared weights"),
-    Option("fallback-model", _R, "per-key", "per-key models: score examples whose key has no model with this model "
-           "file (default: such examples are dead letters)", path="read", metavar="PATH",
-           readme="evaluate/predict with per-key models: the model for keys that have none (default: their "
-           "examples are dead letters)"),
+    Option(
+        "key",
+        _K,
+        "per-key",
+        "train one model per key: tag (VW tag), namespace:NAME (the feature of VW "
+        "namespace NAME, which is then not a feature), column:NAME (a CSV/Parquet column, then not a feature) or "
+        "file (the input file); --model is then a directory of models with an index. evaluate/predict take the "
+        "key from that index",
+        type=key_spec,
+        metavar="{tag,file,namespace:NAME,column:NAME}",
+        readme='train one model per key (see "Per-key models" below)',
+    ),
+    Option(
+        "key-model",
+        _K,
+        "per-key",
+        "train with --key: separate (one model per key, a directory) or shared (ONE "
+        "model file: each key's prediction is shared weights plus the key's own offsets, learnt together from the "
+        "key-crossed and plain copies of every feature in one hashed weight space; for few rows per key; a key it "
+        "never trained gets the shared weights). evaluate/predict read it from the model",
+        choices=KEY_MODELS,
+        default="separate",
+        readme="with `--key`: one model per key (default), or one shared model of shared weights plus per-key "
+        'offsets, for few rows per key (see "Shared per-key model" below)',
+    ),
+    Option(
+        "offset-prior",
+        _K,
+        "per-key",
+        "--key-model shared: pull the keys' offsets toward zero by starting each "
+        "one's AdaGrad sum as if this many examples of unit gradient had come before (default: "
+        f"{DEFAULT_OFFSET_PRIOR:g}; 0: none); larger leans keys with few rows more on the shared weights",
+        type=float,
+        config="offset_prior",
+        metavar="P",
+        readme="`--key-model shared`: the keys' offsets start as if this many examples of unit gradient had "
+        f"come before (default {DEFAULT_OFFSET_PRIOR:g}; 0: none); larger leans keys with few rows more on the "
+        "shared weights",
+    ),
+    Option(
+        "fallback-model",
+        _R,
+        "per-key",
+        "per-key models: score examples whose key has no model with this model "
+        "file (default: such examples are dead letters)",
+        path="read",
+        metavar="PATH",
+        readme="evaluate/predict with per-key models: the model for keys that have none (default: their "
+        "examples are dead letters)",
+    ),
     # -- models per window
-    Option("window", _W, "windows", "train one model per event-time window (per key with --key): fixed:SIZE or "
-           "sliding:SIZE,PERIOD, sizes in seconds or with a unit s, m, h, d, w (fixed:1d, sliding:1d,6h); needs "
-           "--timestamp. --model is then a folder of window-START-END.model files (per key: folders) with an "
-           "index.json; evaluate scores each window's examples with that window's model", type=window_spec,
-           metavar="{fixed:SIZE,sliding:SIZE,PERIOD}", readme_with=("timestamp",),
-           readme="train one model per event-time window (per key with `--key`), by each example's time in a "
-           "CSV/Parquet column (see \"Models per window\" below)"),
-    Option("timestamp", _W, "windows", "with --window: column:NAME, the CSV/Parquet column of each example's event "
-           "time (seconds since the epoch, or ISO-8601 such as 2026-11-01T06:30:00Z), then not a feature; a record "
-           "without a readable time is a dead letter", type=timestamp_spec, metavar="column:NAME"),
+    Option(
+        "window",
+        _W,
+        "windows",
+        "train one model per event-time window (per key with --key): fixed:SIZE or "
+        "sliding:SIZE,PERIOD, sizes in seconds or with a unit s, m, h, d, w (fixed:1d, sliding:1d,6h); needs "
+        "--timestamp. --model is then a folder of window-START-END.model files (per key: folders) with an "
+        "index.json; evaluate scores each window's examples with that window's model",
+        type=window_spec,
+        metavar="{fixed:SIZE,sliding:SIZE,PERIOD}",
+        readme_with=("timestamp",),
+        readme="train one model per event-time window (per key with `--key`), by each example's time in a "
+        'CSV/Parquet column (see "Models per window" below)',
+    ),
+    Option(
+        "timestamp",
+        _W,
+        "windows",
+        "with --window: column:NAME, the CSV/Parquet column of each example's event "
+        "time (seconds since the epoch, or ISO-8601 such as 2026-11-01T06:30:00Z), then not a feature; a record "
+        "without a readable time is a dead letter",
+        type=timestamp_spec,
+        metavar="column:NAME",
+    ),
     # -- learning
-    Option("loss", _L, "learning", "loss function (default: {default}); softmax needs --classes or --class-names",
-           choices=LOSSES, config="loss",
-           readme="loss (default {default}); logistic/hinge take labels +1/-1 (or 0); softmax takes classes 1..K "
-           "(or names)"),
-    Option("classes", _L, "learning", "softmax: number of classes (labels 1..K)", type=int, config="classes",
-           metavar="K", readme_with=("class-names",),
-           readme="softmax: the number of classes, or their names (the i-th name is class i; labels may be names)"),
-    Option("class-names", _L, "learning", "softmax: comma-separated class names; the i-th is class i (labels may be "
-           "names)", type=columns, config="class_names", metavar="a,b,c"),
-    Option("step", _L, "learning", "step size rule (default: adaptive, VW's normalised AdaGrad, at --learning-rate; "
-           "gsa is greedy step averaging, the GSA paper's rule with no rate)", choices=STEP_RULES, config="step",
-           readme="step rule. Default: `adaptive` (VW's normalised AdaGrad; rate 1 for logistic, 2 for softmax, 0.5 "
-           "for squared and hinge loss) for every loss; `gsa` is greedy step averaging (no learning rate), the GSA "
-           "paper's rule, which was the default for squared and hinge loss until issue 22 (see below)"),
-    Option("learning-rate", _L, "learning", "base learning rate eta of adaptive/constant/decay (default: 1.0 for "
-           "logistic, 2.0 for softmax, else 0.5)", type=float, config="learning_rate", metavar="R",
-           readme_with=("power-t",),
-           readme="eta of adaptive/constant/decay (default 1.0 for logistic, 2.0 for softmax loss, 0.5 otherwise; "
-           "see `benchmarks/results/default_rates.md`) and the decay exponent of `decay` (eta/t^P, default "
-           "{power-t})"),
-    Option("power-t", _L, "learning", "decay exponent of --step decay (default: {default}, eta/sqrt(t))", type=float,
-           config="power_t", metavar="P"),
-    Option("l2", _L, "learning", "L2 regularisation strength (default: {default})", type=float, config="l2",
-           metavar="L", readme="L2 penalty (`inverse` = 1/(L (t+1)) needs it)"),
-    Option("gsa-target", _L, "learning", "gsa: p_hat, the probability each greedy step aims the true class at "
-           "(default: {default})", type=float, config="gsa_target", metavar="P", readme_with=("gsa-exact",),
-           readme="GSA: the probability each greedy step aims the true class at (default {default}); the exact "
-           "logistic greedy step instead of the paper's eq. 16"),
-    Option("gsa-exact", _L, "learning", "gsa with logistic loss: the exact greedy step (paper section 3.2) instead "
-           "of eq. 16", sets=("gsa_exact", True)),
-    Option("bits", _L, "learning", "hash into 2**bits weights (1..30, default: {default})", type=int, config="bits",
-           metavar="B", readme_with=("seed",), readme="2^B hashed weights (1..30, default {default}); hashing seed"),
-    Option("seed", _L, "learning", "seed of feature hashing and of the learner's randomness (default: {default})",
-           type=int, config="seed", metavar="S"),
-    Option("no-bias", _L, "learning", "do not learn a bias weight", sets=("bias", False),
-           readme_with=("no-normalize", "plain-updates"),
-           readme="drop the bias; adaptive and GSA steps without online per-feature normalisation; plain instead of "
-           "importance-aware updates"),
-    Option("no-center", _L, "learning", "learn on the raw features; by default the features every example has are "
-           "centred online on their running means (the models are the same; learning is far better conditioned on "
-           "unscaled numeric columns)", sets=("center", False), readme_with=("no-scale-labels",),
-           readme="learn on the raw features instead of centring the features every example has on their running "
-           "means; squared loss: VW's adaptive update exactly, instead of the bias following the labels' running "
-           "mean and steps in units of their running standard deviation"),
-    Option("no-scale-labels", _L, "learning", "squared loss with adaptive steps: VW's update exactly; by default the "
-           "bias follows the labels' running mean and steps are in units of their running standard deviation, so "
-           "that learning does not depend on the labels' offset or unit", sets=("scale_labels", False)),
-    Option("no-normalize", _L, "learning", "adaptive and gsa steps without per-feature scale normalisation",
-           sets=("normalized", False)),
-    Option("plain-updates", _L, "learning", "plain gradient steps instead of importance-aware safe updates",
-           sets=("safe_updates", False)),
+    Option(
+        "loss",
+        _L,
+        "learning",
+        "loss function (default: {default}); softmax needs --classes or --class-names",
+        choices=LOSSES,
+        config="loss",
+        readme="loss (default {default}); logistic/hinge take labels +1/-1 (or 0); softmax takes classes 1..K "
+        "(or names)",
+    ),
+    Option(
+        "classes",
+        _L,
+        "learning",
+        "softmax: number of classes (labels 1..K)",
+        type=int,
+        config="classes",
+        metavar="K",
+        readme_with=("class-names",),
+        readme="softmax: the number of classes, or their names (the i-th name is class i; labels may be names)",
+    ),
+    Option(
+        "class-names",
+        _L,
+        "learning",
+        "softmax: comma-separated class names; the i-th is class i (labels may be names)",
+        type=columns,
+        config="class_names",
+        metavar="a,b,c",
+    ),
+    Option(
+        "step",
+        _L,
+        "learning",
+        "step size rule (default: adaptive, VW's normalised AdaGrad, at --learning-rate; "
+        "gsa is greedy step averaging, the GSA paper's rule with no rate)",
+        choices=STEP_RULES,
+        config="step",
+        readme="step rule. Default: `adaptive` (VW's normalised AdaGrad; rate 1 for logistic, 2 for softmax, 0.5 "
+        "for squared and hinge loss) for every loss; `gsa` is greedy step averaging (no learning rate), the GSA "
+        "paper's rule, which was the default for squared and hinge loss until issue 22 (see below)",
+    ),
+    Option(
+        "learning-rate",
+        _L,
+        "learning",
+        "base learning rate eta of adaptive/constant/decay (default: 1.0 for logistic, 2.0 for softmax, else 0.5)",
+        type=float,
+        config="learning_rate",
+        metavar="R",
+        readme_with=("power-t",),
+        readme="eta of adaptive/constant/decay (default 1.0 for logistic, 2.0 for softmax loss, 0.5 otherwise; "
+        "see `benchmarks/results/default_rates.md`) and the decay exponent of `decay` (eta/t^P, default "
+        "{power-t})",
+    ),
+    Option(
+        "power-t",
+        _L,
+        "learning",
+        "decay exponent of --step decay (default: {default}, eta/sqrt(t))",
+        type=float,
+        config="power_t",
+        metavar="P",
+    ),
+    Option(
+        "l2",
+        _L,
+        "learning",
+        "L2 regularisation strength (default: {default})",
+        type=float,
+        config="l2",
+        metavar="L",
+        readme="L2 penalty (`inverse` = 1/(L (t+1)) needs it)",
+    ),
+    Option(
+        "gsa-target",
+        _L,
+        "learning",
+        "gsa: p_hat, the probability each greedy step aims the true class at (default: {default})",
+        type=float,
+        config="gsa_target",
+        metavar="P",
+        readme_with=("gsa-exact",),
+        readme="GSA: the probability each greedy step aims the true class at (default {default}); the exact "
+        "logistic greedy step instead of the paper's eq. 16",
+    ),
+    Option(
+        "gsa-exact",
+        _L,
+        "learning",
+        "gsa with logistic loss: the exact greedy step (paper section 3.2) instead of eq. 16",
+        sets=("gsa_exact", True),
+    ),
+    Option(
+        "bits",
+        _L,
+        "learning",
+        "hash into 2**bits weights (1..30, default: {default})",
+        type=int,
+        config="bits",
+        metavar="B",
+        readme_with=("seed",),
+        readme="2^B hashed weights (1..30, default {default}); hashing seed",
+    ),
+    Option(
+        "seed",
+        _L,
+        "learning",
+        "seed of feature hashing and of the learner's randomness (default: {default})",
+        type=int,
+        config="seed",
+        metavar="S",
+    ),
+    Option(
+        "no-bias",
+        _L,
+        "learning",
+        "do not learn a bias weight",
+        sets=("bias", False),
+        readme_with=("no-normalize", "plain-updates"),
+        readme="drop the bias; adaptive and GSA steps without online per-feature normalisation; plain instead of "
+        "importance-aware updates",
+    ),
+    Option(
+        "no-center",
+        _L,
+        "learning",
+        "learn on the raw features; by default the features every example has are "
+        "centred online on their running means (the models are the same; learning is far better conditioned on "
+        "unscaled numeric columns)",
+        sets=("center", False),
+        readme_with=("no-scale-labels",),
+        readme="learn on the raw features instead of centring the features every example has on their running "
+        "means; squared loss: VW's adaptive update exactly, instead of the bias following the labels' running "
+        "mean and steps in units of their running standard deviation",
+    ),
+    Option(
+        "no-scale-labels",
+        _L,
+        "learning",
+        "squared loss with adaptive steps: VW's update exactly; by default the "
+        "bias follows the labels' running mean and steps are in units of their running standard deviation, so "
+        "that learning does not depend on the labels' offset or unit",
+        sets=("scale_labels", False),
+    ),
+    Option(
+        "no-normalize",
+        _L,
+        "learning",
+        "adaptive and gsa steps without per-feature scale normalisation",
+        sets=("normalized", False),
+    ),
+    Option(
+        "plain-updates",
+        _L,
+        "learning",
+        "plain gradient steps instead of importance-aware safe updates",
+        sets=("safe_updates", False),
+    ),
     # -- passes, holdout, L-BFGS
-    Option("passes", _L, "passes", "passes over the data; workers average after each (default: {default}). With "
-           "more than one, a holdout scores every pass (see --holdout-period)", type=int, config="passes",
-           metavar="N",
-           readme="passes over the data; after each, the workers' learners are averaged. With N > 1 a holdout "
-           "judges every pass (below)"),
-    Option("holdout-period", _L, "passes", "with --passes > 1: hold one example in this many out of training (chosen "
-           "by a hash of where it sits in its file: the same examples in every pass, on every worker), score every "
-           "pass's model on them, keep the best pass's model, and let apple's guard choose between products and the "
-           "linear model by them (default: {default}, as VW's --holdout_period)", type=int, config="holdout_period",
-           metavar="K", readme_with=("holdout-off", "early-terminate", "holdout-min-examples"),
-           readme="with `--passes` > 1: one example in K ({default}) is held out of training in every pass, each "
-           "pass's model is scored on them, the best pass's model is written, and training stops after E "
-           "({early-terminate}) passes without a lower holdout loss, as VW's `--holdout_period`, `--holdout_off` and "
-           "`--early_terminate`; when the first pass held out fewer than M ({holdout-min-examples}) examples, every "
-           "later pass learns every example and the last pass is written; `--holdout-off` learns every example in "
-           "every pass"),
-    Option("holdout-off", _L, "passes", "with --passes > 1: hold nothing out; every pass learns every example and "
-           "the last pass's model is written (VW's --holdout_off)", sets=("holdout_period", 0)),
-    Option("holdout-min-examples", _L, "passes", "with a holdout: judge passes only when the first pass held out at "
-           "least this many examples (per key with --key); with fewer, they cannot tell passes apart and are worth "
-           "more as training data, so every later pass learns every example and the last pass's model is written "
-           "(default: {default}; 0 always judges)", type=int, config="holdout_min_examples", metavar="M"),
-    Option("early-terminate", _L, "passes", "with a holdout: stop after this many passes in a row without a lower "
-           "holdout loss than the best pass's (default: {default}, as VW's --early_terminate)", type=int,
-           config="early_terminate", metavar="E"),
-    Option("lbfgs-passes", _L, "passes", "after the online passes, this many passes of L-BFGS over the training data, "
-           "warm-started from the averaged model, each summing the loss and gradient across workers (the terascale "
-           "learner's finishing stage; logistic, squared or softmax loss; default: {default}, none)", type=int,
-           config="lbfgs_passes", metavar="P", readme_with=("lbfgs-l2",),
-           readme="after the online passes, P passes of L-BFGS over the training examples, warm-started from the "
-           "averaged model, each summing the loss and gradient across workers (the terascale learner's finishing "
-           "stage; logistic, squared or softmax loss; one model, not per key); the objective is the summed "
-           "importance-weighted loss plus L/2 * ||w||^2 without the bias (L = {lbfgs-l2} by default, chosen on the "
-           "benchmark's hashed data where scikit-learn's C = 1 overfits; as `LogisticRegression(C=1/L)`); recorded "
-           "in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 dense weight vectors "
-           "(40 MB at 18 bits). See `benchmarks/results/averaging.md`"),
-    Option("lbfgs-l2", _L, "passes", "the L-BFGS stage's L2 penalty on the summed loss, lbfgs_l2/2 * ||w||^2 without "
-           "the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: {default}, chosen on "
-           "benchmarks/results/averaging.md's data; tune it)", type=float, config="lbfgs_l2", metavar="L"),
+    Option(
+        "passes",
+        _L,
+        "passes",
+        "passes over the data; workers average after each (default: {default}). With "
+        "more than one, a holdout scores every pass (see --holdout-period)",
+        type=int,
+        config="passes",
+        metavar="N",
+        readme="passes over the data; after each, the workers' learners are averaged. With N > 1 a holdout "
+        "judges every pass (below)",
+    ),
+    Option(
+        "holdout-period",
+        _L,
+        "passes",
+        "with --passes > 1: hold one example in this many out of training (chosen "
+        "by a hash of where it sits in its file: the same examples in every pass, on every worker), score every "
+        "pass's model on them, keep the best pass's model, and let apple's guard choose between products and the "
+        "linear model by them (default: {default}, as VW's --holdout_period)",
+        type=int,
+        config="holdout_period",
+        metavar="K",
+        readme_with=("holdout-off", "early-terminate", "holdout-min-examples"),
+        readme="with `--passes` > 1: one example in K ({default}) is held out of training in every pass, each "
+        "pass's model is scored on them, the best pass's model is written, and training stops after E "
+        "({early-terminate}) passes without a lower holdout loss, as VW's `--holdout_period`, `--holdout_off` and "
+        "`--early_terminate`; when the first pass held out fewer than M ({holdout-min-examples}) examples, every "
+        "later pass learns every example and the last pass is written; `--holdout-off` learns every example in "
+        "every pass",
+    ),
+    Option(
+        "holdout-off",
+        _L,
+        "passes",
+        "with --passes > 1: hold nothing out; every pass learns every example and "
+        "the last pass's model is written (VW's --holdout_off)",
+        sets=("holdout_period", 0),
+    ),
+    Option(
+        "holdout-min-examples",
+        _L,
+        "passes",
+        "with a holdout: judge passes only when the first pass held out at "
+        "least this many examples (per key with --key); with fewer, they cannot tell passes apart and are worth "
+        "more as training data, so every later pass learns every example and the last pass's model is written "
+        "(default: {default}; 0 always judges)",
+        type=int,
+        config="holdout_min_examples",
+        metavar="M",
+    ),
+    Option(
+        "early-terminate",
+        _L,
+        "passes",
+        "with a holdout: stop after this many passes in a row without a lower "
+        "holdout loss than the best pass's (default: {default}, as VW's --early_terminate)",
+        type=int,
+        config="early_terminate",
+        metavar="E",
+    ),
+    Option(
+        "lbfgs-passes",
+        _L,
+        "passes",
+        "after the online passes, this many passes of L-BFGS over the training data, "
+        "warm-started from the averaged model, each summing the loss and gradient across workers (the terascale "
+        "learner's finishing stage; logistic, squared or softmax loss; default: {default}, none)",
+        type=int,
+        config="lbfgs_passes",
+        metavar="P",
+        readme_with=("lbfgs-l2",),
+        readme="after the online passes, P passes of L-BFGS over the training examples, warm-started from the "
+        "averaged model, each summing the loss and gradient across workers (the terascale learner's finishing "
+        "stage; logistic, squared or softmax loss; one model, not per key); the objective is the summed "
+        "importance-weighted loss plus L/2 * ||w||^2 without the bias (L = {lbfgs-l2} by default, chosen on the "
+        "benchmark's hashed data where scikit-learn's C = 1 overfits; as `LogisticRegression(C=1/L)`); recorded "
+        "in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 dense weight vectors "
+        "(40 MB at 18 bits). See `benchmarks/results/averaging.md`",
+    ),
+    Option(
+        "lbfgs-l2",
+        _L,
+        "passes",
+        "the L-BFGS stage's L2 penalty on the summed loss, lbfgs_l2/2 * ||w||^2 without "
+        "the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: {default}, chosen on "
+        "benchmarks/results/averaging.md's data; tune it)",
+        type=float,
+        config="lbfgs_l2",
+        metavar="L",
+    ),
     # -- expansion
-    Option("expand", _L, "expansion", "polynomial features: apple (adaptive, stage-wise), quadratic or cubic (all "
-           "pairs / triples), or none (default)", choices=EXPANSIONS, config="expand",
-           readme="polynomial features: `apple` grows them stage by stage from the heaviest weights; `quadratic` / "
-           "`cubic` add every pair / triple of an example's features"),
-    Option("interactions", _L, "expansion", "quadratic/cubic: only products across these namespaces (first letters), "
-           "like VW's -q/--cubic: e.g. ab,abc (VW text input)", type=columns, config="interactions",
-           metavar="ab,abc",
-           readme="quadratic / cubic: only products of one feature from each named namespace (by first letter; the "
-           "default namespace is a space), like VW's `-q ab --cubic abc`; needs VW text input"),
+    Option(
+        "expand",
+        _L,
+        "expansion",
+        "polynomial features: apple (adaptive, stage-wise), quadratic or cubic (all "
+        "pairs / triples), or none (default)",
+        choices=EXPANSIONS,
+        config="expand",
+        readme="polynomial features: `apple` grows them stage by stage from the heaviest weights; `quadratic` / "
+        "`cubic` add every pair / triple of an example's features",
+    ),
+    Option(
+        "interactions",
+        _L,
+        "expansion",
+        "quadratic/cubic: only products across these namespaces (first letters), "
+        "like VW's -q/--cubic: e.g. ab,abc (VW text input)",
+        type=columns,
+        config="interactions",
+        metavar="ab,abc",
+        readme="quadratic / cubic: only products of one feature from each named namespace (by first letter; the "
+        "default namespace is a space), like VW's `-q ab --cubic abc`; needs VW text input",
+    ),
     # --alpha has no default of its own: polybeam timeliness reads its absence as "auto".
-    Option("alpha", _L, "expansion", "apple: each expansion adds (mean non-zeros per example)**alpha parent monomials "
-           "(default: {config_default})", type=number_or_auto, config="alpha", default=None, metavar="A",
-           readme_with=("expand-rule", "max-degree", "expansions", "examples-per-pass", "expand-after",
-                        "no-repeat-factors"),
-           readme="(`--alpha` of `polybeam timeliness` is the alpha-stopping level instead, see below) apple: each "
-           "expansion makes (mean non-zeros per example)^A monomials parents (default A = {config_default}), picked "
-           "by weight, by the risk-consistent fall-back rule or by the SSM heuristic (mean squared residual where the "
-           "monomial is large); products up to degree D ({max-degree}); N expansions ({expansions}): equally spaced "
-           "({epochs} epochs) when the number of examples is known (`--examples-per-pass`, or counted by `train` "
-           "itself when `--passes` > 1), otherwise the first after B examples ({expand-after}) and each later one "
-           "after twice as many; `--no-repeat-factors` for binary features (x*x = x)"),
-    Option("expand-rule", _L, "expansion", "apple: pick parents by weight magnitude (default), the risk-consistent "
-           "fallback rule, or the SSM residual heuristic", choices=EXPANSION_RULES, config="expand_rule"),
-    Option("max-degree", _L, "expansion", "apple: largest degree of a product (default: {default})", type=int,
-           config="max_degree", metavar="D"),
-    Option("expansions", _L, "expansion", "apple: how many times the feature set grows (default: {default})",
-           type=int, config="expansions", metavar="N"),
-    Option("no-apple-guard", _L, "expansion", "apple: keep the products even where they predicted worse than the "
-           "same learner without them (by default apple learns that linear model alongside and writes the better: "
-           "by their holdout loss with --passes > 1, else by their progressive loss since apple's last expansion)",
-           sets=("apple_guard", False),
-           readme="apple: keep the products even where they predicted worse than the same learner without them "
-           "(by default apple learns that linear model alongside and writes the better)"),
-    Option("expand-after", _L, "expansion", "apple: first expansion after this many examples, then after twice as "
-           "many each time (default: {default})", type=int, config="expand_after", metavar="B"),
-    Option("examples-per-pass", _L, "expansion", "apple: number of training examples, when known: the 6 epochs are "
-           "then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)",
-           type=int, config="examples_per_pass", metavar="C"),
-    Option("no-repeat-factors", _L, "expansion", "products never repeat a factor (x*x); for binary features",
-           sets=("repeat_factors", False)),
+    Option(
+        "alpha",
+        _L,
+        "expansion",
+        "apple: each expansion adds (mean non-zeros per example)**alpha parent monomials (default: {config_default})",
+        type=number_or_auto,
+        config="alpha",
+        default=None,
+        metavar="A",
+        readme_with=(
+            "expand-rule",
+            "max-degree",
+            "expansions",
+            "examples-per-pass",
+            "expand-after",
+            "no-repeat-factors",
+        ),
+        readme="(`--alpha` of `polybeam timeliness` is the alpha-stopping level instead, see below) apple: each "
+        "expansion makes (mean non-zeros per example)^A monomials parents (default A = {config_default}), picked "
+        "by weight, by the risk-consistent fall-back rule or by the SSM heuristic (mean squared residual where the "
+        "monomial is large); products up to degree D ({max-degree}); N expansions ({expansions}): equally spaced "
+        "({epochs} epochs) when the number of examples is known (`--examples-per-pass`, or counted by `train` "
+        "itself when `--passes` > 1), otherwise the first after B examples ({expand-after}) and each later one "
+        "after twice as many; `--no-repeat-factors` for binary features (x*x = x)",
+    ),
+    Option(
+        "expand-rule",
+        _L,
+        "expansion",
+        "apple: pick parents by weight magnitude (default), the risk-consistent "
+        "fallback rule, or the SSM residual heuristic",
+        choices=EXPANSION_RULES,
+        config="expand_rule",
+    ),
+    Option(
+        "max-degree",
+        _L,
+        "expansion",
+        "apple: largest degree of a product (default: {default})",
+        type=int,
+        config="max_degree",
+        metavar="D",
+    ),
+    Option(
+        "expansions",
+        _L,
+        "expansion",
+        "apple: how many times the feature set grows (default: {default})",
+        type=int,
+        config="expansions",
+        metavar="N",
+    ),
+    Option(
+        "no-apple-guard",
+        _L,
+        "expansion",
+        "apple: keep the products even where they predicted worse than the "
+        "same learner without them (by default apple learns that linear model alongside and writes the better: "
+        "by their holdout loss with --passes > 1, else by their progressive loss since apple's last expansion)",
+        sets=("apple_guard", False),
+        readme="apple: keep the products even where they predicted worse than the same learner without them "
+        "(by default apple learns that linear model alongside and writes the better)",
+    ),
+    Option(
+        "expand-after",
+        _L,
+        "expansion",
+        "apple: first expansion after this many examples, then after twice as many each time (default: {default})",
+        type=int,
+        config="expand_after",
+        metavar="B",
+    ),
+    Option(
+        "examples-per-pass",
+        _L,
+        "expansion",
+        "apple: number of training examples, when known: the 6 epochs are "
+        "then equally spaced over them (counted by itself with --passes > 1; default: unknown, a stream)",
+        type=int,
+        config="examples_per_pass",
+        metavar="C",
+    ),
+    Option(
+        "no-repeat-factors",
+        _L,
+        "expansion",
+        "products never repeat a factor (x*x); for binary features",
+        sets=("repeat_factors", False),
+    ),
     # -- sparsity
-    Option("sparsity", _L, "sparsity", "cumulative (truncated gradient with a cumulative penalty, as VW's --l1: each "
-           "weight's sum of steps truncated by all the pull it owed, so noise weights end at exactly 0; default when "
-           "--gravity > 0), truncate (the paper's K/theta truncated gradient; default with --truncate-threshold), "
-           "round (eq. 4), subgradient (eq. 5 baseline) or none", choices=SPARSITY, config="sparsity",
-           readme="`cumulative` (default when `--gravity` > 0): the weight in force is the sum of its steps "
-           "truncated by all the pull it owed (VW's `--l1`), so noise weights end at exactly 0; `truncate`: the "
-           "paper's truncated gradient (default with `--truncate-threshold`); the paper's baselines: `round` (weights "
-           "below T set to 0 every K examples) and `subgradient` (L1 subgradient, rounded below T at the end)"),
-    Option("gravity", _L, "sparsity", "truncated gradient's g: pull of small weights toward 0 (default: {default})",
-           type=float, config="gravity", metavar="G", readme_with=("truncate-every", "truncate-threshold"),
-           readme="truncated gradient: every K examples each weight owes a pull of step * K * G toward 0; with "
-           "`--truncate-threshold`, only weights with abs(w) <= T shrink (the paper's K/theta form; T = G is its "
-           "second variant)"),
-    Option("truncate-every", _L, "sparsity", "K: truncate every K examples (default: {default})", type=int,
-           config="truncate_every", metavar="K"),
-    Option("truncate-threshold", _L, "sparsity", "theta: only weights up to this size are truncated (default: "
-           "infinity); rounding threshold of round/subgradient", type=float, config="truncate_threshold",
-           metavar="T"),
+    Option(
+        "sparsity",
+        _L,
+        "sparsity",
+        "cumulative (truncated gradient with a cumulative penalty, as VW's --l1: each "
+        "weight's sum of steps truncated by all the pull it owed, so noise weights end at exactly 0; default when "
+        "--gravity > 0), truncate (the paper's K/theta truncated gradient; default with --truncate-threshold), "
+        "round (eq. 4), subgradient (eq. 5 baseline) or none",
+        choices=SPARSITY,
+        config="sparsity",
+        readme="`cumulative` (default when `--gravity` > 0): the weight in force is the sum of its steps "
+        "truncated by all the pull it owed (VW's `--l1`), so noise weights end at exactly 0; `truncate`: the "
+        "paper's truncated gradient (default with `--truncate-threshold`); the paper's baselines: `round` (weights "
+        "below T set to 0 every K examples) and `subgradient` (L1 subgradient, rounded below T at the end)",
+    ),
+    Option(
+        "gravity",
+        _L,
+        "sparsity",
+        "truncated gradient's g: pull of small weights toward 0 (default: {default})",
+        type=float,
+        config="gravity",
+        metavar="G",
+        readme_with=("truncate-every", "truncate-threshold"),
+        readme="truncated gradient: every K examples each weight owes a pull of step * K * G toward 0; with "
+        "`--truncate-threshold`, only weights with abs(w) <= T shrink (the paper's K/theta form; T = G is its "
+        "second variant)",
+    ),
+    Option(
+        "truncate-every",
+        _L,
+        "sparsity",
+        "K: truncate every K examples (default: {default})",
+        type=int,
+        config="truncate_every",
+        metavar="K",
+    ),
+    Option(
+        "truncate-threshold",
+        _L,
+        "sparsity",
+        "theta: only weights up to this size are truncated (default: "
+        "infinity); rounding threshold of round/subgradient",
+        type=float,
+        config="truncate_threshold",
+        metavar="T",
+    ),
     # -- model, checkpoints
-    Option("model", _M, "model", "path of the model file, or of the directory of per-key models (local, gs://, ...)",
-           path="read", written_by=("train",), metavar="PATH",
-           readme="model file to write (train) or read; with `--key`, a folder of per-key models"),
-    Option("initial-model", _T, "checkpoints", "continue training from this model file (like VW's -i) or "
-           "learner-state checkpoint (exact continuation); its loss, bits, seed, expansion and step rule must match "
-           "this run's", path="read", metavar="PATH",
-           readme="train: continue from a model file (its weights) or a learner-state checkpoint (exactly), like "
-           "VW's `-i`"),
-    Option("checkpoint-dir", _T, "checkpoints", "where the learner state is saved after each pass (default with "
-           "--passes > 1 or --resume: MODEL.checkpoints)", path="folder", metavar="DIR", readme_with=("resume",),
-           readme="train: save the learner state after every pass (default with `--passes` > 1: "
-           "`MODEL.checkpoints`); restart after the last complete pass"),
-    Option("resume", _T, "checkpoints", "restart from the last complete pass saved in --checkpoint-dir (a fresh "
-           "start if there is none)", flag=True),
-    Option("merge-fanout", _T, "checkpoints", "average the workers' partial learners in a tree of merges with this "
-           "fan-out instead of all at once on one worker (for jobs with thousands of bundles; see docs/scaling.md)",
-           type=int, metavar="K",
-           readme="train: average the workers' learners in a tree of merges with fan-out K instead of on one worker"),
-    Option("progress-every", _T, "runner", "a progress line (and learning-curve point, in the model too) every N "
-           "examples of each learner's pass, as VW's -P N; default: {default}, at doubling counts 1, 2, 4, 8, ...",
-           type=int, default=0, metavar="N", short="-P",
-           readme="train: a progress line (and learning-curve point, in the model too) every N examples of each "
-           "learner's pass, as VW's `-P N`; default {default}: at 1, 2, 4, 8, ... examples (see \"Progress and "
-           "pictures\")"),
+    Option(
+        "model",
+        _M,
+        "model",
+        "path of the model file, or of the directory of per-key models (local, gs://, ...)",
+        path="read",
+        written_by=("train",),
+        metavar="PATH",
+        readme="model file to write (train) or read; with `--key`, a folder of per-key models",
+    ),
+    Option(
+        "initial-model",
+        _T,
+        "checkpoints",
+        "continue training from this model file (like VW's -i) or "
+        "learner-state checkpoint (exact continuation); its loss, bits, seed, expansion and step rule must match "
+        "this run's",
+        path="read",
+        metavar="PATH",
+        readme="train: continue from a model file (its weights) or a learner-state checkpoint (exactly), like "
+        "VW's `-i`",
+    ),
+    Option(
+        "checkpoint-dir",
+        _T,
+        "checkpoints",
+        "where the learner state is saved after each pass (default with --passes > 1 or --resume: MODEL.checkpoints)",
+        path="folder",
+        metavar="DIR",
+        readme_with=("resume",),
+        readme="train: save the learner state after every pass (default with `--passes` > 1: "
+        "`MODEL.checkpoints`); restart after the last complete pass",
+    ),
+    Option(
+        "resume",
+        _T,
+        "checkpoints",
+        "restart from the last complete pass saved in --checkpoint-dir (a fresh start if there is none)",
+        flag=True,
+    ),
+    Option(
+        "merge-fanout",
+        _T,
+        "checkpoints",
+        "average the workers' partial learners in a tree of merges with this "
+        "fan-out instead of all at once on one worker (for jobs with thousands of bundles; see docs/scaling.md)",
+        type=int,
+        metavar="K",
+        readme="train: average the workers' learners in a tree of merges with fan-out K instead of on one worker",
+    ),
+    Option(
+        "progress-every",
+        _T,
+        "runner",
+        "a progress line (and learning-curve point, in the model too) every N "
+        "examples of each learner's pass, as VW's -P N; default: {default}, at doubling counts 1, 2, 4, 8, ...",
+        type=int,
+        default=0,
+        metavar="N",
+        short="-P",
+        readme="train: a progress line (and learning-curve point, in the model too) every N examples of each "
+        "learner's pass, as VW's `-P N`; default {default}: at 1, 2, 4, 8, ... examples (see \"Progress and "
+        'pictures")',
+    ),
     # -- sequence
-    Option("groups", _S, "sequence", 'group specification JSON: {"groups": [{"name": ..., "features": [1, "3-48", '
-           '"name"], "cost": 2.5}, ...]}', path="read", metavar="PATH"),
-    Option("method", _S, "sequence", "sequencing method (default: {default})", choices=method_names,
-           default="cs-g-omp"),
-    Option("ridge", _S, "sequence", "ridge lambda of every prefix model, on the standardised problem (default: "
-           "1e-6)", type=float, default=1e-6, metavar="LAMBDA"),
-    Option("no-whiten", _S, "sequence", "do not whiten groups (individually standardised features; no-whiten and "
-           "single never whiten)", flag=True),
+    Option(
+        "groups",
+        _S,
+        "sequence",
+        'group specification JSON: {"groups": [{"name": ..., "features": [1, "3-48", "name"], "cost": 2.5}, ...]}',
+        path="read",
+        metavar="PATH",
+    ),
+    Option(
+        "method", _S, "sequence", "sequencing method (default: {default})", choices=method_names, default="cs-g-omp"
+    ),
+    Option(
+        "ridge",
+        _S,
+        "sequence",
+        "ridge lambda of every prefix model, on the standardised problem (default: 1e-6)",
+        type=float,
+        default=1e-6,
+        metavar="LAMBDA",
+    ),
+    Option(
+        "no-whiten",
+        _S,
+        "sequence",
+        "do not whiten groups (individually standardised features; no-whiten and single never whiten)",
+        flag=True,
+    ),
     Option("no-standardize", _S, "sequence", "neither centre nor scale features and response", flag=True),
-    Option("default-group", _S, "sequence", "name of a group for features the specification does not name "
-           "(default: such features fail the job)", metavar="NAME"),
-    Option("default-group-cost", _S, "sequence", "cost of --default-group (default: {default})", type=float,
-           default=1.0, metavar="COST"),
-    Option("memory-limit-mb", _S, "sequence", "refuse Gram statistics above this size per worker, in MiB (default: "
-           "{default})", type=float, default=2048, metavar="MB"),
-    Option("minimum-cost", _S, "sequence", "doubling: c_min, the most the first group may cost (default: the "
-           "cheapest group's cost)", type=float, metavar="COST"),
-    Option("lasso-points", _S, "sequence", "sparse: points on the group lasso path (default: {default})", type=int,
-           default=100, metavar="N"),
-    Option("skipped-output", _S, "sequence", "where to write the skipped groups and reasons (JSON lines; default: "
-           "OUTPUT.skipped.jsonl)", path="write", metavar="PATH"),
+    Option(
+        "default-group",
+        _S,
+        "sequence",
+        "name of a group for features the specification does not name (default: such features fail the job)",
+        metavar="NAME",
+    ),
+    Option(
+        "default-group-cost",
+        _S,
+        "sequence",
+        "cost of --default-group (default: {default})",
+        type=float,
+        default=1.0,
+        metavar="COST",
+    ),
+    Option(
+        "memory-limit-mb",
+        _S,
+        "sequence",
+        "refuse Gram statistics above this size per worker, in MiB (default: {default})",
+        type=float,
+        default=2048,
+        metavar="MB",
+    ),
+    Option(
+        "minimum-cost",
+        _S,
+        "sequence",
+        "doubling: c_min, the most the first group may cost (default: the cheapest group's cost)",
+        type=float,
+        metavar="COST",
+    ),
+    Option(
+        "lasso-points",
+        _S,
+        "sequence",
+        "sparse: points on the group lasso path (default: {default})",
+        type=int,
+        default=100,
+        metavar="N",
+    ),
+    Option(
+        "skipped-output",
+        _S,
+        "sequence",
+        "where to write the skipped groups and reasons (JSON lines; default: OUTPUT.skipped.jsonl)",
+        path="write",
+        metavar="PATH",
+    ),
     # -- anytime prefixes
-    Option("prefixes", _TL, "anytime", "comma-separated prefix files (polybeam sequence --output), one per method",
-           type=columns, default=(), path="read", metavar="a.jsonl,b.jsonl"),
-    Option("reference", _TL, "anytime", "the prefix file whose training curve sets the stopping cost (default: the "
-           "cs-g-omp one, else the first)", path="read", metavar="PATH"),
-    Option("plot", _TL, "anytime", "write a PNG of held-out explained variance against cost of every method (needs "
-           "matplotlib: pip install polybeam[plot])", path="write", metavar="PNG"),
-    Option("budget", _A, "anytime", "with --prefixes: the feature cost each prediction may spend; the longest prefix "
-           "whose cumulative cost fits answers", type=float, metavar="B"),
+    Option(
+        "prefixes",
+        _TL,
+        "anytime",
+        "comma-separated prefix files (polybeam sequence --output), one per method",
+        type=columns,
+        default=(),
+        path="read",
+        metavar="a.jsonl,b.jsonl",
+    ),
+    Option(
+        "reference",
+        _TL,
+        "anytime",
+        "the prefix file whose training curve sets the stopping cost (default: the cs-g-omp one, else the first)",
+        path="read",
+        metavar="PATH",
+    ),
+    Option(
+        "plot",
+        _TL,
+        "anytime",
+        "write a PNG of held-out explained variance against cost of every method (needs "
+        "matplotlib: pip install polybeam[plot])",
+        path="write",
+        metavar="PNG",
+    ),
+    Option(
+        "budget",
+        _A,
+        "anytime",
+        "with --prefixes: the feature cost each prediction may spend; the longest prefix "
+        "whose cumulative cost fits answers",
+        type=float,
+        metavar="B",
+    ),
     # -- output
-    Option("output", _O, "output", "output path prefix", path="write", metavar="PREFIX", readme_with=("num-shards",),
-           readme="prediction files"),
-    Option("num-shards", _O, "output", "number of output files (default: {default}, the runner decides)", type=int,
-           default=0, metavar="N"),
+    Option(
+        "output",
+        _O,
+        "output",
+        "output path prefix",
+        path="write",
+        metavar="PREFIX",
+        readme_with=("num-shards",),
+        readme="prediction files",
+    ),
+    Option(
+        "num-shards",
+        _O,
+        "output",
+        "number of output files (default: {default}, the runner decides)",
+        type=int,
+        default=0,
+        metavar="N",
+    ),
     # -- demo
-    Option("output-dir", _D, "demo", "folder for the demo's data split, model and report (default: ./{default})",
-           default="polybeam-demo", path="folder", metavar="DIR"),
+    Option(
+        "output-dir",
+        _D,
+        "demo",
+        "folder for the demo's data split, model and report (default: ./{default})",
+        default="polybeam-demo",
+        path="folder",
+        metavar="DIR",
+    ),
     # -- running. --no-wait defaults to None, not False: a flex template's entry point makes it the default.
-    Option("no-wait", _RUN, "runner", "launch the job and return at once with its id and where its outputs and report "
-           "will appear (default when run as a flex template's entry point); on the local runner the job runs on in "
-           "a detached process", flag=True, default=None,
-           readme="launch the job and return at once with its id and where its outputs and report will appear"),
-    Option("report", _RUN, "runner", "where the job writes its JSON report (default: next to the model or output, "
-           "e.g. MODEL.report.json)", path="write", metavar="PATH",
-           readme="where the job writes its JSON report (default next to the model or output)"),
-    Option("quiet", _RUN, "runner", "no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... "
-           "examples of each learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), "
-           "as VW does, but for per-key models (a line per key would drown the terminal); the figures are Beam "
-           "metrics either way",
-           flag=True, readme="no progress lines on stderr (the figures are Beam metrics either way)"),
+    Option(
+        "no-wait",
+        _RUN,
+        "runner",
+        "launch the job and return at once with its id and where its outputs and report "
+        "will appear (default when run as a flex template's entry point); on the local runner the job runs on in "
+        "a detached process",
+        flag=True,
+        default=None,
+        readme="launch the job and return at once with its id and where its outputs and report will appear",
+    ),
+    Option(
+        "report",
+        _RUN,
+        "runner",
+        "where the job writes its JSON report (default: next to the model or output, e.g. MODEL.report.json)",
+        path="write",
+        metavar="PATH",
+        readme="where the job writes its JSON report (default next to the model or output)",
+    ),
+    Option(
+        "quiet",
+        _RUN,
+        "runner",
+        "no progress lines: by default training prints one on stderr at 1, 2, 4, 8, ... "
+        "examples of each learner's pass, or every -P N examples (examples, examples/s, pass, progressive loss), "
+        "as VW does, but for per-key models (a line per key would drown the terminal); the figures are Beam "
+        "metrics either way",
+        flag=True,
+        readme="no progress lines on stderr (the figures are Beam metrics either way)",
+    ),
 )
 
 # Every option by its hyphenated name.

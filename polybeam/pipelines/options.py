@@ -23,10 +23,10 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines import option_specs as specs
+from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.option_specs import FORMATS  # noqa: F401  (re-exported)
 from polybeam.transforms.files import absolute_path
-from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
 
 # The local runner that needs no network (the DirectRunner name first tries to
 # download the Prism runner).
@@ -122,9 +122,24 @@ class DemoOptions(PipelineOptions):
 
 
 # The options classes by name, as the schema's rows name them.
-OPTIONS_CLASSES = {cls.__name__: cls for cls in (
-    InputOptions, KeyOptions, WindowOptions, LearnerOptions, ModelOptions, TrainingOptions, RoutingOptions,
-    OutputOptions, RunOptions, SequenceOptions, TimelinessOptions, AnytimePredictionOptions, DemoOptions)}  # fmt: skip
+OPTIONS_CLASSES = {
+    cls.__name__: cls
+    for cls in (
+        InputOptions,
+        KeyOptions,
+        WindowOptions,
+        LearnerOptions,
+        ModelOptions,
+        TrainingOptions,
+        RoutingOptions,
+        OutputOptions,
+        RunOptions,
+        SequenceOptions,
+        TimelinessOptions,
+        AnytimePredictionOptions,
+        DemoOptions,
+    )
+}
 
 
 def _value_type(option: specs.Option) -> Any:
@@ -137,8 +152,9 @@ def _value_type(option: specs.Option) -> Any:
 
 
 def _settings_class():
-    fields = [(option.attribute, _value_type(option), dataclasses.field(default=option.default))
-              for option in specs.TABLE]  # fmt: skip
+    fields = [
+        (option.attribute, _value_type(option), dataclasses.field(default=option.default)) for option in specs.TABLE
+    ]
     fields.append(("given", frozenset, dataclasses.field(default=frozenset())))
     return dataclasses.make_dataclass("JobSettings", fields, frozen=True, namespace={"__module__": __name__})
 
@@ -208,8 +224,11 @@ def given_input_settings(source: PipelineOptions | JobSettings) -> dict:
     """The input options given (not left to a default), by the names of the formats' settings
     (``format``, ``label_column``, ``delimiter``, ``has_header``, ...)."""
     read = _settings(source)
-    given = {name: getattr(read, attribute) for name, attribute in _INPUT_SETTINGS.items()
-             if getattr(read, attribute) is not None}  # fmt: skip
+    given = {
+        name: getattr(read, attribute)
+        for name, attribute in _INPUT_SETTINGS.items()
+        if getattr(read, attribute) is not None
+    }
     if read.no_csv_header:
         given["has_header"] = False
     if read.feature_names:
@@ -219,14 +238,24 @@ def given_input_settings(source: PipelineOptions | JobSettings) -> dict:
 
 # Format settings -> the InputOptions attribute that gives them (None when not given).
 _INPUT_SETTINGS = {
-    "format": "format", "label_column": "label_column", "weight_column": "weight_column",
-    "categorical_columns": "categorical_columns", "ignore_columns": "ignore_columns", "id_column": "id_column",
+    "format": "format",
+    "label_column": "label_column",
+    "weight_column": "weight_column",
+    "categorical_columns": "categorical_columns",
+    "ignore_columns": "ignore_columns",
+    "id_column": "id_column",
     "delimiter": "csv_delimiter",
-}  # fmt: skip
+}
 
 
-def input_settings(source: PipelineOptions | JobSettings, config: LearnerConfig, *, key: str | None = None,
-                   model: InputSettings | None = None, model_path: str | None = None) -> InputSettings:  # fmt: skip
+def input_settings(
+    source: PipelineOptions | JobSettings,
+    config: LearnerConfig,
+    *,
+    key: str | None = None,
+    model: InputSettings | None = None,
+    model_path: str | None = None,
+) -> InputSettings:
     """How to read the input: the input options given, else, for a model that records how its own input
     was read (``model``), as it was read, else the formats' defaults; the learner's bits, seed and classes;
     for ``--key namespace:NAME`` or ``column:NAME``, where the readers find each example's key.
@@ -239,10 +268,12 @@ def input_settings(source: PipelineOptions | JobSettings, config: LearnerConfig,
     name = given.pop("format", None) or (model.format if model is not None else "libsvm")
     if model is not None and not readable_by(model.format, name):
         where = f" in {model_path}" if model_path else ""
-        raise ValueError(f"--format {name} cannot be the input of the model{where}: it was trained on "
-                         f"{model.format} input, whose features {_FEATURES[model.format]}, and {name}'s "
-                         f"{_FEATURES[name]}; give it input like its training data, read with {model.flags()} "
-                         "(or leave --format out)")  # fmt: skip
+        raise ValueError(
+            f"--format {name} cannot be the input of the model{where}: it was trained on "
+            f"{model.format} input, whose features {_FEATURES[model.format]}, and {name}'s "
+            f"{_FEATURES[name]}; give it input like its training data, read with {model.flags()} "
+            "(or leave --format out)"
+        )
     read = model if model is not None and model.format == name else InputSettings(name)
     own = {setting: value for setting, value in given.items() if setting in read.options}
     column = own.get("label_column")
@@ -257,13 +288,22 @@ def input_settings(source: PipelineOptions | JobSettings, config: LearnerConfig,
     if timestamp is not None and "timestamp_column" in read.options:  # (other formats: refused by train)
         own["timestamp_column"] = timestamp.partition(":")[2]
     softmax = config.loss == "softmax"
-    return read.replace(**own, bits=config.bits, seed=config.seed, classes=config.classes if softmax else 0,
-                            class_names=config.class_names if softmax else ())  # fmt: skip
+    return read.replace(
+        **own,
+        bits=config.bits,
+        seed=config.seed,
+        classes=config.classes if softmax else 0,
+        class_names=config.class_names if softmax else (),
+    )
 
 
 # How each format's features become slots (for the message refusing a format a model cannot read).
-_FEATURES = {"libsvm": "are numbered", "parquet": "are numbered or named by column", "csv": "are named by column",
-             "vw": "are named"}  # fmt: skip
+_FEATURES = {
+    "libsvm": "are numbered",
+    "parquet": "are numbered or named by column",
+    "csv": "are named by column",
+    "vw": "are named",
+}
 
 
 def format_options(
@@ -291,8 +331,9 @@ def with_default_runner(options: PipelineOptions) -> PipelineOptions:
     return options
 
 
-def absolute_paths(options: PipelineOptions, *, not_paths: tuple[str, ...] = (), command: str | None = None
-                   ) -> PipelineOptions:  # fmt: skip
+def absolute_paths(
+    options: PipelineOptions, *, not_paths: tuple[str, ...] = (), command: str | None = None
+) -> PipelineOptions:
     """Make every local path option that was given absolute (those ``command`` takes, or every path option of
     the schema): a worker elsewhere would resolve a relative one in its own folder, reading nothing or writing
     where nobody looks. URLs (gs://...) and defaults (which other commands' options have too) are left alone,

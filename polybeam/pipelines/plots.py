@@ -58,8 +58,10 @@ def weight_degrees(model) -> dict[int, dict[str, float]]:
         degrees[products] = np.diff(table.offsets)[found[products]]
     if model.config.bias:
         degrees[slots == 0] = 0
-    return {int(d): {"weights": int(np.sum(degrees == d)), "abs_sum": float(magnitudes[degrees == d].sum())}
-            for d in np.unique(degrees)}  # fmt: skip
+    return {
+        int(d): {"weights": int(np.sum(degrees == d)), "abs_sum": float(magnitudes[degrees == d].sum())}
+        for d in np.unique(degrees)
+    }
 
 
 def _since(last: dict, summary: dict) -> float | None:
@@ -81,8 +83,16 @@ def learning_curve_points(model) -> list[dict]:
         counted = [p for p in points if p["pass"] == number]
         if summary.get("examples") and (not counted or counted[-1]["examples"] < summary["examples"]):
             last = counted[-1] if counted else {"nonzero": None}
-            points.append({"pass": number, "examples": int(summary["examples"]), "progressive_loss": summary["loss"],
-                           "since_last": _since(last, summary), "nonzero": last["nonzero"], "final": True})  # fmt: skip
+            points.append(
+                {
+                    "pass": number,
+                    "examples": int(summary["examples"]),
+                    "progressive_loss": summary["loss"],
+                    "since_last": _since(last, summary),
+                    "nonzero": last["nonzero"],
+                    "final": True,
+                }
+            )
     points.sort(key=lambda p: (p["pass"], p["examples"]))
     return points
 
@@ -161,8 +171,17 @@ def _mark_passes(axes, spans) -> list:
     for number, start, end in spans:
         if number % 2 == 0:
             axes.axvspan(start, end, color="0.93", zorder=0)
-        names.append(axes.text((start + end) / 2, 1.01, f"pass {number}", transform=axes.get_xaxis_transform(),
-                               ha="center", va="bottom", fontsize=8))  # fmt: skip
+        names.append(
+            axes.text(
+                (start + end) / 2,
+                1.01,
+                f"pass {number}",
+                transform=axes.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+        )
     axes.set_xlim(spans[0][1] if spans else 0, spans[-1][2] if spans else 1)
     return names
 
@@ -192,8 +211,15 @@ def model_figure(model, *, title: str | None = None):
         # The loss since the previous point (drawn or not) is a mean over the examples in between: a step over them.
         earlier = [p["examples"] for p in every_point if p["pass"] == number and p["examples"] < mine[0]["examples"]]
         first = offsets[number] + (earlier[-1] if earlier else 0)
-        loss_axes.plot(np.concatenate([[first], x]), np.concatenate([since[:1], since]), drawstyle="steps-pre",
-                       linestyle=":", linewidth=1, color=color, label=f"pass {number}: since last point")
+        loss_axes.plot(
+            np.concatenate([[first], x]),
+            np.concatenate([since[:1], since]),
+            drawstyle="steps-pre",
+            linestyle=":",
+            linewidth=1,
+            color=color,
+            label=f"pass {number}: since last point",
+        )
         nonzero = [(xi, p["nonzero"]) for xi, p in zip(x, mine) if p.get("nonzero") is not None]
         if nonzero:
             nonzero_axes.plot(*zip(*nonzero), marker=".", color=color, label=f"pass {number}")
@@ -202,14 +228,23 @@ def model_figure(model, *, title: str | None = None):
         loss_axes.set_ylim(*limits)
     pass_names = [_mark_passes(axes, spans) for axes in (loss_axes, nonzero_axes)]
     if points:
-        loss_axes.legend(handles=[Line2D([], [], color="0.2", marker=".", label="progressive loss (the pass so far)"),
-                                  Line2D([], [], color="0.2", linestyle=":", label="loss since the previous point")],
-                         fontsize=8, loc="best")  # fmt: skip
+        loss_axes.legend(
+            handles=[
+                Line2D([], [], color="0.2", marker=".", label="progressive loss (the pass so far)"),
+                Line2D([], [], color="0.2", linestyle=":", label="loss since the previous point"),
+            ],
+            fontsize=8,
+            loc="best",
+        )
     counts = [p["examples"] for p in every_point if not p.get("final")]
     schedule = "at doubling counts" if _doubling(counts) else f"every {min(counts)} examples"
     loss_axes.set_ylabel("progressive loss")
-    loss_axes.set_title(f"learning curve (points {schedule}; passes side by side)" if every_point
-                        else "learning curve (the model records none)", pad=18)  # fmt: skip
+    loss_axes.set_title(
+        f"learning curve (points {schedule}; passes side by side)"
+        if every_point
+        else "learning curve (the model records none)",
+        pad=18,
+    )
     nonzero_axes.set_ylabel("non-zero weights")
     nonzero_axes.set_xlabel(f"examples learned, the passes one after another (from {EARLY_SHARE:.0%} of each pass on)")
     nonzero_axes.set_title("non-zero weights over time", pad=18)
@@ -218,8 +253,9 @@ def model_figure(model, *, title: str | None = None):
     degrees = weight_degrees(model)
     names = ["bias" if d == 0 else str(d) for d in degrees]
     bars = degree_axes.bar(names, [entry["weights"] for entry in degrees.values()], color="tab:blue")
-    labels = degree_axes.bar_label(bars, labels=[f"sum |w|\n{entry['abs_sum']:.3g}" for entry in degrees.values()],
-                                   fontsize=8, padding=2)  # fmt: skip
+    labels = degree_axes.bar_label(
+        bars, labels=[f"sum |w|\n{entry['abs_sum']:.3g}" for entry in degrees.values()], fontsize=8, padding=2
+    )
     degree_axes.set_xlabel("degree of the monomial")
     degree_axes.set_ylabel("non-zero weights")
     kind = model.expansion.kind if model.expansion is not None else "linear"
@@ -243,8 +279,11 @@ def _doubling(counts: Sequence[int]) -> bool:
 def _make_room(axes, labels, figure) -> None:
     """Raise ``axes``' top so that the bars' labels (perhaps turned upright) stay inside it."""
     renderer = figure.canvas.get_renderer()
-    tops = [axes.transData.inverted().transform(label.get_window_extent(renderer))[1, 1]
-            for label in labels if label.get_visible()]  # fmt: skip
+    tops = [
+        axes.transData.inverted().transform(label.get_window_extent(renderer))[1, 1]
+        for label in labels
+        if label.get_visible()
+    ]
     if tops:
         low, high = axes.get_ylim()
         axes.set_ylim(low, max(high, max(tops) + 0.03 * (high - low)))
@@ -257,8 +296,14 @@ def plot_model(model, path: str, *, title: str | None = None) -> str:
     return _save(model_figure(model, title=title), path)
 
 
-def plot_curves(path: str, curves: Mapping[str, Sequence[Sequence[float]]], *, stop: float | None = None,
-                alpha: float | None = None, title: str = "Explained variance against feature cost") -> str:  # fmt: skip
+def plot_curves(
+    path: str,
+    curves: Mapping[str, Sequence[Sequence[float]]],
+    *,
+    stop: float | None = None,
+    alpha: float | None = None,
+    title: str = "Explained variance against feature cost",
+) -> str:
     """Write a PNG of each method's explained variance against cumulative cost, like Hu et al.'s Figures 4-5.
 
     ``curves`` maps a label to its ``[[cost, explained variance], ...]``; the
@@ -272,8 +317,13 @@ def plot_curves(path: str, curves: Mapping[str, Sequence[Sequence[float]]], *, s
         values = [point[1] for point in curve]
         axes.plot(costs, values, marker=".", markersize=4, linewidth=1.3, label=label)
     if stop is not None:
-        axes.axvline(stop, color="grey", linestyle="--", linewidth=0.8,
-                     label=f"{alpha:g}-stopping cost" if alpha is not None else "stopping cost")  # fmt: skip
+        axes.axvline(
+            stop,
+            color="grey",
+            linestyle="--",
+            linewidth=0.8,
+            label=f"{alpha:g}-stopping cost" if alpha is not None else "stopping cost",
+        )
         axes.set_xlim(0, stop * 1.15)
     axes.set_xlabel("cumulative feature cost")
     axes.set_ylabel("held-out explained variance")

@@ -14,9 +14,9 @@ from __future__ import annotations
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from polybeam.formats.formats import make_format
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
-from polybeam.formats.formats import make_format
 from polybeam.learners.polynomial import make_learner
 
 # Bytes read from the start of the first input file: a few records are enough.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 COMMAND_VARIABLE = "POLYBEAM_TEMPLATE_COMMAND"
 TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")

@@ -37,8 +37,24 @@ import polybeam
 
 DISTRIBUTION = "polybeam"
 # What a build needs no copy of: version control, earlier builds, caches, compiled code of this machine.
-NOT_SOURCES = (".git", ".hg", "build", "dist", "*.egg-info", "__pycache__", "*.pyc", "*.nbi", "*.nbc",
-               ".pytest_cache", ".hypothesis", ".ruff_cache", ".venv", "venv", ".tox", "node_modules")
+NOT_SOURCES = (
+    ".git",
+    ".hg",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    "*.nbi",
+    "*.nbc",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ruff_cache",
+    ".venv",
+    "venv",
+    ".tox",
+    "node_modules",
+)
 # Files an installer writes into a distribution's .dist-info; a wheel has none of them (RECORD is rewritten).
 INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
 
@@ -78,8 +94,10 @@ def build_from_source(root: str, wheel_dir: str) -> str:
         wheels = [name for name in os.listdir(built) if name.endswith(".whl")] if os.path.isdir(built) else []
         if done.returncode != 0 or len(wheels) != 1:
             detail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            raise WheelError(f"could not build a wheel of the polybeam source tree {root} ({' '.join(command[:6])} "
-                             f"exited with {done.returncode}: {' / '.join(detail)}); {REFUSAL}")
+            raise WheelError(
+                f"could not build a wheel of the polybeam source tree {root} ({' '.join(command[:6])} "
+                f"exited with {done.returncode}: {' / '.join(detail)}); {REFUSAL}"
+            )
         return copy_into(os.path.join(built, wheels[0]), wheel_dir)
 
 
@@ -99,8 +117,11 @@ def _record_hash(data: bytes) -> str:
 
 def _wheel_name(distribution: metadata.Distribution) -> str:
     """``NAME-VERSION-TAG.whl`` from the installed ``WHEEL`` file's first tag."""
-    tags = [line.split(":", 1)[1].strip() for line in (distribution.read_text("WHEEL") or "").splitlines()
-            if line.startswith("Tag:")]
+    tags = [
+        line.split(":", 1)[1].strip()
+        for line in (distribution.read_text("WHEEL") or "").splitlines()
+        if line.startswith("Tag:")
+    ]
     if not tags:
         raise WheelError(f"the installed {DISTRIBUTION} records no wheel tag; {REFUSAL}")
     name = distribution.metadata["Name"].replace("-", "_")
@@ -183,8 +204,9 @@ def running_wheel(wheel_dir: str, package_dir: str | None = None) -> tuple[str, 
         return build_from_source(root, wheel_dir), f"a wheel built from the source tree {root}"
     distribution = _installed_distribution(package_dir)
     if distribution is None:
-        raise WheelError(f"the running polybeam ({package_dir}) is neither a source tree nor an installed "
-                         f"distribution; {REFUSAL}")
+        raise WheelError(
+            f"the running polybeam ({package_dir}) is neither a source tree nor an installed distribution; {REFUSAL}"
+        )
     original = installed_wheel(distribution)
     if original is not None:
         return copy_into(original, wheel_dir), f"the wheel it was installed from, {original}"

@@ -22,6 +22,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.windows import WindowSpec, parse_window
 from polybeam.pipelines import job_parts
 from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.launch import launch
 from polybeam.pipelines.model_input import check_sample, recorded_input
 from polybeam.pipelines.options import JobSettings, input_settings, job_settings, with_default_runner
 from polybeam.transforms.evaluate import OVERALL, Evaluate
@@ -31,7 +32,6 @@ from polybeam.transforms.report import WriteReport
 from polybeam.transforms.routing import WriteKeyedModels
 from polybeam.transforms.windowed_files import WINDOWED_MODELS, WindowedFolder, WriteWindowedModels
 from polybeam.transforms.windows import KeyByWindow, WindowExamples
-from polybeam.pipelines.launch import launch
 
 # What a windowed job needs of its input: a column of event times.
 TIMED_FORMATS = ("csv", "parquet")
@@ -41,35 +41,56 @@ def window_of(job: JobSettings, key: str | None) -> WindowSpec | None:
     """The windows of ``--window`` (None without it), failing fast on options that do not go with them."""
     if job.window is None:
         if job.timestamp is not None:
-            raise OptionError(f"--timestamp {job.timestamp} is for models per window: add --window "
-                              "fixed:SIZE or sliding:SIZE,PERIOD (e.g. --window fixed:1d), or leave --timestamp out")  # fmt: skip
+            raise OptionError(
+                f"--timestamp {job.timestamp} is for models per window: add --window "
+                "fixed:SIZE or sliding:SIZE,PERIOD (e.g. --window fixed:1d), or leave --timestamp out"
+            )
         return None
     if job.timestamp is None:
-        raise OptionError(f"--window {job.window} needs --timestamp column:NAME, the CSV/Parquet column of each "
-                          "example's event time")  # fmt: skip
+        raise OptionError(
+            f"--window {job.window} needs --timestamp column:NAME, the CSV/Parquet column of each example's event time"
+        )
     fmt = job.format or "libsvm"
     if fmt not in TIMED_FORMATS:
-        raise OptionError(f"--window needs CSV or Parquet input with a timestamp column (--format csv/parquet), "
-                          f"not {fmt}")  # fmt: skip
+        raise OptionError(
+            f"--window needs CSV or Parquet input with a timestamp column (--format csv/parquet), not {fmt}"
+        )
     if key is not None and job.key_model == "shared":
         raise OptionError("--window trains separate models per key and window; leave out --key-model shared")
     if job.resume or job.initial_model:
-        raise OptionError(f"--window does not yet start from {'--resume' if job.resume else '--initial-model'}: "
-                          "each window trains afresh; leave it out")  # fmt: skip
+        raise OptionError(
+            f"--window does not yet start from {'--resume' if job.resume else '--initial-model'}: "
+            "each window trains afresh; leave it out"
+        )
     try:
         return parse_window(job.window)
     except ValueError as error:
         raise OptionError(str(error)) from None
 
 
-def windowed_models(job: JobSettings, spec: WindowSpec, models, *, model_path: str, keyed: bool,
-                    key: str | None, config: LearnerConfig, settings) -> dict:  # fmt: skip
+def windowed_models(
+    job: JobSettings,
+    spec: WindowSpec,
+    models,
+    *,
+    model_path: str,
+    keyed: bool,
+    key: str | None,
+    config: LearnerConfig,
+    settings,
+) -> dict:
     """Writes the models of every window (and the folder's index); the report's parts."""
-    facts = {"window_spec": spec.text(), "timestamp": job.timestamp, "key": key,
-             "config": config.to_dict(), "input": settings.to_dict()}  # fmt: skip
+    facts = {
+        "window_spec": spec.text(),
+        "timestamp": job.timestamp,
+        "key": key,
+        "config": config.to_dict(),
+        "input": settings.to_dict(),
+    }
     if keyed:
-        written = models | "WriteModels" >> WriteKeyedModels(model_path, key=key, config=config.to_dict(),
-                                                            input=settings.to_dict())  # fmt: skip
+        written = models | "WriteModels" >> WriteKeyedModels(
+            model_path, key=key, config=config.to_dict(), input=settings.to_dict()
+        )
         return {"index": written | "WriteWindows" >> WriteWindowedModels(model_path, keyed=True, **facts)}
     return {"index": models | "WriteWindows" >> WriteWindowedModels(model_path, **facts)}
 
@@ -78,8 +99,11 @@ def windowed_train_report(parts: dict, *, facts: dict) -> dict:
     """The report of a windowed train job: the read's counts, and per window what its model(s) learned."""
     report = job_parts.total_counts(parts).to_dict()
     windows = read_index(facts["model"])["entries"] if parts["index"] else {}
-    report.update(windows=windows, index=parts["index"][0] if parts["index"] else None,
-                  examples_trained=sum(entry.get("examples") or 0 for entry in windows.values()))  # fmt: skip
+    report.update(
+        windows=windows,
+        index=parts["index"][0] if parts["index"] else None,
+        examples_trained=sum(entry.get("examples") or 0 for entry in windows.values()),
+    )
     return job_parts.finish_report(report, facts, parts)
 
 
@@ -116,8 +140,11 @@ def _windowed_evaluate_report(parts: dict, *, facts: dict) -> dict:
     unscored: dict = {}
     for name, examples in parts["unscored"]:
         unscored[name] = unscored.get(name, 0) + examples
-    report = {**(overall or {"examples": 0, "loss": None, "error": None, "auc": None, "mse": None}),
-              "windows": windows, "examples_without_model": unscored}  # fmt: skip
+    report = {
+        **(overall or {"examples": 0, "loss": None, "error": None, "auc": None, "mse": None}),
+        "windows": windows,
+        "examples_without_model": unscored,
+    }
     report.update({name: counts[name] for name in counts if name != "examples"})
     report["examples_read"] = counts["examples"]
     return job_parts.finish_report(report, facts, parts)
@@ -142,25 +169,39 @@ def run_windowed_evaluate(options: PipelineOptions, job: JobSettings | None = No
         raise OptionError(f"--key {given} differs from the key the models were trained with ({key})")
     recorded = recorded_input(index.get("input"), model_path)
     settings = input_settings(job, config, key=key, model=recorded, model_path=model_path)
-    check_sample(job.input, settings, labels=config.label_kind, model=recorded,
-                 model_path=model_path)  # fmt: skip
+    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=model_path)
     dead_path = job.dead_letters or join(model_path, "evaluate.dead_letters.jsonl")
     report_path = job.report or join(model_path, "evaluation.json")
     job_parts.input_policy(job, settings=settings)
     with_default_runner(options)
 
-    facts = {**job_parts.job_facts("evaluate", options, job, report_path), "model": model_path, "key": key,
-             "window_spec": index["window_spec"], "dead_letter_file": dead_path, "input": settings.to_dict()}  # fmt: skip
+    facts = {
+        **job_parts.job_facts("evaluate", options, job, report_path),
+        "model": model_path,
+        "key": key,
+        "window_spec": index["window_spec"],
+        "dead_letter_file": dead_path,
+        "input": settings.to_dict(),
+    }
     pipeline = beam.Pipeline(options=options)
     read = job_parts.read_examples(pipeline, job, "Read", config, key=key, settings=settings)
     dead_files = job_parts.write_dead_letters(read, dead_path)
     parts = {"counts": job_parts.checked_read(read, job, dead_files, facts, settings=settings)}
-    windowed = job_parts.note_workers(read.examples, parts) | "Windows" >> WindowExamples(parse_window(index["window_spec"]))
+    windowed = job_parts.note_workers(read.examples, parts) | "Windows" >> WindowExamples(
+        parse_window(index["window_spec"])
+    )
     keyed = _keyed_by_window(windowed, key)
     scored = keyed | "HasModel" >> beam.Partition(lambda element, _, f: int(_has_model(element, f)), 2, folder)
     parts["metrics"] = scored[1] | "Evaluate" >> Evaluate(folder, routed=True, overall=True)
     parts["unscored"] = scored[0] | "Unscored" >> beam.MapTuple(
-        lambda window_key, batch: (window_key[0] if isinstance(window_key, tuple) else window_key, len(batch)))
+        lambda window_key, batch: (window_key[0] if isinstance(window_key, tuple) else window_key, len(batch))
+    )
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_windowed_evaluate_report, facts=facts), **parts)
-    return launch(pipeline, options, facts, started=started, outputs={"dead_letters": dead_path},
-                  preload=job_parts.preloader(job, config, key=key, settings=settings))  # fmt: skip
+    return launch(
+        pipeline,
+        options,
+        facts,
+        started=started,
+        outputs={"dead_letters": dead_path},
+        preload=job_parts.preloader(job, config, key=key, settings=settings),
+    )

@@ -17,10 +17,18 @@ from polybeam.lazy_exports import lazy_exports
 
 # Public name -> the module that defines it.
 _EXPORTS = {
-    "AnytimeModel": "anytime", "AnytimeModelError": "anytime", "prefix_records": "anytime",
-    "sequence_statistics": "anytime", "FeatureGroup": "groups", "GroupSpec": "groups", "GroupSpecError": "groups",
-    "METHODS": "methods", "SequenceResult": "sequencing", "sequence": "sequencing", "GramStatistics": "statistics",
-}  # fmt: skip
+    "AnytimeModel": "anytime",
+    "AnytimeModelError": "anytime",
+    "prefix_records": "anytime",
+    "sequence_statistics": "anytime",
+    "FeatureGroup": "groups",
+    "GroupSpec": "groups",
+    "GroupSpecError": "groups",
+    "METHODS": "methods",
+    "SequenceResult": "sequencing",
+    "sequence": "sequencing",
+    "GramStatistics": "statistics",
+}
 
 __all__ = sorted(_EXPORTS)
 

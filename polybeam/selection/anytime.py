@@ -59,18 +59,44 @@ from polybeam.selection.sequencing import SequenceResult, Skipped, sequence
 from polybeam.selection.standardize import StandardizedProblem, standardized
 from polybeam.selection.statistics import GramStatistics
 
-REQUIRED_KEYS = ("rank", "group", "cost", "cumulative_cost", "explained_variance", "weights", "intercept", "slots",
-                 "standardization")  # fmt: skip
+REQUIRED_KEYS = (
+    "rank",
+    "group",
+    "cost",
+    "cumulative_cost",
+    "explained_variance",
+    "weights",
+    "intercept",
+    "slots",
+    "standardization",
+)
 
 
-def sequence_statistics(spec: GroupSpec, statistics: GramStatistics, *, method: str = "cs-g-omp",
-                        ridge: float = 0.0, whiten: bool | None = None, standardize: bool = True,
-                        **options: Any) -> tuple[StandardizedProblem, SequenceResult]:  # fmt: skip
+def sequence_statistics(
+    spec: GroupSpec,
+    statistics: GramStatistics,
+    *,
+    method: str = "cs-g-omp",
+    ridge: float = 0.0,
+    whiten: bool | None = None,
+    standardize: bool = True,
+    **options: Any,
+) -> tuple[StandardizedProblem, SequenceResult]:
     """Standardise the statistics and sequence the spec's groups with ``method``."""
     problem = standardized(statistics, standardize=standardize)
-    result = sequence(problem.gram, problem.correlations, spec.group_of_column, spec.costs, method=method,
-                      ridge=ridge, whiten=whiten, constant=problem.constant, total_variance=problem.total_variance,
-                      names=[group.name for group in spec.groups], **options)  # fmt: skip
+    result = sequence(
+        problem.gram,
+        problem.correlations,
+        spec.group_of_column,
+        spec.costs,
+        method=method,
+        ridge=ridge,
+        whiten=whiten,
+        constant=problem.constant,
+        total_variance=problem.total_variance,
+        names=[group.name for group in spec.groups],
+        **options,
+    )
     return problem, result
 
 
@@ -80,7 +106,9 @@ def prefix_records(spec: GroupSpec, statistics: GramStatistics, **options: Any) 
     return records_of(spec, problem, result, examples=statistics.examples)
 
 
-def records_of(spec: GroupSpec, problem: StandardizedProblem, result: SequenceResult, *, examples: int = 0) -> list[dict]:
+def records_of(
+    spec: GroupSpec, problem: StandardizedProblem, result: SequenceResult, *, examples: int = 0
+) -> list[dict]:
     names = spec.feature_names
     slots = spec.slots.tolist()
     columns_of_group = np.split(np.arange(len(names)), np.cumsum([len(g.slots) for g in spec.groups])[:-1])
@@ -91,36 +119,40 @@ def records_of(spec: GroupSpec, problem: StandardizedProblem, result: SequenceRe
         chosen_columns.extend(columns_of_group[step.group].tolist())
         chosen_names.append(group.name)
         raw, intercept = problem.raw_model(step.weights)
-        records.append({
-            "rank": rank,
-            "group": group.name,
-            "cost": group.cost,
-            "cumulative_cost": spent,
-            "explained_variance": step.explained_variance,
-            "objective": step.objective,
-            "groups": list(chosen_names),
-            "weights": {names[c]: float(raw[c]) for c in chosen_columns},
-            "intercept": intercept,
-            "slots": {names[c]: slots[c] for c in chosen_columns},
-            "standardization": {
-                "mean_y": problem.mean_y,
-                "scale_y": problem.scale_y,
-                "mean": {names[c]: float(problem.mean_x[c]) for c in chosen_columns},
-                "scale": {names[c]: float(problem.scale_x[c]) for c in chosen_columns},
-            },
-            "method": result.method,
-            "ridge": result.ridge,
-            "whiten": result.whiten,
-            "standardize": problem.standardize,
-            "examples": int(examples),
-            "bits": spec.bits,
-        })  # fmt: skip
+        records.append(
+            {
+                "rank": rank,
+                "group": group.name,
+                "cost": group.cost,
+                "cumulative_cost": spent,
+                "explained_variance": step.explained_variance,
+                "objective": step.objective,
+                "groups": list(chosen_names),
+                "weights": {names[c]: float(raw[c]) for c in chosen_columns},
+                "intercept": intercept,
+                "slots": {names[c]: slots[c] for c in chosen_columns},
+                "standardization": {
+                    "mean_y": problem.mean_y,
+                    "scale_y": problem.scale_y,
+                    "mean": {names[c]: float(problem.mean_x[c]) for c in chosen_columns},
+                    "scale": {names[c]: float(problem.scale_x[c]) for c in chosen_columns},
+                },
+                "method": result.method,
+                "ridge": result.ridge,
+                "whiten": result.whiten,
+                "standardize": problem.standardize,
+                "examples": int(examples),
+                "bits": spec.bits,
+            }
+        )
     return records
 
 
 def skipped_records(spec: GroupSpec, skipped: Iterable[Skipped]) -> list[dict]:
-    return [{"group": spec.groups[skip.group].name, "cost": spec.groups[skip.group].cost, "reason": skip.reason}
-            for skip in skipped]  # fmt: skip
+    return [
+        {"group": spec.groups[skip.group].name, "cost": spec.groups[skip.group].cost, "reason": skip.reason}
+        for skip in skipped
+    ]
 
 
 class AnytimeModel:
@@ -189,8 +221,9 @@ class AnytimeModel:
             count += 1
         return count
 
-    def prefix_length(self, *, budget: float | None = None, groups: Iterable[str] | None = None,
-                      prefix: int | None = None) -> int:  # fmt: skip
+    def prefix_length(
+        self, *, budget: float | None = None, groups: Iterable[str] | None = None, prefix: int | None = None
+    ) -> int:
         """How many groups the chosen prefix has: by ``budget``, by available ``groups`` or by length (default all)."""
         if sum(choice is not None for choice in (budget, groups, prefix)) > 1:
             raise ValueError("choose the prefix by one of budget, groups or prefix")
@@ -204,8 +237,14 @@ class AnytimeModel:
         """The cumulative feature cost of the prefix of ``length`` groups (0 for the training mean alone)."""
         return float(self.prefixes[length - 1]["cumulative_cost"]) if length else 0.0
 
-    def predict(self, batch: ExampleBatch, *, budget: float | None = None, groups: Iterable[str] | None = None,
-                prefix: int | None = None) -> np.ndarray:  # fmt: skip
+    def predict(
+        self,
+        batch: ExampleBatch,
+        *,
+        budget: float | None = None,
+        groups: Iterable[str] | None = None,
+        prefix: int | None = None,
+    ) -> np.ndarray:
         """Predictions of one prefix: chosen by ``budget``, by available ``groups`` or by length (default all)."""
         length = self.prefix_length(budget=budget, groups=groups, prefix=prefix)
         return self._predict(batch, [length])[:, 0]
@@ -217,8 +256,10 @@ class AnytimeModel:
     def _predict(self, batch: ExampleBatch, prefixes) -> np.ndarray:
         """Predictions of the chosen columns (prefix lengths) only: one sparse product."""
         if batch.bits != self.bits:
-            raise AnytimeModelError(f"the batch is hashed to {batch.bits} bits but the prefixes to {self.bits}; "
-                                    f"read the input with --bits {self.bits}")  # fmt: skip
+            raise AnytimeModelError(
+                f"the batch is hashed to {batch.bits} bits but the prefixes to {self.bits}; "
+                f"read the input with --bits {self.bits}"
+            )
         matrix, intercepts = self._weights()
         return (batch.to_csr() @ matrix[:, prefixes]).toarray() + intercepts[prefixes]
 

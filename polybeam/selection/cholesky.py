@@ -65,8 +65,11 @@ class GrowingCholesky:
 
 def _solved(kernel, factor: np.ndarray, size: int, right: np.ndarray) -> np.ndarray:
     vector = np.ndim(right) == 1
-    out = np.array(right, dtype=np.float64, order="C").reshape(size, 1) if vector else np.array(
-        right, dtype=np.float64, order="C")  # fmt: skip
+    out = (
+        np.array(right, dtype=np.float64, order="C").reshape(size, 1)
+        if vector
+        else np.array(right, dtype=np.float64, order="C")
+    )
     kernel(factor, size, out)
     return out[:, 0] if vector else out
 

@@ -37,16 +37,33 @@ from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba ca
 from polybeam.selection.whitening import GroupBasis
 
 
-def entry_order(basis: GroupBasis, costs: np.ndarray, *, ridge: float = 0.0, points: int = 100,
-                smallest: float = 1e-4, tolerance: float = 1e-10, max_sweeps: int = 10_000) -> list[int]:  # fmt: skip
+def entry_order(
+    basis: GroupBasis,
+    costs: np.ndarray,
+    *,
+    ridge: float = 0.0,
+    points: int = 100,
+    smallest: float = 1e-4,
+    tolerance: float = 1e-10,
+    max_sweeps: int = 10_000,
+) -> list[int]:
     """The groups in the order they enter the path (see the module docstring)."""
-    _, order = lasso_path(basis, costs, ridge=ridge, points=points, smallest=smallest, tolerance=tolerance,
-                             max_sweeps=max_sweeps)  # fmt: skip
+    _, order = lasso_path(
+        basis, costs, ridge=ridge, points=points, smallest=smallest, tolerance=tolerance, max_sweeps=max_sweeps
+    )
     return order
 
 
-def lasso_path(basis: GroupBasis, costs: np.ndarray, *, ridge: float = 0.0, points: int = 100, smallest: float = 1e-4,
-               tolerance: float = 1e-10, max_sweeps: int = 10_000) -> tuple[list[tuple[float, np.ndarray]], list[int]]:  # fmt: skip
+def lasso_path(
+    basis: GroupBasis,
+    costs: np.ndarray,
+    *,
+    ridge: float = 0.0,
+    points: int = 100,
+    smallest: float = 1e-4,
+    tolerance: float = 1e-10,
+    max_sweeps: int = 10_000,
+) -> tuple[list[tuple[float, np.ndarray]], list[int]]:
     """The path ``[(mu, basis weights), ...]`` and the groups' entry order."""
     costs = np.asarray(costs, dtype=np.float64)
     gram = np.ascontiguousarray(basis.gram)

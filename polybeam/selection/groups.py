@@ -76,8 +76,10 @@ class GroupSpec:
         for group in self.groups:
             for slot in group.slots:
                 if slot in owner and owner[slot] != group.name:
-                    raise GroupSpecError(f"feature slot {slot} is in groups {owner[slot]!r} and {group.name!r}; "
-                                         "a feature may belong to one group only")  # fmt: skip
+                    raise GroupSpecError(
+                        f"feature slot {slot} is in groups {owner[slot]!r} and {group.name!r}; "
+                        "a feature may belong to one group only"
+                    )
                 owner[slot] = group.name
 
     @classmethod
@@ -91,8 +93,10 @@ class GroupSpec:
         else:
             data = text
         if not isinstance(data, Mapping) or not isinstance(data.get("groups"), list):
-            raise GroupSpecError('a group specification is an object with a list "groups": '
-                                 '{"groups": [{"name": ..., "features": [...], "cost": ...}, ...]}')  # fmt: skip
+            raise GroupSpecError(
+                'a group specification is an object with a list "groups": '
+                '{"groups": [{"name": ..., "features": [...], "cost": ...}, ...]}'
+            )
         names: set[str] = set()
         groups = []
         for position, entry in enumerate(data["groups"], 1):
@@ -157,7 +161,10 @@ class GroupSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved groups (slots, not the features as written)."""
-        return {"bits": self.bits, "groups": [{"name": g.name, "slots": list(g.slots), "cost": g.cost} for g in self.groups]}
+        return {
+            "bits": self.bits,
+            "groups": [{"name": g.name, "slots": list(g.slots), "cost": g.cost} for g in self.groups],
+        }
 
 
 def _parse_group(entry: Any, position: int, *, bits: int, seed: int) -> FeatureGroup:

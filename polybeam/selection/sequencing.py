@@ -55,10 +55,9 @@ from scipy.linalg import solve_triangular
 
 from polybeam.selection.cholesky import GrowingCholesky
 from polybeam.selection.group_lasso import entry_order
-from polybeam.selection.whitening import DEFAULT_TOLERANCE, GroupBasis
-
 from polybeam.selection.methods import METHODS
 from polybeam.selection.methods import UNWHITENED as _UNWHITENED
+from polybeam.selection.whitening import DEFAULT_TOLERANCE, GroupBasis
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,11 +103,22 @@ def check_method(method: str) -> None:
         raise ValueError(f"unknown sequencing method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def sequence(gram: np.ndarray, correlations: np.ndarray, group_of_column: np.ndarray, costs: np.ndarray, *,
-             method: str = "cs-g-omp", ridge: float = 0.0, whiten: bool | None = None,
-             constant: np.ndarray | None = None, tolerance: float = DEFAULT_TOLERANCE,
-             minimum_cost: float | None = None, total_variance: float = 1.0, lasso_points: int = 100,
-             names: list[str] | None = None) -> SequenceResult:  # fmt: skip
+def sequence(
+    gram: np.ndarray,
+    correlations: np.ndarray,
+    group_of_column: np.ndarray,
+    costs: np.ndarray,
+    *,
+    method: str = "cs-g-omp",
+    ridge: float = 0.0,
+    whiten: bool | None = None,
+    constant: np.ndarray | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    minimum_cost: float | None = None,
+    total_variance: float = 1.0,
+    lasso_points: int = 100,
+    names: list[str] | None = None,
+) -> SequenceResult:
     """Order every group of the problem ``(gram, correlations)`` by ``method`` (see the module docstring).
 
     ``minimum_cost`` is Algorithm 2's c_min (default: the cheapest group's
@@ -119,12 +129,15 @@ def sequence(gram: np.ndarray, correlations: np.ndarray, group_of_column: np.nda
     if not (np.isfinite(ridge) and ridge >= 0):
         raise ValueError(f"ridge must be a finite number >= 0, got {ridge}")
     costs = np.asarray(costs, dtype=np.float64)
-    basis = GroupBasis.build(gram, correlations, group_of_column, whiten=whitened, constant=constant,
-                             tolerance=tolerance)  # fmt: skip
+    basis = GroupBasis.build(
+        gram, correlations, group_of_column, whiten=whitened, constant=constant, tolerance=tolerance
+    )
     if len(costs) != len(basis.columns):
         raise ValueError(f"{len(costs)} costs for {len(basis.columns)} groups")
-    skipped = [Skipped(group, "all its features are constant in the training data")
-               for group in np.flatnonzero(basis.ranks == 0).tolist()]  # fmt: skip
+    skipped = [
+        Skipped(group, "all its features are constant in the training data")
+        for group in np.flatnonzero(basis.ranks == 0).tolist()
+    ]
     run = _Run(basis, costs, ridge, tolerance, total_variance, names)
     if method == "sparse":
         order = entry_order(basis, costs, ridge=ridge, points=lasso_points)
@@ -141,8 +154,15 @@ def sequence(gram: np.ndarray, correlations: np.ndarray, group_of_column: np.nda
 class _Run:
     """The growing factor of the selected block and the prefixes recorded so far."""
 
-    def __init__(self, basis: GroupBasis, costs: np.ndarray, ridge: float, tolerance: float, total_variance: float,
-                 names: list[str] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        basis: GroupBasis,
+        costs: np.ndarray,
+        ridge: float,
+        tolerance: float,
+        total_variance: float,
+        names: list[str] | None = None,
+    ):
         self.basis = basis
         self.names = names if names is not None else [str(group) for group in range(len(costs))]
         self.costs = costs
@@ -198,8 +218,13 @@ class _Run:
         keep = _independent_directions(plain_schur, self.tolerance * np.diag(own))
         if len(keep) == 0:
             names = ", ".join(self.names[chosen] for chosen in self.chosen)
-            self.skipped.append(Skipped(group, f"its features are linear combinations of the groups chosen "
-                                               f"before it ({names}): it adds no new direction"))  # fmt: skip
+            self.skipped.append(
+                Skipped(
+                    group,
+                    f"its features are linear combinations of the groups chosen "
+                    f"before it ({names}): it adds no new direction",
+                )
+            )
             return None
         m = len(keep)
         block = np.linalg.cholesky(schur[np.ix_(keep, keep)])
@@ -221,8 +246,15 @@ class _Run:
         objective = float(self.z[:k] @ self.z[:k])
         # 2 w'b - w'Cw with C_S w = b_S - ridge w at the ridge solution, and b_S'w = ||z||^2.
         explained = objective + self.ridge * float(weights @ weights)
-        self.steps.append(Step(group, self.basis.to_columns(weights, self.selected[:k]),
-                               objective / self.total_variance, explained / self.total_variance, directions))  # fmt: skip
+        self.steps.append(
+            Step(
+                group,
+                self.basis.to_columns(weights, self.selected[:k]),
+                objective / self.total_variance,
+                explained / self.total_variance,
+                directions,
+            )
+        )
 
 
 def _independent_directions(schur: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -231,8 +263,9 @@ def _independent_directions(schur: np.ndarray, thresholds: np.ndarray) -> np.nda
     factor = np.zeros_like(schur)
     for column in range(len(schur)):
         if keep:
-            row = solve_triangular(factor[: len(keep), : len(keep)], schur[keep, column], lower=True,
-                                   check_finite=False)  # fmt: skip
+            row = solve_triangular(
+                factor[: len(keep), : len(keep)], schur[keep, column], lower=True, check_finite=False
+            )
         else:
             row = np.zeros(0)
         pivot = schur[column, column] - row @ row

@@ -71,8 +71,9 @@ def standardized(statistics: GramStatistics, *, standardize: bool = True) -> Sta
         zero = np.zeros_like(cross)
         constant = diagonal <= 0
         total = float(statistics.yty / n)
-        return StandardizedProblem(second, cross, zero, np.ones_like(cross), 0.0, 1.0, constant, False,
-                                   total if total > 0 else 1.0)  # fmt: skip
+        return StandardizedProblem(
+            second, cross, zero, np.ones_like(cross), 0.0, 1.0, constant, False, total if total > 0 else 1.0
+        )
     mean_x = statistics.sum_x / n
     mean_y = statistics.sum_y / n
     cov = second - np.outer(mean_x, mean_x)

@@ -90,8 +90,10 @@ class GramStatistics:
         if len(batch) == 0:
             return self
         if len(self.column_of_slot) != 1 << batch.bits:
-            raise ValueError(f"batch is hashed into {batch.bits} bits but the statistics use "
-                             f"{len(self.column_of_slot).bit_length() - 1}")  # fmt: skip
+            raise ValueError(
+                f"batch is hashed into {batch.bits} bits but the statistics use "
+                f"{len(self.column_of_slot).bit_length() - 1}"
+            )
         columns = self.column_of_slot[batch.indices]
         unknown = columns < 0
         if unknown.any():

@@ -84,8 +84,10 @@ def oracle_curve(costs: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.
     rate = np.where(spent > 0, gains / np.where(spent > 0, spent, 1.0), np.where(gains > 0, np.inf, 0.0))
     order = np.argsort(-rate, kind="stable")
     # From the curve's own start: a held-out curve starts at the training mean's value, not exactly 0.
-    return (np.concatenate([[costs[0]], costs[0] + np.cumsum(spent[order])]),
-            np.concatenate([[values[0]], values[0] + np.cumsum(gains[order])]))  # fmt: skip
+    return (
+        np.concatenate([[costs[0]], costs[0] + np.cumsum(spent[order])]),
+        np.concatenate([[values[0]], values[0] + np.cumsum(gains[order])]),
+    )
 
 
 @dataclasses.dataclass
@@ -108,8 +110,13 @@ class HeldOutCurve:
         """The partial curve of one batch's predictions (n x prefixes+1)."""
         weights = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
         residuals = predictions - labels[:, None]
-        return cls(weights @ residuals**2, float(weights.sum()), float(weights @ labels),
-                   float(weights @ labels**2), len(labels))  # fmt: skip
+        return cls(
+            weights @ residuals**2,
+            float(weights.sum()),
+            float(weights @ labels),
+            float(weights @ labels**2),
+            len(labels),
+        )
 
     def merge(self, others) -> HeldOutCurve:
         for other in others:

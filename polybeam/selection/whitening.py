@@ -58,9 +58,16 @@ class GroupBasis:
     whitened: bool
 
     @classmethod
-    def build(cls, gram: np.ndarray, correlations: np.ndarray, group_of_column: np.ndarray, *,
-              whiten: bool = True, constant: np.ndarray | None = None,
-              tolerance: float = DEFAULT_TOLERANCE) -> GroupBasis:  # fmt: skip
+    def build(
+        cls,
+        gram: np.ndarray,
+        correlations: np.ndarray,
+        group_of_column: np.ndarray,
+        *,
+        whiten: bool = True,
+        constant: np.ndarray | None = None,
+        tolerance: float = DEFAULT_TOLERANCE,
+    ) -> GroupBasis:
         """Each group's basis of ``gram`` / ``correlations`` (whitened, or the non-constant columns)."""
         gram = np.asarray(gram, dtype=np.float64)
         group_of_column = np.asarray(group_of_column)
@@ -92,8 +99,15 @@ class GroupBasis:
         else:
             basis_gram = gram[np.ix_(kept, kept)]
             basis_correlations = np.asarray(correlations, dtype=np.float64)[kept]
-        return cls(np.asfortranarray(basis_gram), basis_correlations, tuple(columns), tuple(transforms), offsets,
-                   len(group_of_column), whiten)  # fmt: skip
+        return cls(
+            np.asfortranarray(basis_gram),
+            basis_correlations,
+            tuple(columns),
+            tuple(transforms),
+            offsets,
+            len(group_of_column),
+            whiten,
+        )
 
     @property
     def ranks(self) -> np.ndarray:

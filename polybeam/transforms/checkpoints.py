@@ -28,7 +28,14 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.state_file import learner_to_bytes
 from polybeam.learners.warm_start import check_compatible, initial_learner, learner_from_model
 from polybeam.transforms.files import read_bytes, write_atomically
-from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder, join, key_file_stem, key_text, read_index, write_index
+from polybeam.transforms.keyed_files import (
+    INDEX_NAME,
+    KeyedFolder,
+    join,
+    key_file_stem,
+    key_text,
+    write_index,
+)
 from polybeam.transforms.windows import combine_globally, window_folder
 
 _PASS = re.compile(r"pass-(\d+)(?:\.state|[/\\]" + re.escape(INDEX_NAME) + ")$")

@@ -128,8 +128,9 @@ class FillLineNumbers(beam.DoFn):
             letter = dataclasses.replace(letter, line=self._index(letter.source).line_at(letter.offset))
         if letter.raw is None:
             raw = self._index(letter.source).text_at(letter.offset, MAX_RAW_CHARS * 4)
-            letter = DeadLetter.from_bytes(raw, source=letter.source, line=letter.line, offset=letter.offset,
-                                           reason=letter.reason)  # fmt: skip
+            letter = DeadLetter.from_bytes(
+                raw, source=letter.source, line=letter.line, offset=letter.offset, reason=letter.reason
+            )
         yield letter
 
     def _index(self, path: str) -> LineIndex:

@@ -15,7 +15,6 @@ from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import model_argument, model_for
 from polybeam.transforms.windows import combine_globally
 
-
 # The key under which Evaluate(..., overall=True) reports the metrics of all keys together
 # (keys of examples are never None: the command line's keys are strings, "" when missing).
 OVERALL = None

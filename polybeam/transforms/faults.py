@@ -125,8 +125,10 @@ class FaultSwitch:
             self._armed = False
             if _claim(self.step):
                 number = _parsed()[self.step]
-                raise InjectedFault(f"injected fault ({ENV}={self.step}:{number}): "
-                                    f"the first attempt of bundle {number} of {self.step} fails")  # fmt: skip
+                raise InjectedFault(
+                    f"injected fault ({ENV}={self.step}:{number}): "
+                    f"the first attempt of bundle {number} of {self.step} fails"
+                )
 
     def __getstate__(self):
         return {"step": self.step, "_armed": False}

@@ -24,7 +24,6 @@ import uuid
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-
 # Bytes are written and read as they are: a model called "m.model.gz" is not gzip.
 _RAW = CompressionTypes.UNCOMPRESSED
 

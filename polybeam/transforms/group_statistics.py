@@ -109,8 +109,14 @@ class GroupStatistics(beam.PTransform):
     without it they fail the job with a message listing them.
     """
 
-    def __init__(self, spec: GroupSpec, *, default_group: str | None = None, default_cost: float = 1.0,
-                 memory_limit: int = DEFAULT_MEMORY_LIMIT):  # fmt: skip
+    def __init__(
+        self,
+        spec: GroupSpec,
+        *,
+        default_group: str | None = None,
+        default_cost: float = 1.0,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    ):
         super().__init__()
         self.spec = spec
         self.default_group = default_group
@@ -120,19 +126,27 @@ class GroupStatistics(beam.PTransform):
     def expand(self, batches):
         if self.default_group is None:
             spec = self.spec
-            return (batches
-                    | "Statistics" >> beam.CombineGlobally(GramStatisticsFn(spec, self.memory_limit))
-                    | "WithSpec" >> beam.Map(lambda statistics: (spec, statistics)))  # fmt: skip
+            return (
+                batches
+                | "Statistics" >> beam.CombineGlobally(GramStatisticsFn(spec, self.memory_limit))
+                | "WithSpec" >> beam.Map(lambda statistics: (spec, statistics))
+            )
         name, cost, base = self.default_group, self.default_cost, self.spec
-        specs = (batches
-                 | "SlotsSeen" >> beam.CombineGlobally(_SlotsSeen())
-                 | "Resolve" >> beam.Map(lambda seen: base.with_default(seen, name=name, cost=cost)))  # fmt: skip
+        specs = (
+            batches
+            | "SlotsSeen" >> beam.CombineGlobally(_SlotsSeen())
+            | "Resolve" >> beam.Map(lambda seen: base.with_default(seen, name=name, cost=cost))
+        )
         spec_input = beam.pvalue.AsSingleton(specs)
         partial = batches | "Statistics" >> beam.ParDo(_AddWithSpec(self.memory_limit), spec_input)
         merged = partial | "Merge" >> beam.CombineGlobally(MergeFn())
         limit = self.memory_limit
         return merged | "WithSpec" >> beam.Map(
-            lambda statistics, spec: (spec, statistics if statistics is not None
-                                      else GramStatistics.for_columns(spec.slots, bits=spec.bits, memory_limit=limit)),
+            lambda statistics, spec: (
+                spec,
+                statistics
+                if statistics is not None
+                else GramStatistics.for_columns(spec.slots, bits=spec.bits, memory_limit=limit),
+            ),
             spec_input,
-        )  # fmt: skip
+        )

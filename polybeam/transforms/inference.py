@@ -122,8 +122,9 @@ def _check_format_options(input_format: str, format_options: Mapping[str, Any]) 
         raise ValueError("format_options 'columns' is for input_format='csv'")
     unknown = set(format_options) - set(_MAPPING_OPTIONS)
     if input_format == "dict" and unknown:
-        raise ValueError(f"format_options {sorted(unknown)} do not apply to mappings; they take "
-                         f"{', '.join(_MAPPING_OPTIONS)}")  # fmt: skip
+        raise ValueError(
+            f"format_options {sorted(unknown)} do not apply to mappings; they take {', '.join(_MAPPING_OPTIONS)}"
+        )
 
 
 def mappings_batch(model, mappings: Sequence[Mapping], *, ignore: Sequence[str] = ()) -> ExampleBatch:
@@ -146,16 +147,27 @@ class _Examples:
     apply unless ``format_options`` give others.
     """
 
-    def __init__(self, input_format: str, format_options: Mapping[str, Any] | None,
-                 recorded: InputSettings | None = None, where: str = "the model"):  # fmt: skip
+    def __init__(
+        self,
+        input_format: str,
+        format_options: Mapping[str, Any] | None,
+        recorded: InputSettings | None = None,
+        where: str = "the model",
+    ):
         _check_choice("input_format", input_format, INPUT_FORMATS)
         self.input_format = input_format
         given = dict(format_options or {})
         columns = given.pop("columns", None)
-        if recorded is not None and input_format in ("libsvm", "vw", "csv") and not readable_by(recorded.format, input_format):
-            raise InferenceError(f"input_format={input_format!r} cannot be the input of {where}: it was trained on "
-                                 f"{recorded.format} input ({recorded.flags()}); give it {recorded.format} lines or "
-                                 "mappings of its features")  # fmt: skip
+        if (
+            recorded is not None
+            and input_format in ("libsvm", "vw", "csv")
+            and not readable_by(recorded.format, input_format)
+        ):
+            raise InferenceError(
+                f"input_format={input_format!r} cannot be the input of {where}: it was trained on "
+                f"{recorded.format} input ({recorded.flags()}); give it {recorded.format} lines or "
+                "mappings of its features"
+            )
         # The model's own settings first (those of its format), then what the caller says.
         options = dict(recorded.options) if recorded is not None and recorded.format == input_format else {}
         if input_format == "dict" and recorded is not None:
@@ -166,8 +178,10 @@ class _Examples:
                 columns = recorded.columns or None
             has_header = options.get("has_header", True)
             if has_header and not columns:
-                raise ValueError("input_format='csv' needs format_options={'columns': [...]} (the header's names), "
-                                 "or has_header=False")  # fmt: skip
+                raise ValueError(
+                    "input_format='csv' needs format_options={'columns': [...]} (the header's names), "
+                    "or has_header=False"
+                )
             delimiter = options.get("delimiter", ",")
             self.header = delimiter.join(columns).encode("utf-8") if columns else None
         else:
@@ -212,9 +226,15 @@ class _Examples:
             if not isinstance(example, Mapping):
                 features.append(example)  # (batch_from_mappings says what is wrong with it)
                 continue
-            features.append({key: str(value) if key in self.categorical and value is not None
-                                  and not isinstance(value, str) else value
-                             for key, value in example.items() if key not in self.not_features})  # fmt: skip
+            features.append(
+                {
+                    key: str(value)
+                    if key in self.categorical and value is not None and not isinstance(value, str)
+                    else value
+                    for key, value in example.items()
+                    if key not in self.not_features
+                }
+            )
         return features
 
     def _parse(self, lines: Sequence, *, bits: int, seed: int) -> ExampleBatch:
@@ -223,15 +243,20 @@ class _Examples:
             settings = {**self.options, "labels": "any", "bits": bits, "seed": seed}
             parser = self._parsers[(bits, seed)] = make_format(self.input_format, **settings)
         # One join for the whole batch (str lines in C; bytes lines as they are).
-        data = ("\n".join(lines).encode("utf-8") if all(isinstance(line, str) for line in lines)
-                else b"\n".join(line.encode("utf-8") if isinstance(line, str) else bytes(line) for line in lines))  # fmt: skip
+        data = (
+            "\n".join(lines).encode("utf-8")
+            if all(isinstance(line, str) for line in lines)
+            else b"\n".join(line.encode("utf-8") if isinstance(line, str) else bytes(line) for line in lines)
+        )
         # A CSV block after the header line (at its offset), so that the parser takes the header as given.
         offset, first_line = (len(self.header) + 1, 2) if self.header is not None else (0, 1)
-        parsed = parser.parse(data + b"\n", source="<RunInference>", offset=offset, first_line=first_line,
-                              header=self.header)  # fmt: skip
+        parsed = parser.parse(
+            data + b"\n", source="<RunInference>", offset=offset, first_line=first_line, header=self.header
+        )
         if parsed.records + parsed.skipped != len(lines):
-            raise InferenceError(f"the {len(lines)} examples hold {parsed.records + parsed.skipped} lines: "
-                                 "give one line per example")  # fmt: skip
+            raise InferenceError(
+                f"the {len(lines)} examples hold {parsed.records + parsed.skipped} lines: give one line per example"
+            )
         if parsed.dead_letters:
             letter = parsed.dead_letters[0]
             raise InferenceError(f"example {letter.line - first_line} ({letter.raw!r:.80}): {letter.reason}")
@@ -269,8 +294,10 @@ def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequen
     if input_format == "dict":
         kind, _, name = model.shared_keys.key.partition(":")
         column = ((model.input or {}).get("key_column") or name) if kind == "column" else None
-        return elements, ["" if not isinstance(e, Mapping) or column is None or e.get(column) is None
-                          else str(e[column]) for e in elements]  # fmt: skip
+        return elements, [
+            "" if not isinstance(e, Mapping) or column is None or e.get(column) is None else str(e[column])
+            for e in elements
+        ]
     return elements, None
 
 
@@ -325,8 +352,9 @@ class _PolybeamHandler(ModelHandler):
         reader = self._readers.get(name)
         if reader is None:
             settings = None if recorded is None else InputSettings.from_dict(recorded)
-            reader = self._readers[name] = _Examples(self._input_format, self._format_options, settings,
-                                                     where=f"the model {self._uri}")  # fmt: skip
+            reader = self._readers[name] = _Examples(
+                self._input_format, self._format_options, settings, where=f"the model {self._uri}"
+            )
         return reader
 
     def _score(self, examples: Sequence, *, bits: int, seed: int, recorded: dict | None, score) -> list:
@@ -341,11 +369,13 @@ class _PolybeamHandler(ModelHandler):
         if self._input_format == "batch":
             results, start = [], 0
             for part, part_ids in zip(examples, ids):
-                results.append(IdentifiedPrediction(part, outputs[start:start + len(part)], model_id, part_ids))
+                results.append(IdentifiedPrediction(part, outputs[start : start + len(part)], model_id, part_ids))
                 start += len(part)
             return results
-        return [IdentifiedPrediction(example, output, model_id, identity)
-                for example, output, identity in zip(examples, outputs, ids)]  # fmt: skip
+        return [
+            IdentifiedPrediction(example, output, model_id, identity)
+            for example, output, identity in zip(examples, outputs, ids)
+        ]
 
 
 class PolybeamModelHandler(_PolybeamHandler):
@@ -372,12 +402,21 @@ class PolybeamModelHandler(_PolybeamHandler):
     {2: 1.0} -1
     """
 
-    def __init__(self, model_uri: str, *, input_format: str = "dict", output: str | None = None,
-                 format_options: Mapping[str, Any] | None = None, key: str | None = None, **batching):  # fmt: skip
+    def __init__(
+        self,
+        model_uri: str,
+        *,
+        input_format: str = "dict",
+        output: str | None = None,
+        format_options: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        **batching,
+    ):
         if output is not None:
             _check_choice("output", output, OUTPUTS)
-        super().__init__(model_uri, input_format=input_format, format_options=format_options,
-                         namespace=METRICS_NAMESPACE, **batching)  # fmt: skip
+        super().__init__(
+            model_uri, input_format=input_format, format_options=format_options, namespace=METRICS_NAMESPACE, **batching
+        )
         self._output = output
         self._key = None if key is None else key_text(key)
 
@@ -396,16 +435,25 @@ class PolybeamModelHandler(_PolybeamHandler):
         self._reader(model.input)  # input the model cannot read fails here, before any example
         return model
 
-    def run_inference(self, batch: Sequence, model: Model, inference_args: dict | None = None) -> Iterable[PredictionResult]:
+    def run_inference(
+        self, batch: Sequence, model: Model, inference_args: dict | None = None
+    ) -> Iterable[PredictionResult]:
         uri = self.model_id
         examples, keys = (batch, None) if model.shared_keys is None else keys_of(batch, model, self._input_format)
-        results = self._score(examples, bits=model.config.bits, seed=model.config.seed, recorded=model.input,
-                              score=lambda parsed: (_model_outputs(model, parsed, self._output, keys), uri))  # fmt: skip
+        results = self._score(
+            examples,
+            bits=model.config.bits,
+            seed=model.config.seed,
+            recorded=model.input,
+            score=lambda parsed: (_model_outputs(model, parsed, self._output, keys), uri),
+        )
         if examples is batch:
             return results
         # Each result shows the element it answers, its key included.
-        return [IdentifiedPrediction(element, result.inference, result.model_id, result.id)
-                for element, result in zip(batch, results)]  # fmt: skip
+        return [
+            IdentifiedPrediction(element, result.inference, result.model_id, result.id)
+            for element, result in zip(batch, results)
+        ]
 
     def validate_inference_args(self, inference_args: dict | None):
         if inference_args:
@@ -443,13 +491,25 @@ class PerKeyModelHandler(_PolybeamHandler):
     us -1
     """
 
-    def __init__(self, folder_uri: str, *, input_format: str = "dict", output: str | None = None,
-                 fallback_model_uri: str | None = None, format_options: Mapping[str, Any] | None = None,
-                 **batching):  # fmt: skip
+    def __init__(
+        self,
+        folder_uri: str,
+        *,
+        input_format: str = "dict",
+        output: str | None = None,
+        fallback_model_uri: str | None = None,
+        format_options: Mapping[str, Any] | None = None,
+        **batching,
+    ):
         if output is not None:
             _check_choice("output", output, OUTPUTS)
-        super().__init__(folder_uri, input_format=input_format, format_options=format_options,
-                         namespace=METRICS_NAMESPACE, **batching)  # fmt: skip
+        super().__init__(
+            folder_uri,
+            input_format=input_format,
+            format_options=format_options,
+            namespace=METRICS_NAMESPACE,
+            **batching,
+        )
         self._output = output
         self._fallback = fallback_model_uri
 
@@ -470,9 +530,13 @@ class PerKeyModelHandler(_PolybeamHandler):
             if keyed is None:
                 raise InferenceError(f"no model for key {key!r} in {self._uri} (and no fallback model)")
             model_id = f"{self._uri}#{key}" if model.keyed.has(key) else self._fallback
-            scored = self._score([example for _, example in members], bits=keyed.config.bits, seed=keyed.config.seed,
-                                 recorded=keyed.input,
-                                 score=lambda examples, m=keyed, i=model_id: (_model_outputs(m, examples, self._output), i))  # fmt: skip
+            scored = self._score(
+                [example for _, example in members],
+                bits=keyed.config.bits,
+                seed=keyed.config.seed,
+                recorded=keyed.input,
+                score=lambda examples, m=keyed, i=model_id: (_model_outputs(m, examples, self._output), i),
+            )
             for (position, _), result in zip(members, scored):
                 results[position] = (key, result)
         return results
@@ -485,9 +549,15 @@ class PerKeyModelHandler(_PolybeamHandler):
             raise ValueError(f"PerKeyModelHandler takes no inference_args, got {sorted(inference_args)}")
 
 
-def keyed_model_handler(folder_uri: str, keys: Iterable | None = None, *, input_format: str = "dict",
-                        output: str | None = None, format_options: Mapping[str, Any] | None = None,
-                        max_models_per_worker_hint: int | None = None) -> KeyedModelHandler:  # fmt: skip
+def keyed_model_handler(
+    folder_uri: str,
+    keys: Iterable | None = None,
+    *,
+    input_format: str = "dict",
+    output: str | None = None,
+    format_options: Mapping[str, Any] | None = None,
+    max_models_per_worker_hint: int | None = None,
+) -> KeyedModelHandler:
     """Beam's ``KeyedModelHandler`` over a folder of per-key models (``polybeam train --key``,
     ``WriteKeyedModels``): one ``KeyModelMapping`` per key, each a :class:`PolybeamModelHandler` of that
     key's model, so that ``RunInference`` scores ``(key, example)`` pairs with Beam's own per-key
@@ -537,8 +607,10 @@ def keyed_model_handler(folder_uri: str, keys: Iterable | None = None, *, input_
     folder = KeyedFolder(folder_uri)
     kind = folder.index.get("kind")
     if kind != KEYED_MODELS:
-        raise ValueError(f"{folder_uri} is not a folder of per-key models (its index.json is a {kind}); a folder of "
-                         "models per window holds one such folder per window")  # fmt: skip
+        raise ValueError(
+            f"{folder_uri} is not a folder of per-key models (its index.json is a {kind}); a folder of "
+            "models per window holds one such folder per window"
+        )
     if keys is None:
         chosen = [key for key, _ in folder.entries()]
     else:
@@ -548,9 +620,15 @@ def keyed_model_handler(folder_uri: str, keys: Iterable | None = None, *, input_
             raise ValueError(f"{folder_uri} has no model for the keys {missing[:10]}")
     if not chosen:
         raise ValueError(f"{folder_uri} holds no key's model")
-    mappings = [KeyModelMapping([key], PolybeamModelHandler(folder_uri, key=key, input_format=input_format, output=output,
-                                                            format_options=format_options))
-                for key in chosen]  # fmt: skip
+    mappings = [
+        KeyModelMapping(
+            [key],
+            PolybeamModelHandler(
+                folder_uri, key=key, input_format=input_format, output=output, format_options=format_options
+            ),
+        )
+        for key in chosen
+    ]
     return KeyedModelHandler(mappings, max_models_per_worker_hint=max_models_per_worker_hint)
 
 
@@ -563,10 +641,21 @@ class AnytimeModelHandler(_PolybeamHandler):
     ``model_id`` is ``URI#prefix=K`` for the K groups used.
     """
 
-    def __init__(self, prefixes_uri: str, *, input_format: str = "dict",
-                 format_options: Mapping[str, Any] | None = None, **batching):  # fmt: skip
-        super().__init__(prefixes_uri, input_format=input_format, format_options=format_options,
-                         namespace=f"{METRICS_NAMESPACE}_anytime", **batching)  # fmt: skip
+    def __init__(
+        self,
+        prefixes_uri: str,
+        *,
+        input_format: str = "dict",
+        format_options: Mapping[str, Any] | None = None,
+        **batching,
+    ):
+        super().__init__(
+            prefixes_uri,
+            input_format=input_format,
+            format_options=format_options,
+            namespace=f"{METRICS_NAMESPACE}_anytime",
+            **batching,
+        )
 
     def load_model(self) -> AnytimeModel:
         from polybeam.transforms.sequence import read_anytime_model
@@ -583,12 +672,18 @@ class AnytimeModelHandler(_PolybeamHandler):
         if inference_args and len(inference_args) > 1:
             raise ValueError("choose the prefix by budget or by groups, not both")
 
-    def run_inference(self, batch: Sequence, model: AnytimeModel,
-                      inference_args: dict | None = None) -> Iterable[PredictionResult]:  # fmt: skip
+    def run_inference(
+        self, batch: Sequence, model: AnytimeModel, inference_args: dict | None = None
+    ) -> Iterable[PredictionResult]:
         self.validate_inference_args(inference_args)
         args = dict(inference_args or {})
         if "groups" in args:
             args["groups"] = tuple(args["groups"])
         length = model.prefix_length(**args)
-        return self._score(batch, bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)), recorded=None,
-                           score=lambda examples: (model.predict(examples, prefix=length), f"{self._uri}#prefix={length}"))  # fmt: skip
+        return self._score(
+            batch,
+            bits=model.bits,
+            seed=int(model.prefixes[0].get("seed", 0)),
+            recorded=None,
+            score=lambda examples: (model.predict(examples, prefix=length), f"{self._uri}#prefix={length}"),
+        )

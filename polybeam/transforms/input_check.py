@@ -43,15 +43,21 @@ def failure_report(facts: dict, counts: ReadCounts, letters: list[DeadLetter], m
     """The report of a job its input check failed (with its provenance, when ``facts`` hold its ``origin``)."""
     facts = dict(facts)
     known = facts.pop("origin", None)
-    report = {**facts, **counts.to_dict(), "failed": True, "error": message,
-              "first_dead_letters": [letter.__dict__ for letter in letters]}  # fmt: skip
+    report = {
+        **facts,
+        **counts.to_dict(),
+        "failed": True,
+        "error": message,
+        "first_dead_letters": [letter.__dict__ for letter in letters],
+    }
     if known is not None:
         report["provenance"] = provenance_record(known, counts)
     return report
 
 
-def _check(counts: ReadCounts, letters: list[DeadLetter], policy: InputPolicy, report: str | None,
-           facts: dict) -> ReadCounts:  # fmt: skip
+def _check(
+    counts: ReadCounts, letters: list[DeadLetter], policy: InputPolicy, report: str | None, facts: dict
+) -> ReadCounts:
     message = policy.problem(counts, letters)
     if message is None:
         return counts

@@ -19,7 +19,7 @@ element, a :class:`KeyShard`, which becomes one shard file of the model folder
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 import apache_beam as beam
 import numpy as np
@@ -51,8 +51,10 @@ class KeyShard:
         """``(key, Model)`` pairs, each model with its own names and the shared metadata."""
         for key, model in self.models:
             names = {int(slot): self.names[slot] for slot in model.slots if int(slot) in self.names}
-            yield key, dataclasses.replace(model, names={**names, **model.names},
-                                           metadata={**model.metadata, **self.shared})  # fmt: skip
+            yield (
+                key,
+                dataclasses.replace(model, names={**names, **model.names}, metadata={**model.metadata, **self.shared}),
+            )
 
     def __iter__(self):
         return iter(self.models)
@@ -71,8 +73,9 @@ class SplitByShard(beam.DoFn):
 
     def process(self, batch: ExampleBatch):
         codes, keys = key_codes(self.key, batch)
-        shard_of_key = np.fromiter((shard_of(key_text(key), self.shards) for key in keys), dtype=np.int64,
-                                   count=len(keys))  # fmt: skip
+        shard_of_key = np.fromiter(
+            (shard_of(key_text(key), self.shards) for key in keys), dtype=np.int64, count=len(keys)
+        )
         shards = shard_of_key[codes]
         keyed = dataclasses.replace(batch, key_codes=np.asarray(codes, dtype=np.int32), key_names=keys)
         if len(shards) and (shards == shards[0]).all():
@@ -82,8 +85,11 @@ class SplitByShard(beam.DoFn):
         for rows in np.split(order, np.flatnonzero(np.diff(shards[order])) + 1):
             # The part names its own keys only (a batch of many keys would carry them all to every shard).
             present, codes_of_rows = np.unique(keyed.key_codes[rows], return_inverse=True)
-            part = dataclasses.replace(keyed.take(rows), key_codes=codes_of_rows.astype(np.int32),
-                                       key_names=tuple(keys[code] for code in present))  # fmt: skip
+            part = dataclasses.replace(
+                keyed.take(rows),
+                key_codes=codes_of_rows.astype(np.int32),
+                key_names=tuple(keys[code] for code in present),
+            )
             yield int(shards[rows[0]]), part
 
 
@@ -100,8 +106,9 @@ def key_segments(batches: Iterable[ExampleBatch]):
     index: dict = {}
     codes = []
     for batch in batches:
-        local = np.fromiter((index.setdefault(key, len(index)) for key in batch.key_names), dtype=np.int64,
-                            count=len(batch.key_names))  # fmt: skip
+        local = np.fromiter(
+            (index.setdefault(key, len(index)) for key in batch.key_names), dtype=np.int64, count=len(batch.key_names)
+        )
         codes.append(local[batch.key_codes])
     if not batches:
         return
@@ -122,4 +129,3 @@ def feature_names(batches: Iterable[ExampleBatch]) -> dict:
         for slot, name in (batch.names or {}).items():
             names.setdefault(int(slot), name)
     return names
-

@@ -59,7 +59,9 @@ def join(folder: str, *parts: str) -> str:
 def write_index(folder: str, entries: dict, **facts) -> str:
     """Write ``folder/index.json`` listing ``entries`` (key text -> dict with at least "file")."""
     path = join(folder, INDEX_NAME)
-    write_json(path, {**facts, "entries": {key_text(k): v for k, v in sorted(entries.items(), key=lambda kv: key_text(kv[0]))}})
+    write_json(
+        path, {**facts, "entries": {key_text(k): v for k, v in sorted(entries.items(), key=lambda kv: key_text(kv[0]))}}
+    )
     return path
 
 

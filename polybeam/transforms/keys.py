@@ -11,7 +11,7 @@ without a tag, an empty column) are the empty key ``""``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 import apache_beam as beam
 import numpy as np
@@ -71,8 +71,11 @@ class ParsedKeys:
             return [(batch.source or "", batch)]
         if self.kind == "tag":
             index: dict[str, int] = {}
-            codes = np.fromiter((index.setdefault("" if tag is None else tag, len(index)) for tag in _tags(batch)),
-                                dtype=np.int32, count=len(batch))  # fmt: skip
+            codes = np.fromiter(
+                (index.setdefault("" if tag is None else tag, len(index)) for tag in _tags(batch)),
+                dtype=np.int32,
+                count=len(batch),
+            )
             keyed = dataclasses.replace(batch, key_codes=codes, key_names=tuple(index))
             return keyed.split_by_key_codes()
         return _parsed_keys(batch, self.spec).split_by_key_codes()

@@ -135,22 +135,29 @@ class ParseLines(beam.PTransform):
             raise ValueError(f"block_lines must be >= 1, got {block_lines}")
         self.format = resolve_format(format, format_options)
         if not hasattr(self.format, "parse") or getattr(self.format, "name", None) == "parquet":
-            raise ValueError(f"ParseLines reads text lines (libsvm, vw, csv), not {getattr(self.format, 'name', format)}")
+            raise ValueError(
+                f"ParseLines reads text lines (libsvm, vw, csv), not {getattr(self.format, 'name', format)}"
+            )
         self.header = self._header(columns)
         self.columns = tuple(columns or ())  # (RecordOrigin records them: a model's CSV lines need no columns)
         self.source = source
         self.block_lines = block_lines
         self.policy = None
         if check_input:
-            self.policy = InputPolicy(allow_empty=allow_empty, max_dead_letter_fraction=max_dead_letter_fraction,
-                                      format=getattr(self.format, "name", "libsvm"), spelling="python")
+            self.policy = InputPolicy(
+                allow_empty=allow_empty,
+                max_dead_letter_fraction=max_dead_letter_fraction,
+                format=getattr(self.format, "name", "libsvm"),
+                spelling="python",
+            )
 
     def _header(self, columns) -> bytes | None:
         name = getattr(self.format, "name", None)
         if columns is None:
             if name == "csv" and self.format.has_header:
-                raise ValueError("CSV lines have no header line: give columns=[...] (the header's names), "
-                                 "or has_header=False")
+                raise ValueError(
+                    "CSV lines have no header line: give columns=[...] (the header's names), or has_header=False"
+                )
             return None
         if name != "csv":
             raise ValueError(f"columns is for CSV lines, not {name}")
@@ -161,8 +168,10 @@ class ParseLines(beam.PTransform):
     def expand(self, lines) -> ReadResult:
         unbounded = not lines.is_bounded
         if self.policy is not None and (unbounded or not is_global(lines)):
-            raise ValueError("ParseLines' input check needs the whole read: bounded lines in the global window; "
-                             "for a stream or windowed lines give check_input=False")
+            raise ValueError(
+                "ParseLines' input check needs the whole read: bounded lines in the global window; "
+                "for a stream or windowed lines give check_input=False"
+            )
         source, header = self.source, self.header
         parsed = (
             lines
@@ -183,5 +192,8 @@ class ParseLines(beam.PTransform):
         return read._replace(checked=read | "CheckInput" >> CheckInput(self.policy))
 
     def display_data(self):
-        return {"format": getattr(self.format, "name", type(self.format).__name__), "source": self.source,
-                "block_lines": self.block_lines}
+        return {
+            "format": getattr(self.format, "name", type(self.format).__name__),
+            "source": self.source,
+            "block_lines": self.block_lines,
+        }

@@ -65,8 +65,11 @@ class ScoredBatch:
         n = len(self.predictions)
         rows = self.row_ids if self.row_ids is not None else np.full(n, -1)
         # An ID may hold a tab or a line break (a quoted CSV cell): as blanks, so that every line keeps its columns.
-        tags = [None if tag is None else tag.translate(_BLANK_SEPARATORS) for tag in self.tags.tolist()] \
-            if self.tags is not None else [None] * n  # fmt: skip
+        tags = (
+            [None if tag is None else tag.translate(_BLANK_SEPARATORS) for tag in self.tags.tolist()]
+            if self.tags is not None
+            else [None] * n
+        )
         source = self.source or ""
         if self.predictions.ndim == 2:
             predicted = [self._class(k + 1) for k in np.argmax(self.predictions, axis=1)]
@@ -122,8 +125,16 @@ class WritePredictions(beam.PTransform):
     The ID column is headed ``id_name``: the input's ID column (``--id-column``), or ``tag`` for VW's tags
     (see :func:`id_column_name`). Emits the names of the files written."""
 
-    def __init__(self, path_prefix: str, *, num_shards: int = 0, shard_name_template: str | None = None,
-                 with_key: bool = False, extra_columns: tuple[str, ...] = (), id_name: str = ID_COLUMN):  # fmt: skip
+    def __init__(
+        self,
+        path_prefix: str,
+        *,
+        num_shards: int = 0,
+        shard_name_template: str | None = None,
+        with_key: bool = False,
+        extra_columns: tuple[str, ...] = (),
+        id_name: str = ID_COLUMN,
+    ):
         super().__init__()
         self.id_name = id_name
         self.path_prefix = path_prefix

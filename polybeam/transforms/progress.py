@@ -110,9 +110,11 @@ def line(point: dict, rate: float) -> str:
     def loss(value):
         return "-" if value is None else f"{value:.6f}"
 
-    return (f"polybeam[{os.getpid()}] pass {point['pass']} {point['examples']:>10} examples {speed}  "
-            f"progressive loss {loss(point['progressive_loss'])}  since last {loss(point['since_last'])}  "
-            f"non-zero {point['nonzero']}")  # fmt: skip
+    return (
+        f"polybeam[{os.getpid()}] pass {point['pass']} {point['examples']:>10} examples {speed}  "
+        f"progressive loss {loss(point['progressive_loss'])}  since last {loss(point['since_last'])}  "
+        f"non-zero {point['nonzero']}"
+    )
 
 
 def holdout_progress_line(selection) -> str:
@@ -120,18 +122,21 @@ def holdout_progress_line(selection) -> str:
     stops (see polybeam.learners.holdout.PassSelection)."""
     entry = selection.history[-1]
     if selection.released:
-        return (f"polybeam[{os.getpid()}] pass {entry['pass']}: {entry['examples']} examples held out, fewer than "
-                f"{selection.min_examples} to judge passes by: every later pass learns every example and the last "
-                "pass is kept")
+        return (
+            f"polybeam[{os.getpid()}] pass {entry['pass']}: {entry['examples']} examples held out, fewer than "
+            f"{selection.min_examples} to judge passes by: every later pass learns every example and the last "
+            "pass is kept"
+        )
     loss = entry["holdout_loss"]
     shown = f"{loss:.6f}" if loss == loss else "-"
     candidates = entry["losses"]
     among = ""
     if len(candidates) > 1:
         among = " (" + ", ".join(f"{name} {value:.6f}" for name, value in candidates.items()) + ")"
-    line = (f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among} over {entry['examples']} "
-            f"held-out examples; best: pass {selection.best_pass}")
+    line = (
+        f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among} over {entry['examples']} "
+        f"held-out examples; best: pass {selection.best_pass}"
+    )
     if selection.stopped:
-        line += (f"; no better loss in {selection.patience} passes: training stops and keeps pass "
-                 f"{selection.best_pass}")
+        line += f"; no better loss in {selection.patience} passes: training stops and keeps pass {selection.best_pass}"
     return line

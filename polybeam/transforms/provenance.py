@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import apache_beam as beam
 
@@ -51,23 +51,42 @@ def utc(seconds: float | None) -> str | None:
     """A time as ISO 8601 in UTC, to the second (``2025-05-01T12:00:00Z``)."""
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def origin(settings: InputSettings | None, inputs, *, command: str | None = None, options: dict | None = None,
-           runner: str | None = None, started: float | None = None) -> dict:  # fmt: skip
+def origin(
+    settings: InputSettings | None,
+    inputs,
+    *,
+    command: str | None = None,
+    options: dict | None = None,
+    runner: str | None = None,
+    started: float | None = None,
+) -> dict:
     """What the launcher knows of a model's origin: how and what it reads, the options, the runner, the start."""
-    return {"input": None if settings is None else settings.to_dict(), "inputs": list(inputs), "command": command,
-            "options": dict(options or {}), "runner": runner, "started": started}  # fmt: skip
+    return {
+        "input": None if settings is None else settings.to_dict(),
+        "inputs": list(inputs),
+        "command": command,
+        "options": dict(options or {}),
+        "runner": runner,
+        "started": started,
+    }
 
 
 def provenance_record(known: dict, counts: ReadCounts | None = None, finished: float | None = None) -> dict:
     """The ``provenance`` of a model or report: versions (of this process: the worker that writes it), the
     command, input patterns, read counts, options, runner, start and end (UTC); unknown entries left out."""
-    record = {**versions(), "command": known.get("command"), "inputs": known.get("inputs"),
-              "read": None if counts is None else counts.to_dict(), "options": known.get("options") or {},
-              "runner": known.get("runner"), "started": utc(known.get("started")),
-              "finished": utc(time.time() if finished is None else finished)}  # fmt: skip
+    record = {
+        **versions(),
+        "command": known.get("command"),
+        "inputs": known.get("inputs"),
+        "read": None if counts is None else counts.to_dict(),
+        "options": known.get("options") or {},
+        "runner": known.get("runner"),
+        "started": utc(known.get("started")),
+        "finished": utc(time.time() if finished is None else finished),
+    }
     return {name: value for name, value in record.items() if value is not None}
 
 
@@ -131,8 +150,18 @@ class RecordOrigin(beam.PTransform):
     rid 2
     """
 
-    def __init__(self, reading, *, counts=None, inputs=None, command: str | None = None, options: dict | None = None,
-                 runner: str | None = None, started: float | None = None, keyed: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        reading,
+        *,
+        counts=None,
+        inputs=None,
+        command: str | None = None,
+        options: dict | None = None,
+        runner: str | None = None,
+        started: float | None = None,
+        keyed: bool = False,
+    ):
         super().__init__()
         if isinstance(reading, InputSettings) or reading is None:
             settings = reading
@@ -147,4 +176,6 @@ class RecordOrigin(beam.PTransform):
     def expand(self, models):
         if self.counts is None:
             return models | "Stamp" >> beam.Map(_stamp_element, self.known, self.keyed)
-        return models | "Stamp" >> beam.Map(_stamp_element, self.known, self.keyed, beam.pvalue.AsSingleton(self.counts))
+        return models | "Stamp" >> beam.Map(
+            _stamp_element, self.known, self.keyed, beam.pvalue.AsSingleton(self.counts)
+        )

@@ -453,8 +453,12 @@ class ReadExamples(beam.PTransform):
         # Built now, so that a bad fraction fails here rather than in the running job.
         self.policy = None
         if check_input:
-            self.policy = InputPolicy(allow_empty=allow_empty, max_dead_letter_fraction=max_dead_letter_fraction,
-                                      format=getattr(self.format, "name", "libsvm"), spelling="python")
+            self.policy = InputPolicy(
+                allow_empty=allow_empty,
+                max_dead_letter_fraction=max_dead_letter_fraction,
+                format=getattr(self.format, "name", "libsvm"),
+                spelling="python",
+            )
 
     def expand(self, pbegin) -> ReadResult:
         require_match(self.file_pattern)
@@ -487,8 +491,7 @@ class ReadExamples(beam.PTransform):
     def _read_parquet(self, pbegin) -> ReadResult:
         parsed = (
             pbegin
-            | "Match"
-            >> fileio.MatchFiles(self.file_pattern, empty_match_treatment=fileio.EmptyMatchTreatment.DISALLOW)
+            | "Match" >> fileio.MatchFiles(self.file_pattern, empty_match_treatment=fileio.EmptyMatchTreatment.DISALLOW)
             # One file is one task; the reshuffle spreads files over workers.
             | "Spread" >> beam.Reshuffle()
             | "ReadParquet"

@@ -24,7 +24,7 @@ and ``build(parts)`` turns them into the report's dict.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import apache_beam as beam
 
@@ -63,7 +63,5 @@ class WriteReport(beam.PTransform):
     def expand(self, pbegin):
         sides = {name: beam.pvalue.AsList(part) for name, part in self.parts.items()}
         return (
-            pbegin
-            | "ReportPath" >> beam.Create([self.path])
-            | "WriteReport" >> beam.Map(_write, self.build, **sides)
+            pbegin | "ReportPath" >> beam.Create([self.path]) | "WriteReport" >> beam.Map(_write, self.build, **sides)
         )

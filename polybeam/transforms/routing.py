@@ -18,11 +18,11 @@ from typing import NamedTuple
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from polybeam.learners.model import Model
 from polybeam.formats.records import DeadLetter
+from polybeam.learners.model import Model
 from polybeam.learners.model_shards import add_summaries, encode_shard, shard_name, shard_of, summarise
-from polybeam.transforms.key_shards import KeyShard
 from polybeam.transforms.files import write_atomically, write_json
+from polybeam.transforms.key_shards import KeyShard
 from polybeam.transforms.keyed_files import INDEX_NAME, KeyedFolder, join, key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.model_io import read_model
@@ -139,9 +139,8 @@ class RouteByKey(beam.PTransform):
         self.key = key
 
     def expand(self, batches) -> RouteResult:
-        routed = (
-            split_by_key(batches, self.key)
-            | "Route" >> beam.ParDo(_RouteFn(self.library)).with_outputs(UNROUTED, main="routed")
+        routed = split_by_key(batches, self.key) | "Route" >> beam.ParDo(_RouteFn(self.library)).with_outputs(
+            UNROUTED, main="routed"
         )
         return RouteResult(routed.routed, routed[UNROUTED])
 
@@ -163,15 +162,22 @@ def shard_count(keys: int) -> int:
 def _write_shard(shard: KeyShard, folder: str, window=beam.DoFn.WindowParam) -> dict:
     folder = window_folder(folder, window)
     file = shard_name(shard.shard, shard.shards)
-    data, entries = encode_shard(((key_text(key), model) for key, model in shard), names=shard.names,
-                                 shared=shard.shared)  # fmt: skip
+    data, entries = encode_shard(
+        ((key_text(key), model) for key, model in shard), names=shard.names, shared=shard.shared
+    )
     write_atomically(join(folder, file), data)
     first = shard.models[0][1]
     # How the models' input was read (RecordOrigin stamps it on each model, or once on a shard), for an
     # index whose writer did not say (WriteKeyedModels from Python).
     recorded = shard.shared.get("input", first.input)
-    return {"shard": shard.shard, "shards": shard.shards, "file": file, "summary": summarise(entries),
-            "config": first.config.to_dict(), "input": recorded}  # fmt: skip
+    return {
+        "shard": shard.shard,
+        "shards": shard.shards,
+        "file": file,
+        "summary": summarise(entries),
+        "config": first.config.to_dict(),
+        "input": recorded,
+    }
 
 
 def _as_shard(element, shards: int) -> KeyShard:
@@ -193,9 +199,18 @@ def _write_sharded_index(written: list, folder: str, facts: dict, window=beam.Do
     if "input" not in facts and len(inputs) == 1 and written[0].get("input") is not None:
         recorded["input"] = written[0]["input"]
     path = join(folder, INDEX_NAME)
-    write_json(path, {**recorded, **facts, "kind": KEYED_MODELS, "layout": "shards", "shards": counts.pop() if counts else 1,
-                      "files": {str(part["shard"]): part["file"] for part in sorted(written, key=lambda p: p["shard"])},
-                      **summary})  # fmt: skip
+    write_json(
+        path,
+        {
+            **recorded,
+            **facts,
+            "kind": KEYED_MODELS,
+            "layout": "shards",
+            "shards": counts.pop() if counts else 1,
+            "files": {str(part["shard"]): part["file"] for part in sorted(written, key=lambda p: p["shard"])},
+            **summary,
+        },
+    )
     return path
 
 
@@ -240,8 +255,11 @@ class _ToShards(beam.PTransform):
     def expand(self, models):
         split = models | "KindOfElement" >> beam.Partition(lambda element, _: int(isinstance(element, KeyShard)), 2)
         pairs = split[0]
-        count = beam.pvalue.AsSingleton(pairs | "CountKeys" >> combine_globally(beam.combiners.CountCombineFn(), pairs)
-                                        | "Shards" >> beam.Map(shard_count))  # fmt: skip
+        count = beam.pvalue.AsSingleton(
+            pairs
+            | "CountKeys" >> combine_globally(beam.combiners.CountCombineFn(), pairs)
+            | "Shards" >> beam.Map(shard_count)
+        )
         grouped = (
             pairs
             | "ShardOfKey" >> beam.Map(lambda pair, shards: (shard_of(key_text(pair[0]), shards), pair), count)

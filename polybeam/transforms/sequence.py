@@ -58,9 +58,20 @@ class SequenceGroups(beam.PTransform):
     the hashing seed the input was read with (recorded with the prefixes).
     """
 
-    def __init__(self, spec: GroupSpec, *, method: str = "cs-g-omp", ridge: float = 0.0, whiten: bool | None = None,
-                 standardize: bool = True, default_group: str | None = None, default_cost: float = 1.0,
-                 memory_limit: int = DEFAULT_MEMORY_LIMIT, seed: int = 0, **options):  # fmt: skip
+    def __init__(
+        self,
+        spec: GroupSpec,
+        *,
+        method: str = "cs-g-omp",
+        ridge: float = 0.0,
+        whiten: bool | None = None,
+        standardize: bool = True,
+        default_group: str | None = None,
+        default_cost: float = 1.0,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        seed: int = 0,
+        **options,
+    ):
         super().__init__()
         self.spec = spec
         self.options = dict(method=method, ridge=ridge, whiten=whiten, standardize=standardize, **options)
@@ -68,9 +79,11 @@ class SequenceGroups(beam.PTransform):
         self.seed = seed
 
     def expand(self, batches):
-        return (batches
-                | "Statistics" >> GroupStatistics(self.spec, **self.statistics)
-                | "Sequence" >> beam.ParDo(_SequenceFn(self.options, self.seed)).with_outputs(SKIPPED, main="prefixes"))  # fmt: skip
+        return (
+            batches
+            | "Statistics" >> GroupStatistics(self.spec, **self.statistics)
+            | "Sequence" >> beam.ParDo(_SequenceFn(self.options, self.seed)).with_outputs(SKIPPED, main="prefixes")
+        )
 
 
 def _in_rank_order(records: list[dict]) -> str:
@@ -88,10 +101,12 @@ class WritePrefixes(beam.PTransform):
         self.path = path
 
     def expand(self, prefixes):
-        return (prefixes
-                | "Gather" >> beam.combiners.ToList()
-                | "InOrder" >> beam.Map(_in_rank_order)
-                | "Write" >> beam.Map(_write_lines, self.path))  # fmt: skip
+        return (
+            prefixes
+            | "Gather" >> beam.combiners.ToList()
+            | "InOrder" >> beam.Map(_in_rank_order)
+            | "Write" >> beam.Map(_write_lines, self.path)
+        )
 
 
 def _write_lines(text: str, path: str) -> str:
@@ -165,6 +180,4 @@ class EvaluateAnytime(beam.PTransform):
         self.models = dict(models)
 
     def expand(self, batches):
-        return (batches
-                | "Score" >> beam.ParDo(_CurvesFn(self.models))
-                | "Merge" >> beam.CombinePerKey(MergeFn()))  # fmt: skip
+        return batches | "Score" >> beam.ParDo(_CurvesFn(self.models)) | "Merge" >> beam.CombinePerKey(MergeFn())

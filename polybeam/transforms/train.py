@@ -29,28 +29,36 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.util import WaitOn
 
 from polybeam.formats.acceptance import InputRejected
+from polybeam.learners import lbfgs
 from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import (HoldoutScore, PassSelection, held_out_part, record_pass, train_passes,
-                                       training_count, training_part)
-from polybeam.learners.model_shards import shard_of
-from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments
-from polybeam.learners import lbfgs
+from polybeam.learners.holdout import (
+    HoldoutScore,
+    PassSelection,
+    held_out_part,
+    record_pass,
+    train_passes,
+    training_count,
+    training_part,
+)
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.model_shards import shard_of
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.combining import MergeFn
 from polybeam.transforms.faults import FaultSwitch
+from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments
 from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
-from polybeam.transforms.windows import RecordWindow, combine_globally, in_window, is_global
 from polybeam.transforms.progress import Progress, holdout_progress_line
+from polybeam.transforms.windows import RecordWindow, combine_globally, in_window, is_global
 
 
-def _feed(learner: BackgroundLearner, element, progress: Progress, config: LearnerConfig,
-          holding: bool = True) -> BackgroundLearner:  # fmt: skip
+def _feed(
+    learner: BackgroundLearner, element, progress: Progress, config: LearnerConfig, holding: bool = True
+) -> BackgroundLearner:
     """Learn ``element``: a batch, or ``(batch, examples to space apple's epochs over)`` (see Train),
     but for its held-out examples while the holdout judges (``holding``; see polybeam.learners.holdout);
     count it and publish the progress made so far (from the bundle's thread, where metrics belong)."""
@@ -76,8 +84,15 @@ class TrainFn(beam.CombineFn):
     (to continue training in another pass, or to checkpoint).
     """
 
-    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None,
-                 progress: bool = False, sparse: bool = False, progress_every: int = 0):  # fmt: skip
+    def __init__(
+        self,
+        config: LearnerConfig,
+        output: str = "model",
+        metadata: dict | None = None,
+        progress: bool = False,
+        sparse: bool = False,
+        progress_every: int = 0,
+    ):
         self.config = config
         self.output = output
         self.metadata = metadata
@@ -121,8 +136,9 @@ class TrainFn(beam.CombineFn):
 class MergeLearnersFn(beam.CombineFn):
     """Averages the partial learners of a later pass into one Model (or state, to go on)."""
 
-    def __init__(self, config: LearnerConfig, output: str = "model", metadata: dict | None = None,
-                 sparse: bool = False):  # fmt: skip
+    def __init__(
+        self, config: LearnerConfig, output: str = "model", metadata: dict | None = None, sparse: bool = False
+    ):
         self.config = config
         self.output = output
         self.metadata = metadata
@@ -176,7 +192,9 @@ class _MergeTree(beam.PTransform):
     def expand(self, learners):
         fanout = self.fanout
         if self.keyed:
-            grouped = learners | "Group" >> beam.MapTuple(lambda key, learner: ((key, _group(learner, fanout)), learner))
+            grouped = learners | "Group" >> beam.MapTuple(
+                lambda key, learner: ((key, _group(learner, fanout)), learner)
+            )
         else:
             grouped = learners | "Group" >> beam.Map(lambda learner: (_group(learner, fanout), learner))
         averaged = grouped | "AverageGroups" >> beam.CombinePerKey(self.merge)
@@ -244,8 +262,9 @@ class _LearnOnePass(_Learning):
             if origin is not None and origin.selection_.stopped:
                 return  # the holdout stopped this learner early: its later passes learn nothing
             fresh = origin is None
-            learner = BackgroundLearner(self._progress.attach(make_learner(self.config, sparse=self.keyed) if fresh
-                                                              else continue_from(origin)))  # fmt: skip
+            learner = BackgroundLearner(
+                self._progress.attach(make_learner(self.config, sparse=self.keyed) if fresh else continue_from(origin))
+            )
             self._learners[key] = learner
             self._holding[key] = fresh or origin.selection_.holding_out
         _feed(learner, batch, self._progress, self.config, self._holding[key])
@@ -386,7 +405,8 @@ def _with_total_examples(batches, config: LearnerConfig, keyed: bool, learners: 
         return (
             {"batches": batches, "count": counts}
             | "JoinCount" >> beam.CoGroupByKey()  # a keyed join: no worker holds every key's count
-            | "PairWithCount" >> beam.FlatMapTuple(
+            | "PairWithCount"
+            >> beam.FlatMapTuple(
                 lambda key, grouped: (
                     (key, (batch, learner_total(next(iter(grouped["count"]), 0), passes, learners)))
                     for batch in grouped["batches"]
@@ -512,9 +532,11 @@ def _judge(element, number: int, final: bool, progress: bool):
 
 def _require_examples(count: int) -> int:
     if count == 0:
-        raise InputRejected("Train got no example, so its model would have learned nothing; check what feeds it "
-                            "(ReadExamples' file pattern and format), or pass allow_empty=True to Train to accept "
-                            "an empty input")  # fmt: skip
+        raise InputRejected(
+            "Train got no example, so its model would have learned nothing; check what feeds it "
+            "(ReadExamples' file pattern and format), or pass allow_empty=True to Train to accept "
+            "an empty input"
+        )
     return count
 
 
@@ -622,12 +644,14 @@ class _FinishWithLbfgs(beam.PTransform):
         state = models | "LbfgsStart" >> beam.Map(_LbfgsState, config)
         for number in range(1, config.lbfgs_passes + 1):
             point = state | f"LbfgsPoint{number}" >> beam.Map(lambda s: s.point())
-            parts = self.batches | f"LbfgsLossGradient{number}" >> beam.ParDo(_LossGradientFn(config),
-                                                                               beam.pvalue.AsSingleton(point))  # fmt: skip
+            parts = self.batches | f"LbfgsLossGradient{number}" >> beam.ParDo(
+                _LossGradientFn(config), beam.pvalue.AsSingleton(point)
+            )
             total = parts | f"LbfgsSum{number}" >> combine_globally(_SumLossGradients(), parts)
             # (a window whose bundles had no training example has no sum: told(None) takes the empty one)
-            state = state | f"LbfgsStep{number}" >> beam.Map(lambda s, t: s.told(t),
-                                                             beam.pvalue.AsSingleton(total, default_value=None))
+            state = state | f"LbfgsStep{number}" >> beam.Map(
+                lambda s, t: s.told(t), beam.pvalue.AsSingleton(total, default_value=None)
+            )
         return state | "LbfgsModel" >> beam.Map(lambda s: s.finished())
 
 
@@ -770,8 +794,10 @@ class Train(beam.PTransform):
         if shared_keys is not None and key is not None:
             raise ValueError("a shared per-key model (shared_keys) takes no key function")
         if key is not None and self.config.lbfgs_passes:
-            raise ValueError("the L-BFGS finishing stage (lbfgs_passes) trains one model, not one per key; "
-                             "leave lbfgs_passes at 0 with a key")  # fmt: skip
+            raise ValueError(
+                "the L-BFGS finishing stage (lbfgs_passes) trains one model, not one per key; "
+                "leave lbfgs_passes at 0 with a key"
+            )
         self.config = shared_config(self.config, shared_keys is not None)
         self.shared_keys = shared_keys
 
@@ -805,7 +831,8 @@ class Train(beam.PTransform):
             states, number = self.initial | "ForgetPasses" >> beam.Map(_without_record, keyed), 0
         else:
             states, number = self.initial, self.first_pass - 1
-        for number in range(number + 1, config.passes + 1):
+        first_to_run = number + 1  # (after the passes already done)
+        for number in range(first_to_run, config.passes + 1):
             if keyed:  # each key's state joined to its batches: a keyed join, not a broadcast of every key
                 merged = (
                     {"state": states, "batches": batches}
@@ -867,11 +894,14 @@ class Train(beam.PTransform):
                 | f"ScoreHoldout{number}" >> beam.ParDo(_ScoreHoldout(), beam.pvalue.AsSingleton(merged))
                 | f"SumHoldout{number}" >> beam.CombinePerKey(_SumHoldoutScores())
             )
-        joined = {"state": merged if keyed else merged | f"KeyState{number}" >> beam.Map(lambda state: (None, state)),
-                  "score": scores}  # fmt: skip
+        joined = {
+            "state": merged if keyed else merged | f"KeyState{number}" >> beam.Map(lambda state: (None, state)),
+            "score": scores,
+        }
         if previous is not None:
-            joined["previous"] = previous if keyed else previous | f"KeyPrevious{number}" >> beam.Map(
-                lambda state: (None, state))
+            joined["previous"] = (
+                previous if keyed else previous | f"KeyPrevious{number}" >> beam.Map(lambda state: (None, state))
+            )
         judged = (
             joined
             | f"JoinHoldout{number}" >> beam.CoGroupByKey()
@@ -896,8 +926,14 @@ class Train(beam.PTransform):
 
     def _first_pass(self, batches, keyed: bool):
         config = self.config
-        first_fn = TrainFn(config, output="state", metadata=self.metadata, progress=self.progress, sparse=keyed,
-                           progress_every=self.progress_every)
+        first_fn = TrainFn(
+            config,
+            output="state",
+            metadata=self.metadata,
+            progress=self.progress,
+            sparse=keyed,
+            progress_every=self.progress_every,
+        )
         first_input = batches
         if config.expand == "apple" and config.examples_per_pass is not None:
             first_input = _with_total_examples(batches, config, keyed, self.learners, config.examples_per_pass)
@@ -926,5 +962,6 @@ class Train(beam.PTransform):
             waits = self.checkpoints_after + getattr(self, "_input_checks", ())
             if waits:
                 states = states | f"Checkpoint{number}Waits" >> WaitOn(*waits)
-            states | f"Checkpoint{number}" >> WriteCheckpoint(self.checkpoint_dir, number, keyed=keyed,
-                                                            config=self.config)  # fmt: skip
+            states | f"Checkpoint{number}" >> WriteCheckpoint(
+                self.checkpoint_dir, number, keyed=keyed, config=self.config
+            )

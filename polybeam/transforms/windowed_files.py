@@ -36,18 +36,28 @@ def _write_window_model(model: Model, folder: str, window=beam.DoFn.WindowParam)
     name = window_name(*bounds(window))
     write_model(model, join(folder, f"{name}.model"))
     meta = model.metadata
-    return _entry(window, file=f"{name}.model", examples=meta.get("examples"),
-                  progressive_loss=meta.get("progressive_loss"), nonzero_weights=model.nonzero,
-                  holdout=meta.get("holdout"))  # fmt: skip
+    return _entry(
+        window,
+        file=f"{name}.model",
+        examples=meta.get("examples"),
+        progressive_loss=meta.get("progressive_loss"),
+        nonzero_weights=model.nonzero,
+        holdout=meta.get("holdout"),
+    )
 
 
 def _window_folder_entry(index_path: str, window=beam.DoFn.WindowParam) -> tuple[str, dict]:
     folder = index_path.rsplit("/", 1)[0]
     written = read_index(folder)
     name = window_name(*bounds(window))
-    return _entry(window, folder=name, keys=written.get("keys", 0), examples=written.get("examples", 0),
-                  progressive_loss=written.get("progressive_loss"),
-                  nonzero_weights=written.get("nonzero_weights", 0))  # fmt: skip
+    return _entry(
+        window,
+        folder=name,
+        keys=written.get("keys", 0),
+        examples=written.get("examples", 0),
+        progressive_loss=written.get("progressive_loss"),
+        nonzero_weights=written.get("nonzero_weights", 0),
+    )
 
 
 class WriteWindowedModels(beam.PTransform):
@@ -71,8 +81,8 @@ class WriteWindowedModels(beam.PTransform):
             entries
             | "Everywhere" >> beam.WindowInto(beam_window.GlobalWindows())
             | "Gather" >> beam.combiners.ToList()
-            | "WriteIndex" >> beam.Map(
-                lambda gathered: write_index(folder, dict(gathered), kind=WINDOWED_MODELS, **self.facts))
+            | "WriteIndex"
+            >> beam.Map(lambda gathered: write_index(folder, dict(gathered), kind=WINDOWED_MODELS, **self.facts))
         )
 
 
@@ -86,8 +96,9 @@ class WindowedFolder:
         self.folder = folder
         self.index = read_index(folder)
         if self.index.get("kind") != WINDOWED_MODELS:
-            raise ValueError(f"{folder} is not a folder of models per window (its index.json is a "
-                             f"{self.index.get('kind')})")  # fmt: skip
+            raise ValueError(
+                f"{folder} is not a folder of models per window (its index.json is a {self.index.get('kind')})"
+            )
         self._models: dict = {}
 
     @property

@@ -31,11 +31,19 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.model import Model
-from polybeam.transforms.keyed_files import join
 from polybeam.learners.windows import WindowSpec, parse_window, split_by_pane, to_micros, window_name, window_record
+from polybeam.transforms.keyed_files import join
 
-__all__ = ["WindowExamples", "KeyByWindow", "RecordWindow", "parse_window", "is_global", "combine_globally",
-           "in_window", "window_fn"]  # fmt: skip
+__all__ = [
+    "WindowExamples",
+    "KeyByWindow",
+    "RecordWindow",
+    "parse_window",
+    "is_global",
+    "combine_globally",
+    "in_window",
+    "window_fn",
+]
 
 
 def window_fn(spec: WindowSpec) -> beam_window.WindowFn:
@@ -74,9 +82,11 @@ class _SplitByPane(beam.DoFn):
 
     def process(self, batch: ExampleBatch):
         if batch.timestamps is None:
-            raise ValueError("WindowExamples needs batches with timestamps: read them with a timestamp column "
-                             "(--timestamp column:NAME, timestamp_column=), or window the batches yourself "
-                             "(beam.WindowInto over timestamped elements) and train without WindowExamples")  # fmt: skip
+            raise ValueError(
+                "WindowExamples needs batches with timestamps: read them with a timestamp column "
+                "(--timestamp column:NAME, timestamp_column=), or window the batches yourself "
+                "(beam.WindowInto over timestamped elements) and train without WindowExamples"
+            )
         for start, rows in split_by_pane(to_micros(batch.timestamps), self.spec):
             part = batch if len(rows) == len(batch) else batch.take(rows)
             yield beam_window.TimestampedValue(part, Timestamp(micros=start))

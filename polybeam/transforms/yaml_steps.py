@@ -54,10 +54,11 @@ from polybeam.learners.multitask import SharedKeys
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
-from polybeam.transforms.provenance import origin, stamp
 from polybeam.transforms.predict import Predict
+from polybeam.transforms.provenance import origin, stamp
 from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.train import Train
+
 
 class Counts(NamedTuple):
     """What a read saw: records = examples + dead letters + skipped lines."""
@@ -118,8 +119,10 @@ def _examples_and(inputs, other: str, step: str) -> tuple:
     if not isinstance(inputs, Mapping):
         return inputs, None
     if set(inputs) - {"examples", other} or "examples" not in inputs:
-        raise ValueError(f"{step} takes input STEP.examples or {{examples: STEP.examples, {other}: STEP.{other}}}, "
-                         f"got {sorted(inputs)}")  # fmt: skip
+        raise ValueError(
+            f"{step} takes input STEP.examples or {{examples: STEP.examples, {other}: STEP.{other}}}, "
+            f"got {sorted(inputs)}"
+        )
     return inputs["examples"], inputs.get(other)
 
 
@@ -127,10 +130,12 @@ def _refuse_rows(examples, step: str) -> None:
     """Say what a step that learns takes when it is given rows of another step (not an AttributeError later)."""
     fields = _row_fields(examples)
     if fields is not None:
-        raise ValueError(f"{step} takes the examples of a PolybeamReadExamples step, not rows (fields "
-                         f"{[name for name, _ in fields]}); read the file with PolybeamReadExamples (format: csv, "
-                         "label_column, categorical_columns, ...). Rows are for PolybeamPredict, PolybeamEvaluate "
-                         "and PolybeamRunInference")
+        raise ValueError(
+            f"{step} takes the examples of a PolybeamReadExamples step, not rows (fields "
+            f"{[name for name, _ in fields]}); read the file with PolybeamReadExamples (format: csv, "
+            "label_column, categorical_columns, ...). Rows are for PolybeamPredict, PolybeamEvaluate "
+            "and PolybeamRunInference"
+        )
 
 
 class _ModelStep(beam.PTransform):
@@ -161,8 +166,14 @@ class PolybeamReadExamples(beam.PTransform):
 
     _yaml_requires_inputs = False  # a source: Beam YAML then asks for no input
 
-    def __init__(self, path: str, format: str | None = None, dead_letters: str | None = None,
-                 model: str | None = None, **settings):  # fmt: skip
+    def __init__(
+        self,
+        path: str,
+        format: str | None = None,
+        dead_letters: str | None = None,
+        model: str | None = None,
+        **settings,
+    ):
         super().__init__()
         self.path = path
         self.dead_letters_path = dead_letters
@@ -177,9 +188,11 @@ class PolybeamReadExamples(beam.PTransform):
         read = pbegin | "Read" >> reading
         if self.dead_letters_path:
             read.dead_letters | "WriteDeadLetters" >> WriteDeadLetters(
-                self.dead_letters_path, file_name_suffix="", num_shards=1, shard_name_template="")  # fmt: skip
+                self.dead_letters_path, file_name_suffix="", num_shards=1, shard_name_template=""
+            )
         counts = read.counts | "CountRows" >> beam.Map(
-            lambda c: Counts(c.records, c.examples, c.dead_letters, c.skipped)).with_output_types(Counts)
+            lambda c: Counts(c.records, c.examples, c.dead_letters, c.skipped)
+        ).with_output_types(Counts)
         known = origin(InputSettings.of(reading.format), [reading.file_pattern], command="yaml")
         read_origin = read.counts | "Origin" >> beam.Map(lambda c, known: {**known, "read": c.to_dict()}, known)
         return {"examples": read.examples, "dead_letters": read.dead_letters, "counts": counts, "origin": read_origin}
@@ -193,8 +206,10 @@ def _as_model_reads(model, path: str, format: str | None, settings: dict) -> tup
         return format, settings
     recorded = InputSettings.from_dict(model.input)
     if format is not None and not readable_by(recorded.format, format):
-        raise ValueError(f"format {format!r} cannot be the input of the model {path}: it was trained on "
-                         f"{recorded.format} input ({recorded.flags()})")  # fmt: skip
+        raise ValueError(
+            f"format {format!r} cannot be the input of the model {path}: it was trained on "
+            f"{recorded.format} input ({recorded.flags()})"
+        )
     if format is None or format == recorded.format:
         return recorded.format, {**recorded.reader_options(settings["labels"]), **settings}
     return format, {"bits": recorded.bits, "seed": recorded.seed, **settings}
@@ -213,8 +228,9 @@ class PolybeamTrain(beam.PTransform):
     trains one shared per-key model (the read must keep the key: ``key_column: NAME`` or
     ``key_namespace: NAME``); separate per-key models, a folder of files, are the command line's."""
 
-    def __init__(self, model: str, allow_empty: bool = False, key: str | None = None, key_model: str = "separate",
-                 **settings):  # fmt: skip
+    def __init__(
+        self, model: str, allow_empty: bool = False, key: str | None = None, key_model: str = "separate", **settings
+    ):
         super().__init__()
         self.path = model
         self.allow_empty = allow_empty
@@ -222,8 +238,10 @@ class PolybeamTrain(beam.PTransform):
         if key_model not in KEY_MODELS:
             raise ValueError(f"PolybeamTrain: key_model must be one of {', '.join(KEY_MODELS)}; got {key_model!r}")
         if key is not None and key_model != "shared":
-            raise ValueError("PolybeamTrain writes one model file: with a key, give key_model: shared (separate "
-                             "per-key models, a folder of files, are `polybeam train --key`'s)")  # fmt: skip
+            raise ValueError(
+                "PolybeamTrain writes one model file: with a key, give key_model: shared (separate "
+                "per-key models, a folder of files, are `polybeam train --key`'s)"
+            )
         if key is None and key_model == "shared":
             raise ValueError("PolybeamTrain: key_model: shared needs key (e.g. key: column:store)")
         self.shared_keys = None if key is None else SharedKeys(key, seed=self.config.seed)
@@ -248,8 +266,14 @@ class _RowFields:
     """A step's config naming the fields of schema'd rows: ``label``, ``weight``, ``features`` (default: every
     other field but the model's key, ID and ignored columns), ``ignore`` (more fields that are no features)."""
 
-    def __init__(self, step: str, label: str | None = None, weight: str | None = None,
-                 features: list[str] | tuple[str, ...] | None = None, ignore: list[str] | tuple[str, ...] = ()):
+    def __init__(
+        self,
+        step: str,
+        label: str | None = None,
+        weight: str | None = None,
+        features: list[str] | tuple[str, ...] | None = None,
+        ignore: list[str] | tuple[str, ...] = (),
+    ):
         self.step = step
         self.label = label
         self.weight = weight
@@ -260,12 +284,17 @@ class _RowFields:
     def check(self, fields: list[tuple[str, object]]) -> None:
         """Refuse names the rows do not have (at construction: the rows' schema is known then)."""
         names = [name for name, _ in fields]
-        for setting, named in (("label", [self.label]), ("weight", [self.weight]), ("features", self.features or ()),
-                               ("ignore", self.ignore)):
+        for setting, named in (
+            ("label", [self.label]),
+            ("weight", [self.weight]),
+            ("features", self.features or ()),
+            ("ignore", self.ignore),
+        ):
             unknown = sorted(set(named) - set(names) - {None})
             if unknown:
-                raise ValueError(f"{self.step}: {setting} names {unknown}, which the rows do not have; "
-                                 f"their fields are {names}")
+                raise ValueError(
+                    f"{self.step}: {setting} names {unknown}, which the rows do not have; their fields are {names}"
+                )
 
     def reading(self, model) -> RowReading:
         """How rows become examples of ``model``: as its training input was read, with the fields named here."""
@@ -292,8 +321,14 @@ def _labelled_rows(rows, model, fields: _RowFields):
     """A Beam batch of rows as one ExampleBatch of those with a label the model takes (others are counted)."""
     records = [row._asdict() for row in rows]
     config = model.config
-    read = fields.reading(model).examples(records, bits=config.bits, seed=config.seed, labels=config.label_kind,
-                                          classes=config.classes, label_names=config.class_names)
+    read = fields.reading(model).examples(
+        records,
+        bits=config.bits,
+        seed=config.seed,
+        labels=config.label_kind,
+        classes=config.classes,
+        label_names=config.class_names,
+    )
     if read.refused:
         _REFUSED_ROWS.inc(len(read.refused))
     if len(read.batch):
@@ -311,8 +346,14 @@ class PolybeamEvaluate(_ModelStep):
     features. A row without a label the model takes is left out (counted as ``polybeam/rows_refused``), as
     ``polybeam evaluate`` leaves out a file's dead letters."""
 
-    def __init__(self, model: str | None = None, label: str | None = None, weight: str | None = None,
-                 features: list[str] | None = None, ignore: list[str] | tuple[str, ...] = ()):
+    def __init__(
+        self,
+        model: str | None = None,
+        label: str | None = None,
+        weight: str | None = None,
+        features: list[str] | None = None,
+        ignore: list[str] | tuple[str, ...] = (),
+    ):
         super().__init__(model)
         self.fields = _RowFields("PolybeamEvaluate", label, weight, features, ignore)
 
@@ -323,7 +364,8 @@ class PolybeamEvaluate(_ModelStep):
             self.fields.check(fields)
             batches = examples | "BatchRows" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
             examples = batches | "RowsToExamples" >> beam.FlatMap(
-                _labelled_rows, beam.pvalue.AsSingleton(model), self.fields)
+                _labelled_rows, beam.pvalue.AsSingleton(model), self.fields
+            )
         metrics = examples | "Evaluate" >> Evaluate(model)
         return {"metrics": metrics | "ToRow" >> beam.Map(_metrics_row).with_output_types(Metrics)}
 
@@ -337,8 +379,14 @@ def _prediction_rows(scored):
     if scored.predictions.ndim == 2:  # softmax: the most probable class and its probability
         best = scored.predictions.argmax(axis=1)
         for i in range(n):
-            yield Prediction(float(scored.predictions[i, best[i]]), float(labels[i]), source, int(rows[i]),
-                             scored._class(best[i] + 1), ids[i])  # fmt: skip
+            yield Prediction(
+                float(scored.predictions[i, best[i]]),
+                float(labels[i]),
+                source,
+                int(rows[i]),
+                scored._class(best[i] + 1),
+                ids[i],
+            )
         return
     for prediction, label, row, identity in zip(scored.predictions.tolist(), labels, rows, ids):
         yield Prediction(float(prediction), float(label), source, int(row), "", identity)
@@ -355,8 +403,14 @@ class PolybeamPredict(_ModelStep):
     fields as :class:`PolybeamEvaluate`'s do (the label needs not be there). Each prediction row is then the
     input row with ``prediction`` and ``predicted_class`` added."""
 
-    def __init__(self, model: str | None = None, ignore: list[str] | tuple[str, ...] = (), label: str | None = None,
-                 weight: str | None = None, features: list[str] | None = None):
+    def __init__(
+        self,
+        model: str | None = None,
+        ignore: list[str] | tuple[str, ...] = (),
+        label: str | None = None,
+        weight: str | None = None,
+        features: list[str] | None = None,
+    ):
         super().__init__(model)
         self.fields = _RowFields("PolybeamPredict", label, weight, features, ignore)
 
@@ -406,10 +460,12 @@ class _ScoreRows(beam.PTransform):
 
     def expand(self, rows):
         schema = RowTypeConstraint.from_fields(self.fields + [("prediction", float), ("predicted_class", str)])
-        return (rows
-                | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
-                | "Score" >> beam.FlatMap(_score_rows, beam.pvalue.AsSingleton(self.model), self.named)
-                .with_output_types(schema))
+        return (
+            rows
+            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=4096)
+            | "Score"
+            >> beam.FlatMap(_score_rows, beam.pvalue.AsSingleton(self.model), self.named).with_output_types(schema)
+        )
 
 
 def _inference_type(model, output: str | None):
@@ -420,8 +476,9 @@ def _inference_type(model, output: str | None):
     if output is not None and output not in OUTPUTS:
         raise ValueError(f"PolybeamRunInference: output must be one of {', '.join(OUTPUTS)}; got {output!r}")
     if output == "probability" and loss not in ("logistic", "softmax"):
-        raise ValueError(f"PolybeamRunInference: output: probability needs a logistic or softmax model; this one "
-                         f"is {loss}")
+        raise ValueError(
+            f"PolybeamRunInference: output: probability needs a logistic or softmax model; this one is {loss}"
+        )
     if output == "label":
         if loss == "softmax":
             return str if model.config.class_names else int
@@ -477,10 +534,18 @@ class PolybeamRunInference(beam.PTransform):
     ``probability``; ``label``); ``label``, ``weight``, ``features`` and ``ignore`` name fields as
     :class:`PolybeamPredict`'s do; ``min_batch_size``/``max_batch_size`` bound RunInference's batches."""
 
-    def __init__(self, model: str, output: str | None = None, inference_tag: str = "inference",
-                 label: str | None = None, weight: str | None = None, features: list[str] | None = None,
-                 ignore: list[str] | tuple[str, ...] = (), min_batch_size: int | None = None,
-                 max_batch_size: int | None = None):
+    def __init__(
+        self,
+        model: str,
+        output: str | None = None,
+        inference_tag: str = "inference",
+        label: str | None = None,
+        weight: str | None = None,
+        features: list[str] | None = None,
+        ignore: list[str] | tuple[str, ...] = (),
+        min_batch_size: int | None = None,
+        max_batch_size: int | None = None,
+    ):
         super().__init__()
         self.path = model
         self.model = read_model(model)  # a bad model (or output for it) fails at once
@@ -498,25 +563,36 @@ class PolybeamRunInference(beam.PTransform):
 
         fields = _row_fields(rows)
         if fields is None:
-            raise ValueError(f"PolybeamRunInference takes schema'd rows (from ReadFromCsv, Create, MapToFields, "
-                             f"...), got {rows.element_type}")
+            raise ValueError(
+                f"PolybeamRunInference takes schema'd rows (from ReadFromCsv, Create, MapToFields, "
+                f"...), got {rows.element_type}"
+            )
         self.fields.check(fields)
         if self.inference_tag in {name for name, _ in fields}:
-            raise ValueError(f"PolybeamRunInference: the rows already have a field {self.inference_tag!r}; "
-                             "name the inference another (inference_tag)")
+            raise ValueError(
+                f"PolybeamRunInference: the rows already have a field {self.inference_tag!r}; "
+                "name the inference another (inference_tag)"
+            )
         keyed_model = self.model if self.model.shared_keys is not None else None
         mappings = _RowMappings(self.fields.reading(self.model), keyed_model)
         handler = KeyedModelHandler(PolybeamModelHandler(self.path, output=self.output, **self.batching))
         schema = RowTypeConstraint.from_fields(fields + [(self.inference_tag, self.inference_type)])
-        return (rows
-                | "Features" >> beam.ParDo(mappings)
-                | "RunInference" >> RunInference(handler)
-                | "ToRows" >> beam.Map(_with_inference, self.inference_tag).with_output_types(schema))
+        return (
+            rows
+            | "Features" >> beam.ParDo(mappings)
+            | "RunInference" >> RunInference(handler)
+            | "ToRows" >> beam.Map(_with_inference, self.inference_tag).with_output_types(schema)
+        )
 
 
 def _prefix_row(record: dict) -> Prefix:
-    return Prefix(int(record["rank"]), str(record["group"]), float(record["cost"]), float(record["cumulative_cost"]),
-                  float(record["explained_variance"]))  # fmt: skip
+    return Prefix(
+        int(record["rank"]),
+        str(record["group"]),
+        float(record["cost"]),
+        float(record["cumulative_cost"]),
+        float(record["explained_variance"]),
+    )
 
 
 class PolybeamSequence(beam.PTransform):
@@ -524,8 +600,16 @@ class PolybeamSequence(beam.PTransform):
     with ``method`` (cs-g-omp, cs-g-fr, doubling, ...); ``output`` is where the prefixes go (JSON lines,
     what ``polybeam predict --prefixes`` reads). Outputs ``prefixes``: one Row per chosen group."""
 
-    def __init__(self, groups: str, output: str, method: str = "cs-g-omp", ridge: float = 1e-6, bits: int = 18,
-                 seed: int = 0, **options):  # fmt: skip
+    def __init__(
+        self,
+        groups: str,
+        output: str,
+        method: str = "cs-g-omp",
+        ridge: float = 1e-6,
+        bits: int = 18,
+        seed: int = 0,
+        **options,
+    ):
         super().__init__()
         from polybeam.selection.groups import GroupSpec
 
@@ -540,8 +624,9 @@ class PolybeamSequence(beam.PTransform):
         from polybeam.transforms.sequence import SequenceGroups, WritePrefixes
 
         _refuse_rows(examples, "PolybeamSequence")
-        sequenced = examples | "Sequence" >> SequenceGroups(self.spec, method=self.method, ridge=self.ridge,
-                                                            seed=self.seed, **self.options)  # fmt: skip
+        sequenced = examples | "Sequence" >> SequenceGroups(
+            self.spec, method=self.method, ridge=self.ridge, seed=self.seed, **self.options
+        )
         sequenced.prefixes | "Write" >> WritePrefixes(self.output)
         return {"prefixes": sequenced.prefixes | "ToRows" >> beam.Map(_prefix_row).with_output_types(Prefix)}
 

@@ -13,9 +13,21 @@ HAS_VW = importlib.util.find_spec("vowpalwabbit") is not None  # the bench extra
 
 def test_relative_error_study_runs_and_reports(tmp_path):
     bench = load_benchmark("bench_apple")
-    report = bench.main(["--tasks", "dna-binary", "--seeds", "1", "--rates", "0.5",
-                         "--methods", "lin,quad,cubic,apple(1),apple-stream(1)", "--results", str(tmp_path),
-                         *([] if HAS_VW else ["--no-vw"])])  # fmt: skip
+    report = bench.main(
+        [
+            "--tasks",
+            "dna-binary",
+            "--seeds",
+            "1",
+            "--rates",
+            "0.5",
+            "--methods",
+            "lin,quad,cubic,apple(1),apple-stream(1)",
+            "--results",
+            str(tmp_path),
+            *([] if HAS_VW else ["--no-vw"]),
+        ]
+    )
     rows = report["summary"]["dna-binary"]
     # eq. 2: the baselines span [0, 1]; apple and VW are put on the same scale.
     assert sorted(rows[f"polybeam:{key}"]["relative_error"] for key in ("lin", "quad", "cubic"))[::2] == [0.0, 1.0]

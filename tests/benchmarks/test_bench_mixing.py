@@ -66,7 +66,9 @@ def test_quick_run_writes_sane_results(bench, tmp_path):
     assert linear[8]["by_pass"][0]["shuffled_bytes"] > linear[1]["by_pass"][0]["shuffled_bytes"]
     assert bench.figure(report, "linear", 8, 1) > bench.figure(report, "linear", 1, 1)
     # One pass: each worker expands after 1000, 2000, ... of its own examples (a shard of 750 never does).
-    apple = {r["workers"]: r["by_pass"][0]["parents"] for r in report["runs"] if r["setting"] == "apple" and r["passes"] == 1}
+    apple = {
+        r["workers"]: r["by_pass"][0]["parents"] for r in report["runs"] if r["setting"] == "apple" and r["passes"] == 1
+    }
     assert all(apple[n] > 0 for n in (1, 2, 4)) and apple[8] == 0
 
     plots = ("mixing.png",) if importlib.util.find_spec("matplotlib") else ()

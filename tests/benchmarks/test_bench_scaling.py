@@ -42,9 +42,15 @@ def test_a_profiled_run_breaks_the_time_down_per_part_and_worker(bench, tmp_path
 
 def test_targets_and_report(bench):
     def run(seconds, loss, whole):
-        return {"pipeline_seconds": seconds, "pipeline_seconds_median": seconds, "whole_seconds": whole,
-                "whole_seconds_median": whole, "cpu_seconds": 1.0, "progressive_loss": loss,
-                "worker_peak_rss_mib": [300.0]}  # fmt: skip
+        return {
+            "pipeline_seconds": seconds,
+            "pipeline_seconds_median": seconds,
+            "whole_seconds": whole,
+            "whole_seconds_median": whole,
+            "cpu_seconds": 1.0,
+            "progressive_loss": loss,
+            "worker_peak_rss_mib": [300.0],
+        }
 
     results = {
         "configurations": {
@@ -62,6 +68,13 @@ def test_targets_and_report(bench):
     assert met["loss_ratio"] == pytest.approx(1.008) and met["loss_met"]
     assert met["default_command_vs_vw_whole"] == pytest.approx(2.0 / 1.8) and met["default_command_vs_vw_met"]
     assert met["help_met"]
-    text = bench.render({"examples": 10, "repeats": 1, "machine": {"cpus": 2, "python": "3", "vowpalwabbit": "9"},
-                         "results": results, "targets": met})  # fmt: skip
+    text = bench.render(
+        {
+            "examples": 10,
+            "repeats": 1,
+            "machine": {"cpus": 2, "python": "3", "vowpalwabbit": "9"},
+            "results": results,
+            "targets": met,
+        }
+    )
     assert "**2.00x**" in text and "**1.0080**" in text and "**1.11x**" in text and "Vowpal Wabbit" in text

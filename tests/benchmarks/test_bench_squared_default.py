@@ -27,15 +27,22 @@ def test_unscaled_tasks_have_their_offset_unit_and_missing_values(bench):
 
 def test_the_regression_table_shows_the_noise_floor_and_the_default_near_ridge(bench):
     task = {"normal, R^2 0.2": bench.TASKS["normal, R^2 0.2"]}
-    learners = {name: bench.LEARNERS[name] for name in ("gsa (the old default)", "adaptive 0.5, labels scaled (the default)")}
+    learners = {
+        name: bench.LEARNERS[name] for name in ("gsa (the old default)", "adaptive 0.5, labels scaled (the default)")
+    }
     result = bench.regression([0], tasks=task, learners=learners)["normal, R^2 0.2"]
     assert result["gsa (the old default)"]["1"] > result["ridgecv"] + 0.1
     assert result["adaptive 0.5, labels scaled (the default)"]["20"] < result["ridgecv"] + 0.02
 
 
 def test_the_report_renders(bench):
-    report = {"started": "now", "seconds": 1.0, "seeds": [0], "machine": {"cpus": 2},
-              "regression": {"t": {"ridgecv": 0.5, **{name: {"1": 0.6, "20": 0.5} for name in bench.LEARNERS}}},
-              "hinge": {"h": {name: {"1": 0.1, "5": 0.1} for name in bench.HINGE_LEARNERS}}}  # fmt: skip
+    report = {
+        "started": "now",
+        "seconds": 1.0,
+        "seeds": [0],
+        "machine": {"cpus": 2},
+        "regression": {"t": {"ridgecv": 0.5, **{name: {"1": 0.6, "20": 0.5} for name in bench.LEARNERS}}},
+        "hinge": {"h": {name: {"1": 0.1, "5": 0.1} for name in bench.HINGE_LEARNERS}},
+    }
     markdown = bench.render(report)
     assert "| t | 0.500 |" in markdown and "| h |" in markdown

@@ -30,8 +30,26 @@ def test_split_adds_random_binary_features(bench, tmp_path):
 
 def test_tiny_run_matches_the_eager_paper_and_writes_report(bench, tmp_path):
     out = str(tmp_path)
-    argv = ["--out", out, "--seeds", "1", "--rows", "800", "--grid", "4", "--passes", "2",
-            "--random-features", "100", "--periods", "1", "10", "--no-vw", "--no-sklearn", "--no-plot"]  # fmt: skip
+    argv = [
+        "--out",
+        out,
+        "--seeds",
+        "1",
+        "--rows",
+        "800",
+        "--grid",
+        "4",
+        "--passes",
+        "2",
+        "--random-features",
+        "100",
+        "--periods",
+        "1",
+        "10",
+        "--no-vw",
+        "--no-sklearn",
+        "--no-plot",
+    ]
     report = bench.main(argv)
 
     seed = report["seeds"][0]

@@ -65,8 +65,20 @@ def test_quick_assembly_writes_valid_libsvm(suite, quick):
     assert {meta["name"] for meta in bases} == {d.name for d in suite.CATALOG if d.source.startswith("sklearn:")}
     assert {meta["task"] for meta in bases} == set(suite.TASKS)
     for meta in metas:
-        assert set(meta) == {"name", "task", "classes", "class_names", "rows", "features", "feature_names", "kind",
-                             "source", "description", "random_features", "base"}
+        assert set(meta) == {
+            "name",
+            "task",
+            "classes",
+            "class_names",
+            "rows",
+            "features",
+            "feature_names",
+            "kind",
+            "source",
+            "description",
+            "random_features",
+            "base",
+        }
         with open(os.path.join(cache, meta["name"], "meta.json"), encoding="utf-8") as handle:
             assert json.load(handle) == meta
         rows = read_rows(os.path.join(cache, meta["name"], "data.libsvm"))
@@ -100,7 +112,8 @@ def test_random_features_variant_is_reproducible(suite, quick, tmp_path):
     base_rows = read_rows(os.path.join(cache, base["name"], "data.libsvm"))
     ones = 0
     for (label, indices, values), (base_label, base_indices, base_values) in zip(
-            read_rows(os.path.join(cache, variant["name"], "data.libsvm")), base_rows):
+        read_rows(os.path.join(cache, variant["name"], "data.libsvm")), base_rows
+    ):
         k = len(base_indices)
         assert (label, indices[:k], values[:k]) == (base_label, base_indices, base_values)
         assert all(base["features"] < i <= variant["features"] for i in indices[k:]) and set(values[k:]) <= {1.0}
@@ -125,14 +138,17 @@ def test_second_assembly_reuses_the_cache(suite, quick):
 
 
 def test_encoding_follows_the_protocol(suite):
-    frame = pd.DataFrame({
-        "colour": pd.Categorical(["red", None, "blue", "red"], categories=["red", "green", "blue"]),
-        "flag": pd.array([True, False, None, True], dtype="boolean"),
-        "size": pd.Categorical(["small", "large", None, "medium"], categories=["small", "medium", "large"],
-                               ordered=True),
-        "weight": [2.5, 0.0, np.nan, -1.0],
-        "city": ["Paris", "Lyon", None, "Paris"],
-    })
+    frame = pd.DataFrame(
+        {
+            "colour": pd.Categorical(["red", None, "blue", "red"], categories=["red", "green", "blue"]),
+            "flag": pd.array([True, False, None, True], dtype="boolean"),
+            "size": pd.Categorical(
+                ["small", "large", None, "medium"], categories=["small", "medium", "large"], ordered=True
+            ),
+            "weight": [2.5, 0.0, np.nan, -1.0],
+            "city": ["Paris", "Lyon", None, "Paris"],
+        }
+    )
     matrix, names = suite.encode_frame(frame)
     assert names == ["colour=red", "colour=green", "colour=blue", "flag", "size", "weight", "city=Lyon", "city=Paris"]
     assert matrix.toarray().tolist() == [

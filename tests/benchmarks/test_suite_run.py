@@ -68,7 +68,9 @@ def test_quick_run_writes_a_report_with_every_learner(tmp_path):
     assert "vw stage_poly" not in results["sk_digits"]["summary"]  # multiclass: no polynomial peers
     assert np.isfinite(results["sk_diabetes"]["summary"]["polybeam"]["error"])
     markdown = (tmp_path / "out" / "suite.md").read_text()
-    assert "## Targets" in markdown and "Regression (issue 22), one pass never worse than predicting the mean" in markdown
+    assert (
+        "## Targets" in markdown and "Regression (issue 22), one pass never worse than predicting the mean" in markdown
+    )
 
 
 def test_quick_sparsity_protocol_chooses_on_validation_and_reports_every_method(tmp_path):

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from polybeam import datasets
+from polybeam.formats.libsvm import LibsvmFormat
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.linear import LinearLearner
-from polybeam.formats.libsvm import LibsvmFormat
 
 
 def split_errors(name, tmp_path, *, binary, seeds=10, **settings):

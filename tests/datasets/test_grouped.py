@@ -272,8 +272,10 @@ def test_bundled_group_spec_covers_its_dataset_exactly_once(name):
 
 
 def test_bundled_group_specs_have_the_documented_shapes():
-    sizes = {name: [len(group.slots) for group in GroupSpec.load(datasets.group_spec_path(name)).groups]
-             for name in datasets.GROUP_SPECS}  # fmt: skip
+    sizes = {
+        name: [len(group.slots) for group in GroupSpec.load(datasets.group_spec_path(name)).groups]
+        for name in datasets.GROUP_SPECS
+    }
     assert sizes["satellite_band"] == [9] * 4
     assert sizes["satellite_pixel"] == [4] * 9
     assert sizes["dna"] == [3] * 60

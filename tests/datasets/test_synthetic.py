@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polybeam.datasets.synthetic import BLOCK_ROWS, FORMATS, PlantedPolynomial, write_dataset
+from polybeam.formats.libsvm import LibsvmFormat
+from polybeam.formats.vw import VWFormat
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.hashing import namespace_seed, slot_mask
 from polybeam.learners.linear import LinearLearner
-from polybeam.formats.libsvm import LibsvmFormat
-from polybeam.formats.vw import VWFormat
 
 
 def same_examples(left, right) -> bool:

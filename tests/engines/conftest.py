@@ -59,8 +59,10 @@ def engines_root():
 def engine_pool(engines_root):
     root, _ = engines_root
     pool, reason = services.start_worker_pool(root, shared=True)
-    SUMMARY.append(f"engine suite: worker pool at {pool.address}, " + (
-        "private /tmp" if reason is None else f"SHARES the launcher's /tmp: {reason}"))  # fmt: skip
+    SUMMARY.append(
+        f"engine suite: worker pool at {pool.address}, "
+        + ("private /tmp" if reason is None else f"SHARES the launcher's /tmp: {reason}")
+    )
     try:
         yield pool
     finally:
@@ -111,8 +113,10 @@ def engine(request, engines_root, engine_pool, engine_data_files, reference_plan
         yield started, plan
     finally:
         plan.shutdown()
-        SUMMARY.append(f"engine suite: {name} ({started.versions}) started in {started.startup_seconds:.1f} s; "
-                       f"its runs took {time.monotonic() - began:.0f} s")  # fmt: skip
+        SUMMARY.append(
+            f"engine suite: {name} ({started.versions}) started in {started.startup_seconds:.1f} s; "
+            f"its runs took {time.monotonic() - began:.0f} s"
+        )
         started.stop()
 
 

@@ -43,5 +43,11 @@ def write(folder: Path) -> EngineData:
     timestamped_train, timestamped_test = folder / "timestamped" / "train.csv", folder / "timestamped" / "test.csv"
     write_timestamped_csv(str(timestamped_train), rows=TIMESTAMPED_TRAIN, bad=BAD_TIMES)
     write_timestamped_csv(str(timestamped_test), rows=TIMESTAMPED_TEST, seed=1)
-    return EngineData(spam, spam.train_shards, satellite, portable_data.write_per_key(folder / "per-key"),
-                      timestamped_train, timestamped_test)  # fmt: skip
+    return EngineData(
+        spam,
+        spam.train_shards,
+        satellite,
+        portable_data.write_per_key(folder / "per-key"),
+        timestamped_train,
+        timestamped_test,
+    )

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from engines import flink, prism, processes, spark
 from engines.tools import EngineUnavailable, require
@@ -63,16 +63,28 @@ class RunningEngine:
 
 
 def _portable(job_server: processes.Service, pool_address: str, *extra: str) -> list[str]:
-    return ["--runner", "PortableRunner", "--job_endpoint", job_server.address, "--environment_type", "EXTERNAL",
-            "--environment_config", pool_address, *extra]  # fmt: skip
+    return [
+        "--runner",
+        "PortableRunner",
+        "--job_endpoint",
+        job_server.address,
+        "--environment_type",
+        "EXTERNAL",
+        "--environment_config",
+        pool_address,
+        *extra,
+    ]
 
 
 def _flink_embedded(workdir: Path, pool_address: str) -> RunningEngine:
     started = time.monotonic()
     server = flink.serve(workdir)
-    engine = RunningEngine("flink-embedded", _portable(server, pool_address, *KEEP_WORKERS, "--parallelism",
-                                                       str(PARALLELISM)),
-                           time.monotonic() - started, flink.VERSIONS)  # fmt: skip
+    engine = RunningEngine(
+        "flink-embedded",
+        _portable(server, pool_address, *KEEP_WORKERS, "--parallelism", str(PARALLELISM)),
+        time.monotonic() - started,
+        flink.VERSIONS,
+    )
     engine.stoppers.append(lambda: processes.stop(server))
     return engine
 
@@ -80,15 +92,20 @@ def _flink_embedded(workdir: Path, pool_address: str) -> RunningEngine:
 def _flink_cluster(workdir: Path, pool_address: str) -> RunningEngine:
     started = time.monotonic()
     # Two slots a TaskManager: two jobs of parallelism 2 at once, as the suite sends them (PARALLEL).
-    cluster = flink.StandaloneFlink(workdir / "flink-cluster", task_managers=PARALLELISM, slots=2, memory_mb=2560).start()
+    cluster = flink.StandaloneFlink(
+        workdir / "flink-cluster", task_managers=PARALLELISM, slots=2, memory_mb=2560
+    ).start()
     try:
         server = flink.serve(workdir, cluster.master)
     except BaseException:
         cluster.stop()
         raise
-    engine = RunningEngine("flink-cluster", _portable(server, pool_address, *KEEP_WORKERS, "--parallelism",
-                                                      str(PARALLELISM)),
-                           time.monotonic() - started, f"{flink.VERSIONS}, standalone cluster")  # fmt: skip
+    engine = RunningEngine(
+        "flink-cluster",
+        _portable(server, pool_address, *KEEP_WORKERS, "--parallelism", str(PARALLELISM)),
+        time.monotonic() - started,
+        f"{flink.VERSIONS}, standalone cluster",
+    )
     engine.stoppers += [cluster.stop, lambda: processes.stop(server)]
     return engine
 
@@ -96,13 +113,19 @@ def _flink_cluster(workdir: Path, pool_address: str) -> RunningEngine:
 def _prism(workdir: Path, pool_address: str) -> RunningEngine:
     started = time.monotonic()
     server = prism.serve(workdir)
-    engine = RunningEngine("prism", _portable(server, pool_address), time.monotonic() - started,
-                           f"Prism v{prism.beam_version()} (go install)")  # fmt: skip
+    engine = RunningEngine(
+        "prism",
+        _portable(server, pool_address),
+        time.monotonic() - started,
+        f"Prism v{prism.beam_version()} (go install)",
+    )
     engine.stoppers.append(lambda: processes.stop(server))
     return engine
 
 
-def _spark(name: str, workdir: Path, pool_address: str, master_url: str, started: float, versions: str) -> RunningEngine:
+def _spark(
+    name: str, workdir: Path, pool_address: str, master_url: str, started: float, versions: str
+) -> RunningEngine:
     server = spark.serve(workdir, master_url)
     options = _portable(server, pool_address, *KEEP_WORKERS, *spark.job_options(master_url))
     engine = RunningEngine(name, options, time.monotonic() - started, versions, parallel=1)
@@ -119,8 +142,9 @@ def _spark_cluster(workdir: Path, pool_address: str) -> RunningEngine:
     spark.job_server_jar()
     cluster = spark.StandaloneSpark(workdir / "spark-cluster", workers=PARALLELISM).start()
     try:
-        engine = _spark("spark-cluster", workdir, pool_address, cluster.master_url, started,
-                        f"{spark.VERSIONS}, standalone cluster")  # fmt: skip
+        engine = _spark(
+            "spark-cluster", workdir, pool_address, cluster.master_url, started, f"{spark.VERSIONS}, standalone cluster"
+        )
     except BaseException:
         cluster.stop()
         raise
@@ -136,8 +160,13 @@ STARTERS: dict[str, Callable[[Path, str], RunningEngine]] = {
     "prism": _prism,
 }
 # What each engine needs on this machine (a missing one skips that engine, saying so).
-NEEDS = {"flink-embedded": ("java", "mvn"), "flink-cluster": ("java", "mvn"), "spark-embedded": ("java", "mvn"),
-         "spark-cluster": ("java", "mvn"), "prism": ("go",)}  # fmt: skip
+NEEDS = {
+    "flink-embedded": ("java", "mvn"),
+    "flink-cluster": ("java", "mvn"),
+    "spark-embedded": ("java", "mvn"),
+    "spark-cluster": ("java", "mvn"),
+    "prism": ("go",),
+}
 
 
 def selected() -> list[str]:

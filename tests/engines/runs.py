@@ -77,32 +77,75 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
     def train_and_judge(name: str, args_for, test: str, *extra_eval, prepare=None):
         plan.side_by_side(f"train/{name}", args_for, kinds=(side,), prepare=prepare)
         trained = plan.folder(f"train/{name}", side)
-        plan.side_by_side(f"evaluate-model/{name}", lambda out: [
-            "evaluate", "--input", test, "--model", trained / ("models" if name == "per-key" else "model"),
-            *extra_eval, *reports(out)], needs=[f"train/{name}"], kinds=(REFERENCE,))  # fmt: skip
+        plan.side_by_side(
+            f"evaluate-model/{name}",
+            lambda out: [
+                "evaluate",
+                "--input",
+                test,
+                "--model",
+                trained / ("models" if name == "per-key" else "model"),
+                *extra_eval,
+                *reports(out),
+            ],
+            needs=[f"train/{name}"],
+            kinds=(REFERENCE,),
+        )
 
     for name, options in WINDOWED.items():
         # A windowed folder's models say how to read and window the test input: no options to repeat.
-        train_and_judge(name, lambda out, options=options: [
-            "train", "--input", data.timestamped_train, "--model", out / "model", *options],
-            str(data.timestamped_test))  # fmt: skip
+        train_and_judge(
+            name,
+            lambda out, options=options: [
+                "train",
+                "--input",
+                data.timestamped_train,
+                "--model",
+                out / "model",
+                *options,
+            ],
+            str(data.timestamped_test),
+        )
 
     for name, (dataset, options) in TRAINS.items():
         train = data.spam_train if dataset == "spam" else data.satellite.train_shards
-        train_and_judge(name, lambda out, train=train, options=options: [
-            "train", "--input", train, "--model", out / "model", *options], _test_input(data, dataset))  # fmt: skip
-    train_and_judge("per-key", lambda out: [
-        "train", "--input", data.per_key.train_vw_shards, "--model", out / "models", *PER_KEY],
-        str(data.per_key.test_vw), "--format", "vw")  # fmt: skip
+        train_and_judge(
+            name,
+            lambda out, train=train, options=options: ["train", "--input", train, "--model", out / "model", *options],
+            _test_input(data, dataset),
+        )
+    train_and_judge(
+        "per-key",
+        lambda out: ["train", "--input", data.per_key.train_vw_shards, "--model", out / "models", *PER_KEY],
+        str(data.per_key.test_vw),
+        "--format",
+        "vw",
+    )
 
     spam_test = _test_input(data, "spam")
     # A warm start from the reference's linear model.
-    train_and_judge("warm-start", lambda out: [
-        "train", "--input", data.spam_train, "--model", out / "model", "--loss", "logistic",
-        "--initial-model", model("train/linear")], spam_test, prepare=from_reference("train/linear"))  # fmt: skip
+    train_and_judge(
+        "warm-start",
+        lambda out: [
+            "train",
+            "--input",
+            data.spam_train,
+            "--model",
+            out / "model",
+            "--loss",
+            "logistic",
+            "--initial-model",
+            model("train/linear"),
+        ],
+        spam_test,
+        prepare=from_reference("train/linear"),
+    )
     if side == REFERENCE:
-        train_and_judge("checkpointed", lambda out: [
-            "train", "--input", data.spam_train, "--model", out / "model", *CHECKPOINTED], spam_test)  # fmt: skip
+        train_and_judge(
+            "checkpointed",
+            lambda out: ["train", "--input", data.spam_train, "--model", out / "model", *CHECKPOINTED],
+            spam_test,
+        )
     else:
         # A job killed in its last pass: the reference's checkpoints but the last, resumed on the engine.
         def lose_the_last_pass(kind, out):
@@ -110,44 +153,122 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
             shutil.copytree(reference.folder("train/checkpointed", REFERENCE) / CHECKPOINTS, out / CHECKPOINTS)
             (out / CHECKPOINTS / LOST_PASS).unlink()
 
-        train_and_judge("resume", lambda out: [
-            "train", "--input", data.spam_train, "--model", out / "model", *CHECKPOINTED, "--resume"], spam_test,
-            prepare=lose_the_last_pass)  # fmt: skip
+        train_and_judge(
+            "resume",
+            lambda out: ["train", "--input", data.spam_train, "--model", out / "model", *CHECKPOINTED, "--resume"],
+            spam_test,
+            prepare=lose_the_last_pass,
+        )
 
     # Scoring the reference's models, and sequencing: the reference's results, up to the order of sums.
     # (The reference's own evaluation of its models is its evaluate-model/... runs.)
     if side == ENGINE:
-        plan.side_by_side("evaluate-model/linear-on-engine", lambda out: [
-            "evaluate", "--input", spam_test, "--model", model("train/linear"), *reports(out)], kinds=(side,),
-            prepare=from_reference("train/linear"))  # fmt: skip
-        plan.side_by_side("evaluate-model/windowed-fixed-on-engine", lambda out: [
-            "evaluate", "--input", data.timestamped_test, "--model", model("train/windowed-fixed"), *reports(out)],
-            kinds=(side,), prepare=from_reference("train/windowed-fixed"))  # fmt: skip
-        plan.side_by_side("evaluate-model/per-key-on-engine", lambda out: [
-            "evaluate", "--input", data.per_key.test_vw, "--format", "vw", "--model",
-            reference.folder("train/per-key", REFERENCE) / "models", *reports(out)], kinds=(side,),
-            prepare=from_reference("train/per-key"))  # fmt: skip
-    plan.side_by_side("predict/linear", lambda out: [
-        "predict", "--input", spam_test, "--model", model("train/linear"), "--output", out / "predictions",
-        "--num-shards", "1"], kinds=(side,), prepare=from_reference("train/linear"))  # fmt: skip
-    plan.side_by_side("inference/linear", lambda out: [
-        PYTHON, HERE / "inference_job.py", "--model", model("train/linear"), "--input", spam_test,
-        "--output", out / "scored"], kinds=(side,), prepare=from_reference("train/linear"))  # fmt: skip
+        plan.side_by_side(
+            "evaluate-model/linear-on-engine",
+            lambda out: ["evaluate", "--input", spam_test, "--model", model("train/linear"), *reports(out)],
+            kinds=(side,),
+            prepare=from_reference("train/linear"),
+        )
+        plan.side_by_side(
+            "evaluate-model/windowed-fixed-on-engine",
+            lambda out: [
+                "evaluate",
+                "--input",
+                data.timestamped_test,
+                "--model",
+                model("train/windowed-fixed"),
+                *reports(out),
+            ],
+            kinds=(side,),
+            prepare=from_reference("train/windowed-fixed"),
+        )
+        plan.side_by_side(
+            "evaluate-model/per-key-on-engine",
+            lambda out: [
+                "evaluate",
+                "--input",
+                data.per_key.test_vw,
+                "--format",
+                "vw",
+                "--model",
+                reference.folder("train/per-key", REFERENCE) / "models",
+                *reports(out),
+            ],
+            kinds=(side,),
+            prepare=from_reference("train/per-key"),
+        )
+    plan.side_by_side(
+        "predict/linear",
+        lambda out: [
+            "predict",
+            "--input",
+            spam_test,
+            "--model",
+            model("train/linear"),
+            "--output",
+            out / "predictions",
+            "--num-shards",
+            "1",
+        ],
+        kinds=(side,),
+        prepare=from_reference("train/linear"),
+    )
+    plan.side_by_side(
+        "inference/linear",
+        lambda out: [
+            PYTHON,
+            HERE / "inference_job.py",
+            "--model",
+            model("train/linear"),
+            "--input",
+            spam_test,
+            "--output",
+            out / "scored",
+        ],
+        kinds=(side,),
+        prepare=from_reference("train/linear"),
+    )
     groups = datasets.group_spec_path("spam")
     methods = ("cs-g-omp", "cs-g-fr") if side == REFERENCE else ("cs-g-omp",)
     for method in methods:
-        plan.side_by_side(f"sequence/{method}", lambda out, method=method: [
-            "sequence", "--input", data.spam.train, "--groups", groups, "--method", method,
-            "--output", out / "prefixes.jsonl"], kinds=(side,))  # fmt: skip
-    prefixes = ",".join(str(reference.folder(f"sequence/{method}", REFERENCE) / "prefixes.jsonl")
-                        for method in ("cs-g-omp", "cs-g-fr"))  # fmt: skip
-    plan.side_by_side("timeliness/spam", lambda out: [
-        "timeliness", "--input", data.spam.test, "--prefixes", prefixes, *reports(out)], kinds=(side,),
-        prepare=from_reference("sequence/cs-g-omp", "sequence/cs-g-fr"))  # fmt: skip
+        plan.side_by_side(
+            f"sequence/{method}",
+            lambda out, method=method: [
+                "sequence",
+                "--input",
+                data.spam.train,
+                "--groups",
+                groups,
+                "--method",
+                method,
+                "--output",
+                out / "prefixes.jsonl",
+            ],
+            kinds=(side,),
+        )
+    prefixes = ",".join(
+        str(reference.folder(f"sequence/{method}", REFERENCE) / "prefixes.jsonl") for method in ("cs-g-omp", "cs-g-fr")
+    )
+    plan.side_by_side(
+        "timeliness/spam",
+        lambda out: ["timeliness", "--input", data.spam.test, "--prefixes", prefixes, *reports(out)],
+        kinds=(side,),
+        prepare=from_reference("sequence/cs-g-omp", "sequence/cs-g-fr"),
+    )
     # Beam YAML: the shipped example, run by Beam's own YAML runner on the engine.
-    plan.side_by_side("yaml/train-evaluate", lambda out: [
-        PYTHON, "-m", "apache_beam.yaml.main", "--yaml_pipeline_file", EXAMPLE_YAML, "--jinja_variables",
-        yaml_variables(data, out)], kinds=(side,))  # fmt: skip
+    plan.side_by_side(
+        "yaml/train-evaluate",
+        lambda out: [
+            PYTHON,
+            "-m",
+            "apache_beam.yaml.main",
+            "--yaml_pipeline_file",
+            EXAMPLE_YAML,
+            "--jinja_variables",
+            yaml_variables(data, out),
+        ],
+        kinds=(side,),
+    )
 
 
 def yaml_variables(data: EngineData, out: Path) -> str:
@@ -155,5 +276,6 @@ def yaml_variables(data: EngineData, out: Path) -> str:
 
     from polybeam.transforms.yaml_steps import PROVIDERS
 
-    return json.dumps({"providers": PROVIDERS, "train": data.spam_train, "test": data.spam.test_shards,
-                       "out": str(out / "out")})  # fmt: skip
+    return json.dumps(
+        {"providers": PROVIDERS, "train": data.spam_train, "test": data.spam.test_shards, "out": str(out / "out")}
+    )

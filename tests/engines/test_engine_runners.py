@@ -24,9 +24,24 @@ def spam_train(tmp_path_factory):
 
 
 def train(train_file: str, model, *options: str, logs: list | None = None) -> dict:
-    done = subprocess.run([sys.executable, "-m", "polybeam.pipelines.cli", "train", "--input", train_file,
-                           "--loss", "logistic", "--model", str(model), *options],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "polybeam.pipelines.cli",
+            "train",
+            "--input",
+            train_file,
+            "--loss",
+            "logistic",
+            "--model",
+            str(model),
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     if logs is not None:
         logs.append(done.stderr)
@@ -52,8 +67,13 @@ def same_training(report: dict, reference: dict) -> None:
 
 def test_flink_runner_with_the_built_job_server_jar(spam_train, in_process, tmp_path):
     needs("flink-embedded")
-    report = train(spam_train, tmp_path / "m.model", *flink.runner_options(flink.job_server_jar()),
-                   "--environment_type", "LOOPBACK")  # fmt: skip
+    report = train(
+        spam_train,
+        tmp_path / "m.model",
+        *flink.runner_options(flink.job_server_jar()),
+        "--environment_type",
+        "LOOPBACK",
+    )
     assert report["runner"] == "FlinkRunner"
     same_training(report, in_process)
 

@@ -66,7 +66,8 @@ def test_training(engine, reference_plan, variant):
     allowed = held_out(variant)
     for metric, reference_value in judged(reference_model).items():
         assert abs(engine_model[metric] - reference_value) <= allowed[metric], (
-            f"{metric}: engine {engine_model[metric]:.5f}, in process {reference_value:.5f}")
+            f"{metric}: engine {engine_model[metric]:.5f}, in process {reference_value:.5f}"
+        )
     if variant in WINDOWED:
         assert_same_windows(variant, mine, theirs, engine_model, reference_model)
 
@@ -96,8 +97,10 @@ def test_evaluate_a_reference_model(engine, reference_plan, scored):
     """The reference's model evaluated on the engine: the reference's metrics (per key too) and dead letters."""
     run = engine[1][f"evaluate-model/{scored}-on-engine"]
     reference = reference_plan[f"evaluate-model/{scored}"]
-    assert_close(normalised(run.portable.report, str(run.portable_dir)),
-                 normalised(reference.in_process.report, str(reference.in_process_dir)))  # fmt: skip
+    assert_close(
+        normalised(run.portable.report, str(run.portable_dir)),
+        normalised(reference.in_process.report, str(reference.in_process_dir)),
+    )
 
 
 def test_predict(engine, reference_plan):
@@ -123,8 +126,11 @@ def test_sequence_and_timeliness(engine, reference_plan):
     """CS-G-OMP's order, costs and prefixes; the timeliness of the reference's prefix files."""
     for name in ("sequence/cs-g-omp", "timeliness/spam"):
         run, reference = engine[1][name], reference_plan[name]
-        assert_close(normalised(run.portable.report, str(run.portable_dir)),
-                     normalised(reference.in_process.report, str(reference.in_process_dir)), name)  # fmt: skip
+        assert_close(
+            normalised(run.portable.report, str(run.portable_dir)),
+            normalised(reference.in_process.report, str(reference.in_process_dir)),
+            name,
+        )
     mine = on_engine(engine, "sequence/cs-g-omp").report["output"]
     theirs = in_reference(reference_plan, "sequence/cs-g-omp").report["output"]
     assert_close([json.loads(line) for line in open(mine)], [json.loads(line) for line in open(theirs)], "prefixes")
@@ -134,7 +140,10 @@ def test_beam_yaml(engine, reference_plan):
     """The shipped YAML example (train, evaluate, predict) by Beam's YAML runner: the same metrics, dead letters
     and predictions."""
     outputs = {}
-    for side, run in (("engine", engine[1]["yaml/train-evaluate"]), ("reference", reference_plan["yaml/train-evaluate"])):
+    for side, run in (
+        ("engine", engine[1]["yaml/train-evaluate"]),
+        ("reference", reference_plan["yaml/train-evaluate"]),
+    ):
         done = run.portable if side == "engine" else run.in_process
         assert done.returncode == 0, done.failure()
         folder = (run.portable_dir if side == "engine" else run.in_process_dir) / "out"
@@ -145,5 +154,7 @@ def test_beam_yaml(engine, reference_plan):
     allowed = held_out("three-passes")  # the example trains two passes on the engine
     for metric in METRICS:
         assert abs(mine[metric] - theirs[metric]) <= allowed[metric], (metric, mine[metric], theirs[metric])
-    assert_same_lines(outputs["engine"]["folder"] / "train.dead_letters.jsonl",
-                      outputs["reference"]["folder"] / "train.dead_letters.jsonl")  # fmt: skip
+    assert_same_lines(
+        outputs["engine"]["folder"] / "train.dead_letters.jsonl",
+        outputs["reference"]["folder"] / "train.dead_letters.jsonl",
+    )

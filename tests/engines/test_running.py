@@ -12,8 +12,10 @@ def test_the_default_engines_are_the_ci_ones(monkeypatch):
     assert running.selected() == ["flink-embedded", "flink-cluster"]
 
 
-@pytest.mark.parametrize("chosen, expected", [("all", list(running.STARTERS)), ("none", []),
-                                              (" prism , spark-cluster ", ["prism", "spark-cluster"])])  # fmt: skip
+@pytest.mark.parametrize(
+    "chosen, expected",
+    [("all", list(running.STARTERS)), ("none", []), (" prism , spark-cluster ", ["prism", "spark-cluster"])],
+)
 def test_engines_chosen_by_name(monkeypatch, chosen, expected):
     monkeypatch.setenv("POLYBEAM_ENGINES", chosen)
     assert running.selected() == expected

@@ -15,8 +15,12 @@ from engines import __main__ as cli
 from engines import jobserver, spark
 from engines.tools import EngineUnavailable, require
 
-SPARK_JARS = [f"spark-core_2.12-{spark.SPARK_VERSION}.jar", f"spark-streaming_2.12-{spark.SPARK_VERSION}.jar",
-              "scala-library-2.12.18.jar", "log4j-slf4j2-impl-2.20.0.jar"]  # fmt: skip
+SPARK_JARS = [
+    f"spark-core_2.12-{spark.SPARK_VERSION}.jar",
+    f"spark-streaming_2.12-{spark.SPARK_VERSION}.jar",
+    "scala-library-2.12.18.jar",
+    "log4j-slf4j2-impl-2.20.0.jar",
+]
 
 
 def fake_spark_home(folder: Path, names: list[str]) -> Path:
@@ -84,8 +88,14 @@ def fake_job_server(tmp_path, monkeypatch) -> Path:
 def test_runner_options_put_beams_guava_first_on_executors_and_the_driver_on_loopback(tmp_path, monkeypatch):
     jar = fake_job_server(tmp_path, monkeypatch)
     options = spark.runner_options("local[2]")
-    assert options[:6] == ["--runner", "SparkRunner", "--spark_job_server_jar", str(jar), "--spark_master_url",
-                           "local[2]"]  # fmt: skip
+    assert options[:6] == [
+        "--runner",
+        "SparkRunner",
+        "--spark_job_server_jar",
+        str(jar),
+        "--spark_master_url",
+        "local[2]",
+    ]
     lib = jar.parent / "lib"
     assert options[6:] == [
         "--job_server_jvm_properties=-Dspark.driver.host=127.0.0.1",
@@ -123,7 +133,9 @@ def test_a_job_server_for_many_jobs_gets_the_jvm_options_beams_spark_runner_give
     assert argv[0] == "java" and argv[argv.index("-jar") + 1] == str(jar)
     jvm = argv[1 : argv.index("-jar")]
     assert jvm[: len(SPARK_JAR_JOB_SERVER_JVM_ARGS)] == SPARK_JAR_JOB_SERVER_JVM_ARGS
-    assert jvm[len(SPARK_JAR_JOB_SERVER_JVM_ARGS) :] == [f"-D{name}={value}" for name, value in spark.properties().items()]
+    assert jvm[len(SPARK_JAR_JOB_SERVER_JVM_ARGS) :] == [
+        f"-D{name}={value}" for name, value in spark.properties().items()
+    ]
     assert argv[argv.index("--spark-master-url") + 1] == "spark://127.0.0.1:7077"
 
 

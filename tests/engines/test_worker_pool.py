@@ -25,8 +25,9 @@ class FakeWorker:
 
 
 def start_request(worker_id: str, control: str) -> beam_fn_api_pb2.StartWorkerRequest:
-    return beam_fn_api_pb2.StartWorkerRequest(worker_id=worker_id,
-                                              control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=control))  # fmt: skip
+    return beam_fn_api_pb2.StartWorkerRequest(
+        worker_id=worker_id, control_endpoint=endpoints_pb2.ApiServiceDescriptor(url=control)
+    )
 
 
 def test_stopping_one_runners_worker_leaves_the_other_runners_worker_of_the_same_id(monkeypatch):

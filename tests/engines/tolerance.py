@@ -28,8 +28,13 @@ MEASURED = {
     "softmax": {"loss": 0.0141, "error": 0.0109},
     "three-passes": {"loss": 0.0304, "error": 0.0130, "auc": 0.0057},
 }
-STANDS_IN = {"per-key": "linear", "warm-start": "linear", "resume": "three-passes", "windowed-fixed": "linear",
-             "windowed-sliding-per-key": "three-passes"}  # fmt: skip
+STANDS_IN = {
+    "per-key": "linear",
+    "warm-start": "linear",
+    "resume": "three-passes",
+    "windowed-fixed": "linear",
+    "windowed-sliding-per-key": "three-passes",
+}
 METRICS = ("loss", "error", "auc")
 
 

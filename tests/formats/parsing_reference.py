@@ -374,7 +374,12 @@ def expected_outcome(lines: list[Line], labels: str, classes: int = 0) -> list[L
     for line in lines:
         if b"\x00" in line.raw:
             position = line.raw.index(b"\x00") + 1
-            line = Line(line.offset, line.raw, "dead", f"NUL byte at position {position} of the line (binary data, or a damaged file?)")
+            line = Line(
+                line.offset,
+                line.raw,
+                "dead",
+                f"NUL byte at position {position} of the line (binary data, or a damaged file?)",
+            )
         elif line.kind == "example":
             reason = labels_ok(line, labels, classes)
             if reason:

@@ -87,8 +87,23 @@ number_texts = from_random(number_text, allow_special=True)
 
 # None reads as a number; k15599 and k97211 have the same MurmurHash3 (seed 0),
 # so a table holding one must still reject the other.
-CSV_CLASS_NAMES = ["cat", "dog", "Cat", "dark, blue", 'say "hi"', " spaced ", "名前", "#hash", "x|y", "'q", "a;b",
-                   "tab\there", "nan-ish", "1x", "k15599"]  # fmt: skip
+CSV_CLASS_NAMES = [
+    "cat",
+    "dog",
+    "Cat",
+    "dark, blue",
+    'say "hi"',
+    " spaced ",
+    "名前",
+    "#hash",
+    "x|y",
+    "'q",
+    "a;b",
+    "tab\there",
+    "nan-ish",
+    "1x",
+    "k15599",
+]
 VW_CLASS_NAMES = ["cat", "dog", "Cat", "名前", "a:b", "x-y", "1x", "nan-ish", "é", "k15599", "a,b"]
 UNKNOWN_LABELS = ["cow", "ca", "cats", "CAT", "名", "k97211", "x", "dog2"]
 
@@ -210,9 +225,46 @@ def vw_line(rnd: random.Random, label_names: tuple[str, ...] = ()) -> bytes:
 
 # -- fuzzing --------------------------------------------------------------------
 
-GARBAGE = [b"", b" ", b"\t", b":", b"::", b"|", b"||", b"#", b"'", b'"', b'""', b",", b",,", b"nan", b"inf", b"-inf",
-           b"1e999", b"0:1", b"-3:2", b"qid:", b"x", b"\xff\xfe", b"\xc3", b"\r", b"\r\n", b"\n", b"1" * 25, b"9" * 400,
-           b"a:b", b":5", b"1:1:1", b"\x00", b"\x0b", b"e5", b".", b"-", b"+.e3", b"x" * 1500]  # fmt: skip
+GARBAGE = [
+    b"",
+    b" ",
+    b"\t",
+    b":",
+    b"::",
+    b"|",
+    b"||",
+    b"#",
+    b"'",
+    b'"',
+    b'""',
+    b",",
+    b",,",
+    b"nan",
+    b"inf",
+    b"-inf",
+    b"1e999",
+    b"0:1",
+    b"-3:2",
+    b"qid:",
+    b"x",
+    b"\xff\xfe",
+    b"\xc3",
+    b"\r",
+    b"\r\n",
+    b"\n",
+    b"1" * 25,
+    b"9" * 400,
+    b"a:b",
+    b":5",
+    b"1:1:1",
+    b"\x00",
+    b"\x0b",
+    b"e5",
+    b".",
+    b"-",
+    b"+.e3",
+    b"x" * 1500,
+]
 
 
 def mutate(rnd: random.Random, data: bytes) -> bytes:
@@ -281,8 +333,13 @@ def csv_spec(rnd: random.Random) -> dict:
         kinds[rnd.choice(free)] = "weight"
     delimiter = rnd.choice([",", ",", ";", "\t", "|", " "])
     label_names = pick_class_names(rnd, CSV_CLASS_NAMES)
-    return {"names": names, "kinds": kinds, "delimiter": delimiter, "header": rnd.random() < 0.7,
-            "label_names": label_names}  # fmt: skip
+    return {
+        "names": names,
+        "kinds": kinds,
+        "delimiter": delimiter,
+        "header": rnd.random() < 0.7,
+        "label_names": label_names,
+    }
 
 
 def csv_cell(rnd: random.Random, kind: str, label_names: tuple[str, ...] = ()) -> str:

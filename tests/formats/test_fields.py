@@ -22,16 +22,18 @@ def random_rows(count: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     rows = []
     for i in range(count):
-        rows.append({
-            "rid": f"r{i}",
-            "y": int(rng.choice([-1, 0, 1])),
-            "w": None if rng.random() < 0.2 else float(rng.integers(1, 4)),
-            "age": None if rng.random() < 0.3 else float(np.round(rng.normal(40, 10), 3)),
-            "income": 0.0 if rng.random() < 0.2 else float(np.round(rng.lognormal(3), 4)),
-            "colour": rng.choice(["red", "blue", "dark green", None, ""]),
-            "zip": int(rng.choice([10115, 20095, 80331])),
-            "note": rng.choice(["a", "b"]),
-        })
+        rows.append(
+            {
+                "rid": f"r{i}",
+                "y": int(rng.choice([-1, 0, 1])),
+                "w": None if rng.random() < 0.2 else float(rng.integers(1, 4)),
+                "age": None if rng.random() < 0.3 else float(np.round(rng.normal(40, 10), 3)),
+                "income": 0.0 if rng.random() < 0.2 else float(np.round(rng.lognormal(3), 4)),
+                "colour": rng.choice(["red", "blue", "dark green", None, ""]),
+                "zip": int(rng.choice([10115, 20095, 80331])),
+                "note": rng.choice(["a", "b"]),
+            }
+        )
     return rows
 
 
@@ -45,8 +47,16 @@ def assert_same_examples(a, b):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
 
-CSV = CsvFormat(labels="binary", bits=20, seed=7, label_column="y", weight_column="w", id_column="rid",
-                categorical_columns=("colour", "zip"), ignore_columns=("note",))
+CSV = CsvFormat(
+    labels="binary",
+    bits=20,
+    seed=7,
+    label_column="y",
+    weight_column="w",
+    id_column="rid",
+    categorical_columns=("colour", "zip"),
+    ignore_columns=("note",),
+)
 
 
 def test_a_row_is_the_example_its_csv_record_is():
@@ -66,7 +76,8 @@ def test_fields_named_in_the_config_win_over_the_models_columns():
     settings = InputSettings.of(CSV)
     # The model's label column is y; these rows call it outcome, and a feature subset leaves out income.
     read = RowReading(settings, label="outcome", features=("age", "colour", "zip")).examples(
-        rows, bits=20, seed=7, labels="binary")
+        rows, bits=20, seed=7, labels="binary"
+    )
     subset = CsvFormat(**{**CSV.__dict__, "ignore_columns": ("note", "income")})
     expected = subset.parse(as_csv([{**row, "y": row["outcome"]} for row in rows])).batch
     assert_same_examples(read.batch, expected)
@@ -93,11 +104,18 @@ def test_a_csv_model_without_a_label_column_takes_the_first_column_as_the_csv_re
 
 def test_rows_without_a_label_the_model_takes_are_refused_as_records_are_dead_lettered():
     fmt = CsvFormat(labels="multiclass", label_names=("cat", "dog"), label_column="y", weight_column="w")
-    rows = [{"y": None, "w": 1.0, "a": 1.0}, {"y": "cow", "w": 1.0, "a": 2.0}, {"y": 3, "w": 1.0, "a": 1.0},
-            {"y": "dog", "w": 2.0, "a": 1.0}, {"y": "1", "w": -1.0, "a": 1.0}, {"y": 1, "w": None, "a": 4.0}]
+    rows = [
+        {"y": None, "w": 1.0, "a": 1.0},
+        {"y": "cow", "w": 1.0, "a": 2.0},
+        {"y": 3, "w": 1.0, "a": 1.0},
+        {"y": "dog", "w": 2.0, "a": 1.0},
+        {"y": "1", "w": -1.0, "a": 1.0},
+        {"y": 1, "w": None, "a": 4.0},
+    ]
     parsed = fmt.parse(b"y,w,a\n,1,1\ncow,1,2\n3,1,1\ndog,2,1\n1,-1,1\n1,,4\n")
-    read = RowReading(InputSettings.of(fmt)).examples(rows, bits=18, seed=0, labels="multiclass", classes=2,
-                                                      label_names=("cat", "dog"))
+    read = RowReading(InputSettings.of(fmt)).examples(
+        rows, bits=18, seed=0, labels="multiclass", classes=2, label_names=("cat", "dog")
+    )
     assert read.rows.tolist() == [3, 5] and [position for position, _ in read.refused] == [0, 1, 2, 4]
     assert [letter.line - 2 for letter in parsed.dead_letters] == [0, 1, 2, 4]
     assert_same_examples(read.batch, parsed.batch)
@@ -113,10 +131,19 @@ PARQUET = ParquetFormat(labels="binary", bits=19, seed=3, weight_column="w", id_
 
 def parquet_rows(count: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
-    return [{"label": int(rng.choice([-1, 1])), "rid": f"r{i}", "w": float(rng.integers(1, 3)),
-             "age": None if rng.random() < 0.3 else float(rng.normal()), "count": int(rng.integers(0, 5)),
-             "flag": bool(rng.random() < 0.5), "colour": str(rng.choice(["red", "blue"])), "skip": 9.0}
-            for i in range(count)]
+    return [
+        {
+            "label": int(rng.choice([-1, 1])),
+            "rid": f"r{i}",
+            "w": float(rng.integers(1, 3)),
+            "age": None if rng.random() < 0.3 else float(rng.normal()),
+            "count": int(rng.integers(0, 5)),
+            "flag": bool(rng.random() < 0.5),
+            "colour": str(rng.choice(["red", "blue"])),
+            "skip": 9.0,
+        }
+        for i in range(count)
+    ]
 
 
 def test_a_row_for_a_parquet_model_is_the_example_its_parquet_row_is():
@@ -126,8 +153,9 @@ def test_a_row_for_a_parquet_model_is_the_example_its_parquet_row_is():
     read = reading.examples(rows, bits=19, seed=3, labels="binary")
     assert_same_examples(read.batch, expected)
     # The strings are no features for Parquet (as its reader leaves text columns out), unlike a CSV model's.
-    assert len(RowReading(InputSettings.of(CsvFormat(label_column="label"))).examples(rows, bits=19, seed=3)
-               .batch.indices) > len(expected.indices)
+    assert len(
+        RowReading(InputSettings.of(CsvFormat(label_column="label"))).examples(rows, bits=19, seed=3).batch.indices
+    ) > len(expected.indices)
     # One row at a time (RunInference's step): the same features through the mapping of each row.
     features = reading.feature_fields(list(rows[0]))
     assert set(features) == {"age", "count", "flag", "colour"}
@@ -137,8 +165,10 @@ def test_a_row_for_a_parquet_model_is_the_example_its_parquet_row_is():
 
 
 def test_sparse_list_rows_for_a_parquet_model():
-    rows = [{"label": 1.0, "indices": [1, 5, 5], "values": [0.5, 2.0, 1.0]},
-            {"label": -1.0, "indices": [3], "values": None}]
+    rows = [
+        {"label": 1.0, "indices": [1, 5, 5], "values": [0.5, 2.0, 1.0]},
+        {"label": -1.0, "indices": [3], "values": None},
+    ]
     fmt = ParquetFormat(labels="binary", bits=18)
     reading = RowReading(InputSettings.of(fmt))
     expected = fmt.parse_table(pa.Table.from_pylist(rows)).batch

@@ -16,8 +16,12 @@ from polybeam.formats.mappings import MappingError, batch_from_mappings
 pd = pytest.importorskip("pandas")  # (its NA and NaT are among the missing values; the test extra installs it)
 
 KEYS = st.one_of(st.sampled_from(["age", "income", "colour", "ns^word"]), st.integers(1, 40))
-PRESENT = st.one_of(st.floats(-1e6, 1e6, allow_nan=False).filter(lambda v: v != 0), st.sampled_from(["red", "blue"]),
-                    st.booleans().map(np.bool_).filter(bool), st.integers(1, 9).map(np.float32))  # fmt: skip
+PRESENT = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False).filter(lambda v: v != 0),
+    st.sampled_from(["red", "blue"]),
+    st.booleans().map(np.bool_).filter(bool),
+    st.integers(1, 9).map(np.float32),
+)
 MISSING = st.sampled_from([None, math.nan, np.float32("nan"), pd.NA, pd.NaT, "", "   ", 0.0, 0])
 
 
@@ -44,8 +48,13 @@ def test_a_table_row_with_empty_cells_is_the_csv_line():
     parsed = csv.parse(b"y,age,income,colour\n1,41,,red\n0,,3.5,\n").batch
     rows = [{"age": 41, "income": None, "colour": "red"}, {"age": np.nan, "income": 3.5, "colour": None}]
     assert same(batch_from_mappings(rows, bits=18), parsed)
-    frame = pd.DataFrame({"age": pd.array([41, None], dtype="Int64"), "income": [None, 3.5],
-                          "colour": pd.array(["red", None], dtype="string")})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "age": pd.array([41, None], dtype="Int64"),
+            "income": [None, 3.5],
+            "colour": pd.array(["red", None], dtype="string"),
+        }
+    )
     assert same(batch_from_mappings(frame.to_dict("records"), bits=18), parsed)
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from parsing_reference import assert_matches, expected_outcome, ref_csv, split_lines
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, csv_cases, multiclass_options
 
-from polybeam.learners.hashing import feature_slot, hash_string
 from polybeam.formats import CsvFormat
+from polybeam.learners.hashing import feature_slot, hash_string
 
 
 def category_slot(column: str, value: str, seed: int = 0, bits: int = 18) -> int:
@@ -293,9 +293,15 @@ def check_against_reference(spec, data, options, *, offset=0, first_line=1, head
         label_names=spec["label_names"],
     )
     examples = assert_matches(
-        parsed, reference, labels=fmt.labels, source="c", offset=offset, first_line=first_line,
-        exact_reasons=False, classes=fmt.classes,
-    )  # fmt: skip
+        parsed,
+        reference,
+        labels=fmt.labels,
+        source="c",
+        offset=offset,
+        first_line=first_line,
+        exact_reasons=False,
+        classes=fmt.classes,
+    )
     expected_names = {}
     for line in examples:
         for slot, name in zip(line.slots, line.names):
@@ -333,8 +339,9 @@ def test_an_id_column_is_each_examples_tag_and_never_a_feature(case, options, la
         header, _, data = data.partition(b"\n")
     if not [line for _, line in split_lines(data)[1 if spec["header"] and not header else 0 :] if line.strip()]:
         return
-    parsed, reference = check_against_reference(spec, data, options, offset=1000 if later_block else 0,
-                                                 first_line=2, header=header)  # fmt: skip
+    parsed, reference = check_against_reference(
+        spec, data, options, offset=1000 if later_block else 0, first_line=2, header=header
+    )
     fmt, _ = format_for(spec, options)
     kept = [line for line in expected_outcome(reference, fmt.labels, fmt.classes) if line.kind == "example"]
     tags = [] if parsed.batch.tags is None else parsed.batch.tags.tolist()
@@ -354,8 +361,15 @@ def test_id_column_values_travel_with_their_examples():
     assert numbered.tags.tolist() == ["7", "8"] and numbered.indices.tolist() == [feature_slot("3")] * 2
 
 
-@pytest.mark.parametrize("options", [{"id_column": "y"}, {"id_column": "c", "categorical_columns": ("c",)},
-                                     {"id_column": "c", "ignore_columns": ("c",)}, {"id_column": "c", "key_column": "c"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"id_column": "y"},
+        {"id_column": "c", "categorical_columns": ("c",)},
+        {"id_column": "c", "ignore_columns": ("c",)},
+        {"id_column": "c", "key_column": "c"},
+    ],
+)
 def test_the_id_column_has_no_other_role(options):
     with pytest.raises(ValueError, match="the ID column 'c'|the ID column 'y'"):
         CsvFormat(label_column="y", **options).parse(b"y,c,x\n1,a,2\n")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from parsing_reference import assert_matches, ref_libsvm, split_lines
 
-from polybeam.learners.batch import ExampleBatch
 from polybeam.formats import LibsvmFormat
+from polybeam.learners.batch import ExampleBatch
 
 # Row counts from the datasets' provenance notes: every row must parse.
 DATASETS = {"spam": 4601, "letter": 20000, "satellite": 6435, "dna": 3186}

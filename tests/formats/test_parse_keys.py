@@ -6,14 +6,12 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
+from parsing_strategies import PROPERTY_SETTINGS, strings
 
 from polybeam.formats.csv import CsvFormat
 from polybeam.formats.keys import key_codes
 from polybeam.formats.parquet import ParquetFormat
 from polybeam.formats.vw import VWFormat
-
-from parsing_strategies import PROPERTY_SETTINGS, strings
-
 
 
 @PROPERTY_SETTINGS
@@ -39,7 +37,10 @@ def test_vw_key_namespace_names_each_example_and_is_no_feature():
     assert np.array_equal(keyed.indptr, without_store.indptr) and np.array_equal(keyed.indices, without_store.indices)
     assert plain.nnz > keyed.nnz
     assert [(key, part.labels.tolist()) for key, part in keyed.split_by_key_codes()] == [
-        ("s1", [1.0, -1.0]), ("s2", [0.0]), ("", [1.0])]  # fmt: skip
+        ("s1", [1.0, -1.0]),
+        ("s2", [0.0]),
+        ("", [1.0]),
+    ]
 
 
 def test_vw_keys_survive_dead_letters_and_label_filtering():
@@ -71,8 +72,9 @@ def test_csv_key_column_cannot_have_another_role():
 
 
 def test_parquet_key_column_by_dictionary_encoding():
-    table = pa.table({"label": [1.0, 0.0, 1.0, 0.0], "store": ["a", "b", None, "a"], "x": [1.0, 2.0, 0.0, 3.0],
-                      "shop": [7, 8, 7, 9]})  # fmt: skip
+    table = pa.table(
+        {"label": [1.0, 0.0, 1.0, 0.0], "store": ["a", "b", None, "a"], "x": [1.0, 2.0, 0.0, 3.0], "shop": [7, 8, 7, 9]}
+    )
     batch = ParquetFormat(bits=10, key_column="store").parse_table(table).batch
     assert batch.keys.tolist() == ["a", "b", "", "a"]
     assert set(batch.names.values()) == {"x", "shop"}  # the key column is no feature

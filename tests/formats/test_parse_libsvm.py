@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from parsing_reference import assert_matches, ref_libsvm, split_lines
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, fuzzed, libsvm_line, multiclass_options
 
-from polybeam.learners.hashing import libsvm_slot
 from polybeam.formats import LibsvmFormat
+from polybeam.learners.hashing import libsvm_slot
 
 
 def parse(data: bytes, **options):
@@ -186,9 +186,14 @@ def test_matches_reference_on_well_formed_blocks(data, options, position):
     reference = ref_libsvm(data, options["bits"], options["seed"])
     assert all(line.kind != "dead" for line in reference)
     assert_matches(
-        parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line,
+        parsed,
+        reference,
+        labels=options["labels"],
+        source="s",
+        offset=offset,
+        first_line=first_line,
         classes=options["classes"],
-    )  # fmt: skip
+    )
 
 
 @FUZZ_SETTINGS
@@ -202,6 +207,11 @@ def test_fuzzed_input_never_raises_and_accounts_for_every_line(data, options, po
     assert np.isfinite(parsed.batch.values).all() and (parsed.batch.values != 0).all()
     reference = ref_libsvm(data, options["bits"], options["seed"])
     assert_matches(
-        parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line,
+        parsed,
+        reference,
+        labels=options["labels"],
+        source="s",
+        offset=offset,
+        first_line=first_line,
         classes=options["classes"],
-    )  # fmt: skip
+    )

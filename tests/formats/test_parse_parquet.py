@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from parsing_strategies import PROPERTY_SETTINGS
 
-from polybeam.learners.hashing import feature_slot, libsvm_slot
 from polybeam.formats import ParquetFormat
+from polybeam.learners.hashing import feature_slot, libsvm_slot
 
 
 def sparse_table(**extra):
@@ -258,8 +258,14 @@ def test_format_pickles():
 
 
 def test_an_id_column_is_each_examples_tag_and_no_feature():
-    table = pa.table({"label": [1.0, 0.0, float("nan"), 1.0], "uid": [17, None, 19, 20], "age": [3.0, 4.0, 5.0, 0.0],
-                      "note": [1, 2, 3, 4]})  # fmt: skip
+    table = pa.table(
+        {
+            "label": [1.0, 0.0, float("nan"), 1.0],
+            "uid": [17, None, 19, 20],
+            "age": [3.0, 4.0, 5.0, 0.0],
+            "note": [1, 2, 3, 4],
+        }
+    )
     parsed = ParquetFormat(id_column="uid", ignore_columns=("note",)).parse_table(table)
     batch = parsed.batch
     assert batch.tags.tolist() == ["17", None, "20"]  # row 3's label is a dead letter, its ID goes with it
@@ -269,12 +275,15 @@ def test_an_id_column_is_each_examples_tag_and_no_feature():
     assert sparse.batch.tags.tolist() == ["a", "b", "c", "d"]
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"id_column": "label"}, "the ID column 'label' cannot also be"),
-    ({"id_column": "a", "feature_columns": ("a",)}, "the ID column 'a' cannot also be"),
-    ({"id_column": "a", "ignore_columns": ("a",)}, "the ID column 'a' cannot also be"),
-    ({"ignore_columns": ("label",)}, "the label column 'label' cannot also be ignored"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"id_column": "label"}, "the ID column 'label' cannot also be"),
+        ({"id_column": "a", "feature_columns": ("a",)}, "the ID column 'a' cannot also be"),
+        ({"id_column": "a", "ignore_columns": ("a",)}, "the ID column 'a' cannot also be"),
+        ({"ignore_columns": ("label",)}, "the label column 'label' cannot also be ignored"),
+    ],
+)
 def test_the_id_and_ignored_columns_have_no_other_role(options, message):
     with pytest.raises(ValueError, match=message):
         ParquetFormat(**options)
@@ -286,16 +295,24 @@ def test_a_missing_id_column_names_the_columns():
 
 
 @PROPERTY_SETTINGS
-@given(st.lists(st.one_of(st.none(), st.integers(-10**12, 10**12), st.text(max_size=12)), min_size=1, max_size=40),
-       st.integers(1, 5), st.booleans())  # fmt: skip
+@given(
+    st.lists(st.one_of(st.none(), st.integers(-(10**12), 10**12), st.text(max_size=12)), min_size=1, max_size=40),
+    st.integers(1, 5),
+    st.booleans(),
+)
 def test_ids_of_any_kind_arrive_as_their_text_in_any_chunking(ids, chunks, numeric):
     """IDs (strings, or integers, with nulls) in a table of any chunking: each example's tag is its ID as text
     (None for a null), in row order, whatever rows the labels drop."""
     values = [value if value is None or isinstance(value, int) == numeric else None for value in ids]
     labels = [float(i % 3 != 2) for i in range(len(values))]
     labels = [label if i % 5 else float("nan") for i, label in enumerate(labels)]  # every 5th row a dead letter
-    table = pa.table({"label": labels, "uid": pa.array(values, type=pa.int64() if numeric else pa.string()),
-                      "x": [1.0] * len(values)})  # fmt: skip
+    table = pa.table(
+        {
+            "label": labels,
+            "uid": pa.array(values, type=pa.int64() if numeric else pa.string()),
+            "x": [1.0] * len(values),
+        }
+    )
     size = -(-len(values) // chunks)
     chunked = pa.concat_tables([table.slice(start, size) for start in range(0, len(values), size)])
     batch = ParquetFormat(id_column="uid").parse_table(chunked).batch

@@ -18,13 +18,20 @@ def _seconds(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-@pytest.mark.parametrize("cell, expected", [
-    ("1793491200", 1793491200.0), ("-5.5", -5.5), ("1.5e3", 1500.0),
-    ("2026-11-01", _seconds("2026-11-01T00:00:00Z")), ("2026-11-01T06:30:00Z", _seconds("2026-11-01T06:30:00Z")),
-    ("2026-11-01 06:30:15.25", _seconds("2026-11-01T06:30:15.25+00:00")),
-    ("2026-11-01T06:30+02:00", _seconds("2026-11-01T06:30:00+02:00")), ("1969-12-31T23:59:59Z", -1.0),
-    ("  2026-11-01T06:30:00Z ", _seconds("2026-11-01T06:30:00Z")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "cell, expected",
+    [
+        ("1793491200", 1793491200.0),
+        ("-5.5", -5.5),
+        ("1.5e3", 1500.0),
+        ("2026-11-01", _seconds("2026-11-01T00:00:00Z")),
+        ("2026-11-01T06:30:00Z", _seconds("2026-11-01T06:30:00Z")),
+        ("2026-11-01 06:30:15.25", _seconds("2026-11-01T06:30:15.25+00:00")),
+        ("2026-11-01T06:30+02:00", _seconds("2026-11-01T06:30:00+02:00")),
+        ("1969-12-31T23:59:59Z", -1.0),
+        ("  2026-11-01T06:30:00Z ", _seconds("2026-11-01T06:30:00Z")),
+    ],
+)
 def test_numbers_and_iso_times(cell, expected):
     data = np.frombuffer(cell.encode(), dtype=np.uint8)
     seconds, status = parse_timestamps(data, np.array([[0, len(data)]]))
@@ -40,10 +47,15 @@ def test_what_is_not_a_time(cell):
 def test_csv_records_without_a_readable_time_are_dead_letters():
     fmt = CsvFormat(label_column="y", timestamp_column="ts")
     parsed = fmt.parse(b'y,ts,a\n1,100,2\n0,,3\n1,2026-01-01,4\n0,xx,5\n1,"2026-01-02T00:00:00Z",1\n')
-    assert parsed.batch.timestamps.tolist() == [100.0, _seconds("2026-01-01T00:00:00Z"), _seconds("2026-01-02T00:00:00Z")]
+    assert parsed.batch.timestamps.tolist() == [
+        100.0,
+        _seconds("2026-01-01T00:00:00Z"),
+        _seconds("2026-01-02T00:00:00Z"),
+    ]
     assert [(letter.line, letter.reason) for letter in parsed.dead_letters] == [
         (3, "timestamp column 'ts': missing"),
-        (5, "timestamp column 'ts': not a number of seconds or an ISO-8601 time: 'xx'")]
+        (5, "timestamp column 'ts': not a number of seconds or an ISO-8601 time: 'xx'"),
+    ]
     assert parsed.records == len(parsed.batch) + len(parsed.dead_letters) + parsed.skipped
     assert set(parsed.batch.names.values()) == {"a"}  # the time is not a feature
 
@@ -53,13 +65,18 @@ def test_csv_timestamp_column_cannot_have_another_role():
         CsvFormat(label_column="y", timestamp_column="y").parse(b"y,a\n1,2\n")
 
 
-@pytest.mark.parametrize("column", [
-    pa.array(["2026-11-01T00:00:00Z", None, "bad"]),
-    pa.array([1793491200.0, None, float("nan")]),
-    pa.array([datetime.datetime(2026, 11, 1), None, None], pa.timestamp("ms")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array(["2026-11-01T00:00:00Z", None, "bad"]),
+        pa.array([1793491200.0, None, float("nan")]),
+        pa.array([datetime.datetime(2026, 11, 1), None, None], pa.timestamp("ms")),
+    ],
+)
 def test_parquet_times_of_every_type(column):
-    parsed = ParquetFormat(timestamp_column="ts").parse_table(pa.table({"label": [1.0, 0.0, 1.0], "ts": column, "x": [1.0, 2.0, 3.0]}))
+    parsed = ParquetFormat(timestamp_column="ts").parse_table(
+        pa.table({"label": [1.0, 0.0, 1.0], "ts": column, "x": [1.0, 2.0, 3.0]})
+    )
     assert parsed.batch.timestamps.tolist() == [1793491200.0]
     assert [letter.line for letter in parsed.dead_letters] == [2, 3]
     assert parsed.dead_letters[0].reason == "timestamp column 'ts': missing"

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from parsing_reference import assert_matches, expected_outcome, ref_vw, split_lines
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, multiclass_options, vw_cases, vw_line, vw_name
 
-from polybeam.learners.hashing import feature_slot
 from polybeam.formats import VWFormat
+from polybeam.learners.hashing import feature_slot
 
 VW_CONSTANT_FEATURE = 11650396  # VW's bias feature, which polybeam does not add at parse time
 
@@ -63,7 +63,7 @@ def test_tags_only_when_some_line_has_one():
 def test_label_part_follows_vw(line, label, weight, tag):
     batch = parse(line, labels="any").batch
     assert len(batch) == 1
-    assert (np.isnan(batch.labels[0]) if label is None else batch.labels[0] == label)
+    assert np.isnan(batch.labels[0]) if label is None else batch.labels[0] == label
     assert batch.weights[0] == weight
     assert (batch.tags is None and tag is None) or batch.tags[0] == tag
 
@@ -288,9 +288,15 @@ def check_against_reference(data, options, position, label_names=()):
     parsed = fmt.parse(data, source="s", offset=offset, first_line=first_line)
     reference = ref_vw(data, options["bits"], options["seed"], label_names)
     examples = assert_matches(
-        parsed, reference, labels=options["labels"], source="s", offset=offset, first_line=first_line,
-        exact_reasons=False, classes=fmt.classes,
-    )  # fmt: skip
+        parsed,
+        reference,
+        labels=options["labels"],
+        source="s",
+        offset=offset,
+        first_line=first_line,
+        exact_reasons=False,
+        classes=fmt.classes,
+    )
     batch = parsed.batch
     assert batch.namespaces.tolist() == [ns for line in examples for ns in line.namespaces]
     tags = [line.tag for line in examples]

@@ -44,8 +44,10 @@ def objective(weights, batches, loss, l2, bias=True):
             rows = range(batch.indptr[i], batch.indptr[i + 1])
             if loss == "softmax":
                 classes = len(weights[0])
-                scores = [(weights[0][c] if bias else 0.0)
-                          + sum(weights[batch.indices[k]][c] * batch.values[k] for k in rows) for c in range(classes)]
+                scores = [
+                    (weights[0][c] if bias else 0.0) + sum(weights[batch.indices[k]][c] * batch.values[k] for k in rows)
+                    for c in range(classes)
+                ]
                 top = max(scores)
                 log_norm = top + math.log(sum(math.exp(s - top) for s in scores))
                 value = log_norm - scores[int(batch.labels[i]) - 1]
@@ -57,6 +59,10 @@ def objective(weights, batches, loss, l2, bias=True):
                 else:
                     value = (margin - batch.labels[i]) ** 2
             total += float(batch.weights[i]) * value
-    flat = [v for slot, w in enumerate(weights) if not (bias and slot == 0)
-            for v in (w if isinstance(w, (list, tuple)) else [w])]
+    flat = [
+        v
+        for slot, w in enumerate(weights)
+        if not (bias and slot == 0)
+        for v in (w if isinstance(w, (list, tuple)) else [w])
+    ]
     return total + 0.5 * l2 * sum(v * v for v in flat)

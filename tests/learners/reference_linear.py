@@ -129,8 +129,20 @@ def softmax_greedy_step(scores, k, xx, target=0.95):
 class _Reference:
     """What the binary and softmax references share: step sizes, rates and sparsity."""
 
-    def __init__(self, step, learning_rate, power_t, l2, bias, normalized, gsa_target,
-                 sparsity, gravity, truncate_every, truncate_threshold):
+    def __init__(
+        self,
+        step,
+        learning_rate,
+        power_t,
+        l2,
+        bias,
+        normalized,
+        gsa_target,
+        sparsity,
+        gravity,
+        truncate_every,
+        truncate_threshold,
+    ):
         self.step, self.eta, self.power_t, self.l2 = step, learning_rate, power_t, l2
         self.bias, self.normalized, self.gsa_target = bias, normalized, gsa_target
         self.sparsity, self.gravity, self.K = sparsity, gravity, truncate_every
@@ -288,11 +300,37 @@ class _Reference:
 
 
 class ReferenceLinearLearner(_Reference):
-    def __init__(self, loss="squared", step="adaptive", learning_rate=0.5, power_t=0.5, l2=0.0, bias=True,
-                 normalized=True, safe_updates=True, gsa_target=0.95, gsa_exact=False, sparsity="none",
-                 gravity=0.0, truncate_every=1, truncate_threshold=None, scale_labels=False):
-        super().__init__(step, learning_rate, power_t, l2, bias, normalized, gsa_target,
-                         sparsity, gravity, truncate_every, truncate_threshold)
+    def __init__(
+        self,
+        loss="squared",
+        step="adaptive",
+        learning_rate=0.5,
+        power_t=0.5,
+        l2=0.0,
+        bias=True,
+        normalized=True,
+        safe_updates=True,
+        gsa_target=0.95,
+        gsa_exact=False,
+        sparsity="none",
+        gravity=0.0,
+        truncate_every=1,
+        truncate_threshold=None,
+        scale_labels=False,
+    ):
+        super().__init__(
+            step,
+            learning_rate,
+            power_t,
+            l2,
+            bias,
+            normalized,
+            gsa_target,
+            sparsity,
+            gravity,
+            truncate_every,
+            truncate_threshold,
+        )
         self.loss, self.safe, self.gsa_exact = loss, safe_updates, gsa_exact
         self.w = {}  # true weights, no global scale trick
         self.label_min = 0.0
@@ -395,11 +433,34 @@ class ReferenceLinearLearner(_Reference):
 
 
 class ReferenceSoftmaxLearner(_Reference):
-    def __init__(self, classes, step="adaptive", learning_rate=0.5, power_t=0.5, l2=0.0, bias=True,
-                 normalized=True, gsa_target=0.95, sparsity="none", gravity=0.0, truncate_every=1,
-                 truncate_threshold=None):
-        super().__init__(step, learning_rate, power_t, l2, bias, normalized, gsa_target,
-                         sparsity, gravity, truncate_every, truncate_threshold)
+    def __init__(
+        self,
+        classes,
+        step="adaptive",
+        learning_rate=0.5,
+        power_t=0.5,
+        l2=0.0,
+        bias=True,
+        normalized=True,
+        gsa_target=0.95,
+        sparsity="none",
+        gravity=0.0,
+        truncate_every=1,
+        truncate_threshold=None,
+    ):
+        super().__init__(
+            step,
+            learning_rate,
+            power_t,
+            l2,
+            bias,
+            normalized,
+            gsa_target,
+            sparsity,
+            gravity,
+            truncate_every,
+            truncate_threshold,
+        )
         self.classes = classes
         self.w = {}  # (slot, class) -> weight
 
@@ -407,7 +468,9 @@ class ReferenceSoftmaxLearner(_Reference):
         features = self.features(slots, values)
         self.open_accounts(features)
         k = int(label) - 1
-        scores = [sum(self.in_force(self.w, (j, c)) * self.seen(j, x) for j, x in features) for c in range(self.classes)]
+        scores = [
+            sum(self.in_force(self.w, (j, c)) * self.seen(j, x) for j, x in features) for c in range(self.classes)
+        ]
         top = max(scores)
         exps = [math.exp(s - top) for s in scores]
         probabilities = [e / sum(exps) for e in exps]

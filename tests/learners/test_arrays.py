@@ -32,8 +32,10 @@ MATRICES = hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_s
 
 
 def same(a: ExampleBatch, b: ExampleBatch) -> bool:
-    return all(np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True)
-               for name in ("labels", "weights", "indptr", "indices", "values"))  # fmt: skip
+    return all(
+        np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True)
+        for name in ("labels", "weights", "indptr", "indices", "values")
+    )
 
 
 @settings(max_examples=200)
@@ -42,8 +44,12 @@ def test_dense_sparse_and_pandas_give_the_same_batch(matrix, bits):
     labels = np.arange(matrix.shape[0], dtype=float)
     dense = batch_from_arrays(matrix, labels, bits=bits)
     with np.errstate(invalid="ignore"):
-        for other in [sparse.csr_matrix(matrix), sparse.csc_array(matrix), sparse.coo_matrix(matrix),
-                      *([pd.DataFrame(matrix)] if pd else [])] + ([matrix.tolist()] if len(matrix) else []):  # fmt: skip
+        for other in [
+            sparse.csr_matrix(matrix),
+            sparse.csc_array(matrix),
+            sparse.coo_matrix(matrix),
+            *([pd.DataFrame(matrix)] if pd else []),
+        ] + ([matrix.tolist()] if len(matrix) else []):
             assert same(batch_from_arrays(other, labels, bits=bits), dense)
 
 
@@ -66,16 +72,23 @@ def test_no_column_ever_lands_on_the_bias_slot(bits, columns, seed):
     assert ((slots >= 1) & (slots < 1 << bits)).all()
     # Apart from the bias, a column's slot is the LIBSVM reader's for index column + 1.
     expected = [libsvm_slot(column + 1, bits, seed) for column in range(columns)]
-    assert all(slot == want or (want == BIAS_SLOT and slot == (1 << bits) - 1)
-               for slot, want in zip(slots.tolist(), expected))  # fmt: skip
+    assert all(
+        slot == want or (want == BIAS_SLOT and slot == (1 << bits) - 1) for slot, want in zip(slots.tolist(), expected)
+    )
 
 
 @settings(max_examples=100)
-@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=8),
-                  elements=st.one_of(st.just(0.0), st.floats(-100, 100).map(lambda v: round(v, 3)))))  # fmt: skip
+@given(
+    hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=8),
+        elements=st.one_of(st.just(0.0), st.floats(-100, 100).map(lambda v: round(v, 3))),
+    )
+)
 def test_a_matrix_is_its_libsvm_file(matrix):
-    lines = [" ".join(["1"] + [f"{j + 1}:{float(value)!r}" for j, value in enumerate(row) if value != 0])
-             for row in matrix]
+    lines = [
+        " ".join(["1"] + [f"{j + 1}:{float(value)!r}" for j, value in enumerate(row) if value != 0]) for row in matrix
+    ]
     parsed = LibsvmFormat(bits=18).parse(("\n".join(lines) + "\n").encode()).batch
     assert same(batch_from_arrays(matrix, np.ones(len(matrix)), bits=18), parsed)
 

@@ -4,7 +4,6 @@ and their properties: order-free and associative."""
 import pickle
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,16 +41,19 @@ def test_weighted_mean_matches_the_reference(parts):
     slot_masses = [np.array(m) for _, m, _ in parts]
     shares = np.array([s for _, _, s in parts])
     shares /= shares.sum()
-    expected = reference_averaging.weighted_average([w[:, 0].tolist() for w in weights],
-                                                    [dict(enumerate(m)) for m in slot_masses], shares, 5)  # fmt: skip
+    expected = reference_averaging.weighted_average(
+        [w[:, 0].tolist() for w in weights], [dict(enumerate(m)) for m in slot_masses], shares, 5
+    )
     got = averaging.weighted_mean(weights, slot_masses, shares)[:, 0]
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
 
 
 def _learners(seed, sizes, config, importance=True):
     rng = np.random.default_rng(seed)
-    return [make_learner(config).learn(random_batch(rng, loss=config.loss, n=n, bits=config.bits, importance=importance))
-            for n in sizes]  # fmt: skip
+    return [
+        make_learner(config).learn(random_batch(rng, loss=config.loss, n=n, bits=config.bits, importance=importance))
+        for n in sizes
+    ]
 
 
 def _copies(learners):
@@ -66,8 +68,12 @@ CONFIGS = {
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from(sorted(CONFIGS)), st.integers(0, 2**16), st.lists(st.integers(1, 40), min_size=2, max_size=5),
-       st.randoms(use_true_random=False))  # fmt: skip
+@given(
+    st.sampled_from(sorted(CONFIGS)),
+    st.integers(0, 2**16),
+    st.lists(st.integers(1, 40), min_size=2, max_size=5),
+    st.randoms(use_true_random=False),
+)
 def test_merge_is_order_free(name, seed, sizes, random):
     learners = _learners(seed, sizes, CONFIGS[name])
     expected = _copies(learners)
@@ -81,8 +87,12 @@ def test_merge_is_order_free(name, seed, sizes, random):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from(sorted(CONFIGS)), st.integers(0, 2**16), st.lists(st.integers(1, 40), min_size=3, max_size=6),
-       st.data())  # fmt: skip
+@given(
+    st.sampled_from(sorted(CONFIGS)),
+    st.integers(0, 2**16),
+    st.lists(st.integers(1, 40), min_size=3, max_size=6),
+    st.data(),
+)
 def test_merge_is_associative(name, seed, sizes, data):
     """An average of averages (as a runner's merge tree or lifted combine makes them) is the average of all."""
     learners = _learners(seed, sizes, CONFIGS[name])
@@ -104,8 +114,9 @@ def test_later_passes_start_counting_mass_afresh_and_keep_unseen_slots():
     origin = first.copy().start_pass()
     assert not origin.slot_mass_.any()
     rng = np.random.default_rng(5)
-    workers = [origin.copy().learn(random_batch(rng, loss="logistic", n=5, bits=BITS, max_features=3))
-               for _ in range(2)]  # fmt: skip
+    workers = [
+        origin.copy().learn(random_batch(rng, loss="logistic", n=5, bits=BITS, max_features=3)) for _ in range(2)
+    ]
     untouched = (workers[0].slot_mass_ == 0) & (workers[1].slot_mass_ == 0)
     merged = workers[0].merge(workers[1:])
     np.testing.assert_allclose(merged.weights[untouched], origin.weights[untouched], rtol=1e-12)

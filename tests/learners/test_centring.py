@@ -43,8 +43,14 @@ def shifted_batch(rng, n=150, loss="logistic", classes=0, lacking=()):
         indices += slots
         values += xs
         indptr.append(len(indices))
-    return ExampleBatch(np.array(labels), np.ones(n), np.array(indptr, dtype=np.int64),
-                        np.array(indices, dtype=np.int32), np.array(values), bits=BITS)  # fmt: skip
+    return ExampleBatch(
+        np.array(labels),
+        np.ones(n),
+        np.array(indptr, dtype=np.int64),
+        np.array(indices, dtype=np.int32),
+        np.array(values),
+        bits=BITS,
+    )
 
 
 CASES = [
@@ -75,8 +81,9 @@ def test_centring_matches_the_plain_python_reference(settings):
         reference.learn(batch)
     assert learner.centring_.slots.tolist() == [3]
     expected = reference_weights(reference, BITS, config.classes)
-    np.testing.assert_allclose(learner.to_model().dense_weights, expected, rtol=1e-6,
-                               atol=1e-9 * max(1.0, np.abs(expected).max()))  # fmt: skip
+    np.testing.assert_allclose(
+        learner.to_model().dense_weights, expected, rtol=1e-6, atol=1e-9 * max(1.0, np.abs(expected).max())
+    )
     assert learner.progressive_loss == pytest.approx(reference.learner.progressive_loss, rel=1e-6)
 
 
@@ -86,9 +93,17 @@ def test_the_model_holds_ordinary_weights_whose_margins_are_the_centred_function
     test = shifted_batch(rng, n=20)
     means = learner.centring_.means()
     weights = learner.weights  # centred space: the bias still lacks the means
-    centred = np.array([weights[0] + sum(weights[s] * (x - (means[list(learner.centring_.slots).index(s)]
-                                                            if s in learner.centring_.slots else 0.0))
-                                         for s, x in zip(*test.row(i))) for i in range(len(test))])  # fmt: skip
+    centred = np.array(
+        [
+            weights[0]
+            + sum(
+                weights[s]
+                * (x - (means[list(learner.centring_.slots).index(s)] if s in learner.centring_.slots else 0.0))
+                for s, x in zip(*test.row(i))
+            )
+            for i in range(len(test))
+        ]
+    )
     np.testing.assert_allclose(learner.to_model().margins(test), centred, rtol=1e-9, atol=1e-9)
 
 
@@ -114,8 +129,11 @@ def test_merging_averages_the_functions_whatever_each_learner_centred():
     # The uncentred weights average per slot, weighted by each learner's slot mass (the bias by the
     # importance each saw: 100 against 300 examples); the value ranges the models clip to are each
     # learner's own (the merged learner's are the widest), so the functions are compared unclipped.
-    expected = averaging.weighted_mean([unclipped(dropped).dense_weights[:, None], unclipped(second).dense_weights[:, None]],
-                                       [first.slot_mass_, second.slot_mass_], [0.25, 0.75])[:, 0]  # fmt: skip
+    expected = averaging.weighted_mean(
+        [unclipped(dropped).dense_weights[:, None], unclipped(second).dense_weights[:, None]],
+        [first.slot_mass_, second.slot_mass_],
+        [0.25, 0.75],
+    )[:, 0]
     assert first.slot_mass_[0] == 100 and second.slot_mass_[0] == 300
     merged = first.copy().merge([second.copy()])
     assert merged.centring_.slots.tolist() == [3, 7, 11]  # what both still centred
@@ -135,14 +153,17 @@ def test_a_saved_learner_goes_on_exactly_and_one_continued_without_centring_fold
     state = learner.__getstate__()
     again = LinearLearner.__new__(LinearLearner)
     again.__setstate__(state)
-    np.testing.assert_array_equal(again.learn(later).to_model().dense_weights,
-                                  learner.learn(later).to_model().dense_weights)  # fmt: skip
+    np.testing.assert_array_equal(
+        again.learn(later).to_model().dense_weights, learner.learn(later).to_model().dense_weights
+    )
     plain = LinearLearner.__new__(LinearLearner)
     plain.__setstate__({**state, "config": dataclasses.replace(config, center=False).to_dict()})
     assert not plain.centring_.active
     # Every slot dropped as an example lacking it drops it: rescaled to its raw magnitude, then folded.
     dropped = _restored(state)
-    dropped.centring_.drop(np.ones(len(dropped.centring_.slots), dtype=bool), dropped.raw_, None, dropped.feature_scale_)
+    dropped.centring_.drop(
+        np.ones(len(dropped.centring_.slots), dtype=bool), dropped.raw_, None, dropped.feature_scale_
+    )
     test = shifted_batch(rng, n=20)
     np.testing.assert_allclose(plain.to_model().margins(test), dropped.to_model().margins(test), rtol=1e-9)
 
@@ -184,8 +205,9 @@ def test_a_constant_column_centres_to_exact_zeros_not_rounding_noise():
     # noise up to unit size and learn on it (measured on the suite's HMDA: progressive loss 2e15).
     rng = np.random.default_rng(6)
     batch = shifted_batch(rng, n=400)
-    rows = [(float(batch.labels[i]), {**dict(zip(*batch.row(i))), 31: 0.1 + 0.2})
-            for i in range(len(batch))]  # fmt: skip  (0.1 + 0.2: a value whose mean rounds)
+    rows = [
+        (float(batch.labels[i]), {**dict(zip(*batch.row(i))), 31: 0.1 + 0.2}) for i in range(len(batch))
+    ]  # (0.1 + 0.2: a value whose mean rounds)
     constant = ExampleBatch.from_rows(rows, bits=BITS)
     centring = Centring.empty()
     for start, stop, values in centring.segments(constant, np.zeros((1 << BITS, 1))):
@@ -224,8 +246,13 @@ def rows_with_missing_features(seed, n, features, density, low, width, labels, o
         "by density": np.argsort(present.sum(axis=1), kind="stable"),
         "reversed": np.arange(n)[::-1],
     }[order]
-    rows = [(1.0 if score[i] > 0 else -1.0, {j + 1: float(values[i, j]) for j in rng.permutation(np.flatnonzero(present[i]))})
-            for i in ranks]  # fmt: skip
+    rows = [
+        (
+            1.0 if score[i] > 0 else -1.0,
+            {j + 1: float(values[i, j]) for j in rng.permutation(np.flatnonzero(present[i]))},
+        )
+        for i in ranks
+    ]
     return ExampleBatch.from_rows(rows, bits=BITS)
 
 
@@ -249,15 +276,18 @@ def test_centring_costs_at_most_0_02_progressive_loss_on_rows_with_missing_featu
     # more, what is left is how centring changes learning, not that fold (under 1000 rows, two
     # learners at rates 0.8 and 1 differ by as much: the path of the first steps).
     batch = rows_with_missing_features(seed, n, features, density, low, width, labels, order)
-    centred, plain = (LinearLearner(LearnerConfig(loss="logistic", bits=BITS, center=center)).learn(batch)
-                      for center in (True, False))  # fmt: skip
+    centred, plain = (
+        LinearLearner(LearnerConfig(loss="logistic", bits=BITS, center=center)).learn(batch) for center in (True, False)
+    )
     assert centred.progressive_loss <= plain.progressive_loss + 0.02
 
 
 def test_issue_22s_three_rows_no_longer_explode():
-    rows = [(-1.0, {3: 0.486, 17: 0.918, 27: 0.83, 33: 0.968, 49: 0.358}),
-            (1.0, {7: 0.618, 9: 0.251, 19: 0.91, 33: 0.983, 49: 0.81}),
-            (1.0, {1: 0.5, 2: 0.5})]  # fmt: skip
+    rows = [
+        (-1.0, {3: 0.486, 17: 0.918, 27: 0.83, 33: 0.968, 49: 0.358}),
+        (1.0, {7: 0.618, 9: 0.251, 19: 0.91, 33: 0.983, 49: 0.81}),
+        (1.0, {1: 0.5, 2: 0.5}),
+    ]
     learners = {center: LinearLearner(LearnerConfig(loss="logistic", center=center)) for center in (True, False)}
     for learner in learners.values():
         for row in rows:
@@ -271,8 +301,14 @@ def test_a_dropped_slot_is_the_least_squares_refit_of_the_function_with_the_lack
     # A learner that does not normalise (no scales): the refit alone.
     rng = np.random.default_rng(7)
     values = 50.0 + rng.normal(size=30) * rng.choice([0.01, 1.0, 30.0])
-    centring = Centring(np.array([5]), np.array([values.sum()]), len(values), True,
-                        np.array([(values**2).sum()]), np.array([np.abs(values).max()]))  # fmt: skip
+    centring = Centring(
+        np.array([5]),
+        np.array([values.sum()]),
+        len(values),
+        True,
+        np.array([(values**2).sum()]),
+        np.array([np.abs(values).max()]),
+    )
     weights = np.zeros((16, 1))
     weights[0], weights[5] = 0.7, -1.3  # bias and the slot's weight, in centred form
     mean = values.mean()
@@ -289,8 +325,9 @@ def test_a_normalising_learner_extrapolates_a_dropped_slot_no_further_than_its_v
     # Learned at the centred scale 0.01 of readings 0.95-0.97, whose mean, 0.96, is 96 such scales
     # from the 0 of an example lacking the slot; raw, the slot's scale is 0.97.
     def centring():
-        return Centring(np.array([5]), np.array([0.95 + 0.97]), 2, True, np.array([0.95**2 + 0.97**2]),
-                        np.array([0.97]))  # fmt: skip
+        return Centring(
+            np.array([5]), np.array([0.95 + 0.97]), 2, True, np.array([0.95**2 + 0.97**2]), np.array([0.97])
+        )
 
     refit = np.zeros((16, 1))
     refit[0], refit[5] = 0.2, 100.0 * 0.01 / 0.96  # what reaching no further than 0.01 leaves of 100

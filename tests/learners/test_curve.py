@@ -55,9 +55,17 @@ def test_each_point_is_a_fresh_learners_figures_after_that_many_examples(config)
 
 
 @settings(max_examples=25, deadline=None)
-@given(cuts=st.lists(st.integers(1, 299), max_size=6, unique=True),
-       sparse=st.sampled_from([{"gravity": 0.01}, {"gravity": 0.01, "sparsity": "truncate", "truncate_every": 7},
-                               {"sparsity": "round", "truncate_threshold": 0.05, "truncate_every": 5}, {}]))  # fmt: skip
+@given(
+    cuts=st.lists(st.integers(1, 299), max_size=6, unique=True),
+    sparse=st.sampled_from(
+        [
+            {"gravity": 0.01},
+            {"gravity": 0.01, "sparsity": "truncate", "truncate_every": 7},
+            {"sparsity": "round", "truncate_threshold": 0.05, "truncate_every": 5},
+            {},
+        ]
+    ),
+)
 def test_batching_changes_neither_the_points_nor_the_learning(cuts, sparse):
     config = LearnerConfig(loss="logistic", **sparse)
     batch = batch_of(config)
@@ -80,8 +88,15 @@ def test_passes_start_their_own_points_and_the_state_keeps_them():
     batch = batch_of(config, n=100)
     learner = LinearLearner(config).fit(batch)
     passes = [(p["pass"], p["examples"]) for p in learner.curve_.points]
-    assert passes == [(1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (1, 32), (1, 64)] + \
-        [(2, 1), (2, 2), (2, 4), (2, 8), (2, 16), (2, 32), (2, 64)]  # fmt: skip
+    assert passes == [(1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (1, 32), (1, 64)] + [
+        (2, 1),
+        (2, 2),
+        (2, 4),
+        (2, 8),
+        (2, 16),
+        (2, 32),
+        (2, 64),
+    ]
     again = pickle.loads(pickle.dumps(learner))
     assert again.curve_.points == learner.curve_.points and again.curve_.in_pass == learner.curve_.in_pass
     model = learner.to_model()
@@ -117,7 +132,11 @@ def test_merging_adds_the_kth_points_and_is_associative(parts):
         assert point["loss"] == pytest.approx(sum(e[2] for e in mine))
         assert point["nonzero"] == max(e[3] for e in mine)
         expected = point["loss"] / point["weight"] if point["weight"] > 0 else None
-        assert point["progressive_loss"] == pytest.approx(expected) if expected is not None else point["progressive_loss"] is None
+        assert (
+            point["progressive_loss"] == pytest.approx(expected)
+            if expected is not None
+            else point["progressive_loss"] is None
+        )
     assert len(current) == max(len(entries) for entries in parts)
     if len(curves) > 2:  # merging merges gives the same sums
         nested = LearningCurve.merged([LearningCurve.merged(curves[:2], 2), *curves[2:]], 2)
@@ -139,16 +158,25 @@ def test_merged_learners_keep_their_points_and_their_listener():
     assert a.curve_.progress is not None and a.curve_.in_pass == 60
 
 
-@pytest.mark.parametrize("settings", [
-    {"loss": "logistic", "gravity": 0.002},
-    {"loss": "logistic", "gravity": 0.05, "sparsity": "truncate", "truncate_every": 4, "truncate_threshold": 0.3},
-    {"loss": "squared", "step": "gsa", "gravity": 0.05, "sparsity": "truncate"},
-    {"loss": "squared", "step": "constant", "learning_rate": 0.1, "sparsity": "round", "truncate_threshold": 0.02,
-     "truncate_every": 3},
-    {"loss": "hinge", "gravity": 0.02, "sparsity": "subgradient", "truncate_threshold": 0.01},
-    {"loss": "softmax", "classes": 3, "gravity": 0.002},
-    {"loss": "logistic", "l2": 0.01, "gravity": 0.01, "sparsity": "truncate"},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"loss": "logistic", "gravity": 0.002},
+        {"loss": "logistic", "gravity": 0.05, "sparsity": "truncate", "truncate_every": 4, "truncate_threshold": 0.3},
+        {"loss": "squared", "step": "gsa", "gravity": 0.05, "sparsity": "truncate"},
+        {
+            "loss": "squared",
+            "step": "constant",
+            "learning_rate": 0.1,
+            "sparsity": "round",
+            "truncate_threshold": 0.02,
+            "truncate_every": 3,
+        },
+        {"loss": "hinge", "gravity": 0.02, "sparsity": "subgradient", "truncate_threshold": 0.01},
+        {"loss": "softmax", "classes": 3, "gravity": 0.002},
+        {"loss": "logistic", "l2": 0.01, "gravity": 0.01, "sparsity": "truncate"},
+    ],
+)
 def test_the_count_is_the_weights_in_force(settings):
     config = LearnerConfig(**settings)
     learner = LinearLearner(config).learn(batch_of(config, 500, 3))

@@ -34,8 +34,10 @@ def unscaled_rows(seed, n, r_squared, noise="normal"):
     errors = (errors - errors.mean()) / errors.std()
     labels = signal + np.sqrt((1 - r_squared) / r_squared) * errors
     values = means + spreads * standard
-    rows = [(float(labels[i]), {**{j + 1: float(values[i, j]) for j in range(len(means))}, 10 + int(levels[i]): 1.0})
-            for i in range(n)]  # fmt: skip
+    rows = [
+        (float(labels[i]), {**{j + 1: float(values[i, j]) for j in range(len(means))}, 10 + int(levels[i]): 1.0})
+        for i in range(n)
+    ]
     return rows, values, levels, labels
 
 

@@ -32,14 +32,20 @@ def evaluation(rows, cap: int) -> Evaluation:
     result.max_distinct = cap
     for start in range(0, len(rows), 7):  # in several batches, so folds and coarsening interleave
         part = rows[start : start + 7]
-        result.add(np.array([1.0 if y else -1.0 for _, y, _ in part]), np.array([s for s, _, _ in part]),
-                   np.array([w for _, _, w in part]))  # fmt: skip
+        result.add(
+            np.array([1.0 if y else -1.0 for _, y, _ in part]),
+            np.array([s for s, _, _ in part]),
+            np.array([w for _, _, w in part]),
+        )
     return result
 
 
 def columns(rows):
-    return (np.array([s for s, _, _ in rows]), np.array([1.0 if y else -1.0 for _, y, _ in rows]),
-            np.array([w for _, _, w in rows]))  # fmt: skip
+    return (
+        np.array([s for s, _, _ in rows]),
+        np.array([1.0 if y else -1.0 for _, y, _ in rows]),
+        np.array([w for _, _, w in rows]),
+    )
 
 
 @settings(max_examples=150, deadline=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -111,7 +110,8 @@ def test_products_are_traced_back_to_their_monomials():
     expander = Expander(parents, bits=BITS)
     expanded = expander.expand(ExampleBatch.from_rows([(1.0, {2: 1.0, 5: 1.0, 9: 1.0})], bits=BITS))
     found = {
-        expander.monomial_of_slot(int(slot), int(degree)) for slot, degree in zip(expanded.indices, expander.last_degrees)
+        expander.monomial_of_slot(int(slot), int(degree))
+        for slot, degree in zip(expanded.indices, expander.last_degrees)
     }
     expected = reference_expansion({2: 1.0, 5: 1.0, 9: 1.0}, set(parents), 6, True)
     assert found == set(expected)
@@ -164,8 +164,14 @@ def test_quadratic_pairs_share_slots_with_apples_products():
 
 def test_a_row_that_repeats_a_slot_still_gets_each_product_once():
     # Hash collisions can put two features of one example in one slot; products must not double.
-    batch = ExampleBatch(labels=np.ones(1), weights=np.ones(1), indptr=np.array([0, 4]),
-                         indices=np.array([3, 5, 3, 7], dtype=np.int32), values=np.ones(4), bits=BITS)  # fmt: skip
+    batch = ExampleBatch(
+        labels=np.ones(1),
+        weights=np.ones(1),
+        indptr=np.array([0, 4]),
+        indices=np.array([3, 5, 3, 7], dtype=np.int32),
+        values=np.ones(4),
+        bits=BITS,
+    )
     parents = [Monomial.of([3]), Monomial.of([5]), Monomial.of([3, 5])]
     expander = Expander(parents, bits=BITS)
     expanded = expander.expand(batch)
@@ -189,7 +195,10 @@ def reference_interactions(row, interactions, repeat_factors):
     combine = itertools.combinations_with_replacement if repeat_factors else itertools.combinations
     products = []
     for interaction in sorted({tuple(sorted(text.encode())) for text in interactions}):
-        per_letter = [list(combine([f for f in row if f[2] == letter], times)) for letter, times in sorted(Counter(interaction).items())]
+        per_letter = [
+            list(combine([f for f in row if f[2] == letter], times))
+            for letter, times in sorted(Counter(interaction).items())
+        ]
         for choice in itertools.product(*per_letter):
             factors = [feature for group in choice for feature in group]
             monomial = Monomial.of([slot for slot, _, _ in factors])
@@ -199,8 +208,9 @@ def reference_interactions(row, interactions, repeat_factors):
 
 namespaced_rows = st.lists(
     st.lists(st.tuples(st.integers(1, 12), st.sampled_from([1.0, 2.0, -0.5]), st.sampled_from(b"abc ")), max_size=7),
-    min_size=1, max_size=4,
-)  # fmt: skip
+    min_size=1,
+    max_size=4,
+)
 interaction_lists = st.lists(st.text(alphabet="abc ", min_size=2, max_size=3), min_size=1, max_size=3)
 
 
@@ -209,16 +219,20 @@ def test_namespace_interactions_match_the_reference(rows, interactions, repeat_f
     from polybeam.learners.expansion import expand_namespace_interactions
 
     batch = ExampleBatch(
-        labels=np.ones(len(rows)), weights=np.ones(len(rows)),
+        labels=np.ones(len(rows)),
+        weights=np.ones(len(rows)),
         indptr=np.cumsum([0] + [len(row) for row in rows]).astype(np.int64),
         indices=np.array([f[0] for row in rows for f in row], dtype=np.int32),
         values=np.array([f[1] for row in rows for f in row], dtype=np.float64),
-        namespaces=np.array([f[2] for row in rows for f in row], dtype=np.uint8), bits=BITS,
-    )  # fmt: skip
+        namespaces=np.array([f[2] for row in rows for f in row], dtype=np.uint8),
+        bits=BITS,
+    )
     expanded, degrees = expand_namespace_interactions(batch, interactions, repeat_factors=repeat_factors)
     got = expanded_rows(expanded, degrees)
     for row, found in zip(rows, got):
-        expected = sorted([(slot, 1, value) for slot, value, _ in row] + reference_interactions(row, interactions, repeat_factors))
+        expected = sorted(
+            [(slot, 1, value) for slot, value, _ in row] + reference_interactions(row, interactions, repeat_factors)
+        )
         assert found == expected  # values are products of 1, 2 and -0.5: exact
 
 
@@ -242,8 +256,13 @@ def test_reused_output_buffers_give_the_same_batches_and_stay_valid_for_a_ring()
 
     rng = np.random.default_rng(2)
     batches = [
-        ExampleBatch.from_rows([(1.0, {int(s): 1.0 for s in rng.choice(np.arange(1, 30), size=rng.integers(1, 9))})
-                                for _ in range(rng.integers(1, 40))], bits=BITS)  # fmt: skip
+        ExampleBatch.from_rows(
+            [
+                (1.0, {int(s): 1.0 for s in rng.choice(np.arange(1, 30), size=rng.integers(1, 9))})
+                for _ in range(rng.integers(1, 40))
+            ],
+            bits=BITS,
+        )
         for _ in range(8)
     ]
     parents = [Monomial.of([s]) for s in range(1, 12)] + [Monomial.of([1, 2])]

@@ -56,8 +56,16 @@ def xor_task(seed: int, n: int = 3000) -> ExampleBatch:
 
 def with_positions(n: int, row_ids, source: str | None) -> ExampleBatch:
     batch = ExampleBatch.from_rows([(0.0, {1: 1.0})] * n, bits=BITS)
-    return ExampleBatch(batch.labels, batch.weights, batch.indptr, batch.indices, batch.values, bits=BITS,
-                        row_ids=np.asarray(row_ids, dtype=np.int64), source=source)  # fmt: skip
+    return ExampleBatch(
+        batch.labels,
+        batch.weights,
+        batch.indptr,
+        batch.indices,
+        batch.values,
+        bits=BITS,
+        row_ids=np.asarray(row_ids, dtype=np.int64),
+        source=source,
+    )
 
 
 @given(
@@ -70,8 +78,9 @@ def test_an_example_is_held_out_or_not_whatever_batch_it_is_read_in(positions, c
     batch = with_positions(len(positions), positions, source)
     cut = min(cut, len(batch))
     whole = holdout_rows(batch, period)
-    parts = np.concatenate([holdout_rows(batch.rows_between(0, cut), period),
-                            holdout_rows(batch.rows_between(cut, len(batch)), period)])  # fmt: skip
+    parts = np.concatenate(
+        [holdout_rows(batch.rows_between(0, cut), period), holdout_rows(batch.rows_between(cut, len(batch)), period)]
+    )
     assert (whole == parts).all()
     order = np.random.default_rng(len(positions)).permutation(len(batch))
     assert (holdout_rows(batch.take(order), period) == whole[order]).all()
@@ -96,8 +105,10 @@ def test_the_holdout_depends_on_the_file_and_the_seed_but_not_on_the_pass():
 
 def test_one_pass_or_no_period_holds_nothing_out():
     batch = noisy_logistic(0, 100)
-    for config in (LearnerConfig(loss="logistic", bits=BITS), LearnerConfig(loss="logistic", bits=BITS, passes=3,
-                                                                            holdout_period=0)):  # fmt: skip
+    for config in (
+        LearnerConfig(loss="logistic", bits=BITS),
+        LearnerConfig(loss="logistic", bits=BITS, passes=3, holdout_period=0),
+    ):
         assert split_holdout(batch, config) == (batch, None)
         assert training_count(batch, config) == len(batch)
     config = LearnerConfig(loss="logistic", bits=BITS, passes=3, holdout_min_examples=0)
@@ -189,8 +200,9 @@ def test_held_out_examples_are_never_learned():
 
 def test_a_later_pass_is_kept_when_the_last_is_worse_without_stopping():
     batch = noisy_logistic(2)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=6, holdout_min_examples=0, learning_rate=1.0,
-                           early_terminate=5)
+    config = LearnerConfig(
+        loss="logistic", bits=BITS, passes=6, holdout_min_examples=0, learning_rate=1.0, early_terminate=5
+    )
     learner = LinearLearner(config).fit(batch)
     selection = learner.selection_
     assert not selection.stopped and selection.best_pass == 4 and selection.last_pass == 6
@@ -225,8 +237,9 @@ def test_the_record_and_its_snapshot_survive_a_state_file():
 
 def test_apple_guard_keeps_the_products_the_holdout_prefers():
     batch = xor_task(0)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, holdout_min_examples=0, expand="apple",
-                           repeat_factors=False)
+    config = LearnerConfig(
+        loss="logistic", bits=BITS, passes=3, holdout_min_examples=0, expand="apple", repeat_factors=False
+    )
     learner = PolynomialLearner(config).fit(batch)
     model = learner.to_model()
     guard = model.metadata["apple_guard"]
@@ -241,8 +254,9 @@ def test_apple_guard_keeps_the_products_the_holdout_prefers():
 def test_apple_guard_keeps_the_linear_model_the_holdout_prefers():
     # A linear task with noise: products only add variance; whichever the holdout prefers is kept.
     batch = noisy_logistic(2, n=600)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, holdout_min_examples=0, expand="apple",
-                           learning_rate=0.5)
+    config = LearnerConfig(
+        loss="logistic", bits=BITS, passes=3, holdout_min_examples=0, expand="apple", learning_rate=0.5
+    )
     learner = make_learner(config).fit(batch)
     model = learner.to_model()
     guard = model.metadata["apple_guard"]
@@ -251,8 +265,9 @@ def test_apple_guard_keeps_the_linear_model_the_holdout_prefers():
     assert guard["products_kept"] == (best["apple"] <= best["linear"])
     assert model.kind == ("apple" if guard["products_kept"] else "linear")
     assert model.summary().startswith(f"polybeam {model.kind} model")
-    assert np.isclose(score_holdout(learner, [batch]).means()[
-        "apple" if guard["products_kept"] else "linear"], min(best.values()))
+    assert np.isclose(
+        score_holdout(learner, [batch]).means()["apple" if guard["products_kept"] else "linear"], min(best.values())
+    )
 
 
 def test_one_pass_guard_still_decides_on_progressive_loss():

@@ -47,8 +47,18 @@ def test_settings_carry_the_configuration_as_codes_and_numbers(config):
     assert settings.sparsity == sparsity.SPARSITY_CODES[config.sparsity]
     assert settings.learning_rate == (config.learning_rate or 0.0)
     assert settings.threshold == config.threshold
-    same = ("power_t", "l2", "bias", "normalized", "safe_updates", "gravity", "truncate_every", "gsa_target",
-            "gsa_exact", "scale_labels")
+    same = (
+        "power_t",
+        "l2",
+        "bias",
+        "normalized",
+        "safe_updates",
+        "gravity",
+        "truncate_every",
+        "gsa_target",
+        "gsa_exact",
+        "scale_labels",
+    )
     assert [getattr(settings, name) for name in same] == [getattr(config, name) for name in same]
 
 
@@ -66,8 +76,10 @@ def test_both_kernels_take_the_same_arguments_and_learn_as_the_learner_does():
     squared = LearnerConfig(loss="squared", bits=BITS, gravity=0.01, center=False)
     for config in (softmax, squared):
         learner = LinearLearner(config)
-        raw, sums, scales, synced = (np.zeros_like(array) for array in
-                                     (learner.raw_, learner.sum_sq_grad_, learner.feature_scale_, learner.synced_))
+        raw, sums, scales, synced = (
+            np.zeros_like(array)
+            for array in (learner.raw_, learner.sum_sq_grad_, learner.feature_scale_, learner.synced_)
+        )
         stats = kernels.new_stats()
         arrays = (batch.labels, batch.weights, batch.indptr, batch.indices, batch.values)
         settings = learner.kernel_settings

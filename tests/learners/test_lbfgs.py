@@ -38,7 +38,9 @@ def test_objective_matches_the_reference_and_gradient_matches_finite_differences
         up, down = weights.copy(), weights.copy()
         up[index] += step
         down[index] -= step
-        numeric[index] = (_objective(up, batches, loss, 0.7, bias)[0] - _objective(down, batches, loss, 0.7, bias)[0]) / (2 * step)
+        numeric[index] = (
+            _objective(up, batches, loss, 0.7, bias)[0] - _objective(down, batches, loss, 0.7, bias)[0]
+        ) / (2 * step)
     np.testing.assert_allclose(gradient, numeric, rtol=1e-5, atol=1e-5)
 
 
@@ -93,8 +95,10 @@ def test_finishing_reaches_scikit_learns_logistic_optimum():
 def test_finishing_reaches_scipys_optimum(loss):
     rng = np.random.default_rng(3)
     classes = 3 if loss == "softmax" else 0
-    batches = [random_batch(rng, loss=loss, n=80, bits=BITS, classes=classes, scales=(0.5, 1.0), importance=False)
-               for _ in range(3)]  # fmt: skip
+    batches = [
+        random_batch(rng, loss=loss, n=80, bits=BITS, classes=classes, scales=(0.5, 1.0), importance=False)
+        for _ in range(3)
+    ]
     config = LearnerConfig(loss=loss, bits=BITS, classes=classes, center=False)
     learner = LinearLearner(config)
     for batch in batches:
@@ -106,8 +110,13 @@ def test_finishing_reaches_scipys_optimum(loss):
         value, gradient = _objective(flat.reshape(shape), batches, loss, 1.0)
         return value, gradient.ravel()
 
-    best = scipy.optimize.minimize(fun, np.zeros(np.prod(shape)), jac=True, method="L-BFGS-B",
-                                   options={"maxiter": 5000, "gtol": 1e-10, "ftol": 1e-15})  # fmt: skip
+    best = scipy.optimize.minimize(
+        fun,
+        np.zeros(np.prod(shape)),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 5000, "gtol": 1e-10, "ftol": 1e-15},
+    )
     ours = fun(finished.dense_weights.reshape(-1))[0]
     assert ours == pytest.approx(best.fun, rel=1e-6)
 

@@ -10,14 +10,15 @@ from polybeam.learners import kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
-from tests.learners.reference_linear import ReferenceLinearLearner, ReferenceSoftmaxLearner
 from tests.learners import reference_averaging
+from tests.learners.reference_linear import ReferenceLinearLearner, ReferenceSoftmaxLearner
 
 BITS = 8
 
 
-def random_batch(rng, n=200, loss="squared", bits=BITS, max_features=12, importance=True, classes=0,
-                 scales=(0.01, 1.0, 30.0)):
+def random_batch(
+    rng, n=200, loss="squared", bits=BITS, max_features=12, importance=True, classes=0, scales=(0.01, 1.0, 30.0)
+):
     lengths = rng.integers(0, max_features, size=n)
     indptr = np.concatenate([[0], np.cumsum(lengths)])
     nnz = int(indptr[-1])
@@ -59,8 +60,13 @@ def make_reference(config):
     )
     if config.loss == "softmax":
         return ReferenceSoftmaxLearner(config.classes, **settings)
-    return ReferenceLinearLearner(loss=config.loss, safe_updates=config.safe_updates, gsa_exact=config.gsa_exact,
-                                  scale_labels=config.scale_labels, **settings)  # fmt: skip
+    return ReferenceLinearLearner(
+        loss=config.loss,
+        safe_updates=config.safe_updates,
+        gsa_exact=config.gsa_exact,
+        scale_labels=config.scale_labels,
+        **settings,
+    )
 
 
 def assert_matches_reference(config, rng, batches=3, n=200):
@@ -219,8 +225,14 @@ def test_lazy_sparsity_equals_the_eager_reference(loss, rule, sparse):
     assert_matches_reference(config, seeded(loss, sorted(rule.items()), sorted(sparse.items())))
 
 
-@pytest.mark.parametrize("rule", STEP_RULES + [dict(step="inverse", l2=0.05)], ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
-@pytest.mark.parametrize("sparse", [dict()] + SPARSITY[:3] + SPARSITY[5:], ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()) or "dense")
+@pytest.mark.parametrize(
+    "rule", STEP_RULES + [dict(step="inverse", l2=0.05)], ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items())
+)
+@pytest.mark.parametrize(
+    "sparse",
+    [dict()] + SPARSITY[:3] + SPARSITY[5:],
+    ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()) or "dense",
+)
 def test_softmax_kernel_matches_reference(rule, sparse):
     if not exact_lazily(rule, sparse):
         pytest.skip("L2 decay with a finite threshold is only approximated lazily")
@@ -285,9 +297,12 @@ def test_merge_is_the_per_coordinate_mass_weighted_average():
     shares = np.array([b.weights.sum() for b in batches])
     shares /= shares.sum()
     slots = 1 << BITS
-    expected_weights = reference_averaging.weighted_average([list(learner.weights) for learner in learners], masses, shares, slots)
-    expected_grad = reference_averaging.weighted_average([list(learner.sum_sq_grad_[:, 0]) for learner in learners], masses,
-                                                         shares, slots)  # fmt: skip
+    expected_weights = reference_averaging.weighted_average(
+        [list(learner.weights) for learner in learners], masses, shares, slots
+    )
+    expected_grad = reference_averaging.weighted_average(
+        [list(learner.sum_sq_grad_[:, 0]) for learner in learners], masses, shares, slots
+    )
     expected_scale = np.maximum.reduce([learner.feature_scale_ for learner in learners])
     examples = sum(learner.examples_seen for learner in learners)
     loss_sum = sum(learner.stats_[kernels.LOSS_SUM] for learner in learners)
@@ -393,7 +408,9 @@ def test_to_model_is_exactly_sparse_and_predicts_like_the_learner():
         np.testing.assert_allclose(model.predict(batch), learner.predict(batch), rtol=1e-12)
 
 
-@pytest.mark.parametrize("loss,step", list(itertools.product(["squared", "logistic", "hinge"], ["constant", "decay", "adaptive"])))
+@pytest.mark.parametrize(
+    "loss,step", list(itertools.product(["squared", "logistic", "hinge"], ["constant", "decay", "adaptive"]))
+)
 def test_weights_stay_finite_on_adversarial_values(loss, step):
     batch = ExampleBatch.from_rows(
         [(1.0, {1: 1e150}), (-1.0, {1: -1e150, 2: 1e-300}), (1.0, {}), (-1.0, {3: 1e-200})] * 5, bits=BITS

@@ -44,8 +44,9 @@ def reference_crossed(rows, keys, bits, scale=1.0, known=None):
         entries = [(slot, value) for slot, value in features]
         k = reference_key_hash(key)
         if known is None or k in known:
-            entries += [(mmh3.hash(struct.pack("<I", slot), k, signed=False) & mask, scale * value)
-                        for slot, value in features]  # fmt: skip
+            entries += [
+                (mmh3.hash(struct.pack("<I", slot), k, signed=False) & mask, scale * value) for slot, value in features
+            ]
             entries.append((mmh3.hash(struct.pack("<I", 0), k, signed=False) & mask, scale))
         out.append(entries)
     return out
@@ -56,19 +57,28 @@ def as_entries(batch: ExampleBatch):
 
 
 key_names = st.text(alphabet="ab01 é", max_size=6)
-rows = st.lists(st.tuples(st.sampled_from([-1.0, 1.0]),
-                          st.lists(st.tuples(st.integers(1, 5000), st.floats(-5, 5, allow_nan=False)), max_size=5)),
-                min_size=1, max_size=8)  # fmt: skip
+rows = st.lists(
+    st.tuples(
+        st.sampled_from([-1.0, 1.0]),
+        st.lists(st.tuples(st.integers(1, 5000), st.floats(-5, 5, allow_nan=False)), max_size=5),
+    ),
+    min_size=1,
+    max_size=8,
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(rows=rows, data=st.data(), bits=st.integers(4, 22), scale=st.sampled_from([1.0, 0.25]))
 def test_crossing_matches_the_plain_python_reference(rows, data, bits, scale):
     keys = data.draw(st.lists(key_names, min_size=len(rows), max_size=len(rows)))
-    batch = ExampleBatch(labels=np.array([label for label, _ in rows]), weights=np.ones(len(rows)),
-                         indptr=np.cumsum([0] + [len(f) for _, f in rows]).astype(np.int64),
-                         indices=np.array([s & ((1 << bits) - 1) for _, f in rows for s, _ in f], dtype=np.int32),
-                         values=np.array([v for _, f in rows for _, v in f]), bits=bits)  # fmt: skip
+    batch = ExampleBatch(
+        labels=np.array([label for label, _ in rows]),
+        weights=np.ones(len(rows)),
+        indptr=np.cumsum([0] + [len(f) for _, f in rows]).astype(np.int64),
+        indices=np.array([s & ((1 << bits) - 1) for _, f in rows for s, _ in f], dtype=np.int32),
+        values=np.array([v for _, f in rows for _, v in f]),
+        bits=bits,
+    )
     masked = [(label, [(s & ((1 << bits) - 1), v) for s, v in f]) for label, f in rows]
     crossed = cross_batch(batch, key_hashes(np.array(keys, dtype=object)), offset_scale=scale)
     assert as_entries(crossed) == reference_crossed(masked, keys, bits, scale)
@@ -96,8 +106,9 @@ def keyed_batch(rows, keys, bits=12):
     batch = ExampleBatch.from_rows(rows, bits=bits)
     import dataclasses
 
-    return dataclasses.replace(batch, key_codes=np.array([names.index(k) for k in keys], dtype=np.int32),
-                               key_names=names)  # fmt: skip
+    return dataclasses.replace(
+        batch, key_codes=np.array([names.index(k) for k in keys], dtype=np.int32), key_names=names
+    )
 
 
 def trained_shared_model(bits=12):
@@ -133,9 +144,9 @@ def test_a_shared_model_file_keeps_its_crossing_and_older_readers_refuse_it():
     again = Model.from_bytes(data)
     assert again.shared_keys.key == "column:store" and len(again.shared_keys.trained) == 2
     assert np.array_equal(again.predict(batch), model.predict(batch))
-    assert int.from_bytes(data[len(b"POLYBEAM-MODEL\n"):][:4], "little") == 6  # plain models stay version 5
+    assert int.from_bytes(data[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 6  # plain models stay version 5
     plain = Model(model.config, model.slots, model.weights)
-    assert int.from_bytes(plain.to_bytes()[len(b"POLYBEAM-MODEL\n"):][:4], "little") == 5
+    assert int.from_bytes(plain.to_bytes()[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 5
     from polybeam.learners import container
 
     with pytest.raises(ModelFileError, match="newer"):

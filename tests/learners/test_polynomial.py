@@ -155,11 +155,16 @@ def test_version_3_model_files_with_factors_in_the_header_still_load(tmp_path):
     from polybeam.learners.model import MAGIC
 
     model = apple(total=3000, alpha=0.5, repeat_factors=False).learn(pairs_task(3000)).to_model()
-    header = json.dumps({
-        "config": model.config.to_dict(), "metadata": {}, "names": {}, "expansion": model.expansion.to_dict(),
-        "monomials": {str(k): list(v) for k, v in model.monomials.items()},
-        "arrays": {"slots": ["<i8", [len(model.slots)]], "weights": ["<f8", [len(model.weights)]]},
-    }).encode()  # fmt: skip
+    header = json.dumps(
+        {
+            "config": model.config.to_dict(),
+            "metadata": {},
+            "names": {},
+            "expansion": model.expansion.to_dict(),
+            "monomials": {str(k): list(v) for k, v in model.monomials.items()},
+            "arrays": {"slots": ["<i8", [len(model.slots)]], "weights": ["<f8", [len(model.weights)]]},
+        }
+    ).encode()
     body = MAGIC + struct.pack("<IQ", 3, len(header)) + header + model.slots.tobytes() + model.weights.tobytes()
     loaded = Model.from_bytes(body + hashlib.sha256(body).digest())
     assert loaded.monomials == model.monomials
@@ -180,8 +185,10 @@ def test_merging_unites_parents_keeps_traces_and_freezes():
     data = pairs_task(12000)
     halves = [data.take(np.arange(0, 6000)), data.take(np.arange(6000, 12000))]
     learners = [apple(total=6000, alpha=0.5, repeat_factors=False).learn(half) for half in halves]
-    named = [{slot: learner.monomial_of(slot) for slot in np.flatnonzero(learner.expander.slot_trace != -1)}
-             for learner in learners]  # fmt: skip
+    named = [
+        {slot: learner.monomial_of(slot) for slot in np.flatnonzero(learner.expander.slot_trace != -1)}
+        for learner in learners
+    ]
     merged = learners[0].copy().merge([learners[1].copy()])
     assert set(merged.parents) == set(learners[0].parents) | set(learners[1].parents)
     for slot, monomial in {**named[1], **named[0]}.items():
@@ -232,7 +239,9 @@ def test_apple_learns_xor_with_every_loss_and_step(loss, step):
     if loss == "softmax":  # classes 1 / 2 instead of -1 / +1
         data, test = (dataclasses.replace(b, labels=(b.labels > 0) + 1.0) for b in (data, test))
     rate = {"learning_rate": 0.5} if step == "adaptive" else {}
-    config = LearnerConfig(loss=loss, bits=BITS, step=step, expand="apple", alpha=0.5, repeat_factors=False, **rate, **extra)
+    config = LearnerConfig(
+        loss=loss, bits=BITS, step=step, expand="apple", alpha=0.5, repeat_factors=False, **rate, **extra
+    )
     model = PolynomialLearner(config, total=len(data)).learn(data).to_model()
     linear = LinearLearner(config.replace(expand="none")).fit(data).to_model()
 
@@ -248,8 +257,10 @@ def test_merged_parents_do_not_depend_on_the_merge_order():
     """Parallel apple unites the workers' parents; the union is canonical, so models are byte-identical
     whatever order the runner merges partial learners in."""
     rng = np.random.default_rng(4)
-    rows = [(float(x[0] * x[1] + x[2] * x[3]) * 2 - 1, {i + 1: 1.0 for i in np.flatnonzero(x)})
-            for x in rng.random((6000, 10)) < 0.5]  # fmt: skip
+    rows = [
+        (float(x[0] * x[1] + x[2] * x[3]) * 2 - 1, {i + 1: 1.0 for i in np.flatnonzero(x)})
+        for x in rng.random((6000, 10)) < 0.5
+    ]
     batch = ExampleBatch.from_rows(rows, bits=12)
     config = LearnerConfig(loss="squared", bits=12, expand="apple", repeat_factors=False)
     parts = [batch.rows_between(i * 2000, (i + 1) * 2000) for i in range(3)]

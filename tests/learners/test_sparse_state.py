@@ -112,8 +112,11 @@ def test_merging_sparse_and_dense_states_gives_the_dense_merge():
     config = LearnerConfig(bits=10, loss="squared")
     batches = [_batch(rng, 30, 10, "squared") for _ in range(3)]
     reference = [LinearLearner(config).learn(batch) for batch in batches]
-    mixed = [LinearLearner(config, sparse=True).learn(batches[0]), LinearLearner(config).learn(batches[1]),
-             LinearLearner(config, sparse=True).learn(batches[2])]  # fmt: skip
+    mixed = [
+        LinearLearner(config, sparse=True).learn(batches[0]),
+        LinearLearner(config).learn(batches[1]),
+        LinearLearner(config, sparse=True).learn(batches[2]),
+    ]
     reference[0].merge(reference[1:])
     mixed[0].merge(mixed[1:])
     assert not mixed[0].sparse

@@ -19,8 +19,12 @@ def random_batch(rng, n=60, labels=None):
     rows = []
     for _ in range(n):
         slots = rng.choice(np.arange(1, 40), size=rng.integers(1, 6), replace=False)
-        rows.append((float(rng.choice([-1.0, 1.0]) if labels is None else rng.integers(1, labels + 1)),
-                     {int(s): float(rng.normal()) for s in slots}))  # fmt: skip
+        rows.append(
+            (
+                float(rng.choice([-1.0, 1.0]) if labels is None else rng.integers(1, labels + 1)),
+                {int(s): float(rng.normal()) for s in slots},
+            )
+        )
     return ExampleBatch.from_rows(rows, bits=BITS, weights=rng.uniform(0.5, 2.0, size=n))
 
 
@@ -99,8 +103,16 @@ def test_the_ssm_rule_finds_an_interaction_that_weights_cannot_see():
     x = rng.random((20000, 6)) < np.array([0.2, 0.5, 0.5, 0.5, 0.5, 0.5])
     rows = [(float(r[0]) * (2.0 * r[1] - 1.0), {i + 1: 1.0 for i in np.flatnonzero(r)}) for r in x]
     data = ExampleBatch.from_rows(rows, bits=BITS)
-    config = LearnerConfig(loss="squared", bits=BITS, step="adaptive", learning_rate=0.5, expand="apple",
-                           expand_rule="ssm", alpha=0.5, repeat_factors=False)  # fmt: skip
+    config = LearnerConfig(
+        loss="squared",
+        bits=BITS,
+        step="adaptive",
+        learning_rate=0.5,
+        expand="apple",
+        expand_rule="ssm",
+        alpha=0.5,
+        repeat_factors=False,
+    )
     learner = PolynomialLearner(config, total=len(data)).learn(data)
     assert learner.parents[0] == Monomial.of([1])
     linear = LinearLearner(config.replace(expand="none")).fit(data)

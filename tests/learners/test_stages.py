@@ -70,9 +70,13 @@ def test_the_fallback_rule_adds_a_smallest_degree_non_parent():
     product = Monomial.of([1, 2])
     candidates = [(0.5, Monomial.of([3])), (0.7, Monomial.of([5])), (1.0, Monomial.of([1])), (9.0, product)]
     chosen = pick_parents(
-        magnitudes, lambda slot: product if slot == 7 else None, [Monomial.of([1])], 2,
-        rule="fallback", smallest_degree_candidates=lambda: candidates,
-    )  # fmt: skip
+        magnitudes,
+        lambda slot: product if slot == 7 else None,
+        [Monomial.of([1])],
+        2,
+        rule="fallback",
+        smallest_degree_candidates=lambda: candidates,
+    )
     # One by weight (the product), then the heaviest degree-1 monomial that is not a parent yet.
     assert chosen == [product, Monomial.of([5])]
 

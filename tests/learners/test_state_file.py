@@ -21,8 +21,9 @@ def xor_batch(rows: int, bits: int = 12, seed: int = 0, multiclass: bool = False
     if multiclass:
         labels = 1.0 + x[:, 0] + x[:, 1]
     values = rng.uniform(0.5, 3.0, size=x.shape) * x
-    return ExampleBatch.from_rows([(y, {i + 1: v for i, v in enumerate(row) if v}) for y, row in zip(labels, values)],
-                                  bits=bits)  # fmt: skip
+    return ExampleBatch.from_rows(
+        [(y, {i + 1: v for i, v in enumerate(row) if v}) for y, row in zip(labels, values)], bits=bits
+    )
 
 
 CONFIGS = [
@@ -79,8 +80,11 @@ def test_a_warm_start_that_does_not_fit_names_every_difference():
     source = LearnerConfig(loss="logistic", bits=12, step="adaptive", learning_rate=1.0)
     run = LearnerConfig(loss="squared", bits=14, step="adaptive", learning_rate=0.1, expand="quadratic")
     found = differences(source, run)
-    assert found == ["loss is logistic there, squared here", "bits is 12 there, 14 here",
-                     "expand is none there, quadratic here"]  # fmt: skip
+    assert found == [
+        "loss is logistic there, squared here",
+        "bits is 12 there, 14 here",
+        "expand is none there, quadratic here",
+    ]
     with pytest.raises(ValueError, match=r"m\.model does not fit this run: loss is logistic there, squared here"):
         check_compatible(source, run, "m.model")
     check_compatible(source, source.replace(learning_rate=0.1, passes=3), "m.model")  # only how learning goes on

@@ -25,9 +25,23 @@ EXAMPLE = os.path.join(ROOT, "examples", "train_evaluate.yaml")
 
 def run_yaml(pipeline_file: str, variables: dict, cwd) -> subprocess.CompletedProcess:
     variables = {"providers": yaml_steps.PROVIDERS, **variables}
-    return subprocess.run([sys.executable, "-m", "apache_beam.yaml.main", "--yaml_pipeline_file", pipeline_file,
-                           "--runner", "FnApiRunner", "--jinja_variables", json.dumps(variables)],
-                          cwd=cwd, capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "apache_beam.yaml.main",
+            "--yaml_pipeline_file",
+            pipeline_file,
+            "--runner",
+            "FnApiRunner",
+            "--jinja_variables",
+            json.dumps(variables),
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_listing_names_every_step_and_each_resolves():
@@ -35,8 +49,14 @@ def test_the_listing_names_every_step_and_each_resolves():
         listing = yaml.safe_load(handle)
     assert [provider["type"] for provider in listing] == ["python"]
     transforms = listing[0]["transforms"]
-    assert set(transforms) == {"PolybeamReadExamples", "PolybeamTrain", "PolybeamEvaluate", "PolybeamPredict",
-                               "PolybeamSequence", "PolybeamRunInference"}  # fmt: skip
+    assert set(transforms) == {
+        "PolybeamReadExamples",
+        "PolybeamTrain",
+        "PolybeamEvaluate",
+        "PolybeamPredict",
+        "PolybeamSequence",
+        "PolybeamRunInference",
+    }
     for name, qualified in transforms.items():
         module, _, attribute = qualified.rpartition(".")
         assert getattr(importlib.import_module(module), attribute).__name__ == name
@@ -76,8 +96,20 @@ def test_the_example_writes_the_filtered_predictions_as_csv(example_run, tmp_pat
         rows += [line.split(",") for line in lines[1:]]
     assert rows and all(float(r[0]) > 0.9 or float(r[0]) < 0.1 for r in rows)
     # The numbers are polybeam predict's.
-    assert main(["predict", "--input", example_run["test"], "--model", str(out / "spam.model"),
-                 "--output", str(tmp_path / "p")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "predict",
+                "--input",
+                example_run["test"],
+                "--model",
+                str(out / "spam.model"),
+                "--output",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     written = {}
     for path in glob.glob(str(tmp_path / "p-*")):
@@ -108,8 +140,17 @@ providers:
   - include: "{{ providers }}"
 """)
     out = tmp_path / "out"
-    done = run_yaml(str(pipeline), {"train": train, "test": test, "out": str(out), "model": str(model),
-                                    "groups": datasets.group_spec_path("spam")}, tmp_path)  # fmt: skip
+    done = run_yaml(
+        str(pipeline),
+        {
+            "train": train,
+            "test": test,
+            "out": str(out),
+            "model": str(model),
+            "groups": datasets.group_spec_path("spam"),
+        },
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     prefixes = [json.loads(line) for path in glob.glob(str(out / "prefixes*")) for line in open(path)]
     written = [json.loads(line) for line in open(out / "omp.jsonl")]
@@ -153,13 +194,17 @@ def test_rows_with_nulls_from_other_steps_are_scored_as_csv_lines_with_empty_cel
     from polybeam.learners.linear import LinearLearner
 
     text = b"id,y,age,colour\n7,1,41,red\n8,0,,blue\n9,1,30,\n"
-    batch = CsvFormat(labels="binary", label_column="y", ignore_columns=("id",),
-                      categorical_columns=("colour",)).parse(text).batch  # fmt: skip
+    batch = (
+        CsvFormat(labels="binary", label_column="y", ignore_columns=("id",), categorical_columns=("colour",))
+        .parse(text)
+        .batch
+    )
     model = LinearLearner(LearnerConfig(loss="logistic")).fit([batch] * 20).to_model()
     model.save(str(tmp_path / "rows.model"))
     (tmp_path / "rows.yaml").write_text(ROWS_PIPELINE)
-    done = run_yaml(str(tmp_path / "rows.yaml"), {"model": str(tmp_path / "rows.model"), "out": str(tmp_path / "scored")},
-                    tmp_path)  # fmt: skip
+    done = run_yaml(
+        str(tmp_path / "rows.yaml"), {"model": str(tmp_path / "rows.model"), "out": str(tmp_path / "scored")}, tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (written,) = glob.glob(str(tmp_path / "scored*"))
     rows = sorted((json.loads(line) for line in open(written)), key=lambda row: row["id"])
@@ -193,8 +238,13 @@ providers:
     model = read_model(str(tmp_path / "m.model"))
     assert model.input["format"] == "csv" and model.input["id_column"] == "rid"
     assert model.input["ignore_columns"] == ["notes"] and model.input["categorical_columns"] == ["colour"]
-    assert model.provenance["read"] == {"records": 241, "examples": 240, "dead_letters": 0, "skipped": 1,
-                                        "reconciles": True}  # fmt: skip
+    assert model.provenance["read"] == {
+        "records": 241,
+        "examples": 240,
+        "dead_letters": 0,
+        "skipped": 1,
+        "reconciles": True,
+    }
     assert model.provenance["inputs"] == [str(tmp_path / "train.csv")] and model.provenance["command"] == "yaml"
 
     scoring = tmp_path / "score.yaml"
@@ -209,10 +259,27 @@ providers:
 """)
     done = run_yaml(str(scoring), {"dir": str(tmp_path)}, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    predicted = {row["id"]: row["prediction"] for path in glob.glob(str(tmp_path / "out" / "predictions*"))
-                 for row in map(json.loads, open(path))}  # fmt: skip
-    assert main(["predict", "--input", str(tmp_path / "test.csv"), "--model", str(tmp_path / "m.model"),
-                 "--output", str(tmp_path / "p"), "--num-shards", "1"]) == 0  # fmt: skip
+    predicted = {
+        row["id"]: row["prediction"]
+        for path in glob.glob(str(tmp_path / "out" / "predictions*"))
+        for row in map(json.loads, open(path))
+    }
+    assert (
+        main(
+            [
+                "predict",
+                "--input",
+                str(tmp_path / "test.csv"),
+                "--model",
+                str(tmp_path / "m.model"),
+                "--output",
+                str(tmp_path / "p"),
+                "--num-shards",
+                "1",
+            ]
+        )
+        == 0
+    )
     header_line, *lines = open(tmp_path / "p-00000-of-00001").read().splitlines()
     assert header_line.split("\t")[-1] == "rid"
     expected = {line.split("\t")[-1]: float(line.split("\t")[0]) for line in lines}

@@ -45,7 +45,7 @@ def cli_predictions(capsys, data: str, model: str, output: str, *flags) -> dict:
     for line in lines:
         cells = dict(zip(columns, line.split("\t")))
         prediction, offset = cells["prediction"], cells["row"]
-        record = dict(zip(header, text[int(offset):].split("\n", 1)[0].split(",")))
+        record = dict(zip(header, text[int(offset) :].split("\n", 1)[0].split(",")))
         predictions[(record["key"],) + tuple(float(record[name]) for name in FEATURES)] = float(prediction)
     return predictions
 
@@ -65,11 +65,30 @@ def assert_same_metrics(yaml_metrics: dict, cli: dict, names=("loss", "error", "
 def stores(tmp_path_factory):
     """The examples' data: label (+1/-1), key (a string), f1 ... f5; a model ``polybeam train --format csv`` wrote."""
     folder = tmp_path_factory.mktemp("rows")
-    paths = write_per_key(str(folder / "data"), PerKeyTask(keys=20, features=5, shared=0.8), train_per_key=200,
-                          test_per_key=50)
+    paths = write_per_key(
+        str(folder / "data"), PerKeyTask(keys=20, features=5, shared=0.8), train_per_key=200, test_per_key=50
+    )
     model = str(folder / "cli.model")
-    assert main(["train", "--input", paths["train_csv"], "--format", "csv", "--label-column", "label",
-                 "--categorical-columns", "key", "--loss", "logistic", "--model", model]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--input",
+                paths["train_csv"],
+                "--format",
+                "csv",
+                "--label-column",
+                "label",
+                "--categorical-columns",
+                "key",
+                "--loss",
+                "logistic",
+                "--model",
+                model,
+            ]
+        )
+        == 0
+    )
     return {"folder": folder, "train": paths["train_csv"], "test": paths["test_csv"], "model": model}
 
 
@@ -147,8 +166,24 @@ def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_fi
         paths[part] = str(tmp_path / f"{part}.parquet")
         pq.write_table(table, paths[part])
     model = str(tmp_path / "parquet.model")
-    assert main(["train", "--input", paths["train"], "--format", "parquet", "--loss", "logistic", "--passes", "2",
-                 "--model", model]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--input",
+                paths["train"],
+                "--format",
+                "parquet",
+                "--loss",
+                "logistic",
+                "--passes",
+                "2",
+                "--model",
+                model,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     out = tmp_path / "out"
     (tmp_path / "rows.yaml").write_text(PARQUET_AND_MAPPED_ROWS)
@@ -172,16 +207,22 @@ def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_fi
     assert renamed["loss"] != pytest.approx(metrics["loss"], abs=1e-6)  # the weight was used
 
     predicted = trained.predict(batch).tolist()
-    by_row = {(key,) + tuple(table.column(name)[i].as_py() for name in FEATURES): predicted[i]
-              for i, key in enumerate(keys)}
+    by_row = {
+        (key,) + tuple(table.column(name)[i].as_py() for name in FEATURES): predicted[i] for i, key in enumerate(keys)
+    }
     for name, field in (("predictions", "prediction"), ("inferences", "inference")):
         rows = written_rows(str(out / f"{name}*"))
         assert len(rows) == 1000 and sum(row["f2"] is None for row in rows) == 8
         for row in rows:
             assert row[field] == pytest.approx(by_row[row_key(row)], abs=1e-9), name
     created = sorted(written_rows(str(out / "created*")), key=lambda row: row["key"])
-    expected = trained.predict(ParquetFormat(labels="any").parse_table(pa.table(
-        {"f1": [0.5, None], "f2": [-1.0, None], "f3": [None, 1.5], "f4": [2.0, None], "f5": [0.0, 1.0]})).batch)
+    expected = trained.predict(
+        ParquetFormat(labels="any")
+        .parse_table(
+            pa.table({"f1": [0.5, None], "f2": [-1.0, None], "f3": [None, 1.5], "f4": [2.0, None], "f5": [0.0, 1.0]})
+        )
+        .batch
+    )
     # (WriteToJson writes 10 digits)
     assert [row["prediction"] for row in created] == pytest.approx(expected.tolist(), abs=1e-9)
 
@@ -203,8 +244,28 @@ providers:
 
 def test_a_shared_per_key_model_scores_each_row_with_its_key_columns_offsets(stores, tmp_path, capsys):
     model = str(tmp_path / "shared.model")
-    assert main(["train", "--input", stores["train"], "--format", "csv", "--label-column", "label", "--key",
-                 "column:key", "--key-model", "shared", "--loss", "logistic", "--model", model]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--input",
+                stores["train"],
+                "--format",
+                "csv",
+                "--label-column",
+                "label",
+                "--key",
+                "column:key",
+                "--key-model",
+                "shared",
+                "--loss",
+                "logistic",
+                "--model",
+                model,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     (tmp_path / "shared.yaml").write_text(SHARED_KEYS_ROWS)
     out = tmp_path / "out"
@@ -221,8 +282,9 @@ def test_a_shared_per_key_model_scores_each_row_with_its_key_columns_offsets(sto
 
     inferences = written_rows(str(out / "inferences*"))
     assert len(inferences) == 1000
-    assert all(1 / (1 + math.exp(-row["inference"])) == pytest.approx(expected[row_key(row)], abs=1e-8)
-               for row in inferences)
+    assert all(
+        1 / (1 + math.exp(-row["inference"])) == pytest.approx(expected[row_key(row)], abs=1e-8) for row in inferences
+    )
 
 
 def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(stores, tmp_path):
@@ -250,8 +312,11 @@ def test_the_steps_refuse_what_cannot_be_scored_when_the_pipeline_is_built(store
     with pytest.raises(ValueError, match=r"PolybeamTrain takes the examples of a PolybeamReadExamples step, not rows"):
         rows | "TrainOnRows" >> PolybeamTrain(model=str(tmp_path / "never.model"))
     with pytest.raises(ValueError, match="takes schema'd rows"):
-        pipeline | "Batches" >> beam.Create([ExampleBatch.from_rows([(1.0, {1: 1.0})])]) | PolybeamRunInference(
-            model=stores["model"])
+        (
+            pipeline
+            | "Batches" >> beam.Create([ExampleBatch.from_rows([(1.0, {1: 1.0})])])
+            | PolybeamRunInference(model=stores["model"])
+        )
 
 
 SOFTMAX_ROWS = """
@@ -284,13 +349,32 @@ def test_softmax_rows_with_class_names_are_evaluated_and_scored_as_the_command_l
     (tmp_path / "train.csv").write_text("\n".join(lines[:701]) + "\n")
     (tmp_path / "test.csv").write_text("\n".join(lines[:1] + lines[701:]) + "\n")
     model = str(tmp_path / "animals.model")
-    assert main(["train", "--input", str(tmp_path / "train.csv"), "--format", "csv", "--label-column", "y",
-                 "--loss", "softmax", "--class-names", ",".join(names), "--model", model]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--input",
+                str(tmp_path / "train.csv"),
+                "--format",
+                "csv",
+                "--label-column",
+                "y",
+                "--loss",
+                "softmax",
+                "--class-names",
+                ",".join(names),
+                "--model",
+                model,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     (tmp_path / "softmax.yaml").write_text(SOFTMAX_ROWS)
     out = tmp_path / "out"
-    done = run_yaml(str(tmp_path / "softmax.yaml"), {"test": str(tmp_path / "test.csv"), "model": model,
-                                                     "out": str(out)}, tmp_path)
+    done = run_yaml(
+        str(tmp_path / "softmax.yaml"), {"test": str(tmp_path / "test.csv"), "model": model, "out": str(out)}, tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (metrics,) = written_rows(str(out / "metrics*"))
     # (no AUC nor MSE for softmax: NaN in the row, null in the command line's JSON)

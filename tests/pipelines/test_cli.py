@@ -63,12 +63,15 @@ def test_train_evaluate_predict_inspect(tmp_path, capsys, spam_split):
     # Before the JSON line, the same as lines for a person, as train prints.
     summary = stdout.strip().splitlines()[:-1]
     assert summary[0] == "read: records read 920 = examples 920 + dead letters 0 + skipped 0 (ok)"
-    assert summary[1] == (f"scored 920 examples with {model}: loss {metrics['loss']:.6g}  "
-                          f"error {metrics['error']:.6g}  AUC {metrics['auc']:.6g}  MSE {metrics['mse']:.6g}")
+    assert summary[1] == (
+        f"scored 920 examples with {model}: loss {metrics['loss']:.6g}  "
+        f"error {metrics['error']:.6g}  AUC {metrics['auc']:.6g}  MSE {metrics['mse']:.6g}"
+    )
     assert summary[-3:-1] == [f"dead letters to {metrics['dead_letter_file']}", f"report: {metrics['report']}"]
 
-    code, stdout, _ = run(capsys, "predict", "--input", test, "--model", model, "--output", tmp_path / "preds",
-                          "--num-shards", "1")
+    code, stdout, _ = run(
+        capsys, "predict", "--input", test, "--model", model, "--output", tmp_path / "preds", "--num-shards", "1"
+    )
     assert code == 0
     (prediction_file,) = last_json(stdout)["prediction_files"]
     lines = open(prediction_file).read().splitlines()
@@ -90,8 +93,9 @@ def test_bad_records_are_dead_lettered_with_line_numbers(tmp_path, capsys, spam_
     with gzip.open(path, "wt") as handle:
         handle.write("\n".join(bad) + "\n")
     model = tmp_path / "dirty.model"
-    code, stdout, _ = run(capsys, "train", "--input", path, "--loss", "logistic", "--model", model,
-                          "--max-dead-letter-fraction", "0.25")  # 4 bad records of 24
+    code, stdout, _ = run(
+        capsys, "train", "--input", path, "--loss", "logistic", "--model", model, "--max-dead-letter-fraction", "0.25"
+    )  # 4 bad records of 24
     assert code == 0
     report = last_json(stdout)
     assert report == {**report, "records": 26, "examples": 20, "dead_letters": 4, "skipped": 2, "reconciles": True}
@@ -104,27 +108,57 @@ def test_bad_records_are_dead_lettered_with_line_numbers(tmp_path, capsys, spam_
 
 def test_vw_and_csv_inputs_train_from_the_command_line(tmp_path, capsys):
     vw = tmp_path / "small.vw"
-    vw.write_text("".join(
-        f"{'1' if i % 3 else '-1'} 2 'row{i}|words {'spam' if i % 3 else 'ham'} x{i % 5}|num len:{i % 7}\n"
-        for i in range(300)
-    ))
+    vw.write_text(
+        "".join(
+            f"{'1' if i % 3 else '-1'} 2 'row{i}|words {'spam' if i % 3 else 'ham'} x{i % 5}|num len:{i % 7}\n"
+            for i in range(300)
+        )
+    )
     model = tmp_path / "vw.model"
-    code, stdout, _ = run(capsys, "train", "--input", vw, "--format", "vw", "--loss", "logistic",
-                          "--model", model, "--feature-names")
+    code, stdout, _ = run(
+        capsys, "train", "--input", vw, "--format", "vw", "--loss", "logistic", "--model", model, "--feature-names"
+    )
     assert code == 0 and last_json(stdout)["examples"] == 300
     code, stdout, _ = run(capsys, "inspect", "--model", model, "--top", "3")
     assert "words^spam" in stdout or "words^ham" in stdout
 
     csv = tmp_path / "small.csv"
-    csv.write_text("y,colour,size\n" + "".join(
-        f"{1 if i % 2 else -1},{'red' if i % 2 else 'blue'},{i % 4}\n" for i in range(200)))
-    code, stdout, _ = run(capsys, "train", "--input", csv, "--format", "csv", "--loss", "logistic",
-                          "--label-column", "y", "--categorical-columns", "colour", "--model", tmp_path / "c.model")
+    csv.write_text(
+        "y,colour,size\n" + "".join(f"{1 if i % 2 else -1},{'red' if i % 2 else 'blue'},{i % 4}\n" for i in range(200))
+    )
+    code, stdout, _ = run(
+        capsys,
+        "train",
+        "--input",
+        csv,
+        "--format",
+        "csv",
+        "--loss",
+        "logistic",
+        "--label-column",
+        "y",
+        "--categorical-columns",
+        "colour",
+        "--model",
+        tmp_path / "c.model",
+    )
     assert code == 0
     report = last_json(stdout)
     assert (report["examples"], report["skipped"]) == (200, 1)
-    code, stdout, _ = run(capsys, "evaluate", "--input", csv, "--format", "csv", "--label-column", "y",
-                          "--categorical-columns", "colour", "--model", tmp_path / "c.model")
+    code, stdout, _ = run(
+        capsys,
+        "evaluate",
+        "--input",
+        csv,
+        "--format",
+        "csv",
+        "--label-column",
+        "y",
+        "--categorical-columns",
+        "colour",
+        "--model",
+        tmp_path / "c.model",
+    )
     assert last_json(stdout)["error"] == 0.0
 
 
@@ -176,7 +210,9 @@ def test_softmax_with_class_names_from_the_command_line(tmp_path, capsys):
         for line in open(path):
             label, *features = line.split()
             present = {int(f.split(":")[0]) for f in features}
-            rows.append(",".join([names[int(float(label)) - 1]] + ["1" if j in present else "0" for j in range(1, 181)]))
+            rows.append(
+                ",".join([names[int(float(label)) - 1]] + ["1" if j in present else "0" for j in range(1, 181)])
+            )
         header = "class," + ",".join(f"p{j}" for j in range(1, 181))
         target.write_text(header + "\n" + "\n".join(rows) + "\n")
 
@@ -184,16 +220,40 @@ def test_softmax_with_class_names_from_the_command_line(tmp_path, capsys):
     to_csv(test, tmp_path / "test.csv")
     model = tmp_path / "dna.model"
     common = ["--format", "csv", "--label-column", "class"]
-    code, stdout, stderr = run(capsys, "train", "--input", tmp_path / "train.csv", *common, "--loss", "softmax",
-                               "--class-names", ",".join(names), "--passes", "2", "--model", model)
+    code, stdout, stderr = run(
+        capsys,
+        "train",
+        "--input",
+        tmp_path / "train.csv",
+        *common,
+        "--loss",
+        "softmax",
+        "--class-names",
+        ",".join(names),
+        "--passes",
+        "2",
+        "--model",
+        model,
+    )
     assert code == 0, stderr
     assert last_json(stdout)["examples"] == 2549
     code, stdout, _ = run(capsys, "evaluate", "--input", tmp_path / "test.csv", *common, "--model", model)
     metrics = last_json(stdout)
     # Measured 0.066 multiclass error (GSA, two passes).
     assert metrics["examples"] == 637 and metrics["error"] < 0.09 and metrics["auc"] is None
-    code, stdout, _ = run(capsys, "predict", "--input", tmp_path / "test.csv", *common, "--model", model,
-                          "--output", tmp_path / "p", "--num-shards", "1")
+    code, stdout, _ = run(
+        capsys,
+        "predict",
+        "--input",
+        tmp_path / "test.csv",
+        *common,
+        "--model",
+        model,
+        "--output",
+        tmp_path / "p",
+        "--num-shards",
+        "1",
+    )
     (path,) = last_json(stdout)["prediction_files"]
     predicted = [line.split("\t")[0] for line in open(path).read().splitlines()[1:]]
     assert set(predicted) <= set(names) and len(predicted) == 637
@@ -205,10 +265,14 @@ def test_truncated_gradient_from_the_command_line_makes_the_model_sparse(tmp_pat
     train, _ = spam_split
     dense, sparse = tmp_path / "dense.model", tmp_path / "sparse.model"
     assert run(capsys, "train", "--input", train, "--loss", "logistic", "--model", dense)[0] == 0
-    code, stdout, _ = run(capsys, "train", "--input", train, "--loss", "logistic", "--gravity", "0.05",
-                          "--model", sparse)
+    code, stdout, _ = run(
+        capsys, "train", "--input", train, "--loss", "logistic", "--gravity", "0.05", "--model", sparse
+    )
     assert code == 0
-    assert last_json(stdout)["nonzero_weights"] < json.loads(run(capsys, "inspect", "--model", dense, "--json")[1])["nonzero_weights"]
+    assert (
+        last_json(stdout)["nonzero_weights"]
+        < json.loads(run(capsys, "inspect", "--model", dense, "--json")[1])["nonzero_weights"]
+    )
     code, stdout, _ = run(capsys, "inspect", "--model", sparse)
     assert "sparsity: cumulative (gravity 0.05, every 1)" in stdout
 
@@ -219,9 +283,24 @@ def test_apple_from_the_command_line(tmp_path, capsys):
     linear, apple = tmp_path / "linear.model", tmp_path / "apple.model"
     assert run(capsys, "train", "--input", train, "--loss", "logistic", "--model", linear)[0] == 0
     # Without the guard: this test is about apple's products from the command line.
-    code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--expand", "apple",
-                               "--alpha", "0.5", "--expand-after", "200", "--no-repeat-factors", "--no-apple-guard",
-                               "--model", apple)
+    code, stdout, stderr = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--loss",
+        "logistic",
+        "--expand",
+        "apple",
+        "--alpha",
+        "0.5",
+        "--expand-after",
+        "200",
+        "--no-repeat-factors",
+        "--no-apple-guard",
+        "--model",
+        apple,
+    )
     assert code == 0, stderr
     code, stdout, _ = run(capsys, "inspect", "--model", apple)
     assert "expansion: apple" in stdout and "*" in stdout
@@ -259,12 +338,25 @@ def test_namespace_interactions_from_the_command_line(tmp_path, capsys):
     errors = {}
     for name, extra in (("linear", ()), ("ui", ("--expand", "quadratic", "--interactions", "ui"))):
         model = tmp_path / f"{name}.model"
-        code, _, stderr = run(capsys, "train", "--input", train, "--format", "vw", "--loss", "logistic", *extra,
-                              "--model", model)  # fmt: skip
+        code, _, stderr = run(
+            capsys, "train", "--input", train, "--format", "vw", "--loss", "logistic", *extra, "--model", model
+        )
         assert code == 0, stderr
         code, stdout, _ = run(capsys, "evaluate", "--input", test, "--format", "vw", "--model", model)
         errors[name] = last_json(stdout)["error"]
     assert errors["ui"] == 0.0 and errors["linear"] > 0.3, errors
-    code, _, stderr = run(capsys, "train", "--input", train, "--format", "vw", "--expand", "quadratic",
-                          "--interactions", "uin", "--model", tmp_path / "bad.model")  # fmt: skip
+    code, _, stderr = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--format",
+        "vw",
+        "--expand",
+        "quadratic",
+        "--interactions",
+        "uin",
+        "--model",
+        tmp_path / "bad.model",
+    )
     assert code != 0 and "cubic" in stderr

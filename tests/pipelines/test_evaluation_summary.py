@@ -14,9 +14,18 @@ def metrics(examples: int, loss: float, error: float = 0.1, auc: float | None = 
 
 def test_per_key_lists_the_busiest_keys_and_the_spread_of_their_loss():
     keys = {f"k{i}": metrics(10 * (i + 1), 0.1 + i / 100) for i in range(LISTED + 5)}
-    report = {**COMMON, **metrics(sum(m["examples"] for m in keys.values()), 0.2), "records": 1300,
-              "examples": 1200, "dead_letters": 100, "skipped": 0, "examples_without_model": 100,
-              "key": "column:store", "model": "folder", "keys": keys}  # fmt: skip
+    report = {
+        **COMMON,
+        **metrics(sum(m["examples"] for m in keys.values()), 0.2),
+        "records": 1300,
+        "examples": 1200,
+        "dead_letters": 100,
+        "skipped": 0,
+        "examples_without_model": 100,
+        "key": "column:store",
+        "model": "folder",
+        "keys": keys,
+    }
     lines = describe_evaluation(report).splitlines()
     assert lines[0] == "read: records read 1300 = examples 1200 + dead letters 100 + skipped 0 (ok)"
     assert lines[1] == f"scored per key (column:store) with folder: {LISTED + 5} keys"
@@ -30,9 +39,19 @@ def test_per_key_lists_the_busiest_keys_and_the_spread_of_their_loss():
 
 def test_per_key_and_window_lines_and_windows_without_a_model():
     windows = {"window-b": {"s0": metrics(30, 0.3), "s1": metrics(10, 0.5)}, "window-a": {"s0": metrics(5, 0.4)}}
-    report = {**COMMON, **metrics(45, 0.35), "records": 50, "examples_read": 50, "dead_letters": 0, "skipped": 0,
-              "key": "tag", "model": "kw", "window_spec": "fixed:86400", "windows": windows,
-              "examples_without_model": {"window-c": 5}}  # fmt: skip
+    report = {
+        **COMMON,
+        **metrics(45, 0.35),
+        "records": 50,
+        "examples_read": 50,
+        "dead_letters": 0,
+        "skipped": 0,
+        "key": "tag",
+        "model": "kw",
+        "window_spec": "fixed:86400",
+        "windows": windows,
+        "examples_without_model": {"window-c": 5},
+    }
     lines = describe_evaluation(report).splitlines()
     assert lines[0] == "read: records read 50 = examples 50 + dead letters 0 + skipped 0 (ok)"
     assert lines[1].startswith("models per key and window (fixed:86400) in kw: 2 windows scored")
@@ -43,8 +62,20 @@ def test_per_key_and_window_lines_and_windows_without_a_model():
 
 def test_a_regression_shows_its_error_once_as_mse_and_an_empty_read_says_so():
     assert metrics_text({"examples": 3, "loss": 0.5, "error": 1.0, "auc": None, "mse": 1.0}) == "loss 0.5  MSE 1"
-    assert metrics_text({"examples": 3, "loss": 0.5, "error": 0.25, "auc": None, "mse": 0.1}) == \
-        "loss 0.5  error 0.25  MSE 0.1"  # softmax: an error rate, no AUC  # fmt: skip
-    empty = {**COMMON, "examples": 0, "loss": None, "error": None, "auc": None, "mse": None, "records": 0,
-             "dead_letters": 0, "skipped": 0, "model": "m"}  # fmt: skip
+    assert (
+        metrics_text({"examples": 3, "loss": 0.5, "error": 0.25, "auc": None, "mse": 0.1})
+        == "loss 0.5  error 0.25  MSE 0.1"
+    )  # softmax: an error rate, no AUC
+    empty = {
+        **COMMON,
+        "examples": 0,
+        "loss": None,
+        "error": None,
+        "auc": None,
+        "mse": None,
+        "records": 0,
+        "dead_letters": 0,
+        "skipped": 0,
+        "model": "m",
+    }
     assert "scored 0 examples with m: no examples" in describe_evaluation(empty)

@@ -82,8 +82,11 @@ def test_the_schema_refuses_what_dataflow_would(schema):
 
 @pytest.mark.parametrize("command", TEMPLATE_COMMANDS)
 def test_every_option_is_a_parameter_and_every_parameter_an_option(command):
-    options = {action.dest: action for action in command_parser(command)._actions if action.option_strings
-               and action.dest != "help"}  # fmt: skip
+    options = {
+        action.dest: action
+        for action in command_parser(command)._actions
+        if action.option_strings and action.dest != "help"
+    }
     parameters = {p["name"]: p for p in template_metadata(command)["parameters"]}
     left_out = {name for name, (commands, _) in flex_template.NOT_IN_TEMPLATES.items() if command in commands}
     assert set(parameters) == set(options) - left_out and left_out <= set(options)
@@ -153,8 +156,19 @@ def test_the_template_command_writes_the_build_context(tmp_path, capsys):
     wheel = tmp_path / "polybeam-0.1.0-py3-none-any.whl"
     wheel.write_bytes(b"not really a wheel")
     out = tmp_path / "tpl"
-    code = main(["template", "--command", "predict", "--output-dir", str(out), "--package", str(wheel),
-                 "--image", "europe-docker.pkg.dev/p/r/polybeam-predict:1"])  # fmt: skip
+    code = main(
+        [
+            "template",
+            "--command",
+            "predict",
+            "--output-dir",
+            str(out),
+            "--package",
+            str(wheel),
+            "--image",
+            "europe-docker.pkg.dev/p/r/polybeam-predict:1",
+        ]
+    )
     written = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0 and sorted(os.listdir(out)) == sorted(written["files"])
     assert set(written["files"]) == {"metadata.json", "Dockerfile", "main.py", "README.md", wheel.name}
@@ -178,14 +192,45 @@ def test_the_launcher_image_is_an_option(tmp_path, capsys):
     wheel = tmp_path / "polybeam-0.1.0-py3-none-any.whl"
     wheel.write_bytes(b"not really a wheel")
     image = "europe-docker.pkg.dev/p/mirror/python311-template-launcher-base:20250825-rc00"
-    for flags, expected in ((["--launcher-image", image], image),
-                            (["--launcher-tag", "20250825-rc00"], flex_template.launcher_image(tag="20250825-rc00"))):
-        assert main(["template", "--command", "train", "--output-dir", str(tmp_path / "tpl"), "--package",
-                     str(wheel), *flags]) == 0
+    for flags, expected in (
+        (["--launcher-image", image], image),
+        (["--launcher-tag", "20250825-rc00"], flex_template.launcher_image(tag="20250825-rc00")),
+    ):
+        assert (
+            main(
+                [
+                    "template",
+                    "--command",
+                    "train",
+                    "--output-dir",
+                    str(tmp_path / "tpl"),
+                    "--package",
+                    str(wheel),
+                    *flags,
+                ]
+            )
+            == 0
+        )
         assert f"FROM {expected} AS template_launcher" in (tmp_path / "tpl" / "Dockerfile").read_text()
     capsys.readouterr()
-    assert main(["template", "--command", "train", "--output-dir", str(tmp_path / "tpl"), "--package", str(wheel),
-                 "--launcher-image", image, "--launcher-tag", "x"]) == 2
+    assert (
+        main(
+            [
+                "template",
+                "--command",
+                "train",
+                "--output-dir",
+                str(tmp_path / "tpl"),
+                "--package",
+                str(wheel),
+                "--launcher-image",
+                image,
+                "--launcher-tag",
+                "x",
+            ]
+        )
+        == 2
+    )
     assert "not both" in capsys.readouterr().err
 
 
@@ -209,8 +254,12 @@ def test_without_a_package_the_template_ships_the_running_polybeams_wheel(tmp_pa
     readme = (out / "README.md").read_text()
     assert "gs://BUCKET/templates/polybeam-evaluate-per-key.json" in readme and "`quiet` (" in readme
     # A requirement is installed as such (an index that serves it is the user's to name).
-    assert main(["template", "--command", "evaluate", "--output-dir", str(tmp_path / "req"), "--package",
-                 "polybeam==0.1.0"]) == 0
+    assert (
+        main(
+            ["template", "--command", "evaluate", "--output-dir", str(tmp_path / "req"), "--package", "polybeam==0.1.0"]
+        )
+        == 0
+    )
     assert "RUN pip install --no-cache-dir 'polybeam==0.1.0'" in (tmp_path / "req" / "Dockerfile").read_text()
 
 
@@ -222,8 +271,9 @@ def test_the_template_command_refuses_what_it_cannot_build(tmp_path, capsys):
 
 
 def test_flags_arrive_as_true_or_false():
-    line = command_line(["--input=x", "--no_center=true", "--no-bias=false", "--resume=True"],
-                        {"POLYBEAM_TEMPLATE_COMMAND": "train"})  # fmt: skip
+    line = command_line(
+        ["--input=x", "--no_center=true", "--no-bias=false", "--resume=True"], {"POLYBEAM_TEMPLATE_COMMAND": "train"}
+    )
     assert line == ["train", "--input=x", "--no_center", "--resume", "--no-wait"]
     assert command_line(["predict", "--no_wait=true"], {}) == ["predict", "--no_wait"]
     with pytest.raises(TemplateParameterError, match="--no_center is a flag"):
@@ -241,12 +291,23 @@ def test_the_entry_point_launches_the_job_and_exits_before_it_ends(tmp_path, spa
     left to run on its own, writes its model and report."""
     train, _ = spam_split
     model = tmp_path / "out" / "model.bin"
-    parameters = [f"--input={train}", f"--model={model}", "--loss=logistic", "--passes=2", "--no_center=false",
-                  "--no_bias=false", "--runner=FnApiRunner"]  # fmt: skip
+    parameters = [
+        f"--input={train}",
+        f"--model={model}",
+        "--loss=logistic",
+        "--passes=2",
+        "--no_center=false",
+        "--no_bias=false",
+        "--runner=FnApiRunner",
+    ]
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "polybeam.pipelines.template_main", *parameters],
-                          env={**os.environ, "POLYBEAM_TEMPLATE_COMMAND": "train"}, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "polybeam.pipelines.template_main", *parameters],
+        env={**os.environ, "POLYBEAM_TEMPLATE_COMMAND": "train"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     returned = time.perf_counter() - started
     report_path = tmp_path / "out" / "model.bin.report.json"
     assert done.returncode == 0, done.stderr

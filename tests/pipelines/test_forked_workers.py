@@ -10,8 +10,8 @@ import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam import datasets
-from polybeam.pipelines.cli import main
 from polybeam.pipelines import forked_workers
+from polybeam.pipelines.cli import main
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.transforms.model_io import read_model
 
@@ -46,8 +46,21 @@ def test_two_forked_workers_train_like_two_threads(tmp_path, capsys):
     reports = {}
     for mode in ("multi_processing", "multi_threading"):
         model = tmp_path / f"{mode}.model"
-        code = main(["train", "--input", train, "--loss", "logistic", "--model", str(model),
-                     "--direct_num_workers", "2", "--direct_running_mode", mode])  # fmt: skip
+        code = main(
+            [
+                "train",
+                "--input",
+                train,
+                "--loss",
+                "logistic",
+                "--model",
+                str(model),
+                "--direct_num_workers",
+                "2",
+                "--direct_running_mode",
+                mode,
+            ]
+        )
         assert code == 0
         reports[mode] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     processes, threads = (read_model(str(tmp_path / f"{mode}.model")) for mode in reports)

@@ -23,11 +23,15 @@ def held_out_error(capsys, model, test):
 def test_more_passes_of_apple_are_judged_on_a_holdout_and_do_not_make_it_worse(tmp_path, capsys, letter):
     train, test = letter
     errors = {}
-    for name, options in (("one pass", ()), ("three passes", ("--passes", "3")),
-                          ("three passes, no holdout", ("--passes", "3", "--holdout-off"))):  # fmt: skip
+    for name, options in (
+        ("one pass", ()),
+        ("three passes", ("--passes", "3")),
+        ("three passes, no holdout", ("--passes", "3", "--holdout-off")),
+    ):
         model = tmp_path / f"{name}.model"
-        code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--expand", "apple",
-                                   "--model", model, *options)  # fmt: skip
+        code, stdout, stderr = run(
+            capsys, "train", "--input", train, "--loss", "logistic", "--expand", "apple", "--model", model, *options
+        )
         assert code == 0, stderr
         errors[name] = held_out_error(capsys, model, test)
         if name == "three passes":
@@ -45,7 +49,9 @@ def test_more_passes_of_apple_are_judged_on_a_holdout_and_do_not_make_it_worse(t
     assert report["apple_guard"]["decided_on"] == "holdout" and report["model_kind"] == "apple"
     code, stdout, _ = run(capsys, "inspect", "--model", tmp_path / "three passes.model")
     assert stdout.startswith("polybeam apple model: loss=logistic") and "holdout (1 example in 10)" in stdout
-    assert json.loads(run(capsys, "inspect", "--model", tmp_path / "three passes.model", "--json")[1])["kind"] == "apple"
+    assert (
+        json.loads(run(capsys, "inspect", "--model", tmp_path / "three passes.model", "--json")[1])["kind"] == "apple"
+    )
     code, stdout, _ = run(capsys, "inspect", "--model", tmp_path / "three passes, no holdout.model")
     # The guard kept the linear model there: the header says so.
     assert stdout.startswith("polybeam linear model: loss=logistic") and "apple guard: kept the linear model" in stdout
@@ -56,9 +62,24 @@ def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
     model = tmp_path / "spam.model"
     # A high rate: the holdout loss soon stops improving (measured: best pass 3, stopped after pass 5). Spam
     # holds out ~370 examples, fewer than the default minimum to judge by: judged all the same here.
-    code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--learning-rate", "5",
-                               "--passes", "20", "--early-terminate", "2", "--holdout-min-examples", "0",
-                               "--model", model)  # fmt: skip
+    code, stdout, stderr = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--loss",
+        "logistic",
+        "--learning-rate",
+        "5",
+        "--passes",
+        "20",
+        "--early-terminate",
+        "2",
+        "--holdout-min-examples",
+        "0",
+        "--model",
+        model,
+    )
     assert code == 0, stderr
     holdout = last_json(stdout)["holdout"]
     last = holdout["stopped_after"]
@@ -70,8 +91,9 @@ def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
 
 def test_a_small_holdout_is_released_after_the_first_pass(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
-    code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--passes", "3",
-                               "--model", tmp_path / "m.model")  # fmt: skip
+    code, stdout, stderr = run(
+        capsys, "train", "--input", train, "--loss", "logistic", "--passes", "3", "--model", tmp_path / "m.model"
+    )
     assert code == 0, stderr
     report = last_json(stdout)
     held = report["examples_held_out"]
@@ -82,11 +104,14 @@ def test_a_small_holdout_is_released_after_the_first_pass(tmp_path, capsys):
     assert [entry["examples"] for entry in report["passes"]] == [report["examples"] - held] + [report["examples"]] * 2
 
 
-@pytest.mark.parametrize("options,message", [
-    (("--holdout-period", "1"), "holdout_period must be a whole number >= 2"),
-    (("--early-terminate", "0"), "early_terminate must be a whole number >= 1"),
-    (("--holdout-min-examples", "-1"), "holdout_min_examples must be a whole number >= 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        (("--holdout-period", "1"), "holdout_period must be a whole number >= 2"),
+        (("--early-terminate", "0"), "early_terminate must be a whole number >= 1"),
+        (("--holdout-min-examples", "-1"), "holdout_min_examples must be a whole number >= 0"),
+    ],
+)
 def test_bad_holdout_options_fail_fast(capsys, options, message):
     code, _, stderr = run(capsys, "train", "--input", "x", "--model", "m", *options)
     assert code == 2 and message in stderr

@@ -58,7 +58,7 @@ def cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for target in sorted(graph[node]):
             if state.get(target) == 1:
-                return path[path.index(target):] + [target]
+                return path[path.index(target) :] + [target]
             if target not in state and (found := visit(target)):
                 return found
         state[node] = 2
@@ -87,8 +87,11 @@ def test_pipelines_has_no_import_cycle():
 
 def private_imports(path: pathlib.Path) -> list[str]:
     """``module._name`` for every private name of another polybeam module the file imports or reads."""
-    found = [f"{module}.{name} (line {line})" for module, name, line in imports(path)
-             if module.startswith("polybeam") and name and name.startswith("_") and not name.startswith("__")]
+    found = [
+        f"{module}.{name} (line {line})"
+        for module, name, line in imports(path)
+        if module.startswith("polybeam") and name and name.startswith("_") and not name.startswith("__")
+    ]
     # Modules bound to a name (import polybeam.x as y, from polybeam import x): reading y._name.
     aliases = {}
     for node in ast.walk(ast.parse(path.read_text())):
@@ -97,18 +100,27 @@ def private_imports(path: pathlib.Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("polybeam"):
             aliases.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names})
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                and node.attr.startswith("_") and not node.attr.startswith("__")):  # fmt: skip
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             found.append(f"{aliases[node.value.id]}.{node.attr} (line {node.lineno})")
     return found
 
 
 def test_the_private_name_finder_sees_both_spellings(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("from polybeam.pipelines import jobs\nfrom polybeam.pipelines.jobs import _read, run\n"
-                      "jobs._counts(1)\njobs.run_train\n")  # fmt: skip
-    assert private_imports(source) == ["polybeam.pipelines.jobs._read (line 2)",
-                                       "polybeam.pipelines.jobs._counts (line 3)"]  # fmt: skip
+    source.write_text(
+        "from polybeam.pipelines import jobs\nfrom polybeam.pipelines.jobs import _read, run\n"
+        "jobs._counts(1)\njobs.run_train\n"
+    )
+    assert private_imports(source) == [
+        "polybeam.pipelines.jobs._read (line 2)",
+        "polybeam.pipelines.jobs._counts (line 3)",
+    ]
 
 
 @pytest.mark.parametrize("path", sorted(PIPELINES.glob("*.py")), ids=lambda path: path.name)

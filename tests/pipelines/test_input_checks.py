@@ -64,16 +64,50 @@ def commands(spam, folder, data):
     """Every reading command with ``data`` as its input, writing into ``folder``."""
     return {
         "train": ["train", "--input", data, "--model", folder / "m.model"],
-        "evaluate": ["evaluate", "--input", data, "--model", spam["model"], "--report", folder / "e.json",
-                     "--dead-letters", folder / "e.dead.jsonl"],
+        "evaluate": [
+            "evaluate",
+            "--input",
+            data,
+            "--model",
+            spam["model"],
+            "--report",
+            folder / "e.json",
+            "--dead-letters",
+            folder / "e.dead.jsonl",
+        ],
         "predict": ["predict", "--input", data, "--model", spam["model"], "--output", folder / "p"],
-        "sequence": ["sequence", "--input", data, "--groups", datasets.group_spec_path("spam"),
-                     "--output", folder / "s.jsonl"],
-        "timeliness": ["timeliness", "--input", data, "--prefixes", spam["prefixes"], "--report", folder / "t.json",
-                       "--dead-letters", folder / "t.dead.jsonl"],
-        "predict --prefixes": ["predict", "--input", data, "--prefixes", spam["prefixes"], "--budget", "5",
-                               "--output", folder / "ap"],
-    }  # fmt: skip
+        "sequence": [
+            "sequence",
+            "--input",
+            data,
+            "--groups",
+            datasets.group_spec_path("spam"),
+            "--output",
+            folder / "s.jsonl",
+        ],
+        "timeliness": [
+            "timeliness",
+            "--input",
+            data,
+            "--prefixes",
+            spam["prefixes"],
+            "--report",
+            folder / "t.json",
+            "--dead-letters",
+            folder / "t.dead.jsonl",
+        ],
+        "predict --prefixes": [
+            "predict",
+            "--input",
+            data,
+            "--prefixes",
+            spam["prefixes"],
+            "--budget",
+            "5",
+            "--output",
+            folder / "ap",
+        ],
+    }
 
 
 @pytest.mark.parametrize("command", ["train", "evaluate", "predict", "sequence", "timeliness", "predict --prefixes"])
@@ -91,8 +125,10 @@ def test_an_empty_input_fails_unless_allowed(tmp_path):
     model = tmp_path / "m.model"
     code, stdout, stderr = run("train", "--input", empty, "--model", model)
     assert code == 1 and "Traceback" not in stderr
-    assert stderr == ("polybeam train: error: no example was read: the input holds no record; check --input, "
-                      "or pass --allow-empty to accept an empty input\n")  # fmt: skip
+    assert stderr == (
+        "polybeam train: error: no example was read: the input holds no record; check --input, "
+        "or pass --allow-empty to accept an empty input\n"
+    )
     assert not model.exists()
     report = json.loads((tmp_path / "m.model.report.json").read_text())
     assert report["failed"] and report["records"] == 0 and report["error"] in stderr
@@ -151,20 +187,34 @@ def test_the_dead_letter_fraction_is_a_limit_on_the_readable_records(tmp_path, s
 
     three_bad = tmp_path / "three_bad.libsvm"
     three_bad.write_text("\n".join(good[:17] + ["x 1:1", "1 0:1", "1 2:y"]) + "\n")  # 3 of 20: 15%
-    code, _, stderr = run("train", "--input", three_bad, "--model", tmp_path / "b.model", "--loss", "logistic",
-                          "--quiet")  # no progress lines before the error  # fmt: skip
+    code, _, stderr = run(
+        "train", "--input", three_bad, "--model", tmp_path / "b.model", "--loss", "logistic", "--quiet"
+    )  # no progress lines before the error
     assert code == 1
-    assert stderr.startswith("polybeam train: error: 3 of 20 records (15%) are dead letters, more than "
-                             "--max-dead-letter-fraction 0.1 allows; the first reasons:\n")  # fmt: skip
+    assert stderr.startswith(
+        "polybeam train: error: 3 of 20 records (15%) are dead letters, more than "
+        "--max-dead-letter-fraction 0.1 allows; the first reasons:\n"
+    )
     assert "likely cause: part of the input is damaged or of another kind" in stderr
-    code, _, _ = run("train", "--input", three_bad, "--model", tmp_path / "b.model", "--loss", "logistic",
-                     "--max-dead-letter-fraction", "0.2")  # fmt: skip
+    code, _, _ = run(
+        "train",
+        "--input",
+        three_bad,
+        "--model",
+        tmp_path / "b.model",
+        "--loss",
+        "logistic",
+        "--max-dead-letter-fraction",
+        "0.2",
+    )
     assert code == 0
 
 
 @pytest.mark.parametrize("value", ["1.5", "-0.1", "most", "nan"])
 def test_a_bad_fraction_is_a_usage_error(tmp_path, value):
-    code, _, stderr = run("train", "--input", csv_file(tmp_path), "--model", tmp_path / "m", "--max-dead-letter-fraction", value)
+    code, _, stderr = run(
+        "train", "--input", csv_file(tmp_path), "--model", tmp_path / "m", "--max-dead-letter-fraction", value
+    )
     assert code == 2 and stderr.count("\n") == 1 and "--max-dead-letter-fraction" in stderr
     assert ("invalid float value: 'most'" if value == "most" else "must be a number from 0 to 1") in stderr
     assert not (tmp_path / "m.dead_letters.jsonl").exists()  # refused before anything ran
@@ -176,9 +226,11 @@ def test_scoring_input_that_contradicts_the_model_fails_before_launch_naming_the
     data = csv_file(tmp_path)
     code, stdout, stderr = run(*commands(spam, tmp_path, data)[command])
     assert code == 2 and stdout == ""
-    assert stderr == (f"polybeam {command}: error: {data} line 1: label is not a number: 'a,b,label'; these records "
-                      f"look like CSV; the model {spam['model']} was trained on LIBSVM input (--format libsvm): give "
-                      "it input like its training data, or the options that read this input\n")  # fmt: skip
+    assert stderr == (
+        f"polybeam {command}: error: {data} line 1: label is not a number: 'a,b,label'; these records "
+        f"look like CSV; the model {spam['model']} was trained on LIBSVM input (--format libsvm): give "
+        "it input like its training data, or the options that read this input\n"
+    )
     assert sorted(os.listdir(tmp_path)) == ["rows.csv"]
 
 
@@ -186,12 +238,15 @@ def test_a_later_file_that_contradicts_the_model_fails_the_job_naming_the_models
     """The first file (by name) reads as the model's, a later one is CSV: the job's check sees every record."""
     (tmp_path / "a.libsvm").write_text("".join(open(spam["test"]).readlines()[:2]))
     (tmp_path / "b.libsvm").write_text(CSV_ROWS * 10)
-    code, stdout, stderr = run("evaluate", "--input", tmp_path / "*.libsvm", "--model", spam["model"],
-                               "--report", tmp_path / "e.json")  # fmt: skip
+    code, stdout, stderr = run(
+        "evaluate", "--input", tmp_path / "*.libsvm", "--model", spam["model"], "--report", tmp_path / "e.json"
+    )
     assert code == 1 and stdout == ""
     assert stderr.startswith("polybeam evaluate: error: 40 of 42 records (95.2%) are dead letters")
-    assert (f"likely cause: the records look like CSV, not LIBSVM, and the model {spam['model']} was trained on "
-            "LIBSVM input (--format libsvm): give it input like its training data") in stderr  # fmt: skip
+    assert (
+        f"likely cause: the records look like CSV, not LIBSVM, and the model {spam['model']} was trained on "
+        "LIBSVM input (--format libsvm): give it input like its training data"
+    ) in stderr
 
 
 @pytest.mark.parametrize("command", ["sequence", "timeliness", "predict --prefixes"])
@@ -215,9 +270,11 @@ def test_the_python_api_raises_the_message_the_command_prints(tmp_path, spam):
 
     empty = tmp_path / "empty.libsvm"
     empty.write_text("")
-    for job, flags in ((run_evaluate, ["--model", str(spam["model"])]),
-                       (run_predict, ["--model", str(spam["model"]), "--output", str(tmp_path / "p")]),
-                       (run_sequence, ["--groups", datasets.group_spec_path("spam"), "--output", str(tmp_path / "s")])):  # fmt: skip
+    for job, flags in (
+        (run_evaluate, ["--model", str(spam["model"])]),
+        (run_predict, ["--model", str(spam["model"]), "--output", str(tmp_path / "p")]),
+        (run_sequence, ["--groups", datasets.group_spec_path("spam"), "--output", str(tmp_path / "s")]),
+    ):
         with pytest.raises(InputRejected, match="^no example was read: the input holds no record"):
             job(PipelineOptions(["--input", str(empty), *flags]))
     with pytest.raises(ValueError, match="--max-dead-letter-fraction must be a number from 0 to 1"):
@@ -243,9 +300,24 @@ def test_a_detached_job_leaves_the_reason_in_its_report(tmp_path):
 def test_a_refused_input_on_local_worker_processes_is_said_once(tmp_path):
     """Two local worker processes: stderr holds the error message and nothing else (no worker traceback,
     no relayed log entries, no Beam warnings that say nothing to the user)."""
-    done = subprocess.run([sys.executable, "-m", "polybeam.pipelines.cli", "train", "--input", csv_file(tmp_path),
-                           "--model", tmp_path / "m.model", "--direct_num_workers", "2",
-                           "--direct_running_mode", "multi_processing"], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "polybeam.pipelines.cli",
+            "train",
+            "--input",
+            csv_file(tmp_path),
+            "--model",
+            tmp_path / "m.model",
+            "--direct_num_workers",
+            "2",
+            "--direct_running_mode",
+            "multi_processing",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("polybeam train: error: all 4 records (100%) are dead letters")
     assert len(done.stderr.splitlines()) == 5
@@ -263,8 +335,9 @@ def test_a_damaged_file_fails_the_job_in_one_line(tmp_path):
     pq.write_table(pa.table({"label": [1.0, -1.0], "x": [1.0, 2.0]}), tmp_path / "a.parquet")
     parquet = tmp_path / "w.parquet"
     pq.write_table(pa.table({"x": [1.0, 2.0], "y": ["a", "b"]}), parquet)
-    code, _, stderr = run("train", "--input", tmp_path / "*.parquet", "--format", "parquet",
-                          "--model", tmp_path / "m.model")  # fmt: skip
+    code, _, stderr = run(
+        "train", "--input", tmp_path / "*.parquet", "--format", "parquet", "--model", tmp_path / "m.model"
+    )
     assert code == 1 and stderr.count("\n") == 1
     assert stderr.startswith(f"polybeam train: error: {parquet}: label column 'label' not found")
     assert not (tmp_path / "m.model").exists()

@@ -8,8 +8,20 @@ from tests.pipelines.test_cli import last_json, run
 def test_the_finishing_stage_runs_from_the_command_line_and_is_recorded(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
     model_path = tmp_path / "m.model"
-    code, stdout, stderr = run(capsys, "train", "--input", train, "--loss", "logistic", "--lbfgs-passes", "4",
-                               "--lbfgs-l2", "3", "--model", model_path)  # fmt: skip
+    code, stdout, stderr = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--loss",
+        "logistic",
+        "--lbfgs-passes",
+        "4",
+        "--lbfgs-l2",
+        "3",
+        "--model",
+        model_path,
+    )
     assert code == 0, stderr
     report = last_json(stdout)
     assert report["lbfgs"]["evaluations"] == 4 and report["lbfgs"]["l2"] == 3.0
@@ -22,6 +34,7 @@ def test_the_finishing_stage_runs_from_the_command_line_and_is_recorded(tmp_path
 
 def test_hinge_loss_has_no_finishing_stage(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
-    code, _, stderr = run(capsys, "train", "--input", train, "--loss", "hinge", "--lbfgs-passes", "2",
-                          "--model", tmp_path / "m.model")  # fmt: skip
+    code, _, stderr = run(
+        capsys, "train", "--input", train, "--loss", "hinge", "--lbfgs-passes", "2", "--model", tmp_path / "m.model"
+    )
     assert code != 0 and "differentiable" in stderr

@@ -23,12 +23,13 @@ JOB_COMMANDS = [name for name, command in COMMANDS.items() if command.runner]
 def readme_option_table() -> str:
     text = README.read_text()
     start = text.index("| option | meaning |")
-    return text[start:text.index("\n\n", start)]
+    return text[start : text.index("\n\n", start)]
 
 
 def test_the_readmes_option_table_is_the_schemas():
     assert readme_option_table() == specs.readme_table(), (
-        "the README's option table differs from the schema's: paste `python -m polybeam.pipelines.option_specs`")
+        "the README's option table differs from the schema's: paste `python -m polybeam.pipelines.option_specs`"
+    )
 
 
 def test_the_readmes_table_shows_every_option_of_train_evaluate_and_predict():
@@ -85,8 +86,18 @@ def test_negated_flags_and_holdout_off_set_their_learner_fields():
     plain = learner_config(PipelineOptions([]))
     assert (plain.bias, plain.center, plain.normalized, plain.safe_updates, plain.repeat_factors) == (True,) * 5
     assert plain.scale_labels is True and plain.apple_guard and plain.holdout_period == 10
-    flags = ["--no-bias", "--no_center", "--no-normalize", "--plain-updates", "--no-repeat-factors",
-             "--no-scale-labels", "--holdout-period", "5", "--holdout-off", "--gsa-exact"]  # fmt: skip
+    flags = [
+        "--no-bias",
+        "--no_center",
+        "--no-normalize",
+        "--plain-updates",
+        "--no-repeat-factors",
+        "--no-scale-labels",
+        "--holdout-period",
+        "5",
+        "--holdout-off",
+        "--gsa-exact",
+    ]
     config = learner_config(PipelineOptions(flags))
     assert (config.bias, config.center, config.normalized, config.safe_updates, config.repeat_factors) == (False,) * 5
     assert config.scale_labels is False and config.holdout_period == 0 and config.gsa_exact
@@ -107,8 +118,9 @@ def test_job_settings_are_read_once_frozen_with_absolute_paths(tmp_path, monkeyp
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.input = "other"
     # predict --groups names groups, not a file: left as given.
-    settings = job_settings(PipelineOptions(["--input", "x", "--output", "o", "--prefixes", "p.jsonl",
-                                             "--groups", "a,b"]), "predict")  # fmt: skip
+    settings = job_settings(
+        PipelineOptions(["--input", "x", "--output", "o", "--prefixes", "p.jsonl", "--groups", "a,b"]), "predict"
+    )
     assert settings.groups == "a,b" and settings.prefixes == (str(tmp_path / "p.jsonl"),)
 
 
@@ -125,16 +137,29 @@ def test_a_missing_required_option_fails_naming_it(command):
 
 
 def test_help_is_grouped_under_the_schemas_headings_without_beam_or_numba():
-    code = ("import contextlib, io, json, sys\nfrom polybeam.pipelines.cli import main\nout = io.StringIO()\n"
-            "with contextlib.redirect_stdout(out):\n    status = main(['train', '--help'])\n"
-            "heavy = sorted(m for m in ('apache_beam', 'numba', 'scipy') if m in sys.modules)\n"
-            "print(json.dumps([status, out.getvalue(), heavy]))\n")  # fmt: skip
-    status, text, heavy = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                                    text=True).stdout)  # fmt: skip
+    code = (
+        "import contextlib, io, json, sys\nfrom polybeam.pipelines.cli import main\nout = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n    status = main(['train', '--help'])\n"
+        "heavy = sorted(m for m in ('apache_beam', 'numba', 'scipy') if m in sys.modules)\n"
+        "print(json.dumps([status, out.getvalue(), heavy]))\n"
+    )
+    status, text, heavy = json.loads(
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    )
     assert status == 0 and heavy == []
     listed = [line[:-1] for line in text.splitlines() if line.endswith(":") and line[:-1] in specs.SECTIONS]
-    assert listed == ["input", "per-key", "windows", "learning", "passes", "expansion", "sparsity", "model",
-                      "checkpoints", "runner"]  # fmt: skip
+    assert listed == [
+        "input",
+        "per-key",
+        "windows",
+        "learning",
+        "passes",
+        "expansion",
+        "sparsity",
+        "model",
+        "checkpoints",
+        "runner",
+    ]
     learning = text.index("\nlearning:")
     assert learning < text.index("\n  --learning-rate") < text.index("\npasses:") < text.index("\n  --holdout-period")
     assert text.index("\nexpansion:") < text.index("\n  --max-degree") < text.index("\nsparsity:")

@@ -30,8 +30,13 @@ def run(capsys, *argv):
 
 
 def polybeam(*argv, **popen):
-    return subprocess.Popen([sys.executable, "-m", "polybeam.pipelines.cli", *map(str, argv)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "polybeam.pipelines.cli", *map(str, argv)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +51,13 @@ def learned(model) -> dict:
 
 def same_models(a, b) -> bool:
     """The same model, learned from the same read (its provenance's counts)."""
-    return (np.array_equal(a.slots, b.slots) and np.array_equal(a.weights, b.weights)
-            and learned(a) == learned(b) and a.provenance["read"] == b.provenance["read"]
-            and a.expansion == b.expansion)  # fmt: skip
+    return (
+        np.array_equal(a.slots, b.slots)
+        and np.array_equal(a.weights, b.weights)
+        and learned(a) == learned(b)
+        and a.provenance["read"] == b.provenance["read"]
+        and a.expansion == b.expansion
+    )
 
 
 # -- the job reports by itself -----------------------------------------------------------------------------
@@ -94,11 +103,22 @@ def test_no_wait_on_the_local_runner_hands_the_job_to_a_detached_process(tmp_pat
 def test_options_become_flags_again_for_the_detached_job():
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    flags = ["--loss", "softmax", "--class-names", "a,b,c", "--no-bias", "--no-wait", "--gravity", "0.1",
-             "--runner", "FnApiRunner"]  # fmt: skip
+    flags = [
+        "--loss",
+        "softmax",
+        "--class-names",
+        "a,b,c",
+        "--no-bias",
+        "--no-wait",
+        "--gravity",
+        "0.1",
+        "--runner",
+        "FnApiRunner",
+    ]
     again = as_flags(PipelineOptions(flags))
-    assert sorted(again) == sorted(["--loss=softmax", "--class_names=a,b,c", "--no_bias", "--gravity=0.1",
-                                    "--runner=FnApiRunner"])  # fmt: skip
+    assert sorted(again) == sorted(
+        ["--loss=softmax", "--class_names=a,b,c", "--no_bias", "--gravity=0.1", "--runner=FnApiRunner"]
+    )
 
 
 # -- checkpoints, resume, warm starts ----------------------------------------------------------------------
@@ -139,15 +159,50 @@ def test_resume_refuses_other_settings_and_initial_models_that_do_not_fit(tmp_pa
     train, _ = spam_split
     model = tmp_path / "m.model"
     assert run(capsys, "train", "--input", train, "--loss", "logistic", "--passes", "2", "--model", model)[0] == 0
-    code, _, err = run(capsys, "train", "--input", train, "--loss", "logistic", "--passes", "3", "--model", model,
-                       "--resume", "--gsa-target", "0.9")  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--loss",
+        "logistic",
+        "--passes",
+        "3",
+        "--model",
+        model,
+        "--resume",
+        "--gsa-target",
+        "0.9",
+    )
     assert code == 2 and "--resume" in err and "gsa_target" in err
-    code, _, err = run(capsys, "train", "--input", train, "--loss", "squared", "--bits", "16", "--model",
-                       tmp_path / "other.model", "--initial-model", model)  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--loss",
+        "squared",
+        "--bits",
+        "16",
+        "--model",
+        tmp_path / "other.model",
+        "--initial-model",
+        model,
+    )
     assert code == 2
     assert "loss is logistic there, squared here" in err and "bits is 18 there, 16 here" in err
-    code, _, err = run(capsys, "train", "--input", train, "--loss", "logistic", "--model", tmp_path / "x.model",
-                       "--initial-model", tmp_path / "missing.model")  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--loss",
+        "logistic",
+        "--model",
+        tmp_path / "x.model",
+        "--initial-model",
+        tmp_path / "missing.model",
+    )
     assert code == 2 and "missing.model" in err
 
 
@@ -160,7 +215,9 @@ def test_resume_continues_with_more_passes_and_initial_models_continue(tmp_path,
     assert code == 0 and report["resumed_from_pass"] == 2
     assert same_models(read_model(str(tmp_path / "two.model")), read_model(str(tmp_path / "three.model")))
     # A warm start from a model file: its own first pass learns less than a cold one.
-    code, warm, _ = run(capsys, *common, "--model", tmp_path / "warm.model", "--initial-model", tmp_path / "three.model")
+    code, warm, _ = run(
+        capsys, *common, "--model", tmp_path / "warm.model", "--initial-model", tmp_path / "three.model"
+    )
     code, cold, _ = run(capsys, *common, "--model", tmp_path / "cold.model")
     assert warm["progressive_loss"] < cold["progressive_loss"]
 
@@ -176,19 +233,49 @@ def per_key(tmp_path_factory):
 
 def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_key):
     common = ["--format", "vw", "--bits", "10"]
-    code, trained, _ = run(capsys, "train", "--input", per_key["train_vw"], *common, "--loss", "logistic",
-                           "--key", "tag", "--model", tmp_path / "keys")  # fmt: skip
+    code, trained, _ = run(
+        capsys,
+        "train",
+        "--input",
+        per_key["train_vw"],
+        *common,
+        "--loss",
+        "logistic",
+        "--key",
+        "tag",
+        "--model",
+        tmp_path / "keys",
+    )
     assert code == 0 and trained["keys"] == 1000 and trained["examples_trained"] == 150_000 and trained["reconciles"]
     index = json.loads((tmp_path / "keys" / "index.json").read_text())
-    assert index["key"] == "tag" and index["keys"] == 1000 and len(dict(KeyedFolder(str(tmp_path / "keys")).entries())) == 1000
-    assert run(capsys, "train", "--input", per_key["train_vw"], *common, "--loss", "logistic",
-               "--model", tmp_path / "global.model")[0] == 0  # fmt: skip
+    assert (
+        index["key"] == "tag"
+        and index["keys"] == 1000
+        and len(dict(KeyedFolder(str(tmp_path / "keys")).entries())) == 1000
+    )
+    assert (
+        run(
+            capsys,
+            "train",
+            "--input",
+            per_key["train_vw"],
+            *common,
+            "--loss",
+            "logistic",
+            "--model",
+            tmp_path / "global.model",
+        )[0]
+        == 0
+    )
 
-    code, by_key, _ = run(capsys, "evaluate", "--input", per_key["test_vw"], "--format", "vw", "--model", tmp_path / "keys")
+    code, by_key, _ = run(
+        capsys, "evaluate", "--input", per_key["test_vw"], "--format", "vw", "--model", tmp_path / "keys"
+    )
     assert code == 0 and len(by_key["keys"]) == 1000 and by_key["examples"] == 30_000
     assert sum(metrics["examples"] for metrics in by_key["keys"].values()) == 30_000
-    code, overall, _ = run(capsys, "evaluate", "--input", per_key["test_vw"], "--format", "vw",
-                           "--model", tmp_path / "global.model")  # fmt: skip
+    code, overall, _ = run(
+        capsys, "evaluate", "--input", per_key["test_vw"], "--format", "vw", "--model", tmp_path / "global.model"
+    )
     # Measured: per-key error 0.245, global 0.413 (the global model only learns the shared part).
     assert by_key["error"] < 0.29 and overall["error"] > 0.38
     assert by_key["error"] < overall["error"] - 0.1 and by_key["auc"] > overall["auc"] + 0.15
@@ -202,12 +289,40 @@ def test_per_key_models_from_csv_columns_route_unknown_keys_to_dead_letters_or_a
     with open(per_key["test_csv"]) as source:
         test.write_text("".join(line for _, line in zip(range(501), source)) + "1,no-such-key,1,2,3,4,5,6,7,8,9,10\n")
     models = tmp_path / "by store"
-    code, trained, _ = run(capsys, "train", "--input", train, "--format", "csv", "--loss", "logistic", "--bits", "10",
-                           "--key", "column:key", "--model", models)  # fmt: skip
+    code, trained, _ = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--format",
+        "csv",
+        "--loss",
+        "logistic",
+        "--bits",
+        "10",
+        "--key",
+        "column:key",
+        "--model",
+        models,
+    )
     assert code == 0 and trained["keys"] == 1000
     # Without --key the key column is a category of the global model (not a number: a dead letter each).
-    code, trained, _ = run(capsys, "train", "--input", train, "--format", "csv", "--loss", "logistic", "--bits", "10",
-                           "--categorical-columns", "key", "--model", tmp_path / "global.model")  # fmt: skip
+    code, trained, _ = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        "--format",
+        "csv",
+        "--loss",
+        "logistic",
+        "--bits",
+        "10",
+        "--categorical-columns",
+        "key",
+        "--model",
+        tmp_path / "global.model",
+    )
     assert code == 0 and trained["examples"] == 20_000 and trained["dead_letters"] == 0
 
     code, report, _ = run(capsys, "evaluate", "--input", test, "--format", "csv", "--model", models)
@@ -215,8 +330,20 @@ def test_per_key_models_from_csv_columns_route_unknown_keys_to_dead_letters_or_a
     (letter,) = [json.loads(line) for line in open(report["dead_letter_file"])]
     assert letter["line"] == 502 and letter["raw"].startswith("1,no-such-key") and "no-such-key" in letter["reason"]
 
-    code, report, _ = run(capsys, "predict", "--input", test, "--format", "csv", "--model", models,
-                          "--fallback-model", tmp_path / "global.model", "--output", tmp_path / "p")  # fmt: skip
+    code, report, _ = run(
+        capsys,
+        "predict",
+        "--input",
+        test,
+        "--format",
+        "csv",
+        "--model",
+        models,
+        "--fallback-model",
+        tmp_path / "global.model",
+        "--output",
+        tmp_path / "p",
+    )
     assert code == 0 and report["examples"] == 501 and report["dead_letters"] == 0
     rows = [line.rstrip("\n").split("\t") for f in report["prediction_files"] for line in open(f)]
     assert rows[0][-1] == "key" and sum(row[-1] == "no-such-key" for row in rows[1:]) == 1
@@ -226,8 +353,22 @@ def test_per_key_models_from_csv_columns_route_unknown_keys_to_dead_letters_or_a
 
 
 def test_namespace_keys_and_options_that_need_another_format(tmp_path, capsys, per_key, spam_split):
-    code, trained, _ = run(capsys, "train", "--input", per_key["test_vw"], "--format", "vw", "--bits", "10",
-                           "--loss", "logistic", "--key", "namespace:k", "--model", tmp_path / "ns")  # fmt: skip
+    code, trained, _ = run(
+        capsys,
+        "train",
+        "--input",
+        per_key["test_vw"],
+        "--format",
+        "vw",
+        "--bits",
+        "10",
+        "--loss",
+        "logistic",
+        "--key",
+        "namespace:k",
+        "--model",
+        tmp_path / "ns",
+    )
     assert code == 0 and trained["keys"] == 1000 and trained["examples_trained"] == 30_000
     code, _, err = run(capsys, "train", "--input", spam_split[0], "--key", "tag", "--model", tmp_path / "x")
     assert code == 2 and "--key tag needs VW text input" in err

@@ -14,18 +14,20 @@ from apache_beam.metrics.metric import MetricsFilter
 
 from polybeam import datasets
 from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.holdout import training_count
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.option_specs import command_parser
 from polybeam.pipelines.plots import learning_curve_points, weight_degrees
 from polybeam.transforms.model_io import WriteModel, read_model
 from polybeam.transforms.progress import NAMESPACE, line
-from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import training_count
 from polybeam.transforms.train import Train
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
-PROGRESS = re.compile(r"^polybeam\[\d+\] pass (\d+) +(\d+) examples +(?:\d+|-) ex/s  progressive loss ([\d.]+)  "
-                      r"since last ([\d.]+)  non-zero (\d+)$")  # fmt: skip
+PROGRESS = re.compile(
+    r"^polybeam\[\d+\] pass (\d+) +(\d+) examples +(?:\d+|-) ex/s  progressive loss ([\d.]+)  "
+    r"since last ([\d.]+)  non-zero (\d+)$"
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +59,14 @@ def test_training_prints_vw_like_progress_at_doubling_counts(tmp_path, capsys, s
 def test_progress_every_n_examples_as_vw_minus_p(tmp_path, capsys, spam_split):
     train, _ = spam_split
     model = tmp_path / "m.model"
-    assert main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "-P", "1000",
-                 "--model", str(model)]) == 0  # fmt: skip
+    assert (
+        main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "-P", "1000", "--model", str(model)])
+        == 0
+    )
     err = capsys.readouterr().err
-    lines = [PROGRESS.match(text) for text in err.splitlines()
-             if text.startswith("polybeam[") and "held out" not in text]
+    lines = [
+        PROGRESS.match(text) for text in err.splitlines() if text.startswith("polybeam[") and "held out" not in text
+    ]
     assert lines and all(lines)
     seen = [(int(m.group(1)), int(m.group(2))) for m in lines]
     # 3326 examples learned in pass 1 (a tenth held out), 3681 in pass 2 (too few held out to judge by).
@@ -135,7 +140,9 @@ def test_weights_by_degree_and_final_points(tmp_path, spam_split):
     assert degrees[0]["weights"] == 1 and max(degrees) >= 2  # a bias, and products
     for degree, entry in degrees.items():
         if degree >= 2:
-            assert entry["weights"] == sum(1 for slot in model.slots if len(model.monomials.get(int(slot), ())) == degree)
+            assert entry["weights"] == sum(
+                1 for slot in model.slots if len(model.monomials.get(int(slot), ())) == degree
+            )
     points = learning_curve_points(model)
     assert points[-1].get("final") and points[-1]["examples"] == 3681
     assert points[-1]["progressive_loss"] == pytest.approx(model.metadata["progressive_loss"])
@@ -145,8 +152,10 @@ def test_weights_by_degree_and_final_points(tmp_path, spam_split):
 def test_polybeam_plot_draws_a_model_and_anytime_curves(tmp_path, capsys, spam_split):
     train, test = spam_split
     model = tmp_path / "m.model"
-    assert main(["train", "--input", train, "--loss", "logistic", "--gravity", "0.001", "--model", str(model),
-                 "--quiet"]) == 0  # fmt: skip
+    assert (
+        main(["train", "--input", train, "--loss", "logistic", "--gravity", "0.001", "--model", str(model), "--quiet"])
+        == 0
+    )
     capsys.readouterr()
     assert main(["plot", "--model", str(model)]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -155,8 +164,10 @@ def test_polybeam_plot_draws_a_model_and_anytime_curves(tmp_path, capsys, spam_s
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
 
     prefixes = tmp_path / "omp.jsonl"
-    assert main(["sequence", "--input", train, "--groups", datasets.group_spec_path("spam"),
-                 "--output", str(prefixes)]) == 0  # fmt: skip
+    assert (
+        main(["sequence", "--input", train, "--groups", datasets.group_spec_path("spam"), "--output", str(prefixes)])
+        == 0
+    )
     capsys.readouterr()
     assert main(["plot", "--prefixes", str(prefixes), "--input", test, "--alpha", "1"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -182,8 +193,26 @@ def test_passes_side_by_side_on_a_linear_axis_with_labels_that_do_not_overlap(tm
 
     train, _ = spam_split
     path = tmp_path / "apple.model"
-    assert main(["train", "--input", train, "--loss", "logistic", "--expand", "apple", "--passes", "3",
-                 "--holdout-off", "--model", str(path), "--quiet"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--input",
+                train,
+                "--loss",
+                "logistic",
+                "--expand",
+                "apple",
+                "--passes",
+                "3",
+                "--holdout-off",
+                "--model",
+                str(path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     model = read_model(str(path))
     figure = model_figure(model, title="three passes")
     loss_axes, nonzero_axes, degree_axes = figure.axes

@@ -27,10 +27,29 @@ def test_a_runner_module_option_is_accepted_and_the_runner_runs_the_job(tmp_path
     # A fresh process: in this one the module may be imported already (its option known without the fix).
     marker, model = tmp_path / "ran.json", tmp_path / "m.model"
     done = subprocess.run(
-        [sys.executable, "-m", "polybeam.pipelines.cli", "train", "--input", satellite[0], "--loss", "softmax",
-         "--classes", "6", "--model", str(model), "--quiet", "--runner", FAKE, f"--fake_runner_flag={marker}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "polybeam.pipelines.cli",
+            "train",
+            "--input",
+            satellite[0],
+            "--loss",
+            "softmax",
+            "--classes",
+            "6",
+            "--model",
+            str(model),
+            "--quiet",
+            "--runner",
+            FAKE,
+            f"--fake_runner_flag={marker}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(marker.read_text()) == {"runner": "FakeRunner", "fake_runner_flag": str(marker)}
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -38,19 +57,23 @@ def test_a_runner_module_option_is_accepted_and_the_runner_runs_the_job(tmp_path
     assert model.exists()
 
 
-@pytest.mark.parametrize("spelling", [["--runner", "no_such_package.runners.Runner"],
-                                      ["--runner=no_such_package.runners.Runner"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "spelling", [["--runner", "no_such_package.runners.Runner"], ["--runner=no_such_package.runners.Runner"]]
+)
 def test_a_runner_module_that_cannot_be_imported_is_a_usage_error(tmp_path, capsys, spelling):
     code = main(["train", "--input", str(tmp_path / "x"), "--model", str(tmp_path / "m"), *spelling])
     stderr = capsys.readouterr().err
     assert code == 2
-    assert ("--runner no_such_package.runners.Runner: cannot import no_such_package.runners: "
-            "ModuleNotFoundError: No module named 'no_such_package'") in stderr  # fmt: skip
+    assert (
+        "--runner no_such_package.runners.Runner: cannot import no_such_package.runners: "
+        "ModuleNotFoundError: No module named 'no_such_package'"
+    ) in stderr
 
 
 def test_an_unknown_option_is_still_refused_with_a_runner_module(tmp_path, capsys):
-    code = main(["train", "--input", str(tmp_path / "x"), "--model", str(tmp_path / "m"), "--runner", FAKE,
-                 "--no_such_flag=1"])  # fmt: skip
+    code = main(
+        ["train", "--input", str(tmp_path / "x"), "--model", str(tmp_path / "m"), "--runner", FAKE, "--no_such_flag=1"]
+    )
     assert code == 2
     assert "unrecognised arguments: --no_such_flag=1" in capsys.readouterr().err
 
@@ -64,7 +87,8 @@ def test_the_runner_is_the_last_runner_argument():
 def test_a_flex_template_launch_imports_the_runner_module_too(tmp_path, capsys):
     from polybeam.pipelines import template_main
 
-    code = template_main.main(["train", f"--input={tmp_path / 'x'}", f"--model={tmp_path / 'm'}",
-                               "--runner=no_such_package.runners.Runner"])  # fmt: skip
+    code = template_main.main(
+        ["train", f"--input={tmp_path / 'x'}", f"--model={tmp_path / 'm'}", "--runner=no_such_package.runners.Runner"]
+    )
     assert code == 2
     assert "--runner no_such_package.runners.Runner: cannot import no_such_package.runners" in capsys.readouterr().err

@@ -47,13 +47,30 @@ def sequenced(spam_split, tmp_path_factory):
     reports, paths = {}, {}
     for method in METHODS:
         paths[method] = folder / f"{method}.jsonl"
-        code, stdout, stderr = run("sequence", "--input", train, "--groups", datasets.group_spec_path("spam"),
-                                   "--method", method, "--output", paths[method])  # fmt: skip
+        code, stdout, stderr = run(
+            "sequence",
+            "--input",
+            train,
+            "--groups",
+            datasets.group_spec_path("spam"),
+            "--method",
+            method,
+            "--output",
+            paths[method],
+        )
         assert code == 0, stderr
         reports[method] = last_json(stdout)
     plot = folder / "curves.png"
-    code, stdout, stderr = run("timeliness", "--input", test, "--prefixes", ",".join(str(paths[m]) for m in METHODS),
-                               "--alpha", "1", *(("--plot", plot) if HAS_MATPLOTLIB else ()))  # fmt: skip
+    code, stdout, stderr = run(
+        "timeliness",
+        "--input",
+        test,
+        "--prefixes",
+        ",".join(str(paths[m]) for m in METHODS),
+        "--alpha",
+        "1",
+        *(("--plot", plot) if HAS_MATPLOTLIB else ()),
+    )
     assert code == 0, stderr
     return {"reports": reports, "paths": paths, "timeliness": last_json(stdout), "stdout": stdout, "plot": plot}
 
@@ -144,8 +161,19 @@ def test_features_no_group_names_fail_the_job_naming_them(tmp_path, spam_split, 
 def test_a_default_group_gathers_the_features_no_group_names(tmp_path, spam_split, partial_spec):
     train, _ = spam_split
     output = tmp_path / "p.jsonl"
-    code, stdout, stderr = run("sequence", "--input", train, "--groups", partial_spec, "--output", output,
-                               "--default-group", "rest", "--default-group-cost", "2")  # fmt: skip
+    code, stdout, stderr = run(
+        "sequence",
+        "--input",
+        train,
+        "--groups",
+        partial_spec,
+        "--output",
+        output,
+        "--default-group",
+        "rest",
+        "--default-group-cost",
+        "2",
+    )
     assert code == 0, stderr
     report = last_json(stdout)
     assert "rest" in report["order"] and report["groups"] == 13 and report["skipped"] == []
@@ -162,8 +190,13 @@ def duplicate_input(tmp_path):
         a, b = rng.normal(size=2)
         lines.append(f"{a - b + 0.1 * rng.normal():.6f} 1:{a:.6f} 2:{b:.6f} 3:{a:.6f}\n")
     (tmp_path / "dup.libsvm").write_text("".join(lines))
-    spec = {"groups": [{"name": "a", "features": [1], "cost": 1}, {"name": "b", "features": [2], "cost": 1},
-                       {"name": "copy", "features": [3], "cost": 2}]}  # fmt: skip
+    spec = {
+        "groups": [
+            {"name": "a", "features": [1], "cost": 1},
+            {"name": "b", "features": [2], "cost": 1},
+            {"name": "copy", "features": [3], "cost": 2},
+        ]
+    }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     return tmp_path / "dup.libsvm", tmp_path / "spec.json"
 
@@ -186,30 +219,56 @@ def test_a_duplicate_group_is_skipped_not_a_crash(tmp_path):
         (["sequence", "--input", "{train}", "--output", "{tmp}/p.jsonl"], "polybeam sequence needs --groups"),
         (["sequence", "--groups", "{spec}", "--output", "{tmp}/p.jsonl"], "polybeam sequence needs --input"),
         (["sequence", "--input", "{train}", "--groups", "{spec}"], "polybeam sequence needs --output"),
-        (["sequence", "--input", "{train}", "--groups", "{tmp}/none.json", "--output", "{tmp}/p.jsonl"],
-         "cannot read the group specification"),
-        (["sequence", "--input", "{train}", "--groups", "{spec}", "--output", "{tmp}/p.jsonl", "--memory-limit-mb",
-          "0.001"], "above the limit of"),
-        (["sequence", "--input", "{train}", "--groups", "{spec}", "--output", "{tmp}/p.jsonl", "--ridge", "-1"],
-         "--ridge must be a finite number >= 0"),
-        (["sequence", "--input", "{train}", "--groups", "{spec}", "--output", "{tmp}/p.jsonl", "--prefixes", "x"],
-         "--prefixes does not apply to polybeam sequence"),
-        (["timeliness", "--input", "{train}", "--prefixes", "{prefixes}", "--alpha", "1.5"],
-         "--alpha must be in (0, 1], got 1.5"),
+        (
+            ["sequence", "--input", "{train}", "--groups", "{tmp}/none.json", "--output", "{tmp}/p.jsonl"],
+            "cannot read the group specification",
+        ),
+        (
+            [
+                "sequence",
+                "--input",
+                "{train}",
+                "--groups",
+                "{spec}",
+                "--output",
+                "{tmp}/p.jsonl",
+                "--memory-limit-mb",
+                "0.001",
+            ],
+            "above the limit of",
+        ),
+        (
+            ["sequence", "--input", "{train}", "--groups", "{spec}", "--output", "{tmp}/p.jsonl", "--ridge", "-1"],
+            "--ridge must be a finite number >= 0",
+        ),
+        (
+            ["sequence", "--input", "{train}", "--groups", "{spec}", "--output", "{tmp}/p.jsonl", "--prefixes", "x"],
+            "--prefixes does not apply to polybeam sequence",
+        ),
+        (
+            ["timeliness", "--input", "{train}", "--prefixes", "{prefixes}", "--alpha", "1.5"],
+            "--alpha must be in (0, 1], got 1.5",
+        ),
         (["timeliness", "--input", "{train}", "--prefixes", "{prefixes}", "--alpha", "0"], "--alpha must be in (0, 1]"),
         (["timeliness", "--input", "{train}"], "polybeam timeliness needs --prefixes"),
         (["timeliness", "--input", "{train}", "--prefixes", "{tmp}/bad.jsonl"], "bad.jsonl, line 2: not a JSON object"),
         (["timeliness", "--input", "{train}", "--prefixes", "{tmp}/empty.jsonl"], "prefix files without any prefix"),
-        (["timeliness", "--input", "{train}", "--prefixes", "{prefixes}", "--reference", "nope"],
-         "--reference nope is not one of the --prefixes files"),
+        (
+            ["timeliness", "--input", "{train}", "--prefixes", "{prefixes}", "--reference", "nope"],
+            "--reference nope is not one of the --prefixes files",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_usage_fails_before_any_pipeline_with_a_message(tmp_path, spam_split, sequenced, argv, message):
     train, _ = spam_split
     (tmp_path / "bad.jsonl").write_text(open(sequenced["paths"]["cs-g-omp"]).readline() + "{not json\n")
     (tmp_path / "empty.jsonl").write_text("\n")
-    values = {"train": train, "tmp": tmp_path, "spec": datasets.group_spec_path("spam"),
-              "prefixes": sequenced["paths"]["cs-g-omp"]}  # fmt: skip
+    values = {
+        "train": train,
+        "tmp": tmp_path,
+        "spec": datasets.group_spec_path("spam"),
+        "prefixes": sequenced["paths"]["cs-g-omp"],
+    }
     code, stdout, stderr = run(*[arg.format(**values) for arg in argv])
     assert code == 2
     assert message in stderr
@@ -218,19 +277,38 @@ def test_bad_usage_fails_before_any_pipeline_with_a_message(tmp_path, spam_split
 
 def test_a_method_that_does_not_exist_is_refused_by_the_argument_parser(spam_split, tmp_path):
     train, _ = spam_split
-    code, _, stderr = run("sequence", "--input", train, "--groups", datasets.group_spec_path("spam"),
-                          "--method", "bogus", "--output", tmp_path / "p.jsonl")  # fmt: skip
+    code, _, stderr = run(
+        "sequence",
+        "--input",
+        train,
+        "--groups",
+        datasets.group_spec_path("spam"),
+        "--method",
+        "bogus",
+        "--output",
+        tmp_path / "p.jsonl",
+    )
     assert code == 2
     assert "invalid choice: 'bogus'" in stderr and "cs-g-omp" in stderr and len(stderr.splitlines()) == 1
 
 
 def test_the_memory_message_shows_a_need_above_the_limit(spam_split, tmp_path):
     train, _ = spam_split
-    code, _, stderr = run("sequence", "--input", train, "--groups", datasets.group_spec_path("spam"),
-                          "--output", tmp_path / "p.jsonl", "--memory-limit-mb", "0.001")  # fmt: skip
+    code, _, stderr = run(
+        "sequence",
+        "--input",
+        train,
+        "--groups",
+        datasets.group_spec_path("spam"),
+        "--output",
+        tmp_path / "p.jsonl",
+        "--memory-limit-mb",
+        "0.001",
+    )
     assert code == 2
-    need, limit = (float(number) for number in re.search(r"need ([\d.]+) MiB, above the limit of ([\d.]+) MiB",
-                                                         stderr).groups())  # fmt: skip
+    need, limit = (
+        float(number) for number in re.search(r"need ([\d.]+) MiB, above the limit of ([\d.]+) MiB", stderr).groups()
+    )
     assert need > limit
 
 
@@ -279,23 +357,28 @@ def test_predict_with_available_groups_stops_at_the_first_missing_one(sequenced,
     path = sequenced["paths"]["cs-g-fr"]
     order = [json.loads(line)["group"] for line in open(path)]
     available = order[:3] + order[4:6]  # the 4th is missing: the prefix stops at 3 groups
-    code, stdout, stderr = run("predict", "--input", test, "--prefixes", path, "--groups", ",".join(available),
-                               "--output", tmp_path / "p")  # fmt: skip
+    code, stdout, stderr = run(
+        "predict", "--input", test, "--prefixes", path, "--groups", ",".join(available), "--output", tmp_path / "p"
+    )
     assert code == 0, stderr
     report = last_json(stdout)
     assert report["prefix"] == 3 and report["prefix_groups"] == order[:3] and report["groups"] == available
     assert {int(r[5]) for r in prediction_rows(tmp_path / "p")} == {3}
 
 
-@pytest.mark.parametrize("extra, message", [
-    ((), "needs one of --budget B or --groups a,b,c"),
-    (("--budget", "3", "--groups", "a"), "needs one of --budget B or --groups a,b,c"),
-    (("--budget", "-1"), "--budget must be a finite cost >= 0"),
-    (("--groups", "no_such_group"), "no_such_group not in the prefixes"),
-    (("--budget", "3", "--model", "m.model"), "--model and --prefixes exclude each other"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ((), "needs one of --budget B or --groups a,b,c"),
+        (("--budget", "3", "--groups", "a"), "needs one of --budget B or --groups a,b,c"),
+        (("--budget", "-1"), "--budget must be a finite cost >= 0"),
+        (("--groups", "no_such_group"), "no_such_group not in the prefixes"),
+        (("--budget", "3", "--model", "m.model"), "--model and --prefixes exclude each other"),
+    ],
+)
 def test_predict_with_prefixes_refuses_unclear_choices(sequenced, spam_split, tmp_path, extra, message):
     _, test = spam_split
-    code, _, stderr = run("predict", "--input", test, "--prefixes", sequenced["paths"]["cs-g-omp"],
-                          "--output", tmp_path / "p", *extra)  # fmt: skip
+    code, _, stderr = run(
+        "predict", "--input", test, "--prefixes", sequenced["paths"]["cs-g-omp"], "--output", tmp_path / "p", *extra
+    )
     assert code == 2 and message in stderr and "Traceback" not in stderr

@@ -8,7 +8,6 @@ import json
 import os
 
 import apache_beam as beam
-import numpy as np
 import pytest
 from apache_beam.ml.inference.base import RunInference
 
@@ -44,18 +43,25 @@ def trained(few_rows, tmp_path_factory):
     """The shared, global and separate models of ``few_rows``, with their train and evaluate reports."""
     folder = few_rows["folder"]
     read = ["--format", "csv", "--label-column", "label", "--loss", "logistic", "--quiet"]
-    runs = {"shared": ["--key", "column:key", "--key-model", "shared", "--bits", "20"],
-            "global": ["--ignore-columns", "key", "--bits", "12"],
-            "separate": ["--key", "column:key", "--key-model", "separate", "--bits", "10"]}  # fmt: skip
+    runs = {
+        "shared": ["--key", "column:key", "--key-model", "shared", "--bits", "20"],
+        "global": ["--ignore-columns", "key", "--bits", "12"],
+        "separate": ["--key", "column:key", "--key-model", "separate", "--bits", "10"],
+    }
     reports = {}
     for name, extra in runs.items():
         model = folder / f"{name}.model"
         assert main(["train", "--input", str(few_rows["train"]), *read, *extra, "--model", str(model)]) == 0
         report = folder / (f"{name}.model.report.json" if name != "separate" else "separate.model/report.json")
         assert main(["evaluate", "--input", str(few_rows["test"]), "--model", str(model), "--quiet"]) == 0
-        evaluation = folder / (f"{name}.model.evaluation.json" if name != "separate" else "separate.model/evaluation.json")
-        reports[name] = {"model": model, "train": json.loads(report.read_text()),
-                         "evaluate": json.loads(evaluation.read_text())}  # fmt: skip
+        evaluation = folder / (
+            f"{name}.model.evaluation.json" if name != "separate" else "separate.model/evaluation.json"
+        )
+        reports[name] = {
+            "model": model,
+            "train": json.loads(report.read_text()),
+            "evaluate": json.loads(evaluation.read_text()),
+        }
     return reports
 
 
@@ -92,8 +98,21 @@ def csv_rows(path) -> list[dict]:
 
 def test_predict_and_run_inference_agree_and_an_unseen_key_gets_the_shared_part(trained, few_rows, tmp_path):
     model = trained["shared"]["model"]
-    assert main(["predict", "--input", str(few_rows["test"]), "--model", str(model), "--output", str(tmp_path / "p"),
-                 "--quiet"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "predict",
+                "--input",
+                str(few_rows["test"]),
+                "--model",
+                str(model),
+                "--output",
+                str(tmp_path / "p"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     predicted = prediction_lines(tmp_path / "p")
     assert len(predicted) == 10_000 and {"prediction", "key"} <= set(predicted[0])
     rows = {int(row["row"]): row for row in predicted}
@@ -103,34 +122,59 @@ def test_predict_and_run_inference_agree_and_an_unseen_key_gets_the_shared_part(
     records = csv_rows(few_rows["test"])[:200]
     features = [{name: float(record[name]) for name in FEATURES} for record in records]
     with beam.Pipeline("FnApiRunner") as pipeline:
-        pairs = (pipeline | "Pairs" >> beam.Create([(r["key"], f) for r, f in zip(records, features)])
-                 | "ScorePairs" >> RunInference(PolybeamModelHandler(str(model))))  # fmt: skip
-        mappings = (pipeline | "Mappings" >> beam.Create([{**f, "key": r["key"]} for r, f in zip(records, features)])
-                    | "ScoreMappings" >> RunInference(PolybeamModelHandler(str(model))))  # fmt: skip
-        keyless = (pipeline | "Keyless" >> beam.Create(features)
-                   | "ScoreKeyless" >> RunInference(PolybeamModelHandler(str(model))))  # fmt: skip
+        pairs = (
+            pipeline
+            | "Pairs" >> beam.Create([(r["key"], f) for r, f in zip(records, features)])
+            | "ScorePairs" >> RunInference(PolybeamModelHandler(str(model)))
+        )
+        mappings = (
+            pipeline
+            | "Mappings" >> beam.Create([{**f, "key": r["key"]} for r, f in zip(records, features)])
+            | "ScoreMappings" >> RunInference(PolybeamModelHandler(str(model)))
+        )
+        keyless = (
+            pipeline
+            | "Keyless" >> beam.Create(features)
+            | "ScoreKeyless" >> RunInference(PolybeamModelHandler(str(model)))
+        )
         for name, results in (("pairs", pairs), ("mappings", mappings), ("keyless", keyless)):
-            results | f"Save{name}" >> beam.Map(lambda r, name=name: open(tmp_path / name, "a").write(
-                json.dumps([r.example[0] if isinstance(r.example, tuple) else r.example.get("key"),
-                            r.example[1] if isinstance(r.example, tuple) else r.example, float(r.inference)]) + "\n"))
+            results | f"Save{name}" >> beam.Map(
+                lambda r, name=name: open(tmp_path / name, "a").write(
+                    json.dumps(
+                        [
+                            r.example[0] if isinstance(r.example, tuple) else r.example.get("key"),
+                            r.example[1] if isinstance(r.example, tuple) else r.example,
+                            float(r.inference),
+                        ]
+                    )
+                    + "\n"
+                )
+            )
     by_features = {}
     for line in open(tmp_path / "pairs"):
         key, example, inference = json.loads(line)
         by_features[(key, tuple(sorted(example.items())))] = inference
-    expected = {(r["key"], tuple(sorted(f.items()))): float(rows[offsets[i + 1]]["prediction"])
-                for i, (r, f) in enumerate(zip(records, features))}  # fmt: skip
+    expected = {
+        (r["key"], tuple(sorted(f.items()))): float(rows[offsets[i + 1]]["prediction"])
+        for i, (r, f) in enumerate(zip(records, features))
+    }
     assert by_features.keys() == expected.keys()
     assert all(by_features[k] == pytest.approx(expected[k], abs=1e-8) for k in expected)
     mapped = [json.loads(line) for line in open(tmp_path / "mappings")]
-    assert all(inference == pytest.approx(expected[(key, tuple(sorted((n, v) for n, v in example.items() if n != "key")))],
-                                          abs=1e-8) for key, example, inference in mapped)  # fmt: skip
+    assert all(
+        inference
+        == pytest.approx(expected[(key, tuple(sorted((n, v) for n, v in example.items() if n != "key")))], abs=1e-8)
+        for key, example, inference in mapped
+    )
     # A key training never saw (renamed in a copy of the test file) is scored by the shared part alone,
     # exactly as an example without a key.
     renamed = tmp_path / "renamed.csv"
     lines = open(few_rows["test"]).read().splitlines()
     renamed.write_text("\n".join([lines[0]] + [line.replace(",key", ",unseen-key", 1) for line in lines[1:201]]) + "\n")
-    assert main(["predict", "--input", str(renamed), "--model", str(model), "--output", str(tmp_path / "u"),
-                 "--quiet"]) == 0  # fmt: skip
+    assert (
+        main(["predict", "--input", str(renamed), "--model", str(model), "--output", str(tmp_path / "u"), "--quiet"])
+        == 0
+    )
     unseen = sorted(float(row["prediction"]) for row in prediction_lines(tmp_path / "u"))
     shared_only = sorted(json.loads(line)[2] for line in open(tmp_path / "keyless"))
     assert unseen == pytest.approx(shared_only, abs=1e-8)
@@ -138,14 +182,35 @@ def test_predict_and_run_inference_agree_and_an_unseen_key_gets_the_shared_part(
 
 
 def test_shared_key_options_are_checked(trained, few_rows, capsys):
-    code, _, err = run(capsys, "train", "--input", few_rows["train"], "--format", "csv", "--label-column", "label",
-                       "--key-model", "shared", "--model", few_rows["folder"] / "x.model")  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "train",
+        "--input",
+        few_rows["train"],
+        "--format",
+        "csv",
+        "--label-column",
+        "label",
+        "--key-model",
+        "shared",
+        "--model",
+        few_rows["folder"] / "x.model",
+    )
     assert code != 0 and "--key-model shared needs --key" in err
-    code, _, err = run(capsys, "evaluate", "--input", few_rows["test"], "--model", trained["shared"]["model"],
-                       "--fallback-model", trained["global"]["model"])  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "evaluate",
+        "--input",
+        few_rows["test"],
+        "--model",
+        trained["shared"]["model"],
+        "--fallback-model",
+        trained["global"]["model"],
+    )
     assert code != 0 and "shared per-key model" in err
-    code, _, err = run(capsys, "evaluate", "--input", few_rows["test"], "--model", trained["shared"]["model"],
-                       "--key", "column:other")  # fmt: skip
+    code, _, err = run(
+        capsys, "evaluate", "--input", few_rows["test"], "--model", trained["shared"]["model"], "--key", "column:other"
+    )
     assert code != 0 and "differs from the key the model was trained with" in err
 
 
@@ -187,12 +252,30 @@ def test_beam_yaml_trains_a_shared_model_that_scores_as_the_command_line(trained
     from polybeam.transforms import yaml_steps
 
     pipeline_file = tmp_path / "shared.yaml"
-    pipeline_file.write_text(YAML.replace("{{ providers_block }}", "providers:\n  - include: \"{{ providers }}\""))
-    variables = {"providers": yaml_steps.PROVIDERS, "train": str(few_rows["train"]), "test": str(few_rows["test"]),
-                 "out": str(tmp_path)}  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "apache_beam.yaml.main", "--yaml_pipeline_file", str(pipeline_file),
-                           "--runner", "FnApiRunner", "--jinja_variables", json.dumps(variables)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    pipeline_file.write_text(YAML.replace("{{ providers_block }}", 'providers:\n  - include: "{{ providers }}"'))
+    variables = {
+        "providers": yaml_steps.PROVIDERS,
+        "train": str(few_rows["train"]),
+        "test": str(few_rows["test"]),
+        "out": str(tmp_path),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "apache_beam.yaml.main",
+            "--yaml_pipeline_file",
+            str(pipeline_file),
+            "--runner",
+            "FnApiRunner",
+            "--jinja_variables",
+            json.dumps(variables),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (metrics_file,) = glob.glob(str(tmp_path / "metrics*"))
     metrics = json.loads(open(metrics_file).read())

@@ -45,8 +45,22 @@ def source(tmp_path_factory):
 def installed(source, tmp_path):
     """The source's wheel installed by pip into a folder of its own (as site-packages would hold it)."""
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target",
-                    str(site), source["wheel"]], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(site),
+            source["wheel"],
+        ],
+        check=True,
+        capture_output=True,
+    )
     return site
 
 
@@ -75,11 +89,15 @@ def test_without_the_wheel_file_the_installed_files_are_packed_again(source, ins
     assert origin.startswith("a wheel packed from the installed files")
     assert sorted(repacked) == sorted(original)
     assert {name: data for name, data in repacked.items() if not name.endswith("RECORD")} == {
-        name: data for name, data in original.items() if not name.endswith("RECORD")}
+        name: data for name, data in original.items() if not name.endswith("RECORD")
+    }
     # pip takes it (it checks every file against RECORD's hashes) and installs the same package.
     again = tmp_path / "again"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target",
-                    str(again), wheel], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", str(again), wheel],
+        check=True,
+        capture_output=True,
+    )
     assert (again / "polybeam" / "learn.py").read_text() == "STEP = 0.5\n"
 
 
@@ -93,8 +111,7 @@ def test_a_wheel_rebuilt_under_the_installed_name_is_not_taken_for_the_installed
     assert template_wheel.installed_wheel(metadata.PathDistribution(dist_info)) is None
 
 
-def test_a_polybeam_that_is_neither_source_nor_installed_is_refused_with_the_way_out(tmp_path, monkeypatch,
-                                                                                      capsys):
+def test_a_polybeam_that_is_neither_source_nor_installed_is_refused_with_the_way_out(tmp_path, monkeypatch, capsys):
     loose = tmp_path / "copied" / "polybeam"
     loose.mkdir(parents=True)
     (loose / "__init__.py").write_text("")

@@ -15,8 +15,19 @@ from polybeam.transforms.keyed_files import KeyedFolder
 from polybeam.transforms.model_io import read_model
 from tests.pipelines.test_cli import run
 
-COMMON = ["--format", "csv", "--label-column", "y", "--timestamp", "column:ts", "--loss", "logistic", "--quiet",
-          "--bits", "12"]  # fmt: skip
+COMMON = [
+    "--format",
+    "csv",
+    "--label-column",
+    "y",
+    "--timestamp",
+    "column:ts",
+    "--loss",
+    "logistic",
+    "--quiet",
+    "--bits",
+    "12",
+]
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +50,19 @@ def _examples_in(path, window):
 def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsys):
     train, test = timed
     model = tmp_path / "daily"
-    code, stdout, _ = run(capsys, "train", "--input", train, *COMMON, "--ignore-columns", "store",
-                          "--window", "fixed:1d", "--model", model)  # fmt: skip
+    code, stdout, _ = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        *COMMON,
+        "--ignore-columns",
+        "store",
+        "--window",
+        "fixed:1d",
+        "--model",
+        model,
+    )
     assert code == 0, stdout
     report = json.loads(stdout.strip().splitlines()[-1])
     assert report["records"] == 901 and report["dead_letters"] == 3 and report["reconciles"]
@@ -48,8 +70,11 @@ def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsy
     index = json.loads((model / "index.json").read_text())
     assert index["kind"] == "polybeam-windowed-models" and index["window_spec"] == "fixed:86400"
     names = sorted(index["entries"])
-    assert names == ["window-20261101T000000Z-20261102T000000Z", "window-20261102T000000Z-20261103T000000Z",
-                     "window-20261103T000000Z-20261104T000000Z"]  # fmt: skip
+    assert names == [
+        "window-20261101T000000Z-20261102T000000Z",
+        "window-20261102T000000Z-20261103T000000Z",
+        "window-20261103T000000Z-20261104T000000Z",
+    ]
     assert sum(entry["examples"] for entry in index["entries"].values()) == 897 == report["examples_trained"]
     for name, entry in index["entries"].items():
         stored = read_model(str(model / entry["file"]))
@@ -73,8 +98,23 @@ def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsy
 def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, capsys):
     train, test = timed
     model = tmp_path / "stores"
-    code, stdout, _ = run(capsys, "train", "--input", train, *COMMON, "--key", "column:store", "--window",
-                          "sliding:1d,12h", "--passes", "2", "--holdout-min-examples", "5", "--model", model)  # fmt: skip
+    code, stdout, _ = run(
+        capsys,
+        "train",
+        "--input",
+        train,
+        *COMMON,
+        "--key",
+        "column:store",
+        "--window",
+        "sliding:1d,12h",
+        "--passes",
+        "2",
+        "--holdout-min-examples",
+        "5",
+        "--model",
+        model,
+    )
     assert code == 0, stdout
     index = json.loads((model / "index.json").read_text())
     assert len(index["entries"]) == 7
@@ -94,23 +134,40 @@ def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, caps
     assert code == 0 and set(evaluation["windows"]) == set(index["entries"])
     assert all(set(keys) == {"s0", "s1", "s2"} for keys in evaluation["windows"].values())
     # Each example of the test file is in two windows but one (the first and last half days have one).
-    assert evaluation["examples"] == sum(m["examples"] for keys in evaluation["windows"].values() for m in keys.values())
+    assert evaluation["examples"] == sum(
+        m["examples"] for keys in evaluation["windows"].values() for m in keys.values()
+    )
     code, _, stderr = run(capsys, "predict", "--model", model, "--input", test, "--output", tmp_path / "p")
     assert code != 0 and "folder of models per window" in stderr
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--window", "fixed:1d"], "--window fixed:1d needs --timestamp column:NAME"),
-    (["--timestamp", "column:ts"], "add --window"),
-    (["--window", "hourly", "--timestamp", "column:ts"], "--window must be fixed:SIZE or sliding:SIZE,PERIOD"),
-    (["--window", "sliding:1h,1d", "--timestamp", "column:ts"], "period (86400 s) cannot exceed its size"),
-    (["--window", "fixed:1d", "--timestamp", "ts"], "--timestamp must be column:NAME"),
-    (["--window", "fixed:1d", "--timestamp", "column:when"], "'when' is not a column"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--window", "fixed:1d"], "--window fixed:1d needs --timestamp column:NAME"),
+        (["--timestamp", "column:ts"], "add --window"),
+        (["--window", "hourly", "--timestamp", "column:ts"], "--window must be fixed:SIZE or sliding:SIZE,PERIOD"),
+        (["--window", "sliding:1h,1d", "--timestamp", "column:ts"], "period (86400 s) cannot exceed its size"),
+        (["--window", "fixed:1d", "--timestamp", "ts"], "--timestamp must be column:NAME"),
+        (["--window", "fixed:1d", "--timestamp", "column:when"], "'when' is not a column"),
+    ],
+)
 def test_bad_window_options_fail_fast_saying_what_to_fix(timed, tmp_path, capsys, options, message):
     train, _ = timed
-    argv = ["train", "--input", train, "--format", "csv", "--label-column", "y", "--ignore-columns", "store",
-            "--model", tmp_path / "m", *options]  # fmt: skip
+    argv = [
+        "train",
+        "--input",
+        train,
+        "--format",
+        "csv",
+        "--label-column",
+        "y",
+        "--ignore-columns",
+        "store",
+        "--model",
+        tmp_path / "m",
+        *options,
+    ]
     try:
         code, stdout, stderr = run(capsys, *argv)
     except SystemExit as exit:  # argparse refuses a malformed value itself

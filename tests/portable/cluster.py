@@ -100,12 +100,16 @@ class PortableCluster(SharedFolders):
         # learners the first pass will have (apple spaces its epochs by it), as on the in-process side.
         hint = ["--direct_num_workers", str(workers)] if workers > 1 else []
         return [
-            "--runner", "PortableRunner",
-            "--job_endpoint", self.job_services[workers].address,
-            "--environment_type", "EXTERNAL",
-            "--environment_config", self.pool.address,
+            "--runner",
+            "PortableRunner",
+            "--job_endpoint",
+            self.job_services[workers].address,
+            "--environment_type",
+            "EXTERNAL",
+            "--environment_config",
+            self.pool.address,
             *hint,
-        ]  # fmt: skip
+        ]
 
     @property
     def workers_isolated(self) -> bool:
@@ -115,13 +119,17 @@ class PortableCluster(SharedFolders):
     def isolation_note(self) -> str:
         """One line for the test output: whether the workers had a private /tmp, and if not why."""
         if self.workers_isolated:
-            return ("portable suite: SDK workers ran with a private /tmp (own mount namespace): a file the "
-                    "launcher made in /tmp was invisible to them, as on a cluster")  # fmt: skip
+            return (
+                "portable suite: SDK workers ran with a private /tmp (own mount namespace): a file the "
+                "launcher made in /tmp was invisible to them, as on a cluster"
+            )
         if self.no_private_tmp_reason:
             reason = self.no_private_tmp_reason
             return f"portable suite: SDK workers SHARE the launcher's /tmp (plain worker pool): {reason}"
-        return ("portable suite: SDK workers SHARE the launcher's /tmp: the pool started in its own mount "
-                "namespace, yet a job's worker saw the launcher's /tmp file")  # fmt: skip
+        return (
+            "portable suite: SDK workers SHARE the launcher's /tmp: the pool started in its own mount "
+            "namespace, yet a job's worker saw the launcher's /tmp file"
+        )
 
     def stop(self) -> None:
         for service in [*self.job_services.values(), self.pool]:

@@ -12,9 +12,9 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 COMMAND_TIMEOUT = 300
 # The in-process runs to compare with: Beam's FnApiRunner as polybeam picks it

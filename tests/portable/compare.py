@@ -85,8 +85,10 @@ def assert_close(portable, in_process, path: str = "report") -> None:
 
 def assert_same_report(runs) -> None:
     """A side-by-side run's two JSON reports agree on all but run-specific fields; paths relative to each run's folder."""
-    assert_close(normalised(runs.portable.report, str(runs.portable_dir)),
-                 normalised(runs.in_process.report, str(runs.in_process_dir)))  # fmt: skip
+    assert_close(
+        normalised(runs.portable.report, str(runs.portable_dir)),
+        normalised(runs.in_process.report, str(runs.in_process_dir)),
+    )
 
 
 def expansion_facts(model) -> dict:
@@ -110,8 +112,9 @@ def learned(model) -> dict:
     """A model's metadata, its provenance reduced to what makes the model (``LEARNED_PROVENANCE``)."""
     metadata = dict(model.metadata)
     if "provenance" in metadata:
-        metadata["provenance"] = {name: value for name, value in metadata["provenance"].items()
-                                  if name in LEARNED_PROVENANCE}  # fmt: skip
+        metadata["provenance"] = {
+            name: value for name, value in metadata["provenance"].items() if name in LEARNED_PROVENANCE
+        }
     return metadata
 
 
@@ -185,11 +188,14 @@ def assert_same_per_key_models(portable_folder, in_process_folder) -> None:
     """
     portable, in_process = KeyedFolder(str(portable_folder)), KeyedFolder(str(in_process_folder))
     summed = ("progressive_loss",)  # over every key: a float sum, so to RTOL
-    facts = {kind: {key: value for key, value in folder.index.items() if key not in summed}
-             for kind, folder in (("portable", portable), ("in-process", in_process))}  # fmt: skip
+    facts = {
+        kind: {key: value for key, value in folder.index.items() if key not in summed}
+        for kind, folder in (("portable", portable), ("in-process", in_process))
+    }
     assert facts["portable"] == facts["in-process"], f"index facts: {facts['portable']} != {facts['in-process']}"
-    assert_close({name: portable.index[name] for name in summed}, {name: in_process.index[name] for name in summed},
-                 "index")  # fmt: skip
+    assert_close(
+        {name: portable.index[name] for name in summed}, {name: in_process.index[name] for name in summed}, "index"
+    )
     # Keys and each entry's fields exactly, its numbers by assert_close's rules (the losses are floats).
     entries = dict(in_process.entries())
     assert_close(dict(portable.entries()), entries, "index.entries")

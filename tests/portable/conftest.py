@@ -63,8 +63,12 @@ def portable_data(portable_cluster):
     folder = portable_cluster.job_dir("data")
     splits = {name: data.write_split(name, folder) for name in ("spam", "satellite")}
     ids = data.as_csv_with_ids(splits["spam"], features=57)
-    return {**splits, "spam-csv-ids": ids, "per-key": data.write_per_key(folder / "per-key"),
-            "timed": data.write_timed(folder / "timed")}
+    return {
+        **splits,
+        "spam-csv-ids": ids,
+        "per-key": data.write_per_key(folder / "per-key"),
+        "timed": data.write_timed(folder / "timed"),
+    }
 
 
 @pytest.fixture(scope="session")

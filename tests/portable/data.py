@@ -128,5 +128,12 @@ def write_per_key(folder: Path) -> PerKeySplit:
     paths = per_key.write_per_key(str(folder), PER_KEY_TASK, train_per_key=PER_KEY_TRAIN, test_per_key=PER_KEY_TEST)
     train_vw = Path(paths["train_vw"])
     test_vw = with_unknown_key(Path(paths["test_vw"]))
-    return PerKeySplit(train_vw, Path(paths["train_csv"]), test_vw, shard(train_vw, TRAIN_SHARDS),
-                       PER_KEY_TASK.keys, PER_KEY_TRAIN, PER_KEY_TASK.keys * PER_KEY_TEST + 1)  # fmt: skip
+    return PerKeySplit(
+        train_vw,
+        Path(paths["train_csv"]),
+        test_vw,
+        shard(train_vw, TRAIN_SHARDS),
+        PER_KEY_TASK.keys,
+        PER_KEY_TRAIN,
+        PER_KEY_TASK.keys * PER_KEY_TEST + 1,
+    )

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from tests.portable.commands import IN_PROCESS_OPTIONS, CommandRun, polybeam
 
@@ -77,9 +77,16 @@ class Plan:
         self.definitions: dict[str, _Definition] = {}
         self.runs: dict[str, SideBySide] = {}
 
-    def side_by_side(self, name: str, args_for: ArgsFor, *, workers: int = 1, needs: Sequence[str] = (),
-                     kinds: Sequence[str] = ("portable", "in-process"),
-                     prepare: Prepare | None = None) -> None:  # fmt: skip
+    def side_by_side(
+        self,
+        name: str,
+        args_for: ArgsFor,
+        *,
+        workers: int = 1,
+        needs: Sequence[str] = (),
+        kinds: Sequence[str] = ("portable", "in-process"),
+        prepare: Prepare | None = None,
+    ) -> None:
         """Define ``polybeam *args_for(folder)`` on the portable runner and in process (``workers`` in both).
 
         ``args_for`` gets the run's own output folder, on the disk the workers
@@ -105,8 +112,10 @@ class Plan:
         if name not in self.runs:
             definition = self.definitions[name]
             needs = [self[need] for need in definition.needs]
-            options = {"portable": self.cluster.portable_options(definition.workers),
-                       "in-process": IN_PROCESS_OPTIONS[definition.workers]}  # fmt: skip
+            options = {
+                "portable": self.cluster.portable_options(definition.workers),
+                "in-process": IN_PROCESS_OPTIONS[definition.workers],
+            }
             futures, folders = {}, {}
             for kind in definition.kinds:
                 folders[kind] = self.folder(name, kind)
@@ -122,8 +131,9 @@ class Plan:
         for name in self.definitions:
             self[name]
 
-    def _run(self, args: Sequence, options: Sequence[str], needs: list[SideBySide],
-             prepare: Callable[[], None] | None = None) -> CommandRun:  # fmt: skip
+    def _run(
+        self, args: Sequence, options: Sequence[str], needs: list[SideBySide], prepare: Callable[[], None] | None = None
+    ) -> CommandRun:
         for need in needs:
             # What a run needs is the in-process side of the runs it names, or their only side.
             needed = need.futures.get("in-process") or next(iter(need.futures.values()))

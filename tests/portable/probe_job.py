@@ -33,7 +33,9 @@ ELEMENTS = 32
 
 def observe(element, marker):
     """What the worker handling ``element`` sees."""
-    return json.dumps({"element": element, "pid": os.getpid(), "cwd": os.getcwd(), "marker_seen": os.path.exists(marker)})
+    return json.dumps(
+        {"element": element, "pid": os.getpid(), "cwd": os.getcwd(), "marker_seen": os.path.exists(marker)}
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -53,12 +55,16 @@ def main(argv: list[str]) -> None:
             | beam.io.WriteToText(args.output, file_name_suffix=".jsonl")
         )
     records = [json.loads(line) for path in glob.glob(args.output + "*.jsonl") for line in open(path)]
-    print(json.dumps({
-        "records": len(records),
-        "pids": sorted({record["pid"] for record in records}),
-        "cwds": sorted({record["cwd"] for record in records}),
-        "marker_seen": sorted({record["marker_seen"] for record in records}),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "records": len(records),
+                "pids": sorted({record["pid"] for record in records}),
+                "cwds": sorted({record["cwd"] for record in records}),
+                "marker_seen": sorted({record["marker_seen"] for record in records}),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

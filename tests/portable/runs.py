@@ -92,8 +92,17 @@ def copy_checkpoints_but_the_last(plan: Plan):
 def define_per_key_training(plan: Plan, split) -> None:
     """``train --key`` from VW tags and from a CSV column."""
     for variant, spec in PER_KEY_VARIANTS.items():
-        plan.side_by_side(f"train/{variant}/1w", lambda out, spec=spec: [
-            "train", "--input", getattr(split, spec.input), "--model", out / "models", *spec.options])  # fmt: skip
+        plan.side_by_side(
+            f"train/{variant}/1w",
+            lambda out, spec=spec: [
+                "train",
+                "--input",
+                getattr(split, spec.input),
+                "--model",
+                out / "models",
+                *spec.options,
+            ],
+        )
 
 
 def define_per_key_scoring(plan: Plan, split) -> None:
@@ -102,10 +111,21 @@ def define_per_key_scoring(plan: Plan, split) -> None:
     trained = "train/per-key-vw/1w"
     scored = ["--input", split.test_vw, "--format", "vw", "--model", per_key_models_of(plan)]
     plan.side_by_side("evaluate/per-key/1w", lambda out: ["evaluate", *scored, *beside(out)], needs=[trained])
-    plan.side_by_side("predict/per-key-fallback/1w", lambda out: [
-        "predict", *scored, "--fallback-model", fallback_model(per_key_models_of(plan)), "--output", out / "predictions",
-        "--num-shards", "1"], needs=[trained],
-        prepare=lambda kind, out: write_fallback_model(per_key_models_of(plan)))  # fmt: skip
+    plan.side_by_side(
+        "predict/per-key-fallback/1w",
+        lambda out: [
+            "predict",
+            *scored,
+            "--fallback-model",
+            fallback_model(per_key_models_of(plan)),
+            "--output",
+            out / "predictions",
+            "--num-shards",
+            "1",
+        ],
+        needs=[trained],
+        prepare=lambda kind, out: write_fallback_model(per_key_models_of(plan)),
+    )
 
 
 def define_resume_and_warm_starts(plan: Plan, spam) -> None:
@@ -113,44 +133,108 @@ def define_resume_and_warm_starts(plan: Plan, spam) -> None:
     state after pass 2. The resume and the warm start from a state are portable only: their in-process
     reference is the uninterrupted in-process run itself."""
     options = TRAIN_VARIANTS["three-passes"].options
-    plan.side_by_side("train/resume/1w", lambda out: [
-        "train", "--input", spam.train, "--model", out / "model", *options, "--resume"],
-        kinds=("portable",), needs=[CHECKPOINTED], prepare=copy_checkpoints_but_the_last(plan))  # fmt: skip
+    plan.side_by_side(
+        "train/resume/1w",
+        lambda out: ["train", "--input", spam.train, "--model", out / "model", *options, "--resume"],
+        kinds=("portable",),
+        needs=[CHECKPOINTED],
+        prepare=copy_checkpoints_but_the_last(plan),
+    )
     for source, name in WARM_STARTS.items():
         initial = plan.folder(CHECKPOINTED) / name
         kinds = ("portable",) if source == "state" else ("portable", "in-process")
-        plan.side_by_side(f"train/warm-from-{source}/1w", lambda out, initial=initial: [
-            "train", "--input", spam.train, "--model", out / "model", "--loss", "logistic", "--initial-model", initial],
-            needs=[CHECKPOINTED], kinds=kinds)  # fmt: skip
+        plan.side_by_side(
+            f"train/warm-from-{source}/1w",
+            lambda out, initial=initial: [
+                "train",
+                "--input",
+                spam.train,
+                "--model",
+                out / "model",
+                "--loss",
+                "logistic",
+                "--initial-model",
+                initial,
+            ],
+            needs=[CHECKPOINTED],
+            kinds=kinds,
+        )
 
 
 # The model that records its input (CSV with an ID and an ignored column), and predictions read as it was read.
-CSV_IDS = ("--format", "csv", "--label-column", "label", "--id-column", "id", "--ignore-columns", "note",
-           "--loss", "logistic")  # fmt: skip
+CSV_IDS = (
+    "--format",
+    "csv",
+    "--label-column",
+    "label",
+    "--id-column",
+    "id",
+    "--ignore-columns",
+    "note",
+    "--loss",
+    "logistic",
+)
 
 
 def define_input_record_runs(plan: Plan, csv) -> None:
     """``train`` on CSV with an ID and an ignored column (the workers write what the model records of its
     input and origin), and ``predict`` with the model alone: no format options, each line with its ID."""
-    plan.side_by_side("train/csv-ids/1w", lambda out: ["train", "--input", csv.train, "--model", out / "model",
-                                                       *CSV_IDS])  # fmt: skip
-    plan.side_by_side("predict/csv-ids/1w", lambda out: [
-        "predict", "--input", csv.test, "--model", plan.folder("train/csv-ids/1w") / "model",
-        "--output", out / "predictions", "--num-shards", "1"], needs=["train/csv-ids/1w"])  # fmt: skip
+    plan.side_by_side(
+        "train/csv-ids/1w", lambda out: ["train", "--input", csv.train, "--model", out / "model", *CSV_IDS]
+    )
+    plan.side_by_side(
+        "predict/csv-ids/1w",
+        lambda out: [
+            "predict",
+            "--input",
+            csv.test,
+            "--model",
+            plan.folder("train/csv-ids/1w") / "model",
+            "--output",
+            out / "predictions",
+            "--num-shards",
+            "1",
+        ],
+        needs=["train/csv-ids/1w"],
+    )
 
 
 # Models per day (fixed windows) of the timed CSV, the store column left out of the features.
-WINDOWED = ("--format", "csv", "--label-column", "y", "--ignore-columns", "store", "--timestamp", "column:ts",
-            "--window", "fixed:1d", "--loss", "logistic", "--bits", "12")  # fmt: skip
+WINDOWED = (
+    "--format",
+    "csv",
+    "--label-column",
+    "y",
+    "--ignore-columns",
+    "store",
+    "--timestamp",
+    "column:ts",
+    "--window",
+    "fixed:1d",
+    "--loss",
+    "logistic",
+    "--bits",
+    "12",
+)
 
 
 def define_windowed_runs(plan: Plan, timed) -> None:
     """``train --window`` (a model per day) and ``evaluate`` of its folder (each day's examples by its model)."""
-    plan.side_by_side("train/windowed/1w", lambda out: ["train", "--input", timed.train, "--model", out / "models",
-                                                        *WINDOWED])  # fmt: skip
-    plan.side_by_side("evaluate/windowed/1w", lambda out: [
-        "evaluate", "--input", timed.test, "--model", plan.folder("train/windowed/1w") / "models", *beside(out)],
-        needs=["train/windowed/1w"])  # fmt: skip
+    plan.side_by_side(
+        "train/windowed/1w", lambda out: ["train", "--input", timed.train, "--model", out / "models", *WINDOWED]
+    )
+    plan.side_by_side(
+        "evaluate/windowed/1w",
+        lambda out: [
+            "evaluate",
+            "--input",
+            timed.test,
+            "--model",
+            plan.folder("train/windowed/1w") / "models",
+            *beside(out),
+        ],
+        needs=["train/windowed/1w"],
+    )
 
 
 def define_runs(plan: Plan, data: dict) -> None:
@@ -169,13 +253,32 @@ def define_runs(plan: Plan, data: dict) -> None:
     define_per_key_training(plan, data["per-key"])
 
     # Handed to the job service without waiting (as a flex template's launcher does): portable only.
-    plan.side_by_side("train/one-pass-no-wait/1w", lambda out: [
-        "train", "--input", spam.train, "--model", out / "model", *TRAIN_VARIANTS["one-pass"].options, "--no-wait"],
-        kinds=("portable",))  # fmt: skip
+    plan.side_by_side(
+        "train/one-pass-no-wait/1w",
+        lambda out: [
+            "train",
+            "--input",
+            spam.train,
+            "--model",
+            out / "model",
+            *TRAIN_VARIANTS["one-pass"].options,
+            "--no-wait",
+        ],
+        kinds=("portable",),
+    )
 
     def sequence_args(method):
-        return lambda out: ["sequence", "--input", spam.train, "--groups", groups, "--method", method,
-                            "--output", out / "prefixes.jsonl"]  # fmt: skip
+        return lambda out: [
+            "sequence",
+            "--input",
+            spam.train,
+            "--groups",
+            groups,
+            "--method",
+            method,
+            "--output",
+            out / "prefixes.jsonl",
+        ]
 
     plan.side_by_side("sequence/cs-g-omp/1w", sequence_args("cs-g-omp"))
     # The second prefix file of the timeliness comparison: in process only.
@@ -184,23 +287,40 @@ def define_runs(plan: Plan, data: dict) -> None:
     for variant in SCORED_VARIANTS:
         test = data[TRAIN_VARIANTS[variant].dataset].test
         model = model_of(plan, variant)
-        plan.side_by_side(f"evaluate/{variant}/1w", lambda out, test=test, model=model: [
-            "evaluate", "--input", test, "--model", model, *beside(out)],
-            needs=[f"train/{variant}/1w"])  # fmt: skip
-        plan.side_by_side(f"predict/{variant}/1w", lambda out, test=test, model=model: [
-            "predict", "--input", test, "--model", model, "--output", out / "predictions", "--num-shards", "1"],
-            needs=[f"train/{variant}/1w"])  # fmt: skip
+        plan.side_by_side(
+            f"evaluate/{variant}/1w",
+            lambda out, test=test, model=model: ["evaluate", "--input", test, "--model", model, *beside(out)],
+            needs=[f"train/{variant}/1w"],
+        )
+        plan.side_by_side(
+            f"predict/{variant}/1w",
+            lambda out, test=test, model=model: [
+                "predict",
+                "--input",
+                test,
+                "--model",
+                model,
+                "--output",
+                out / "predictions",
+                "--num-shards",
+                "1",
+            ],
+            needs=[f"train/{variant}/1w"],
+        )
 
     define_per_key_scoring(plan, data["per-key"])
     define_resume_and_warm_starts(plan, spam)
     define_input_record_runs(plan, data["spam-csv-ids"])
     define_windowed_runs(plan, data["timed"])
 
-    prefixes = ",".join(str(plan.folder(f"sequence/{method}/1w") / "prefixes.jsonl")
-                        for method in ("cs-g-omp", "cs-g-fr"))  # fmt: skip
-    plan.side_by_side("timeliness/spam/1w", lambda out: [
-        "timeliness", "--input", spam.test, "--prefixes", prefixes, *beside(out)],
-        needs=["sequence/cs-g-omp/1w", "sequence/cs-g-fr/1w"])  # fmt: skip
+    prefixes = ",".join(
+        str(plan.folder(f"sequence/{method}/1w") / "prefixes.jsonl") for method in ("cs-g-omp", "cs-g-fr")
+    )
+    plan.side_by_side(
+        "timeliness/spam/1w",
+        lambda out: ["timeliness", "--input", spam.test, "--prefixes", prefixes, *beside(out)],
+        needs=["sequence/cs-g-omp/1w", "sequence/cs-g-fr/1w"],
+    )
 
     plan.side_by_side("demo/spam/1w", lambda out: ["demo", "--output-dir", out / "demo"])
 
@@ -213,13 +333,34 @@ def define_runs(plan: Plan, data: dict) -> None:
 
         plan.side_by_side(f"train/{variant}/2w", sharded_args, workers=2)
     # The control: the same shards with one in-process worker (the two-worker model must differ).
-    plan.side_by_side("train/one-pass-shards/1w", lambda out: [
-        "train", "--input", spam.train_shards, "--model", out / "model", *TRAIN_VARIANTS["one-pass"].options],
-        kinds=("in-process",))  # fmt: skip
-    plan.side_by_side("evaluate/one-pass/2w", lambda out: [
-        "evaluate", "--input", spam.test_shards, "--model", model_of(plan, "one-pass"), *beside(out)],
-        workers=2, needs=["train/one-pass/1w"])  # fmt: skip
+    plan.side_by_side(
+        "train/one-pass-shards/1w",
+        lambda out: [
+            "train",
+            "--input",
+            spam.train_shards,
+            "--model",
+            out / "model",
+            *TRAIN_VARIANTS["one-pass"].options,
+        ],
+        kinds=("in-process",),
+    )
+    plan.side_by_side(
+        "evaluate/one-pass/2w",
+        lambda out: ["evaluate", "--input", spam.test_shards, "--model", model_of(plan, "one-pass"), *beside(out)],
+        workers=2,
+        needs=["train/one-pass/1w"],
+    )
     # Per-key learners of four shards, merged key by key.
-    plan.side_by_side("train/per-key-vw/2w", lambda out: [
-        "train", "--input", data["per-key"].train_vw_shards, "--model", out / "models",
-        *PER_KEY_VARIANTS["per-key-vw"].options], workers=2)  # fmt: skip
+    plan.side_by_side(
+        "train/per-key-vw/2w",
+        lambda out: [
+            "train",
+            "--input",
+            data["per-key"].train_vw_shards,
+            "--model",
+            out / "models",
+            *PER_KEY_VARIANTS["per-key-vw"].options,
+        ],
+        workers=2,
+    )

@@ -34,8 +34,16 @@ def start_job_service(workdir: Path, *, workers: int = 1, wait: bool = True, bun
     """
     port = free_port()
     if bundle_attempts > 1:
-        argv = [sys.executable, str(HERE / "two_worker_job_service.py"), "--port", str(port), "--workers",
-                str(workers), "--bundle-attempts", str(bundle_attempts)]  # fmt: skip
+        argv = [
+            sys.executable,
+            str(HERE / "two_worker_job_service.py"),
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--bundle-attempts",
+            str(bundle_attempts),
+        ]
         name = f"retrying-job-service-{workers}-workers"
     elif workers == 1:
         argv = [sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main", "--port", str(port)]
@@ -89,8 +97,9 @@ def why_no_private_tmp() -> str | None:
     return None
 
 
-def start_worker_pool(workdir: Path, *, env: dict | None = None, name: str = "worker-pool",
-                      shared: bool = False) -> tuple[Service, str | None]:  # fmt: skip
+def start_worker_pool(
+    workdir: Path, *, env: dict | None = None, name: str = "worker-pool", shared: bool = False
+) -> tuple[Service, str | None]:
     """An external SDK worker pool with its own working directory, and a private /tmp where allowed
     (``env``: variables its workers get besides the launcher's; ``shared``: a pool that several runner
     processes, such as two Flink TaskManagers, can share: ``engines.worker_pool``).
@@ -108,7 +117,17 @@ def start_worker_pool(workdir: Path, *, env: dict | None = None, name: str = "wo
         holding = pool_dir / "holding"
         holding.mkdir(exist_ok=True)
         port = free_port()
-        wrapper = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", private_tmp_script(holding), "sh"]
+        wrapper = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            private_tmp_script(holding),
+            "sh",
+        ]
         service = start(name, wrapper + _pool_command(port, shared), port, pool_dir, env)
         try:
             wait_until_listening(service)

@@ -27,8 +27,8 @@ from tests.portable.compare import (
     prediction_lines,
 )
 from tests.portable.runs import SCORED_VARIANTS
-from tests.transforms.torture_corpus import corrupt_gzip
 from tests.portable.variants import TRAIN_VARIANTS
+from tests.transforms.torture_corpus import corrupt_gzip
 
 pytestmark = pytest.mark.portable
 
@@ -54,8 +54,10 @@ def test_train_without_waiting_leaves_the_job_to_the_service(portable_plan):
     finished = wait_for_json(answer["report"])
     assert finished["provenance"]["options"].pop("no_wait") is True  # (the reference waited)
     reference = portable_plan["train/one-pass/1w"]
-    assert_close(normalised(finished, str(launched.portable_dir)),
-                 normalised(reference.in_process.report, str(reference.in_process_dir)))  # fmt: skip
+    assert_close(
+        normalised(finished, str(launched.portable_dir)),
+        normalised(reference.in_process.report, str(reference.in_process_dir)),
+    )
     assert_same_model(launched.portable_dir / "model", reference.in_process_dir / "model")
 
 
@@ -118,8 +120,12 @@ def test_a_relative_input_is_read_or_refused_never_silently_empty(portable_clust
     """A launcher in the data's folder giving ``--input spam.train.libsvm``: read it all, or fail; never 0 examples."""
     train = portable_data["spam"].train
     out = portable_cluster.job_dir("relative-input")
-    run = polybeam(["train", "--input", train.name, "--loss", "logistic", "--model", out / "model"],
-                   portable_cluster.portable_options(1), cwd=train.parent, env=portable_cluster.launcher_env)  # fmt: skip
+    run = polybeam(
+        ["train", "--input", train.name, "--loss", "logistic", "--model", out / "model"],
+        portable_cluster.portable_options(1),
+        cwd=train.parent,
+        env=portable_cluster.launcher_env,
+    )
     assert run.returncode != 0 or run.report["examples"] == TRAIN_VARIANTS["one-pass"].examples, run.report
 
 
@@ -129,8 +135,12 @@ def test_a_refused_input_fails_the_job_with_the_checks_message(portable_cluster)
     out = portable_cluster.job_dir("refused-input")
     data = out / "rows.csv"
     data.write_text("a,b,label\n1,2,1\n3,4,0\n5,6,1\n")
-    run = polybeam(["train", "--input", data, "--model", out / "m.model"], portable_cluster.portable_options(1),
-                   cwd=portable_cluster.launcher_dir, env=portable_cluster.launcher_env)  # fmt: skip
+    run = polybeam(
+        ["train", "--input", data, "--model", out / "m.model"],
+        portable_cluster.portable_options(1),
+        cwd=portable_cluster.launcher_dir,
+        env=portable_cluster.launcher_env,
+    )
     assert run.returncode == 1, run.failure()
     assert "polybeam train: error: all 4 records (100%) are dead letters" in run.stderr
     assert "check --format (--format csv?)" in run.stderr
@@ -145,9 +155,16 @@ def test_a_damaged_input_file_is_the_commands_one_line_error(portable_cluster):
     command says the worker's message in one line, exit 1."""
     out = portable_cluster.job_dir("damaged-input")
     (out / "bad.libsvm.gz").write_bytes(corrupt_gzip(b"".join(b"1 1:%d\n" % i for i in range(10_000))))
-    run = polybeam(["train", "--input", out / "bad.libsvm.gz", "--model", out / "m.model"],
-                   portable_cluster.portable_options(1), cwd=portable_cluster.launcher_dir,
-                   env=portable_cluster.launcher_env)  # fmt: skip
+    run = polybeam(
+        ["train", "--input", out / "bad.libsvm.gz", "--model", out / "m.model"],
+        portable_cluster.portable_options(1),
+        cwd=portable_cluster.launcher_dir,
+        env=portable_cluster.launcher_env,
+    )
     assert run.returncode == 1, run.failure()
-    assert run.stderr.strip().splitlines()[-1].startswith(f"polybeam train: error: {out / 'bad.libsvm.gz'}: corrupt gzip data")
+    assert (
+        run.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"polybeam train: error: {out / 'bad.libsvm.gz'}: corrupt gzip data")
+    )
     assert "Traceback" not in run.stderr

@@ -119,8 +119,9 @@ def test_checkpoints_are_written_by_the_workers_on_the_shared_folder(portable_pl
     """
     runs = portable_plan[CHECKPOINTED]
     assert runs.portable.report["checkpoint_dir"] == str(runs.portable_dir / CHECKPOINTS)
-    written = {kind: sorted(path.name for path in (folder / CHECKPOINTS).iterdir())
-               for kind, folder in runs.folders.items()}  # fmt: skip
+    written = {
+        kind: sorted(path.name for path in (folder / CHECKPOINTS).iterdir()) for kind, folder in runs.folders.items()
+    }
     # Nothing else: no temporary file of the atomic writes is left behind.
     assert written["portable"] == written["in-process"] == [f"pass-{number:04d}.state" for number in (1, 2, 3)]
     for name in written["portable"]:

@@ -12,8 +12,20 @@ from tests.portable.commands import run_in_process, run_portable
 
 pytestmark = pytest.mark.portable
 
-COMMON = ("--format", "csv", "--label-column", "label", "--key", "column:key", "--key-model", "shared",
-          "--loss", "logistic", "--bits", "18")  # fmt: skip
+COMMON = (
+    "--format",
+    "csv",
+    "--label-column",
+    "label",
+    "--key",
+    "column:key",
+    "--key-model",
+    "shared",
+    "--loss",
+    "logistic",
+    "--bits",
+    "18",
+)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -25,8 +37,9 @@ def test_a_shared_per_key_model_trains_and_evaluates_alike_on_the_portable_runne
     reports = {}
     for name, run in (("portable", run_portable), ("in_process", run_in_process)):
         model = job / f"{name}.model"
-        trained = run(portable_cluster, ["train", "--input", job / "train.csv", *COMMON, "--model", model],
-                      workers=workers)  # fmt: skip
+        trained = run(
+            portable_cluster, ["train", "--input", job / "train.csv", *COMMON, "--model", model], workers=workers
+        )
         evaluated = run(portable_cluster, ["evaluate", "--input", job / "test.csv", "--model", model], workers=workers)
         reports[name] = (trained, evaluated)
     (trained, evaluated), (_, expected) = reports["portable"], reports["in_process"]

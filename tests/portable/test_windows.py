@@ -19,7 +19,10 @@ def test_train_a_model_per_window(portable_plan):
     assert report["reconciles"] and report["dead_letters"] == 2 and len(report["windows"]) == 3
     assert_same_report(runs)
     index = json.loads((runs.in_process_dir / "models" / "index.json").read_text())
-    assert json.loads((runs.portable_dir / "models" / "index.json").read_text())["entries"].keys() == index["entries"].keys()
+    assert (
+        json.loads((runs.portable_dir / "models" / "index.json").read_text())["entries"].keys()
+        == index["entries"].keys()
+    )
     for entry in index["entries"].values():
         assert_same_model(runs.portable_dir / "models" / entry["file"], runs.in_process_dir / "models" / entry["file"])
 

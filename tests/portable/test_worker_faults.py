@@ -58,12 +58,24 @@ def run_both(cluster, faulty, args, name: str):
     shutil.rmtree(faulty["markers"])
     faulty["markers"].mkdir()
     outcome = {}
-    for kind, endpoint, pool in (("clean", cluster.job_services[2].address, cluster.pool.address),
-                                 ("faulty", faulty["service"].address, faulty["pool"].address)):  # fmt: skip
+    for kind, endpoint, pool in (
+        ("clean", cluster.job_services[2].address, cluster.pool.address),
+        ("faulty", faulty["service"].address, faulty["pool"].address),
+    ):
         folder = cluster.job_dir(f"faults-{name}-{kind}")
         argv = [str(part).replace("{out}", str(folder)) for part in args]
-        options = ["--runner", "PortableRunner", "--job_endpoint", endpoint, "--environment_type", "EXTERNAL",
-                   "--environment_config", pool, "--direct_num_workers", "2"]  # fmt: skip
+        options = [
+            "--runner",
+            "PortableRunner",
+            "--job_endpoint",
+            endpoint,
+            "--environment_type",
+            "EXTERNAL",
+            "--environment_config",
+            pool,
+            "--direct_num_workers",
+            "2",
+        ]
         run = polybeam(argv, options, cwd=cluster.launcher_dir, env=cluster.launcher_env)
         outcome[kind] = (run.report, folder)
     fired = sorted(path.name.removeprefix("fired-") for path in faulty["markers"].iterdir())
@@ -78,8 +90,11 @@ def test_retried_training_bundles_give_the_fault_free_model(portable_cluster, po
     train = portable_data["spam"].train
     before = retried_attempts(faulty)
     (clean, clean_dir), (report, faulty_dir), fired = run_both(
-        portable_cluster, faulty,
-        ["train", "--input", train, "--loss", "logistic", "--passes", "3", "--model", "{out}/m.model"], "train")  # fmt: skip
+        portable_cluster,
+        faulty,
+        ["train", "--input", train, "--loss", "logistic", "--passes", "3", "--model", "{out}/m.model"],
+        "train",
+    )
     assert fired == ["learn", "merge", "train"]  # pass 1's learning, pass 2's learning, an average
     assert retried_attempts(faulty) - before >= 3
     assert report["examples"] == clean["examples"] == 3681 and report["passes_run"] == 3
@@ -90,9 +105,23 @@ def test_retried_training_bundles_give_the_fault_free_model(portable_cluster, po
 def test_retried_apple_bundles_give_the_fault_free_model(portable_cluster, portable_data, faulty):
     train = portable_data["spam"].train
     (clean, clean_dir), (report, faulty_dir), fired = run_both(
-        portable_cluster, faulty,
-        ["train", "--input", train, "--loss", "logistic", "--expand", "apple", "--passes", "2",
-         "--model", "{out}/m.model"], "apple")  # fmt: skip
+        portable_cluster,
+        faulty,
+        [
+            "train",
+            "--input",
+            train,
+            "--loss",
+            "logistic",
+            "--expand",
+            "apple",
+            "--passes",
+            "2",
+            "--model",
+            "{out}/m.model",
+        ],
+        "apple",
+    )
     assert "train" in fired and "learn" in fired
     assert_same_model(faulty_dir / "m.model", clean_dir / "m.model")
 
@@ -100,27 +129,57 @@ def test_retried_apple_bundles_give_the_fault_free_model(portable_cluster, porta
 def test_retried_evaluation_and_statistics_bundles_give_the_fault_free_results(portable_cluster, portable_data, faulty):
     split = portable_data["spam"]
     model = portable_cluster.job_dir("faults-model") / "m.model"
-    assert polybeam(["train", "--input", split.train, "--loss", "logistic", "--model", model], IN_PROCESS_OPTIONS[1],
-                    cwd=portable_cluster.launcher_dir, env=portable_cluster.launcher_env).returncode == 0  # fmt: skip
+    assert (
+        polybeam(
+            ["train", "--input", split.train, "--loss", "logistic", "--model", model],
+            IN_PROCESS_OPTIONS[1],
+            cwd=portable_cluster.launcher_dir,
+            env=portable_cluster.launcher_env,
+        ).returncode
+        == 0
+    )
     (clean, _), (report, _), fired = run_both(
-        portable_cluster, faulty,
-        ["evaluate", "--input", split.test, "--model", model, "--report", "{out}/evaluation.json",
-         "--dead-letters", "{out}/dead.jsonl"], "evaluate")  # fmt: skip
+        portable_cluster,
+        faulty,
+        [
+            "evaluate",
+            "--input",
+            split.test,
+            "--model",
+            model,
+            "--report",
+            "{out}/evaluation.json",
+            "--dead-letters",
+            "{out}/dead.jsonl",
+        ],
+        "evaluate",
+    )
     assert fired == ["evaluate"]
     metrics = ("examples", "loss", "error", "auc", "mse")
     assert_close({k: report[k] for k in metrics}, {k: clean[k] for k in metrics}, "metrics")
 
     (clean, clean_dir), (report, faulty_dir), fired = run_both(
-        portable_cluster, faulty,
-        ["sequence", "--input", split.train, "--groups", datasets.group_spec_path("spam"),
-         "--output", "{out}/prefixes.jsonl"], "sequence")  # fmt: skip
+        portable_cluster,
+        faulty,
+        [
+            "sequence",
+            "--input",
+            split.train,
+            "--groups",
+            datasets.group_spec_path("spam"),
+            "--output",
+            "{out}/prefixes.jsonl",
+        ],
+        "sequence",
+    )
     assert fired == ["statistics"]
     read = lambda folder: [json.loads(line) for line in open(folder / "prefixes.jsonl")]  # noqa: E731
     assert_close(read(faulty_dir), read(clean_dir), "prefixes")
 
 
-def test_a_failed_local_job_rerun_from_its_last_pass_gives_the_fault_free_model(portable_cluster, portable_data,
-                                                                                 tmp_path):  # fmt: skip
+def test_a_failed_local_job_rerun_from_its_last_pass_gives_the_fault_free_model(
+    portable_cluster, portable_data, tmp_path
+):
     """The local runner does not retry: the job fails in pass 2, and its re-run resumes after pass 1."""
     train = portable_data["spam"].train
     markers = tmp_path / "markers"

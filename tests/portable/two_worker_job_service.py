@@ -55,20 +55,24 @@ class RetryingFnApiRunner(fn_runner.FnApiRunner):
         super().__init__(**settings)
         self._attempts = attempts
 
-    def _run_bundle_multiple_times_for_testing(self, runner_execution_context, bundle_manager, data_input,
-                                               data_output, fired_timers, expected_output_timers):  # fmt: skip
+    def _run_bundle_multiple_times_for_testing(
+        self, runner_execution_context, bundle_manager, data_input, data_output, fired_timers, expected_output_timers
+    ):
         # Called by _run_bundle before the real run; Beam's own version replays the bundle bundle_repeat times.
         for attempt in range(1, self._attempts + 1):
             runner_execution_context.state_servicer.checkpoint()
             try:
-                bundle_manager.process_bundle(data_input, data_output, fired_timers, expected_output_timers,
-                                              dry_run=True)  # fmt: skip
+                bundle_manager.process_bundle(
+                    data_input, data_output, fired_timers, expected_output_timers, dry_run=True
+                )
                 return
             except Exception as error:  # the SDK worker's error, as the runner receives it
                 if attempt == self._attempts:
                     raise
-                first = next((line for line in str(error).splitlines() if "injected fault" in line),
-                             str(error).splitlines()[0] if str(error) else repr(error))  # fmt: skip
+                first = next(
+                    (line for line in str(error).splitlines() if "injected fault" in line),
+                    str(error).splitlines()[0] if str(error) else repr(error),
+                )
                 logging.getLogger(__name__).warning("bundle attempt %d failed, retrying: %s", attempt, first)
             finally:
                 runner_execution_context.state_servicer.restore()
@@ -98,15 +102,21 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="port of the job API (0: any free port)")
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="SDK workers per job (default 2)")
-    parser.add_argument("--bundle-attempts", type=int, default=1,
-                        help="attempts at each bundle before the job fails (default 1: no retry)")
+    parser.add_argument(
+        "--bundle-attempts",
+        type=int,
+        default=1,
+        help="attempts at each bundle before the job fails (default 1: no retry)",
+    )
     parser.add_argument("--port_file", help="write the bound port here once the service listens")
     parser.add_argument("--staging_dir", help="where staged artifacts go (default: a fresh temporary folder)")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
 
-    servicer = local_job_service.LocalJobServicer(args.staging_dir, beam_job_type=multi_worker_job_type(args.workers, args.bundle_attempts))
+    servicer = local_job_service.LocalJobServicer(
+        args.staging_dir, beam_job_type=multi_worker_job_type(args.workers, args.bundle_attempts)
+    )
     port = servicer.start_grpc_server(args.port)
     try:
         if args.port_file:

@@ -9,8 +9,8 @@ task's files (``data.PerKeySplit``) and are checked on their index.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -71,12 +71,14 @@ TRAIN_VARIANTS = {
     "one-pass": TrainVariant("spam", 3681, ("--loss", "logistic"), _passes(1)),
     # Without a holdout: the run whose checkpoints the resume and warm starts read (a one-pass warm start
     # from its state after pass 2 is its pass 3 exactly, which a held-out tenth would not let it be).
-    "three-passes": TrainVariant("spam", 3681, ("--loss", "logistic", "--passes", "3", "--holdout-off"),
-                                 _passes(3, holdout=False)),
+    "three-passes": TrainVariant(
+        "spam", 3681, ("--loss", "logistic", "--passes", "3", "--holdout-off"), _passes(3, holdout=False)
+    ),
     # Spam's training split holds out ~370 examples, fewer than the default minimum to judge passes by: judged
     # all the same, to see the judgement on every runner.
-    "three-passes-holdout": TrainVariant("spam", 3681, ("--loss", "logistic", "--passes", "3",
-                                                        "--holdout-min-examples", "0"), _passes(3)),
+    "three-passes-holdout": TrainVariant(
+        "spam", 3681, ("--loss", "logistic", "--passes", "3", "--holdout-min-examples", "0"), _passes(3)
+    ),
     # Without the guard: this variant is about apple's parents surviving workers and merges.
     "apple": TrainVariant("spam", 3681, ("--loss", "logistic", "--expand", "apple", "--no-apple-guard"), _apple),
     "apple-guard": TrainVariant("spam", 3681, ("--loss", "logistic", "--expand", "apple"), _apple_guard),

@@ -31,8 +31,9 @@ def ridge_fit(gram, correlations, columns, ridge):
     return weights, float(correlations[columns] @ weights)
 
 
-def reference_sequence(gram, correlations, group_of_column, costs, *, method, ridge=0.0, whiten=True,
-                       minimum_cost=None, lasso_order=None):
+def reference_sequence(
+    gram, correlations, group_of_column, costs, *, method, ridge=0.0, whiten=True, minimum_cost=None, lasso_order=None
+):
     """[(group, standardised weights over all columns, objective F)] in the method's order."""
     transform = whitening_matrix(gram, group_of_column, whiten)
     basis_gram = transform.T @ gram @ transform
@@ -75,8 +76,19 @@ def reference_sequence(gram, correlations, group_of_column, costs, *, method, ri
     return out
 
 
-def reference_lasso_order(gram, correlations, group_of_column, costs, *, ridge=0.0, whiten=True, points=100,
-                          smallest=1e-4, iterations=200_000, tolerance=1e-13):
+def reference_lasso_order(
+    gram,
+    correlations,
+    group_of_column,
+    costs,
+    *,
+    ridge=0.0,
+    whiten=True,
+    points=100,
+    smallest=1e-4,
+    iterations=200_000,
+    tolerance=1e-13,
+):
     """Entry order along the cost-weighted group lasso path, by plain proximal gradient (ISTA) per point."""
     transform = whitening_matrix(gram, group_of_column, whiten)
     hessian = transform.T @ gram @ transform + ridge * np.eye(len(gram))

@@ -19,12 +19,17 @@ from polybeam.selection.statistics import GramStatistics
 
 BITS = 6
 # Four groups over LIBSVM features 1..8 (slots = indices at these bits), deliberately not in column order.
-SPEC = GroupSpec.from_json({"groups": [
-    {"name": "pair", "features": [3, 1], "cost": 1.5},
-    {"name": "single", "features": [2], "cost": 0.7},
-    {"name": "triple", "features": ["4-6"], "cost": 2.0},
-    {"name": "last", "features": [8, 7], "cost": 1.1},
-]}, bits=BITS)  # fmt: skip
+SPEC = GroupSpec.from_json(
+    {
+        "groups": [
+            {"name": "pair", "features": [3, 1], "cost": 1.5},
+            {"name": "single", "features": [2], "cost": 0.7},
+            {"name": "triple", "features": ["4-6"], "cost": 2.0},
+            {"name": "last", "features": [8, 7], "cost": 1.1},
+        ]
+    },
+    bits=BITS,
+)
 
 
 def dense_data(seed=0, n=80, weighted=False):
@@ -67,8 +72,11 @@ def test_every_prefix_predicts_the_least_squares_fit_with_intercept(method):
     for k, record in enumerate(records, 1):
         columns = columns_of(record)
         # The prefix uses exactly the features of the groups chosen so far.
-        expected_columns = [int(f) - 1 for name in record["groups"]
-                            for f in next(g for g in SPEC.groups if g.name == name).feature_names]  # fmt: skip
+        expected_columns = [
+            int(f) - 1
+            for name in record["groups"]
+            for f in next(g for g in SPEC.groups if g.name == name).feature_names
+        ]
         assert sorted(columns) == sorted(expected_columns)
         coefficients, fitted = weighted_fit(x[:, columns], y, w)
         np.testing.assert_allclose(model.predict(batch, prefix=k), fitted, rtol=1e-8, atol=1e-8)
@@ -97,10 +105,12 @@ def test_importance_weights_give_weighted_least_squares(method):
 def test_integer_importance_weights_equal_repeating_the_examples():
     x, y, _, _ = dense_data(seed=3, n=40)
     repeats = np.arange(40) % 3 + 1
-    weighted = ExampleBatch.from_rows([(y[i], {j + 1: x[i, j] for j in range(8)}) for i in range(40)],
-                                      bits=BITS, weights=repeats.astype(float))  # fmt: skip
-    repeated = ExampleBatch.from_rows([(y[i], {j + 1: x[i, j] for j in range(8)})
-                                       for i in range(40) for _ in range(repeats[i])], bits=BITS)  # fmt: skip
+    weighted = ExampleBatch.from_rows(
+        [(y[i], {j + 1: x[i, j] for j in range(8)}) for i in range(40)], bits=BITS, weights=repeats.astype(float)
+    )
+    repeated = ExampleBatch.from_rows(
+        [(y[i], {j + 1: x[i, j] for j in range(8)}) for i in range(40) for _ in range(repeats[i])], bits=BITS
+    )
     one = prefix_records(SPEC, statistics_of(weighted), method="cs-g-fr")
     other = prefix_records(SPEC, statistics_of(repeated), method="cs-g-fr")
     assert [r["group"] for r in one] == [r["group"] for r in other]
@@ -138,10 +148,18 @@ def test_without_standardizing_prefixes_are_least_squares_without_intercept():
 
 def hand_record(rank, group, cost, cumulative, weight, *, slot, intercept=0.0, mean_y=10.0, bits=BITS):
     """A prefix of one feature per group: weights accumulate over the groups so far."""
-    return {"rank": rank, "group": group, "cost": cost, "cumulative_cost": cumulative,
-            "explained_variance": 0.1 * rank, "weights": weight, "intercept": intercept,
-            "slots": slot, "standardization": {"mean_y": mean_y, "scale_y": 1.0, "mean": {}, "scale": {}},
-            "bits": bits}  # fmt: skip
+    return {
+        "rank": rank,
+        "group": group,
+        "cost": cost,
+        "cumulative_cost": cumulative,
+        "explained_variance": 0.1 * rank,
+        "weights": weight,
+        "intercept": intercept,
+        "slots": slot,
+        "standardization": {"mean_y": mean_y, "scale_y": 1.0, "mean": {}, "scale": {}},
+        "bits": bits,
+    }
 
 
 def hand_records():
@@ -166,9 +184,19 @@ EXPECTED = [10.0, 101.0, 221.0, 621.0]  # the training mean, then each prefix
 
 @pytest.mark.parametrize(
     "budget, prefix",
-    [(0.0, 0), (0.0999, 0), (0.1, 1), (0.2999, 1), (0.3, 2), (0.30000000000000004, 2), (0.9999, 2), (1.0, 3),
-     (1e9, 3), (-1.0, 0)],
-)  # fmt: skip
+    [
+        (0.0, 0),
+        (0.0999, 0),
+        (0.1, 1),
+        (0.2999, 1),
+        (0.3, 2),
+        (0.30000000000000004, 2),
+        (0.9999, 2),
+        (1.0, 3),
+        (1e9, 3),
+        (-1.0, 0),
+    ],
+)
 def test_a_budget_buys_the_longest_prefix_whose_cumulative_cost_fits(budget, prefix):
     model = AnytimeModel(hand_records())
     assert model.prefix_for_budget(budget) == prefix
@@ -265,15 +293,21 @@ def _modified(change):
         (lambda r: r[2]["weights"].__setitem__("a", float("nan")), r"prefix 3: weights and intercept must be finite"),
         (lambda r: r[0].__setitem__("intercept", float("inf")), r"prefix 1: weights and intercept must be finite"),
         (lambda r: r[1]["weights"].__setitem__("b", "2.0"), r"prefix 2: weights and intercept must be finite"),
-        (lambda r: r[0]["slots"].__setitem__("a", 1 << BITS), r"prefix 1: every slot must be an integer in \[0, 2\^6\)"),
+        (
+            lambda r: r[0]["slots"].__setitem__("a", 1 << BITS),
+            r"prefix 1: every slot must be an integer in \[0, 2\^6\)",
+        ),
         (lambda r: r[0]["slots"].__setitem__("a", -1), r"prefix 1: every slot must be an integer"),
         (lambda r: r[0]["slots"].__setitem__("a", 1.0), r"prefix 1: every slot must be an integer"),
-        (lambda r: r[2].__setitem__("cumulative_cost", 0.2), r"prefix 3: cumulative_cost 0.2 must be a number >= the previous"),
+        (
+            lambda r: r[2].__setitem__("cumulative_cost", 0.2),
+            r"prefix 3: cumulative_cost 0.2 must be a number >= the previous",
+        ),
         (lambda r: r[0].__setitem__("cumulative_cost", -0.1), r"prefix 1: cumulative_cost -0.1 must be"),
         (lambda r: r[1].__setitem__("cumulative_cost", float("nan")), r"prefix 2: cumulative_cost nan must be"),
         (lambda r: r[1]["slots"].pop("a"), r"prefix 2: weights and slots must be objects naming the same features"),
     ],
-)  # fmt: skip
+)
 def test_malformed_prefix_files_say_what_is_wrong(tmp_path, change, message):
     records = _modified(change)
     path = write_lines(tmp_path / "bad.jsonl", [json.dumps(record) for record in records])

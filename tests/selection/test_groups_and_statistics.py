@@ -18,10 +18,15 @@ BITS = 10
 
 
 def test_features_resolve_to_the_readers_slots():
-    spec = GroupSpec.from_json({"groups": [
-        {"name": "words", "features": [1, 2, "3-5", "capital_run_length"], "cost": 2.5},
-        {"name": "vw", "features": ["f^a"], "cost": 1},
-    ]}, bits=BITS)  # fmt: skip
+    spec = GroupSpec.from_json(
+        {
+            "groups": [
+                {"name": "words", "features": [1, 2, "3-5", "capital_run_length"], "cost": 2.5},
+                {"name": "vw", "features": ["f^a"], "cost": 1},
+            ]
+        },
+        bits=BITS,
+    )
     words, vw = spec.groups
     assert words.slots == (1, 2, 3, 4, 5, feature_slot("capital_run_length", BITS))
     assert vw.slots == (feature_slot("a", BITS, "f"),) and words.cost == 2.5
@@ -44,7 +49,10 @@ def test_features_resolve_to_the_readers_slots():
         ({"groups": [{"name": "a", "features": ["5-2"], "cost": 1}]}, "1 <= a <= b"),
         ({"groups": [{"name": "a", "features": [1.5], "cost": 1}]}, "neither"),
         ({"groups": [{"name": "a", "features": [1], "cost": 1}, {"name": "a", "features": [2], "cost": 1}]}, "twice"),
-        ({"groups": [{"name": "a", "features": ["1-3"], "cost": 1}, {"name": "b", "features": [3], "cost": 1}]}, "one group only"),
+        (
+            {"groups": [{"name": "a", "features": ["1-3"], "cost": 1}, {"name": "b", "features": [3], "cost": 1}]},
+            "one group only",
+        ),
     ],
 )
 def test_bad_specifications_say_what_to_fix(data, message):
@@ -63,10 +71,14 @@ def test_a_default_group_gathers_the_unnamed_features():
 
 
 rows = st.lists(
-    st.tuples(st.floats(-3, 3, allow_nan=False), st.floats(0.25, 2.0),
-              st.dictionaries(st.integers(1, 6), st.floats(-2, 2, allow_nan=False), max_size=6)),
-    min_size=1, max_size=30,
-)  # fmt: skip
+    st.tuples(
+        st.floats(-3, 3, allow_nan=False),
+        st.floats(0.25, 2.0),
+        st.dictionaries(st.integers(1, 6), st.floats(-2, 2, allow_nan=False), max_size=6),
+    ),
+    min_size=1,
+    max_size=30,
+)
 
 
 def as_batch(data):
@@ -114,8 +126,16 @@ def test_dense_and_sparse_products_agree(seed, monkeypatch):
     from polybeam.selection import statistics as module
 
     rng = np.random.default_rng(seed)
-    rows = [(float(rng.normal()), {int(j): float(rng.normal()) for j in rng.choice(np.arange(1, 13), size=rng.integers(1, 12), replace=False)})
-            for _ in range(57)]  # fmt: skip
+    rows = [
+        (
+            float(rng.normal()),
+            {
+                int(j): float(rng.normal())
+                for j in rng.choice(np.arange(1, 13), size=rng.integers(1, 12), replace=False)
+            },
+        )
+        for _ in range(57)
+    ]
     batch = ExampleBatch.from_rows(rows, bits=6, weights=rng.uniform(0.5, 2.0, size=57))
     results = []
     for fraction, block in ((0.0, 40), (2.0, 1 << 22)):

@@ -35,8 +35,9 @@ GREEDY = [method for method in METHODS if method != "sparse"]
 def test_greedy_methods_match_the_reference(method, ridge, seed):
     gram, b, group_of_column, costs = correlated_problem(seed)
     fast = sequence(gram, b, group_of_column, costs, method=method, ridge=ridge)
-    slow = reference_sequence(gram, b, group_of_column, costs, method=method, ridge=ridge,
-                              whiten=method_whitens(method))
+    slow = reference_sequence(
+        gram, b, group_of_column, costs, method=method, ridge=ridge, whiten=method_whitens(method)
+    )
     assert fast.order == [group for group, _, _ in slow]
     assert not fast.skipped
     for step, (_, weights, objective) in zip(fast.steps, slow):
@@ -94,7 +95,7 @@ def test_doubling_never_more_than_doubles_the_total_cost():
     assert order[:5] == [0, 1, 2, 5, 11]
     spent = 0.0
     for group in order:
-        assert costs[group] <= max(spent, 1.0) or costs[group] == min(costs[g] for g in order[order.index(group):])
+        assert costs[group] <= max(spent, 1.0) or costs[group] == min(costs[g] for g in order[order.index(group) :])
         spent += costs[group]
 
 
@@ -102,16 +103,17 @@ def test_doubling_never_more_than_doubles_the_total_cost():
 def test_duplicate_and_constant_groups_are_skipped_with_a_reason(ridge):
     gram, b, group_of_column, costs = correlated_problem(5, sizes=(2, 3, 2))
     # Column blocks: a copy of group 0 as group 3, and a constant group 4.
-    gram = np.block([[gram, gram[:, :2], np.zeros((7, 1))],
-                     [gram[:2, :], gram[:2, :2], np.zeros((2, 1))],
-                     [np.zeros((1, 10))]])
+    gram = np.block(
+        [[gram, gram[:, :2], np.zeros((7, 1))], [gram[:2, :], gram[:2, :2], np.zeros((2, 1))], [np.zeros((1, 10))]]
+    )
     b = np.concatenate([b, b[:2], [0.0]])
     group_of_column = np.concatenate([group_of_column, [3, 3, 4]])
     costs = np.concatenate([costs, [costs[0] * 0.99, 1.0]])
     constant = np.diag(gram) == 0
     for method in METHODS:
-        result = sequence(gram, b, group_of_column, costs, method=method, ridge=ridge, constant=constant,
-                          lasso_points=20)
+        result = sequence(
+            gram, b, group_of_column, costs, method=method, ridge=ridge, constant=constant, lasso_points=20
+        )
         reasons = {skip.group: skip.reason for skip in result.skipped}
         assert "constant" in reasons[4]
         # Whichever of the two copies comes second is the duplicate.
@@ -122,8 +124,11 @@ def test_duplicate_and_constant_groups_are_skipped_with_a_reason(ridge):
         final = result.steps[-1].weights
         full = np.linalg.lstsq(gram[:7, :7], b[:7], rcond=None)[0]
         # Whatever was kept, the final model predicts like least squares on all distinct features.
-        np.testing.assert_allclose(gram @ final, np.concatenate([gram[:7, :7] @ full, gram[:2, :7] @ full, [0.0]]),
-                                   atol=1e-5 if ridge else 1e-8)
+        np.testing.assert_allclose(
+            gram @ final,
+            np.concatenate([gram[:7, :7] @ full, gram[:2, :7] @ full, [0.0]]),
+            atol=1e-5 if ridge else 1e-8,
+        )
 
 
 def test_duplicate_features_within_a_group_keep_the_group_rank():

@@ -19,7 +19,9 @@ def dense_problem(seed=0, n=400, d=5):
     y = x @ rng.normal(size=d) + 4.0 + rng.normal(size=n)
     w = rng.uniform(0.5, 2.0, size=n)
     rows = [(float(y[i]), {j + 1: float(x[i, j]) for j in range(d)}) for i in range(n)]
-    stats = GramStatistics.for_columns(np.arange(1, d + 1), bits=BITS).add(ExampleBatch.from_rows(rows, bits=BITS, weights=w))
+    stats = GramStatistics.for_columns(np.arange(1, d + 1), bits=BITS).add(
+        ExampleBatch.from_rows(rows, bits=BITS, weights=w)
+    )
     return x, y, w, stats
 
 
@@ -49,7 +51,9 @@ def test_a_standardised_fit_maps_back_to_weighted_least_squares():
     assert intercept == pytest.approx(expected[-1], rel=1e-8)
     explained = 2 * weights @ problem.correlations - weights @ problem.gram @ weights
     residual = y - x @ raw - intercept
-    assert explained == pytest.approx(1 - np.average(residual**2, weights=w) / np.cov(y, aweights=w, bias=True), rel=1e-8)
+    assert explained == pytest.approx(
+        1 - np.average(residual**2, weights=w) / np.cov(y, aweights=w, bias=True), rel=1e-8
+    )
 
 
 def test_constant_columns_explain_nothing_and_unstandardised_is_raw_moments():

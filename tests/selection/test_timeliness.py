@@ -128,8 +128,9 @@ def test_the_oracle_of_a_held_out_curve_keeps_its_start_and_its_final_value():
 
 examples = st.lists(
     st.tuples(st.floats(-5, 5), st.floats(0.1, 3.0), st.lists(st.floats(-5, 5), min_size=3, max_size=3)),
-    min_size=2, max_size=25,
-)  # fmt: skip
+    min_size=2,
+    max_size=25,
+)
 
 
 def arrays(data):
@@ -166,8 +167,10 @@ def test_explained_variance_is_one_minus_sse_over_sst():
     assert curve.explained_variance()[2] == 1.0 and curve.explained_variance()[0] < 0
     # Without weights every example counts once.
     unweighted = HeldOutCurve.of(predictions, labels)
-    np.testing.assert_allclose(unweighted.explained_variance()[1],
-                               1 - np.sum((predictions[:, 1] - labels) ** 2) / np.sum((labels - labels.mean()) ** 2))  # fmt: skip
+    np.testing.assert_allclose(
+        unweighted.explained_variance()[1],
+        1 - np.sum((predictions[:, 1] - labels) ** 2) / np.sum((labels - labels.mean()) ** 2),
+    )
 
 
 def test_a_constant_response_or_no_examples_has_no_explained_variance():

@@ -47,9 +47,12 @@ def _versions(kind: str) -> list:
     if kind == "report":
         return [{"examples": 1}, {"examples": 2, "curve": list(np.linspace(0, 1, 30_000))}]
     if kind == "index":
-        return [{"a": {"file": "models/ka.model"}}, {f"key{i}": {"file": f"models/kkey{i}.model"} for i in range(10_000)}]
+        return [
+            {"a": {"file": "models/ka.model"}},
+            {f"key{i}": {"file": f"models/kkey{i}.model"} for i in range(10_000)},
+        ]
     if kind == "prefixes":
-        return ["{\"rank\": 1}", "\n".join(json.dumps({"rank": i, "weights": [0.5] * 40}) for i in range(3000))]
+        return ['{"rank": 1}', "\n".join(json.dumps({"rank": i, "weights": [0.5] * 40}) for i in range(3000))]
     raise ValueError(kind)
 
 
@@ -155,8 +158,19 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
 def test_polybeam_train_rewriting_a_model_never_shows_a_partial_one(tmp_path):
     train, _ = datasets.write_split("spam", str(tmp_path / "data"))
     model = tmp_path / "m.model"
-    command = [sys.executable, "-m", "polybeam.pipelines.cli", "train", "--input", train, "--model", str(model),
-               "--loss", "logistic", "--quiet"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "polybeam.pipelines.cli",
+        "train",
+        "--input",
+        train,
+        "--model",
+        str(model),
+        "--loss",
+        "logistic",
+        "--quiet",
+    ]
     subprocess.run(command, check=True, capture_output=True)
     reads, sizes = 0, set()
     # Rewrites alternate a linear and a quadratic model (a far larger file).
@@ -168,5 +182,9 @@ def test_polybeam_train_rewriting_a_model_never_shows_a_partial_one(tmp_path):
             reads += 1
         assert process.returncode == 0
     assert reads > 0 and len(sizes) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "m.model", "m.model.dead_letters.jsonl",
-                                                          "m.model.report.json"]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "data",
+        "m.model",
+        "m.model.dead_letters.jsonl",
+        "m.model.report.json",
+    ]

@@ -33,10 +33,14 @@ def run(batches, transform):
 
 
 def spam_spec(last: int) -> GroupSpec:
-    return GroupSpec.from_json({"groups": [
-        {"name": "words", "features": ["1-48"], "cost": 1.0},
-        {"name": "chars", "features": [f"49-{last}"], "cost": 2.0},
-    ]})  # fmt: skip
+    return GroupSpec.from_json(
+        {
+            "groups": [
+                {"name": "words", "features": ["1-48"], "cost": 1.0},
+                {"name": "chars", "features": [f"49-{last}"], "cost": 2.0},
+            ]
+        }
+    )
 
 
 def test_pipeline_statistics_equal_in_process_ones(spam_batches):

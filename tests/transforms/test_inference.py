@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import glob
 import math
-import os
 import time
 
 import apache_beam as beam
 import numpy as np
 import pytest
 from apache_beam.ml.inference.base import KeyedModelHandler, KeyModelMapping, ModelMetadata, RunInference
-from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import trigger, window
 
 from polybeam import datasets
@@ -64,8 +62,14 @@ def spam(tmp_path_factory):
         models[name] = str(folder / f"{name}.model")
         model.save(models[name])
     lines = open(test).read().splitlines()
-    return {"train": train, "test": test, "models": models, "batch": test_batch, "lines": lines,
-            "dicts": [libsvm_dict(line) for line in lines]}  # fmt: skip
+    return {
+        "train": train,
+        "test": test,
+        "models": models,
+        "batch": test_batch,
+        "lines": lines,
+        "dicts": [libsvm_dict(line) for line in lines],
+    }
 
 
 def model_of(path):
@@ -80,10 +84,17 @@ def test_dicts_lines_and_batches_get_predicts_numbers(spam, tmp_path):
     from_dicts, from_lines, from_batches = [], [], []
     with beam.Pipeline(RUNNER) as p:
         collect(p | "Dicts" >> beam.Create(spam["dicts"]) | "D" >> RunInference(PolybeamModelHandler(path)), from_dicts)
-        collect(p | "Lines" >> beam.Create(spam["lines"])
-                | "L" >> RunInference(PolybeamModelHandler(path, input_format="libsvm", max_batch_size=64)), from_lines)  # fmt: skip
-        collect((p | ReadExamples(spam["test"], labels="any")).examples
-                | "B" >> RunInference(PolybeamModelHandler(path, input_format="batch")), from_batches)  # fmt: skip
+        collect(
+            p
+            | "Lines" >> beam.Create(spam["lines"])
+            | "L" >> RunInference(PolybeamModelHandler(path, input_format="libsvm", max_batch_size=64)),
+            from_lines,
+        )
+        collect(
+            (p | ReadExamples(spam["test"], labels="any")).examples
+            | "B" >> RunInference(PolybeamModelHandler(path, input_format="batch")),
+            from_batches,
+        )
     by_dict = {tuple(sorted(r.example.items())): r.inference for r in from_dicts}
     got = np.array([by_dict[tuple(sorted(d.items()))] for d in spam["dicts"]])
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
@@ -114,10 +125,14 @@ def test_outputs_score_probability_and_label(spam):
     with beam.Pipeline(RUNNER) as p:
         examples = p | beam.Create(list(enumerate(spam["dicts"][:200])))
         for output in ("score", "probability", "label"):
-            collect(examples | output >> RunInference(KeyedModelHandler(PolybeamModelHandler(path, output=output))),
-                    results.setdefault(output, []))  # fmt: skip
+            collect(
+                examples | output >> RunInference(KeyedModelHandler(PolybeamModelHandler(path, output=output))),
+                results.setdefault(output, []),
+            )
+
     def in_order(output):
         return [result.inference for _, result in sorted(results[output], key=lambda pair: pair[0])]
+
     np.testing.assert_allclose(in_order("score"), margins[:200], atol=1e-12)
     np.testing.assert_allclose(in_order("probability"), 1 / (1 + np.exp(-margins[:200])), atol=1e-12)
     assert in_order("label") == [1 if m >= 0 else -1 for m in margins[:200]]
@@ -130,12 +145,19 @@ def test_per_key_models_and_a_keyed_handler(spam):
     per_key, one_model = [], []
     with beam.Pipeline(RUNNER) as p:
         examples = p | beam.Create(keyed) | beam.MapTuple(lambda key, i, dicts=spam["dicts"]: (key, (i, dicts[i])))
-        mapping = KeyedModelHandler([KeyModelMapping(["a"], PolybeamModelHandler(a)),
-                                     KeyModelMapping(["b"], PolybeamModelHandler(b))])  # fmt: skip
-        collect(examples | "Unpack" >> beam.MapTuple(lambda key, pair: (key, pair[1]))
-                | "PerKey" >> RunInference(mapping), per_key)  # fmt: skip
-        collect(examples | "Unpack2" >> beam.MapTuple(lambda key, pair: (key, pair[1]))
-                | "OneModel" >> RunInference(KeyedModelHandler(PolybeamModelHandler(a))), one_model)  # fmt: skip
+        mapping = KeyedModelHandler(
+            [KeyModelMapping(["a"], PolybeamModelHandler(a)), KeyModelMapping(["b"], PolybeamModelHandler(b))]
+        )
+        collect(
+            examples | "Unpack" >> beam.MapTuple(lambda key, pair: (key, pair[1])) | "PerKey" >> RunInference(mapping),
+            per_key,
+        )
+        collect(
+            examples
+            | "Unpack2" >> beam.MapTuple(lambda key, pair: (key, pair[1]))
+            | "OneModel" >> RunInference(KeyedModelHandler(PolybeamModelHandler(a))),
+            one_model,
+        )
     index_of = {tuple(sorted(d.items())): i for i, d in enumerate(spam["dicts"])}
     for key, result in per_key:
         i = index_of[tuple(sorted(result.example.items()))]
@@ -143,7 +165,9 @@ def test_per_key_models_and_a_keyed_handler(spam):
         assert result.model_id == spam["models"][key]
     assert len(per_key) == len(one_model) == len(spam["dicts"])
     for _key, result in one_model:
-        assert result.inference == pytest.approx(expected["a"][index_of[tuple(sorted(result.example.items()))]], abs=1e-12)
+        assert result.inference == pytest.approx(
+            expected["a"][index_of[tuple(sorted(result.example.items()))]], abs=1e-12
+        )
 
 
 def test_the_model_is_swapped_mid_pipeline_through_the_side_input(spam):
@@ -154,21 +178,28 @@ def test_the_model_is_swapped_mid_pipeline_through_the_side_input(spam):
     interval = 10
     picks = [0, 1, 2, 3]  # one example per window
     main_input = [(start + interval * w + 1, picks[w]) for w in range(4)]
-    side = [(start + 1, ModelMetadata(model_id="", model_name="default")),
-            (start + interval + 1, ModelMetadata(model_id=b, model_name="b")),
-            (start + 2 * interval + 1, ModelMetadata(model_id=a, model_name="a")),
-            (start + 3 * interval + 1, ModelMetadata(model_id=b, model_name="b"))]  # fmt: skip
+    side = [
+        (start + 1, ModelMetadata(model_id="", model_name="default")),
+        (start + interval + 1, ModelMetadata(model_id=b, model_name="b")),
+        (start + 2 * interval + 1, ModelMetadata(model_id=a, model_name="a")),
+        (start + 3 * interval + 1, ModelMetadata(model_id=b, model_name="b")),
+    ]
 
     class Emit(beam.DoFn):
         def process(self, element):
             yield from element
 
     def windowed(pcoll, label):
-        return (pcoll | f"{label}Stamp" >> beam.Map(lambda x: window.TimestampedValue(x[1], x[0]))
-                | f"{label}Window" >> beam.WindowInto(window.FixedWindows(interval),
-                                                      accumulation_mode=trigger.AccumulationMode.DISCARDING)
-                | f"{label}Key" >> beam.Map(lambda x: ("k", x)) | f"{label}Group" >> beam.GroupByKey()
-                | f"{label}Values" >> beam.Map(lambda x: x[1]) | f"{label}Emit" >> beam.ParDo(Emit()))  # fmt: skip
+        return (
+            pcoll
+            | f"{label}Stamp" >> beam.Map(lambda x: window.TimestampedValue(x[1], x[0]))
+            | f"{label}Window"
+            >> beam.WindowInto(window.FixedWindows(interval), accumulation_mode=trigger.AccumulationMode.DISCARDING)
+            | f"{label}Key" >> beam.Map(lambda x: ("k", x))
+            | f"{label}Group" >> beam.GroupByKey()
+            | f"{label}Values" >> beam.Map(lambda x: x[1])
+            | f"{label}Emit" >> beam.ParDo(Emit())
+        )
 
     results = []
     with beam.Pipeline(RUNNER) as p:
@@ -200,20 +231,36 @@ def test_vw_and_csv_lines_hash_as_their_readers(tmp_path):
     dicts = [{"a": r[0], "b": r[1], "c": r[2], "colour": str(c)} for r, c in zip(x.round(6), colours)]
     got = {}
     with beam.Pipeline(RUNNER) as p:
-        collect(p | "VW" >> beam.Create(vw_lines) | "RV" >> RunInference(PolybeamModelHandler(paths["vw"], input_format="vw")),
-                got.setdefault("vw", []))  # fmt: skip
-        handler = PolybeamModelHandler(paths["csv"], input_format="csv",
-                                       format_options={"columns": ["y", "a", "b", "c", "colour"],
-                                                       "categorical_columns": ["colour"]})  # fmt: skip
+        collect(
+            p
+            | "VW" >> beam.Create(vw_lines)
+            | "RV" >> RunInference(PolybeamModelHandler(paths["vw"], input_format="vw")),
+            got.setdefault("vw", []),
+        )
+        handler = PolybeamModelHandler(
+            paths["csv"],
+            input_format="csv",
+            format_options={"columns": ["y", "a", "b", "c", "colour"], "categorical_columns": ["colour"]},
+        )
         collect(p | "CSV" >> beam.Create(csv_lines) | "RC" >> RunInference(handler), got.setdefault("csv", []))
-        collect(p | "Dicts" >> beam.Create(list(enumerate(dicts)))
-                | "RD" >> RunInference(KeyedModelHandler(PolybeamModelHandler(paths["csv"]))), got.setdefault("dict", []))  # fmt: skip
+        collect(
+            p
+            | "Dicts" >> beam.Create(list(enumerate(dicts)))
+            | "RD" >> RunInference(KeyedModelHandler(PolybeamModelHandler(paths["csv"]))),
+            got.setdefault("dict", []),
+        )
     vw_expected = model_of(paths["vw"]).predict(vw_batch)
     csv_expected = model_of(paths["csv"]).predict(csv_batch)
-    np.testing.assert_allclose([dict((r.example, r.inference) for r in got["vw"])[line] for line in vw_lines], vw_expected, atol=1e-12)
-    np.testing.assert_allclose([dict((r.example, r.inference) for r in got["csv"])[line] for line in csv_lines], csv_expected, atol=1e-12)
+    np.testing.assert_allclose(
+        [dict((r.example, r.inference) for r in got["vw"])[line] for line in vw_lines], vw_expected, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        [dict((r.example, r.inference) for r in got["csv"])[line] for line in csv_lines], csv_expected, atol=1e-12
+    )
     # A mapping with the CSV's column names is the CSV row (a str value is a category).
-    np.testing.assert_allclose([r.inference for _, r in sorted(got["dict"], key=lambda pair: pair[0])], csv_expected, atol=1e-12)
+    np.testing.assert_allclose(
+        [r.inference for _, r in sorted(got["dict"], key=lambda pair: pair[0])], csv_expected, atol=1e-12
+    )
 
 
 def test_softmax_labels_are_class_names(tmp_path):
@@ -225,8 +272,12 @@ def test_softmax_labels_are_class_names(tmp_path):
     LinearLearner(config).fit(ExampleBatch.from_rows(rows), passes=3).to_model().save(path)
     results = []
     with beam.Pipeline(RUNNER) as p:
-        collect(p | beam.Create([{1: 1.0, 9: 0.5}, {3: 1.0, 9: 0.5}])
-                | RunInference(PolybeamModelHandler(path, output="label")), results)  # fmt: skip
+        collect(
+            p
+            | beam.Create([{1: 1.0, 9: 0.5}, {3: 1.0, 9: 0.5}])
+            | RunInference(PolybeamModelHandler(path, output="label")),
+            results,
+        )
     assert sorted((tuple(r.example), r.inference) for r in results) == [((1, 9), "cat"), ((3, 9), "emu")]
 
 
@@ -254,9 +305,13 @@ def test_bad_batches_go_to_the_dead_letters_with_exception_handling(spam):
     path = spam["models"]["a"]
     good, bad = [], []
     with beam.Pipeline(RUNNER) as p:
-        main_output, failed = (p | beam.Create(["1 3:1 7:2", "not libsvm"])
-                               | RunInference(PolybeamModelHandler(path, input_format="libsvm", max_batch_size=1))
-                               .with_exception_handling())  # fmt: skip
+        main_output, failed = (
+            p
+            | beam.Create(["1 3:1 7:2", "not libsvm"])
+            | RunInference(
+                PolybeamModelHandler(path, input_format="libsvm", max_batch_size=1)
+            ).with_exception_handling()
+        )
         collect(main_output, good)
         collect(failed.failed_inferences, bad)
     assert len(good) == 1 and good[0].example == "1 3:1 7:2" and len(bad) == 1
@@ -265,8 +320,12 @@ def test_bad_batches_go_to_the_dead_letters_with_exception_handling(spam):
 @pytest.fixture(scope="module")
 def prefixes(spam, tmp_path_factory):
     path = tmp_path_factory.mktemp("anytime") / "omp.jsonl"
-    assert main(["sequence", "--input", spam["train"], "--groups", datasets.group_spec_path("spam"),
-                 "--output", str(path)]) == 0  # fmt: skip
+    assert (
+        main(
+            ["sequence", "--input", spam["train"], "--groups", datasets.group_spec_path("spam"), "--output", str(path)]
+        )
+        == 0
+    )
     return str(path)
 
 
@@ -278,8 +337,10 @@ def test_anytime_handler_picks_the_prefix_from_inference_args(spam, prefixes):
     with beam.Pipeline(RUNNER) as p:
         examples = p | beam.Create(list(enumerate(spam["dicts"][:100])))
         for name, args in cases.items():
-            collect(examples | name >> RunInference(KeyedModelHandler(AnytimeModelHandler(prefixes)), inference_args=args),
-                    results.setdefault(name, []))  # fmt: skip
+            collect(
+                examples | name >> RunInference(KeyedModelHandler(AnytimeModelHandler(prefixes)), inference_args=args),
+                results.setdefault(name, []),
+            )
     batch = spam["batch"]
     for name, args in cases.items():
         length = model.prefix_length(**(args or {}))
@@ -314,11 +375,49 @@ def csv_model(tmp_path_factory):
     (folder / "train.csv").write_text(header + "\n".join(lines[:240]) + "\n")
     (folder / "test.csv").write_text(header + "\n".join(lines[240:]) + "\n")
     model = str(folder / "m.model")
-    assert main(["train", "--input", str(folder / "train.csv"), "--format", "csv", "--csv-delimiter", ";",
-                 "--label-column", "y", "--categorical-columns", "colour", "--id-column", "rid",
-                 "--ignore-columns", "notes", "--loss", "logistic", "--model", model, "--quiet"]) == 0  # fmt: skip
-    assert main(["predict", "--input", str(folder / "test.csv"), "--model", model, "--output", str(folder / "p"),
-                 "--num-shards", "1"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--input",
+                str(folder / "train.csv"),
+                "--format",
+                "csv",
+                "--csv-delimiter",
+                ";",
+                "--label-column",
+                "y",
+                "--categorical-columns",
+                "colour",
+                "--id-column",
+                "rid",
+                "--ignore-columns",
+                "notes",
+                "--loss",
+                "logistic",
+                "--model",
+                model,
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "predict",
+                "--input",
+                str(folder / "test.csv"),
+                "--model",
+                model,
+                "--output",
+                str(folder / "p"),
+                "--num-shards",
+                "1",
+            ]
+        )
+        == 0
+    )
     predicted = {}
     for line in open(folder / "p-00000-of-00001").read().splitlines()[1:]:
         fields = line.split("\t")
@@ -333,10 +432,16 @@ def test_a_recording_model_reads_csv_lines_and_whole_rows_as_it_was_trained(csv_
     dicts = [dict(zip(["rid", "y", "colour", "size", "notes"], row)) for row in csv_model["rows"]]
     got = {"lines": [], "dicts": []}
     with beam.Pipeline(RUNNER) as p:
-        collect(p | "Lines" >> beam.Create(csv_model["lines"])
-                | "RL" >> RunInference(PolybeamModelHandler(csv_model["model"], input_format="csv")), got["lines"])
-        collect(p | "Dicts" >> beam.Create(dicts) | "RD" >> RunInference(PolybeamModelHandler(csv_model["model"])),
-                got["dicts"])  # fmt: skip
+        collect(
+            p
+            | "Lines" >> beam.Create(csv_model["lines"])
+            | "RL" >> RunInference(PolybeamModelHandler(csv_model["model"], input_format="csv")),
+            got["lines"],
+        )
+        collect(
+            p | "Dicts" >> beam.Create(dicts) | "RD" >> RunInference(PolybeamModelHandler(csv_model["model"])),
+            got["dicts"],
+        )
     for name, results in got.items():
         assert sorted(result.id for result in results) == sorted(csv_model["predicted"]), name
         for result in results:
@@ -351,8 +456,18 @@ def test_format_options_say_otherwise(csv_model):
     model = handler.load_model()
     (result,) = handler.run_inference([{"rid": "r1", "y": 1, "colour": "red", "size": 2}], model)
     assert result.id == 1  # the mapping's own value
-    batch = CsvFormat(labels="any", delimiter=";", label_column="y", id_column="rid", categorical_columns=("colour",),
-                      ignore_columns=("notes",)).parse(("rid;y;colour;size;notes\n" + "\n".join(csv_model["lines"]) + "\n").encode()).batch  # fmt: skip
+    batch = (
+        CsvFormat(
+            labels="any",
+            delimiter=";",
+            label_column="y",
+            id_column="rid",
+            categorical_columns=("colour",),
+            ignore_columns=("notes",),
+        )
+        .parse(("rid;y;colour;size;notes\n" + "\n".join(csv_model["lines"]) + "\n").encode())
+        .batch
+    )
     batch_handler = PolybeamModelHandler(csv_model["model"], input_format="batch")
     (whole,) = batch_handler.run_inference([batch], batch_handler.load_model())
     assert whole.id.tolist() == [row[0] for row in csv_model["rows"]]
@@ -360,8 +475,11 @@ def test_format_options_say_otherwise(csv_model):
 
 
 def test_lines_the_model_cannot_know_fail_on_load_naming_its_format(csv_model):
-    with pytest.raises(InferenceError, match=r"input_format='libsvm' cannot be the input of the model .*m\.model: it "
-                                             r"was trained on csv input \(--format csv --label-column y"):
+    with pytest.raises(
+        InferenceError,
+        match=r"input_format='libsvm' cannot be the input of the model .*m\.model: it "
+        r"was trained on csv input \(--format csv --label-column y",
+    ):
         PolybeamModelHandler(csv_model["model"], input_format="libsvm").load_model()
 
 
@@ -394,15 +512,23 @@ def test_mappings_are_read_as_the_models_training_input_was():
     from polybeam.learners.linear import LinearLearner
     from polybeam.transforms.inference import mappings_batch
 
-    reader = make_format("csv", label_column="y", categorical_columns=("size",), id_column="rid",
-                         ignore_columns=("notes",), labels="binary")  # fmt: skip
-    text = "rid,y,size,weight,notes\n" + "".join(f"r{i},{1 if i % 3 else -1},{i % 4},{i % 7 / 7},n{i}\n"
-                                                 for i in range(120))  # fmt: skip
+    reader = make_format(
+        "csv",
+        label_column="y",
+        categorical_columns=("size",),
+        id_column="rid",
+        ignore_columns=("notes",),
+        labels="binary",
+    )
+    text = "rid,y,size,weight,notes\n" + "".join(
+        f"r{i},{1 if i % 3 else -1},{i % 4},{i % 7 / 7},n{i}\n" for i in range(120)
+    )
     batch = reader.parse(text.encode()).batch
     model = LinearLearner(LearnerConfig(loss="logistic")).fit([batch] * 5).to_model()
     model = dc.replace(model, metadata={**model.metadata, "input": InputSettings.of(reader).to_dict()})
-    rows = [{"rid": f"r{i}", "y": 1, "size": i % 4, "weight": i % 7 / 7, "notes": f"n{i}", "extra": "x"}
-            for i in range(120)]  # fmt: skip
+    rows = [
+        {"rid": f"r{i}", "y": 1, "size": i % 4, "weight": i % 7 / 7, "notes": f"n{i}", "extra": "x"} for i in range(120)
+    ]
     scored = model.predict(mappings_batch(model, rows, ignore=("extra",)))
     np.testing.assert_allclose(scored, model.predict(batch), rtol=1e-12)
     # Without the model's record, the ID, label and notes would be features and the sizes numbers.
@@ -416,8 +542,25 @@ def test_keyed_model_handler_serves_the_keys_of_a_per_key_folder(tmp_path):
 
     files = write_per_key(str(tmp_path), PerKeyTask(keys=3, features=4, seed=2), train_per_key=200, test_per_key=20)
     folder = str(tmp_path / "by_tag")
-    assert main(["train", "--input", files["train_vw"], "--format", "vw", "--loss", "logistic", "--key", "tag",
-                 "--model", folder, "--quiet"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--input",
+                files["train_vw"],
+                "--format",
+                "vw",
+                "--loss",
+                "logistic",
+                "--key",
+                "tag",
+                "--model",
+                folder,
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     lines = open(files["test_vw"]).read().splitlines()
     pairs = [(line.split("'")[1].split()[0], line) for line in lines]  # (the VW tag, the line)
     keyed, per_key, two = [], [], []
@@ -426,8 +569,16 @@ def test_keyed_model_handler_serves_the_keys_of_a_per_key_folder(tmp_path):
         collect(examples | "Keyed" >> RunInference(keyed_model_handler(folder, input_format="vw")), keyed)
         collect(examples | "PerKey" >> RunInference(PerKeyModelHandler(folder, input_format="vw")), per_key)
         only = examples | beam.Filter(lambda pair: pair[0] in ("key0", "key2"))
-        collect(only | "Two" >> RunInference(keyed_model_handler(folder, ["key0", "key2"], input_format="vw",
-                                                                 output="label", max_models_per_worker_hint=1)), two)
+        collect(
+            only
+            | "Two"
+            >> RunInference(
+                keyed_model_handler(
+                    folder, ["key0", "key2"], input_format="vw", output="label", max_models_per_worker_hint=1
+                )
+            ),
+            two,
+        )
     # Beam's KeyedModelHandler scores every key with its own model, as PerKeyModelHandler does.
     by_line = {result.example: (key, float(result.inference), result.model_id) for key, result in per_key}
     assert len(keyed) == len(per_key) == len(pairs) == 60

@@ -106,8 +106,14 @@ def example_rows(batch, key):
     for i in range(len(batch)):
         slots, values = batch.row(i)
         tag = None if batch.tags is None else batch.tags[i]
-        row = (int(batch.row_ids[i]), float(batch.labels[i]), float(batch.weights[i]),
-               tuple(slots.tolist()), tuple(values.tolist()), tag)  # fmt: skip
+        row = (
+            int(batch.row_ids[i]),
+            float(batch.labels[i]),
+            float(batch.weights[i]),
+            tuple(slots.tolist()),
+            tuple(values.tolist()),
+            tag,
+        )
         yield key, "examples", row
 
 
@@ -121,7 +127,7 @@ def collect(read, key: str) -> list:
 
 
 def write_text(path, content: bytes, compressed: bool) -> str:
-    with (gzip.open(path, "wb") if compressed else open(path, "wb")) as f:
+    with gzip.open(path, "wb") if compressed else open(path, "wb") as f:
         f.write(content)
     return str(path)
 
@@ -197,7 +203,12 @@ def test_text_file(corpus, key, compressed):
         clean_slots, clean_values = clean.row(0)
         clean_tag = None if clean.tags is None else clean.tags[0]
         assert (label, weight, slots, values, tag) == (
-            clean.labels[0], clean.weights[0], tuple(clean_slots.tolist()), tuple(clean_values.tolist()), clean_tag)
+            clean.labels[0],
+            clean.weights[0],
+            tuple(clean_slots.tolist()),
+            tuple(clean_values.tolist()),
+            clean_tag,
+        )
         # ...and as stated, where the corpus states it.
         assert line.label is None or label == line.label
         assert line.values is None or values == line.values
@@ -247,8 +258,9 @@ def test_gzip_file(corpus, key):
             assert letter.reason.endswith("(the line was already longer than max_line_bytes)")
         else:
             assert f"after {len(case.text)} bytes of text" in letter.reason
-        check_letter(letter, source=source, line=complete.count(b"\n") + 1, offset=len(complete), raw=tail,
-                     reason=letter.reason)  # fmt: skip
+        check_letter(
+            letter, source=source, line=complete.count(b"\n") + 1, offset=len(complete), raw=tail, reason=letter.reason
+        )
         counts = counts + ReadCounts(1, 0, 1, 0)
     else:
         assert got["dead"] == []
@@ -438,7 +450,7 @@ def write_giant(path, giant: tuple[bytes, bytes, bytes], good: bytes, header: by
     head, filler, tail = giant
     before = header + good * 1000
     chunk = filler * ((1 << 20) // len(filler))
-    with (gzip.open(path, "wb", compresslevel=1) if compressed else open(path, "wb")) as f:
+    with gzip.open(path, "wb", compresslevel=1) if compressed else open(path, "wb") as f:
         f.write(before + head)
         written = len(head) + len(tail)
         while written < GIANT:
@@ -481,10 +493,12 @@ def check_giant_line_reads(tmp_path, files, reads, warm, where):
     for run, limit in (("default", None), ("parsed", 3 * GIANT)):
         spec = {
             "warm": warm,
-            "reads": [[name, path, fmt, {**options, **({"max_line_bytes": limit} if limit else {})}]
-                      for name, path, fmt, options in reads],
+            "reads": [
+                [name, path, fmt, {**options, **({"max_line_bytes": limit} if limit else {})}]
+                for name, path, fmt, options in reads
+            ],
             "out": str(tmp_path / f"{run}.json"),
-        }  # fmt: skip
+        }
         (tmp_path / f"{run}-spec.json").write_text(json.dumps(spec))
         command = [sys.executable, "-m", "tests.transforms.torture_memory", str(tmp_path / f"{run}-spec.json")]
         runs[run] = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -493,8 +507,10 @@ def check_giant_line_reads(tmp_path, files, reads, warm, where):
         assert process.returncode == 0, output[-3000:]
         result = json.loads((tmp_path / f"{run}.json").read_text())
         growth = (result["peak"] - result["baseline"]) / GIANT
-        print(f"\n{run}: peak RSS {result['peak'] / 2**20:.0f} MiB, {growth:.2f}x the line above the baseline "
-              f"({result['baseline'] / 2**20:.0f} MiB), {result['seconds']:.1f} s")  # fmt: skip
+        print(
+            f"\n{run}: peak RSS {result['peak'] / 2**20:.0f} MiB, {growth:.2f}x the line above the baseline "
+            f"({result['baseline'] / 2**20:.0f} MiB), {result['seconds']:.1f} s"
+        )
         assert growth < (1.0 if run == "default" else 4.0), (run, growth)
         for name, got in result["reads"].items():
             fmt, _, (head, _, _), _, header, _ = files[name]
@@ -507,5 +523,6 @@ def check_giant_line_reads(tmp_path, files, reads, warm, where):
             if run == "default":
                 assert reason == too_long(GIANT, 64 << 20), reason
             else:
-                assert reason.startswith(("feature must be index:value", "feature value is not a number",
-                                          "column 'b': not a number")), reason  # fmt: skip
+                assert reason.startswith(
+                    ("feature must be index:value", "feature value is not a number", "column 'b': not a number")
+                ), reason

@@ -49,8 +49,9 @@ def _batches(seed: int, rows: int = 240, parts: int = 4, loss: str = "logistic",
             labels = 1.0 + (x[:, 0] > 0) + (x[:, 1] > 0.5)
         else:
             labels = np.where(x @ np.array([1.0, -2.0, 0.5, 0.0, 1.0]) > 0, 1.0, -1.0)
-        batch = ExampleBatch.from_rows([(y, {i + 1: v for i, v in enumerate(row)}) for y, row in zip(labels, x)],
-                                       bits=bits)  # fmt: skip
+        batch = ExampleBatch.from_rows(
+            [(y, {i + 1: v for i, v in enumerate(row)}) for y, row in zip(labels, x)], bits=bits
+        )
         tags = np.array([KEYS[int(k)] for k in rng.integers(0, len(KEYS), size=rows)], dtype=object)
         out.append(dataclasses.replace(batch, tags=tags, row_ids=np.arange(part * rows, (part + 1) * rows)))
     return out
@@ -77,13 +78,17 @@ def _train(batches, config, initial_folder=None, **options):
     return {key: keyed.model(key) for key, _ in keyed.entries()}
 
 
-@pytest.mark.parametrize("settings_", [
-    dict(loss="logistic"),
-    dict(loss="logistic", passes=3, holdout_min_examples=10),
-    dict(loss="squared", learning_rate=0.5, sparsity="truncate", gravity=1e-3),
-    dict(loss="softmax", classes=3),
-    dict(loss="logistic", expand="apple", passes=2),
-], ids=["logistic", "passes-holdout", "squared-truncate", "softmax", "apple"])  # fmt: skip
+@pytest.mark.parametrize(
+    "settings_",
+    [
+        dict(loss="logistic"),
+        dict(loss="logistic", passes=3, holdout_min_examples=10),
+        dict(loss="squared", learning_rate=0.5, sparsity="truncate", gravity=1e-3),
+        dict(loss="softmax", classes=3),
+        dict(loss="logistic", expand="apple", passes=2),
+    ],
+    ids=["logistic", "passes-holdout", "squared-truncate", "softmax", "apple"],
+)
 def test_each_keys_model_is_one_learner_fitting_that_keys_examples(settings_):
     config = LearnerConfig(bits=10, **settings_)
     batches = _batches(1, loss=config.loss)
@@ -113,12 +118,19 @@ def test_a_warm_start_goes_on_from_each_keys_model(tmp_path):
     first, second = _batches(3), _batches(4)
     folder = str(tmp_path / "first")
     with beam.Pipeline(runner="FnApiRunner") as p:
-        _ = p | beam.Create(first) | Train(config, key=ParsedKeys("tag"), keyed_output="shards") | WriteKeyedModels(folder)
+        _ = (
+            p
+            | beam.Create(first)
+            | Train(config, key=ParsedKeys("tag"), keyed_output="shards")
+            | WriteKeyedModels(folder)
+        )
     warm, cold = _train(second, config, initial_folder=folder), _train(second, config)
     first_models = KeyedFolder(folder)
     assert sorted(warm) == sorted(KEYS)
     for key in KEYS:  # each key's learner starts from its own first model: the reference, one learner per key
-        part = ExampleBatch.concat([dataclasses.replace(b.take(np.flatnonzero(b.tags == key)), tags=None) for b in second])
+        part = ExampleBatch.concat(
+            [dataclasses.replace(b.take(np.flatnonzero(b.tags == key)), tags=None) for b in second]
+        )
         reference = learner_from_model(first_models.model(key), config).learn(part).to_model()
         np.testing.assert_allclose(warm[key].weights, reference.weights, rtol=1e-12, atol=1e-12)
         assert warm[key].metadata["progressive_loss"] < cold[key].metadata["progressive_loss"]
@@ -129,14 +141,23 @@ def _model(rng, config: LearnerConfig) -> Model:
     shape = (len(slots),) if config.outputs == 1 else (len(slots), config.outputs)
     clipped = bool(rng.integers(0, 2))
     low = -rng.random(len(slots)) if clipped else None
-    return Model(config, slots, rng.normal(size=shape), metadata={"examples": int(rng.integers(1, 99)),
-                 "progressive_loss": float(rng.random()), "passes": [{"examples": 3}]},
-                 names={int(s): f"f{s}" for s in slots[:3]}, clip_low=low, clip_high=None if low is None else -low)  # fmt: skip
+    return Model(
+        config,
+        slots,
+        rng.normal(size=shape),
+        metadata={
+            "examples": int(rng.integers(1, 99)),
+            "progressive_loss": float(rng.random()),
+            "passes": [{"examples": 3}],
+        },
+        names={int(s): f"f{s}" for s in slots[:3]},
+        clip_low=low,
+        clip_high=None if low is None else -low,
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(keys=st.sets(st.text(max_size=40), min_size=1, max_size=12), seed=st.integers(0, 10_000),
-       softmax=st.booleans())  # fmt: skip
+@given(keys=st.sets(st.text(max_size=40), min_size=1, max_size=12), seed=st.integers(0, 10_000), softmax=st.booleans())
 def test_a_shard_gives_back_every_model_written_into_it(keys, seed, softmax):
     rng = np.random.default_rng(seed)
     config = LearnerConfig(loss="softmax", classes=3, bits=12) if softmax else LearnerConfig(loss="logistic", bits=12)
@@ -152,7 +173,10 @@ def test_a_shard_gives_back_every_model_written_into_it(keys, seed, softmax):
         np.testing.assert_array_equal(back.slots, model.slots)
         np.testing.assert_array_equal(back.weights, model.weights)
         # Names are the shard's (a slot's feature name is the same for every key): the model's slots' names.
-        assert back.names == {s: n for s, n in union.items() if s in set(model.slots.tolist())} and back.config == model.config
+        assert (
+            back.names == {s: n for s, n in union.items() if s in set(model.slots.tolist())}
+            and back.config == model.config
+        )
         assert back.metadata == model.metadata
         assert (back.clip_low is None) == (model.clip_low is None)
         assert reader.entry(key)["examples"] == model.metadata["examples"]
@@ -188,7 +212,10 @@ def test_shards_keep_keys_by_their_hash_and_the_folder_sums_them(tmp_path):
     keys = [f"key{i}" for i in range(50)]
     folder = str(tmp_path / "m")
     with beam.Pipeline(runner="FnApiRunner") as p:
-        pairs = [(k, Model(config, np.array([i + 1]), np.array([float(i)]), metadata={"examples": i})) for i, k in enumerate(keys)]
+        pairs = [
+            (k, Model(config, np.array([i + 1]), np.array([float(i)]), metadata={"examples": i}))
+            for i, k in enumerate(keys)
+        ]
         _ = p | beam.Create(pairs) | WriteKeyedModels(folder, key="tag")
     keyed = KeyedFolder(folder)
     assert keyed.keys == 50 and keyed.index["examples"] == sum(range(50)) and shard_count(50) == keyed.index["shards"]
@@ -202,7 +229,12 @@ def test_inspect_sums_up_a_folder_and_shows_one_key(tmp_path, capsys):
     config = LearnerConfig(loss="logistic", bits=10)
     folder = str(tmp_path / "m")
     with beam.Pipeline(runner="FnApiRunner") as p:
-        _ = p | beam.Create(_batches(5)) | Train(config, key=ParsedKeys("tag"), keyed_output="shards") | WriteKeyedModels(folder, key="tag", config=config.to_dict())
+        _ = (
+            p
+            | beam.Create(_batches(5))
+            | Train(config, key=ParsedKeys("tag"), keyed_output="shards")
+            | WriteKeyedModels(folder, key="tag", config=config.to_dict())
+        )
     assert main(["inspect", "--model", folder, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["keys"] == len(KEYS) and summary["examples"] == 960 and summary["layout"] == "shards"
@@ -218,23 +250,34 @@ def test_the_per_key_handler_scores_each_key_with_its_model_or_the_fallback(tmp_
     folder = str(tmp_path / "m")
     batches = _batches(6)
     with beam.Pipeline(runner="FnApiRunner") as p:
-        _ = p | beam.Create(batches) | Train(config, key=ParsedKeys("tag"), keyed_output="shards") | WriteKeyedModels(folder, key="tag")
+        _ = (
+            p
+            | beam.Create(batches)
+            | Train(config, key=ParsedKeys("tag"), keyed_output="shards")
+            | WriteKeyedModels(folder, key="tag")
+        )
     keyed = KeyedFolder(folder)
     examples = [(key, {1: 0.5, 2: -1.0}) for key in KEYS]
-    expected = {key: float(keyed.model(key).predict(ExampleBatch.from_rows([(0.0, {1: 0.5, 2: -1.0})], bits=10))[0])
-                for key in KEYS}  # fmt: skip
+    expected = {
+        key: float(keyed.model(key).predict(ExampleBatch.from_rows([(0.0, {1: 0.5, 2: -1.0})], bits=10))[0])
+        for key in KEYS
+    }
     out = str(tmp_path / "scores")
     with beam.Pipeline(runner="FnApiRunner") as p:
-        _ = (p | beam.Create(examples) | RunInference(PerKeyModelHandler(folder))
-             | beam.MapTuple(lambda key, result: json.dumps([key, float(result.inference)]))
-             | beam.io.WriteToText(out, shard_name_template=""))
+        _ = (
+            p
+            | beam.Create(examples)
+            | RunInference(PerKeyModelHandler(folder))
+            | beam.MapTuple(lambda key, result: json.dumps([key, float(result.inference)]))
+            | beam.io.WriteToText(out, shard_name_template="")
+        )
     found = dict(json.loads(line) for line in open(out))
     assert found == pytest.approx(expected)
     fallback = os.path.join(str(tmp_path), "fallback.model")
     Model(config, np.array([1]), np.array([3.0])).save(fallback)
     handler = PerKeyModelHandler(folder, fallback_model_uri=fallback)
     library = handler.load_model()
-    (key, result), = handler.run_inference([("unknown", {1: 1.0})], library)
+    ((key, result),) = handler.run_inference([("unknown", {1: 1.0})], library)
     assert key == "unknown" and result.model_id == fallback and float(result.inference) > 0.9
     with pytest.raises(InferenceError, match="no model for key 'unknown'"):
         PerKeyModelHandler(folder).run_inference([("unknown", {1: 1.0})], PerKeyModelHandler(folder).load_model())
@@ -247,9 +290,13 @@ def test_a_model_of_few_slots_predicts_from_its_rows_as_from_every_slot(seed):
     config = LearnerConfig(loss="logistic", bits=14)
     model = _model(rng, config)
     assert model.few_slots
-    batch = ExampleBatch.from_rows([(0.0, {int(s): float(v) for s, v in zip(rng.integers(0, 1 << 14, size=4),
-                                                                              rng.normal(size=4) * 3)})
-                                    for _ in range(20)], bits=14)  # fmt: skip
+    batch = ExampleBatch.from_rows(
+        [
+            (0.0, {int(s): float(v) for s, v in zip(rng.integers(0, 1 << 14, size=4), rng.normal(size=4) * 3)})
+            for _ in range(20)
+        ],
+        bits=14,
+    )
     every = model.within_ranges(batch)  # the reference: every slot's weight and range
     expected = np.empty(len(batch))
     kernels.predict_batch(every.indptr, every.indices, every.values, model.dense_weights, config.bias, expected)

@@ -43,7 +43,9 @@ def test_hostile_keys_stay_inside_the_folder_and_round_trip(tmp_path):
     models = [(key, Model(config, np.array([i + 1]), np.array([float(i)]))) for i, key in enumerate(HOSTILE_KEYS)]
     with beam.Pipeline(runner="FnApiRunner") as p:
         _ = p | beam.Create(models) | WriteKeyedModels(folder, key="tag")
-    written = [os.path.relpath(os.path.join(root, name), tmp_path) for root, _, names in os.walk(tmp_path) for name in names]
+    written = [
+        os.path.relpath(os.path.join(root, name), tmp_path) for root, _, names in os.walk(tmp_path) for name in names
+    ]
     assert all(path.startswith("models" + os.sep) for path in written)
     index = read_index(folder)
     assert len(written) == len(index["files"]) + 1 == 2  # a shard of models (few keys: one), and the index
@@ -61,10 +63,13 @@ def batches(seed: int, keys=None):
     for _part in range(4):
         x = rng.normal(size=(300, 4))
         labels = np.where(x @ np.array([1.0, -2.0, 0.5, 0.0]) > 0, 1.0, -1.0)
-        batch = ExampleBatch.from_rows([(y, {i + 1: v for i, v in enumerate(row)}) for y, row in zip(labels, x)],
-                                       bits=8)  # fmt: skip
+        batch = ExampleBatch.from_rows(
+            [(y, {i + 1: v for i, v in enumerate(row)}) for y, row in zip(labels, x)], bits=8
+        )
         if keys:
-            batch = dataclasses.replace(batch, tags=np.array([keys[i % len(keys)] for i in range(len(batch))], dtype=object))
+            batch = dataclasses.replace(
+                batch, tags=np.array([keys[i % len(keys)] for i in range(len(batch))], dtype=object)
+            )
         out.append(batch)
     return out
 
@@ -105,8 +110,9 @@ def test_keyed_checkpoints_hold_every_key_and_resume(tmp_path):
     done, folder = last_complete_pass(str(tmp_path / "ck"), keyed=True)
     assert done == 2 and sorted(read_index(folder)["entries"]) == ["", "../b", "a"]
     one = os.path.join(str(tmp_path / "ck"), "pass-0001")
-    resumed = train(data, config, str(tmp_path / "b"), key=ParsedKeys("tag"), initial_path=one, keyed_initial=True,
-                    first_pass=2)  # fmt: skip
+    resumed = train(
+        data, config, str(tmp_path / "b"), key=ParsedKeys("tag"), initial_path=one, keyed_initial=True, first_pass=2
+    )
     assert sorted(resumed) == sorted(whole) == ["", "../b", "a"]
     for key in whole:
         assert np.array_equal(resumed[key].weights, whole[key].weights)

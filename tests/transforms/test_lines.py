@@ -62,14 +62,20 @@ def test_lines_read_as_the_same_lines_in_a_file(tmp_path):
         collect((p | ReadExamples(str(path), labels="binary")).examples, from_file)
     assert counts == [ReadCounts(records=3002, examples=3000, dead_letters=2, skipped=0)]
     assert all(len(batch) <= 1000 for batch in from_lines) and len(from_lines) >= 3
+
     # The same examples, whatever the blocks (the labels and the sorted features of each example).
     def examples(batch):
-        return sorted((float(label), tuple(sorted(zip(batch.indices[a:b].tolist(), batch.values[a:b].tolist()))))
-                      for label, a, b in zip(batch.labels, batch.indptr[:-1], batch.indptr[1:]))  # fmt: skip
+        return sorted(
+            (float(label), tuple(sorted(zip(batch.indices[a:b].tolist(), batch.values[a:b].tolist()))))
+            for label, a, b in zip(batch.labels, batch.indptr[:-1], batch.indptr[1:])
+        )
+
     assert examples(ExampleBatch.concat(from_lines)) == examples(concat(from_file))
     assert {batch.source for batch in from_lines} == {"<lines>"}
-    assert sorted((letter.raw, letter.line, letter.offset) for letter in letters) == [("1 0:1", None, -1),
-                                                                                     ("spam? 1:2", None, -1)]
+    assert sorted((letter.raw, letter.line, letter.offset) for letter in letters) == [
+        ("1 0:1", None, -1),
+        ("spam? 1:2", None, -1),
+    ]
     written = [DeadLetter.from_json(line) for line in (tmp_path / "dead.jsonl").read_text().splitlines()]
     assert sorted(letter.reason for letter in written) == sorted(letter.reason for letter in letters)
     assert "label is not a number" in " ".join(letter.reason for letter in written)
@@ -78,11 +84,31 @@ def test_lines_read_as_the_same_lines_in_a_file(tmp_path):
 def test_vw_and_csv_lines_carry_tags_keys_and_ids():
     vw, csv = [], []
     with beam.Pipeline(RUNNER) as p:
-        collect((p | "VW" >> beam.Create([b"1 'a |f x:1", b"-1 'b |f y:2\r\n", "1 |f x:3\n-1 'c |f z:1"])
-                 | "ParseVW" >> ParseLines("vw", labels="binary", feature_names=True)).examples, vw)  # fmt: skip
-        collect((p | "CSV" >> beam.Create(["r1;1;eu;0.5", "r2;-1;;2"])
-                 | "ParseCSV" >> ParseLines("csv", columns=["rid", "y", "store", "x"], delimiter=";", label_column="y",
-                                            key_column="store", id_column="rid", labels="binary")).examples, csv)  # fmt: skip
+        collect(
+            (
+                p
+                | "VW" >> beam.Create([b"1 'a |f x:1", b"-1 'b |f y:2\r\n", "1 |f x:3\n-1 'c |f z:1"])
+                | "ParseVW" >> ParseLines("vw", labels="binary", feature_names=True)
+            ).examples,
+            vw,
+        )
+        collect(
+            (
+                p
+                | "CSV" >> beam.Create(["r1;1;eu;0.5", "r2;-1;;2"])
+                | "ParseCSV"
+                >> ParseLines(
+                    "csv",
+                    columns=["rid", "y", "store", "x"],
+                    delimiter=";",
+                    label_column="y",
+                    key_column="store",
+                    id_column="rid",
+                    labels="binary",
+                )
+            ).examples,
+            csv,
+        )
     (batch,) = vw
     # An element of two lines is two records.
     assert batch.labels.tolist() == [1.0, -1.0, 1.0, -1.0] and batch.tags.tolist() == ["a", "b", None, "c"]
@@ -109,24 +135,35 @@ def test_what_cannot_be_parsed_as_lines_is_refused():
 
 
 def test_windowed_lines_count_per_window_and_need_no_global_check():
-    timed = [window.TimestampedValue(line, second) for second, line in
-             [(1, "1 1:1"), (2, "-1 2:1"), (61, "1 3:1"), (62, "x 1:1")]]  # fmt: skip
+    timed = [
+        window.TimestampedValue(line, second)
+        for second, line in [(1, "1 1:1"), (2, "-1 2:1"), (61, "1 3:1"), (62, "x 1:1")]
+    ]
     with pytest.raises(ValueError, match="check_input=False"), beam.Pipeline(RUNNER) as p:
         _ = p | beam.Create(timed) | beam.WindowInto(window.FixedWindows(60)) | ParseLines()
     counts, batches = [], []
     with beam.Pipeline(RUNNER) as p:
-        read = (p | beam.Create(timed) | beam.WindowInto(window.FixedWindows(60))
-                | ParseLines(check_input=False))  # fmt: skip
-        collect(read.counts | beam.Map(lambda counts, w=beam.DoFn.WindowParam: (w.start.micros // 10**6, counts)), counts)
-        collect(read.examples | beam.Map(lambda batch, w=beam.DoFn.WindowParam: (w.start.micros // 10**6, len(batch))),
-                batches)  # fmt: skip
+        read = p | beam.Create(timed) | beam.WindowInto(window.FixedWindows(60)) | ParseLines(check_input=False)
+        collect(
+            read.counts | beam.Map(lambda counts, w=beam.DoFn.WindowParam: (w.start.micros // 10**6, counts)), counts
+        )
+        collect(
+            read.examples | beam.Map(lambda batch, w=beam.DoFn.WindowParam: (w.start.micros // 10**6, len(batch))),
+            batches,
+        )
     assert sorted(counts) == [(0, ReadCounts(2, 2, 0, 0)), (60, ReadCounts(2, 1, 1, 0))]
     assert sorted(batches) == [(0, 2), (60, 1)]
 
 
 def test_a_stream_of_lines_parses_without_a_total():
-    stream = (test_stream.TestStream().advance_watermark_to(0).add_elements(["1 1:1", "-1 2:1"]).advance_watermark_to(100)
-              .add_elements(["1 3:1", "bad"]).advance_watermark_to_infinity())  # fmt: skip
+    stream = (
+        test_stream.TestStream()
+        .advance_watermark_to(0)
+        .add_elements(["1 1:1", "-1 2:1"])
+        .advance_watermark_to(100)
+        .add_elements(["1 3:1", "bad"])
+        .advance_watermark_to_infinity()
+    )
     examples, letters = [], []
     options = beam.options.pipeline_options.PipelineOptions(streaming=True)
     # The FnApiRunner runs no TestStream; Beam's bundle-based runner does, in this process.
@@ -173,6 +210,8 @@ def test_per_key_models_from_lines_are_written_and_served_by_a_keyed_handler(tmp
         assert result.inference == pytest.approx(float(keyed.model(key).predict(batch)[0]), abs=1e-12)
         assert result.model_id == f"{folder}#{key}"
     # Each key's model learnt its own task: on its training rows it beats chance clearly.
-    errors = {key: np.mean([(r.inference > 0.5) != (r.example.split(",")[0] == "1") for k, r in results if k == key])
-              for key in {k for k, _ in results}}  # fmt: skip
+    errors = {
+        key: np.mean([(r.inference > 0.5) != (r.example.split(",")[0] == "1") for k, r in results if k == key])
+        for key in {k for k, _ in results}
+    }
     assert max(errors.values()) < 0.35

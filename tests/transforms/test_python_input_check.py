@@ -58,8 +58,11 @@ def test_too_many_dead_letters_fail_unless_the_fraction_allows_them(tmp_path):
     train_and_write(str(path), model)  # 10 of 100: at the limit, not beyond
     os.remove(model)
     path.write_bytes(b"".join(lines + [b"ham 1:2\n"]))
-    with pytest.raises(InputRejected, match=r"(?s)11 of 101 records \(10.8%\) are dead letters.*raise "
-                                            r"max_dead_letter_fraction to go on without them"):  # fmt: skip
+    with pytest.raises(
+        InputRejected,
+        match=r"(?s)11 of 101 records \(10.8%\) are dead letters.*raise "
+        r"max_dead_letter_fraction to go on without them",
+    ):
         train_and_write(str(path), model)
     assert not os.path.exists(model)
     train_and_write(str(path), model, max_dead_letter_fraction=0.2)
@@ -69,8 +72,11 @@ def test_too_many_dead_letters_fail_unless_the_fraction_allows_them(tmp_path):
 def test_an_empty_read_fails_unless_allowed_and_train_refuses_no_example(tmp_path):
     path = tmp_path / "empty.libsvm"
     path.write_text("# only a comment\n")
-    with pytest.raises(InputRejected, match="no example was read: the 1 records read are all blank, comment or header "
-                                            "lines; check the file pattern, or pass allow_empty=True"):  # fmt: skip
+    with pytest.raises(
+        InputRejected,
+        match="no example was read: the 1 records read are all blank, comment or header "
+        "lines; check the file pattern, or pass allow_empty=True",
+    ):
         train_and_write(str(path), str(tmp_path / "m.model"))
     # The read may accept it; Train still will not learn from nothing...
     with pytest.raises(InputRejected, match="Train got no example.*pass allow_empty=True to Train"):
@@ -108,15 +114,27 @@ def test_run_inference_scores_dicts_with_missing_values_as_their_csv_lines(tmp_p
     for i in range(400):
         age, income = rng.integers(20, 70), rng.normal(3, 1)
         label = int(income > 3)
-        rows.append((label, "" if i % 3 == 0 else str(age), "" if i % 5 == 0 else f"{income:.3f}",
-                     "" if i % 7 == 0 else ("red" if label else "blue")))  # fmt: skip
+        rows.append(
+            (
+                label,
+                "" if i % 3 == 0 else str(age),
+                "" if i % 5 == 0 else f"{income:.3f}",
+                "" if i % 7 == 0 else ("red" if label else "blue"),
+            )
+        )
     text = "y,age,income,colour\n" + "".join(",".join(map(str, row)) + "\n" for row in rows)
     batch = CsvFormat(labels="binary", categorical_columns=("colour",)).parse(text.encode()).batch
     model_path = str(tmp_path / "csv.model")
     LinearLearner(LearnerConfig(loss="logistic")).fit(batch).to_model().save(model_path)
     cell = lambda text, kind: (None if kind == "none" else np.nan) if text == "" else text  # noqa: E731
-    dicts = [{"age": cell(age, "none") if age == "" else int(age), "income": cell(income, "nan") if income == ""
-              else float(income), "colour": cell(colour, "none")} for _, age, income, colour in rows]  # fmt: skip
+    dicts = [
+        {
+            "age": cell(age, "none") if age == "" else int(age),
+            "income": cell(income, "nan") if income == "" else float(income),
+            "colour": cell(colour, "none"),
+        }
+        for _, age, income, colour in rows
+    ]
     with beam.Pipeline(RUNNER) as pipeline:
         keyed = pipeline | beam.Create(list(enumerate(dicts)))
         results = keyed | RunInference(KeyedModelHandler(PolybeamModelHandler(model_path)))
@@ -127,20 +145,29 @@ def test_run_inference_scores_dicts_with_missing_values_as_their_csv_lines(tmp_p
 
 def test_yaml_predict_scores_rows_with_nulls_as_csv_lines_with_empty_cells(tmp_path):
     text = b"id,y,age,colour\n7,1,41,red\n8,0,,blue\n9,1,30,\n"
-    batch = CsvFormat(labels="binary", label_column="y", ignore_columns=("id",),
-                      categorical_columns=("colour",)).parse(text).batch  # fmt: skip
+    batch = (
+        CsvFormat(labels="binary", label_column="y", ignore_columns=("id",), categorical_columns=("colour",))
+        .parse(text)
+        .batch
+    )
     model_path = str(tmp_path / "rows.model")
     model = LinearLearner(LearnerConfig(loss="logistic")).fit([batch] * 20).to_model()
     model.save(model_path)
-    rows = [beam.Row(id=7, y=1, age=41.0, colour="red"), beam.Row(id=8, y=0, age=None, colour="blue"),
-            beam.Row(id=9, y=1, age=30.0, colour=None)]  # fmt: skip
+    rows = [
+        beam.Row(id=7, y=1, age=41.0, colour="red"),
+        beam.Row(id=8, y=0, age=None, colour="blue"),
+        beam.Row(id=9, y=1, age=30.0, colour=None),
+    ]
     with beam.Pipeline(RUNNER) as pipeline:
         examples = pipeline | beam.Create(rows)
         predictions = examples | PolybeamPredict(model=model_path, ignore=["id", "y"])
         _ = predictions["predictions"] | beam.Map(_keep, "rows")
     scored = sorted(SEEN.pop("rows"), key=lambda row: row.id)
     assert [(row.id, row.age, row.colour, row.predicted_class) for row in scored] == [
-        (7, 41.0, "red", ""), (8, None, "blue", ""), (9, 30.0, None, "")]
+        (7, 41.0, "red", ""),
+        (8, None, "blue", ""),
+        (9, 30.0, None, ""),
+    ]
     np.testing.assert_allclose([row.prediction for row in scored], model.predict(batch), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match=r"ignore names \['label'\], which the rows do not have"):
         with beam.Pipeline(RUNNER) as pipeline:

@@ -18,11 +18,11 @@ from apache_beam.io.iobase import Read
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that, equal_to
 
-from polybeam.learners.batch import ExampleBatch
 from polybeam.formats.csv import CsvFormat
 from polybeam.formats.libsvm import LibsvmFormat
 from polybeam.formats.parquet import ParquetFormat
 from polybeam.formats.records import DeadLetter, ReadCounts
+from polybeam.learners.batch import ExampleBatch
 from polybeam.transforms import dead_letters as dead_letter_module
 from polybeam.transforms.dead_letters import FillLineNumbers, LineIndex, WriteDeadLetters
 from polybeam.transforms.read import (
@@ -319,8 +319,14 @@ def test_format_by_name_gets_its_options(tmp_path):
 
 def test_read_result_is_indexed_like_do_outputs():
     result = ReadResult("e", "d", "c", "k")
-    assert (result["examples"], result["dead_letters"], result["counts"], result["checked"], result[0],
-            tuple(result)) == ("e", "d", "c", "k", "e", ("e", "d", "c", "k"))  # fmt: skip
+    assert (
+        result["examples"],
+        result["dead_letters"],
+        result["counts"],
+        result["checked"],
+        result[0],
+        tuple(result),
+    ) == ("e", "d", "c", "k", "e", ("e", "d", "c", "k"))
 
 
 # -- (e) Parquet -----------------------------------------------------------------

@@ -90,8 +90,9 @@ def test_sequenced_prefixes_equal_in_process_ones_and_are_written_in_rank_order(
             assert got["seed"] == 0 and got["examples"] == 4601 and got["method"] == method
             assert set(got) - {"seed"} == set(want)
             assert list(got["weights"]) == list(want["weights"])
-            np.testing.assert_allclose(list(got["weights"].values()), list(want["weights"].values()), rtol=1e-9,
-                                       atol=1e-9)  # fmt: skip
+            np.testing.assert_allclose(
+                list(got["weights"].values()), list(want["weights"].values()), rtol=1e-9, atol=1e-9
+            )
             assert got["intercept"] == pytest.approx(want["intercept"], rel=1e-9, abs=1e-9)
             assert got["explained_variance"] == pytest.approx(want["explained_variance"], abs=1e-9)
             assert got["cumulative_cost"] == pytest.approx(want["cumulative_cost"])
@@ -118,13 +119,18 @@ def test_duplicate_and_constant_groups_are_skipped_with_reasons(tmp_path):
         lines.append(f"{label:.6f} 1:{a:.6f} 2:{b:.6f} 3:{c:.6f} 4:{a:.6f} 5:3\n")
     path = tmp_path / "dup.libsvm"
     path.write_text("".join(lines))
-    spec = GroupSpec.from_json({"groups": [
-        {"name": "first", "features": [1], "cost": 1.0},
-        {"name": "second", "features": [2], "cost": 1.0},
-        {"name": "third", "features": [3], "cost": 1.0},
-        {"name": "dup", "features": [4], "cost": 1.5},
-        {"name": "const", "features": [5], "cost": 0.5},
-    ]}, bits=10)  # fmt: skip
+    spec = GroupSpec.from_json(
+        {
+            "groups": [
+                {"name": "first", "features": [1], "cost": 1.0},
+                {"name": "second", "features": [2], "cost": 1.0},
+                {"name": "third", "features": [3], "cost": 1.0},
+                {"name": "dup", "features": [4], "cost": 1.5},
+                {"name": "const", "features": [5], "cost": 0.5},
+            ]
+        },
+        bits=10,
+    )
 
     def build(p):
         read = p | ReadExamples(str(path), bits=10, labels="real")
@@ -182,9 +188,11 @@ def test_apply_and_evaluate_anytime_equal_the_model_in_process(spam_spec, spam_b
         return [(s, by_size[len(s.labels)]) for s in scored]
 
     assert model.prefix_for_budget(budget) == 5 and model.prefix_for_groups(available) == 3
-    for tag, expected in (("budget", lambda b: model.predict(b, budget=budget)),
-                          ("groups", lambda b: model.predict(b, groups=available)),
-                          ("all", lambda b: model.predict(b))):  # fmt: skip
+    for tag, expected in (
+        ("budget", lambda b: model.predict(b, budget=budget)),
+        ("groups", lambda b: model.predict(b, groups=available)),
+        ("all", lambda b: model.predict(b)),
+    ):
         for scored, batch in predictions(tag):
             np.testing.assert_allclose(scored.predictions, expected(batch), rtol=1e-12, atol=1e-12)
             np.testing.assert_array_equal(scored.labels, batch.labels)

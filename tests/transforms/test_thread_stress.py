@@ -45,20 +45,43 @@ def stress(tmp_path_factory):
     for shard in range(4):
         (folder / f"part-{shard}.libsvm").write_bytes(b"".join(lines[shard * shard_rows : (shard + 1) * shard_rows]))
     spec = {
-        "argv": ["--input", str(folder / "part-*.libsvm"), "--loss", "softmax", "--classes", "6",
-                 "--direct_num_workers", "2", "--direct_running_mode", "multi_threading", "--quiet"],
-        "model_dir": str(folder), "runs": RUNS, "hammers": 1, "switch_interval": 1e-5,
+        "argv": [
+            "--input",
+            str(folder / "part-*.libsvm"),
+            "--loss",
+            "softmax",
+            "--classes",
+            "6",
+            "--direct_num_workers",
+            "2",
+            "--direct_running_mode",
+            "multi_threading",
+            "--quiet",
+        ],
+        "model_dir": str(folder),
+        "runs": RUNS,
+        "hammers": 1,
+        "switch_interval": 1e-5,
         "out": str(folder / "stress.json"),
-    }  # fmt: skip
+    }
     (folder / "spec.json").write_text(json.dumps(spec))
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "tests.transforms.thread_stress_job", str(folder / "spec.json")],
-                          cwd=Path(__file__).parents[2], capture_output=True, text=True, timeout=240)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.transforms.thread_stress_job", str(folder / "spec.json")],
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     runs = json.loads((folder / "stress.json").read_text())["runs"]
-    print(f"thread stress: {RUNS} runs in {time.perf_counter() - started:.1f} s; per run: "
-          + ", ".join(f"{run['seconds']:.1f} s peak {run['peak_kib'] // MIB} MiB kept {run['rss_after_kib'] // MIB} MiB"
-                      for run in runs))  # fmt: skip
+    print(
+        f"thread stress: {RUNS} runs in {time.perf_counter() - started:.1f} s; per run: "
+        + ", ".join(
+            f"{run['seconds']:.1f} s peak {run['peak_kib'] // MIB} MiB kept {run['rss_after_kib'] // MIB} MiB"
+            for run in runs
+        )
+    )
     return runs
 
 

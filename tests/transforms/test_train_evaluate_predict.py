@@ -105,8 +105,13 @@ def test_per_key_apple_counts_each_keys_examples(spam):
         return np.arange(len(batch)) % 2 == 0
 
     # No holdout: a key whose best pass was the first would end with the first pass's stages only.
-    models = dict(run_collect(lambda p: p | beam.Create(spam) | Train(loss="squared", passes=2, expand="apple", key=half,
-                                                                      holdout_period=0)))
+    models = dict(
+        run_collect(
+            lambda p: (
+                p | beam.Create(spam) | Train(loss="squared", passes=2, expand="apple", key=half, holdout_period=0)
+            )
+        )
+    )
     for model in models.values():
         total = 2 * model.metadata["passes"][0]["examples"]
         assert [stage["examples"] for stage in model.metadata["stages"]] == [total * k // 6 for k in range(1, 6)]
@@ -175,8 +180,9 @@ def test_predict_and_write_predictions(tmp_path, spam):
 
 
 def test_scored_batch_text_has_one_line_per_example():
-    scored = ScoredBatch(np.array([0.25, 1.0]), np.array([1.0, -1.0]), "f.txt", np.array([0, 17]),
-                         np.array(["a", None], dtype=object))
+    scored = ScoredBatch(
+        np.array([0.25, 1.0]), np.array([1.0, -1.0]), "f.txt", np.array([0, 17]), np.array(["a", None], dtype=object)
+    )
     assert scored.to_text() == "0.25\t1\tf.txt\t0\ta\n1\t-1\tf.txt\t17\t"
 
 
@@ -225,7 +231,9 @@ def test_per_key_predict_and_evaluate_use_each_keys_model(spam):
         models = batches | "Train" >> Train(loss="logistic", key=by_capitals)
         metrics = batches | "Evaluate" >> Evaluate(models, key=by_capitals)
         scored = batches | "Predict" >> Predict(models, key=by_capitals)
-        counts = scored | "Sizes" >> beam.Map(lambda s: (s.key, len(s.predictions))) | "Count" >> beam.CombinePerKey(sum)
+        counts = (
+            scored | "Sizes" >> beam.Map(lambda s: (s.key, len(s.predictions))) | "Count" >> beam.CombinePerKey(sum)
+        )
         tagged = (
             metrics | "TagMetrics" >> beam.Map(lambda kv: ("metrics", kv)),
             counts | "TagCounts" >> beam.Map(lambda kv: ("count", kv)),

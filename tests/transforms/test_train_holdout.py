@@ -66,12 +66,16 @@ def test_train_judges_every_pass_as_fit_does(spam, settings):
     holdout = model.metadata["holdout"]
     assert [entry["pass"] for entry in holdout["passes"]] == [1, 2, 3, 4]
     assert [entry["examples"] for entry in holdout["passes"]] == [4601 - training_count_of(spam, config)] * 4
-    np.testing.assert_allclose([e["holdout_loss"] for e in holdout["passes"]],
-                               [e["holdout_loss"] for e in fitted.metadata["holdout"]["passes"]], rtol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(
+        [e["holdout_loss"] for e in holdout["passes"]],
+        [e["holdout_loss"] for e in fitted.metadata["holdout"]["passes"]],
+        rtol=1e-9,
+    )
     assert np.array_equal(model.slots, fitted.slots)
     np.testing.assert_allclose(model.weights, fitted.weights, rtol=1e-9, atol=1e-12)
     assert [p["examples"] for p in model.metadata["passes"]] == [training_count_of(spam, config)] * len(
-        model.metadata["passes"])
+        model.metadata["passes"]
+    )
 
 
 def training_count_of(batches, config):
@@ -123,8 +127,10 @@ def test_partial_learners_never_learn_held_out_examples(spam):
         for batch in bundle:
             accumulator = fn.add_input(accumulator, batch)
         partials.append(fn.compact(accumulator).settle())
-    assert [learner.examples_seen for learner in partials] == [training_count_of(spam[:10], config),
-                                                              training_count_of(spam[10:], config)]  # fmt: skip
+    assert [learner.examples_seen for learner in partials] == [
+        training_count_of(spam[:10], config),
+        training_count_of(spam[10:], config),
+    ]
     alone = LinearLearner(config)
     for batch in spam[:10]:
         alone.learn(split_holdout(batch, config)[0])

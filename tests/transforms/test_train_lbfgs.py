@@ -1,6 +1,7 @@
 """Train with the L-BFGS finishing stage (lbfgs_passes) through Beam: the same model as the stage run
 in one process from the same online model, on the training examples only."""
 
+import apache_beam as beam
 import numpy as np
 import pytest
 
@@ -9,8 +10,6 @@ from polybeam.learners.holdout import training_part
 from polybeam.transforms.train import Train, _held_out_of_training
 from tests.learners.test_linear import random_batch
 from tests.transforms.test_train_evaluate_predict import run_collect
-
-import apache_beam as beam
 
 BITS = 8
 
@@ -61,8 +60,10 @@ def test_summing_losses_and_gradients_leaves_the_parts_unchanged():
     from polybeam.learners.lbfgs import LossGradient
     from polybeam.transforms.train import _SumLossGradients
 
-    parts = [LossGradient(1.0, np.ones((4, 1)), np.ones((4, 1)), 1.0, 1), LossGradient(2.0, np.full((4, 1), 2.0),
-                                                                                        np.ones((4, 1)), 1.0, 1)]
+    parts = [
+        LossGradient(1.0, np.ones((4, 1)), np.ones((4, 1)), 1.0, 1),
+        LossGradient(2.0, np.full((4, 1), 2.0), np.ones((4, 1)), 1.0, 1),
+    ]
     combine = _SumLossGradients()
     total = combine.create_accumulator()
     for part in parts:

@@ -25,7 +25,7 @@ SPECS = {"fixed": WindowSpec(DAY, DAY), "sliding": WindowSpec(DAY, DAY / 2)}
 
 
 @given(
-    stamps=st.lists(st.integers(-10**12, 10**12), min_size=1, max_size=60),
+    stamps=st.lists(st.integers(-(10**12), 10**12), min_size=1, max_size=60),
     size=st.integers(1, 10**7),
     periods=st.integers(1, 5),
     offset=st.integers(0, 10**7),
@@ -42,15 +42,23 @@ def test_every_example_lands_in_exactly_the_windows_containing_its_time(stamps, 
     assert sorted(np.concatenate([rows for _, rows in panes]).tolist()) == list(range(len(stamps)))
     beam_fn = window_fn(spec)
     for start, rows in panes:
-        assigned = {(w.start.micros, w.end.micros)
-                    for w in beam_fn.assign(beam_window.WindowFn.AssignContext(Timestamp(micros=start)))}
+        assigned = {
+            (w.start.micros, w.end.micros)
+            for w in beam_fn.assign(beam_window.WindowFn.AssignContext(Timestamp(micros=start)))
+        }
         for row in rows:
             stamp = int(micros[row])
             assert start <= stamp
             containing = {(s, e) for s, e in spec.windows_of([stamp])[0]}
-            brute = {(s, s + round(size_seconds * 1e6))
-                     for s in range(stamp - round(size_seconds * 1e6) + 1, stamp + 1)
-                     if (s - round(offset)) % round(period * 1e6) == 0} if size <= 1000 else containing
+            brute = (
+                {
+                    (s, s + round(size_seconds * 1e6))
+                    for s in range(stamp - round(size_seconds * 1e6) + 1, stamp + 1)
+                    if (s - round(offset)) % round(period * 1e6) == 0
+                }
+                if size <= 1000
+                else containing
+            )
             assert assigned == containing == brute
 
 
@@ -137,8 +145,9 @@ def test_per_key_models_per_window(timed):
         window = model.metadata["window"]
         own = _rows_in(timed, window["start_micros"], window["end_micros"])
         own = own.take(key(own) == name)
-        expected = _run(lambda p, keep, own=own: p | beam.Create([own]) | Train(loss="logistic", bits=12, key=key)
-                        | beam.Map(keep))  # fmt: skip
+        expected = _run(
+            lambda p, keep, own=own: p | beam.Create([own]) | Train(loss="logistic", bits=12, key=key) | beam.Map(keep)
+        )
         _same(model, dict(expected)[name])
 
 
@@ -151,8 +160,12 @@ def test_two_passes_with_a_holdout_per_window(timed, kind):
         own = _rows_in(timed, window["start_micros"], window["end_micros"], SPECS[kind])
         expected = _global_model(own, **settings)
         ours, theirs = model.metadata["holdout"], expected.metadata["holdout"]
-        assert [(p["pass"], p["examples"]) for p in ours["passes"]] == [(p["pass"], p["examples"]) for p in theirs["passes"]]
-        assert [p["holdout_loss"] for p in ours["passes"]] == pytest.approx([p["holdout_loss"] for p in theirs["passes"]])
+        assert [(p["pass"], p["examples"]) for p in ours["passes"]] == [
+            (p["pass"], p["examples"]) for p in theirs["passes"]
+        ]
+        assert [p["holdout_loss"] for p in ours["passes"]] == pytest.approx(
+            [p["holdout_loss"] for p in theirs["passes"]]
+        )
         _same(model, expected, exact=False)
 
 
@@ -172,7 +185,9 @@ def test_evaluate_per_window_scores_each_window_with_its_model(timed):
     assert set(models) == set(metrics)
     for start, model in models.items():
         own = _rows_in(timed, start, model.metadata["window"]["end_micros"], spec)
-        expected = _run(lambda p, keep, own=own, model=model: p | beam.Create([own]) | Evaluate(model) | beam.Map(keep))[0]
+        expected = _run(
+            lambda p, keep, own=own, model=model: p | beam.Create([own]) | Evaluate(model) | beam.Map(keep)
+        )[0]
         assert metrics[start] == pytest.approx(expected)
 
 
@@ -186,8 +201,11 @@ def test_a_pcollection_the_user_windowed_trains_per_window(timed):
     parts = [_rows_in(timed, (START + day * DAY) * 10**6, (START + (day + 1) * DAY) * 10**6) for day in range(3)]
 
     def build(p, keep):
-        stamped = (p | beam.Create([(day, part) for day, part in enumerate(parts)])
-                   | beam.MapTuple(lambda day, part: beam_window.TimestampedValue(part, START + day * DAY + 1)))
+        stamped = (
+            p
+            | beam.Create([(day, part) for day, part in enumerate(parts)])
+            | beam.MapTuple(lambda day, part: beam_window.TimestampedValue(part, START + day * DAY + 1))
+        )
         models = stamped | beam.WindowInto(beam_window.FixedWindows(DAY)) | Train(loss="logistic", bits=12)
         _ = models | beam.Map(keep)
 
@@ -206,12 +224,16 @@ def test_batches_without_times_are_refused():
             _ = p | beam.Create([datasets.load("spam", bits=12).rows_between(0, 5)]) | WindowExamples("fixed:1d")
 
 
-@pytest.mark.parametrize("settings", [
-    dict(loss="logistic", lbfgs_passes=2),
-    dict(loss="logistic", expand="apple", passes=2, holdout_min_examples=5),
-    dict(loss="logistic", fanout=2, passes=2),
-    dict(loss="softmax", classes=6, passes=2, holdout_min_examples=5),
-], ids=["lbfgs", "apple", "merge-tree", "softmax"])  # fmt: skip
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(loss="logistic", lbfgs_passes=2),
+        dict(loss="logistic", expand="apple", passes=2, holdout_min_examples=5),
+        dict(loss="logistic", fanout=2, passes=2),
+        dict(loss="softmax", classes=6, passes=2, holdout_min_examples=5),
+    ],
+    ids=["lbfgs", "apple", "merge-tree", "softmax"],
+)
 def test_every_way_of_training_works_per_sliding_window(settings):
     name = "satellite" if settings["loss"] == "softmax" else "spam"
     batch = datasets.load(name, bits=12).rows_between(0, 900)

@@ -91,17 +91,28 @@ def main(spec_path: str) -> None:
             seconds = time.perf_counter() - started
             peak = status_kib("VmHWM")
             gc.collect()
-            entry = {"code": code, "seconds": seconds, "peak_kib": peak, "peak_reset": peak_reset,
-                     "rss_after_kib": status_kib("VmRSS"), "frozen": gc.get_freeze_count(),
-                     "stderr": stderr.getvalue()[-2000:]}
+            entry = {
+                "code": code,
+                "seconds": seconds,
+                "peak_kib": peak,
+                "peak_reset": peak_reset,
+                "rss_after_kib": status_kib("VmRSS"),
+                "frozen": gc.get_freeze_count(),
+                "stderr": stderr.getvalue()[-2000:],
+            }
             if code == 0:
                 report = json.loads(stdout.getvalue().strip().splitlines()[-1])
                 weights = read_model(model)
                 entry.update(
-                    records=report["records"], examples=report["examples"], dead_letters=report["dead_letters"],
-                    skipped=report["skipped"], reconciles=report["reconciles"],
-                    examples_trained=report["examples_trained"], learned=report["passes"][0]["examples"],
-                    slots=weights.slots.tolist(), weights=np.asarray(weights.weights).tolist(),
+                    records=report["records"],
+                    examples=report["examples"],
+                    dead_letters=report["dead_letters"],
+                    skipped=report["skipped"],
+                    reconciles=report["reconciles"],
+                    examples_trained=report["examples_trained"],
+                    learned=report["passes"][0]["examples"],
+                    slots=weights.slots.tolist(),
+                    weights=np.asarray(weights.weights).tolist(),
                 )
             entry["signatures"] = kernel_signatures()
             runs.append(entry)

@@ -104,110 +104,174 @@ CSV_OPTIONS = {"label_column": "y", "categorical_columns": ("c",)}
 
 def _libsvm_cases() -> list[TextCase]:
     return [
-        TextCase("nul", "libsvm", [
-            Line(b"1 1:0.5 3:2", GOOD, label=1.0, values=(0.5, 2.0), slots=(1, 3)),
-            Line(b"1 1:0.5 3:\x002", nul(11)),
-            Line(b"-1 2:1.25", GOOD, label=-1.0, values=(1.25,)),
-            Line(b"\x00" * 16, nul(1)),
-            Line(b"# a comment \x00", nul(13)),
-            Line(b"1 4:1 # a comment with a \x00 in it", nul(26)),
-            Line(b"-1 5:2", GOOD),
-        ]),
-        TextCase("invalid_utf8", "libsvm", [
-            Line(b"1 1:0.5", GOOD),
-            Line(b"\xff\xfe 1:1", "label is not a number: '\ufffd\ufffd'"),
-            Line(b"1 1:\xc3", "feature value is not a number: '1:\ufffd'"),
-            Line(b"1 \xe9t\xe9:1", "feature must be index:value, got '\ufffdt\ufffd:1'"),
-            Line(b"-1 2:2 # caf\xe9", GOOD, label=-1.0, values=(2.0,), slots=(2,)),
-            Line(b"1 3:1", GOOD),
-        ]),
-        TextCase("crlf", "libsvm", ending=b"\r\n", lines=[
-            Line(b"1 1:0.5 3:2", GOOD, values=(0.5, 2.0)),
-            Line(b"", SKIP),
-            Line(b"# comment", SKIP),
-            Line(b"-1 2:1.25", GOOD, values=(1.25,)),
-            Line(b"bad 1:1", "label is not a number: 'bad'"),
-            Line(b"1 4:1", GOOD),
-        ]),
-        TextCase("no_final_newline", "libsvm", final_newline=False, lines=[
-            Line(b"1 1:0.5", GOOD),
-            Line(b"bad 1:1", "label is not a number: 'bad'"),
-            Line(b"-1 2:0.25", GOOD, label=-1.0, values=(0.25,), slots=(2,)),
-        ]),
-        TextCase("labels", "libsvm", [
-            *(Line(label + b" 1:1", FINITE_LABEL) for label in (b"nan", b"NaN", b"inf", b"-inf", b"+Infinity")),
-            Line(b"1e309 1:1", FINITE_LABEL),
-            Line(b"-1e309 1:1", FINITE_LABEL),
-            Line(b"1 1:1", GOOD, label=1.0),
-            Line(b"-1e308 2:1", GOOD, label=-1e308),
-        ]),
-        TextCase("values", "libsvm", [
-            Line(b"1 1:1e308", GOOD, values=(1e308,)),
-            Line(b"1 1:-1e308 2:1.7976931348623157e308", GOOD, values=(-1e308, 1.7976931348623157e308)),
-            Line(b"1 1:1e309", "non-finite feature value: '1:1e309'"),
-            Line(b"1 1:-1e309", "non-finite feature value: '1:-1e309'"),
-            Line(b"1 1:inf", "non-finite feature value: '1:inf'"),
-            Line(b"1 1:nan", "non-finite feature value: '1:nan'"),
-            Line(b"1 2:1e-400 3:1", GOOD, values=(1.0,), slots=(3,)),  # underflows to 0: dropped
-            Line(b"1 4:4.9e-324", GOOD, values=(5e-324,)),
-        ]),
-        TextCase("duplicates", "libsvm", [
-            Line(b"1 3:1 3:2 3:0.5", GOOD, values=(1.0, 2.0, 0.5), slots=(3, 3, 3)),
-            Line(b"-1 7:1 2:1 7:-1", GOOD, values=(1.0, 1.0, -1.0), slots=(7, 2, 7)),
-        ]),
+        TextCase(
+            "nul",
+            "libsvm",
+            [
+                Line(b"1 1:0.5 3:2", GOOD, label=1.0, values=(0.5, 2.0), slots=(1, 3)),
+                Line(b"1 1:0.5 3:\x002", nul(11)),
+                Line(b"-1 2:1.25", GOOD, label=-1.0, values=(1.25,)),
+                Line(b"\x00" * 16, nul(1)),
+                Line(b"# a comment \x00", nul(13)),
+                Line(b"1 4:1 # a comment with a \x00 in it", nul(26)),
+                Line(b"-1 5:2", GOOD),
+            ],
+        ),
+        TextCase(
+            "invalid_utf8",
+            "libsvm",
+            [
+                Line(b"1 1:0.5", GOOD),
+                Line(b"\xff\xfe 1:1", "label is not a number: '\ufffd\ufffd'"),
+                Line(b"1 1:\xc3", "feature value is not a number: '1:\ufffd'"),
+                Line(b"1 \xe9t\xe9:1", "feature must be index:value, got '\ufffdt\ufffd:1'"),
+                Line(b"-1 2:2 # caf\xe9", GOOD, label=-1.0, values=(2.0,), slots=(2,)),
+                Line(b"1 3:1", GOOD),
+            ],
+        ),
+        TextCase(
+            "crlf",
+            "libsvm",
+            ending=b"\r\n",
+            lines=[
+                Line(b"1 1:0.5 3:2", GOOD, values=(0.5, 2.0)),
+                Line(b"", SKIP),
+                Line(b"# comment", SKIP),
+                Line(b"-1 2:1.25", GOOD, values=(1.25,)),
+                Line(b"bad 1:1", "label is not a number: 'bad'"),
+                Line(b"1 4:1", GOOD),
+            ],
+        ),
+        TextCase(
+            "no_final_newline",
+            "libsvm",
+            final_newline=False,
+            lines=[
+                Line(b"1 1:0.5", GOOD),
+                Line(b"bad 1:1", "label is not a number: 'bad'"),
+                Line(b"-1 2:0.25", GOOD, label=-1.0, values=(0.25,), slots=(2,)),
+            ],
+        ),
+        TextCase(
+            "labels",
+            "libsvm",
+            [
+                *(Line(label + b" 1:1", FINITE_LABEL) for label in (b"nan", b"NaN", b"inf", b"-inf", b"+Infinity")),
+                Line(b"1e309 1:1", FINITE_LABEL),
+                Line(b"-1e309 1:1", FINITE_LABEL),
+                Line(b"1 1:1", GOOD, label=1.0),
+                Line(b"-1e308 2:1", GOOD, label=-1e308),
+            ],
+        ),
+        TextCase(
+            "values",
+            "libsvm",
+            [
+                Line(b"1 1:1e308", GOOD, values=(1e308,)),
+                Line(b"1 1:-1e308 2:1.7976931348623157e308", GOOD, values=(-1e308, 1.7976931348623157e308)),
+                Line(b"1 1:1e309", "non-finite feature value: '1:1e309'"),
+                Line(b"1 1:-1e309", "non-finite feature value: '1:-1e309'"),
+                Line(b"1 1:inf", "non-finite feature value: '1:inf'"),
+                Line(b"1 1:nan", "non-finite feature value: '1:nan'"),
+                Line(b"1 2:1e-400 3:1", GOOD, values=(1.0,), slots=(3,)),  # underflows to 0: dropped
+                Line(b"1 4:4.9e-324", GOOD, values=(5e-324,)),
+            ],
+        ),
+        TextCase(
+            "duplicates",
+            "libsvm",
+            [
+                Line(b"1 3:1 3:2 3:0.5", GOOD, values=(1.0, 2.0, 0.5), slots=(3, 3, 3)),
+                Line(b"-1 7:1 2:1 7:-1", GOOD, values=(1.0, 1.0, -1.0), slots=(7, 2, 7)),
+            ],
+        ),
     ]
 
 
 def _vw_cases() -> list[TextCase]:
     return [
-        TextCase("nul", "vw", [
-            Line(b"1 |f a b:0.5", GOOD, values=(1.0, 0.5)),
-            Line(b"1 |f a\x00b", nul(7)),
-            Line(b"\x00" * 16, nul(1)),
-            Line(b"-1 |g c", GOOD),
-            Line(b"# \x00", nul(3)),
-        ]),
-        TextCase("invalid_utf8", "vw", [
-            # Names are hashed byte for byte, as VW does.
-            Line(b"1 |f \xff\xfe c", GOOD, values=(1.0, 1.0),
-                 slots=(feature_slot(b"\xff\xfe", 18, b"f"), feature_slot(b"c", 18, b"f"))),
-            Line(b"\xff |f a", "label is not a number: '\ufffd'"),
-            Line(b"1 |f a:\xc3", "feature value is not a number: 'a:\ufffd'"),
-            Line(b"1 '\xfftag|f a", GOOD),
-            Line(b"-1 |\xe9 x", GOOD),
-        ]),
-        TextCase("crlf", "vw", ending=b"\r\n", lines=[
-            Line(b"1 |f a b:0.5", GOOD, values=(1.0, 0.5)),
-            Line(b"", SKIP),
-            Line(b"# note", SKIP),
-            Line(b"-1 2 'tag|g c:2", GOOD, label=-1.0, values=(2.0,)),
-            Line(b"|f a", "missing label"),
-            Line(b"1 |f a", GOOD),
-        ]),
-        TextCase("no_final_newline", "vw", final_newline=False, lines=[
-            Line(b"1 |f a", GOOD),
-            Line(b"nope", "no '|': VW features follow a '|' (use '|' alone for an example without features)"),
-            Line(b"-1 |f b:0.25", GOOD, label=-1.0, values=(0.25,)),
-        ]),
-        TextCase("labels", "vw", [
-            *(Line(label + b" |f a", FINITE_LABEL) for label in (b"nan", b"inf", b"-inf", b"1e309")),
-            Line(b"1 inf |f a", "importance weight must be finite and >= 0, got 'inf'"),
-            Line(b"1 nan |f a", "importance weight must be finite and >= 0, got 'nan'"),
-            Line(b"1 -1 |f a", "importance weight must be finite and >= 0, got '-1'"),
-            Line(b"1 |f a", GOOD, label=1.0),
-            Line(b"-1 0.5 |f b", GOOD, label=-1.0),
-        ]),
-        TextCase("values", "vw", [
-            Line(b"1 |f a:1e308", GOOD, values=(1e308,)),
-            Line(b"1 |f a:1e309", "non-finite feature value: 'a:1e309'"),
-            Line(b"1 |f:1e300 a:1e10", "non-finite feature value: 'a:1e10'"),  # the scale overflows it
-            Line(b"1 |f:1e309 a", "non-finite namespace scale: 'f:1e309'"),
-            Line(b"1 |f a:-1e308 b:1e-400", GOOD, values=(-1e308,)),  # b underflows to 0: dropped
-        ]),
-        TextCase("duplicates", "vw", [
-            Line(b"1 |f a a:2 |f a:0.5", GOOD, values=(1.0, 2.0, 0.5), slots=(feature_slot("a", 18, "f"),) * 3),
-            Line(b"1 |f a |g a", GOOD, values=(1.0, 1.0)),
-        ]),
+        TextCase(
+            "nul",
+            "vw",
+            [
+                Line(b"1 |f a b:0.5", GOOD, values=(1.0, 0.5)),
+                Line(b"1 |f a\x00b", nul(7)),
+                Line(b"\x00" * 16, nul(1)),
+                Line(b"-1 |g c", GOOD),
+                Line(b"# \x00", nul(3)),
+            ],
+        ),
+        TextCase(
+            "invalid_utf8",
+            "vw",
+            [
+                # Names are hashed byte for byte, as VW does.
+                Line(
+                    b"1 |f \xff\xfe c",
+                    GOOD,
+                    values=(1.0, 1.0),
+                    slots=(feature_slot(b"\xff\xfe", 18, b"f"), feature_slot(b"c", 18, b"f")),
+                ),
+                Line(b"\xff |f a", "label is not a number: '\ufffd'"),
+                Line(b"1 |f a:\xc3", "feature value is not a number: 'a:\ufffd'"),
+                Line(b"1 '\xfftag|f a", GOOD),
+                Line(b"-1 |\xe9 x", GOOD),
+            ],
+        ),
+        TextCase(
+            "crlf",
+            "vw",
+            ending=b"\r\n",
+            lines=[
+                Line(b"1 |f a b:0.5", GOOD, values=(1.0, 0.5)),
+                Line(b"", SKIP),
+                Line(b"# note", SKIP),
+                Line(b"-1 2 'tag|g c:2", GOOD, label=-1.0, values=(2.0,)),
+                Line(b"|f a", "missing label"),
+                Line(b"1 |f a", GOOD),
+            ],
+        ),
+        TextCase(
+            "no_final_newline",
+            "vw",
+            final_newline=False,
+            lines=[
+                Line(b"1 |f a", GOOD),
+                Line(b"nope", "no '|': VW features follow a '|' (use '|' alone for an example without features)"),
+                Line(b"-1 |f b:0.25", GOOD, label=-1.0, values=(0.25,)),
+            ],
+        ),
+        TextCase(
+            "labels",
+            "vw",
+            [
+                *(Line(label + b" |f a", FINITE_LABEL) for label in (b"nan", b"inf", b"-inf", b"1e309")),
+                Line(b"1 inf |f a", "importance weight must be finite and >= 0, got 'inf'"),
+                Line(b"1 nan |f a", "importance weight must be finite and >= 0, got 'nan'"),
+                Line(b"1 -1 |f a", "importance weight must be finite and >= 0, got '-1'"),
+                Line(b"1 |f a", GOOD, label=1.0),
+                Line(b"-1 0.5 |f b", GOOD, label=-1.0),
+            ],
+        ),
+        TextCase(
+            "values",
+            "vw",
+            [
+                Line(b"1 |f a:1e308", GOOD, values=(1e308,)),
+                Line(b"1 |f a:1e309", "non-finite feature value: 'a:1e309'"),
+                Line(b"1 |f:1e300 a:1e10", "non-finite feature value: 'a:1e10'"),  # the scale overflows it
+                Line(b"1 |f:1e309 a", "non-finite namespace scale: 'f:1e309'"),
+                Line(b"1 |f a:-1e308 b:1e-400", GOOD, values=(-1e308,)),  # b underflows to 0: dropped
+            ],
+        ),
+        TextCase(
+            "duplicates",
+            "vw",
+            [
+                Line(b"1 |f a a:2 |f a:0.5", GOOD, values=(1.0, 2.0, 0.5), slots=(feature_slot("a", 18, "f"),) * 3),
+                Line(b"1 |f a |g a", GOOD, values=(1.0, 1.0)),
+            ],
+        ),
     ]
 
 
@@ -216,65 +280,103 @@ def _csv_cases() -> list[TextCase]:
         return TextCase(name, "csv", lines, options=dict(CSV_OPTIONS), header=CSV_HEADER, **options)
 
     return [
-        case("nul", [
-            Line(b"1,0.5,2,red", GOOD, values=(0.5, 2.0, 1.0)),
-            Line(b"1,0.5,2,r\x00d", nul(10)),
-            Line(b"0,1,\x00,blue", nul(5)),
-            Line(b"\x00\x00\x00", nul(1)),
-            Line(b"0,,1.25,blue", GOOD, label=0.0, values=(1.25, 1.0)),
-        ]),
-        case("invalid_utf8", [
-            Line(b"1,0.5,2,\xffred", GOOD,
-                 slots=(feature_slot("a"), feature_slot("b"), category_slot("c", b"\xffred"))),
-            Line(b"1,\xc3,2,red", "column 'a': not a number: '\ufffd'"),
-            Line(b"\xff,1,2,red", "label column 'y': not a number: '\ufffd'"),
-            Line(b'0,1,2,"caf\xe9"', GOOD),
-        ]),
-        case("crlf", ending=b"\r\n", lines=[
-            Line(b"1,0.5,2,red", GOOD, values=(0.5, 2.0, 1.0)),
-            Line(b"", SKIP),
-            Line(b"0,,1.25,blue", GOOD),
-            Line(b"1,x,2,red", "column 'a': not a number: 'x'"),
-            Line(b"1,2,3", "expected 4 columns, found 3"),
-            Line(b'0,1,1,"dark, blue"', GOOD),
-        ]),
-        case("no_final_newline", final_newline=False, lines=[
-            Line(b"1,0.5,2,red", GOOD),
-            Line(b"1,zz,2,red", "column 'a': not a number: 'zz'"),
-            Line(b"0,0.25,1,blue", GOOD, label=0.0, values=(0.25, 1.0, 1.0)),
-        ]),
-        case("labels", [
-            *(Line(label + b",1,2,red", FINITE_LABEL) for label in (b"nan", b"inf", b"-inf", b"1e309")),
-            Line(b",1,2,red", "missing label"),
-            Line(b"1,1,2,red", GOOD, label=1.0),
-        ]),
-        case("values", [
-            Line(b"1,1e308,-1e308,red", GOOD, values=(1e308, -1e308, 1.0)),
-            Line(b"1,1e309,1,red", "column 'a': non-finite value: '1e309'"),
-            Line(b"1,1,-1e309,red", "column 'b': non-finite value: '-1e309'"),
-            Line(b"1,nan,1,red", "column 'a': non-finite value: 'nan'"),
-            Line(b"1,1e-400,1,red", GOOD, values=(1.0, 1.0)),  # a underflows to 0: dropped
-        ]),
-        TextCase("duplicates", "csv", header=b"y,a,a,c", options=dict(CSV_OPTIONS), lines=[
-            # two features named a, in one slot (the learners add them up)
-            Line(b"1,1,2,red", GOOD, values=(1.0, 2.0, 1.0),
-                 slots=(feature_slot("a"), feature_slot("a"), category_slot("c", b"red"))),
-            Line(b"0,0,3,blue", GOOD, values=(3.0, 1.0)),
-        ]),
+        case(
+            "nul",
+            [
+                Line(b"1,0.5,2,red", GOOD, values=(0.5, 2.0, 1.0)),
+                Line(b"1,0.5,2,r\x00d", nul(10)),
+                Line(b"0,1,\x00,blue", nul(5)),
+                Line(b"\x00\x00\x00", nul(1)),
+                Line(b"0,,1.25,blue", GOOD, label=0.0, values=(1.25, 1.0)),
+            ],
+        ),
+        case(
+            "invalid_utf8",
+            [
+                Line(
+                    b"1,0.5,2,\xffred",
+                    GOOD,
+                    slots=(feature_slot("a"), feature_slot("b"), category_slot("c", b"\xffred")),
+                ),
+                Line(b"1,\xc3,2,red", "column 'a': not a number: '\ufffd'"),
+                Line(b"\xff,1,2,red", "label column 'y': not a number: '\ufffd'"),
+                Line(b'0,1,2,"caf\xe9"', GOOD),
+            ],
+        ),
+        case(
+            "crlf",
+            ending=b"\r\n",
+            lines=[
+                Line(b"1,0.5,2,red", GOOD, values=(0.5, 2.0, 1.0)),
+                Line(b"", SKIP),
+                Line(b"0,,1.25,blue", GOOD),
+                Line(b"1,x,2,red", "column 'a': not a number: 'x'"),
+                Line(b"1,2,3", "expected 4 columns, found 3"),
+                Line(b'0,1,1,"dark, blue"', GOOD),
+            ],
+        ),
+        case(
+            "no_final_newline",
+            final_newline=False,
+            lines=[
+                Line(b"1,0.5,2,red", GOOD),
+                Line(b"1,zz,2,red", "column 'a': not a number: 'zz'"),
+                Line(b"0,0.25,1,blue", GOOD, label=0.0, values=(0.25, 1.0, 1.0)),
+            ],
+        ),
+        case(
+            "labels",
+            [
+                *(Line(label + b",1,2,red", FINITE_LABEL) for label in (b"nan", b"inf", b"-inf", b"1e309")),
+                Line(b",1,2,red", "missing label"),
+                Line(b"1,1,2,red", GOOD, label=1.0),
+            ],
+        ),
+        case(
+            "values",
+            [
+                Line(b"1,1e308,-1e308,red", GOOD, values=(1e308, -1e308, 1.0)),
+                Line(b"1,1e309,1,red", "column 'a': non-finite value: '1e309'"),
+                Line(b"1,1,-1e309,red", "column 'b': non-finite value: '-1e309'"),
+                Line(b"1,nan,1,red", "column 'a': non-finite value: 'nan'"),
+                Line(b"1,1e-400,1,red", GOOD, values=(1.0, 1.0)),  # a underflows to 0: dropped
+            ],
+        ),
+        TextCase(
+            "duplicates",
+            "csv",
+            header=b"y,a,a,c",
+            options=dict(CSV_OPTIONS),
+            lines=[
+                # two features named a, in one slot (the learners add them up)
+                Line(
+                    b"1,1,2,red",
+                    GOOD,
+                    values=(1.0, 2.0, 1.0),
+                    slots=(feature_slot("a"), feature_slot("a"), category_slot("c", b"red")),
+                ),
+                Line(b"0,0,3,blue", GOOD, values=(3.0, 1.0)),
+            ],
+        ),
         # Without a header the file's first record sets the number of columns for
         # every block: a short line starting a block (block_lines=3) is one dead
         # letter, not a reason to refuse the good lines after it.
-        TextCase("headerless_bad_line_starts_a_block", "csv", options={"has_header": False},
-                 read_options={"block_lines": 3}, lines=[
-            Line(b"1,2,3", GOOD),
-            Line(b"0,4,5", GOOD),
-            Line(b"1,6,7", GOOD),
-            Line(b"1,2", "expected 3 columns, found 2"),
-            Line(b"0,8,9", GOOD, label=0.0, values=(8.0, 9.0)),
-            Line(b"1,10,11", GOOD),
-            Line(b"0,12,13", GOOD),
-        ]),
-    ]  # fmt: skip
+        TextCase(
+            "headerless_bad_line_starts_a_block",
+            "csv",
+            options={"has_header": False},
+            read_options={"block_lines": 3},
+            lines=[
+                Line(b"1,2,3", GOOD),
+                Line(b"0,4,5", GOOD),
+                Line(b"1,6,7", GOOD),
+                Line(b"1,2", "expected 3 columns, found 2"),
+                Line(b"0,8,9", GOOD, label=0.0, values=(8.0, 9.0)),
+                Line(b"1,10,11", GOOD),
+                Line(b"0,12,13", GOOD),
+            ],
+        ),
+    ]
 
 
 def long_line_cases() -> list[TextCase]:
@@ -285,26 +387,37 @@ def long_line_cases() -> list[TextCase]:
     at_limit = b"1 1:" + b"1" * (limit - 4)
     giant = b"1 1:0.5 " + b"x" * (3 << 20)  # far longer than a read: streamed past
     return [
-        TextCase("long_lines", "libsvm", read_options={"max_line_bytes": limit}, final_newline=False, lines=[
-            Line(b"1 1:1", GOOD),
-            Line(long_valid, too_long(len(long_valid), limit)),
-            Line(at_limit, GOOD),  # exactly at the limit: read
-            Line(at_limit + b"1", too_long(limit + 1, limit)),
-            Line(b"-1 2:1", GOOD),
-            Line(long_valid + b" 1:2", too_long(len(long_valid) + 4, limit)),  # the last, unterminated
-        ]),
+        TextCase(
+            "long_lines",
+            "libsvm",
+            read_options={"max_line_bytes": limit},
+            final_newline=False,
+            lines=[
+                Line(b"1 1:1", GOOD),
+                Line(long_valid, too_long(len(long_valid), limit)),
+                Line(at_limit, GOOD),  # exactly at the limit: read
+                Line(at_limit + b"1", too_long(limit + 1, limit)),
+                Line(b"-1 2:1", GOOD),
+                Line(long_valid + b" 1:2", too_long(len(long_valid) + 4, limit)),  # the last, unterminated
+            ],
+        ),
         *(
             # (small blocks: the good line before it goes out, and the giant line is streamed past)
-            TextCase("giant_line", fmt, options=options, header=header,
-                     read_options={"max_line_bytes": 1 << 20, "block_bytes": 1 << 16},
-                     lines=[Line(good, GOOD), Line(giant, too_long(len(giant), 1 << 20)), Line(good, GOOD)])
+            TextCase(
+                "giant_line",
+                fmt,
+                options=options,
+                header=header,
+                read_options={"max_line_bytes": 1 << 20, "block_bytes": 1 << 16},
+                lines=[Line(good, GOOD), Line(giant, too_long(len(giant), 1 << 20)), Line(good, GOOD)],
+            )
             for fmt, good, header, options in (
                 ("libsvm", b"1 1:0.5", None, {}),
                 ("vw", b"1 |f a", None, {}),
                 ("csv", b"1,0.5,2,red", CSV_HEADER, CSV_OPTIONS),
             )
         ),
-    ]  # fmt: skip
+    ]
 
 
 def too_long(length: int, limit: int) -> str:
@@ -379,9 +492,15 @@ def gzip_cases() -> list[GzipCase]:
         GzipCase("empty_file", "libsvm", b"", b"", False),
         GzipCase("empty_member", "libsvm", gzip.compress(b""), b"", False),
         # Cut inside a line longer than max_line_bytes: one dead letter saying both.
-        GzipCase("cut_in_a_long_line", "libsvm", cut_giant, readable_prefix(cut_giant), True,
-                 read_options={"max_line_bytes": 1 << 20, "block_bytes": 1 << 16}),
-    ]  # fmt: skip
+        GzipCase(
+            "cut_in_a_long_line",
+            "libsvm",
+            cut_giant,
+            readable_prefix(cut_giant),
+            True,
+            read_options={"max_line_bytes": 1 << 20, "block_bytes": 1 << 16},
+        ),
+    ]
 
 
 def corrupt_gzip(content: bytes) -> bytes:
@@ -423,16 +542,20 @@ def parquet_cases() -> list[ParquetCase]:
     from decimal import Decimal
 
     nan, inf = math.nan, math.inf
-    sparse_labels = pa.table({
-        "label": [nan, inf, -inf, 1.0, None, 0.0],
-        "indices": [[1], [2], [3], [4], [5], [6, 6]],
-        "values": [[1.0], [1.0], [1.0], [2.5], [1.0], [1.0, 2.0]],
-    })  # fmt: skip
-    sparse_values = pa.table({
-        "label": [1.0, 1.0, 1.0, 1.0, 0.0, 1.0],
-        "indices": [[1, 2], [1], [3, 3, 5], [1], [2, 4], [7]],
-        "values": [[1e308, -1e308], [inf], [1.0, 2.0, 0.5], [nan], [1e-320, 0.0], [-inf]],
-    })  # fmt: skip
+    sparse_labels = pa.table(
+        {
+            "label": [nan, inf, -inf, 1.0, None, 0.0],
+            "indices": [[1], [2], [3], [4], [5], [6, 6]],
+            "values": [[1.0], [1.0], [1.0], [2.5], [1.0], [1.0, 2.0]],
+        }
+    )
+    sparse_values = pa.table(
+        {
+            "label": [1.0, 1.0, 1.0, 1.0, 0.0, 1.0],
+            "indices": [[1, 2], [1], [3, 3, 5], [1], [2, 4], [7]],
+            "values": [[1e308, -1e308], [inf], [1.0, 2.0, 0.5], [nan], [1e-320, 0.0], [-inf]],
+        }
+    )
     # Named columns: two called "a" (two features of that name), a decimal one,
     # and columns no feature can come from (a struct, a list, strings), left out.
     named = pa.Table.from_arrays(
@@ -449,28 +572,42 @@ def parquet_cases() -> list[ParquetCase]:
     )
     null_labels = pa.table({"label": pa.nulls(3), "indices": [[1], [2], [3]]})
     return [
-        ParquetCase("labels", sparse_labels, [
-            Row(FINITE_LABEL), Row(FINITE_LABEL), Row(FINITE_LABEL),
-            Row(GOOD, label=1.0, values=(2.5,), slots=(4,)),
-            Row("missing label"),
-            Row(GOOD, label=0.0, values=(1.0, 2.0), slots=(6, 6)),  # a repeated index is kept
-        ]),
-        ParquetCase("values", sparse_values, [
-            Row(GOOD, values=(1e308, -1e308), slots=(1, 2)),
-            Row(NON_FINITE_SPARSE),
-            Row(GOOD, values=(1.0, 2.0, 0.5), slots=(3, 3, 5)),
-            Row(NON_FINITE_SPARSE),
-            Row(GOOD, label=0.0, values=(1e-320,), slots=(2,)),  # the 0 is dropped
-            Row(NON_FINITE_SPARSE),
-        ]),
-        ParquetCase("named_columns", named, [
-            Row(GOOD, label=1.0, values=(0.5, 2.0, 1.25)),
-            Row("non-finite value in column 'a'"),
-            Row(FINITE_LABEL),
-            Row(GOOD, label=1.0, values=(1e308, 5.0)),  # the null decimal is a missing value
-        ]),
+        ParquetCase(
+            "labels",
+            sparse_labels,
+            [
+                Row(FINITE_LABEL),
+                Row(FINITE_LABEL),
+                Row(FINITE_LABEL),
+                Row(GOOD, label=1.0, values=(2.5,), slots=(4,)),
+                Row("missing label"),
+                Row(GOOD, label=0.0, values=(1.0, 2.0), slots=(6, 6)),  # a repeated index is kept
+            ],
+        ),
+        ParquetCase(
+            "values",
+            sparse_values,
+            [
+                Row(GOOD, values=(1e308, -1e308), slots=(1, 2)),
+                Row(NON_FINITE_SPARSE),
+                Row(GOOD, values=(1.0, 2.0, 0.5), slots=(3, 3, 5)),
+                Row(NON_FINITE_SPARSE),
+                Row(GOOD, label=0.0, values=(1e-320,), slots=(2,)),  # the 0 is dropped
+                Row(NON_FINITE_SPARSE),
+            ],
+        ),
+        ParquetCase(
+            "named_columns",
+            named,
+            [
+                Row(GOOD, label=1.0, values=(0.5, 2.0, 1.25)),
+                Row("non-finite value in column 'a'"),
+                Row(FINITE_LABEL),
+                Row(GOOD, label=1.0, values=(1e308, 5.0)),  # the null decimal is a missing value
+            ],
+        ),
         ParquetCase("null_typed_label_column", null_labels, [Row("missing label")] * 3),
-    ]  # fmt: skip
+    ]
 
 
 def parquet_error_cases() -> list[tuple[str, pa.Table | bytes, dict, str]]:
@@ -478,22 +615,47 @@ def parquet_error_cases() -> list[tuple[str, pa.Table | bytes, dict, str]]:
     good = pa.table({"label": [1.0, 0.0], "indices": [[1], [2]]})
     return [
         ("no_label_column", pa.table({"a": [1.0, 2.0]}), {}, "label column 'label' not found"),
-        ("string_labels", pa.table({"label": ["1", "0"], "a": [1.0, 2.0]}), {},
-         "label column 'label' must be numeric, got string; to read class names, pass label_names"),
-        ("list_labels", pa.table({"label": [[1.0], [0.0]], "a": [1.0, 2.0]}), {},
-         "label column 'label' must be numeric, got list<element: double>"),
-        ("struct_features_only", pa.table({"label": [1.0, 0.0], "s": [{"x": 1.0}, {"x": 2.0}]}), {},
-         "no feature columns"),
-        ("list_features_under_another_name", pa.table({"label": [1.0, 0.0], "feats": [[1.0], [2.0]]}), {},
-         "no feature columns"),
+        (
+            "string_labels",
+            pa.table({"label": ["1", "0"], "a": [1.0, 2.0]}),
+            {},
+            "label column 'label' must be numeric, got string; to read class names, pass label_names",
+        ),
+        (
+            "list_labels",
+            pa.table({"label": [[1.0], [0.0]], "a": [1.0, 2.0]}),
+            {},
+            "label column 'label' must be numeric, got list<element: double>",
+        ),
+        (
+            "struct_features_only",
+            pa.table({"label": [1.0, 0.0], "s": [{"x": 1.0}, {"x": 2.0}]}),
+            {},
+            "no feature columns",
+        ),
+        (
+            "list_features_under_another_name",
+            pa.table({"label": [1.0, 0.0], "feats": [[1.0], [2.0]]}),
+            {},
+            "no feature columns",
+        ),
         ("string_indices", pa.table({"label": [1.0], "indices": [["a"]]}), {}, "must hold lists of integers"),
         ("struct_indices", pa.table({"label": [1.0], "indices": [[{"i": 1}]]}), {}, "must hold lists of integers"),
-        ("string_values", pa.table({"label": [1.0], "indices": [[1]], "values": [["a"]]}), {},
-         "must hold lists of numbers"),
-        ("label_column_twice", pa.Table.from_arrays([pa.array([1.0]), pa.array([0.0]), pa.array([[1]])],
-                                                    names=["label", "label", "indices"]), {},
-         "column 'label' appears 2 times"),
+        (
+            "string_values",
+            pa.table({"label": [1.0], "indices": [[1]], "values": [["a"]]}),
+            {},
+            "must hold lists of numbers",
+        ),
+        (
+            "label_column_twice",
+            pa.Table.from_arrays(
+                [pa.array([1.0]), pa.array([0.0]), pa.array([[1]])], names=["label", "label", "indices"]
+            ),
+            {},
+            "column 'label' appears 2 times",
+        ),
         ("not_parquet", b"1 1:0.5\n-1 2:1\n", {}, "not a readable Parquet file"),
         ("empty_file", b"", {}, "not a readable Parquet file"),
         ("truncated", good, {"truncate": True}, "not a readable Parquet file"),
-    ]  # fmt: skip
+    ]

@@ -38,12 +38,15 @@ def _read_all(reads, dump_path: str) -> dict:
     pipeline = beam.Pipeline(runner="FnApiRunner")
     parts = []
     for name, path, fmt, options in reads:
-        read = pipeline | name >> ReadExamples(path, fmt, check_input=False, **options)  # (the records' fates, not the job's)
+        read = pipeline | name >> ReadExamples(
+            path, fmt, check_input=False, **options
+        )  # (the records' fates, not the job's)
         parts += [
             read.examples | f"{name}Rows" >> beam.Map(lambda batch, name: (name, "examples", len(batch)), name),
-            read.dead_letters | f"{name}Dead" >> beam.Map(lambda letter, name: (name, "dead", letter_summary(letter)), name),
-            read.counts | f"{name}Counts" >> beam.Map(lambda c, name: (name, "counts", tuple(c.to_dict().values())),
-                                                      name),
+            read.dead_letters
+            | f"{name}Dead" >> beam.Map(lambda letter, name: (name, "dead", letter_summary(letter)), name),
+            read.counts
+            | f"{name}Counts" >> beam.Map(lambda c, name: (name, "counts", tuple(c.to_dict().values())), name),
         ]
     _ = parts | beam.Flatten() | beam.combiners.ToList() | beam.Map(dump)
     pipeline.run().wait_until_finish()
