@@ -23,7 +23,8 @@ Modes: ``writable`` (site-packages as installed, writable) and ``read-only`` (th
 site-packages bind-mounted read-only in a private mount namespace, ``unshare -m``: needs
 root, and unlike ``chmod -R a-w`` it also stops root). The plain design has a third
 scenario, ``plain+cachedir``: the build step warms into ``NUMBA_CACHE_DIR`` (a folder
-outside site-packages that stays writable), which the image also sets for its runs.
+outside site-packages that stays writable), which the image also sets for its runs;
+mode ``read-only-image`` mounts the whole installation read-only, that folder too.
 ``plain-nowarm`` (``pip install`` without the warm step) shows what the warm step saves.
 
 The venvs use ``--system-site-packages`` for numpy, numba, scipy, pyarrow and Beam: their
