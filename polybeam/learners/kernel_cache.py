@@ -29,6 +29,11 @@ used; that machine compiles once and adds its own entry). The module relies on
 numba's private caching classes; without them it changes nothing and numba
 caches as usual. Each kernel module imports it before defining its kernels.
 
+Why not numba's own cache, warmed by ``python -m polybeam.warm`` after install:
+numba skips any cache folder it cannot write, even to read it, so in a read-only
+site-packages it compiles again and the first command was 5-10 times slower
+(``benchmarks/bench_kernel_cache.py``, ``benchmarks/results/kernel_cache.md``).
+
 >>> is_polybeam_source(os.path.join(PACKAGE_ROOT, "learners", "kernels.py"))
 True
 >>> is_polybeam_source(os.__file__)
