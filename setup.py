@@ -60,10 +60,7 @@ class BuildPyWithKernels(build_py):
 setup(
     name="polybeam",
     version="0.1.0",
-    description=(
-        "Apache Beam transforms for sparse, tuning-free online learning with "
-        "adaptive polynomial expansion"
-    ),
+    description=("Apache Beam transforms for sparse, tuning-free online learning with adaptive polynomial expansion"),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
@@ -85,8 +82,17 @@ setup(
         # learners and RunInference on pandas data (pandas is never required by the package).
         # pytest-xdist runs the quick run on both cores (-n 2); ruff is the linter and formatter a test holds the
         # tree to (tests/test_lint.py), pinned below its next minor release, whose new rules would fail CI unasked.
-        "test": ["pytest>=8", "hypothesis>=6.100", "mmh3>=4", "apache-beam[yaml]>=2.77,<3", "matplotlib>=3.8",
-                 "scikit-learn>=1.4", "pandas>=2", "pytest-xdist>=3.5", "ruff>=0.17,<0.18"],
+        "test": [
+            "pytest>=8",
+            "hypothesis>=6.100",
+            "mmh3>=4",
+            "apache-beam[yaml]>=2.77,<3",
+            "matplotlib>=3.8",
+            "scikit-learn>=1.4",
+            "pandas>=2",
+            "pytest-xdist>=3.5",
+            "ruff>=0.17,<0.18",
+        ],
         "plot": ["matplotlib>=3.8"],
         # polybeam.sklearn's estimators (PolybeamClassifier, PolybeamRegressor); only that module imports it.
         "sklearn": ["scikit-learn>=1.4"],

@@ -83,8 +83,11 @@ def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 def clean_environment(home: str) -> dict[str, str]:
     """The environment of a first run: no PYTHONPATH, no numba settings, an empty home (no per-user caches)."""
-    environment = {key: value for key, value in os.environ.items()
-                   if key != "PYTHONPATH" and not key.startswith(("NUMBA_", "XDG_", "POLYBEAM_"))}  # fmt: skip
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key != "PYTHONPATH" and not key.startswith(("NUMBA_", "XDG_", "POLYBEAM_"))
+    }
     environment["HOME"] = home
     return environment
 
@@ -198,17 +201,23 @@ def measure(scenario: str, command: str, workdir: str, trial: int) -> dict:
     in_home = glob.glob(os.path.join(home, "**", "*.nbi"), recursive=True, include_hidden=True)
     written_home = sorted({os.sep.join(os.path.relpath(path, home).split(os.sep)[:3]) for path in in_home})
     return {
-        "scenario": scenario, "command": command, "trial": trial, "seconds": seconds,
+        "scenario": scenario,
+        "command": command,
+        "trial": trial,
+        "seconds": seconds,
         "cache_files_written_in_image": cache_files(image) - before,
-        "cache_files_written_in_home": cache_files(home), "home_cache_folders": written_home,
-    }  # fmt: skip
+        "cache_files_written_in_home": cache_files(home),
+        "home_cache_folders": written_home,
+    }
 
 
 def report(results: list[dict], scenarios: list[str], commands: list[str]) -> str:
     """A markdown table of medians (and all runs), with plain / wheel per mode and command."""
     median = {}
-    lines = ["| scenario | " + " | ".join(f"{command} (s)" for command in commands) + " |",
-             "| --- |" + " --- |" * len(commands)]  # fmt: skip
+    lines = [
+        "| scenario | " + " | ".join(f"{command} (s)" for command in commands) + " |",
+        "| --- |" + " --- |" * len(commands),
+    ]
     for scenario in scenarios:
         cells = []
         for command in commands:

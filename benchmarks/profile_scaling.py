@@ -102,15 +102,15 @@ def install() -> None:
     from polybeam.formats.libsvm import LibsvmFormat
     from polybeam.learners.background import BackgroundLearner
     from polybeam.learners.linear import LinearLearner
-    from polybeam.pipelines import cli, forked_workers, jobs, launch
+    from polybeam.pipelines import cli, commands, forked_workers, job_parts, jobs, launch
     from polybeam.transforms import report, train
 
     timed(cli, "_check_arguments", "launcher", "check arguments (imports Beam)")
-    timed(cli, "_runner", "launcher", "import the job's module")
+    timed(commands.Command, "run_function", "launcher", "import the job's module")
     timed(jobs, "run_train", "launcher", "run_train")
     timed(jobs, "check_sample", "launcher", "check sample")
     timed(jobs, "header_columns", "launcher", "header columns")
-    timed(jobs, "preload_kernels", "launcher", "preload kernels")
+    timed(job_parts, "preload_kernels", "launcher", "preload kernels")
     timed(launch, "forked_runner", "launcher", "fork workers")
     timed(launch, "read_json", "launcher", "read report")
     timed(fn_runner.FnApiRunner, "run_pipeline", "launcher", "runner: run_pipeline")

@@ -30,7 +30,7 @@ import os
 import pickle
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -110,16 +110,28 @@ def _text_formats() -> dict[str, list]:
         batches["multiclass"].append(_parse(fmt, VW_NAMED_CLASSES))
     header, body = CSV_TEXT.split(b"\n", 1)
     for kind in ("real", "binary", "any"):
-        fmt = make_format("csv", bits=BITS, labels=kind, label_column="label", weight_column="weight",
-                          categorical_columns=("colour", "note, quoted"))  # fmt: skip
+        fmt = make_format(
+            "csv",
+            bits=BITS,
+            labels=kind,
+            label_column="label",
+            weight_column="weight",
+            categorical_columns=("colour", "note, quoted"),
+        )
         batches["real" if kind == "real" else "binary"].append(_parse(fmt, body, header=header))
     # Per-key models (--key namespace:NAME / column:NAME) read each example's key from the text.
     _parse(make_format("vw", bits=BITS, labels="binary", key_namespace="c"), VW_TEXT)
     keyed = make_format("csv", bits=BITS, labels="binary", label_column="label", key_column="colour")
     _parse(keyed, body, header=header)
     header, body = CSV_NAMED_CLASSES.split(b"\n", 1)
-    fmt = make_format("csv", bits=BITS, labels="multiclass", label_names=("cat", "dog", "bird"), delimiter=";",
-                      categorical_columns=("colour",))  # fmt: skip
+    fmt = make_format(
+        "csv",
+        bits=BITS,
+        labels="multiclass",
+        label_names=("cat", "dog", "bird"),
+        delimiter=";",
+        categorical_columns=("colour",),
+    )
     batches["multiclass"].append(_parse(fmt, body, header=header))
     batches["binary"].append(_parse(make_format("csv", bits=BITS, labels="binary", has_header=False), CSV_NO_HEADER))
     return batches
@@ -132,12 +144,14 @@ def _parquet_batches() -> dict[str, list]:
 
     from polybeam.formats import make_format
 
-    sparse = pa.table({
-        "label": [1.0, -1.0, 1.0],
-        "weight": [1.0, 2.0, 0.5],
-        "indices": [[1, 3], [2, 400000], []],
-        "values": [[0.5, 1.0], [2.0, -1.0], []],
-    })  # fmt: skip
+    sparse = pa.table(
+        {
+            "label": [1.0, -1.0, 1.0],
+            "weight": [1.0, 2.0, 0.5],
+            "indices": [[1, 3], [2, 400000], []],
+            "values": [[0.5, 1.0], [2.0, -1.0], []],
+        }
+    )
     named = pa.table({"label": ["cat", "dog", "bird"], "size": [1.5, 0.5, 2.0], "count": [1, 0, 3]})
     batches: dict[str, list] = {"real": [], "binary": [], "multiclass": []}
     for table, options, kind in (
@@ -254,8 +268,10 @@ def warm_expansions(batches: dict[str, list]) -> None:
         kind = {"squared": "real", "softmax": "multiclass"}.get(loss, "binary")
         classes = {"classes": 3} if loss == "softmax" else {}
         configs = [
-            *(LearnerConfig(loss=loss, bits=BITS, expand_rule=rule, **apple, **classes)
-              for rule in ("weight", "fallback", "ssm")),
+            *(
+                LearnerConfig(loss=loss, bits=BITS, expand_rule=rule, **apple, **classes)
+                for rule in ("weight", "fallback", "ssm")
+            ),
             LearnerConfig(loss=loss, bits=BITS, repeat_factors=False, gravity=1e-3, passes=2, **apple, **classes),
             LearnerConfig(loss=loss, bits=BITS, step="adaptive", examples_per_pass=8, **apple, **classes),
             LearnerConfig(loss=loss, bits=BITS, expand="quadratic", **classes),
@@ -271,13 +287,14 @@ def warm_expansions(batches: dict[str, list]) -> None:
 
 def warm_selection(batches: dict[str, list]) -> None:
     """Gram statistics (sparse and dense products), every sequencing method, anytime models, timeliness."""
+    from scipy import sparse as scipy_sparse
+
     from polybeam.learners.batch import ExampleBatch
     from polybeam.selection.anytime import AnytimeModel, prefix_records
     from polybeam.selection.groups import GroupSpec
     from polybeam.selection.sequencing import METHODS
     from polybeam.selection.statistics import GramStatistics
     from polybeam.selection.timeliness import HeldOutCurve, oracle_curve, plateau_alpha, stopping_cost, timeliness
-    from scipy import sparse as scipy_sparse
 
     rng = np.random.default_rng(0)
     features = 12
@@ -286,27 +303,37 @@ def warm_selection(batches: dict[str, list]) -> None:
     dense[:, 10] = 1.0  # a constant feature
     labels = dense[:, :4] @ np.array([1.0, -0.5, 0.25, 2.0]) + 0.1 * rng.normal(size=len(dense))
     sparse = dense * (rng.random(dense.shape) < 0.3)
-    spec = GroupSpec.from_json({"groups": [
-        {"name": "a", "features": ["1-2"], "cost": 1.0},
-        {"name": "b", "features": [3, 4], "cost": 2.5},
-        {"name": "c", "features": ["5-8"], "cost": 0.5},
-        {"name": "d", "features": [9, "10-11"], "cost": 4.0},
-        {"name": "e", "features": [12], "cost": 1.5},
-    ]}, bits=BITS)  # fmt: skip
+    spec = GroupSpec.from_json(
+        {
+            "groups": [
+                {"name": "a", "features": ["1-2"], "cost": 1.0},
+                {"name": "b", "features": [3, 4], "cost": 2.5},
+                {"name": "c", "features": ["5-8"], "cost": 0.5},
+                {"name": "d", "features": [9, "10-11"], "cost": 4.0},
+                {"name": "e", "features": [12], "cost": 1.5},
+            ]
+        },
+        bits=BITS,
+    )
     for matrix in (dense, sparse):
         csr = scipy_sparse.csr_matrix(np.hstack([np.zeros((len(matrix), 1)), matrix]))
         batch = ExampleBatch(
-            labels=labels, weights=np.ones(len(labels)), indptr=csr.indptr.astype(np.int64),
-            indices=csr.indices.astype(np.int32), values=csr.data.astype(np.float64), bits=BITS,
-        )  # fmt: skip
+            labels=labels,
+            weights=np.ones(len(labels)),
+            indptr=csr.indptr.astype(np.int64),
+            indices=csr.indices.astype(np.int32),
+            values=csr.data.astype(np.float64),
+            bits=BITS,
+        )
         halves = [batch.rows_between(0, 30), batch.rows_between(30, 60)]
         parts = [GramStatistics.for_columns(spec.slots, bits=BITS).add(half) for half in halves]
         statistics = _roundtrip(parts[0]).merge([_roundtrip(part) for part in parts[1:]])
         models = {}
         for method in METHODS:
             for whiten, standardize in ((None, True), (False, False)):
-                records = prefix_records(spec, statistics, method=method, ridge=1e-6, whiten=whiten,
-                                         standardize=standardize, lasso_points=5)  # fmt: skip
+                records = prefix_records(
+                    spec, statistics, method=method, ridge=1e-6, whiten=whiten, standardize=standardize, lasso_points=5
+                )
                 models[method] = AnytimeModel(records)
         for model in models.values():
             model = _roundtrip(model)
@@ -321,8 +348,10 @@ def warm_selection(batches: dict[str, list]) -> None:
                 timeliness(costs, held_out, stop=stop)
                 timeliness(*oracle_curve(costs, held_out), stop=stop)
     # A parsed file's batches, with a default group for the features no group names (--default-group).
-    small = GroupSpec.from_json({"groups": [{"name": "low", "features": ["1-4"], "cost": 1},
-                                            {"name": "high", "features": ["5-9"], "cost": 2}]}, bits=BITS)  # fmt: skip
+    small = GroupSpec.from_json(
+        {"groups": [{"name": "low", "features": ["1-4"], "cost": 1}, {"name": "high", "features": ["5-9"], "cost": 2}]},
+        bits=BITS,
+    )
     for batch in batches["real"][:2]:
         resolved = small.with_default(np.unique(batch.indices).tolist(), name="rest", cost=1.0)
         statistics = GramStatistics.for_columns(resolved.slots, bits=BITS).add(batch)
@@ -383,8 +412,9 @@ def warm(*, log: Callable[[str], None] | None = None) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m polybeam.warm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quiet", action="store_true", help="print nothing")
-    parser.add_argument("--expect-package", metavar="DIR",
-                        help="fail unless polybeam is imported from DIR (a wheel's build tree)")  # fmt: skip
+    parser.add_argument(
+        "--expect-package", metavar="DIR", help="fail unless polybeam is imported from DIR (a wheel's build tree)"
+    )
     args = parser.parse_args(argv)
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr))
     import polybeam

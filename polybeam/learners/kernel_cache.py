@@ -64,7 +64,7 @@ def is_polybeam_source(path: str, package_root: str | None = None) -> bool:
     return os.path.abspath(path).startswith(os.path.join(package_root or PACKAGE_ROOT, ""))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _digest(path: str, status_key: tuple) -> bytes:
     # The file's status is only the memo key, so that a file edited while the process
     # runs is hashed again (ctime too: a write changes it, and utime cannot set it);
@@ -169,7 +169,7 @@ def choose_cache_dir(source_path: str, *, explicit_root: str | None = None, user
     return target
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cache_dir_of(source_path: str, explicit_root: str | None) -> str | None:
     # Once per source file (it holds several kernels), not once per kernel.
     return choose_cache_dir(source_path, explicit_root=explicit_root)

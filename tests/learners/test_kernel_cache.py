@@ -1,5 +1,6 @@
 """The kernel cache: content-based stamps, where cache files go, and that an installed polybeam starts warm."""
 
+import ast
 import glob
 import importlib.util
 import itertools
@@ -129,13 +130,23 @@ def test_seeding_copies_the_modules_cache_files_once_and_keeps_newer_ones(tmp_pa
     assert kernel_cache.seed_from_packaged(str(source), str(target)) == 0
 
 
+def _imports_kernel_cache(statement: ast.stmt) -> bool:
+    """``from polybeam.learners import kernel_cache`` (alone or with other names)."""
+    return (
+        isinstance(statement, ast.ImportFrom)
+        and statement.module == "polybeam.learners"
+        and any(alias.name == "kernel_cache" for alias in statement.names)
+    )
+
+
 def test_every_kernel_module_sets_the_locator_up_before_its_kernels():
     late = []
     for path in glob.glob(os.path.join(kernel_cache.PACKAGE_ROOT, "**", "*.py"), recursive=True):
         text = open(path, encoding="utf-8").read()
         if "cache=True" in text and not path.endswith("kernel_cache.py"):
-            setup = text.find("from polybeam.learners import kernel_cache")
-            if setup < 0 or setup > text.find("cache=True"):
+            first_kernel = text[: text.find("cache=True")].count("\n") + 1
+            setup = [node.lineno for node in ast.parse(text).body if _imports_kernel_cache(node)]
+            if not setup or setup[0] > first_kernel:
                 late.append(os.path.relpath(path, kernel_cache.PACKAGE_ROOT))
     assert not late, f"import polybeam.learners.kernel_cache before the first @njit(cache=True) in {late}"
 
@@ -152,8 +163,11 @@ def _installed_package(cwd) -> str | None:
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     found = subprocess.run(
         [sys.executable, "-c", "import os, polybeam; print(os.path.dirname(polybeam.__file__))"],
-        cwd=cwd, env=environment, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     return found.stdout.strip() if found.returncode == 0 else None
 
 
@@ -176,9 +190,13 @@ def test_an_installed_polybeam_loads_its_kernels_from_the_shipped_cache(tmp_path
     # it is, so a kernel compiled here would show again in the next run.
     environment.update(NUMBA_DEBUG_CACHE="1", NUMBA_CACHE_DIR=str(tmp_path / "scratch"))
     result = subprocess.run(
-        [sys.executable, "-m", "polybeam.warm", "--quiet"], cwd=tmp_path, env=environment,
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [sys.executable, "-m", "polybeam.warm", "--quiet"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     compiled = [line for line in result.stdout.splitlines() if "data saved" in line]
     assert not compiled, "compiled instead of loaded from the shipped cache:\n" + "\n".join(compiled[:20])
