@@ -22,6 +22,7 @@ def section_code(title: str, next_title: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
 
 
+@pytest.mark.slow
 def test_the_from_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatch, capsys):
     blocks = section_code("## From Python\n", "## scikit-learn estimators\n")
     assert len(blocks) == 6

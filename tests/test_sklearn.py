@@ -119,6 +119,7 @@ def failed_checks(estimator) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "estimator, peer", [(PolybeamClassifier(), SGDClassifier()), (PolybeamRegressor(), SGDRegressor())]
 )
@@ -268,6 +269,8 @@ def test_the_fitted_model_is_what_polybeam_evaluate_reads(tmp_path, capsys):
 # -- scikit-learn stays optional ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_core_package_never_imports_scikit_learn():
     modules = [
         "polybeam",
@@ -292,6 +295,7 @@ def test_the_core_package_never_imports_scikit_learn():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs_and_says_what_it_prints(tmp_path, monkeypatch, capsys):
     with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as handle:
         readme = handle.read()

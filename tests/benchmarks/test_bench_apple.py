@@ -6,11 +6,14 @@ import importlib.util
 import json
 import os
 
+import pytest
+
 from tests.benchmarks.scripts import load_benchmark
 
 HAS_VW = importlib.util.find_spec("vowpalwabbit") is not None  # the bench extra; CI runs without it
 
 
+@pytest.mark.slow
 def test_relative_error_study_runs_and_reports(tmp_path):
     bench = load_benchmark("bench_apple")
     report = bench.main(

@@ -58,6 +58,7 @@ def test_online_normalised_gsa_ignores_feature_scale(bench, spam_split):
     assert raw["greedy_step"][0] > 0
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_report(bench, tmp_path):
     results = str(tmp_path / "results")
     argv = ["--seeds", "2", "--passes", "2", "--tasks", "spam,dna", "--scalings", "raw,maxabs", "--results", results]

@@ -49,6 +49,7 @@ def test_averaging_copies_of_one_learner_changes_nothing(bench, data):
     assert costs["merge_peak_bytes"] > 0 and costs["merge_seconds"] >= 0
 
 
+@pytest.mark.slow
 def test_quick_run_writes_sane_results(bench, tmp_path):
     results = str(tmp_path / "results")
     report = bench.main(["--quick", "--examples", "6000", "--test-examples", "2000", "--results", results])

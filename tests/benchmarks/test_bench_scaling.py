@@ -17,6 +17,7 @@ def bench():
 EXAMPLES = 8000
 
 
+@pytest.mark.slow
 def test_a_measured_run_reports_time_loss_and_each_workers_memory(bench, tmp_path):
     path = write_dataset(str(tmp_path), EXAMPLES, PlantedPolynomial(seed=1), formats=("libsvm",))["libsvm"]
     one = bench.train_once(path, str(tmp_path / "one.model"), (), (), {})
@@ -30,6 +31,7 @@ def test_a_measured_run_reports_time_loss_and_each_workers_memory(bench, tmp_pat
     assert 0 < one["progressive_loss"] < 1 and one["pipeline_seconds"] < one["whole_seconds"]
 
 
+@pytest.mark.slow
 def test_a_profiled_run_breaks_the_time_down_per_part_and_worker(bench, tmp_path):
     path = write_dataset(str(tmp_path), EXAMPLES, PlantedPolynomial(seed=1), formats=("libsvm",))["libsvm"]
     profile = bench.profile_once(path, str(tmp_path / "p.model"), (), bench.TWO_WORKERS, {}, str(tmp_path / "events"))

@@ -14,6 +14,7 @@ def bench():
     return load_benchmark("bench_truncation_cost")
 
 
+@pytest.mark.slow
 def test_tiny_run_times_both_forms_for_every_step_rule(bench, tmp_path):
     assert bench.main(["--examples", "3000", "--repeats", "1", "--results", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "truncation_cost.json").read_text())

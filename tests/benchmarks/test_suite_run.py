@@ -49,6 +49,7 @@ def test_polybeam_runner_uses_the_command_lines_configuration(suite):
     assert runners.polybeam_config(runners.polybeam_flags(runners.Task("r", "regression", None, 3))).loss == "squared"
 
 
+@pytest.mark.slow
 def test_quick_run_writes_a_report_with_every_learner(tmp_path):
     pytest.importorskip("sklearn")
     pytest.importorskip("vowpalwabbit")
@@ -73,6 +74,7 @@ def test_quick_run_writes_a_report_with_every_learner(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_quick_sparsity_protocol_chooses_on_validation_and_reports_every_method(tmp_path):
     pytest.importorskip("sklearn")
     pytest.importorskip("vowpalwabbit")

@@ -210,6 +210,7 @@ def parse(path: str, features: int):
     return parsed.batch.to_csr()[:, 1 : features + 1].toarray(), parsed.batch.labels
 
 
+@pytest.mark.slow
 def test_written_files_parse_back_to_the_same_rows(problem, tmp_path):
     n_train, n_test = BLOCK_ROWS + 300, 700
     paths = problem.write(str(tmp_path), n_train, n_test)

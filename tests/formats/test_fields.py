@@ -59,6 +59,7 @@ CSV = CsvFormat(
 )
 
 
+@pytest.mark.slow
 def test_a_row_is_the_example_its_csv_record_is():
     rows = random_rows(300, seed=1)
     parsed = CSV.parse(as_csv(rows))

@@ -29,6 +29,7 @@ def same(a, b) -> bool:
     return all(np.array_equal(getattr(a, name), getattr(b, name)) for name in ("indptr", "indices", "values"))
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(st.lists(st.dictionaries(KEYS, st.one_of(PRESENT, MISSING), max_size=8), max_size=6), st.integers(4, 24))
 def test_a_missing_value_is_the_key_left_out(examples, bits):

@@ -75,6 +75,7 @@ def test_unknown_reason_cuts_long_lists_and_long_names():
     assert long == f"unknown class label '{'b' * 40}...'; known classes are {'a' * 40}..."
 
 
+@pytest.mark.slow
 def test_string_labels_reads_numbers_names_and_empty_strings():
     table = class_names(("cat", "dog"))
     raw = b"dog3cow2.5cat"

@@ -310,6 +310,7 @@ def check_against_reference(spec, data, options, *, offset=0, first_line=1, head
     return parsed, reference
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(csv_cases(), options, st.booleans())
 def test_matches_reference_on_well_formed_blocks(case, options, later_block):
@@ -375,6 +376,7 @@ def test_the_id_column_has_no_other_role(options):
         CsvFormat(label_column="y", **options).parse(b"y,c,x\n1,a,2\n")
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(csv_cases(fuzz=True), options)
 def test_fuzzed_input_never_raises_and_accounts_for_every_line(case, options):

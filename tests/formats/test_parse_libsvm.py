@@ -178,6 +178,7 @@ options = st.fixed_dictionaries(
 ).map(lambda options: multiclass_options(options, (), options["classes"]))
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(blocks(libsvm_line), options, positions)
 def test_matches_reference_on_well_formed_blocks(data, options, position):
@@ -196,6 +197,7 @@ def test_matches_reference_on_well_formed_blocks(data, options, position):
     )
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(fuzzed(libsvm_line), options, positions)
 def test_fuzzed_input_never_raises_and_accounts_for_every_line(data, options, position):

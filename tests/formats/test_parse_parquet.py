@@ -200,6 +200,7 @@ def expected_animals(parsed):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "label_type", [pa.string(), pa.large_string(), pa.string_view(), pa.binary(), pa.dictionary(pa.int8(), pa.string())]
 )

@@ -18,6 +18,7 @@ def _seconds(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "cell, expected",
     [

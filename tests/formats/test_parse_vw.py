@@ -312,6 +312,7 @@ def check_against_reference(data, options, position, label_names=()):
     return parsed
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(vw_cases(), options, positions)
 def test_matches_reference_on_well_formed_blocks(case, options, position):
@@ -321,6 +322,7 @@ def test_matches_reference_on_well_formed_blocks(case, options, position):
     check_against_reference(data, options, position, label_names)
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(vw_cases(fuzz=True), options, positions)
 def test_fuzzed_input_never_raises_and_accounts_for_every_line(case, options, position):

@@ -151,6 +151,7 @@ def test_every_kernel_module_sets_the_locator_up_before_its_kernels():
     assert not late, f"import polybeam.learners.kernel_cache before the first @njit(cache=True) in {late}"
 
 
+@pytest.mark.slow
 def test_the_warm_up_runs_every_exercise():
     from polybeam import warm
 
@@ -171,6 +172,8 @@ def _installed_package(cwd) -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_an_installed_polybeam_loads_its_kernels_from_the_shipped_cache(tmp_path):
     source_tree = os.path.dirname(os.path.abspath(kernel_cache.PACKAGE_ROOT))
     installed = _installed_package(tmp_path)

@@ -44,6 +44,8 @@ def run_yaml(pipeline_file: str, variables: dict, cwd) -> subprocess.CompletedPr
     )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_listing_names_every_step_and_each_resolves():
     with open(yaml_steps.PROVIDERS) as handle:
         listing = yaml.safe_load(handle)
@@ -74,6 +76,8 @@ def example_run(tmp_path_factory):
     return {"train": train, "test": test, "out": out}
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_example_trains_and_evaluates_on_bundled_data(example_run, capsys):
     out = example_run["out"]
     (metrics_file,) = glob.glob(str(out / "metrics*"))
@@ -87,6 +91,7 @@ def test_the_example_trains_and_evaluates_on_bundled_data(example_run, capsys):
     assert open(out / "train.dead_letters.jsonl").read() == ""
 
 
+@pytest.mark.subprocess
 def test_the_example_writes_the_filtered_predictions_as_csv(example_run, tmp_path, capsys):
     out = example_run["out"]
     rows = []
@@ -121,6 +126,8 @@ def test_the_example_writes_the_filtered_predictions_as_csv(example_run, tmp_pat
         assert float(prediction) == pytest.approx(written[int(row)], rel=1e-8)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_sequence_and_a_model_path_from_yaml(tmp_path):
     train, test = datasets.write_split("spam", str(tmp_path))
     model = tmp_path / "m.model"
@@ -188,6 +195,8 @@ providers:
 """
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_rows_with_nulls_from_other_steps_are_scored_as_csv_lines_with_empty_cells(tmp_path):
     from polybeam.formats.csv import CsvFormat
     from polybeam.learners.config import LearnerConfig
@@ -212,6 +221,8 @@ def test_rows_with_nulls_from_other_steps_are_scored_as_csv_lines_with_empty_cel
     assert [row["prediction"] for row in rows] == pytest.approx(model.predict(batch).tolist(), abs=1e-9)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_yaml_model_records_its_input_and_a_yaml_read_reads_as_the_model_did(tmp_path):
     """Train from CSV with an ID and an ignored column; read the test file with ``model:`` alone (no format, no
     columns): the same numbers as ``polybeam predict``, each prediction with its example's ID."""

@@ -92,6 +92,8 @@ def stores(tmp_path_factory):
     return {"folder": folder, "train": paths["train_csv"], "test": paths["test_csv"], "model": model}
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_csv_rows_example_evaluates_and_scores_read_from_csv_rows_as_the_command_line(stores, tmp_path, capsys):
     out = tmp_path / "out"
     done = run_yaml(CSV_ROWS, {"train": stores["train"], "test": stores["test"], "out": str(out)}, tmp_path)
@@ -109,6 +111,8 @@ def test_the_csv_rows_example_evaluates_and_scores_read_from_csv_rows_as_the_com
         assert row["decision"] == (1 if row["prediction"] > 0.5 else -1) and row["label"] in (-1, 1)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_run_inference_example_scores_unlabelled_rows_as_polybeam_predict(stores, tmp_path, capsys):
     out = tmp_path / "out"
     done = run_yaml(RUN_INFERENCE, {"rows": stores["test"], "model": stores["model"], "out": str(out)}, tmp_path)
@@ -148,6 +152,8 @@ providers:
 """
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_files(stores, tmp_path, capsys):
     """A model trained on Parquet reads rows as its reader reads a table: numbers are features, the key's text is
     not (it is the CSV's categorical column that makes it one). MapToFields renames the label and adds a weight
@@ -242,6 +248,8 @@ providers:
 """
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_shared_per_key_model_scores_each_row_with_its_key_columns_offsets(stores, tmp_path, capsys):
     model = str(tmp_path / "shared.model")
     assert (
@@ -334,6 +342,8 @@ providers:
 """
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_softmax_rows_with_class_names_are_evaluated_and_scored_as_the_command_line(tmp_path, capsys):
     """Labels given by name (strings in the rows, as in the file) and a class probability list per row."""
     import numpy as np

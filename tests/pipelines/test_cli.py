@@ -45,6 +45,7 @@ def test_demo_trains_and_evaluates_spam_with_a_report(tmp_path, capsys):
     assert "held-out (920 examples)" in stdout
 
 
+@pytest.mark.slow
 def test_train_evaluate_predict_inspect(tmp_path, capsys, spam_split):
     train, test = spam_split
     model = tmp_path / "spam.model"
@@ -106,6 +107,7 @@ def test_bad_records_are_dead_lettered_with_line_numbers(tmp_path, capsys, spam_
     assert all(letter["source"].endswith("dirty.libsvm.gz") for letter in letters)
 
 
+@pytest.mark.slow
 def test_vw_and_csv_inputs_train_from_the_command_line(tmp_path, capsys):
     vw = tmp_path / "small.vw"
     vw.write_text(
@@ -200,6 +202,7 @@ def test_help_lists_options(capsys):
         assert flag in stdout
 
 
+@pytest.mark.slow
 def test_softmax_with_class_names_from_the_command_line(tmp_path, capsys):
     # dna: three classes, named here; the CSV carries the names as labels.
     train, test = datasets.write_split("dna", str(tmp_path))
@@ -261,6 +264,7 @@ def test_softmax_with_class_names_from_the_command_line(tmp_path, capsys):
     assert "classes: 3 (ei, ie, neither)" in stdout and "p" in stdout
 
 
+@pytest.mark.slow
 def test_truncated_gradient_from_the_command_line_makes_the_model_sparse(tmp_path, capsys, spam_split):
     train, _ = spam_split
     dense, sparse = tmp_path / "dense.model", tmp_path / "sparse.model"
@@ -277,6 +281,7 @@ def test_truncated_gradient_from_the_command_line_makes_the_model_sparse(tmp_pat
     assert "sparsity: cumulative (gravity 0.05, every 1)" in stdout
 
 
+@pytest.mark.slow
 def test_apple_from_the_command_line(tmp_path, capsys):
     # dna's 180 binary features: apple (binary, so no repeated factors) against the linear model.
     train, test = datasets.write_split("dna", str(tmp_path), binary=True)
@@ -322,6 +327,7 @@ def test_bad_expansion_options_fail_fast(capsys, spam_split):
     assert code != 0 and "alpha" in stderr
 
 
+@pytest.mark.slow
 def test_namespace_interactions_from_the_command_line(tmp_path, capsys):
     # y = sign(u * v) with u from namespace "user" and v from namespace "item", plus noise
     # features in "noise": only the cross-namespace product (VW's -q ui) explains the label.

@@ -285,6 +285,8 @@ def spam_split(tmp_path_factory):
     return datasets.write_split("spam", str(tmp_path_factory.mktemp("spam")))
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_entry_point_launches_the_job_and_exits_before_it_ends(tmp_path, spam_split):
     """As the flex-template launcher runs it: the command from the image's environment, every parameter
     spelled --name=value (flags too), Beam's options passed through; it returns at once and the job,

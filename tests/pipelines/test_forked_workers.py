@@ -7,6 +7,7 @@ import os
 
 import apache_beam as beam
 import numpy as np
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam import datasets
@@ -41,6 +42,7 @@ def test_forked_workers_are_other_processes_and_each_does_part_of_the_work(tmp_p
     assert len(os.listdir(tmp_path)) == 40 and len(pids) == 2 and os.getpid() not in pids
 
 
+@pytest.mark.slow
 def test_two_forked_workers_train_like_two_threads(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
     reports = {}

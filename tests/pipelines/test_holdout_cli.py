@@ -20,6 +20,7 @@ def held_out_error(capsys, model, test):
     return last_json(stdout)["error"]
 
 
+@pytest.mark.slow
 def test_more_passes_of_apple_are_judged_on_a_holdout_and_do_not_make_it_worse(tmp_path, capsys, letter):
     train, test = letter
     errors = {}
@@ -57,6 +58,7 @@ def test_more_passes_of_apple_are_judged_on_a_holdout_and_do_not_make_it_worse(t
     assert stdout.startswith("polybeam linear model: loss=logistic") and "apple guard: kept the linear model" in stdout
 
 
+@pytest.mark.slow
 def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
     model = tmp_path / "spam.model"
@@ -89,6 +91,7 @@ def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
     assert len(last_json(stdout)["passes"]) == holdout["best_pass"]  # the model is the best pass's
 
 
+@pytest.mark.slow
 def test_a_small_holdout_is_released_after_the_first_pass(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
     code, stdout, stderr = run(

@@ -110,6 +110,7 @@ def commands(spam, folder, data):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["train", "evaluate", "predict", "sequence", "timeliness", "predict --prefixes"])
 def test_an_unmatched_input_pattern_is_one_line_for_every_command(tmp_path, spam, command):
     argv = commands(spam, tmp_path, str(tmp_path / "nothere*.libsvm"))[command]
@@ -119,6 +120,7 @@ def test_an_unmatched_input_pattern_is_one_line_for_every_command(tmp_path, spam
     assert stderr == f"polybeam {name}: error: no file matches {str(tmp_path / 'nothere*.libsvm')!r}\n"
 
 
+@pytest.mark.slow
 def test_an_empty_input_fails_unless_allowed(tmp_path):
     empty = tmp_path / "empty.libsvm"
     empty.write_text("")
@@ -142,6 +144,7 @@ def test_an_empty_input_fails_unless_allowed(tmp_path):
     assert code == 0 and last_json(stdout)["examples"] == 0 and model.exists()
 
 
+@pytest.mark.slow
 def test_a_wrong_format_fails_with_the_first_reasons_and_the_cause_and_keeps_the_old_model(tmp_path, spam):
     model = tmp_path / "m.model"
     code, _, _ = run("train", "--input", spam["train"], "--model", model, "--loss", "logistic")
@@ -177,6 +180,7 @@ def test_a_refused_multi_pass_job_leaves_no_checkpoint_to_resume_from(tmp_path):
     assert not model.exists()
 
 
+@pytest.mark.slow
 def test_the_dead_letter_fraction_is_a_limit_on_the_readable_records(tmp_path, spam):
     good = open(spam["train"]).read().splitlines()[:18]
     comments = ["# a comment"] * 50  # blank and comment lines count for neither side
@@ -261,6 +265,7 @@ def test_every_reading_command_refuses_a_wrong_format(tmp_path, spam, command):
         assert not (tmp_path / "s.jsonl").exists()  # no prefix file from a refused input
 
 
+@pytest.mark.slow
 def test_the_python_api_raises_the_message_the_command_prints(tmp_path, spam):
     data = csv_file(tmp_path)
     code, _, stderr = run("train", "--input", data, "--model", tmp_path / "m.model")
@@ -281,6 +286,7 @@ def test_the_python_api_raises_the_message_the_command_prints(tmp_path, spam):
         run_train(PipelineOptions(["--input", data, "--model", str(tmp_path / "m"), "--max_dead_letter_fraction", "2"]))
 
 
+@pytest.mark.slow
 def test_a_detached_job_leaves_the_reason_in_its_report(tmp_path):
     model = tmp_path / "m.model"
     code, stdout, _ = run("train", "--input", csv_file(tmp_path), "--model", model, "--no-wait")
@@ -297,6 +303,8 @@ def test_a_detached_job_leaves_the_reason_in_its_report(tmp_path):
     assert "polybeam train: error: all 4 records" in log
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_refused_input_on_local_worker_processes_is_said_once(tmp_path):
     """Two local worker processes: stderr holds the error message and nothing else (no worker traceback,
     no relayed log entries, no Beam warnings that say nothing to the user)."""

@@ -1,10 +1,13 @@
 """``polybeam train --lbfgs-passes P``: the finishing stage from the command line, recorded in the model."""
 
+import pytest
+
 from polybeam import datasets
 from polybeam.learners.model import Model
 from tests.pipelines.test_cli import last_json, run
 
 
+@pytest.mark.slow
 def test_the_finishing_stage_runs_from_the_command_line_and_is_recorded(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
     model_path = tmp_path / "m.model"

@@ -151,6 +151,7 @@ def test_the_model_records_how_its_input_was_read_and_where_it_came_from(csv_mod
     }
 
 
+@pytest.mark.slow
 def test_evaluate_and_predict_read_as_the_model_did_without_the_options(csv_model, capsys):
     folder, model = csv_model["folder"], csv_model["model"]
     test = folder / "test.csv"
@@ -236,6 +237,7 @@ def test_inspect_shows_the_input_and_the_provenance_and_the_command_its_version(
     assert stdout.startswith(f"polybeam {versions()['polybeam']} (Apache Beam {versions()['apache_beam']}, numba ")
 
 
+@pytest.mark.slow
 def test_model_files_from_before_still_load_and_score_as_before(tmp_path, capsys):
     """Model files written by polybeam before models recorded their input (the files in tests/pipelines/data
     were written by that version): the options alone say how to read, as before; nothing is guessed."""
@@ -274,6 +276,7 @@ def test_model_files_from_before_still_load_and_score_as_before(tmp_path, capsys
     assert code == 0 and last_json(stdout)["examples"] == 60 and last_json(stdout)["error"] == 0.0, stderr
 
 
+@pytest.mark.slow
 def test_parquet_ids_and_ignored_columns_through_to_predictions(tmp_path, capsys):
     n = 300
     rng = np.random.default_rng(3)
@@ -325,6 +328,7 @@ def test_parquet_ids_and_ignored_columns_through_to_predictions(tmp_path, capsys
     assert all(line[3] == str(int(line[4][1:]) - 240) for line in lines)  # each ID beside its row
 
 
+@pytest.mark.slow
 def test_vw_tags_stay_the_tag_column(tmp_path, capsys):
     vw = tmp_path / "t.vw"
     vw.write_text("".join(f"{1 if i % 2 else -1} 'ex{i}|f a:{i % 2}\n" for i in range(40)))
@@ -338,6 +342,7 @@ def test_vw_tags_stay_the_tag_column(tmp_path, capsys):
     assert header[-1] == "tag" and sorted(line[4] for line in lines) == sorted(f"ex{i}" for i in range(40))
 
 
+@pytest.mark.slow
 def test_a_per_key_folder_records_its_input_and_scores_as_it_was_read(tmp_path, capsys):
     rows = [f"{'ab'[i % 2]},r{i},{1 if (i // 2) % 2 else -1},{'red' if (i // 2) % 2 else 'blue'}" for i in range(200)]
     (tmp_path / "rows.csv").write_text("store,rid,y,colour\n" + "\n".join(rows) + "\n")

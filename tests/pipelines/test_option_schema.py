@@ -136,6 +136,7 @@ def test_a_missing_required_option_fails_naming_it(command):
             job_settings(PipelineOptions(given), command)
 
 
+@pytest.mark.subprocess
 def test_help_is_grouped_under_the_schemas_headings_without_beam_or_numba():
     code = (
         "import contextlib, io, json, sys\nfrom polybeam.pipelines.cli import main\nout = io.StringIO()\n"

@@ -63,6 +63,7 @@ def same_models(a, b) -> bool:
 # -- the job reports by itself -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_report_is_written_by_the_job_next_to_its_output(tmp_path, capsys, spam_split):
     train, test = spam_split
     model = tmp_path / "m.model"
@@ -83,6 +84,7 @@ def test_every_report_is_written_by_the_job_next_to_its_output(tmp_path, capsys,
     assert lines == written["examples"] == 920
 
 
+@pytest.mark.slow
 def test_no_wait_on_the_local_runner_hands_the_job_to_a_detached_process(tmp_path, capsys, spam_split):
     train, _ = spam_split
     model = tmp_path / "late.model"
@@ -131,6 +133,8 @@ def long_passes(tmp_path_factory):
     return write_dataset(str(folder), 300_000, PlantedPolynomial(seed=3), formats=("libsvm",))["libsvm"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_job_killed_in_pass_3_resumes_to_the_model_of_an_uninterrupted_run(tmp_path, long_passes):
     common = ["train", "--input", long_passes, "--loss", "logistic", "--passes", "4"]
     whole = polybeam(*common, "--model", tmp_path / "whole.model")
@@ -155,6 +159,7 @@ def test_a_job_killed_in_pass_3_resumes_to_the_model_of_an_uninterrupted_run(tmp
     assert same_models(read_model(str(model)), read_model(str(tmp_path / "whole.model")))
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_settings_and_initial_models_that_do_not_fit(tmp_path, capsys, spam_split):
     train, _ = spam_split
     model = tmp_path / "m.model"
@@ -206,6 +211,7 @@ def test_resume_refuses_other_settings_and_initial_models_that_do_not_fit(tmp_pa
     assert code == 2 and "missing.model" in err
 
 
+@pytest.mark.slow
 def test_resume_continues_with_more_passes_and_initial_models_continue(tmp_path, capsys, spam_split):
     train, _ = spam_split
     common = ["train", "--input", train, "--loss", "logistic"]
@@ -231,6 +237,7 @@ def per_key(tmp_path_factory):
     return write_per_key(str(folder), PerKeyTask(keys=1000, features=10, seed=5), train_per_key=150, test_per_key=30)
 
 
+@pytest.mark.slow
 def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_key):
     common = ["--format", "vw", "--bits", "10"]
     code, trained, _ = run(
@@ -281,6 +288,7 @@ def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_k
     assert by_key["error"] < overall["error"] - 0.1 and by_key["auc"] > overall["auc"] + 0.15
 
 
+@pytest.mark.slow
 def test_per_key_models_from_csv_columns_route_unknown_keys_to_dead_letters_or_a_fallback(tmp_path, capsys, per_key):
     train = tmp_path / "train.csv"
     with open(per_key["train_csv"]) as source:
@@ -352,6 +360,7 @@ def test_per_key_models_from_csv_columns_route_unknown_keys_to_dead_letters_or_a
     assert code == 2 and "differs from the key the models were trained with" in err
 
 
+@pytest.mark.slow
 def test_namespace_keys_and_options_that_need_another_format(tmp_path, capsys, per_key, spam_split):
     code, trained, _ = run(
         capsys,

@@ -35,6 +35,7 @@ def spam_split(tmp_path_factory):
     return datasets.write_split("spam", str(tmp_path_factory.mktemp("spam")))
 
 
+@pytest.mark.slow
 def test_training_prints_vw_like_progress_at_doubling_counts(tmp_path, capsys, spam_split):
     train, _ = spam_split
     model = tmp_path / "m.model"
@@ -56,6 +57,7 @@ def test_training_prints_vw_like_progress_at_doubling_counts(tmp_path, capsys, s
     assert "polybeam[" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_progress_every_n_examples_as_vw_minus_p(tmp_path, capsys, spam_split):
     train, _ = spam_split
     model = tmp_path / "m.model"
@@ -148,6 +150,7 @@ def test_weights_by_degree_and_final_points(tmp_path, spam_split):
     assert points[-1]["progressive_loss"] == pytest.approx(model.metadata["progressive_loss"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="plots need matplotlib (polybeam[plot])")
 def test_polybeam_plot_draws_a_model_and_anytime_curves(tmp_path, capsys, spam_split):
     train, test = spam_split
@@ -187,6 +190,7 @@ def _overlaps(texts, renderer) -> list:
     return [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1 :] if box.overlaps(other)]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="plots need matplotlib (polybeam[plot])")
 def test_passes_side_by_side_on_a_linear_axis_with_labels_that_do_not_overlap(tmp_path, spam_split):
     from polybeam.pipelines.plots import EARLY_SHARE, model_figure, pass_spans

@@ -23,6 +23,8 @@ def satellite(tmp_path_factory):
     return datasets.write_split("satellite", str(tmp_path_factory.mktemp("satellite")))
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_runner_module_option_is_accepted_and_the_runner_runs_the_job(tmp_path, satellite):
     # A fresh process: in this one the module may be imported already (its option known without the fix).
     marker, model = tmp_path / "ran.json", tmp_path / "m.model"

@@ -75,6 +75,7 @@ def sequenced(spam_split, tmp_path_factory):
     return {"reports": reports, "paths": paths, "timeliness": last_json(stdout), "stdout": stdout, "plot": plot}
 
 
+@pytest.mark.slow
 def test_sequence_writes_the_prefixes_of_every_method(sequenced):
     spec = json.load(open(datasets.group_spec_path("spam")))
     costs = {group["name"]: float(group["cost"]) for group in spec["groups"]}
@@ -327,6 +328,7 @@ def prediction_rows(output):
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [0.0, 5.0, 12.5, 1000.0])
 def test_predict_with_a_budget_uses_the_longest_prefix_that_fits(sequenced, spam_split, tmp_path, budget):
     _, test = spam_split

@@ -65,6 +65,7 @@ def trained(few_rows, tmp_path_factory):
     return reports
 
 
+@pytest.mark.slow
 def test_one_shared_model_file_beats_global_and_separate_models_on_few_rows_per_key(trained):
     shared, separate = trained["shared"], trained["separate"]
     assert os.path.isfile(shared["model"])  # one file, not a folder of per-key models
@@ -96,6 +97,7 @@ def csv_rows(path) -> list[dict]:
     return [dict(zip(header, line.split(","))) for line in lines[1:]]
 
 
+@pytest.mark.slow
 def test_predict_and_run_inference_agree_and_an_unseen_key_gets_the_shared_part(trained, few_rows, tmp_path):
     model = trained["shared"]["model"]
     assert (
@@ -244,6 +246,8 @@ pipeline:
 """
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_beam_yaml_trains_a_shared_model_that_scores_as_the_command_line(trained, few_rows, tmp_path, capsys):
     pytest.importorskip("docstring_parser", reason="Beam YAML needs apache-beam[yaml]")
     import subprocess

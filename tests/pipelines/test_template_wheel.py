@@ -64,6 +64,7 @@ def installed(source, tmp_path):
     return site
 
 
+@pytest.mark.slow
 def test_a_source_tree_builds_its_wheel_from_a_clean_copy(source):
     files = contents(source["wheel"])
     assert os.path.basename(source["wheel"]) == "polybeam-9.9-py3-none-any.whl"
@@ -73,11 +74,13 @@ def test_a_source_tree_builds_its_wheel_from_a_clean_copy(source):
     assert sorted(str(path.relative_to(source["root"])) for path in source["root"].rglob("*")) == source["before"]
 
 
+@pytest.mark.subprocess
 def test_an_installation_from_a_wheel_ships_that_wheel(source, installed, tmp_path):
     wheel, origin = running_wheel(str(tmp_path / "out"), package_dir=str(installed / "polybeam"))
     assert contents(wheel) == contents(source["wheel"]) and origin.startswith("the wheel it was installed from")
 
 
+@pytest.mark.subprocess
 def test_without_the_wheel_file_the_installed_files_are_packed_again(source, installed, tmp_path):
     dist_info = next(installed.glob("polybeam-9.9.dist-info"))
     origin = json.loads((dist_info / "direct_url.json").read_text())
@@ -101,6 +104,7 @@ def test_without_the_wheel_file_the_installed_files_are_packed_again(source, ins
     assert (again / "polybeam" / "learn.py").read_text() == "STEP = 0.5\n"
 
 
+@pytest.mark.subprocess
 def test_a_wheel_rebuilt_under_the_installed_name_is_not_taken_for_the_installed_one(source, installed, tmp_path):
     dist_info = next(installed.glob("polybeam-9.9.dist-info"))
     origin = json.loads((dist_info / "direct_url.json").read_text())

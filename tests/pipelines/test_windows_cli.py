@@ -47,6 +47,7 @@ def _examples_in(path, window):
     return batch.take((micros >= window["start_micros"]) & (micros < window["end_micros"]))
 
 
+@pytest.mark.slow
 def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsys):
     train, test = timed
     model = tmp_path / "daily"
@@ -95,6 +96,7 @@ def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsy
         assert metrics == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, capsys):
     train, test = timed
     model = tmp_path / "stores"

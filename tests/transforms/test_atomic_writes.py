@@ -128,6 +128,7 @@ def _poll_while_rewritten(kind: str, folder, naive: bool = False) -> dict:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["model", "report", "index", "prefixes"])
 def test_a_reader_never_sees_half_a_file(tmp_path, kind):
     seen = _poll_while_rewritten(kind, tmp_path)
@@ -136,6 +137,7 @@ def test_a_reader_never_sees_half_a_file(tmp_path, kind):
     assert sorted(os.listdir(tmp_path)) == [os.path.basename(_target(kind, tmp_path))]  # no temporary left
 
 
+@pytest.mark.slow
 def test_the_check_catches_a_torn_write(tmp_path):
     seen = _poll_while_rewritten("model", tmp_path, naive=True)
     assert seen["torn"] > 0
@@ -155,6 +157,8 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     assert read_bytes(path) == before and os.listdir(tmp_path) == ["m.model"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_polybeam_train_rewriting_a_model_never_shows_a_partial_one(tmp_path):
     train, _ = datasets.write_split("spam", str(tmp_path / "data"))
     model = tmp_path / "m.model"

@@ -78,6 +78,7 @@ def model_of(path):
     return read_model(path)
 
 
+@pytest.mark.slow
 def test_dicts_lines_and_batches_get_predicts_numbers(spam, tmp_path):
     path = spam["models"]["a"]
     expected = model_of(path).predict(spam["batch"])
@@ -425,6 +426,7 @@ def csv_model(tmp_path_factory):
     return {"model": model, "rows": rows[240:], "lines": lines[240:], "predicted": predicted}
 
 
+@pytest.mark.slow
 def test_a_recording_model_reads_csv_lines_and_whole_rows_as_it_was_trained(csv_model):
     """No format options: CSV lines (the model knows its delimiter and header), and mappings of whole rows (its
     label, ID and ignored columns are no features; numbers in its categorical column are categories), give
@@ -536,6 +538,7 @@ def test_mappings_are_read_as_the_models_training_input_was():
     assert not np.allclose(unread.predict(mappings_batch(unread, rows, ignore=("extra",))), scored)
 
 
+@pytest.mark.slow
 def test_keyed_model_handler_serves_the_keys_of_a_per_key_folder(tmp_path):
     from polybeam.datasets.per_key import PerKeyTask, write_per_key
     from polybeam.inference import PerKeyModelHandler, keyed_model_handler

@@ -132,6 +132,10 @@ def write_text(path, content: bytes, compressed: bool) -> str:
     return str(path)
 
 
+# The whole torture corpus is read at module set-up (about 15 s): every test here is slow.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """Write every readable hostile file, read them all in one pipeline; ``key -> (path, outputs)``."""
@@ -461,6 +465,7 @@ def write_giant(path, giant: tuple[bytes, bytes, bytes], good: bytes, header: by
     return len(before)
 
 
+@pytest.mark.subprocess
 def test_a_100_mb_line_costs_bounded_memory(tmp_path):
     """Peak RSS above a warm baseline, in fresh processes: with the default max_line_bytes the giant line
     is read past (a fraction of its size), and parsed (max_line_bytes raised) it costs at most 4x its size.

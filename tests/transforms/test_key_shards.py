@@ -113,6 +113,7 @@ def test_key_segments_gather_each_keys_rows_in_order_whatever_order_the_parts_co
         assert forward[key] == np.concatenate([b.labels[b.tags == key] for b in batches]).tolist()
 
 
+@pytest.mark.slow
 def test_a_warm_start_goes_on_from_each_keys_model(tmp_path):
     config = LearnerConfig(loss="logistic", bits=10)
     first, second = _batches(3), _batches(4)

@@ -89,6 +89,7 @@ def train(data, config, folder, *, key=None, initial_path=None, keyed_initial=Fa
     return {key: library.model(key) for key, _ in library.keyed.entries()}
 
 
+@pytest.mark.slow
 def test_train_checkpoints_every_pass_and_resumes_to_the_same_model(tmp_path):
     config = LearnerConfig(loss="logistic", bits=8, passes=3, step="adaptive", learning_rate=0.5)
     data = batches(1)
@@ -103,6 +104,7 @@ def test_train_checkpoints_every_pass_and_resumes_to_the_same_model(tmp_path):
     assert np.array_equal(resumed.weights, whole.weights) and resumed.metadata == whole.metadata
 
 
+@pytest.mark.slow
 def test_keyed_checkpoints_hold_every_key_and_resume(tmp_path):
     config = LearnerConfig(loss="logistic", bits=8, passes=2)
     data = batches(2, keys=["a", "../b", ""])
@@ -126,6 +128,7 @@ def test_reading_a_source_that_does_not_fit_fails_the_job(tmp_path):
             _ = p | ReadLearners(state_path(str(tmp_path / "ck"), 1), config.replace(loss="squared"))
 
 
+@pytest.mark.slow
 def test_a_merge_tree_averages_like_one_merge(tmp_path):
     """Averages of averages, each learner weighed by the importance it saw: the same model up to rounding."""
     from polybeam.learners.linear import LinearLearner

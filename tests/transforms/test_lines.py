@@ -181,6 +181,7 @@ def test_lines_block_strips_one_line_ending():
     assert (block.offset, block.first_line, block.header) == (4, 2, b"y,x")
 
 
+@pytest.mark.slow
 def test_per_key_models_from_lines_are_written_and_served_by_a_keyed_handler(tmp_path):
     rows = PerKeyTask(keys=3, features=5, seed=4).generate(examples_per_key=300, seed=1)
     text = rows.to_csv().decode().splitlines()

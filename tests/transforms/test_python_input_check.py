@@ -51,6 +51,7 @@ def test_read_then_train_on_a_file_of_dead_letters_fails_and_writes_no_model(tmp
     assert os.path.exists(model)
 
 
+@pytest.mark.slow
 def test_too_many_dead_letters_fail_unless_the_fraction_allows_them(tmp_path):
     lines = datasets.lines("spam")[:90] + [b"spam 1:2\n"] * 10  # 10% of the records are bad
     path, model = tmp_path / "mixed.libsvm", str(tmp_path / "m.model")

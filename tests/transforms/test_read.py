@@ -108,6 +108,7 @@ def summarize(reads: dict[str, ReadResult], limits: dict[str, int]):
     )
 
 
+@pytest.mark.slow
 def test_bundled_data_sets_read_completely_and_counters_reconcile(tmp_path):
     spam = gunzip("spam.libsvm.gz", tmp_path / "spam.libsvm")
     letter = gunzip("letter.libsvm.gz", tmp_path / "letter.libsvm")

@@ -66,6 +66,7 @@ def in_process(spec, batches, **options):
     return prefix_records(spec, statistics, **options)
 
 
+@pytest.mark.slow
 def test_sequenced_prefixes_equal_in_process_ones_and_are_written_in_rank_order(tmp_path, spam_spec, spam_batches):
     paths = {method: str(tmp_path / f"{method}.jsonl") for method in METHODS}
 

@@ -85,6 +85,8 @@ def stress(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_every_run_succeeds_and_counts_reconcile(stress):
     for run in stress:
         assert run["code"] == 0, run["stderr"]
@@ -93,6 +95,7 @@ def test_every_run_succeeds_and_counts_reconcile(stress):
         assert run["examples_trained"] == run["learned"] == SATELLITE_ROWS
 
 
+@pytest.mark.subprocess
 def test_memory_stays_bounded_run_after_run(stress):
     peaks = [run["peak_kib"] // MIB for run in stress]
     kept = [run["rss_after_kib"] // MIB for run in stress]
@@ -106,6 +109,7 @@ def test_memory_stays_bounded_run_after_run(stress):
     assert kept[-1] - kept[0] < 128, kept
 
 
+@pytest.mark.subprocess
 def test_models_are_the_same_run_after_run(stress):
     first = stress[0]
     for run in stress[1:]:
@@ -113,6 +117,7 @@ def test_models_are_the_same_run_after_run(stress):
         np.testing.assert_allclose(run["weights"], first["weights"], rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.subprocess
 def test_kernels_compile_no_new_signatures_run_after_run(stress):
     first, last = stress[0]["signatures"], stress[-1]["signatures"]
     assert last == first

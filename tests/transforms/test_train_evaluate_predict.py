@@ -82,6 +82,7 @@ def test_train_pipeline_learns_spam(spam, step):
     assert metrics["error"] < 0.15 and metrics["auc"] > 0.93
 
 
+@pytest.mark.slow
 def test_multiple_passes_average_and_record_each_pass(spam):
     (model,) = run_collect(lambda p: p | beam.Create(spam) | Train(loss="logistic", passes=3))
     passes = model.metadata["passes"]
@@ -91,6 +92,7 @@ def test_multiple_passes_average_and_record_each_pass(spam):
     assert passes[-1]["loss"] < passes[0]["loss"]
 
 
+@pytest.mark.slow
 def test_apple_over_several_passes_spaces_its_epochs_over_the_counted_examples(spam):
     (model,) = run_collect(lambda p: p | beam.Create(spam) | Train(loss="squared", passes=2, expand="apple", alpha=0.5))
     # The examples learned (all but the held-out tenth) x 2 passes in 6 equal epochs, whatever the batches
@@ -213,6 +215,7 @@ def test_model_files_round_trip_and_bad_files_are_refused(tmp_path, spam):
         read_model(str(tmp_path / "missing.model"))
 
 
+@pytest.mark.slow
 def test_write_and_read_model_inside_pipelines(tmp_path, spam):
     path = str(tmp_path / "pipeline.model")
     with beam.Pipeline(runner=RUNNER) as p:
@@ -252,6 +255,7 @@ def test_per_key_predict_and_evaluate_use_each_keys_model(spam):
     assert all(m["error"] < 0.2 for m in metrics.values())
 
 
+@pytest.mark.slow
 def test_training_across_worker_processes_matches_the_task(tmp_path, spam):
     # Two SDK worker processes: learners are pickled between processes, bundles
     # learn separately and are averaged.

@@ -58,6 +58,7 @@ def _empty_kept():
     _KEPT.clear()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", [dict(loss="logistic"), dict(loss="squared", expand="apple", alpha=0.5)])
 def test_train_judges_every_pass_as_fit_does(spam, settings):
     config = LearnerConfig(passes=4, holdout_min_examples=0, **settings)  # spam holds out ~460: judged anyway
@@ -82,6 +83,7 @@ def training_count_of(batches, config):
     return sum(training_count(batch, config) for batch in batches)
 
 
+@pytest.mark.slow
 def test_a_learner_stopped_early_learns_no_more_and_its_best_pass_is_written():
     batches = in_batches(noisy_logistic(2))
     config = LearnerConfig(loss="logistic", bits=12, passes=12, learning_rate=1.0, holdout_min_examples=0)
@@ -144,6 +146,7 @@ def test_without_a_holdout_every_pass_learns_every_example_and_the_last_is_kept(
     assert [p["examples"] for p in model.metadata["passes"]] == [4601] * 3
 
 
+@pytest.mark.slow
 def test_too_few_held_out_examples_release_the_holdout_as_fit_does(spam):
     # Spam holds out ~460 examples, fewer than the default 1000: pass 1 is scored, then every example is learned.
     config = LearnerConfig(loss="logistic", passes=3)

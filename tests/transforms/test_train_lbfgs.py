@@ -20,6 +20,7 @@ def batches():
     return [random_batch(rng, loss="logistic", n=150, bits=BITS, scales=(1.0,)) for _ in range(4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("passes, min_held", [(1, 1000), (2, 1000), (2, 0)])
 def test_train_with_the_finishing_stage_matches_it_in_one_process(batches, passes, min_held):
     """With a holdout that judges (min_held=0), the stage sums over the training examples only."""

@@ -117,6 +117,7 @@ def _same(model, other, exact=True):
         np.testing.assert_allclose(model.weights, other.weights, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fixed", "sliding"])
 def test_each_window_trains_the_model_of_its_own_examples(timed, kind):
     spec = SPECS[kind]
@@ -131,6 +132,7 @@ def test_each_window_trains_the_model_of_its_own_examples(timed, kind):
         assert sum(m.metadata["examples"] for m in models) == 2 * len(timed)
 
 
+@pytest.mark.slow
 def test_per_key_models_per_window(timed):
     def key(batch):
         return np.where(batch.row_ids % 2 == 0, "even", "odd").astype(object)
@@ -151,6 +153,7 @@ def test_per_key_models_per_window(timed):
         _same(model, dict(expected)[name])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fixed", "sliding"])
 def test_two_passes_with_a_holdout_per_window(timed, kind):
     settings = dict(loss="logistic", bits=12, passes=2, holdout_min_examples=10)
@@ -169,6 +172,7 @@ def test_two_passes_with_a_holdout_per_window(timed, kind):
         _same(model, expected, exact=False)
 
 
+@pytest.mark.slow
 def test_evaluate_per_window_scores_each_window_with_its_model(timed):
     spec = SPECS["sliding"]
 
@@ -224,6 +228,7 @@ def test_batches_without_times_are_refused():
             _ = p | beam.Create([datasets.load("spam", bits=12).rows_between(0, 5)]) | WindowExamples("fixed:1d")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
     [
