@@ -39,7 +39,10 @@ def test_a_profiled_run_breaks_the_time_down_per_part_and_worker(bench, tmp_path
     assert parts["import Beam"] > 0 and parts["main stage (read, parse, learn)"] > 0
     assert 0 < parts["main stage (read, parse, learn)"] < parts["pipeline (run_train)"]
     assert len(profile["workers"]) in (1, 2)  # the forked workers that read a share of the input (see above)
-    assert all(worker["parse CPU"] > 0 and worker["learn CPU"] > 0 for worker in profile["workers"])
+    # Each worker's parse and learn time is its own; on a loaded machine one worker can finish every bundle
+    # before the other starts, so only the worker that read must show both.
+    assert all(worker["parse CPU"] >= 0 and worker["learn CPU"] >= 0 for worker in profile["workers"])
+    assert any(worker["parse CPU"] > 0 and worker["learn CPU"] > 0 for worker in profile["workers"])
 
 
 def test_targets_and_report(bench):
