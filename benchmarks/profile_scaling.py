@@ -234,7 +234,14 @@ def breakdown(folder: str) -> dict:
         return found["end"] - found["start"] if found else 0.0
 
     stages = sorted((e for e in events if e["kind"] == "stage"), key=lambda e: e["start"])
-    main = max(stages, key=lambda e: e["end"] - e["start"])
+    work = [e for e in events if e["name"] in ("parse", "learn")]
+
+    def work_in(stage):
+        return sum(stage["start"] <= e["start"] <= stage["end"] for e in work)
+
+    # The main stage is the one that reads, parses and learns: on a small input a later stage (merging,
+    # writing the model) can take longer, so the stage with the most parse and learn calls, then the longest.
+    main = max(stages, key=lambda e: (work_in(e), e["end"] - e["start"]))
     run_train, run_pipeline, run_stages = one("run_train"), one("runner: run_pipeline"), one("runner: run stages")
     parts = {
         "interpreter start-up": span("interpreter start-up"),
