@@ -39,8 +39,9 @@ weight, key, ID, timestamp or ignored field.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -182,23 +183,30 @@ class RowReading:
             return tuple(f for f in self._option("feature_columns") if f in fields and f not in not_features)
         return tuple(f for f in fields if f not in not_features)
 
-    def feature_mapping(self, record: Mapping, features: Sequence[str]) -> dict:
-        """A row's features as :mod:`polybeam.formats.mappings` reads them (``features``: :meth:`feature_fields`).
+    def feature_mapper(self, fields: Sequence[str]) -> Callable[[Mapping], dict]:
+        """A function from a row with these ``fields`` to its features as :mod:`polybeam.formats.mappings`
+        reads them. Which fields are features and which are categories is worked out here, once for the
+        rows' schema, not per row.
 
         For a model trained on Parquet, as its reader reads a row: numbers are features, text is not, and
-        ``indices``/``values`` list fields are LIBSVM indices and their values (an index given twice adds up)."""
+        ``indices``/``values`` list fields are LIBSVM indices and their values (an index given twice adds up).
+
+        >>> from polybeam.formats.csv import CsvFormat
+        >>> reading = RowReading(InputSettings.of(CsvFormat(label_column="y", categorical_columns=("zip",))))
+        >>> features_of = reading.feature_mapper(["y", "size", "zip"])
+        >>> features_of({"y": 1, "size": 2.5, "zip": 10115})
+        {'size': 2.5, 'zip': '10115'}
+        """
+        features = self.feature_fields(fields)
         if self._format != "parquet":
-            categorical = self._categorical(list(record))
-            return {name: _feature_value(record.get(name), name in categorical) for name in features}
-        indices = self._option("indices_column") or "indices"
-        if isinstance(record.get(indices), (list, tuple)):
-            values = record.get(self._option("values_column") or "values")
-            values = [1.0] * len(record[indices]) if values is None else values
-            sparse: dict = {}
-            for index, value in zip(record[indices], values):
-                sparse[int(index)] = sparse.get(int(index), 0.0) + (0.0 if value is None else float(value))
-            return sparse
-        return {name: record[name] for name in features if isinstance(record.get(name), (bool, int, float, np.number))}
+            categorical = self._categorical(fields)
+            return functools.partial(_mapped_features, features=features, categorical=categorical)
+        return functools.partial(
+            _parquet_row_features,
+            features=features,
+            indices=self._option("indices_column") or "indices",
+            values=self._option("values_column") or "values",
+        )
 
     def _categorical(self, fields: Sequence[str]) -> set:
         return {self._named(column, fields) for column in self._option("categorical_columns") or ()}
@@ -230,10 +238,8 @@ class RowReading:
             refused.sort()
         refused_rows = {position for position, _ in refused}
         kept = np.array([i for i in range(len(records)) if i not in refused_rows], dtype=np.int64)
-        mappings = [
-            {name: _feature_value(records[i].get(name), name in categorical) for name in features}
-            for i in kept.tolist()
-        ]
+        features_of = functools.partial(_mapped_features, features=features, categorical=categorical)
+        mappings = [features_of(records[i]) for i in kept.tolist()]
         batch = batch_from_mappings(mappings, bits=bits, seed=seed, table=SlotTable(bits=bits, seed=seed))
         batch = batch.with_labels(labels_array[kept])
         return RowsRead(_with_weights(batch, np.asarray(weights, dtype=np.float64)[kept]), kept, refused)
@@ -299,6 +305,23 @@ def _weight_value(value) -> tuple[float, str | None]:
     if not (math.isfinite(weight) and weight >= 0.0):
         return 1.0, f"importance weight must be finite and >= 0, got {weight}"
     return weight, None
+
+
+def _mapped_features(record: Mapping, features: Sequence[str], categorical: set) -> dict:
+    """A row's features, categorical fields' values as categories (see :meth:`RowReading.feature_mapper`)."""
+    return {name: _feature_value(record.get(name), name in categorical) for name in features}
+
+
+def _parquet_row_features(record: Mapping, features: Sequence[str], indices: str, values: str) -> dict:
+    """A row's features as the Parquet reader reads them (see :meth:`RowReading.feature_mapper`)."""
+    if isinstance(record.get(indices), (list, tuple)):
+        weights = record.get(values)
+        weights = [1.0] * len(record[indices]) if weights is None else weights
+        sparse: dict = {}
+        for index, value in zip(record[indices], weights):
+            sparse[int(index)] = sparse.get(int(index), 0.0) + (0.0 if value is None else float(value))
+        return sparse
+    return {name: record[name] for name in features if isinstance(record.get(name), (bool, int, float, np.number))}
 
 
 def _feature_value(value, categorical: bool):

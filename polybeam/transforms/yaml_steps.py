@@ -503,13 +503,17 @@ class _RowMappings(beam.DoFn):
     """Each row as ``(row, what the handler scores)``: its features' mapping, and for a shared per-key model
     (``keyed_model``) the row's key with it, as the handler takes ``(key, example)`` pairs."""
 
-    def __init__(self, reading: RowReading, keyed_model=None):
+    def __init__(self, reading: RowReading, field_names: list[str], keyed_model=None):
         self.reading = reading
+        self.field_names = field_names
         self.keyed_model = keyed_model
+
+    def setup(self):
+        self.features_of = self.reading.feature_mapper(self.field_names)  # the schema's, once: not per row
 
     def process(self, row):
         record = row._asdict()
-        features = self.reading.feature_mapping(record, self.reading.feature_fields(list(record)))
+        features = self.features_of(record)
         if self.keyed_model is None:
             yield row, features
             return
@@ -574,7 +578,7 @@ class PolybeamRunInference(beam.PTransform):
                 "name the inference another (inference_tag)"
             )
         keyed_model = self.model if self.model.shared_keys is not None else None
-        mappings = _RowMappings(self.fields.reading(self.model), keyed_model)
+        mappings = _RowMappings(self.fields.reading(self.model), [name for name, _ in fields], keyed_model)
         handler = KeyedModelHandler(PolybeamModelHandler(self.path, output=self.output, **self.batching))
         schema = RowTypeConstraint.from_fields(fields + [(self.inference_tag, self.inference_type)])
         return (

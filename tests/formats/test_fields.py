@@ -159,8 +159,9 @@ def test_a_row_for_a_parquet_model_is_the_example_its_parquet_row_is():
     ) > len(expected.indices)
     # One row at a time (RunInference's step): the same features through the mapping of each row.
     features = reading.feature_fields(list(rows[0]))
+    features_of = reading.feature_mapper(list(rows[0]))
     assert set(features) == {"age", "count", "flag", "colour"}
-    one_by_one = batch_from_mappings([reading.feature_mapping(row, features) for row in rows], bits=19, seed=3)
+    one_by_one = batch_from_mappings([features_of(row) for row in rows], bits=19, seed=3)
     for name in ("indptr", "indices", "values"):
         np.testing.assert_array_equal(getattr(one_by_one, name), getattr(expected, name))
 
@@ -174,5 +175,5 @@ def test_sparse_list_rows_for_a_parquet_model():
     reading = RowReading(InputSettings.of(fmt))
     expected = fmt.parse_table(pa.Table.from_pylist(rows)).batch
     assert_same_examples(reading.examples(rows, bits=18, seed=0, labels="binary").batch, expected)
-    mapped = batch_from_mappings([reading.feature_mapping(row, ()) for row in rows], bits=18, seed=0)
+    mapped = batch_from_mappings([reading.feature_mapper(list(rows[0]))(row) for row in rows], bits=18, seed=0)
     assert mapped.indptr.tolist() == [0, 2, 3] and mapped.values.tolist() == [0.5, 3.0, 1.0]
