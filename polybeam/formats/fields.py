@@ -34,7 +34,7 @@ weight, key, ID, timestamp or ignored field.
 >>> read = RowReading(settings, features=("size",)).examples(rows + [{"y": 7, "size": 1.0}], bits=18, seed=0,
 ...                                                           labels="binary")
 >>> read.batch.indptr.tolist(), read.rows.tolist(), read.refused
-([0, 1, 1], [0, 1], [(2, 'binary label must be -1, 0 or +1')])
+([0, 1, 1], [0, 1], [(2, 'label 7 is not a class of this task: a binary task takes -1, 0 or +1 (name its two classes to use other labels)')])
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ import numpy as np
 
 from polybeam.formats.classes import class_names
 from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.labels import read_labels
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
-from polybeam.formats.records import label_problems
 from polybeam.learners.batch import ExampleBatch
 
 # Settings of a CSV read that name columns which are never features of a row.
@@ -227,21 +227,19 @@ class RowReading:
                 refused.append((position, reason))
             values.append(value)
             weights.append(importance if weight_reason is None else 1.0)
-        labels_array = np.asarray(values, dtype=np.float64)
+        read = read_labels(np.asarray(values, dtype=np.float64), labels, classes, label_names)
         if labels != "any":
-            missing_label = np.isnan(labels_array)
-            bad, reason = label_problems(np.where(missing_label, 0.0, labels_array), labels, classes)
             known = {position for position, _ in refused}
-            for position in np.flatnonzero(missing_label | bad).tolist():
+            for position in np.flatnonzero(~read.good).tolist():
                 if position not in known:
-                    refused.append((position, "missing label" if missing_label[position] else reason))
+                    refused.append((position, read.reason(position)))
             refused.sort()
         refused_rows = {position for position, _ in refused}
         kept = np.array([i for i in range(len(records)) if i not in refused_rows], dtype=np.int64)
         features_of = functools.partial(_mapped_features, features=features, categorical=categorical)
         mappings = [features_of(records[i]) for i in kept.tolist()]
         batch = batch_from_mappings(mappings, bits=bits, seed=seed, table=SlotTable(bits=bits, seed=seed))
-        batch = batch.with_labels(labels_array[kept])
+        batch = batch.with_labels(read.targets[kept])
         return RowsRead(_with_weights(batch, np.asarray(weights, dtype=np.float64)[kept]), kept, refused)
 
     # -- rows as Parquet rows (an Arrow table) -----------------------------------

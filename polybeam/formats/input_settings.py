@@ -58,6 +58,7 @@ FLAGS = {
     "id_column": "--id-column",
     "delimiter": "--csv-delimiter",
     "feature_names": "--feature-names",
+    "zero_based": "--zero-based",
 }
 
 

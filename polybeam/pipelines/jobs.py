@@ -28,6 +28,7 @@ from polybeam.learners.warm_start import check_compatible, source_config
 from polybeam.pipelines import windowed
 from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.input_choices import settle_input
 from polybeam.pipelines.job_parts import (
     checked_read,
     count,
@@ -203,6 +204,9 @@ def run_train(options: PipelineOptions) -> dict:
     # A header or schema without the columns the options name fails now, not on a worker; the header's
     # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
     check_sample(job.input, settings, labels=config.label_kind)
+    # How the labels are read (1/2, yes/no, classes from 0) and whether LIBSVM counts from 0, from a sample.
+    choices = settle_input(job.input, config, settings, zero_based_given=job.zero_based)
+    config, settings = choices.config, choices.settings
     settings = settings.replace(columns=header_columns(job.input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
@@ -224,6 +228,7 @@ def run_train(options: PipelineOptions) -> dict:
         "initial_model": job.initial_model,
         "passes_run": config.passes - first_pass + 1,
         "input": settings.to_dict(),
+        "input_notes": list(choices.notes),
         "window_spec": window.text() if window else None,
     }
     pipeline = beam.Pipeline(options=options)

@@ -233,6 +233,8 @@ def given_input_settings(source: PipelineOptions | JobSettings) -> dict:
         given["has_header"] = False
     if read.feature_names:
         given["feature_names"] = True
+    if read.zero_based:
+        given["zero_based"] = True
     return given
 
 
@@ -293,7 +295,7 @@ def input_settings(
         bits=config.bits,
         seed=config.seed,
         classes=config.classes if softmax else 0,
-        class_names=config.class_names if softmax else (),
+        class_names=config.class_names,
     )
 
 
