@@ -22,6 +22,8 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines.errors import OptionError
 from polybeam.transforms.samples import InputSample
 
+# Below this share of readable sampled records, the input is left to the job's checks (another format?).
+READABLE_SHARE = 0.5
 # How the options that settle the labels are spelled, for the messages.
 LABEL_FLAGS = (
     "--class-names NEGATIVE,POSITIVE (or, for more classes, --loss softmax --classes K or --class-names A,B,C)"
@@ -47,6 +49,8 @@ def settle_input(
     """
     sample = InputSample.of(pattern, settings.reader("any"))
     notes = []
+    if sample.readable_share() < READABLE_SHARE:  # the wrong format: the job's input check says which
+        return InputChoices(config, settings)
     if settings.format == "libsvm" and not zero_based_given and not settings.options.get("zero_based"):
         lines = sum(sample.fmt.zero_index_lines(piece.data) for piece in sample.pieces)
         if lines:

@@ -68,6 +68,19 @@ class InputSample:
                 unreadable.append((path, str(error)))
         return cls(fmt, tuple(pieces), tuple(tables), len(paths), unreadable)
 
+    def readable_share(self) -> float:
+        """The share of the sampled text records the format reads (1 for Parquet, or no record): a low one
+        means the input is of another format, which the job's input check diagnoses."""
+        good = bad = 0
+        for piece in self.pieces:
+            try:
+                parsed = self.fmt.parse(piece.data, header=piece.header, offset=0 if piece.header is None else 1)
+            except ValueError:  # a header without the configured columns: the job's checks say so
+                return 0.0
+            good += len(parsed.batch)
+            bad += len(parsed.dead_letters)
+        return good / (good + bad) if good + bad else 1.0
+
     def label_texts(self) -> list[str]:
         """The sampled records' labels, as written."""
         texts = []
