@@ -22,8 +22,8 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines.errors import OptionError
 from polybeam.transforms.samples import InputSample
 
-# Below this share of readable sampled records, the input is left to the job's checks (another format?).
-READABLE_SHARE = 0.5
+# Below this share of sampled records that look like the format's own, the input is left to the job's checks.
+OWN_FORMAT_SHARE = 0.5
 # How the options that settle the labels are spelled, for the messages.
 LABEL_FLAGS = (
     "--class-names NEGATIVE,POSITIVE (or, for more classes, --loss softmax --classes K or --class-names A,B,C)"
@@ -49,7 +49,7 @@ def settle_input(
     """
     sample = InputSample.of(pattern, settings.reader("any"))
     notes = []
-    if sample.readable_share() < READABLE_SHARE:  # the wrong format: the job's input check says which
+    if sample.own_format_share() < OWN_FORMAT_SHARE:  # the wrong format: the job's input check says which
         return InputChoices(config, settings)
     if settings.format == "libsvm" and not zero_based_given and not settings.options.get("zero_based"):
         lines = sum(sample.fmt.zero_index_lines(piece.data) for piece in sample.pieces)

@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from polybeam.formats.acceptance import guess_format
+from polybeam.formats.text import record_lines
+
 SAMPLE_BYTES = 64 << 10
 SAMPLED_FILES = 8
 # Row groups of a Parquet file sampled at each end.
@@ -68,18 +71,15 @@ class InputSample:
                 unreadable.append((path, str(error)))
         return cls(fmt, tuple(pieces), tuple(tables), len(paths), unreadable)
 
-    def readable_share(self) -> float:
-        """The share of the sampled text records the format reads (1 for Parquet, or no record): a low one
-        means the input is of another format, which the job's input check diagnoses."""
-        good = bad = 0
-        for piece in self.pieces:
-            try:
-                parsed = self.fmt.parse(piece.data, header=piece.header, offset=0 if piece.header is None else 1)
-            except ValueError:  # a header without the configured columns: the job's checks say so
-                return 0.0
-            good += len(parsed.batch)
-            bad += len(parsed.dead_letters)
-        return good / (good + bad) if good + bad else 1.0
+    def own_format_share(self) -> float:
+        """The share of the sampled text records that look like the format's own (1 for Parquet, or no
+        record): a low one means the input is of another format, which the job's input check diagnoses."""
+        name = getattr(self.fmt, "name", None)
+        records = [line for piece in self.pieces for line in record_lines(piece.data)]
+        if not records:
+            return 1.0
+        guesses = [guess_format(line[:4096].decode("utf-8", "replace")) for line in records]
+        return sum(guess in (None, name) for guess in guesses) / len(guesses)
 
     def label_texts(self) -> list[str]:
         """The sampled records' labels, as written."""

@@ -143,3 +143,29 @@ def test_labels_a_binary_loss_cannot_take_are_refused_before_launching(tmp_path,
     assert code == 2
     assert err.startswith("polybeam train: error: the labels hold 10 values (0, 1, 2, 3, 4, 5, 6, 7, 8, 9")
     assert "--loss softmax --classes K" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_warm_start_reads_its_input_as_its_model_did(tmp_path, capsys, cancer):
+    X, y = cancer
+    data = write_csv(tmp_path / "cancer.csv", X, np.where(y == 0, "yes", "no"))
+    first = tmp_path / "first.model"
+    code, _, err = run(capsys, "train", "--input", data, "--format", "csv", "--label-column", "y",
+                       "--loss", "logistic", "--model", first, "--quiet")  # fmt: skip
+    assert code == 0, err
+    # Neither the loss nor the CSV options nor the class names are repeated: they come from the model.
+    again = tmp_path / "again.model"
+    code, out, err = run(capsys, "train", "--input", data, "--initial-model", first, "--model", again, "--quiet")
+    assert code == 0, err
+    model = Model.load(str(again))
+    assert model.config.loss == "logistic" and model.config.class_names == ("no", "yes")
+    assert model.input["format"] == "csv" and model.input["label_column"] == "y" and last_json(out)["examples"] == 569
+    # LIBSVM lines cannot be what a model of CSV columns reads: refused before launching, in one line.
+    libsvm = tmp_path / "cancer.libsvm"
+    dump_svmlight_file(X, 2 * y - 1, str(libsvm), zero_based=False)
+    code, _, err = run(capsys, "train", "--input", libsvm, "--initial-model", first, "--model", tmp_path / "x.model")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "these records look like LIBSVM" in err and "was trained on CSV input" in err
+    # Contradicting the model's own settings is refused too, naming the difference.
+    code, _, err = run(capsys, "train", "--input", data, "--initial-model", first, "--loss", "hinge",
+                       "--model", tmp_path / "y.model")  # fmt: skip
+    assert code == 2 and "loss is logistic there, hinge here" in err
