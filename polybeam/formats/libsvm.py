@@ -305,6 +305,20 @@ class LibsvmFormat(HashedFormat):
         """
         return [line.split(None, 1)[0].decode("utf-8", "replace") for line in record_lines(data)]
 
+    def largest_index(self, data: bytes) -> int:
+        """The largest feature index among the records of ``data`` (0 when none).
+
+        >>> LibsvmFormat().largest_index(b"1 3:1 30:2 # 99:1\\n-1 qid:7 12:1\\n")
+        30
+        """
+        largest = 0
+        for line in record_lines(data):
+            for token in line.split(b"#", 1)[0].split()[1:]:
+                index = token.partition(b":")[0]
+                if index.isdigit():
+                    largest = max(largest, int(index))
+        return largest
+
     def zero_index_lines(self, data: bytes) -> int:
         """How many records of ``data`` hold a feature index 0 (a file numbered from 0, as scikit-learn's
         ``dump_svmlight_file`` writes them).

@@ -17,13 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from polybeam.formats.input_settings import InputSettings
-from polybeam.formats.labels import LabelEncodingError, infer_classes
+from polybeam.formats.labels import LabelEncodingError
 from polybeam.learners.config import LearnerConfig
 from polybeam.pipelines.errors import OptionError
-from polybeam.transforms.samples import InputSample
+from polybeam.transforms.samples import InputSample, decide
 
-# Below this share of sampled records that look like the format's own, the input is left to the job's checks.
-OWN_FORMAT_SHARE = 0.5
 # How the options that settle the labels are spelled, for the messages.
 LABEL_FLAGS = (
     "--class-names NEGATIVE,POSITIVE (or, for more classes, --loss softmax --classes K or --class-names A,B,C)"
@@ -40,6 +38,34 @@ class InputChoices:
     notes: tuple[str, ...] = ()
 
 
+def settle_scoring_input(
+    pattern: str, settings: InputSettings, model: InputSettings | None, *, zero_based_given: bool
+) -> tuple[InputSettings, tuple[str, ...]]:
+    """How a model fitted on a matrix (scikit-learn) reads LIBSVM input: numbered from 0 or from 1, as the
+    file itself shows (see ``InputSettings.matrix_columns``); ``(settings, notes)``."""
+    if settings.format != "libsvm" or model is None or not model.matrix_columns or zero_based_given:
+        return settings, ()
+    sample = InputSample.of(pattern, settings.reader("any"))
+    zero = sum(sample.fmt.zero_index_lines(piece.data) for piece in sample.pieces)
+    largest = max((sample.fmt.largest_index(piece.data) for piece in sample.pieces), default=0)
+    columns = model.matrix_columns
+    if zero and largest >= columns:
+        raise OptionError(
+            f"{pattern} holds feature indices from 0 to {largest}: more features than the {columns} columns the "
+            "model was fitted on"
+        )
+    if zero:
+        return settings.replace(zero_based=True), ("input: LIBSVM feature indices count from 0 (an index 0 seen)",)
+    if largest >= columns:
+        return settings.replace(zero_based=False), (
+            f"input: LIBSVM feature indices count from 1 (index {largest} seen)",
+        )
+    return settings.replace(zero_based=False), (
+        f"input: LIBSVM feature indices read as counting from 1 (neither 0 nor {columns} seen; --zero-based if the "
+        "file counts from 0, as scikit-learn's dump_svmlight_file writes by default)",
+    )
+
+
 def settle_input(
     pattern: str, config: LearnerConfig, settings: InputSettings, *, zero_based_given: bool
 ) -> InputChoices:
@@ -48,23 +74,22 @@ def settle_input(
     ``zero_based_given``: ``--zero-based`` was passed (nothing to detect).
     """
     sample = InputSample.of(pattern, settings.reader("any"))
-    notes = []
-    if sample.own_format_share() < OWN_FORMAT_SHARE:  # the wrong format: the job's input check says which
-        return InputChoices(config, settings)
-    if settings.format == "libsvm" and not zero_based_given and not settings.options.get("zero_based"):
-        lines = sum(sample.fmt.zero_index_lines(piece.data) for piece in sample.pieces)
-        if lines:
-            settings = settings.replace(zero_based=True)
-            notes.append(
-                f"input: LIBSVM feature indices count from 0 ({lines} sampled records hold an index 0): read as "
-                "with --zero-based"
-            )
     try:
-        found = infer_classes(config.label_kind, config.classes, config.class_names, sample.label_texts())
+        decided = decide(
+            sample,
+            config.label_kind,
+            config.classes,
+            config.class_names,
+            detect_zero_based=not zero_based_given and not settings.options.get("zero_based"),
+        )
     except LabelEncodingError as error:
         raise OptionError(f"{error}: pass {LABEL_FLAGS}") from None
-    if found.names:
-        config = config.replace(class_names=found.names)
-        settings = settings.replace(class_names=found.names, classes=config.classes)
-        notes.append(f"{found.note} (as with --class-names {','.join(found.names)})")
+    notes = []
+    if decided.zero_based:
+        settings = settings.replace(zero_based=True)
+        notes.append(f"{decided.notes[0]}: read as with --zero-based")
+    if decided.names:
+        config = config.replace(class_names=decided.names)
+        settings = settings.replace(class_names=decided.names, classes=config.classes)
+        notes.append(f"{decided.notes[-1]} (as with --class-names {','.join(decided.names)})")
     return InputChoices(config, settings, tuple(notes))

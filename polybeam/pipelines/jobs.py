@@ -31,7 +31,7 @@ from polybeam.learners.warm_start import APPLE_SETTINGS, FIXED_SETTINGS, check_c
 from polybeam.pipelines import windowed
 from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
-from polybeam.pipelines.input_choices import InputChoices, settle_input
+from polybeam.pipelines.input_choices import InputChoices, settle_input, settle_scoring_input
 from polybeam.pipelines.job_parts import (
     checked_read,
     count,
@@ -421,6 +421,7 @@ def _scoring_input(
     settings = input_settings(job, config, key=key, model=model, model_path=model_path)
     if model is None:  # a model from before polybeam recorded its input: the options alone, as before
         return settings, None
+    settings, _ = settle_scoring_input(job.input, settings, model, zero_based_given=job.zero_based)
     check_sample(job.input, settings, labels=labels, model=model, model_path=model_path)
     return settings, model_note(model, model_path)
 

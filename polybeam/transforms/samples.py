@@ -29,6 +29,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from polybeam.formats.acceptance import guess_format
+from polybeam.formats.labels import infer_classes
 from polybeam.formats.text import record_lines
 
 SAMPLE_BYTES = 64 << 10
@@ -141,3 +142,37 @@ def _parquet_ends(path: str) -> list:
         groups = parquet.num_row_groups
         chosen = sorted({0, groups - 1} if groups else set())
         return [parquet.read_row_group(group) for group in chosen]
+
+
+# Below this share of sampled records that look like the format's own, the input is left to the read's checks.
+OWN_FORMAT_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a sample settles about reading a training input (see :func:`decide`): the class ``names`` of its
+    labels (empty: the task's own labels), whether a LIBSVM input counts its features from 0, and a line
+    for people per decision."""
+
+    names: tuple[str, ...] = ()
+    zero_based: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def decide(sample: InputSample, kind: str, classes: int, names: tuple[str, ...], *, detect_zero_based: bool) -> Decided:
+    """How to read the sampled input for a task of ``kind`` (see :func:`polybeam.formats.labels.infer_classes`,
+    which raises :class:`~polybeam.formats.labels.LabelEncodingError` for labels that need telling), and,
+    with ``detect_zero_based``, whether LIBSVM indices count from 0 (an index 0 sampled)."""
+    if sample.own_format_share() < OWN_FORMAT_SHARE:  # another format: the read's check names it
+        return Decided()
+    notes = []
+    zero_based = False
+    if detect_zero_based and getattr(sample.fmt, "name", None) == "libsvm":
+        lines = sum(sample.fmt.zero_index_lines(piece.data) for piece in sample.pieces)
+        if lines:
+            zero_based = True
+            notes.append(f"input: LIBSVM feature indices count from 0 ({lines} sampled records hold an index 0)")
+    found = infer_classes(kind, classes, names, sample.label_texts())
+    if found.names:
+        notes.append(found.note)
+    return Decided(found.names, zero_based, tuple(notes))
