@@ -15,7 +15,11 @@ from hypothesis import strategies as st
 from parsing_strategies import PROPERTY_SETTINGS
 
 from polybeam.formats import ParquetFormat
-from polybeam.learners.hashing import feature_slot, libsvm_slot
+from polybeam.learners.hashing import feature_slot, hash_string, libsvm_slot
+
+
+def category_slot(column: str, value: str, seed: int = 0, bits: int = 18) -> int:
+    return hash_string(value, hash_string(column, seed)) & ((1 << bits) - 1)
 
 
 def sparse_table(**extra):
@@ -75,10 +79,14 @@ def test_labels_weights_and_missing_labels():
     reasons = {letter.offset: letter.reason for letter in parsed.dead_letters}
     assert reasons == {
         1: "missing label",
-        2: "label must be a finite number",
+        2: "missing label",  # NaN is missing, as null (and as NaN in a CSV cell)
         3: "importance weight must be finite and >= 0",
     }
     assert parsed.records == 4
+    inf = sparse_table(label=[1.0, float("inf"), 1.0, 1.0], weight=[None, float("nan"), 0.5, 1.0])
+    parsed = ParquetFormat(weight_column="weight").parse_table(inf)
+    assert parsed.batch.weights.tolist() == [1.0, 0.5, 1.0]  # a missing weight (null, NaN) is 1
+    assert [letter.reason for letter in parsed.dead_letters] == ["label must be a finite number"]
 
 
 def test_label_kinds():
@@ -95,35 +103,37 @@ def test_unlabelled_tables_for_prediction():
         ParquetFormat().parse_table(table)
 
 
-def test_named_layout_uses_numeric_columns():
+def test_named_layout_reads_numbers_and_categories():
     table = pa.table(
         {
             "label": [1, 0, 1],
             "age": [30, None, 0],
             "income": [0.5, 2.0, 0.0],
-            "city": ["a", "b", "c"],
+            "city": ["a", "b", None],
             "member": [True, False, True],
         }
     )
     parsed = ParquetFormat().parse_table(table)
     batch = parsed.batch
     age, income, member = (feature_slot(name) for name in ("age", "income", "member"))
-    assert batch.indptr.tolist() == [0, 3, 4, 5]
-    assert batch.indices.tolist() == [age, income, member, income, member]
-    assert batch.values.tolist() == [30.0, 0.5, 1.0, 2.0, 1.0]
-    assert batch.names == {age: "age", income: "income", member: "member"}
+    a, b = category_slot("city", "a"), category_slot("city", "b")
+    assert batch.indptr.tolist() == [0, 4, 6, 7]
+    assert batch.indices.tolist() == [age, income, a, member, income, b, member]
+    assert batch.values.tolist() == [30.0, 0.5, 1.0, 1.0, 2.0, 1.0, 1.0]
+    assert batch.names == {age: "age", income: "income", member: "member", a: "city=a", b: "city=b"}
+    # Read as models recorded before Parquet had categories: the text column is left out.
+    before = ParquetFormat(infer_categorical=False).parse_table(table).batch
+    assert before.indices.tolist() == [age, income, member, income, member]
 
 
 def test_named_layout_with_chosen_columns_and_dead_letters():
     nan, inf = float("nan"), float("inf")
     table = pa.table({"y": [1.0, 1.0, 1.0], "a": [1.0, nan, 2.0], "b": [1.0, 1.0, -inf], "c": [5, 5, 5]})
     parsed = ParquetFormat(label_column="y", feature_columns=("a", "b")).parse_table(table)
-    assert parsed.batch.indices.tolist() == [feature_slot("a"), feature_slot("b")]
-    assert [letter.reason for letter in parsed.dead_letters] == [
-        "non-finite value in column 'a'",
-        "non-finite value in column 'b'",
-    ]
-    assert parsed.dead_letters[0].raw == '{"y": 1.0, "a": NaN, "b": 1.0, "c": 5}'
+    a, b = feature_slot("a"), feature_slot("b")
+    assert parsed.batch.indices.tolist() == [a, b, b]  # NaN is a missing value, as null
+    assert [letter.reason for letter in parsed.dead_letters] == ["non-finite value in column 'b'"]
+    assert parsed.dead_letters[0].raw == '{"y": 1.0, "a": 2.0, "b": -Infinity, "c": 5}'
 
 
 def test_record_batches_and_chunked_tables():
@@ -165,7 +175,7 @@ def test_empty_table():
     [
         (pa.table({"label": ["a"], "x": [1]}), {}, "label column 'label' must be numeric"),
         (pa.table({"label": [1], "x": [1]}), {"feature_columns": ("z",)}, "feature column 'z' not found"),
-        (pa.table({"label": [1], "x": ["s"]}), {"feature_columns": ("x",)}, "feature column 'x' must be numeric"),
+        (pa.table({"label": [1], "x": [[1.0]]}), {"feature_columns": ("x",)}, "column 'x' holds list<item: double>"),
         (pa.table({"label": [1], "indices": [1]}), {}, "must be a list column"),
         (pa.table({"label": [1], "indices": [["a"]]}), {}, "lists of integers"),
         (pa.table({"label": [1], "x": [1]}), {"weight_column": "w"}, "weight column 'w' not found"),
