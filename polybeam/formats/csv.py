@@ -261,9 +261,20 @@ def _parse_record(
                 number, end = scan_number(text, inner_start, inner_stop)
                 parsed = end == inner_stop and not escaped
                 # Only a cell that is no finite number can be a missing-value spelling, unless one is a number.
-                missing = (na_count > 0 and (na_numeric or not parsed or not np.isfinite(number))) and _is_missing(
-                    text, inner_start, inner_stop, escaped, scratch, scratch_pos, na_count, na_text, na_offsets, na_first
-                )
+                missing = False
+                if na_count > 0 and (na_numeric or not parsed or not np.isfinite(number)):
+                    missing = _is_missing(
+                        text,
+                        inner_start,
+                        inner_stop,
+                        escaped,
+                        scratch,
+                        scratch_pos,
+                        na_count,
+                        na_text,
+                        na_offsets,
+                        na_first,
+                    )
                 if missing:
                     pass  # as an empty cell: no feature, no label, weight 1
                 elif kind == NUMERIC:
@@ -682,7 +693,11 @@ class CsvFormat(HashedFormat):
         if header_first and header is None and len(starts):
             header = data[starts[0] : stops[0]]
         first_record = next(
-            (i for i in range(1 if header_first else 0, len(starts)) if not self._is_skipped(array, starts[i], stops[i])),
+            (
+                i
+                for i in range(1 if header_first else 0, len(starts))
+                if not self._is_skipped(array, starts[i], stops[i])
+            ),
             None,
         )
         if first_record is None:  # nothing but a header, blank lines and comments

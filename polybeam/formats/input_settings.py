@@ -172,7 +172,10 @@ class InputSettings:
         if not isinstance(record, Mapping) or "format" not in record:
             raise ValueError(f"input settings need a format, got {record!r}")
         known = _own_fields(record["format"]) if record["format"] in FORMATS else {}
-        options = {**BEFORE_RECORDED.get(record["format"], {}), **{name: record[name] for name in known if name in record}}
+        options = {
+            **BEFORE_RECORDED.get(record["format"], {}),
+            **{name: record[name] for name in known if name in record},
+        }
         return cls(
             format=record["format"],
             options=options,

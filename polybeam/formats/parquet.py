@@ -547,7 +547,9 @@ class ParquetFormat(HashedFormat):
             return False
         if pa.types.is_null(column_type) or not self.infer_categorical:
             return None  # (all missing)
-        raise ValueError(f"column {name!r} holds {column_type}: it is no feature; {_unreadable_hint(name, column_type)}")
+        raise ValueError(
+            f"column {name!r} holds {column_type}: it is no feature; {_unreadable_hint(name, column_type)}"
+        )
 
 
 class _FeatureNames:
