@@ -56,8 +56,8 @@ _OPTION_NAMES = {
         "format": "--format",
         "guess": "--format {value}",
         "task": "--loss, --classes, --class-names",
-        "csv": "--label-column, --categorical-columns, --csv-delimiter, --no-csv-header",
-        "parquet": "--label-column, --weight-column",
+        "csv": "--label-column, --categorical-columns, --na-values, --csv-delimiter, --no-csv-header",
+        "parquet": "--label-column, --weight-column, --categorical-columns, --ignore-columns",
     },
     "python": {
         "max_dead_letter_fraction": "max_dead_letter_fraction={value:g}",
@@ -67,8 +67,8 @@ _OPTION_NAMES = {
         "format": "format",
         "guess": "format={value!r}",
         "task": "labels, classes, label_names",
-        "csv": "label_column, categorical_columns, delimiter, has_header",
-        "parquet": "label_column, weight_column",
+        "csv": "label_column, categorical_columns, na_values, delimiter, has_header",
+        "parquet": "label_column, weight_column, categorical_columns, ignore_columns",
     },
 }
 # The options that shape how records of a format are read (named when records look right but do not parse).

@@ -122,3 +122,21 @@ def test_a_model_reads_missing_values_as_it_recorded_them(iris_files, tmp_path, 
     unknown_widths = int(iris_frame(missing=True)["sepal_width"].isna().sum())
     assert code == 0, stderr
     assert (report(stdout)["examples"], report(stdout)["dead_letters"]) == (150 - unknown_widths, unknown_widths)
+
+
+def test_a_parquet_column_that_cannot_be_a_feature_is_one_line_before_launch(tmp_path, capsys):
+    """A list column in named Parquet features was dropped silently; now train refuses in one line naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "lists.parquet"
+    pq.write_table(pa.table({"label": [1.0, 0.0] * 20, "x": [1.0, 2.0] * 20, "tags": [["a"], ["b"]] * 20}), path)
+    code, _, stderr = run(capsys, "train", "--input", path, "--format", "parquet", "--model", tmp_path / "m.model")
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+    assert (
+        "column 'tags' holds list<element: string>: it is no feature; leave it out with --ignore-columns tags" in stderr
+    )
+    code, _, stderr = run(
+        capsys, "train", "--input", path, "--format", "parquet", "--ignore-columns", "tags", "--model", tmp_path / "m"
+    )
+    assert code == 0, stderr
