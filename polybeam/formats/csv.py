@@ -86,6 +86,7 @@ from polybeam.formats.text import (
     is_skippable,
     line_spans,
     line_stop,
+    skip_blanks,
     token_text,
 )
 from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
@@ -134,13 +135,11 @@ def _copy(source, start, stop, target, pos, unescape):
 
 @numba.njit(cache=True)
 def _is_skipped(text, start, stop, delimiter, na_count, na_text, na_offsets, na_first):
-    """Whether a line is blank or a ``#`` comment; a line whose first cell is a missing value spelled with
+    """Whether a line is blank or a ``#`` comment; a line whose first text is a missing value spelled with
     a ``#`` (``#N/A``, as spreadsheets write one) is a record, not a comment."""
     if not is_skippable(text, start, stop):
         return False
-    pos = start
-    while pos < stop and _is_padding(text[pos], delimiter):
-        pos += 1
+    pos = skip_blanks(text, start, stop)  # (where the '#' is, if any)
     end = pos
     while end < stop and text[end] != delimiter:
         end += 1

@@ -309,7 +309,9 @@ def ref_csv(
     missing = {value.encode("utf-8") for value in na_values} | {b""}
     lines = []
     for i, (offset, raw) in enumerate(split_lines(data)):
-        first_cell = raw.split(delimiter, 1)[0].strip(bytes(c for c in b" \r\t" if bytes([c]) != delimiter))
+        first_cell = (
+            raw.lstrip(BLANKS).split(delimiter, 1)[0].strip(bytes(c for c in b" \r\t" if bytes([c]) != delimiter))
+        )
         if (i == 0 and header_first) or (is_skippable(raw) and first_cell not in missing - {b""}):
             lines.append(Line(offset, raw, "skipped"))  # (a record may start with a missing value: #N/A)
             continue

@@ -1,8 +1,8 @@
 """The CSV and Parquet readers agree: the same table, written as a CSV file and as a Parquet file, gives the
 same examples (labels, weights, slots, values, names) and refuses the same rows.
 
-The table holds numbers (floating-point and whole, NaN and infinite ones too), text, dictionary-encoded text
-and whole numbers read as categories, with missing values: nulls in Parquet, spelled in the CSV file as an
+The table holds numbers (floating-point, whole and boolean; NaN and infinite ones too), text (plain, large and
+dictionary-encoded), and numbers and booleans read as categories, with missing values: nulls in Parquet, spelled in the CSV file as an
 empty cell or one of the default missing-value spellings (``NA``, ``NaN``, ``?``, ``#N/A``, quoted or not).
 The CSV file is written as pandas or Python's ``csv`` module would write it: numbers by Python's repr, text
 quoted where it must be.
@@ -34,9 +34,7 @@ COLUMN_NAMES = ["size", "a b", "x,1", 'q"t', "名", "10", "colour", "c;d", "n"]
 def tables(draw):
     """A table as Python columns, what each column is, and the reading options."""
     n = draw(st.integers(0, 12))
-    kinds = draw(
-        st.lists(st.sampled_from(["float", "int", "text", "dictionary", "int_category", "float_category"]), max_size=5)
-    )
+    kinds = draw(st.lists(st.sampled_from(sorted(KINDS)), max_size=5))
     names = draw(st.permutations(COLUMN_NAMES))[: len(kinds)]
     finite = st.floats(allow_nan=False, allow_infinity=False)
     number = st.one_of(finite, st.sampled_from([0.0, -0.0, 1.5, 1e-300, 1e300, 5e-324]))
@@ -47,6 +45,8 @@ def tables(draw):
             value = st.one_of(number, st.sampled_from(special))
         elif kind in ("int", "int_category"):
             value = st.one_of(st.integers(-(10**6), 10**6), st.sampled_from([0, None]))
+        elif kind in ("bool", "bool_category"):
+            value = st.sampled_from([True, False, None])
         else:
             value = st.one_of(st.sampled_from(TEXTS), st.none())
         columns[name] = draw(st.lists(value, min_size=n, max_size=n))
@@ -69,19 +69,34 @@ def tables(draw):
     return {name: columns[name] for name in order}, kinds, options, spellings, delimiter
 
 
+# Each kind of column: its Arrow type, and whether the CSV reader must be told it is categorical.
+KINDS = {
+    "float": (pa.float64(), False),
+    "int": (pa.int64(), False),
+    "bool": (pa.bool_(), False),  # numeric: 1 and 0, as the CSV cells 1 and 0
+    "text": (pa.string(), True),
+    "large_text": (pa.large_string(), True),
+    "dictionary": (pa.dictionary(pa.int32(), pa.string()), True),
+    "int_category": (pa.int64(), True),
+    "float_category": (pa.float64(), True),
+    "bool_category": (pa.bool_(), True),  # the categories True and False, as pandas writes booleans
+}
+
+
 def arrow_column(values: list, kind: str) -> pa.Array:
-    if kind in ("float", "float_category", "label", "weight"):
+    if kind in ("label", "weight"):
         return pa.array(values, type=pa.float64())
-    if kind in ("int", "int_category"):
-        return pa.array(values, type=pa.int64())
-    text = pa.array(values, type=pa.string())
-    return text.dictionary_encode() if kind == "dictionary" else text
+    if kind == "dictionary":
+        return pa.array(values, type=pa.string()).dictionary_encode()
+    return pa.array(values, type=KINDS[kind][0])
 
 
 def csv_cell(value, kind: str, missing: str, delimiter: str) -> str:
     """How a CSV writer spells the value (a missing one as ``missing``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return missing
+    if kind == "bool":
+        return str(int(value))
     text = repr(value) if isinstance(value, float) else str(value)
     quote = delimiter in text or '"' in text or text != text.strip(" \t\r") or text.startswith("#")
     return '"' + text.replace('"', '""') + '"' if quote else text
@@ -118,8 +133,10 @@ def test_a_table_as_csv_and_as_parquet_gives_the_same_examples(case):
     assert set(MISSING_CELLS) - {"", '"NA"', '""', " NA "} <= set(DEFAULT_NA_VALUES)
     table = pa.table({name: arrow_column(values, kinds[name]) for name, values in columns.items()})
     csv_data = write_csv(columns, kinds, spellings, delimiter)
-    numbers_as_categories = tuple(name for name, kind in kinds.items() if kind in ("int_category", "float_category"))
-    text = tuple(name for name, kind in kinds.items() if kind in ("text", "dictionary"))
+    numbers_as_categories = tuple(name for name, kind in kinds.items() if kind.endswith("_category"))
+    text = tuple(
+        name for name, kind in kinds.items() if kind in KINDS and KINDS[kind][1] and name not in numbers_as_categories
+    )
     csv = CsvFormat(delimiter=delimiter, categorical_columns=numbers_as_categories + text, **options)
     parquet = ParquetFormat(categorical_columns=numbers_as_categories, **options)
     from_csv = csv.parse(csv_data, source="t.csv")

@@ -234,6 +234,14 @@ def test_na_values_say_which_spellings_are_missing():
     assert CsvFormat(na_values=[" NA ", "", "NA"]).na_values == ("NA",)  # trimmed, no empty one, no repeats
 
 
+def test_a_record_may_start_with_a_missing_value_spelled_with_a_hash():
+    """#N/A first on a line (or after an empty first cell) is a missing value, not the start of a comment."""
+    parsed = CsvFormat(label_column="y").parse(b"x,y\n#N/A,1\n# a comment\n#NA,0\n")
+    assert (len(parsed.batch), parsed.skipped) == (2, 2) and parsed.batch.indptr.tolist() == [0, 0, 0]
+    tabbed = CsvFormat(label_column="y", delimiter="\t").parse(b"a\tx\ty\n\t#N/A\t1\n\t# not a value\t1\n")
+    assert (len(tabbed.batch), tabbed.skipped) == (1, 2)
+
+
 def test_a_category_that_is_blank_is_missing():
     batch = CsvFormat(categorical_columns=("c",)).parse(b'y,c\n1,"  "\n1,""\n1," x "\n').batch
     assert batch.indptr.tolist() == [0, 0, 0, 1] and batch.names == {category_slot("c", "x"): "c= x "}
