@@ -545,8 +545,10 @@ class ParquetFormat(HashedFormat):
             return True if (chosen or self.infer_categorical) else None
         if _is_numeric(column_type):
             return False
-        if pa.types.is_null(column_type) or not self.infer_categorical:
+        if pa.types.is_null(column_type):
             return None  # (all missing)
+        if not chosen and not self.infer_categorical:
+            return None
         raise ValueError(
             f"column {name!r} holds {column_type}: it is no feature; {_unreadable_hint(name, column_type)}"
         )
