@@ -75,6 +75,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from polybeam.formats.classes import check_label_names
 from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.labels import LabelEncodingError, infer_classes
 from polybeam.learners import lbfgs
 from polybeam.learners.arrays import batch_from_arrays, column_slots, is_table, text_columns
 from polybeam.learners.config import LearnerConfig
@@ -213,11 +214,18 @@ class _PolybeamEstimator(BaseEstimator):
 
 
 def _class_names(classes: np.ndarray) -> tuple[str, ...]:
-    """The classes' names as a model file records them (the text of each label), when those texts can be
-    read back as the same classes (distinct, valid names); else none (the model then counts its classes)."""
-    names = tuple(str(label) for label in classes)
+    """The classes' names as a model file records them, decided as ``polybeam train`` decides them for the
+    same labels (see :func:`polybeam.formats.labels.infer_classes`): none for -1/+1, 0/1 or the class numbers
+    1..K (the loss's own labels), else the text of each label, when those texts read back as the same
+    classes; else none (the model then counts its classes)."""
+    texts = [str(label) for label in classes]
+    kind = "binary" if len(classes) == 2 else "multiclass"
     try:
-        return check_label_names(names) if len(set(names)) == len(names) else ()
+        return infer_classes(kind, 0 if kind == "binary" else len(classes), (), texts).names
+    except LabelEncodingError:
+        pass
+    try:
+        return check_label_names(tuple(texts)) if len(set(texts)) == len(texts) else ()
     except (TypeError, ValueError):
         return ()
 

@@ -263,15 +263,15 @@ def run_train(options: PipelineOptions) -> dict:
         settings = input_settings(job, config, key=key, model=recorded, model_path=job.initial_model)
     except ValueError as error:
         raise OptionError(f"--initial-model: {error}") from None
-    # A header or schema without the columns the options name fails now, not on a worker; the header's
-    # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
-    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
     if warm is None:
         # How the labels are read (1/2, yes/no, classes from 0) and whether LIBSVM counts from 0, from a sample.
         choices = settle_input(job.input, config, settings, zero_based_given=job.zero_based)
     else:  # a warm start reads as its model did: nothing is left to decide
         choices = InputChoices(config, settings)
     config, settings = choices.config, choices.settings
+    # A header or schema without the columns the options name fails now, not on a worker; the header's
+    # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
+    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
     settings = settings.replace(columns=header_columns(job.input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
