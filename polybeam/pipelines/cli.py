@@ -1,11 +1,13 @@
-"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, plot, template, demo.
+"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, plot, template, demo, engines.
 
 Every option is a PipelineOptions field (see ``polybeam.pipelines.options``),
 so the same names work here, from Python and in templates; any Beam option
 (``--runner``, ``--direct_num_workers``, ``--temp_location``, ...) passes
 through unchanged. Without ``--runner`` the local FnApiRunner runs the job.
 Commands that compute something print one JSON object on the last line of
-stdout.
+stdout. A mistake (a bad option, a missing file, input that cannot be read)
+is one line on stderr, ``polybeam COMMAND: error: ...``, and exit status 2;
+a job that ran and failed says why in one line too, with exit status 1.
 """
 
 from __future__ import annotations
@@ -25,6 +27,25 @@ from polybeam.pipelines.errors import UsageError
 from polybeam.pipelines.option_specs import ALL_FLAGS, command_parser
 
 
+# File-system errors that mean a path given is wrong (fix how you asked), not that the job failed.
+PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (Beam's own messages may span several: ``Pipeline has validations
+    errors:`` and a line per missing option), its lines joined with ``; ``.
+
+    >>> one_line(ValueError("Pipeline has validations errors: \\nMissing option: project.\\nMissing option: region.\\n"))
+    'Pipeline has validations errors: Missing option: project; Missing option: region.'
+    """
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = ""
+    for line in lines:
+        text = line if not text else text + (" " if text.endswith(":") else "; ") + line
+        text = text.removesuffix(".") if line is not lines[-1] else text
+    return text or type(error).__name__
+
+
 def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
     width = max(map(len, COMMANDS)) + 1
@@ -42,8 +63,16 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
     )
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A parser whose mistakes are the command's one-line error (``polybeam inspect: error: ...``), not
+    argparse's usage block."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
 def _inspect_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False
     )
     parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
@@ -54,7 +83,7 @@ def _inspect_parser() -> argparse.ArgumentParser:
 
 
 def _plot_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="polybeam plot",
         description=COMMANDS["plot"].description,
         allow_abbrev=False,
@@ -106,7 +135,7 @@ def _run_plot(argv: Sequence[str]) -> int:
 def _template_parser() -> argparse.ArgumentParser:
     from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, launcher_image
 
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False
     )
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
@@ -433,8 +462,15 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
         return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
-        print(f"polybeam: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        print(f"polybeam: error: unknown command {command!r} (polybeam --help lists them)", file=sys.stderr)
         return 2
+    if command == "engines":
+        from polybeam.engines.command import main as engines
+
+        try:
+            return engines(rest, prog="polybeam engines")
+        except SystemExit as done:  # its --help, or a mistake it has said in one line
+            return done.code if isinstance(done.code, int) else 2
     if any(arg in ("-h", "--help") for arg in rest):
         parsers = {"inspect": _inspect_parser, "template": _template_parser, "plot": _plot_parser}
         parsers.get(command, lambda: _command_parser(command))().print_help()
@@ -471,11 +507,14 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
             report = runner(PipelineOptions(rest))
         finally:
             forked_workers.ENABLED = False
-    except (UsageError, ModelFileError, ValueError, MemoryError, FileNotFoundError) as error:
+    except InputRejected as error:  # the job's input check refused its read: a line, then the reasons indented
         print(f"polybeam {command}: error: {error}", file=sys.stderr)
+        return 1
+    except (UsageError, ModelFileError, ValueError, MemoryError, *PATH_ERRORS) as error:
+        print(f"polybeam {command}: error: {one_line(error)}", file=sys.stderr)
         return 2
-    except (JobFailed, InputRejected) as error:  # the job ran and failed
-        print(f"polybeam {command}: error: {error}", file=sys.stderr)
+    except (JobFailed, OSError) as error:  # the job ran and failed (an OSError: a disk, a network, ...)
+        print(f"polybeam {command}: error: {one_line(error)}", file=sys.stderr)
         return 1
     if "job_id" in report:  # launched, not waited for
         print(_describe_launch(report))

@@ -30,7 +30,9 @@ from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
 from polybeam.learners.container import FormatError
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
+from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
+from polybeam.pipelines.runners import check_runner, runner_failure
 from polybeam.selection.errors import AnytimeModelError
 from polybeam.transforms.files import read_json
 from polybeam.transforms.sources import CorruptInputError
@@ -139,6 +141,13 @@ def _raise_rejection(facts: dict) -> None:
         raise InputRejected(written["error"]) from None
 
 
+def _raise_runner_failure(error: BaseException, options: PipelineOptions) -> None:
+    """Raise OptionError when the runner could not start the job for want of an option (see runners)."""
+    message = runner_failure(error, options)
+    if message is not None:
+        raise OptionError(message) from None
+
+
 def _job_id(result) -> str | None:
     job_id = getattr(result, "job_id", None)
     if callable(job_id):
@@ -170,11 +179,16 @@ def launch(
     """
     command, report = facts["command"], facts["report"]
     local = runner_name(options) in LOCAL_RUNNERS
+    check_runner(options)
     if not waits(options):
         launched = {"command": command, "report": report, "outputs": outputs, "runner": runner_name(options)}
         if local:
             return {**launched, **detach(command, options, report)}
-        result = pipeline.run()
+        try:
+            result = pipeline.run()
+        except Exception as error:
+            _raise_runner_failure(error, options)
+            raise
         return {**launched, "job_id": _job_id(result), "state": str(result.state)}
     workers = wants_forked_workers(options) if local else 0
     pool = None
@@ -191,6 +205,7 @@ def launch(
             message = user_error(error)
             if message is not None:
                 raise JobFailed(message) from None
+            _raise_runner_failure(error, options)
             raise
     finally:
         if pool is not None:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from engines import flink, prism
+from polybeam.engines import flink, prism
 from polybeam import datasets
 from tests.engines import running
 
