@@ -187,8 +187,10 @@ def _template_parser() -> argparse.ArgumentParser:
 
 def _run_template(argv: Sequence[str]) -> int:
     from polybeam.pipelines.flex_template import launcher_image, write_template
+    from polybeam.pipelines.written_paths import check_folder_exists
 
     args = _template_parser().parse_args(list(argv))
+    check_folder_exists(args.output_dir, "--output-dir")
     if args.launcher_image and args.launcher_tag:
         raise UsageError("polybeam template: give --launcher-image or --launcher-tag, not both")
     launcher = args.launcher_image or (launcher_image(tag=args.launcher_tag) if args.launcher_tag else None)

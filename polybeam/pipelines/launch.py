@@ -33,6 +33,7 @@ from polybeam.pipelines.forked_workers import forked_runner, wants_forked_worker
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
 from polybeam.pipelines.runners import check_runner, runner_failure
+from polybeam.pipelines.written_paths import check_outputs
 from polybeam.selection.errors import AnytimeModelError
 from polybeam.transforms.files import read_json
 from polybeam.transforms.sources import CorruptInputError
@@ -180,6 +181,7 @@ def launch(
     command, report = facts["command"], facts["report"]
     local = runner_name(options) in LOCAL_RUNNERS
     check_runner(options)
+    check_outputs({**outputs, "report": report})
     if not waits(options):
         launched = {"command": command, "report": report, "outputs": outputs, "runner": runner_name(options)}
         if local:

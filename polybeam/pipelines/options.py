@@ -26,6 +26,7 @@ from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.option_specs import FORMATS  # noqa: F401  (re-exported)
+from polybeam.pipelines.written_paths import check_given_outputs
 from polybeam.transforms.files import absolute_path
 
 # The local runner that needs no network (the DirectRunner name first tries to
@@ -192,6 +193,7 @@ def job_settings(options: PipelineOptions, command: str | None = None) -> JobSet
         for name in specs.required_options(command):
             if not getattr(settings, name):
                 raise OptionError(f"polybeam {command} needs --{name.replace('_', '-')}")
+        check_given_outputs(settings, command)  # (into folders that exist, under names Beam can write)
     return settings
 
 
