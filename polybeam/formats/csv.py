@@ -49,7 +49,7 @@ import numpy as np
 from polybeam.formats.classes import NO_CLASS, find_class
 from polybeam.formats.keys import key_codes
 from polybeam.formats.numbers import scan_number
-from polybeam.formats.records import ParsedBlock
+from polybeam.formats.records import InputFileError, ParsedBlock
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.text import (
     EXAMPLE,
@@ -589,8 +589,9 @@ class CsvFormat(HashedFormat):
         try:
             columns = self.columns(header, sample)
         except ValueError as error:
-            # A header without the configured columns makes the whole file unreadable: say which file.
-            raise ValueError(f"{source}: {error}") from None
+            # A header without the configured columns makes the whole file unreadable: say which file, and
+            # when its first line is a record (a file of a glob without the header the others have), that too.
+            raise InputFileError(f"{source}: {error}{_headerless(header, self)}") from None
         (
             (status, starts, stops, bad_columns, bad_starts, bad_stops),
             (example_lines, labels, weights, has_label, indptr),
@@ -699,6 +700,33 @@ def _time_problems(scratch, spans, status, column: str) -> dict:
     bad = np.flatnonzero(status != TIME_OK)
     cells = span_texts(scratch, spans[bad])
     return {int(example): problem(int(status[example]), column, cell or "") for example, cell in zip(bad, cells)}
+
+
+def _headerless(header: bytes | None, fmt: CsvFormat) -> str:
+    """``"; its first line looks like a record, ..."`` when most fields of a header line are numbers, else ``""``.
+
+    >>> _headerless(b"1,1700536400,0.5,x", CsvFormat(label_column="y"))[:45]
+    '; its first line looks like a record, not a h'
+    >>> _headerless(b"y,ts,a,b", CsvFormat(label_column="y"))
+    ''
+    """
+    if not fmt.has_header or not header:
+        return ""
+    fields = split_fields(header, fmt.delimiter)
+
+    def is_number(text: str) -> bool:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+
+    if 2 * sum(map(is_number, fields)) <= len(fields):
+        return ""
+    return (
+        "; its first line looks like a record, not a header: every file of a CSV input must start with the "
+        "same header line (--no-csv-header if none has one)"
+    )
 
 
 def span_texts(buffer: np.ndarray, spans: np.ndarray) -> np.ndarray:

@@ -16,8 +16,10 @@ metrics to report on a job:
 
 from __future__ import annotations
 
+import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -142,6 +144,25 @@ def _raise_rejection(facts: dict) -> None:
         raise InputRejected(written["error"]) from None
 
 
+def remove_sink_temporaries(outputs: dict) -> list[str]:
+    """Remove the temporary folders Beam's file sinks leave beside a failed job's local outputs; their paths.
+
+    A file sink writes its shards into ``beam-temp-NAME-UUID/`` beside ``NAME`` and renames them when the job
+    finishes (``apache_beam.io.filebasedsink``); a job that fails leaves that folder behind, half written.
+    ``outputs``: name -> path (or a prefix ending in ``*``), as :func:`launch` takes them.
+    """
+    removed = []
+    for path in outputs.values():
+        if not isinstance(path, str) or not path or "://" in path:
+            continue
+        folder, name = os.path.split(os.path.abspath(path.removesuffix("*")))
+        for temporary in glob.glob(os.path.join(glob.escape(folder), f"beam-temp-{glob.escape(name)}-*")):
+            if os.path.isdir(temporary):
+                shutil.rmtree(temporary, ignore_errors=True)
+                removed.append(temporary)
+    return removed
+
+
 def _raise_runner_failure(error: BaseException, options: PipelineOptions) -> None:
     """Raise OptionError when the runner could not start the job for want of an option (see runners)."""
     message = runner_failure(error, options)
@@ -203,6 +224,7 @@ def launch(
         try:
             state = pipeline.run().wait_until_finish()
         except Exception as error:
+            remove_sink_temporaries({**outputs, "report": report})
             _raise_rejection(facts)
             message = user_error(error)
             if message is not None:
