@@ -69,7 +69,7 @@ from polybeam.formats.text import (
     line_stop,
     token_text,
 )
-from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
+from polybeam.formats.timestamps import TIME_OK, UNITS, check_unit, parse_timestamps, problem, reject_untimed
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
@@ -485,9 +485,12 @@ class CsvFormat(HashedFormat):
         (None).
     timestamp_column : str or int, optional
         A column whose value is each example's event time (``batch.timestamps``;
-        ``--timestamp column:NAME``), not a feature: seconds since the epoch or
+        ``--timestamp column:NAME``), not a feature: a number since the epoch or
         ISO-8601 (see :mod:`polybeam.formats.timestamps`). A record whose time
-        is missing or unreadable is a dead letter.
+        is missing, unreadable or outside the years 1 to 9999 is a dead letter.
+    timestamp_unit : {None, "s", "ms", "us", "ns"}
+        The unit of the timestamp column's numbers (``--timestamp-unit``);
+        None is seconds.
 
     Without a header, the number of columns comes from ``header`` (the file's
     first line, which the reader passes to every block: see ``carried_lines``)
@@ -508,9 +511,11 @@ class CsvFormat(HashedFormat):
     key_column: str | int | None = None
     id_column: str | int | None = None
     timestamp_column: str | int | None = None
+    timestamp_unit: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_unit(self.timestamp_unit)
         if not isinstance(self.delimiter, str) or len(self.delimiter.encode("utf-8")) != 1:
             raise ValueError(f"delimiter must be a single ASCII character, got {self.delimiter!r}")
         if self.delimiter in '"\r\n':
@@ -610,7 +615,7 @@ class CsvFormat(HashedFormat):
         taken = {}
         if columns.key >= 0 or columns.id >= 0 or columns.time >= 0:
             (indptr, slots, values, feature_columns, value_spans, first_use), taken = _take_out(
-                columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use
+                columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use, self.timestamp_unit
             )
         time_problems = taken.pop("time_problems", None)
         batch = ExampleBatch(
@@ -662,7 +667,7 @@ class CsvFormat(HashedFormat):
         return reject_untimed(parsed, by_row, block.raw_finder(parsed.batch))
 
 
-def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use):
+def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use, time_unit=None):
     """Move the key and ID columns' features (read as categories) out of the features: the key
     into key codes, the ID into ``tags`` (None where the cell is empty).
 
@@ -690,16 +695,20 @@ def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_sp
     if columns.id >= 0:
         out["tags"] = span_texts(scratch, spans[columns.id])
     if columns.time >= 0:
-        out["timestamps"], status = parse_timestamps(scratch, spans[columns.time])
-        out["time_problems"] = _time_problems(scratch, spans[columns.time], status, columns.names[columns.time])
+        unit = time_unit or "s"
+        out["timestamps"], status = parse_timestamps(scratch, spans[columns.time], UNITS[unit])
+        out["time_problems"] = _time_problems(scratch, spans[columns.time], status, columns.names[columns.time], unit)
     return arrays, out
 
 
-def _time_problems(scratch, spans, status, column: str) -> dict:
+def _time_problems(scratch, spans, status, column: str, unit: str = "s") -> dict:
     """Example index -> why its time is not one (Python only for the examples that have such a problem)."""
     bad = np.flatnonzero(status != TIME_OK)
     cells = span_texts(scratch, spans[bad])
-    return {int(example): problem(int(status[example]), column, cell or "") for example, cell in zip(bad, cells)}
+    return {
+        int(example): problem(int(status[example]), column, (cell or "").strip(), unit)
+        for example, cell in zip(bad, cells)
+    }
 
 
 def _headerless(header: bytes | None, fmt: CsvFormat) -> str:

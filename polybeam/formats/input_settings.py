@@ -47,7 +47,7 @@ INDEXED = frozenset({"libsvm", "parquet"})
 NAMED = frozenset({"csv", "vw", "parquet"})
 
 # Format settings recorded only when set (newer than the records of older models).
-OPTIONAL_RECORDS = frozenset({"timestamp_column"})
+OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit"})
 
 # The command-line flag of each format setting (settings without one are shown as Python keywords).
 FLAGS = {
@@ -58,6 +58,7 @@ FLAGS = {
     "id_column": "--id-column",
     "delimiter": "--csv-delimiter",
     "feature_names": "--feature-names",
+    "timestamp_unit": "--timestamp-unit",
 }
 
 

@@ -203,6 +203,8 @@ def run_train(options: PipelineOptions) -> dict:
     # A header or schema without the columns the options name fails now, not on a worker; the header's
     # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
     check_sample(job.input, settings, labels=config.label_kind)
+    if window is not None:
+        windowed.check_sample_times(job.input, settings, config.label_kind, job.timestamp)
     settings = settings.replace(columns=header_columns(job.input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)

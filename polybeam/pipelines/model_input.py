@@ -122,6 +122,15 @@ def check_sample(
     raise InputMismatch(f"{path} line {letter.line}: {letter.reason}{looks_like}; {model_note(model, model_path)}")
 
 
+def parse_sample(path: str, settings: InputSettings, labels: str):
+    """The first records of ``path`` (at most :data:`SAMPLE_BYTES` of text, :data:`SAMPLE_ROWS` of Parquet),
+    parsed as ``settings`` read them (a ``ParsedBlock``); the readers' errors as they raise them."""
+    reader = settings.reader(labels)
+    if settings.format == "parquet":
+        return _parquet_sample(path, reader)
+    return reader.parse(text_sample(path), source=path)
+
+
 def _looks_like(raw: str, settings: InputSettings) -> str:
     """``"; these records look like LIBSVM"`` when ``raw`` looks like another format than ``settings``'."""
     guess = guess_format(raw)
@@ -145,4 +154,4 @@ def _parquet_sample(path: str, reader):
     return reader.parse_table(table, source=path)
 
 
-__all__ = ["InputMismatch", "check_sample", "header_columns", "model_note", "recorded_input"]
+__all__ = ["InputMismatch", "check_sample", "header_columns", "model_note", "parse_sample", "recorded_input"]

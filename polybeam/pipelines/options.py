@@ -57,7 +57,7 @@ class KeyOptions(PipelineOptions):
 
 
 class WindowOptions(PipelineOptions):
-    """Models per event-time window: ``--window``, ``--timestamp``."""
+    """Models per event-time window: ``--window``, ``--timestamp``, ``--timestamp-unit``."""
 
     _add_argparse_args = _holding("WindowOptions")
 
@@ -289,6 +289,8 @@ def input_settings(
     timestamp = settings.timestamp
     if timestamp is not None and "timestamp_column" in read.options:  # (other formats: refused by train)
         own["timestamp_column"] = timestamp.partition(":")[2]
+        unit = getattr(settings, "timestamp_unit", "s")
+        own["timestamp_unit"] = None if unit in (None, "s") else unit  # (seconds: recorded as before, not at all)
     softmax = config.loss == "softmax"
     return read.replace(
         **own,
