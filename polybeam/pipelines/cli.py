@@ -26,7 +26,6 @@ from polybeam.pipelines.commands import COMMANDS
 from polybeam.pipelines.errors import UsageError
 from polybeam.pipelines.option_specs import ALL_FLAGS, command_parser
 
-
 # File-system errors that mean a path given is wrong (fix how you asked), not that the job failed.
 PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)
 
@@ -72,9 +71,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _inspect_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
-        prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False
-    )
+    parser = _OneLineParser(prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False)
     parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
     parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -135,9 +132,7 @@ def _run_plot(argv: Sequence[str]) -> int:
 def _template_parser() -> argparse.ArgumentParser:
     from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, launcher_image
 
-    parser = _OneLineParser(
-        prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False
-    )
+    parser = _OneLineParser(prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False)
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
     parser.add_argument(
         "--output-dir",

@@ -31,8 +31,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
 from polybeam.learners.container import FormatError
-from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
 from polybeam.pipelines.runners import check_runner, runner_failure
 from polybeam.pipelines.written_paths import check_outputs

@@ -83,7 +83,9 @@ def check_sample_times(pattern: str, settings, labels: str, timestamp: str) -> N
     records = len(parsed.batch) + len(parsed.dead_letters)
     wrong_unit = [letter.reason for letter in parsed.dead_letters if "pass --timestamp-unit" in letter.reason]
     if records and 2 * len(wrong_unit) > records:
-        raise OptionError(f"--timestamp {timestamp}: {wrong_unit[0]} ({len(wrong_unit)} of the first {records} records)")
+        raise OptionError(
+            f"--timestamp {timestamp}: {wrong_unit[0]} ({len(wrong_unit)} of the first {records} records)"
+        )
 
 
 def windowed_models(
