@@ -72,8 +72,16 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def _inspect_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False)
-    parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
+    parser.add_argument(
+        "--model", required=True, help="path of the model file, or of a folder of per-key or per-window models"
+    )
     parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
+    parser.add_argument(
+        "--window",
+        default=None,
+        help="with a folder of models per window: the window whose model to show (its name, window-START-END, or "
+        "its start as listed)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--top", type=int, default=20, help="how many of the largest weights to list (default: 20)")
     return parser
@@ -309,10 +317,26 @@ def _is_folder(path: str) -> bool:
 
 
 def _run_inspect(argv: Sequence[str]) -> int:
+    from polybeam.pipelines.windowed import is_windowed_folder
     from polybeam.transforms.model_io import read_model
 
     args = _inspect_parser().parse_args(list(argv))
-    if _is_folder(args.model):
+    if args.window is not None and not is_windowed_folder(args.model):
+        raise UsageError(f"--window applies to a folder of models per window; {args.model} is not one")
+    if is_windowed_folder(args.model):
+        from polybeam.pipelines.windowed_summary import describe, window_model, windowed_summary
+
+        if args.window is None:
+            if args.key is not None:
+                raise UsageError(f"{args.model} holds models per window: give --window NAME with --key")
+            summary = windowed_summary(args.model)
+            if args.json:
+                _print_json(summary)
+            else:
+                print(describe(summary))
+            return 0
+        model = window_model(args.model, args.window, args.key)
+    elif _is_folder(args.model):
         from polybeam.pipelines.keyed_summary import describe, keyed_summary
         from polybeam.transforms.keyed_files import KeyedFolder
 
@@ -325,14 +349,9 @@ def _run_inspect(argv: Sequence[str]) -> int:
             return 0
         model = KeyedFolder(args.model).model(args.key)
         if model is None:
-            print(f"polybeam inspect: {args.model} has no model for key {args.key!r}", file=sys.stderr)
-            return 2
+            raise UsageError(f"{args.model} has no model for key {args.key!r}")
     elif args.key is not None:
-        print(
-            f"polybeam inspect: --key applies to a folder of per-key models; {args.model} is a model file",
-            file=sys.stderr,
-        )
-        return 2
+        raise UsageError(f"--key applies to a folder of per-key models; {args.model} is a model file")
     else:
         model = read_model(args.model)
     if args.json:
@@ -504,6 +523,9 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
             report = runner(PipelineOptions(rest))
         finally:
             forked_workers.ENABLED = False
+    except BrokenPipeError:  # stdout closed early (polybeam inspect ... | head): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (so that exiting flushes nowhere)
+        return 141  # as a shell reports a command ended by SIGPIPE
     except InputRejected as error:  # the job's input check refused its read: a line, then the reasons indented
         print(f"polybeam {command}: error: {error}", file=sys.stderr)
         return 1

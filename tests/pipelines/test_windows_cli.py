@@ -96,6 +96,21 @@ def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsy
         expected = Evaluation.for_model(stored).add_batch(stored, own).result()
         assert metrics == pytest.approx(expected)
 
+    # inspect lists the windows in time order (it called them keys, and their names a key column of None).
+    code, stdout, _ = run(capsys, "inspect", "--model", model)
+    assert code == 0 and "key" not in stdout.replace("--key", "")
+    assert (
+        stdout.splitlines()[0]
+        == f"polybeam models per window: 3 windows (fixed:86400) of the times in column ts, in {model}"
+    )
+    starts = [line.split()[0] for line in stdout.splitlines() if line.startswith("  2026-")]
+    assert starts == ["2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z"]
+    code, stdout, _ = run(capsys, "inspect", "--model", model, "--window", "2026-11-02T00:00:00Z", "--json")
+    shown = json.loads(stdout)
+    assert code == 0 and shown == read_model(str(model / index["entries"][names[1]]["file"])).summary_dict(20)
+    code, _, stderr = run(capsys, "inspect", "--model", model, "--window", "2026-12-01")
+    assert code == 2 and stderr.startswith(f"polybeam inspect: error: {model} has no window '2026-12-01'")
+
 
 @pytest.mark.slow
 def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, capsys):
@@ -142,6 +157,15 @@ def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, caps
     )
     code, _, stderr = run(capsys, "predict", "--model", model, "--input", test, "--output", tmp_path / "p")
     assert code != 0 and "folder of models per window" in stderr
+    code, stdout, _ = run(capsys, "inspect", "--model", model, "--json")
+    summary = json.loads(stdout)
+    assert code == 0 and summary["kind"] == "windows" and summary["key"] == "column:store"
+    assert [row["keys"] for row in summary["windows"]] == [3] * 7
+    first = summary["windows"][0]["window"]
+    code, stdout, _ = run(capsys, "inspect", "--model", model, "--window", first, "--key", "s1")
+    assert code == 0 and stdout.startswith("polybeam linear model")
+    code, _, stderr = run(capsys, "inspect", "--model", model, "--window", first)
+    assert code == 2 and "holds per-key models in each window: add --key KEY" in stderr
 
 
 @pytest.mark.parametrize(
