@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m polybeam.engin
         try:
             paths = engine(name).fetch()
         except EngineUnavailable as error:
-            print(f"{name}: {error}", file=sys.stderr)
+            print(f"{prog}: error: {name}: {error}", file=sys.stderr)
             return 1
         print(f"{name}: " + " ".join(str(path) for path in paths))
     ran = " ".join(args.engines)

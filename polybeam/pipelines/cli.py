@@ -121,11 +121,13 @@ def _run_plot(argv: Sequence[str]) -> int:
         if rest:
             raise UsageError(f"unrecognised arguments with --model: {' '.join(rest)}")
         from polybeam.pipelines.plots import check_plotting, plot_model
+        from polybeam.pipelines.written_paths import check_folder_exists
         from polybeam.transforms.model_io import read_model
 
         check_plotting()
         model = read_model(args.model)
         output = args.output or f"{args.model}.learning.png"
+        check_folder_exists(output, "--output")
         plot_model(model, output, title=args.model)
         points = len(model.metadata.get("learning_curve", []))
         print(f"learning curve ({points} points), non-zeros and weights by degree drawn in {output}")

@@ -154,7 +154,10 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
             data = read_bytes(path)
         except Exception as error:  # Beam wraps file-system errors in its own types
             raise OptionError(f"{what}: cannot read it ({error})") from None
-        source = source_config(data)
+        try:
+            source = source_config(data)
+        except ValueError as error:  # not a model file (ModelFileError), or one this version cannot read
+            raise OptionError(f"{what}: {error}") from None
     check_compatible(source, config, what)
     if exact and source.replace(passes=config.passes) != config:
         different = sorted(k for k, v in config.to_dict().items() if source.to_dict().get(k) != v and k != "passes")

@@ -30,6 +30,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
+from polybeam.learners.background import wait_idle
 from polybeam.learners.container import FormatError
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
@@ -224,6 +225,7 @@ def launch(
         try:
             state = pipeline.run().wait_until_finish()
         except Exception as error:
+            wait_idle()  # (the learners' last progress lines before the failure's message)
             remove_sink_temporaries({**outputs, "report": report})
             _raise_rejection(facts)
             message = user_error(error)
