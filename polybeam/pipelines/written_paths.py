@@ -84,9 +84,30 @@ def written_options(command: str) -> list[specs.Option]:
     ]
 
 
+def writes_folder(option: specs.Option, settings, command: str) -> bool:
+    """Whether ``command`` writes a folder at ``option`` (``--model`` of a per-key or windowed train)."""
+    if option.path == "folder":
+        return True
+    if command == "train" and option.attribute == "model":
+        return bool(settings.window) or (bool(settings.key) and settings.key_model != "shared")
+    return False
+
+
+def check_kind(path: str, what: str, folder: bool) -> None:
+    """Refuse a local path that is a file where a folder is written, or a folder where a file is."""
+    if not _is_local(path):
+        return
+    if folder and os.path.isfile(path):
+        raise OptionError(f"{what} {path} is a file; a folder goes there")
+    if not folder and os.path.isdir(path):
+        where = "give a prefix of the files to write, such as" if what == "--output" else "give a file in it, such as"
+        raise OptionError(f"{what} {path} is a folder: {where} {os.path.join(path, 'name')}")
+
+
 def check_given_outputs(settings, command: str) -> None:
     """Refuse, before anything runs, an output option of ``command`` given in ``settings`` (a JobSettings) whose
-    folder does not exist or whose name Beam would read as a pattern."""
+    folder does not exist, whose name Beam would read as a pattern, or that is a file where a folder is written
+    (or the reverse)."""
     for option in written_options(command):
         value = getattr(settings, option.attribute, None)
         if option.attribute not in settings.given or not isinstance(value, str) or not value:
@@ -94,6 +115,7 @@ def check_given_outputs(settings, command: str) -> None:
         flag = option.flags[0]
         check_name(value, flag)
         check_folder_exists(value, flag)
+        check_kind(value, flag, writes_folder(option, settings, command))
 
 
 def check_outputs(outputs: dict) -> None:

@@ -432,6 +432,139 @@ CASES = [
         env={"POLYBEAM_ENGINE_CACHE": "{out}/cache"},
     ),
     Case("engines fetch without Go", ("engines", "fetch", "prism"), 1, "missing go", env={"PATH": "{out}"}),
+    Case(
+        "Parquet that is CSV",
+        (*TRAIN, "--input", "{good_csv}", "--format", "parquet", "--model", "{out}/m.model"),
+        2,
+        "good.csv: Parquet magic bytes not found in footer. Either the file is corrupted or this is not a parquet file; these records look like CSV",
+    ),
+    Case(
+        "gzip name, plain text",
+        (*TRAIN, "--input", "{plain_gz}", "--model", "{out}/m.model"),
+        1,
+        "plain.libsvm.gz: corrupt gzip data",
+    ),
+    Case(
+        "key column not in the header",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--key", "column:store", "--model", "{out}/k"),
+        2,
+        "key_column 'store' is not a column",
+    ),
+    Case(
+        "dead-letter share above 1",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--max-dead-letter-fraction", "2", "--model", "{out}/m.model"),
+        2,
+        "--max-dead-letter-fraction must be a number from 0 to 1",
+    ),
+    Case(
+        "a Beam option's bad value",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--direct_num_workers", "abc", "--model", "{out}/m.model"),
+        2,
+        "argument --direct_num_workers: invalid int value: 'abc'",
+    ),
+    Case(
+        "--runner without a value",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--model", "{out}/m.model", "--runner"),
+        2,
+        "argument --runner: expected one argument",
+    ),
+    Case("empty --input", (*TRAIN, "--input", "", "--model", "{out}/m.model"), 2, "polybeam train needs --input"),
+    Case(
+        "class names for logistic loss",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--class-names", "a,b", "--model", "{out}/m.model"),
+        2,
+        "classes and class_names are for loss 'softmax'",
+    ),
+    Case(
+        "softmax without classes",
+        ("train", "--loss", "softmax", "--input", "{good_csv}", *CSV, "--model", "{out}/m.model"),
+        2,
+        "loss 'softmax' needs classes >= 2",
+    ),
+    Case(
+        "CSV delimiter of two characters",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--csv-delimiter", ";;", "--model", "{out}/m.model"),
+        2,
+        "delimiter must be a single ASCII character",
+    ),
+    Case(
+        "checkpoints into a file",
+        (
+            *TRAIN,
+            "--input",
+            "{good_csv}",
+            *CSV,
+            "--passes",
+            "2",
+            "--checkpoint-dir",
+            "{good_csv}",
+            "--model",
+            "{out}/m.model",
+        ),
+        2,
+        "good.csv is a file; a folder goes there",
+    ),
+    Case(
+        "model file onto a folder",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--model", "{folder}/glob"),
+        2,
+        "glob is a folder: give a file in it",
+    ),
+    Case(
+        "predictions onto a folder",
+        ("predict", "--input", "{good_csv}", "--model", "{good_model}", "--output", "{folder}/glob"),
+        2,
+        "glob is a folder: give a prefix of the files to write",
+    ),
+    Case(
+        "model of gzip garbage",
+        ("evaluate", "--input", "{good_csv}", "--model", "{corrupt_gz}"),
+        2,
+        "corrupt.libsvm.gz: cannot read the model file",
+    ),
+    Case(
+        "per-key key for a model file",
+        ("evaluate", "--input", "{good_csv}", "--model", "{good_model}", "--key", "column:a"),
+        2,
+        "--key applies to a folder of per-key models",
+    ),
+    Case(
+        "ID column not in the header",
+        ("predict", "--input", "{good_csv}", "--model", "{good_model}", "--id-column", "rid", "--output", "{out}/p"),
+        2,
+        "id_column 'rid' is not a column",
+    ),
+    Case(
+        "prefixes of garbage to predict with",
+        ("predict", "--input", "{train_libsvm}", "--prefixes", "{garbage_model}", "--output", "{out}/p"),
+        2,
+        "cannot read anytime prefixes",
+    ),
+    Case(
+        "negative budget",
+        ("predict", "--input", "{train_libsvm}", "--prefixes", "{prefixes}", "--budget", "-1", "--output", "{out}/p"),
+        2,
+        "--budget must be a finite cost >= 0",
+    ),
+    Case(
+        "prefixes named with [",
+        ("sequence", "--input", "{train_libsvm}", "--groups", "{groups}", "--output", "{out}/p[1].jsonl"),
+        2,
+        "read *, ?, [ and ] in a path as a pattern",
+    ),
+    Case(
+        "timeliness plot in a missing folder",
+        ("timeliness", "--input", "{train_libsvm}", "--prefixes", "{prefixes}", "--plot", "{out}/no/p.png"),
+        2,
+        "does not exist; create it first",
+    ),
+    Case("plot of a folder", ("plot", "--model", "{folder}/glob"), 2, "cannot read the model file"),
+    Case(
+        "template of a file that is not a wheel",
+        ("template", "--command", "train", "--output-dir", "{out}/t", "--package", "{fake_whl}"),
+        2,
+        "not a wheel (a wheel is a zip archive",
+    ),
     # -- the installed command, whole stderr as a user sees it (Beam's logging, warnings)
     Case(
         "header-less file in a glob, installed command",
@@ -481,6 +614,23 @@ def corpus(tmp_path_factory) -> dict[str, str]:
         "groups": datasets.group_spec_path("spam"),
     }
     files["empty_csv"].write_text("y,ts,a,b\n")
+    files["plain_gz"] = folder / "plain.libsvm.gz"
+    files["plain_gz"].write_text("1 1:1\n0 2:1\n")
+    files["prefixes"] = folder / "p.jsonl"
+    assert (
+        main(
+            [
+                "sequence",
+                "--input",
+                str(files["train_libsvm"]),
+                "--groups",
+                str(files["groups"]),
+                "--output",
+                str(files["prefixes"]),
+            ]
+        )
+        == 0
+    )
     files["empty_libsvm"].write_bytes(b"")
     files["corrupt_gz"].write_bytes(gzip.compress(b"1 1:1\n" * 100)[:40] + b"\x00garbage")
     files["garbage_model"].write_bytes(os.urandom(512))
