@@ -559,12 +559,6 @@ CASES = [
         "does not exist; create it first",
     ),
     Case("plot of a folder", ("plot", "--model", "{folder}/glob"), 2, "cannot read the model file"),
-    Case(
-        "template of a file that is not a wheel",
-        ("template", "--command", "train", "--output-dir", "{out}/t", "--package", "{fake_whl}"),
-        2,
-        "not a wheel (a wheel is a zip archive",
-    ),
     # -- the installed command, whole stderr as a user sees it (Beam's logging, warnings)
     Case(
         "header-less file in a glob, installed command",

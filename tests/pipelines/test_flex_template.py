@@ -293,6 +293,7 @@ def test_the_entry_point_launches_the_job_and_exits_before_it_ends(tmp_path, spa
     left to run on its own, writes its model and report."""
     train, _ = spam_split
     model = tmp_path / "out" / "model.bin"
+    model.parent.mkdir()  # (commands write into folders that exist)
     parameters = [
         f"--input={train}",
         f"--model={model}",
