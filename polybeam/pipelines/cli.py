@@ -39,9 +39,9 @@ def one_line(error: BaseException) -> str:
     """
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     text = ""
-    for line in lines:
-        text = line if not text else text + (" " if text.endswith(":") else "; ") + line
-        text = text.removesuffix(".") if line is not lines[-1] else text
+    for number, line in enumerate(lines):
+        part = line if number == len(lines) - 1 else line.removesuffix(".")
+        text = part if not text else text + (" " if text.endswith(":") else "; ") + part
     return text or type(error).__name__
 
 
@@ -526,7 +526,10 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
         finally:
             forked_workers.ENABLED = False
     except BrokenPipeError:  # stdout closed early (polybeam inspect ... | head): nothing more to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (so that exiting flushes nowhere)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (so that exiting flushes nowhere)
+        except (OSError, ValueError):  # a caller's stdout without a file descriptor
+            pass
         return 141  # as a shell reports a command ended by SIGPIPE
     except InputRejected as error:  # the job's input check refused its read: a line, then the reasons indented
         print(f"polybeam {command}: error: {error}", file=sys.stderr)

@@ -289,7 +289,7 @@ def input_settings(
     timestamp = settings.timestamp
     if timestamp is not None and "timestamp_column" in read.options:  # (other formats: refused by train)
         own["timestamp_column"] = timestamp.partition(":")[2]
-        unit = getattr(settings, "timestamp_unit", "s")
+        unit = settings.timestamp_unit
         own["timestamp_unit"] = None if unit in (None, "s") else unit  # (seconds: recorded as before, not at all)
     softmax = config.loss == "softmax"
     return read.replace(
