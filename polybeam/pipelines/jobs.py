@@ -209,7 +209,10 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
             data = read_bytes(path)
         except Exception as error:  # Beam wraps file-system errors in its own types
             raise OptionError(f"{what}: cannot read it ({error})") from None
-        source = source_config(data)
+        try:
+            source = source_config(data)
+        except ValueError as error:  # not a model file (ModelFileError), or one this version cannot read
+            raise OptionError(f"{what}: {error}") from None
     check_compatible(source, config, what)
     if exact and source.replace(passes=config.passes) != config:
         different = sorted(k for k, v in config.to_dict().items() if source.to_dict().get(k) != v and k != "passes")
@@ -272,6 +275,8 @@ def run_train(options: PipelineOptions) -> dict:
     # A header or schema without the columns the options name fails now, not on a worker; the header's
     # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
     check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
+    if window is not None:
+        windowed.check_sample_times(job.input, settings, config.label_kind, job.timestamp)
     settings = settings.replace(columns=header_columns(job.input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)

@@ -441,7 +441,7 @@ TABLE = (
         "index.json; evaluate scores each window's examples with that window's model",
         type=window_spec,
         metavar="{fixed:SIZE,sliding:SIZE,PERIOD}",
-        readme_with=("timestamp",),
+        readme_with=("timestamp", "timestamp-unit"),
         readme="train one model per event-time window (per key with `--key`), by each example's time in a "
         'CSV/Parquet column (see "Models per window" below)',
     ),
@@ -450,10 +450,19 @@ TABLE = (
         _W,
         "windows",
         "with --window: column:NAME, the CSV/Parquet column of each example's event "
-        "time (seconds since the epoch, or ISO-8601 such as 2026-11-01T06:30:00Z), then not a feature; a record "
-        "without a readable time is a dead letter",
+        "time (a number since the epoch, in seconds unless --timestamp-unit says otherwise, or ISO-8601 such as "
+        "2026-11-01T06:30:00Z), then not a feature; a record without a readable time is a dead letter",
         type=timestamp_spec,
         metavar="column:NAME",
+    ),
+    Option(
+        "timestamp-unit",
+        _W,
+        "windows",
+        "the unit of the --timestamp column's numbers: s, ms, us or ns since the epoch (default: s); Kafka and "
+        "Java write ms. Evaluate reads a windowed folder's times as its training input's were read",
+        choices=("s", "ms", "us", "ns"),
+        default="s",
     ),
     # -- learning
     Option(
