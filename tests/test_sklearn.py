@@ -221,9 +221,7 @@ def test_rows_sorted_by_label_are_shuffled_by_default(loader, lowest):
 
 def test_the_order_is_seeded_by_random_state():
     X, _, y, _ = bundled("spam")
-    scores = {
-        seed: PolybeamClassifier(random_state=seed).fit(X, y).decision_function(X[:200]) for seed in (0, 0, 1)
-    }
+    scores = {seed: PolybeamClassifier(random_state=seed).fit(X, y).decision_function(X[:200]) for seed in (0, 0, 1)}
     again = PolybeamClassifier(random_state=0).fit(X, y).decision_function(X[:200])
     assert np.array_equal(scores[0], again) and not np.array_equal(scores[0], scores[1])
     # A RandomState instance draws each pass's order from it, as scikit-learn's estimators do.
