@@ -48,10 +48,12 @@ def train_and_test(capsys, tmp_path, train, test, loader, *options):
 @pytest.mark.parametrize(
     "loader, sorted_error, shuffled_error",
     [
-        # Measured (held-out error): digits 0.896 sorted, 0.053 in scikit-learn's order, 0.044-0.078 through
-        # the buffer (--shuffle-seed 0-3); breast cancer 0.077 sorted, 0.035 in order, 0.028-0.042 through it.
-        ("load_digits", 0.8, 0.09),
-        ("load_breast_cancer", 0.06, 0.05),
+        # Measured (held-out error, one pass): digits 0.896 sorted, 0.053 in scikit-learn's order; through the
+        # buffer, --shuffle-seed 0-7: 0.053-0.104, as 40 random orders of the rows (0.033-0.116, mean 0.062).
+        # Breast cancer: 0.084 sorted, 0.035 in order; through the buffer 0.021-0.049; random orders
+        # 0.021-0.056 (mean 0.034).
+        ("load_digits", 0.8, 0.12),
+        ("load_breast_cancer", 0.07, 0.06),
     ],
 )
 def test_sorted_labels_warn_and_a_shuffle_buffer_learns_them_as_shuffled(

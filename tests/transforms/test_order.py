@@ -135,8 +135,9 @@ def test_train_through_a_shuffle_buffer_learns_sorted_digits_as_shuffled_ones(di
     assert order.sorted and order.examples == sum(map(len, batches))
     mixed, mixed_order = trained(batches, shuffle_buffer=2000, shuffle_seed=1)
     assert not mixed_order.sorted
-    # Measured: 0.896 in the sorted order; 0.040-0.053 through the buffer (seeds 0-3), as shuffled input.
-    assert error(in_order, test) > 0.8 and error(mixed, test) < 0.1
+    # Measured: 0.896 in the sorted order; 0.040-0.053 through the buffer (seeds 0-3); 40 random orders of
+    # the rows (the command line's hashing): 0.033-0.116.
+    assert error(in_order, test) > 0.8 and error(mixed, test) < 0.12
     again, _ = trained(batches, shuffle_buffer=2000, shuffle_seed=1)
     other, _ = trained(batches, shuffle_buffer=2000, shuffle_seed=2)
     assert np.array_equal(again.weights, mixed.weights) and not np.array_equal(other.weights, mixed.weights)
