@@ -306,30 +306,31 @@ def test_verbose_prints_a_line_per_pass_and_progress_lines(capsys):
 
 def test_spam_binary_held_out_error():
     X_train, X_test, y_train, y_test = bundled("spam", test_rows=920)
-    # Measured: 0.088 after one pass, 0.072 after three (logistic, adaptive steps).
-    assert 1 - PolybeamClassifier().fit(X_train, y_train).score(X_test, y_test) < 0.095
-    assert 1 - PolybeamClassifier(passes=3).fit(X_train, y_train).score(X_test, y_test) < 0.08
+    # Measured over random_state 0-7 (logistic, adaptive steps): 0.072-0.101 after one pass, 0.068-0.084 after
+    # three; random_state=0: 0.084 and 0.084 (in the file's order, shuffle=False: 0.088 and 0.073).
+    assert 1 - PolybeamClassifier(random_state=0).fit(X_train, y_train).score(X_test, y_test) < 0.095
+    assert 1 - PolybeamClassifier(passes=3, random_state=0).fit(X_train, y_train).score(X_test, y_test) < 0.09
 
 
 def test_multiclass_with_named_labels_is_softmax():
     X_train, X_test, y_train, y_test = bundled("letter")
     letters = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
     y_train, y_test = letters[y_train.astype(int) - 1], letters[y_test.astype(int) - 1]
-    classifier = PolybeamClassifier(passes=5).fit(X_train, y_train)
+    classifier = PolybeamClassifier(passes=5, random_state=0).fit(X_train, y_train)
     assert classifier.classes_.tolist() == letters.tolist()
     assert classifier.config_.loss == "softmax" and classifier.config_.class_names == tuple(letters)
     probabilities = classifier.predict_proba(X_test)
     assert probabilities.shape == (len(y_test), 26) and np.allclose(probabilities.sum(axis=1), 1.0)
     assert np.array_equal(classifier.predict(X_test), letters[probabilities.argmax(axis=1)])
-    # Measured: 0.311 after one pass, 0.261 after five.
+    # Measured after five passes: 0.263-0.284 over random_state 0-7, 0.263 with 0 (one pass: 0.311).
     assert 1 - classifier.score(X_test, y_test) < 0.28
 
 
 def test_apple_and_truncated_gradient_through_the_estimator():
     X_train, X_test, y_train, y_test = bundled("letter", binary=True)
-    # Measured on letter A-M vs N-Z: linear 0.298, apple 0.222 (one pass each).
-    linear = 1 - PolybeamClassifier().fit(X_train, y_train).score(X_test, y_test)
-    apple = PolybeamClassifier(expand="apple").fit(X_train, y_train)
+    # Measured on letter A-M vs N-Z, one pass each, over random_state 0-7: linear 0.290-0.301, apple 0.186-0.224.
+    linear = 1 - PolybeamClassifier(random_state=0).fit(X_train, y_train).score(X_test, y_test)
+    apple = PolybeamClassifier(expand="apple", random_state=0).fit(X_train, y_train)
     assert 1 - apple.score(X_test, y_test) < linear - 0.05
     assert apple.model_.monomials  # products of features
     X_train, _, y_train, _ = bundled("spam")
@@ -359,14 +360,15 @@ def test_regressor_is_the_squared_loss_learner():
 def test_pipeline_and_grid_search():
     X_train, X_test, y_train, y_test = bundled("spam", test_rows=920)
     search = GridSearchCV(
-        make_pipeline(StandardScaler(with_mean=False), PolybeamClassifier()),
+        make_pipeline(StandardScaler(with_mean=False), PolybeamClassifier(random_state=0)),
         {"polybeamclassifier__passes": [1, 3], "polybeamclassifier__learning_rate": [0.25, 1.0]},
         cv=3,
     )
     search.fit(X_train, y_train)
     assert set(search.best_params_) == {"polybeamclassifier__passes", "polybeamclassifier__learning_rate"}
-    # Measured: best 3 passes at learning rate 0.25, held-out error 0.067.
-    assert 1 - search.score(X_test, y_test) < 0.075
+    # Measured over random_state 0-4: best 3 passes at learning rate 1.0, held-out error 0.068-0.084 (0.084
+    # with 0); in the file's order (shuffle=False): 3 passes at 0.25, 0.067.
+    assert 1 - search.score(X_test, y_test) < 0.09
     assert (
         clone(search.best_estimator_).get_params()["polybeamclassifier__passes"]
         == search.best_params_["polybeamclassifier__passes"]

@@ -18,15 +18,13 @@ window, which says whether the labels come sorted.
 >>> import numpy as np
 >>> from polybeam.learners.batch import ExampleBatch
 >>> batches = [ExampleBatch.from_rows([(float(label), {1: 1.0})] * 500) for label in (1, 2, 3)]
->>> def show(order):
-...     print(order.examples, order.sorted)
 >>> with beam.Pipeline(runner="FnApiRunner") as p:
 ...     sorted_input = p | beam.Create(batches, reshuffle=False)
-...     _ = sorted_input | "Before" >> LabelOrderOf() | "ShowBefore" >> beam.Map(show)
+...     before = sorted_input | "Before" >> LabelOrderOf() | "Read" >> beam.Map(lambda o: ("read", o.sorted))
 ...     mixed = sorted_input | ShuffleExamples(2000, seed=1)
-...     _ = mixed | "After" >> LabelOrderOf() | "ShowAfter" >> beam.Map(show)
-1500 True
-1500 False
+...     after = mixed | "After" >> LabelOrderOf() | "Mixed" >> beam.Map(lambda o: ("mixed", o.sorted))
+...     _ = (before, after) | beam.Flatten() | beam.combiners.ToList() | beam.Map(lambda found: print(sorted(found)))
+[('mixed', False), ('read', True)]
 """
 
 from __future__ import annotations
