@@ -417,7 +417,8 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
     # -- learning -------------------------------------------------------------------------------------
 
     def fit(self, X, y, sample_weight=None):
-        """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
+        """Learn ``passes`` passes over ``(X, y)``, each in a new random order unless ``shuffle=False``, from
+        scratch or, with ``warm_start``, going on from the previous fit (``sample_weight``: importance weights)."""
         continues = self._continues()
         X, y = _validate_data(self, X, y, reset=not continues, **_VALIDATION)
         check_classification_targets(y)
@@ -436,8 +437,8 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Learn one pass over ``(X, y)``, going on from earlier calls; the first call needs ``classes``
-        (every label the stream will hold)."""
+        """Learn one pass over ``(X, y)`` (its rows in a random order unless ``shuffle=False``), going on from
+        earlier calls; the first call needs ``classes`` (every label the stream will hold)."""
         first = not hasattr(self, "learner_")
         X, y = _validate_data(self, X, y, reset=first, **_VALIDATION)
         check_classification_targets(y)
@@ -601,14 +602,16 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         return self._config()
 
     def fit(self, X, y, sample_weight=None):
-        """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
+        """Learn ``passes`` passes over ``(X, y)``, each in a new random order unless ``shuffle=False``, from
+        scratch or, with ``warm_start``, going on from the previous fit (``sample_weight``: importance weights)."""
         X, y = _validate_data(self, X, y, reset=not self._continues(), y_numeric=True, **_VALIDATION)
         self.config_ = self._task_config()
         self._fit(self._batch(X, y, self._weights(sample_weight, X)))
         return self
 
     def partial_fit(self, X, y, sample_weight=None):
-        """Learn one pass over ``(X, y)``, going on from earlier calls."""
+        """Learn one pass over ``(X, y)`` (its rows in a random order unless ``shuffle=False``), going on from
+        earlier calls."""
         first = not hasattr(self, "learner_")
         X, y = _validate_data(self, X, y, reset=first, y_numeric=True, **_VALIDATION)
         if first:
