@@ -333,7 +333,7 @@ def _describe_train(report: dict) -> str:
         trained = f"{report['keys']} models, one per key ({report['key']}), in {report['model']}"
     else:
         trained = f"model written to {report['model']}"
-    lines = [
+    lines = list(report.get("input_notes") or []) + [
         f"read: {counts.describe()}",
         *_warning_lines(report),
         f"progressive validation loss: {loss:.6g}"

@@ -56,7 +56,10 @@ def read_examples(
     The job checks its read itself (CheckInput in checked_read), after writing the dead letters and with its report."""
     settings = settings or input_settings(job, config, key=key)
     reading = settings.reader_options(labels or config.label_kind)
-    return pipeline | label >> ReadExamples(job.input, format=settings.format, check_input=False, **reading)
+    # (the job decided how to read before launching: see polybeam.pipelines.input_choices)
+    return pipeline | label >> ReadExamples(
+        job.input, format=settings.format, check_input=False, infer=False, **reading
+    )
 
 
 def write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):

@@ -12,6 +12,7 @@ or where the job's results will appear when it does not.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -25,11 +26,14 @@ from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.label_order import LabelOrder
+from polybeam.learners.model import Model, ModelFileError
 from polybeam.learners.multitask import SharedKeys, shared_config
-from polybeam.learners.warm_start import check_compatible, source_config
+from polybeam.learners.state_file import is_learner_state
+from polybeam.learners.warm_start import APPLE_SETTINGS, FIXED_SETTINGS, check_compatible, source_config
 from polybeam.pipelines import windowed
 from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.input_choices import InputChoices, settle_input, settle_scoring_input
 from polybeam.pipelines.job_parts import (
     checked_read,
     count,
@@ -46,7 +50,14 @@ from polybeam.pipelines.job_parts import (
 )
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
 from polybeam.pipelines.model_input import check_sample, header_columns, model_note, recorded_input
-from polybeam.pipelines.options import JobSettings, input_settings, job_settings, learner_config, with_default_runner
+from polybeam.pipelines.options import (
+    JobSettings,
+    given_config_fields,
+    input_settings,
+    job_settings,
+    learner_config,
+    with_default_runner,
+)
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.evaluate import OVERALL, Evaluate
@@ -161,6 +172,50 @@ def _initial_source(job: JobSettings, config: LearnerConfig, model_path: str, ke
     return None, 1, checkpoint_dir, None
 
 
+@dataclasses.dataclass(frozen=True)
+class WarmSource:
+    """What an ``--initial-model`` says of itself: its learner settings and how its input was read (None:
+    it does not say: a learner-state file, or a model from before polybeam recorded it)."""
+
+    config: LearnerConfig
+    input: InputSettings | None
+
+
+def _warm_source(path: str) -> WarmSource:
+    """The settings of an ``--initial-model`` (a model or learner-state file, or a folder of per-key
+    models), read before launching; one line on what is wrong when they cannot be read."""
+    what = f"--initial-model {path}"
+    if exists(join(path, "index.json")):
+        index = read_index(path)
+        if "config" not in index:
+            raise OptionError(
+                f"{what}: its index.json holds no learner settings; start from a polybeam folder of models"
+            )
+        return WarmSource(LearnerConfig.from_dict(index["config"]), recorded_input(index.get("input"), path))
+    try:
+        data = read_bytes(path)
+    except Exception as error:  # Beam wraps file-system errors in its own types
+        raise OptionError(f"{what}: cannot read it ({error})") from None
+    try:
+        config = source_config(data)
+        record = None if is_learner_state(data) else Model.from_bytes(data).input
+    except (ValueError, ModelFileError) as error:
+        raise OptionError(f"{what}: {error}") from None
+    return WarmSource(config, recorded_input(record, path))
+
+
+def _with_source_settings(job: JobSettings, source: LearnerConfig) -> LearnerConfig:
+    """The options' learner settings with the settings that fix what a warm start's weights mean (its loss, hashing, classes,
+    expansion, ...) taken from ``source`` where the options leave them out, as evaluate and predict take
+    them from the model; a setting given that contradicts the source is refused by the compatibility check."""
+    given = given_config_fields(job)
+    taken = {name: getattr(source, name) for name in FIXED_SETTINGS + APPLE_SETTINGS if name not in given}
+    try:
+        return learner_config(job, defaults=taken)
+    except ValueError as error:
+        raise OptionError(f"--initial-model {job.initial_model}: {error}") from None
+
+
 def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exact: bool = False) -> None:
     """Fail fast, before launching, on a warm-start source that cannot be read or does not fit."""
     if keyed:
@@ -214,6 +269,10 @@ def run_train(options: PipelineOptions) -> dict:
     job = job_settings(options, "train")
     model_path = job.model
     config = learner_config(job)
+    # A warm start reads its input as its model did, with its model's settings unless the options say otherwise.
+    warm = _warm_source(job.initial_model) if job.initial_model and not job.resume else None
+    if warm is not None:
+        config = _with_source_settings(job, warm.config)
     fanout = job.merge_fanout
     if fanout is not None and fanout < 2:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
@@ -234,10 +293,20 @@ def run_train(options: PipelineOptions) -> dict:
             "out (or train one shared model: --key-model shared)"
         )
     shuffle_seed = config.seed if job.shuffle_seed is None else job.shuffle_seed
-    settings = input_settings(job, config, key=key)
+    recorded = warm.input if warm is not None else None
+    try:
+        settings = input_settings(job, config, key=key, model=recorded, model_path=job.initial_model)
+    except ValueError as error:
+        raise OptionError(f"--initial-model: {error}") from None
     # A header or schema without the columns the options name fails now, not on a worker; the header's
     # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
-    check_sample(job.input, settings, labels=config.label_kind)
+    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
+    if warm is None:
+        # How the labels are read (1/2, yes/no, classes from 0) and whether LIBSVM counts from 0, from a sample.
+        choices = settle_input(job.input, config, settings, zero_based_given=job.zero_based)
+    else:  # a warm start reads as its model did: nothing is left to decide
+        choices = InputChoices(config, settings)
+    config, settings = choices.config, choices.settings
     settings = settings.replace(columns=header_columns(job.input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
@@ -259,6 +328,7 @@ def run_train(options: PipelineOptions) -> dict:
         "initial_model": job.initial_model,
         "passes_run": config.passes - first_pass + 1,
         "input": settings.to_dict(),
+        "input_notes": list(choices.notes),
         "window_spec": window.text() if window else None,
         "shuffle_buffer": job.shuffle_buffer,
     }
@@ -395,6 +465,7 @@ def _scoring_input(
     settings = input_settings(job, config, key=key, model=model, model_path=model_path)
     if model is None:  # a model from before polybeam recorded its input: the options alone, as before
         return settings, None
+    settings, _ = settle_scoring_input(job.input, settings, model, zero_based_given=job.zero_based)
     check_sample(job.input, settings, labels=labels, model=model, model_path=model_path)
     return settings, model_note(model, model_path)
 
