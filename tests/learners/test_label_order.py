@@ -97,10 +97,13 @@ def test_shares_that_drift_from_batch_to_batch_are_caught_where_neighbours_look_
     mixed = np.concatenate([rng.permutation(stream[start : start + 2000]) for start in range(0, len(stream), 2000)])
     order = order_of(mixed)
     assert order.change_ratio > 0.7 and not order.runs
-    assert order.drift > 0.5 and order.drifting and order.sorted
-    assert "the labels' shares drift through the input" in order.warning("shuffle them")
+    # Each batch of 4,096 holds about 7 of the 26 labels: a drift of about 26 / 7 - 1.
+    assert 2 < order.drift < 3.5 and order.drifting and order.sorted
+    assert "the labels' shares drift through the input: its batches hold about 28% of its mix" in order.warning("")
     shuffled = order_of(rng.permutation(stream))
-    assert shuffled.drift < 0.1 and not shuffled.drifting
+    assert shuffled.drift < 0.01 and not shuffled.drifting
+    # Small batches differ by chance; that much is not drift.
+    assert order_of(rng.permutation(stream), batch=50).drift < 0.05
 
 
 def test_small_inputs_are_not_judged():
