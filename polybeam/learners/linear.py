@@ -323,7 +323,14 @@ class LinearLearner:
                 "(read the data with labels='multiclass' and classes set, so bad labels become dead letters)"
             )
 
-    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch | tuple, passes: int | None = None) -> LinearLearner:
+    def fit(
+        self,
+        batches: Iterable[ExampleBatch] | ExampleBatch | tuple,
+        passes: int | None = None,
+        *,
+        shuffle=None,
+        after_pass=None,
+    ) -> LinearLearner:
         """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout.
 
         ``batches``: ExampleBatches, or a tuple ``(X, y)`` / ``(X, y, sample_weight)`` of NumPy,
@@ -331,9 +338,11 @@ class LinearLearner:
         With several passes and a ``holdout_period``, one example in that many is held
         out, every pass is scored on them, and the learner ends as the best pass left
         it, stopping early as ``Train`` does (see :mod:`polybeam.learners.holdout`).
+        ``shuffle`` (a random generator: every pass in a new order) and ``after_pass``: see
+        :func:`~polybeam.learners.holdout.train_passes`.
         """
         batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
-        return train_passes(self, batches, passes or self.config.passes)
+        return train_passes(self, batches, passes or self.config.passes, shuffle=shuffle, after_pass=after_pass)
 
     def start_pass(self) -> LinearLearner:
         """Close the current pass's statistics and start counting a new pass."""

@@ -177,12 +177,19 @@ class PolynomialLearner:
                 self.grow_pending = True
         return self
 
-    def fit(self, batches, passes: int | None = None) -> PolynomialLearner:
+    def fit(self, batches, passes: int | None = None, *, shuffle=None, after_pass=None) -> PolynomialLearner:
         """Learn from ``batches`` (as :meth:`LinearLearner.fit` takes them) for ``passes`` passes (default:
         the config's), with the holdout and early stopping of :meth:`LinearLearner.fit`. Unless told how
         many examples to expect, apple spaces its epochs over all it will learn."""
         batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
-        return train_passes(self, batches, passes or self.config.passes, expect=self.schedule.total is None)
+        return train_passes(
+            self,
+            batches,
+            passes or self.config.passes,
+            expect=self.schedule.total is None,
+            shuffle=shuffle,
+            after_pass=after_pass,
+        )
 
     def _learn_expanded(self, part: ExampleBatch) -> None:
         """Expand ``part`` and learn it, expanding one sub-batch ahead on the helper thread when there is one.

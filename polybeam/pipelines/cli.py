@@ -382,6 +382,7 @@ def _describe_train(report: dict) -> str:
         trained = f"model written to {report['model']}"
     lines = list(report.get("input_notes") or []) + [
         f"read: {counts.describe()}",
+        *_warning_lines(report),
         f"progressive validation loss: {loss:.6g}"
         if loss is not None and math.isfinite(loss)
         else "progressive validation loss: n/a (no examples)",
@@ -401,7 +402,7 @@ def _describe_train(report: dict) -> str:
 
 def _describe_windowed_train(report: dict, counts) -> str:
     """Train's lines for models per window: a line per window (its examples, keys and progressive loss)."""
-    lines = [f"read: {counts.describe()}", f"windows ({report['window_spec']}):"]
+    lines = [f"read: {counts.describe()}", *_warning_lines(report), f"windows ({report['window_spec']}):"]
     for name, entry in report.get("windows", {}).items():
         loss = entry.get("progressive_loss")
         keys = f", {entry['keys']} keys" if "keys" in entry else ""
@@ -417,6 +418,11 @@ def _describe_windowed_train(report: dict, counts) -> str:
         f"wall time: {report['wall_seconds']:.1f} s",
     ]
     return "\n".join(lines)
+
+
+def _warning_lines(report: dict) -> list[str]:
+    """A line per warning of the report (train: labels that come sorted)."""
+    return [f"warning: {warning}" for warning in report.get("warnings") or ()]
 
 
 def _kept_model_lines(report: dict) -> list[str]:

@@ -687,6 +687,29 @@ TABLE = (
         metavar="E",
     ),
     Option(
+        "shuffle-buffer",
+        _T,
+        "passes",
+        "learn every pass's examples in a random order through a shuffle buffer of N examples per worker "
+        "(each leaves at a random time; N at least the longest run of one label mixes sorted input; the "
+        "holdout keeps the same examples); one model only, not per key (default: 0, in the order read)",
+        type=int,
+        default=0,
+        metavar="N",
+        readme_with=("shuffle-seed",),
+        readme="train: every pass learns its examples through a shuffle buffer of N examples (a new random "
+        "order each pass, seeded by `--shuffle-seed`, default `--seed`'s); for input sorted by label (train "
+        "warns when the first pass's labels come in long runs). See docs/order.md",
+    ),
+    Option(
+        "shuffle-seed",
+        _T,
+        "passes",
+        "the seed of --shuffle-buffer's orders (default: --seed's value)",
+        type=int,
+        metavar="S",
+    ),
+    Option(
         "lbfgs-passes",
         _L,
         "passes",

@@ -302,3 +302,41 @@ def test_a_released_holdout_leaves_apple_guard_to_the_progressive_loss():
     model = PolynomialLearner(config).fit(xor_task(0)).to_model()
     assert model.metadata["holdout"]["released"]
     assert model.metadata["apple_guard"]["decided_on"] == "progressive loss"
+
+
+# -- passes in a random order ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expand", ["none", "apple"])
+def test_a_shuffled_fit_judges_every_pass_on_the_same_examples(expand):
+    from polybeam.learners.holdout import model_loss_sum, placed
+
+    batch = dataclasses.replace(
+        noisy_logistic(3, n=2000), row_ids=np.arange(2000) * 37, source="gs://bucket/part-0.libsvm"
+    )
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=4, early_terminate=9, holdout_min_examples=0)
+    config = config.replace(expand=expand)
+    held = batch.take(holdout_rows(batch, config.holdout_period, config.seed))
+    judged = []
+
+    def after_pass(learner, number, learned):
+        entry = learner.selection_.history[-1]
+        models = learner.candidate_models()
+        losses = {name: model_loss_sum(model, held) / len(held) for name, model in models.items()}
+        judged.append((number, entry["examples"], entry["losses"], losses, learned["examples"]))
+
+    orders = []
+    for seed in (0, 1):
+        judged.clear()
+        make_learner(config).fit([batch], shuffle=np.random.RandomState(seed), after_pass=after_pass)
+        assert [number for number, *_ in judged] == [1, 2, 3, 4]
+        for _, examples, recorded, recomputed, learned in judged[:-1]:  # (the last pass may restore the best)
+            assert examples == len(held) and learned == len(batch) - len(held)
+            assert recorded == pytest.approx(recomputed, rel=1e-12)
+        orders.append([entry[2] for entry in judged])
+    assert orders[0] != orders[1]  # the passes learned in different orders
+    # A placed batch (a shuffle buffer's) holds out the same examples, wherever they go.
+    order = np.random.default_rng(0).permutation(len(batch))
+    moved = placed(batch).take(order)
+    period, seed = config.holdout_period, config.seed
+    assert np.array_equal(holdout_rows(moved, period, seed), holdout_rows(batch, period, seed)[order])
