@@ -19,6 +19,7 @@ import pytest
 from apache_beam.ml.inference.base import RunInference
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from sklearn.datasets import dump_svmlight_file
 
 from polybeam.learners.model import Model
 from polybeam.pipelines.cli import main
@@ -109,6 +110,15 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
         )  # fmt: skip
         read | Train(loss=loss, **({"classes": classes} if classes else {})) | WriteModel(str(folder / "py.model"))
     models["python"] = Model.load(str(folder / "py.model"))
+    numbers = [column for column in frame.columns if column.startswith("x")]
+    if not text and (kind != "multiclass" or encoding == "from-zero"):
+        if all(isinstance(label, (int, float, np.integer, np.floating)) for label in frame["y"]):
+            libsvm = folder / "table.libsvm"  # (features numbered 1, 2, ... in column order; missing: absent)
+            dump_svmlight_file(frame[numbers].fillna(0.0).to_numpy(), frame["y"].astype(float), str(libsvm),
+                               zero_based=False)  # fmt: skip
+            code, said = cli("train", "--input", libsvm, *train_options(frame, encoding), "--model",
+                             folder / "libsvm.model")  # fmt: skip
+            models["cli libsvm"] = Model.load(str(folder / "libsvm.model")) if code == 0 else said.strip()
     features = frame.drop(columns="y")
     in_order = {"shuffle": False} if "shuffle" in PolybeamClassifier().get_params() else {}  # the file's order
     if kind == "real":
@@ -127,6 +137,8 @@ def scores(model, frame: pd.DataFrame) -> np.ndarray:
         return margins
     rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in
             features.to_dict("records")]  # fmt: skip
+    if (model.input or {}).get("format") == "libsvm":  # LIBSVM's features by number: x0 is 1, x1 is 2, ...
+        rows = [{int(name[1:]) + 1: value for name, value in row.items()} for row in rows]
     return model.margins(mappings_batch(model, rows))
 
 
@@ -137,6 +149,8 @@ def scores(model, frame: pd.DataFrame) -> np.ndarray:
 @given(table=tables())
 @example(table=(pd.DataFrame({"x0": [1.0, 2.0, np.nan, 4.0] * 10, "c0": ["red", None, "blue", "red"] * 10,
                               "y": [1, 2, 1, 2] * 10}), "one-two"))  # fmt: skip
+@example(table=(pd.DataFrame({"x0": [1.5, -2.0, np.nan, 4.0] * 10, "x1": [0.5, np.nan, 3.0, 1.0] * 10,
+                              "y": [0, 1, 1, 0] * 10}), "zero-one"))  # fmt: skip
 def test_every_training_door_gives_the_same_model_and_predictions(table, tmp_path_factory):
     frame, encoding = table
     folder = tmp_path_factory.mktemp("doors")
@@ -148,6 +162,16 @@ def test_every_training_door_gives_the_same_model_and_predictions(table, tmp_pat
         assert np.allclose(scores(model, frame), reference, rtol=0, atol=1e-9), door
     names = {door: tuple(getattr(model, "model_", model).config.class_names) for door, model in models.items()}
     assert len(set(names.values())) == 1, names
+    # The estimator's saved model, scored by the command line on the table's CSV: the CSV model's metrics.
+    saved = folder / "sklearn.model"
+    models["sklearn"].model_.save(str(saved))
+    metrics = {}
+    for door, path in (("sklearn", saved), ("cli csv", folder / "csv.model")):
+        code, said = cli("evaluate", "--input", folder / "table.csv", "--model", path)
+        assert code == 0, said
+        metrics[door] = json.loads(said.strip().splitlines()[-1])
+    for name in ("examples", "loss", "error", "mse"):
+        assert metrics["sklearn"].get(name) == pytest.approx(metrics["cli csv"].get(name), abs=1e-9), name
 
 
 def test_a_table_whose_labels_need_telling_is_refused_at_every_door(tmp_path):
@@ -198,3 +222,62 @@ def test_run_inference_on_dicts_and_rows_scores_as_the_cli_model_reads_its_file(
         by_example = {json.dumps(r.example, sort_keys=True, default=str): r.inference for r in results}
         got = [by_example[json.dumps(d, sort_keys=True, default=str)] for d in dicts]
         assert np.allclose(got, expected, rtol=0, atol=1e-9)
+
+
+YAML_SCORES = """
+pipeline:
+  transforms:
+    - name: Read
+      type: ReadFromCsv
+      config:
+        path: "{{ rows }}"
+    - name: Score
+      type: PolybeamRunInference
+      input: Read
+      config:
+        model: "{{ model }}"
+        output: score
+    - name: Write
+      type: WriteToJson
+      input: Score
+      config:
+        path: "{{ out }}/scored"
+providers:
+  - include: "{{ providers }}"
+"""
+
+
+@pytest.mark.subprocess
+def test_beam_yaml_rows_score_as_the_cli_model_reads_its_file(tmp_path):
+    pytest.importorskip("docstring_parser", reason="Beam YAML needs apache-beam[yaml] (polybeam's test extra has it)")
+    import glob
+
+    from tests.pipelines.test_beam_yaml import run_yaml
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(
+        {
+            "x0": np.round(rng.normal(0, 1, 50), 3),
+            "x1": np.round(rng.normal(5, 2, 50), 3),
+            "c0": rng.choice(COLOURS, 50),
+            "y": rng.choice([1, 2], 50),
+        }
+    )
+    frame.loc[::6, "x1"] = np.nan
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    model_path = tmp_path / "m.model"
+    code, said = cli("train", "--input", tmp_path / "train.csv", "--format", "csv", "--label-column", "y",
+                     "--categorical-columns", "c0", "--loss", "logistic", "--model", model_path, "--quiet")  # fmt: skip
+    assert code == 0, said
+    frame.drop(columns="y").to_csv(tmp_path / "rows.csv", index=False)
+    pipeline = tmp_path / "score.yaml"
+    pipeline.write_text(YAML_SCORES)
+    done = run_yaml(
+        str(pipeline), {"rows": str(tmp_path / "rows.csv"), "model": str(model_path), "out": str(tmp_path)}, tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    scored = [json.loads(line) for path in glob.glob(str(tmp_path / "scored*")) for line in open(path)]
+    expected = scores(Model.load(str(model_path)), frame)
+    by_row = {(row["x0"], row["c0"]): row["inference"] for row in scored}
+    got = [by_row[(x0, c0)] for x0, c0 in zip(frame["x0"], frame["c0"])]
+    assert np.allclose(got, expected, rtol=0, atol=1e-9)
