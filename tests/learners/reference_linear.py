@@ -397,6 +397,7 @@ class ReferenceLinearLearner(_Reference):
                     self.G[j] = self.G.get(j, 0.0) + importance * g * g * max(x * x, MIN_X2)
                     if self.normalized:
                         norm_x += self.observe_scale(j, x, lambda s, f: self.w.__setitem__(s, self.w.get(s, 0.0) * f))
+            for j, x in features:  # each slot's rate after all its positions (a repeated slot: one rate)
                 rate = self.rate(j, j)
                 rates.append(rate)
                 ppu += max(x * x, MIN_X2) * rate
