@@ -103,11 +103,13 @@ class PolynomialLearner:
         # A sparse state (a learner per key) holds the learners' weights by row; the SSM rule's residuals
         # read weights by slot, so its learners stay dense. The expander's traces are dense either way.
         sparse = sparse and config.expand_rule != "ssm"
-        self.linear = LinearLearner(config, sparse=sparse)
+        # (no centring guard: apple's guard races the products already, and racing both would learn
+        # every expanded example twice)
+        self.linear = LinearLearner(config, sparse=sparse, centring_guard=False)
         # Apple's guard: the same learner without products, learning the same examples, so that
         # the model can be the linear one when the products did not predict better (to_model).
         guarded = config.expand == "apple" and config.apple_guard
-        self.shadow = LinearLearner(linear_config(config), sparse=sparse) if guarded else None
+        self.shadow = LinearLearner(linear_config(config), sparse=sparse, centring_guard=False) if guarded else None
         # The race's loss sums (apple, guard, importance) over the first pass's examples since
         # apple last grew: the final model's features were in place for all of them.
         self.race = np.zeros(3)

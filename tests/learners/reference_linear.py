@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from polybeam.learners.centring import RAW_ROWS
+
 MIN_X2 = 1.1754943508222875e-38
 
 
@@ -538,9 +540,10 @@ class CentredReference:
     first example counted when ``first_raw`` (GSA).
     """
 
-    def __init__(self, learner, first_raw=False):
+    def __init__(self, learner, first_raw=False, raw_rows=RAW_ROWS):
         self.learner = learner
         self.first_raw = first_raw
+        self.raw_rows = raw_rows
         self.candidates = None
         self.sums = {}
         self.squares = {}
@@ -554,7 +557,31 @@ class CentredReference:
             return [((slot, c), (0, c)) for c in range(classes)]
         return [(slot, 0)]
 
+    @property
+    def centring(self):
+        return self.count >= self.raw_rows and self.count > 0
+
+    def _start_centring(self):
+        """After the raw rows: candidates whose values varied are centred, the same function (the bias
+        takes w * mean), their AdaGrad sums and scales start afresh; the others stay raw."""
+        weights = self.learner.w
+        for slot in list(self.candidates):
+            n = self.count
+            mean = self.sums[slot] / n
+            if not self.squares[slot] / n - mean * mean > 1e-9 * mean * mean:
+                self.candidates.remove(slot)
+                del self.sums[slot]
+                continue
+            pairs = self._keys(slot)
+            self.learner.settle(weights, {slot: [key for key, _ in pairs], 0: [bias for _, bias in pairs]})
+            for key, bias in pairs:
+                weights[bias] = weights.get(bias, 0.0) + weights.get(key, 0.0) * mean
+                self.learner.G.pop(key, None)
+            self.learner.N.pop(slot, None)
+
     def _fold(self, slot, refit=True):
+        if not self.centring:  # raw rows: the weights are raw
+            return
         weights = self.learner.w
         pairs = self._keys(slot)
         # The fold reads the weights in force (the cumulative penalty keeps sums: settle them first).
@@ -598,8 +625,9 @@ class CentredReference:
                         self.squares[slot] += x * x
                         self.magnitudes[slot] = max(self.magnitudes[slot], abs(x))
                 centred, done = [], set()
+                raw_row = (self.first_raw and self.count == 1) or self.count <= self.raw_rows
                 for slot, x in zip(slots, values):
-                    if slot in self.sums and slot not in done and not (self.first_raw and self.count == 1):
+                    if slot in self.sums and slot not in done and not raw_row:
                         done.add(slot)
                         mean = self.sums[slot] / self.count
                         # Rounding is not signal: a constant column centres to exactly 0.
@@ -607,6 +635,8 @@ class CentredReference:
                     centred.append(x)
                 values = centred
             self.learner.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
+            if self.candidates and self.count == self.raw_rows:
+                self._start_centring()
         return self
 
     def final_weights(self):

@@ -1,6 +1,7 @@
 """Online centring: equal to a plain-Python reference, the same family of models, and better conditioned."""
 
 import dataclasses
+import functools
 import zlib
 
 import numpy as np
@@ -12,11 +13,13 @@ from polybeam.learners import averaging
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import Centring
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.linear import LinearLearner
+from polybeam.learners import linear
 from tests.learners.reference_linear import CentredReference
 from tests.learners.test_linear import make_reference, reference_weights
 
 BITS = 8
+# Centring itself, without its guard (the uncentred learner racing it: tests/learners/test_centring_guard.py).
+LinearLearner = functools.partial(linear.LinearLearner, centring_guard=False)
 DENSE = (3, 7, 11, 19)  # slots every example has, until the rows listed in ``lacking``
 
 
@@ -151,12 +154,12 @@ def test_a_saved_learner_goes_on_exactly_and_one_continued_without_centring_fold
     first, later = shifted_batch(rng), shifted_batch(rng)
     learner = LinearLearner(config).learn(first)
     state = learner.__getstate__()
-    again = LinearLearner.__new__(LinearLearner)
+    again = linear.LinearLearner.__new__(linear.LinearLearner)
     again.__setstate__(state)
     np.testing.assert_array_equal(
         again.learn(later).to_model().dense_weights, learner.learn(later).to_model().dense_weights
     )
-    plain = LinearLearner.__new__(LinearLearner)
+    plain = linear.LinearLearner.__new__(linear.LinearLearner)
     plain.__setstate__({**state, "config": dataclasses.replace(config, center=False).to_dict()})
     assert not plain.centring_.active
     # Every slot dropped as an example lacking it drops it: rescaled to its raw magnitude, then folded.
@@ -169,7 +172,7 @@ def test_a_saved_learner_goes_on_exactly_and_one_continued_without_centring_fold
 
 
 def _restored(state):
-    learner = LinearLearner.__new__(LinearLearner)
+    learner = linear.LinearLearner.__new__(linear.LinearLearner)
     learner.__setstate__(state)
     return learner
 
@@ -209,10 +212,16 @@ def test_a_constant_column_centres_to_exact_zeros_not_rounding_noise():
         (float(batch.labels[i]), {**dict(zip(*batch.row(i))), 31: 0.1 + 0.2}) for i in range(len(batch))
     ]  # (0.1 + 0.2: a value whose mean rounds)
     constant = ExampleBatch.from_rows(rows, bits=BITS)
-    centring = Centring.empty()
+    centring = Centring.empty(raw_rows=0)  # centred from the first row on
     for start, stop, values in centring.segments(constant, np.zeros((1 << BITS, 1))):
         at = constant.indices[constant.indptr[start] : constant.indptr[stop]] == 31
         assert np.all(values[constant.indptr[start] : constant.indptr[stop]][at] == 0.0)
+    # With raw rows first, a column whose values were all equal is not centred at all (raw: 0.3).
+    centring = Centring.empty()
+    for start, stop, values in centring.segments(constant, np.zeros((1 << BITS, 1))):
+        at = constant.indices[constant.indptr[start] : constant.indptr[stop]] == 31
+        assert np.all(values[constant.indptr[start] : constant.indptr[stop]][at] == 0.1 + 0.2)
+    assert 31 not in centring.slots.tolist() and 3 in centring.slots.tolist()
     learner = LinearLearner(LearnerConfig(loss="logistic", bits=BITS)).learn(constant)
     assert learner.progressive_loss < 0.5 and np.abs(learner.weights).max() < 100
 
