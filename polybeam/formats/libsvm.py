@@ -55,6 +55,7 @@ from polybeam.formats.text import (
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import libsvm_slot_kernel, slot_mask
+from polybeam.learners.values import NON_FINITE_REASON, TOO_LARGE_REASON, learnable
 
 # Longer indices would overflow the 64-bit integer they are read into.
 MAX_INDEX_DIGITS = 18
@@ -67,6 +68,7 @@ INDEX_TOO_LONG = FIRST_ERROR + 4
 BAD_VALUE = FIRST_ERROR + 5
 NON_FINITE_VALUE = FIRST_ERROR + 6
 BAD_QID = FIRST_ERROR + 7
+TOO_LARGE_VALUE = FIRST_ERROR + 8
 
 # The reasons quoting the offending token say so with a trailing ": ".
 REASONS = {
@@ -76,7 +78,8 @@ REASONS = {
     INDEX_TOO_SMALL: "feature index must be >= 1",
     INDEX_TOO_LONG: f"feature index has more than {MAX_INDEX_DIGITS} digits",
     BAD_VALUE: "feature value is not a number: ",
-    NON_FINITE_VALUE: "non-finite feature value: ",
+    NON_FINITE_VALUE: NON_FINITE_REASON,
+    TOO_LARGE_VALUE: TOO_LARGE_REASON,
     BAD_QID: "qid must be a non-negative integer, got ",
 }
 
@@ -171,6 +174,8 @@ def _parse_line(data, start, stop, mask, seed, slots, values, nnz):
             return BAD_VALUE, token, _token_stop(data, token, stop), 0.0, nnz
         if not np.isfinite(value):
             return NON_FINITE_VALUE, token, end, 0.0, nnz
+        if not learnable(value):  # (polybeam.learners.values: its square would overflow an update)
+            return TOO_LARGE_VALUE, token, end, 0.0, nnz
         if value != 0.0:
             slots[nnz] = libsvm_slot_kernel(index, mask, seed)
             values[nnz] = value

@@ -70,6 +70,7 @@ from polybeam.formats.settings import HashedFormat
 from polybeam.formats.timestamps import TIME_MISSING, TIME_OK, parse_timestamps, problem, reject_untimed
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, slot_mask
+from polybeam.learners.values import TOO_LARGE_REASON, unlearnable
 
 
 @dataclass(frozen=True)
@@ -394,6 +395,7 @@ class ParquetFormat(HashedFormat):
             mismatched = np.zeros(n, dtype=bool)
             values = np.ones(len(indices))
         _flag(reasons, entry_row[~np.isfinite(values)], "non-finite or null feature value")
+        _flag(reasons, entry_row[unlearnable(values) & np.isfinite(values)], TOO_LARGE_REASON.rstrip(": "))
         _flag(reasons, entry_row[indices < 1], "feature index must be >= 1")
         _flag(reasons, entry_row[_null_mask(flat_indices)], "null feature index")
         reasons[mismatched] = f"{self.indices_column!r} and {self.values_column!r} have different lengths"
@@ -442,6 +444,9 @@ class ParquetFormat(HashedFormat):
             non_finite = ~np.isfinite(matrix[:, j])
             if non_finite.any():
                 _flag(reasons, np.flatnonzero(non_finite), f"non-finite value in column {name!r}")
+            too_large = unlearnable(matrix[:, j]) & ~non_finite
+            if too_large.any():
+                _flag(reasons, np.flatnonzero(too_large), f"column {name!r}: {TOO_LARGE_REASON.rstrip(': ')}")
         rows, columns = np.nonzero(matrix)  # row-major: each row's features in column order
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])

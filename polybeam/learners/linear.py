@@ -37,6 +37,7 @@ from polybeam.learners.model import Model
 from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.slot_table import SlotTable, dense_limit
 from polybeam.learners.softmax import learn_batch_softmax
+from polybeam.learners.values import LARGEST_VALUE, check_finite_weights, first_unlearnable
 
 # Statistics that add up across learners of one pass (the rest are min/max,
 # the scale, or the truncation clock, which merging resets).
@@ -92,6 +93,24 @@ def check_memory(config: LearnerConfig) -> None:
         raise MemoryError(
             f"bits={config.bits} needs {need / 2**30:.1f} GiB of learner state per worker, more "
             f"than half of this machine's {total / 2**30:.1f} GiB; use fewer bits"
+        )
+
+
+def check_values(batch: ExampleBatch) -> None:
+    """Refuse ``batch`` in one line when a value of it cannot be learned (see polybeam.learners.values):
+    every door's parser makes such rows dead letters, so only a batch built by hand gets here.
+
+    >>> check_values(ExampleBatch.from_rows([(1.0, {1: 1e300})]))
+    Traceback (most recent call last):
+    ...
+    ValueError: example 0 has the feature value 1e+300: a learner takes finite values within +-3.4e+38 (rescale it)
+    """
+    found = first_unlearnable(batch.indptr, batch.values)
+    if found is not None:
+        row, value = found
+        raise ValueError(
+            f"example {row} has the feature value {value:g}: a learner takes finite values within "
+            f"+-{LARGEST_VALUE:.2g} (rescale it)"
         )
 
 
@@ -241,7 +260,14 @@ class LinearLearner:
     # -- learning -------------------------------------------------------------
 
     def learn(self, batch: ExampleBatch) -> LinearLearner:
-        """Learn from every example of ``batch``, in order."""
+        """Learn from every example of ``batch``, in order. A value no learner can take (NaN, infinite,
+        or beyond ``polybeam.learners.values.LARGEST_VALUE``: its square would overflow an update) is
+        refused, naming its row, before anything is learned."""
+        check_values(batch)
+        return self.learn_checked(batch)
+
+    def learn_checked(self, batch: ExampleBatch) -> LinearLearner:
+        """:meth:`learn` for a batch whose values were checked (or are products of checked ones)."""
         config = self.config
         if batch.bits != config.bits:
             raise ValueError(
@@ -253,7 +279,7 @@ class LinearLearner:
         if config.loss == "softmax":
             self._check_classes(batch.labels)
         if self.uncentred_ is not None:
-            self.uncentred_.learn(batch)
+            self.uncentred_.learn_checked(batch)
         names = batch.names
         batch = self._rows_batch(batch)
         if config.offset_prior and len(self.sum_sq_grad_):  # a shared per-key model's key-crossed batch
@@ -685,6 +711,11 @@ class LinearLearner:
                 return dataclasses.replace(model, config=self.config)
         weights = self.stats_[kernels.SCALE] * self.raw_in_force()
         weights[0] -= self.centring_.bias_offset(weights)  # centred slots' means into the bias
+        check_finite_weights(
+            weights,
+            label_range=(float(self.stats_[kernels.LABEL_MIN]), float(self.stats_[kernels.LABEL_MAX])),
+            statistics=self.stats_[[kernels.LOSS_SUM, kernels.LABEL_SUM, kernels.LABEL_SQUARES]],
+        )
         if self.config.sparsity == "subgradient":
             _, thresholds = self._penalty()
             weights[np.abs(weights) < thresholds] = 0.0

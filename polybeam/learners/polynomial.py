@@ -46,7 +46,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new_product_trace, unpack_factors
 from polybeam.learners.holdout import PassSelection, train_passes
-from polybeam.learners.linear import LinearLearner
+from polybeam.learners.linear import LinearLearner, check_values
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.ssm import ResidualStatistics
@@ -152,7 +152,9 @@ class PolynomialLearner:
         return self.expander.parents
 
     def learn(self, batch: ExampleBatch) -> PolynomialLearner:
-        """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it."""
+        """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it (a value
+        no learner can take is refused first: see :meth:`LinearLearner.learn`)."""
+        check_values(batch)
         position = 0
         while position < len(batch):
             if self.grow_pending and not self.frozen:
@@ -169,7 +171,7 @@ class PolynomialLearner:
                 self._learn_expanded(part)
             else:
                 before = self._race_sums()
-                self.shadow.learn(part)
+                self.shadow.learn_checked(part)
                 self._learn_expanded(part)
                 if not self.linear.passes_:  # later passes' losses are training losses
                     self.race += self._race_sums() - before
@@ -217,7 +219,7 @@ class PolynomialLearner:
     def _learn_one(self, expanded: ExampleBatch) -> None:
         if self.residuals is not None and not self.frozen:
             self.residuals.add_predicted(self.linear, expanded)
-        self.linear.learn(expanded)
+        self.linear.learn_checked(expanded)
 
     def _expand(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` expanded into the expander's reused memory: valid until RING - 1 more expansions."""

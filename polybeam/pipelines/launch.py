@@ -29,6 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
 from polybeam.learners.container import FormatError
+from polybeam.learners.values import NonFiniteModel
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
 from polybeam.selection.errors import AnytimeModelError
@@ -102,7 +103,7 @@ def detach(command: str, options: PipelineOptions, report_path: str) -> dict:
 
 # Errors a worker raises about the user's files, with messages written for the user (what is wrong with
 # which file, and what to do): the command says them in one line, whatever runner relayed them.
-USER_ERRORS = (CorruptInputError, InputFileError, FormatError, AnytimeModelError)
+USER_ERRORS = (CorruptInputError, InputFileError, FormatError, AnytimeModelError, NonFiniteModel)
 USER_ERROR_LINE = re.compile(
     r"^polybeam\.[\w.]+\.(?:" + "|".join(kind.__name__ for kind in USER_ERRORS) + r"): (.+)$", re.MULTILINE
 )
