@@ -138,7 +138,15 @@ class _PolybeamEstimator(BaseEstimator):
             self.learner_.learn(batch)
         self.model_ = self.learner_.to_model()
         if fresh and self.config_.lbfgs_passes:  # the finishing stage, as Train runs it (polybeam.learners.lbfgs)
-            self.model_ = lbfgs.finish(self.model_, [batch], self.config_.lbfgs_passes, self.config_.lbfgs_l2)
+            config = self.config_
+            self.model_ = lbfgs.finish(
+                self.model_,
+                [batch],
+                config.lbfgs_passes,
+                config.lbfgs_l2,
+                period=lbfgs.stage_holdout_period(config),
+                seed=config.seed,
+            )
 
     def _margins(self, X) -> np.ndarray:
         check_is_fitted(self, "model_")

@@ -140,7 +140,8 @@ def run_polybeam(task: Task, flags: list[str], train: str, test: str) -> dict:
     if config.lbfgs_passes:
         from polybeam.learners import lbfgs
 
-        model = lbfgs.finish(model, [batch], config.lbfgs_passes, config.lbfgs_l2)
+        period = lbfgs.stage_holdout_period(config)
+        model = lbfgs.finish(model, [batch], config.lbfgs_passes, config.lbfgs_l2, period=period, seed=config.seed)
     seconds = time.perf_counter() - started
     test_batch = read_batch(test, config)
     # What `polybeam predict` answers: a class (softmax), a clamped value (squared), a score's sign.
