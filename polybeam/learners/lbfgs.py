@@ -424,8 +424,13 @@ class Finishing:
         check_loss(model.config.loss)
         self.model = model
         self.period, self.seed = int(period), int(seed)
-        grid = (l2,) if l2 is not None else (L2_GRID if self.period > 0 else (10.0,))
-        self.optimisers = [Lbfgs(start_weights(model), l2=value, bias=model.config.bias) for value in grid]
+        self.grid = (l2,) if l2 is not None else (L2_GRID if self.period > 0 else (10.0,))
+        self.start = start_weights(model)
+        # The optimisers work on the rows the first pass found active (a slot some training example has,
+        # or a weight of the online model): the others' gradient and weight stay 0 for every L2, and
+        # leaving them out keeps each optimiser's memory to the data's size, not 2**bits (times classes).
+        self.active: np.ndarray | None = None
+        self.optimisers: list[Lbfgs] = []
         self.passes = 0
         self.online_loss: float | None = None  # the online model's mean held-out loss
         # (mean held-out loss, optimiser, weights) of the best point that beat the online model
@@ -434,8 +439,20 @@ class Finishing:
         self.history: list[list[float]] = []  # per pass, each point's mean held-out loss
 
     def points(self) -> list[np.ndarray]:
-        """The weights each optimiser evaluates in the next pass."""
-        return [optimiser.point() for optimiser in self.optimisers]
+        """The weights each optimiser evaluates in the next pass (the first pass: the online weights,
+        one point for every L2)."""
+        if not self.optimisers:
+            return [self.start]
+        return [self._full(optimiser.point()) for optimiser in self.optimisers]
+
+    def _full(self, rows: np.ndarray) -> np.ndarray:
+        weights = np.zeros_like(self.start)
+        weights[self.active] = rows
+        return weights
+
+    def _active_part(self, total: LossGradient) -> LossGradient:
+        rows = self.active
+        return LossGradient(total.loss, total.gradient[rows], total.curvature[rows], total.weight, total.examples)
 
     def sums(self, batches: Iterable[ExampleBatch]) -> PassSums:
         """The pass's sums over ``batches`` in this process (``Train`` sums them across workers)."""
@@ -468,8 +485,18 @@ class Finishing:
                 )
                 if beats and (self.best is None or mean < self.best[0]):
                     self.best = (mean, k, np.array(point, copy=True))
-        for optimiser, total in zip(self.optimisers, sums.totals):
-            optimiser.told(total)
+        if not self.optimisers:  # the first pass: the online weights' sums serve every L2
+            total = sums.totals[0]
+            active = np.any(total.curvature != 0, axis=1) | np.any(self.start != 0, axis=1)
+            active[0] = True  # (the bias: row 0 of every optimiser's vector)
+            self.active = np.flatnonzero(active)
+            bias = self.model.config.bias
+            self.optimisers = [Lbfgs(self.start[self.active], l2=value, bias=bias) for value in self.grid]
+            totals = [total] * len(self.optimisers)
+        else:
+            totals = sums.totals
+        for optimiser, total in zip(self.optimisers, totals):
+            optimiser.told(self._active_part(total))
         self.passes += 1
         return self
 
@@ -480,7 +507,7 @@ class Finishing:
             "evaluations": self.passes,
             "l2": chosen.l2 if chosen is not None else None,
             "objective": chosen.history if chosen is not None else [],
-            "l2_grid": [optimiser.l2 for optimiser in self.optimisers],
+            "l2_grid": list(self.grid),
             "kept": "lbfgs" if chosen is not None else "online",
             "decided_on": "holdout" if self.period > 0 else "nothing (no holdout)",
             "holdout_examples_weight": self.held_weight,
@@ -490,6 +517,8 @@ class Finishing:
         }
 
     def _chosen(self) -> Lbfgs | None:
+        if not self.optimisers:  # no pass ran
+            return None
         if self.period <= 0 or self.online_loss is None:  # nothing to judge on: the single optimiser's
             return self.optimisers[0]
         if self.best is None:
@@ -503,7 +532,10 @@ class Finishing:
             metadata = dict(self.model.metadata)
             metadata["lbfgs"] = self.summary()
             return dataclasses.replace(self.model, metadata=metadata)
-        weights = chosen.weights if self.period <= 0 or self.online_loss is None else self.best[2]
+        if self.period <= 0 or self.online_loss is None:
+            weights = self._full(chosen.weights.reshape(len(self.active), -1))
+        else:
+            weights = self.best[2]
         return finish_model(self.model, weights, self.summary())
 
 
