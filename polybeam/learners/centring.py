@@ -29,17 +29,19 @@ that spread put tens of units into the bias of every later example (issue 22).
 reaches, then refits the weight and the bias by least squares to the function
 on the examples seen and on the one lacking the slot.
 
-The first :data:`RAW_ROWS` examples are learned on raw values, and then the
-candidates whose values varied start being centred, the weights moved into
-that form exactly (``b + w . mean`` the bias) and their adaptive steps
-started afresh at the centred values' scale. Centred from the first example
-on, a learner would learn that example's features nothing (its centred values
-are all means, so zeros), centre on a mean of one or two examples, and fold
-away the weights of slots that every one of a few rows had by chance (a
-learner per key over a few rows of text; issue 31: 0.012-0.015 log loss
-worse than without centring on generated keys of 1-19 short texts). A slot
-whose values were all equal (a word in every row so far) stays raw: it has
-no spread to condition.
+A learner per key learns its first :data:`RAW_ROWS` examples on raw values,
+and then the candidates whose values varied start being centred, the weights
+moved into that form exactly (``b + w . mean`` the bias) and their adaptive
+steps started afresh at the centred values' scale. Centred from its first
+example on, it would learn that example's features nothing (its centred
+values are all means, so zeros), centre on a mean of one or two examples, and
+fold away the weights of slots that every one of its few rows had by chance
+(issue 31: 0.012-0.015 log loss worse than without centring on generated keys
+of 1-19 short texts). A learner of one model centres from its first example
+(waiting cost the suite's small dense tasks more than it saved), and at the
+end of a batch once :data:`VARIED_BY` examples were counted stops centring the
+slots whose values were all equal (a word in every row so far, a one-hot level): they have no spread to
+condition, and would learn nothing while centred.
 
 Only the values the kernels see change, and only between examples, so every
 loss, step rule and sparsity rule works on centred features unchanged. The
@@ -49,7 +51,7 @@ that point.
 >>> import numpy as np
 >>> from polybeam.learners.batch import ExampleBatch
 >>> batch = ExampleBatch.from_rows([(1.0, {3: 10.0, 5: 1.0}), (-1.0, {3: 20.0}), (1.0, {3: 30.0})], bits=4)
->>> centring = Centring.empty(raw_rows=0)  # (the default learns its first RAW_ROWS examples raw)
+>>> centring = Centring.empty()
 >>> raw = np.zeros((16, 1))
 >>> [(start, stop, values[batch.indptr[start]:batch.indptr[stop]].tolist())
 ...  for start, stop, values in centring.segments(batch, raw)]
@@ -74,12 +76,18 @@ from polybeam.learners.batch import ExampleBatch
 
 # Relative size below which a centred value is taken for cancellation, not signal.
 CANCELLED = 1e-9
-# Examples a learner learns on raw values before it centres the slots every one of them had (and whose
-# values were not all equal). A mean of fewer is noise, the first example centred would be all means
-# (zeros: it would teach the bias alone), and a learner per key of a few rows of text loses that
-# example's words (see the module docstring). Chosen on generated data: per-key short texts (1-19
-# rows per key) and bundled data sets; the suite measured it (PROTOCOL.md).
+# Examples a learner per key (a few rows each) learns on raw values before it centres the slots every one
+# of them had and whose values varied: a mean of fewer is noise, and the first example centred would be
+# all means (zeros: its words would teach the bias alone). On generated keys of 1-19 short texts that
+# cost 0.012-0.015 log loss against no centring; a learner of one model centres from its first example,
+# since waiting for 2, 5 or 10 cost the suite's small dense tasks 0.01-0.05 (Sonar, Glass, wine; see
+# the module docstring).
 RAW_ROWS = 10
+# At the end of the first batch after this many examples (and of every later one), a centred slot whose
+# values have all been equal stops being centred: it has
+# no spread to condition, learns nothing centred (its values are 0), and its weight would be refitted
+# away when a row lacks it (a word in every row so far, a one-hot level every row had).
+VARIED_BY = 10
 
 
 @numba.njit(cache=True)
@@ -116,7 +124,7 @@ def centred(x, mean):
 @numba.njit(cache=True)
 def centre_rows(
     indptr, indices, values, row, stop, keys, table, sums, squares, magnitudes, count, out, positions, seen, first_raw,
-    raw_rows,
+    raw_rows, pause_at,
 ):
     """Centre rows ``row, row + 1, ...`` of a CSR batch into ``out`` until a row lacks a centred slot.
 
@@ -170,6 +178,8 @@ def centre_rows(
                     magnitudes[where] = max(magnitudes[where], abs(x))
                     x = centred(x, total * inverse)
                 out[k] = x
+            if count[0] == pause_at:
+                return i + 1  # (the last raw row)
             continue
         for k in range(indptr[i], indptr[i + 1]):
             if positions[k] >= 0:
@@ -183,7 +193,7 @@ def centre_rows(
                 out[k] = centred(values[k], sums[where] / count[0])
             else:
                 out[k] = values[k]
-        if count[0] == raw_rows:
+        if count[0] == pause_at:
             return i + 1  # the last raw row: the caller moves the weights into centred form
     return stop
 
@@ -218,7 +228,7 @@ class Centring:
         self.magnitudes = np.abs(self.means()) if magnitudes is None else np.array(magnitudes, dtype=np.float64)
 
     @classmethod
-    def empty(cls, raw_rows: int = RAW_ROWS) -> Centring:
+    def empty(cls, raw_rows: int = 0) -> Centring:
         """Not started: the next example names the candidates."""
         return cls(np.zeros(0, np.int64), np.zeros(0), 0.0, False, raw_rows=raw_rows)
 
@@ -300,6 +310,7 @@ class Centring:
             seen = np.full(len(self.slots), -1, dtype=np.int64)
             keys, table = lookup_table(self.slots)
             counted_before = self.count
+            pause_at = self.raw_rows if self.count < self.raw_rows else -1
             stop = centre_rows(
                 batch.indptr,
                 batch.indices,
@@ -317,6 +328,7 @@ class Centring:
                 seen,
                 first_raw,
                 float(self.raw_rows),
+                float(pause_at),
             )
             self.count = float(count[0])
             if stop > row:
@@ -327,15 +339,18 @@ class Centring:
                 lacking = ~np.isin(self.slots, batch.indices[batch.indptr[stop] : batch.indptr[stop + 1]])
                 self.drop(lacking, raw, before_fold, feature_scale)
             row = stop
+        # At the end of a batch once VARIED_BY examples were counted: slots whose values were all equal.
+        if len(self.slots) and self.centring and self.count >= VARIED_BY:
+            varied = self._varied()
+            if not varied.all():
+                self.drop(~varied, raw, before_fold, feature_scale)
 
     def _start_centring(self, raw, before_fold, on_centre) -> None:
         """After the raw rows: the same function in centred form (``b + w . mean`` the bias), for the
         candidates whose values varied. One whose values were all equal (a word in every row so far,
         a constant column) has no spread to condition, and centred it would learn nothing until it
         varies (its values all 0), then fold its weight away when an example lacks it: it stays raw."""
-        means = self.means()
-        varied = self.squares / self.count - means * means > CANCELLED * means * means
-        self._keep(varied)
+        self._keep(self._varied())
         if not len(self.slots):
             return
         if before_fold is not None:
@@ -343,6 +358,11 @@ class Centring:
         raw[0] += np.tensordot(self.means(), raw[self.slots], axes=1)
         if on_centre is not None:
             on_centre(self.slots)
+
+    def _varied(self) -> np.ndarray:
+        """Which candidates' values have not all been equal (a spread beyond rounding)."""
+        means = self.means()
+        return self.squares / self.count - means * means > CANCELLED * means * means
 
     def kept_shares(self, which: np.ndarray) -> np.ndarray:
         """The share of its weight the least-squares refit of :meth:`fold_dropped` keeps for each
@@ -480,7 +500,7 @@ class Centring:
         has started."""
         started = [c for c in centrings if c.started]
         if not started:
-            return cls.empty(centrings[0].raw_rows if centrings else RAW_ROWS)
+            return cls.empty(centrings[0].raw_rows if centrings else 0)
         slots = started[0].slots
         for other in started[1:]:
             slots = np.intersect1d(slots, other.slots)

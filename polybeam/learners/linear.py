@@ -28,7 +28,7 @@ import numpy as np
 from polybeam.learners import averaging, kernels, sparsity
 from polybeam.learners.arrays import training_batches
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.centring import Centring
+from polybeam.learners.centring import RAW_ROWS, Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import LearningCurve
 from polybeam.learners.holdout import PassSelection, train_passes
@@ -137,7 +137,9 @@ class LinearLearner:
             check_memory(self.config)
         self._allocate(_FIRST_ROWS if sparse else 1 << self.config.bits)
         # Centring needs a bias to fold the centred features' means into (see polybeam.learners.centring).
-        self.centring_ = Centring.empty() if self.config.center and self.config.bias else Centring.off()
+        # (a learner per key learns its first few rows raw: see polybeam.learners.centring.RAW_ROWS)
+        raw_rows = RAW_ROWS if sparse else 0
+        self.centring_ = Centring.empty(raw_rows) if self.config.center and self.config.bias else Centring.off()
         # Centring's guard: the same learner without centring, racing it over the first pass (see
         # centring_verdict); None when nothing is centred, or once the race is decided.
         self.uncentred_ = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from polybeam.learners.centring import RAW_ROWS
+from polybeam.learners.centring import VARIED_BY
 
 MIN_X2 = 1.1754943508222875e-38
 
@@ -540,7 +540,7 @@ class CentredReference:
     first example counted when ``first_raw`` (GSA).
     """
 
-    def __init__(self, learner, first_raw=False, raw_rows=RAW_ROWS):
+    def __init__(self, learner, first_raw=False, raw_rows=0):
         self.learner = learner
         self.first_raw = first_raw
         self.raw_rows = raw_rows
@@ -568,7 +568,7 @@ class CentredReference:
         for slot in list(self.candidates):
             n = self.count
             mean = self.sums[slot] / n
-            if not self.squares[slot] / n - mean * mean > 1e-9 * mean * mean:
+            if not self._varied(slot):
                 self.candidates.remove(slot)
                 del self.sums[slot]
                 continue
@@ -578,6 +578,10 @@ class CentredReference:
                 weights[bias] = weights.get(bias, 0.0) + weights.get(key, 0.0) * mean
                 self.learner.G.pop(key, None)
             self.learner.N.pop(slot, None)
+
+    def _varied(self, slot):
+        mean = self.sums[slot] / self.count
+        return self.squares[slot] / self.count - mean * mean > 1e-9 * mean * mean
 
     def _fold(self, slot, refit=True):
         if not self.centring:  # raw rows: the weights are raw
@@ -637,6 +641,11 @@ class CentredReference:
             self.learner.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
             if self.candidates and self.count == self.raw_rows:
                 self._start_centring()
+        if self.candidates and self.centring and self.count >= VARIED_BY:  # (at the end of the batch)
+            for slot in [s for s in self.candidates if not self._varied(s)]:  # nothing to condition
+                self._fold(slot)
+                self.candidates.remove(slot)
+                del self.sums[slot]
         return self
 
     def final_weights(self):

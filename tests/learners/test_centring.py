@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from polybeam.learners import averaging
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.centring import Centring
+from polybeam.learners.centring import VARIED_BY, Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners import linear
 from tests.learners.reference_linear import CentredReference
@@ -212,15 +212,15 @@ def test_a_constant_column_centres_to_exact_zeros_not_rounding_noise():
         (float(batch.labels[i]), {**dict(zip(*batch.row(i))), 31: 0.1 + 0.2}) for i in range(len(batch))
     ]  # (0.1 + 0.2: a value whose mean rounds)
     constant = ExampleBatch.from_rows(rows, bits=BITS)
-    centring = Centring.empty(raw_rows=0)  # centred from the first row on
-    for start, stop, values in centring.segments(constant, np.zeros((1 << BITS, 1))):
-        at = constant.indices[constant.indptr[start] : constant.indptr[stop]] == 31
-        assert np.all(values[constant.indptr[start] : constant.indptr[stop]][at] == 0.0)
-    # With raw rows first, a column whose values were all equal is not centred at all (raw: 0.3).
     centring = Centring.empty()
-    for start, stop, values in centring.segments(constant, np.zeros((1 << BITS, 1))):
-        at = constant.indices[constant.indptr[start] : constant.indptr[stop]] == 31
-        assert np.all(values[constant.indptr[start] : constant.indptr[stop]][at] == 0.1 + 0.2)
+    seen = []
+    first = 2 * VARIED_BY
+    for part in (constant.rows_between(0, first), constant.rows_between(first, len(constant))):
+        for start, stop, values in centring.segments(part, np.zeros((1 << BITS, 1))):
+            at = part.indices[part.indptr[start] : part.indptr[stop]] == 31
+            seen += values[part.indptr[start] : part.indptr[stop]][at].tolist()
+    # Centred, exactly 0; from the batch after VARIED_BY examples whose values were all equal, raw.
+    assert seen[:first] == [0.0] * first and set(seen[first:]) == {0.1 + 0.2}
     assert 31 not in centring.slots.tolist() and 3 in centring.slots.tolist()
     learner = LinearLearner(LearnerConfig(loss="logistic", bits=BITS)).learn(constant)
     assert learner.progressive_loss < 0.5 and np.abs(learner.weights).max() < 100
