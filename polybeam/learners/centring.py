@@ -335,9 +335,10 @@ class Centring:
                 yield row, stop, out
             if counted_before < self.raw_rows <= self.count:
                 self._start_centring(raw, before_fold, on_centre)
-            if stop < n:
+            if stop < n:  # (a row that lacks a centred slot, or the end of the raw rows)
                 lacking = ~np.isin(self.slots, batch.indices[batch.indptr[stop] : batch.indptr[stop + 1]])
-                self.drop(lacking, raw, before_fold, feature_scale)
+                if lacking.any():
+                    self.drop(lacking, raw, before_fold, feature_scale)
             row = stop
         # At the end of a batch once VARIED_BY examples were counted: slots whose values were all equal.
         if len(self.slots) and self.centring and self.count >= VARIED_BY:
