@@ -123,8 +123,23 @@ def centred(x, mean):
 
 @numba.njit(cache=True)
 def centre_rows(
-    indptr, indices, values, row, stop, keys, table, sums, squares, magnitudes, count, out, positions, seen, first_raw,
-    raw_rows, pause_at,
+    indptr,
+    indices,
+    values,
+    row,
+    stop,
+    keys,
+    table,
+    sums,
+    squares,
+    magnitudes,
+    count,
+    out,
+    positions,
+    seen,
+    first_raw,
+    raw_rows,
+    pause_at,
 ):
     """Centre rows ``row, row + 1, ...`` of a CSR batch into ``out`` until a row lacks a centred slot.
 

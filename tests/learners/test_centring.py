@@ -9,11 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polybeam.learners import averaging
+from polybeam.learners import averaging, linear
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import VARIED_BY, Centring
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners import linear
 from tests.learners.reference_linear import CentredReference
 from tests.learners.test_linear import make_reference, reference_weights
 
