@@ -126,7 +126,14 @@ class LinearLearner:
     config as the learning kernels read it (see polybeam.learners.kernel_settings).
     """
 
-    def __init__(self, config: LearnerConfig | None = None, *, sparse: bool = False, centring_guard: bool = True):
+    def __init__(
+        self,
+        config: LearnerConfig | None = None,
+        *,
+        sparse: bool = False,
+        centring_guard: bool = True,
+        per_key: bool = False,
+    ):
         self.config = config or LearnerConfig()
         # What the learning kernels read of the config, as numbers: built once, passed with every batch.
         self.kernel_settings = KernelSettings.from_config(self.config)
@@ -138,7 +145,7 @@ class LinearLearner:
         self._allocate(_FIRST_ROWS if sparse else 1 << self.config.bits)
         # Centring needs a bias to fold the centred features' means into (see polybeam.learners.centring).
         # (a learner per key learns its first few rows raw: see polybeam.learners.centring.RAW_ROWS)
-        raw_rows = RAW_ROWS if sparse else 0
+        raw_rows = RAW_ROWS if per_key else 0
         self.centring_ = Centring.empty(raw_rows) if self.config.center and self.config.bias else Centring.off()
         # Centring's guard: the same learner without centring, racing it over the first pass (see
         # centring_verdict); None when nothing is centred, or once the race is decided.
@@ -281,6 +288,7 @@ class LinearLearner:
         if config.loss == "softmax":
             self._check_classes(batch.labels)
         if self.uncentred_ is not None:
+            self.uncentred_.curve_.every = self.curve_.every  # (its curve is the model's if it wins)
             self.uncentred_.learn_checked(batch)
         names = batch.names
         batch = self._rows_batch(batch)
@@ -349,6 +357,7 @@ class LinearLearner:
         verdict = self.centring_verdict()
         if not verdict["kept"]:
             winner = self.uncentred_
+            winner.curve_.progress = self.curve_.progress  # (where this learner reports its points)
             for name in (*_SLOT_ARRAYS, "table_", "stats_", "pass_start_", "curve_"):
                 setattr(self, name, getattr(winner, name))
             self.centring_ = Centring.off()

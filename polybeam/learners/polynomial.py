@@ -96,7 +96,7 @@ class PolynomialLearner:
     examples.
     """
 
-    def __init__(self, config: LearnerConfig, *, total: int | None = None, sparse: bool = False):
+    def __init__(self, config: LearnerConfig, *, total: int | None = None, sparse: bool = False, per_key: bool = False):
         if config.expand == "none":
             raise ValueError("PolynomialLearner needs an expansion; set expand='apple', 'quadratic' or 'cubic'")
         self.config = config
@@ -105,7 +105,7 @@ class PolynomialLearner:
         sparse = sparse and config.expand_rule != "ssm"
         # (no centring guard: apple's guard races the products already, and racing both would learn
         # every expanded example twice)
-        self.linear = LinearLearner(config, sparse=sparse, centring_guard=False)
+        self.linear = LinearLearner(config, sparse=sparse, centring_guard=False, per_key=per_key)
         # Apple's guard: the same learner without products, learning the same examples, so that
         # the model can be the linear one when the products did not predict better (to_model).
         guarded = config.expand == "apple" and config.apple_guard
@@ -539,13 +539,16 @@ def linear_config(config: LearnerConfig) -> LearnerConfig:
 
 
 def make_learner(
-    config: LearnerConfig, *, total: int | None = None, sparse: bool = False
+    config: LearnerConfig, *, total: int | None = None, sparse: bool = False, per_key: bool | None = None
 ) -> LinearLearner | PolynomialLearner:
     """The learner a config asks for: linear, or polynomial when ``expand`` is set. ``sparse``: a state of
-    the slots touched only (a learner per key; see polybeam.learners.slot_table)."""
+    the slots touched only (a learner per key; see polybeam.learners.slot_table). ``per_key`` (default:
+    ``sparse``): a learner of one key's few rows, which learns its first rows raw before it centres
+    (see polybeam.learners.centring.RAW_ROWS)."""
+    per_key = sparse if per_key is None else per_key
     if config.expand == "none":
-        return LinearLearner(config, sparse=sparse)
-    return PolynomialLearner(config, total=total, sparse=sparse)
+        return LinearLearner(config, sparse=sparse, per_key=per_key)
+    return PolynomialLearner(config, total=total, sparse=sparse, per_key=per_key)
 
 
 def linear_part(learner: LinearLearner | PolynomialLearner) -> LinearLearner:

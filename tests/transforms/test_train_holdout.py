@@ -111,7 +111,7 @@ def test_per_key_learners_each_keep_their_own_holdout(spam):
     assert set(models) == {"third", "rest"}
     for key, model in models.items():
         own = [part for batch in spam for name, part in batch.split_by(halves(batch)) if name == key]
-        fitted = LinearLearner(config).fit(own)
+        fitted = LinearLearner(config, per_key=True).fit(own)
         holdout = model.metadata["holdout"]
         assert holdout["best_pass"] == fitted.selection_.best_pass
         assert holdout["stopped_after"] == (fitted.selection_.last_pass if fitted.selection_.stopped else None)
