@@ -31,20 +31,32 @@ def held_out(train, test, center: bool) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 4])
 def test_a_word_repeated_in_some_rows_costs_centring_nothing(seed):
     # A word in every row, said twice in 3% of them (`always always`): centred, its first occurrence was
     # about -0.03 and the second a raw 1, and the adaptive step took each at its own rate: the tiny
-    # one's 1/0.03 made a step of -11 on a positive label (measured, seed 0: 0.372 against 0.361 without
-    # centring; the base rate 0.415). Now both occurrences step at the slot's one rate, and a slot whose
-    # values were all equal over the raw rows is not centred.
-    texts = ShortTexts(keys=300, vocabulary=300, rows_per_key=(40, 80), key_word=False, always="always", repeat=0.03)
-    train, _ = ShortTexts(**{**texts.__dict__, "seed": seed}).generate()
-    train, test = train[: len(train) * 4 // 5], train[len(train) * 4 // 5 :]
+    # one's 1/0.03 made a step of -11 on a positive label. Measured before (held-out log loss, centred
+    # against not): seed 0 0.473 against 0.468, seed 4 0.455 against 0.422 (seeds 1-3 and 5 within
+    # 0.002). Now both occurrences step at the slot's one rate, and a slot whose values were all
+    # equal stops being centred.
+    texts = ShortTexts(
+        keys=1,
+        vocabulary=300,
+        words=(3, 12),
+        rows_per_key=(20000, 20001),
+        key_word=False,
+        always="always",
+        repeat=0.03,
+        offset_mean=-1.5,
+        offset_scale=0.0,
+        word_scale=1.5,
+        seed=seed,
+    )
+    rows, _ = texts.generate()
+    train, test = rows[: len(rows) * 4 // 5], rows[len(rows) * 4 // 5 :]
     centred, plain = held_out(train, test, True), held_out(train, test, False)
-    labels = parse(test).labels > 0
     rate = np.mean(parse(train).labels > 0)
-    base = -np.mean(np.where(labels, np.log(rate), np.log(1 - rate)))
+    base = -np.mean(np.where(parse(test).labels > 0, np.log(rate), np.log(1 - rate)))
     assert centred <= plain + MARGIN and centred < base
 
 
