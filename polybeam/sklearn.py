@@ -239,7 +239,15 @@ class _PolybeamEstimator(BaseEstimator):
         self.learner_ = learner.fit(batch, shuffle=self._random(), after_pass=progress.after_pass)
         self.model_ = self.learner_.to_model({"input": self.input_.to_dict()})
         if self.config_.lbfgs_passes:  # the finishing stage, as Train runs it (polybeam.learners.lbfgs)
-            self.model_ = lbfgs.finish(self.model_, [batch], self.config_.lbfgs_passes, self.config_.lbfgs_l2)
+            config = self.config_
+            self.model_ = lbfgs.finish(
+                self.model_,
+                [batch],
+                config.lbfgs_passes,
+                config.lbfgs_l2,
+                period=lbfgs.stage_holdout_period(config),
+                seed=config.seed,
+            )
 
     def _partial_fit(self, batch, *, first: bool) -> None:
         """One pass over ``batch`` (its rows in a random order with ``shuffle``), going on from earlier calls."""

@@ -94,6 +94,7 @@ from polybeam.formats.timestamps import TIME_OK, UNITS, check_unit, parse_timest
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
+from polybeam.learners.values import TOO_LARGE_REASON, learnable
 
 # What each column is for.
 IGNORED = 0
@@ -113,6 +114,7 @@ BAD_LABEL = FIRST_ERROR + 5
 BAD_WEIGHT = FIRST_ERROR + 6
 INVALID_WEIGHT = FIRST_ERROR + 7
 UNKNOWN_CLASS = FIRST_ERROR + 8
+TOO_LARGE_NUMBER = FIRST_ERROR + 9
 
 
 @numba.njit(cache=True)
@@ -282,6 +284,8 @@ def _parse_record(
                         pending = BAD_NUMBER
                     elif not np.isfinite(number):
                         pending = NON_FINITE_NUMBER
+                    elif not learnable(number):  # (polybeam.learners.values)
+                        pending = TOO_LARGE_NUMBER
                     elif number != 0.0:
                         slots[nnz] = column_slots[column]
                         values[nnz] = number
@@ -794,6 +798,8 @@ class CsvFormat(HashedFormat):
                 return f"column {columns.names[column]!r}: not a number: {cell}"
             if code == NON_FINITE_NUMBER:
                 return f"column {columns.names[column]!r}: non-finite value: {cell}"
+            if code == TOO_LARGE_NUMBER:
+                return f"column {columns.names[column]!r}: {TOO_LARGE_REASON}{cell}"
             if code == BAD_LABEL:
                 return f"label column {columns.names[column]!r}: not a number: {cell}"
             if code == UNKNOWN_CLASS:

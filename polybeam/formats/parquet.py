@@ -85,6 +85,7 @@ from polybeam.formats.timestamps import (
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
+from polybeam.learners.values import TOO_LARGE_REASON, unlearnable
 
 
 @dataclass(frozen=True)
@@ -472,6 +473,7 @@ class ParquetFormat(HashedFormat):
             mismatched = np.zeros(n, dtype=bool)
             values = np.ones(len(indices))
         _flag(reasons, entry_row[~np.isfinite(values)], "non-finite or null feature value")
+        _flag(reasons, entry_row[unlearnable(values) & np.isfinite(values)], TOO_LARGE_REASON.rstrip(": "))
         _flag(reasons, entry_row[indices < 1], "feature index must be >= 1")
         _flag(reasons, entry_row[_null_mask(flat_indices)], "null feature index")
         reasons[mismatched] = f"{self.indices_column!r} and {self.values_column!r} have different lengths"
@@ -499,6 +501,9 @@ class ParquetFormat(HashedFormat):
             infinite = np.isinf(numbers)
             if infinite.any():
                 _flag(reasons, np.flatnonzero(infinite), f"non-finite value in column {name!r}")
+            too_large = unlearnable(numbers) & np.isfinite(numbers)
+            if too_large.any():
+                _flag(reasons, np.flatnonzero(too_large), f"column {name!r}: {TOO_LARGE_REASON.rstrip(': ')}")
             rows = np.flatnonzero(np.isfinite(numbers) & (numbers != 0.0))
             slot = feature_slot(name, self.bits, "", self.seed)
             parts.append((rows, np.full(len(rows), slot, dtype=INDEX_DTYPE), numbers[rows], names.name(name, rows)))

@@ -444,11 +444,22 @@ def _kept_model_lines(report: dict) -> list[str]:
             "to judge by and learned every example after their first pass"
         )
     finishing = report.get("lbfgs")
-    if finishing and finishing.get("objective"):
+    if finishing and finishing.get("kept") == "online":
+        lines.append(
+            f"L-BFGS finishing stage: {finishing['evaluations']} passes; no point beat the online model on the "
+            f"holdout (its loss {finishing['online_holdout_loss']:.6g}): the online model is kept"
+        )
+    elif finishing and finishing.get("objective"):
         objective = finishing["objective"]
+        held = finishing.get("holdout_loss")
+        judged = (
+            f"; held-out loss {finishing['online_holdout_loss']:.6g} online -> {held:.6g}"
+            if held is not None and finishing.get("online_holdout_loss") is not None
+            else ""
+        )
         lines.append(
             f"L-BFGS finishing stage: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
-            f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g})"
+            f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g}{judged})"
         )
     return lines
 

@@ -32,6 +32,7 @@ from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
 from polybeam.learners.background import wait_idle
 from polybeam.learners.container import FormatError
+from polybeam.learners.values import NonFiniteModel
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
@@ -108,7 +109,7 @@ def detach(command: str, options: PipelineOptions, report_path: str) -> dict:
 
 # Errors a worker raises about the user's files, with messages written for the user (what is wrong with
 # which file, and what to do): the command says them in one line, whatever runner relayed them.
-USER_ERRORS = (CorruptInputError, InputFileError, FormatError, AnytimeModelError)
+USER_ERRORS = (CorruptInputError, InputFileError, FormatError, AnytimeModelError, NonFiniteModel)
 USER_ERROR_LINE = re.compile(
     r"^polybeam\.[\w.]+\.(?:" + "|".join(kind.__name__ for kind in USER_ERRORS) + r"): (.+)$", re.MULTILINE
 )

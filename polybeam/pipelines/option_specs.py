@@ -723,18 +723,19 @@ TABLE = (
         readme="after the online passes, P passes of L-BFGS over the training examples, warm-started from the "
         "averaged model, each summing the loss and gradient across workers (the terascale learner's finishing "
         "stage; logistic, squared or softmax loss; one model, not per key); the objective is the summed "
-        "importance-weighted loss plus L/2 * ||w||^2 without the bias (L = {lbfgs-l2} by default, chosen on the "
-        "benchmark's hashed data where scikit-learn's C = 1 overfits; as `LogisticRegression(C=1/L)`); recorded "
-        "in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 dense weight vectors "
-        "(40 MB at 18 bits). See `benchmarks/results/averaging.md`",
+        "importance-weighted loss plus L/2 * ||w||^2 without the bias (as `LogisticRegression(C=1/L)`), L chosen "
+        "on the holdout (one example in `--holdout-period`) among 0.1, 1 and 10 unless `--lbfgs-l2` gives it; the "
+        "model is the point of lowest held-out loss, or the online model when none did better (never worse on the "
+        "holdout); recorded in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 "
+        "dense weight vectors per L2 (40 MB at 18 bits). See `benchmarks/results/averaging.md`",
     ),
     Option(
         "lbfgs-l2",
         _L,
         "passes",
         "the L-BFGS stage's L2 penalty on the summed loss, lbfgs_l2/2 * ||w||^2 without "
-        "the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: {default}, chosen on "
-        "benchmarks/results/averaging.md's data; tune it)",
+        "the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: chosen on the holdout among "
+        "0.1, 1 and 10; the online model is kept when no L-BFGS point does better there)",
         type=float,
         config="lbfgs_l2",
         metavar="L",

@@ -580,25 +580,19 @@ class _LossGradientFn(beam.DoFn):
         self._totals: dict = {}  # window -> its sum
 
     def process(self, batch: ExampleBatch, point, window=beam.DoFn.WindowParam):
-        model, weights = point
-        if _held_out_of_training(model, self.config):
-            batch = training_part(batch, self.config)
+        model, points = point
         if batch is None or len(batch) == 0:
             return
         if window not in self._totals:
-            self._totals[window] = lbfgs.LossGradient.zero(weights.shape)
-        self._totals[window].add(weights, lbfgs.model_features(model, batch), self.config.loss, self.config.bias)
+            self._totals[window] = lbfgs.PassSums.zero(points[0].shape, len(points))
+        # (the stage's holdout: the examples the learner's holdout period holds out, see lbfgs.Finishing)
+        period = lbfgs.stage_holdout_period(self.config)
+        self._totals[window].add(model, points, batch, period, self.config.seed)
 
     def finish_bundle(self):
         for window, total in self._totals.items():
             yield in_window(total, window)
         self._totals = {}
-
-
-def _held_out_of_training(model, config: LearnerConfig) -> bool:
-    """Whether the examples the holdout keeps stayed out of training: a holdout that held out too few
-    to judge passes by released them into every later pass (see polybeam.learners.holdout)."""
-    return config.holds_out and not (model.metadata.get("holdout") or {}).get("released", False)
 
 
 class _SumLossGradients(MergeFn):
@@ -610,25 +604,23 @@ class _SumLossGradients(MergeFn):
 
 
 class _LbfgsState:
-    """The finishing stage's state between passes: the online model it started from and the optimiser."""
+    """The finishing stage's state between passes: :class:`~polybeam.learners.lbfgs.Finishing` (the online
+    model it started from, an optimiser per L2, the best candidate on the holdout)."""
 
     def __init__(self, model, config: LearnerConfig):
-        self.model = model
-        self.optimiser = lbfgs.Lbfgs(lbfgs.start_weights(model), l2=config.lbfgs_l2, bias=config.bias)
+        self.stage = lbfgs.Finishing(model, config.lbfgs_l2, lbfgs.stage_holdout_period(config), config.seed)
 
     def point(self):
-        return self.model, self.optimiser.point()
+        return self.stage.model, self.stage.points()
 
     def told(self, total):
-        """A new state (elements do not change) that took the pass's sum."""
+        """A new state (elements do not change) that took the pass's sums (None: no example reached it)."""
         state = pickle.loads(pickle.dumps(self))
-        if total is None:  # no training example reached the stage: evaluate the empty sum
-            total = lbfgs.LossGradient.zero(state.optimiser.point().shape)
-        state.optimiser.told(total)
+        state.stage.told(total)
         return state
 
     def finished(self):
-        return lbfgs.finish_model(self.model, self.optimiser.weights, self.optimiser.summary())
+        return self.stage.finished()
 
 
 class _FinishWithLbfgs(beam.PTransform):
