@@ -257,7 +257,9 @@ class InputPolicy:
         if refusals.more:
             lines.append(f"  ... and {refusals.more} records of other kinds")
         if any(held.startswith("label") for held in refusals.kinds):
-            lines.append(f"to learn from these labels, name the classes: {self._name('classes')}.")
+            lines.append(
+                f"likely cause: the labels are not the task's classes: name the classes, {self._name('classes')}."
+            )
         return "\n".join(lines) + self._where_letters()
 
     def _empty(self, counts: ReadCounts, letters: list[DeadLetter]) -> str:

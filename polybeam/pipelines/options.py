@@ -187,7 +187,7 @@ def job_settings(options: PipelineOptions, command: str | None = None) -> JobSet
     if command is not None:
         absolute_paths(options, command=command)
     values = options.get_all_options()
-    given = frozenset(options.get_all_options(drop_default=True)) & _ATTRIBUTES
+    given = (frozenset(options.get_all_options(drop_default=True)) | _spelled(options)) & _ATTRIBUTES
     settings = JobSettings(**{name: values.get(name, _DEFAULTS[name]) for name in _ATTRIBUTES}, given=given)
     if command is not None:
         for name in specs.required_options(command):
@@ -197,7 +197,19 @@ def job_settings(options: PipelineOptions, command: str | None = None) -> JobSet
     return settings
 
 
+def _spelled(options: PipelineOptions) -> frozenset[str]:
+    """The options spelled out on the command line, even at their default value (``--loss squared`` is given:
+    a warm start then keeps it rather than the model's loss)."""
+    flags = getattr(options, "_flags", None) or ()
+    spelled = set()
+    for flag in flags:
+        if isinstance(flag, str) and flag.startswith("-"):
+            spelled.add(_BY_FLAG.get(flag.split("=", 1)[0]))
+    return frozenset(spelled - {None})
+
+
 _ATTRIBUTES = frozenset(option.attribute for option in specs.TABLE)
+_BY_FLAG = {flag: option.attribute for option in specs.TABLE for flag in option.flags}
 _DEFAULTS = {option.attribute: option.default for option in specs.TABLE}
 
 

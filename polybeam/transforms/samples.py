@@ -91,7 +91,10 @@ class InputSample:
             except ValueError:  # a header without the label column: the job's own checks say so
                 continue
         for table in self.tables:
-            texts.extend(self.fmt.table_label_texts(table))
+            try:
+                texts.extend(self.fmt.table_label_texts(table))
+            except (KeyError, ValueError):  # a schema the read refuses, naming the file
+                continue
         return texts
 
 

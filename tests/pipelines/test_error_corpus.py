@@ -470,10 +470,16 @@ CASES = [
     ),
     Case("empty --input", (*TRAIN, "--input", "", "--model", "{out}/m.model"), 2, "polybeam train needs --input"),
     Case(
-        "class names for logistic loss",
-        (*TRAIN, "--input", "{good_csv}", *CSV, "--class-names", "a,b", "--model", "{out}/m.model"),
+        "three class names for logistic loss",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--class-names", "a,b,c", "--model", "{out}/m.model"),
         2,
-        "classes and class_names are for loss 'softmax'",
+        "loss 'logistic' has two classes: class_names are the negative and the positive one; got 3 names",
+    ),
+    Case(
+        "class names the labels are not",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--class-names", "a,b", "--model", "{out}/m.model"),
+        1,
+        "records hold what this task cannot take",
     ),
     Case(
         "softmax without classes",
