@@ -304,7 +304,8 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
     config = LearnerConfig(loss="squared", bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, labels="any")
-    parts = {"counts": checked_read(read, job, write_dead_letters(read, dead_path), facts)}
+    checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
+    parts = {"counts": checked}
     files = (
         note_workers(read.examples, parts)
         | "Predict" >> ApplyAnytime(model, **choice)
@@ -314,12 +315,14 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
             num_shards=job.num_shards,
             extra_columns=PREFIX_COLUMNS,
             id_name=id_column_name(input_settings(job, config)),
+            after=(checked,),
         )
     )
     parts["files"] = files
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)
+    predictions = output if job.num_shards is None else f"{output}-*"
     return launch(
-        pipeline, options, facts, started=started, outputs={"predictions": output + "*", "dead_letters": dead_path}
+        pipeline, options, facts, started=started, outputs={"predictions": predictions, "dead_letters": dead_path}
     )
 
 
