@@ -47,7 +47,7 @@ INDEXED = frozenset({"libsvm", "parquet"})
 NAMED = frozenset({"csv", "vw", "parquet"})
 
 # Format settings recorded only when set (newer than the records of older models).
-OPTIONAL_RECORDS = frozenset({"timestamp_column"})
+OPTIONAL_RECORDS = frozenset({"timestamp_column", "column_names"})
 
 # The command-line flag of each format setting (settings without one are shown as Python keywords).
 FLAGS = {
@@ -140,7 +140,9 @@ class InputSettings:
         (and ``columns`` when known)."""
         # (no timestamp column is left out: what models recorded before there were windows, read alike)
         options = {
-            name: value for name, value in self.options.items() if not (name in OPTIONAL_RECORDS and value is None)
+            name: value
+            for name, value in self.options.items()
+            if not (name in OPTIONAL_RECORDS and (value is None or value == ()))
         }
         record = {
             "format": self.format,

@@ -223,12 +223,13 @@ def check_sample(
         else:
             sample = text_sample(path)
             parsed = reader.parse(sample, source=path)
-    except ColumnsMismatch as error:  # (its message says what the file lacks and what to do)
-        raise InputMismatch(str(error)) from None
     except ValueError as error:  # a header or schema the format cannot read
         first = next((line for line in sample.decode("utf-8", "replace").splitlines() if line.strip()), "")
-        note = f"; {model_note(model, model_path)}" if model is not None else ""
-        raise InputMismatch(f"{error}{_looks_like(first, settings)}{note}") from None
+        looks_like = _looks_like(first, settings)
+        # (a file lacking some of the model's columns: its message says which and what to do)
+        told = isinstance(error, ColumnsMismatch) and not looks_like
+        note = f"; {model_note(model, model_path)}" if model is not None and not told else ""
+        raise InputMismatch(f"{error}{looks_like}{note}") from None
     except Exception:  # not readable here (permissions, a damaged file): the job says what is wrong
         return
     readable = len(parsed.batch) + len(parsed.dead_letters)
