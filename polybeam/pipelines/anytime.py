@@ -306,24 +306,25 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
     read = read_examples(pipeline, job, "Read", config, labels="any")
     checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
     parts = {"counts": checked}
-    files = (
-        note_workers(read.examples, parts)
-        | "Predict" >> ApplyAnytime(model, **choice)
-        | "WritePredictions"
-        >> WritePredictions(
-            output,
-            num_shards=job.num_shards,
-            extra_columns=PREFIX_COLUMNS,
-            id_name=id_column_name(input_settings(job, config)),
-            after=(checked,),
-        )
+    writer = WritePredictions(
+        output,
+        num_shards=job.num_shards,
+        extra_columns=PREFIX_COLUMNS,
+        id_name=id_column_name(input_settings(job, config)),
+        after=(checked,),
     )
-    parts["files"] = files
+    parts["files"] = (
+        note_workers(read.examples, parts) | "Predict" >> ApplyAnytime(model, **choice) | "WritePredictions" >> writer
+    )
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)
     predictions = output if job.num_shards is None else f"{output}-*"
-    return launch(
-        pipeline, options, facts, started=started, outputs={"predictions": predictions, "dead_letters": dead_path}
-    )
+    try:
+        return launch(
+            pipeline, options, facts, started=started, outputs={"predictions": predictions, "dead_letters": dead_path}
+        )
+    except Exception:
+        writer.discard()  # (a refused job publishes nothing: what it wrote waits under a temporary name)
+        raise
 
 
 def _reference(models: dict[str, AnytimeModel], paths, chosen: str | None) -> str:

@@ -411,7 +411,10 @@ def _describe_predict(report: dict) -> str:
     read = ReadCounts(read.records, read.examples + unrouted, read.dead_letters - unrouted, read.skipped)
     source = report.get("prefixes") or report.get("model")
     kind = f" ({report['predictions']})" if report.get("predictions") else ""
-    lines = [f"read: {read.describe()}", f"predicted {report['examples']} of {read.examples} examples{kind} with {source}"]
+    lines = [
+        f"read: {read.describe()}",
+        f"predicted {report['examples']} of {read.examples} examples{kind} with {source}",
+    ]
     if unrouted:
         lines.append(
             f"{unrouted} of {read.examples} examples unpredicted: their key has no model (--fallback-model names one "

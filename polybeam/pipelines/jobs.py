@@ -496,7 +496,7 @@ def _run_predict(options: PipelineOptions, job: JobSettings, started: float, str
     )
     if "input" in streams:  # examples from standard input: their source is that, not the launcher's copy
         scored = scored | "NameStdin" >> beam.Map(renamed_source, streams["input"], STDIN_NAME)
-    parts["files"] = scored | "WritePredictions" >> WritePredictions(
+    writer = WritePredictions(
         output,
         num_shards=job.num_shards,
         with_key=key is not None,
@@ -504,15 +504,20 @@ def _run_predict(options: PipelineOptions, job: JobSettings, started: float, str
         prediction_columns=columns,
         after=(checked,),
     )
+    parts["files"] = scored | "WritePredictions" >> writer
     if unrouted is not None:
         parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
     predictions = output if job.num_shards is None else f"{output}-*"
-    return launch(
-        pipeline,
-        options,
-        facts,
-        started=started,
-        outputs={"predictions": predictions, "dead_letters": dead_path},
-        preload=preloader(job, config, labels="any", key=key, settings=settings),
-    )
+    try:
+        return launch(
+            pipeline,
+            options,
+            facts,
+            started=started,
+            outputs={"predictions": predictions, "dead_letters": dead_path},
+            preload=preloader(job, config, labels="any", key=key, settings=settings),
+        )
+    except Exception:
+        writer.discard()  # (a refused job publishes nothing: what it wrote waits under a temporary name)
+        raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import uuid
 from dataclasses import dataclass
 
@@ -210,6 +211,8 @@ class WritePredictions(beam.PTransform):
         self.extra_columns = tuple(extra_columns)
         self.prediction_columns = tuple(prediction_columns)
         self.after = tuple(after)
+        # Beside the target (the same file system, so the last rename is one), unique to this pipeline.
+        self.staging = f"{path}.polybeam-tmp-{uuid.uuid4().hex[:12]}"
 
     @property
     def header(self) -> str:
@@ -217,9 +220,12 @@ class WritePredictions(beam.PTransform):
         columns += (["key"] if self.with_key else []) + list(self.extra_columns)
         return "\t".join(column.translate(_BLANK_SEPARATORS) for column in columns)
 
+    def discard(self) -> None:
+        """Remove what a job that failed left under its temporary names (the launcher calls it)."""
+        remove_staging(self.staging, everything=True)
+
     def expand(self, scored):
-        # Beside the target (the same file system, so the last rename is one), unique to this pipeline.
-        staging = f"{self.path}.polybeam-tmp-{uuid.uuid4().hex[:12]}"
+        staging = self.staging
         single = self.num_shards is None
         if single:
             shards = {"num_shards": 1, "shard_name_template": ""}
@@ -250,16 +256,20 @@ def _publish(names: list[str], staging: str, path: str, single: bool) -> list[st
         if remote:
             FileSystems.delete(remote)  # object stores may refuse to rename onto an existing object
         FileSystems.rename(list(sources), list(destinations))
-    _remove_staging(staging)
+    remove_staging(staging)
     return targets
 
 
-def _remove_staging(staging: str) -> None:
+def remove_staging(staging: str, everything: bool = False) -> None:
+    """Remove the temporary folder of :class:`WritePredictions` once its files are published (or, with
+    ``everything``, whatever a failed job left in it)."""
     try:
         if "://" not in staging:
-            if os.path.isdir(staging):
+            if everything:
+                shutil.rmtree(staging, ignore_errors=True)
+            elif os.path.isdir(staging):
                 os.rmdir(staging)  # (empty once its files are published)
         elif FileSystems.exists(staging + "/"):
             FileSystems.delete([staging + "/"])
-    except OSError:  # something else wrote there: leave it
+    except Exception:  # (Beam wraps file-system errors in its own types) leave what cannot be removed
         pass
