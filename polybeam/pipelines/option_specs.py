@@ -251,10 +251,12 @@ TABLE = (
         "input",
         _I,
         "input",
-        "file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)",
+        "file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip); - for standard "
+        "input (local runner only)",
         path="read",
         metavar="PATTERN",
-        readme="file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip",
+        readme="file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip; `-`: standard "
+        "input",
     ),
     Option(
         "format",
@@ -1188,7 +1190,7 @@ def readme_table() -> str:
     options it shows together. ``{NAME}`` in a row's text stands for option NAME's default.
 
     >>> print(readme_table().splitlines()[2])
-    | `--input PATTERN` | file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip |
+    | `--input PATTERN` | file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip; `-`: standard input |
     """
     rows = ["| option | meaning |", "| --- | --- |"]
     for option in TABLE:
