@@ -280,6 +280,8 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
     for flag, value in (("--model", job.model), ("--key", job.key)):
         if value:
             raise OptionError(f"{flag} and --prefixes exclude each other: predict with a model or with prefixes")
+    if job.predictions == "probability":  # (its label and its score are both the value a prefix predicts)
+        raise OptionError("--predictions probability: an anytime prefix predicts values, not probabilities")
     path = paths[0]
     model = read_anytime_model(path)  # fail fast on a bad prefix file
     if not model.prefixes:

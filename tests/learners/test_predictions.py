@@ -64,6 +64,7 @@ def test_binary_labels_are_the_recorded_names_else_the_formats_convention():
     assert binary_labels(config, {}, "libsvm") == ("-1", "1") and binary_labels(config, None, None) == ("-1", "1")
 
 
+@pytest.mark.slow
 def test_a_models_values_are_its_predictions_and_margins():
     spam = datasets.load("spam").take(np.arange(600))
     model = LinearLearner(LearnerConfig(loss="logistic")).fit(spam).to_model()
