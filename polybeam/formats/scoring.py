@@ -292,8 +292,14 @@ class ScoringFormat:
 
     def parse(self, data: bytes, *, source: str = "<memory>", offset: int = 0, first_line=1, header=None):
         """Parse a block as the wrapped format does, read as the file's columns need (see ``reader_for``)."""
-        if self.format.name == "parquet":
-            return self.format.parse(data, source=source, offset=offset, first_line=first_line, header=header)
+        if self.format.name == "parquet":  # a whole file's bytes
+            if offset != 0:
+                raise ValueError("Parquet data cannot start mid-file; read row groups and use parse_table")
+            import io
+
+            import pyarrow.parquet as pq
+
+            return self._parse_table(pq.read_table(io.BytesIO(bytes(data))), source=source)
         names = self._csv_names(bytes(data), offset, header)
         fmt = self.format if names is None else self.reader_for(names, source)
         return fmt.parse(data, source=source, offset=offset, first_line=first_line, header=header)
@@ -309,7 +315,9 @@ class ScoringFormat:
         fmt = self.format
         if fmt.has_header:
             line = data[: _line_end(data, 0)] if offset == 0 else header
-            return None if line is None else tuple(split_fields(line, fmt.delimiter))
+            if line is None or not line.strip():
+                return None  # (an empty file: nothing to hold against the model)
+            return tuple(split_fields(line, fmt.delimiter))
         record = header if header is not None and _is_record(header) else _first_record(data)
         if record is None:
             return None

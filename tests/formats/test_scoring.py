@@ -125,6 +125,28 @@ def test_parquet_tables_are_held_against_the_models_columns():
         fmt.parse_table(pa.table({"a": [2.0]}), source="t.parquet")
 
 
+def test_an_empty_file_has_no_columns_to_hold_against_the_model():
+    for fmt in (
+        reader(),
+        ScoringFormat(CsvFormat(has_header=False), ScoringColumns(("1", "2"), label="1", header=False)),
+    ):
+        parsed = fmt.parse(b"")
+        assert (parsed.records, len(parsed.batch), parsed.dead_letters) == (0, 0, [])
+
+
+def test_a_parquet_files_bytes_are_held_against_the_models_columns_too():
+    import io
+
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"a": [1.0]}), sink)
+    model = ScoringColumns(("label", "a", "b"), label="label", optional=("label",))
+    fmt = ScoringFormat(ParquetFormat(labels="any"), model)
+    with pytest.raises(InputFileError, match="lacks 1 of the model's 2 feature columns: b"):
+        fmt.parse(sink.getvalue())
+
+
 def test_a_scoring_format_pickles_for_the_workers():
     fmt = reader(missing="allow")
     again = pickle.loads(pickle.dumps(fmt))
