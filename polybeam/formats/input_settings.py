@@ -97,8 +97,10 @@ class InputSettings:
     class_names : tuple of str
         The classes' names, if any (the i-th is class i + 1).
     columns : tuple of str
-        CSV with a header: the column names of the training input's first
-        file, so that readers of single lines (RunInference) know them.
+        The columns of the training input's first file: a CSV header's names
+        (without a header ``"1"`` ... ``"d"``), a Parquet schema's; readers
+        of single lines (RunInference) know them, and scoring files are held
+        against them (see :mod:`polybeam.formats.scoring`).
     """
 
     format: str
