@@ -14,10 +14,21 @@ with its default (apple: ``expand="apple"``; truncated gradient:
 ``GridSearchCV`` can tune any of them; ``fit`` validates them and says what
 to fix.
 
-Column ``j`` of ``X`` is the feature of LIBSVM index ``j + 1`` (see
-:mod:`polybeam.learners.arrays`): a model fitted on
-``load_svmlight_file(path)`` scores ``path`` through the command line. NaN in
-``X`` is a missing feature, as an empty CSV cell; infinity is refused.
+A matrix ``X`` (NumPy, SciPy sparse, or a pandas frame with unnamed
+columns) is read by column position: column ``j`` is the feature a LIBSVM
+file numbered from 0 gives index ``j`` (see :mod:`polybeam.learners.arrays`),
+so a model fitted on ``load_svmlight_file(path)`` scores ``path`` through the
+command line. A pandas frame with named columns is a table, read as CSV reads
+the same rows: numbers are features named after their column, text columns
+are categorical (``colour=red``), so a model fitted on ``frame`` scores
+``frame.to_csv(path)`` through ``polybeam evaluate`` alike. NaN (or a missing
+value) is a missing feature, as an empty CSV cell; infinity is refused.
+
+Every fitted model records that contract (``input_``, and
+``model_.input``: the format the rows correspond to, the columns and their
+roles, the class names of ``classes_``), so that ``model_.save(path)`` then
+``polybeam evaluate``/``predict`` and the RunInference handlers read new
+rows as the estimator did, or refuse rows they cannot read so.
 
 * ``fit`` learns ``passes`` passes over ``(X, y)`` in order, from scratch;
   with several, one row in ``holdout_period`` is held out, every pass is
@@ -62,8 +73,10 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
+from polybeam.formats.classes import check_label_names
+from polybeam.formats.input_settings import InputSettings
 from polybeam.learners import lbfgs
-from polybeam.learners.arrays import batch_from_arrays, column_slots
+from polybeam.learners.arrays import batch_from_arrays, column_slots, is_table, text_columns
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.model import finalize_predictions, softmax_probabilities
 from polybeam.learners.polynomial import make_learner
@@ -72,12 +85,14 @@ try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
 
     _FINITE = "ensure_all_finite"
+    _NO_ARRAY = {"skip_check_array": True}
 except ImportError:  # scikit-learn 1.4 and 1.5: the estimator's own method
 
     def _validate_data(estimator, *args, **kwargs):
         return estimator._validate_data(*args, **kwargs)
 
     _FINITE = "force_all_finite"
+    _NO_ARRAY = {"cast_to_ndarray": False}
 
 __all__ = ["PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
 
@@ -91,8 +106,50 @@ TASK_SETTINGS = ("classes", "class_names", "offset_prior")
 _VALIDATION = {"accept_sparse": "csr", "dtype": np.float64, _FINITE: "allow-nan"}
 
 
+# The label column a table's contract names when y has no name of its own (a pandas Series' name).
+DEFAULT_LABEL_COLUMN = "label"
+
+
 class _PolybeamEstimator(BaseEstimator):
     """What both estimators share: the settings, validation, and learning through the learners."""
+
+    def _checked(self, X, y="no_validation", *, reset: bool, **options):
+        """``X`` (and ``y``) validated as scikit-learn does: a table keeps its columns (their names and
+        count are checked; their values are read as CSV reads them), anything else becomes a float matrix."""
+        if is_table(X):
+            if isinstance(y, str) and y == "no_validation":
+                return _validate_data(self, X, reset=reset, **_NO_ARRAY)
+            if y is None:  # scikit-learn's own message
+                return _validate_data(self, X, y, reset=reset, **_VALIDATION, **options)
+            checked = _validate_data(self, X, reset=reset, **_NO_ARRAY)
+            from sklearn.utils.validation import check_consistent_length, column_or_1d
+
+            y = column_or_1d(y, warn=True)
+            if options.get("y_numeric"):
+                y = np.asarray(y, dtype=np.float64)
+            check_consistent_length(X, y)
+            return checked, y
+        if isinstance(y, str) and y == "no_validation":
+            return _validate_data(self, X, reset=reset, **_VALIDATION)
+        return _validate_data(self, X, y, reset=reset, **_VALIDATION, **options)
+
+    def _input_contract(self, X, y) -> InputSettings:
+        """How the estimator read ``X``, as a model records its input (see the module docstring)."""
+        config = self.config_
+        task = {"classes": config.classes, "class_names": config.class_names}
+        if is_table(X):
+            label = getattr(y, "name", None)
+            label = label if isinstance(label, str) and label not in X.columns else DEFAULT_LABEL_COLUMN
+            return InputSettings(
+                "csv",
+                {"label_column": label, "categorical_columns": text_columns(X), "has_header": True},
+                bits=config.bits,
+                seed=config.seed,
+                columns=(*map(str, X.columns), label),
+                **task,
+            )
+        columns = X.shape[1]
+        return InputSettings("libsvm", bits=config.bits, seed=config.seed, matrix_columns=columns, **task)
 
     def _settings(self) -> dict:
         """The LearnerConfig settings of the constructor parameters (a LearnerConfig field that is not
@@ -115,7 +172,7 @@ class _PolybeamEstimator(BaseEstimator):
         config = self.config_
         batch = batch_from_arrays(X, labels, bits=config.bits, seed=config.seed, weights=sample_weight)
         names = getattr(self, "feature_names_in_", None)
-        if names is not None:  # the model then names its weights after the columns
+        if names is not None and not is_table(X):  # the model then names its weights after the columns
             slots = column_slots(len(names), bits=config.bits, seed=config.seed)
             batch = dataclasses.replace(batch, names={int(slot): str(name) for slot, name in zip(slots, names)})
         return batch
@@ -136,13 +193,13 @@ class _PolybeamEstimator(BaseEstimator):
             self.learner_.fit(batch)
         else:
             self.learner_.learn(batch)
-        self.model_ = self.learner_.to_model()
+        self.model_ = self.learner_.to_model({"input": self.input_.to_dict()})
         if fresh and self.config_.lbfgs_passes:  # the finishing stage, as Train runs it (polybeam.learners.lbfgs)
             self.model_ = lbfgs.finish(self.model_, [batch], self.config_.lbfgs_passes, self.config_.lbfgs_l2)
 
     def _margins(self, X) -> np.ndarray:
         check_is_fitted(self, "model_")
-        X = _validate_data(self, X, reset=False, **_VALIDATION)
+        X = self._checked(X, reset=False)
         return self.model_.margins(self._batch(X))
 
     def __sklearn_tags__(self):
@@ -153,6 +210,16 @@ class _PolybeamEstimator(BaseEstimator):
 
     def _more_tags(self):  # scikit-learn < 1.6
         return {"allow_nan": True}
+
+
+def _class_names(classes: np.ndarray) -> tuple[str, ...]:
+    """The classes' names as a model file records them (the text of each label), when those texts can be
+    read back as the same classes (distinct, valid names); else none (the model then counts its classes)."""
+    names = tuple(str(label) for label in classes)
+    try:
+        return check_label_names(names) if len(set(names)) == len(names) else ()
+    except (TypeError, ValueError):
+        return ()
 
 
 def _has_probabilities(estimator) -> bool:
@@ -282,11 +349,10 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
             )
         if self.loss == "hinge" and count > 2:
             raise ValueError(f"hinge loss takes two classes; y holds {count}: use loss='logistic' (softmax loss)")
+        names = _class_names(self.classes_)
         if self.loss == "softmax" or count > 2:
-            names = tuple(str(label) for label in self.classes_)
-            # The model file names its classes after the labels when their texts are distinct.
-            return self._config(loss="softmax", classes=count, class_names=names if len(set(names)) == count else ())
-        return self._config()
+            return self._config(loss="softmax", classes=count, class_names=names)
+        return self._config(class_names=names)
 
     def _labels(self, y) -> np.ndarray:
         """The learner's labels of ``y``: -1/+1 for two classes (logistic, hinge), 1..K for softmax."""
@@ -306,7 +372,8 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
-        X, y = _validate_data(self, X, y, reset=True, **_VALIDATION)
+        label = y
+        X, y = self._checked(X, y, reset=True)
         check_classification_targets(y)
         weights = self._weights(sample_weight, X)
         self.classes_ = np.unique(y)
@@ -316,6 +383,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
                 "sample_weight; only one class has any"
             )
         self.config_ = self._task_config()
+        self.input_ = self._input_contract(X, label)
         self._learn(self._batch(X, self._labels(y), weights), fresh=True)
         return self
 
@@ -323,13 +391,15 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         """Learn one pass over ``(X, y)``, going on from earlier calls; the first call needs ``classes``
         (every label the stream will hold)."""
         first = not hasattr(self, "learner_")
-        X, y = _validate_data(self, X, y, reset=first, **_VALIDATION)
+        label = y
+        X, y = self._checked(X, y, reset=first)
         check_classification_targets(y)
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit (every label of the stream)")
             self.classes_ = np.unique(classes)
             self.config_ = self._task_config()
+            self.input_ = self._input_contract(X, label)
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(
                 f"classes {np.unique(classes).tolist()} differ from the first call's {self.classes_.tolist()}"
@@ -476,22 +546,26 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
-        X, y = _validate_data(self, X, y, reset=True, y_numeric=True, **_VALIDATION)
+        label = y
+        X, y = self._checked(X, y, reset=True, y_numeric=True)
         self.config_ = self._task_config()
+        self.input_ = self._input_contract(X, label)
         self._learn(self._batch(X, y, self._weights(sample_weight, X)), fresh=True)
         return self
 
     def partial_fit(self, X, y, sample_weight=None):
         """Learn one pass over ``(X, y)``, going on from earlier calls."""
         first = not hasattr(self, "learner_")
-        X, y = _validate_data(self, X, y, reset=first, y_numeric=True, **_VALIDATION)
+        label = y
+        X, y = self._checked(X, y, reset=first, y_numeric=True)
         if first:
             self.config_ = self._task_config()
+            self.input_ = self._input_contract(X, label)
         self._learn(self._batch(X, y, self._weights(sample_weight, X)), fresh=first)
         return self
 
     def predict(self, X) -> np.ndarray:
         """Predicted values, clamped to the range of the training labels and 0 (as VW clamps them)."""
         check_is_fitted(self, "model_")
-        X = _validate_data(self, X, reset=False, **_VALIDATION)
+        X = self._checked(X, reset=False)
         return self.model_.predict(self._batch(X))

@@ -309,3 +309,52 @@ def test_the_readme_example_runs_and_says_what_it_prints(tmp_path, monkeypatch, 
     assert float(printed[1].split()[-1]) == pytest.approx(0.23, abs=0.005)
     assert printed[2].startswith("{'polybeamclassifier__passes': 5}") and float(printed[2].split()[-1]) < 0.27
     assert os.path.exists(tmp_path / "letter.model")
+
+
+def test_a_frame_fitted_model_scores_the_frame_written_as_csv_alike(tmp_path, capsys):
+    """Fitted on a pandas frame (named columns, one of text), saved, and evaluated by the command line on the
+    same rows as CSV: the same predictions, so the same error (before, column j was slot j + 1 in the
+    estimator and the column's name in CSV: error 0.41, AUC 0.5)."""
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+
+    from polybeam.formats.csv import CsvFormat
+
+    frame, target = load_breast_cancer(as_frame=True, return_X_y=True)
+    frame = frame.assign(size=pd.cut(frame["mean area"], [0, 400, 800, 5000], labels=["small", "medium", "large"]))
+    labels = target.map({0: "malignant", 1: "benign"}).rename("diagnosis")
+    classifier = PolybeamClassifier().fit(frame, labels)
+    assert classifier.model_.input["format"] == "csv"
+    assert classifier.model_.input["categorical_columns"] == ["size"]
+    assert classifier.model_.input["label_column"] == "diagnosis"
+    assert classifier.model_.config.class_names == ("benign", "malignant")
+    path = str(tmp_path / "cancer.model")
+    classifier.model_.save(path)
+    rows = tmp_path / "rows.csv"
+    frame.assign(diagnosis=labels).to_csv(rows, index=False)
+    assert main(["evaluate", "--input", str(rows), "--model", path]) == 0  # no --format: the model says
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["examples"] == 569 and report["dead_letters"] == 0
+    assert report["error"] == pytest.approx(1 - classifier.score(frame, labels), abs=1e-12)
+    reader = CsvFormat(
+        label_column="diagnosis", categorical_columns=("size",), labels="binary", label_names=("benign", "malignant")
+    )
+    parsed = reader.parse(rows.read_bytes())
+    assert np.allclose(classifier.model_.margins(parsed.batch), classifier.decision_function(frame), rtol=0, atol=1e-9)
+
+
+def test_an_array_fitted_model_reads_libsvm_numbered_either_way(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file, load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    classifier = PolybeamClassifier().fit(X, y)
+    assert classifier.model_.input["matrix_columns"] == 30
+    path = str(tmp_path / "m.model")
+    classifier.model_.save(path)
+    expected = 1 - classifier.score(X, y)
+    for zero_based in (True, False):
+        data = tmp_path / f"rows{int(zero_based)}.libsvm"
+        dump_svmlight_file(X, y, str(data), zero_based=zero_based)
+        assert main(["evaluate", "--input", str(data), "--model", path]) == 0
+        report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert report["examples"] == 569 and report["error"] == pytest.approx(expected, abs=1e-12)

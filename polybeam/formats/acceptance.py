@@ -6,6 +6,10 @@ read with the default ``--format libsvm`` turns every record into a dead
 letter). Training on what is left would write a model that looks fine and
 is not, so such a job fails, and says what to fix:
 
+* a refused record, one holding what the task cannot take (a label that is
+  not one of its classes, a feature index 0 in a LIBSVM file numbered from
+  1): whatever their share, since training without them gives a model that
+  never saw a class; the message counts each kind and says what to pass;
 * no example read: unless ``allow_empty``;
 * more dead letters than ``max_dead_letter_fraction`` of the records that
   were not blank, comments or headers: the count, the first reasons, and the
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from polybeam.formats.records import DeadLetter, ReadCounts
 
@@ -42,6 +46,8 @@ DEFAULT_MAX_DEAD_LETTER_FRACTION = 0.1
 FIRST_REASONS = 3
 # With at least this share of the records unreadable, the whole input is probably of another kind.
 NEARLY_ALL = 0.9
+# How many kinds of refused records a failure lists.
+LISTED_REFUSALS = 10
 
 FORMAT_NAMES = {"libsvm": "LIBSVM", "vw": "VW text", "csv": "CSV", "parquet": "Parquet"}
 # How a message names the settings: to a user of the command (its flags), or of the Python API
@@ -49,6 +55,8 @@ FORMAT_NAMES = {"libsvm": "LIBSVM", "vw": "VW text", "csv": "CSV", "parquet": "P
 SPELLINGS = ("command", "python")
 _OPTION_NAMES = {
     "command": {
+        "classes": "--class-names NEGATIVE,POSITIVE, or for more classes --loss softmax with --classes K or "
+        "--class-names A,B,C",
         "max_dead_letter_fraction": "--max-dead-letter-fraction {value:g}",
         "raise_fraction": "--max-dead-letter-fraction",
         "allow_empty": "pass --allow-empty",
@@ -60,6 +68,8 @@ _OPTION_NAMES = {
         "parquet": "--label-column, --weight-column",
     },
     "python": {
+        "classes": "label_names=(NEGATIVE, POSITIVE), or for more classes labels='multiclass' with classes=K or "
+        "label_names=(A, B, C)",
         "max_dead_letter_fraction": "max_dead_letter_fraction={value:g}",
         "raise_fraction": "max_dead_letter_fraction",
         "allow_empty": "pass allow_empty=True",
@@ -76,6 +86,39 @@ FORMAT_OPTIONS = {name: _OPTION_NAMES["command"][name] for name in ("csv", "parq
 
 _LIBSVM_LINE = re.compile(r"^\s*\S+(\s+(qid|\d+):\S+)+\s*(#.*)?$")
 _QUOTED_OR_SEPARATED = re.compile(r"[,;\t]")
+
+
+@dataclass
+class Refusals:
+    """The refused records of a read, by what they hold (``"label 2"``): ``kinds`` maps each to its count
+    and the first such record's dead letter (by position), for :data:`LISTED_REFUSALS` kinds at most;
+    ``more`` counts the records of kinds beyond those; ``total`` all of them.
+
+    >>> letter = DeadLetter("a.csv", 3, 10, "2,1", "label 2 is not a class of this task", refused="label 2")
+    >>> refusals = Refusals().add(letter).add(letter)
+    >>> refusals.total, refusals.kinds["label 2"][0]
+    (2, 2)
+    """
+
+    kinds: dict = field(default_factory=dict)
+    more: int = 0
+    total: int = 0
+
+    def add(self, letter: DeadLetter) -> Refusals:
+        return self.merge(Refusals({letter.refused: (1, letter)}, 0, 1))
+
+    def merge(self, other: Refusals) -> Refusals:
+        kinds = dict(self.kinds)
+        more = self.more + other.more
+        for held, (count, letter) in other.kinds.items():
+            if held in kinds:
+                known, first = kinds[held]
+                kinds[held] = (known + count, min(first, letter, key=position))
+            elif len(kinds) < LISTED_REFUSALS:
+                kinds[held] = (count, letter)
+            else:
+                more += count
+        return Refusals(kinds, more, self.total + other.total)
 
 
 class InputRejected(Exception):
@@ -164,8 +207,11 @@ class InputPolicy:
         """How this policy's messages name ``setting`` (with ``value``)."""
         return _OPTION_NAMES[self.spelling][setting].format(value=value)
 
-    def problem(self, counts: ReadCounts, letters: list[DeadLetter]) -> str | None:
-        """Why this read must fail, or None; ``letters`` are its first dead letters (:func:`first_letters`)."""
+    def problem(self, counts: ReadCounts, letters: list[DeadLetter], refusals: Refusals | None = None) -> str | None:
+        """Why this read must fail, or None; ``letters`` are its first dead letters (:func:`first_letters`),
+        ``refusals`` its refused records (:class:`Refusals`)."""
+        if refusals is not None and refusals.total:
+            return self._refused(counts, refusals)
         letters = first_letters(letters)
         readable = counts.examples + counts.dead_letters
         if readable and counts.dead_letters / readable > self.max_dead_letter_fraction:
@@ -197,6 +243,22 @@ class InputPolicy:
         ]
         lines.append(f"likely cause: {self._cause(share, letters)}.{self._where_letters()}")
         return "\n".join(lines)
+
+    def _refused(self, counts: ReadCounts, refusals: Refusals) -> str:
+        readable = counts.examples + counts.dead_letters
+        of = f" of {readable}" if readable else ""
+        lines = [
+            f"{refusals.total}{of} records hold what this task cannot take (a refused record is never dropped as "
+            "damage: the model would not know what it holds):"
+        ]
+        for held, (count, letter) in sorted(refusals.kinds.items(), key=lambda item: -item[1][0]):
+            why = "" if letter.reason == held else f": {letter.reason}"
+            lines.append(f"  {held}: {count} record{'s' if count != 1 else ''}, first at {where(letter)}{why}")
+        if refusals.more:
+            lines.append(f"  ... and {refusals.more} records of other kinds")
+        if any(held.startswith("label") for held in refusals.kinds):
+            lines.append(f"to learn from these labels, name the classes: {self._name('classes')}.")
+        return "\n".join(lines) + self._where_letters()
 
     def _empty(self, counts: ReadCounts, letters: list[DeadLetter]) -> str:
         advice = f"check {self._name('input')}, or {self._name('allow_empty')} to accept an empty input"

@@ -4,11 +4,16 @@ A multiclass task takes the labels 1 ... K. With ``label_names=("cat", "dog",
 "bird")`` a format reads the label ``dog`` as class 2: the i-th name (0-based)
 is class i + 1, and ``classes`` becomes 3. A label that reads as a number still
 means that number, so ``3`` is class 3 and the files may mix the two. Any other
-label is a dead letter that names the known classes.
+label is refused, naming the known classes. A binary task (logistic or hinge
+loss) takes two names: the first is its negative class, the second its
+positive one.
 
-So that the two readings never disagree, a name may read as a number only if
-it is its own class number (``"3"`` may be the third name, ``"0"`` is never a
-name). Names are compared exactly, byte for byte in UTF-8: no case folding, and
+When **every** name reads as a number (``("0", "1", ..., "9")``, ``("1",
+"2")``), labels are matched to the names by value instead (see
+:mod:`polybeam.formats.labels`): ``0`` is then the class named ``0``. Otherwise,
+so that the two readings never disagree, a name may read as a number only if
+it is its own class number (``"3"`` may be the third name of ``("a", "b",
+"3")``). Names are compared exactly, byte for byte in UTF-8: no case folding, and
 blank space counts (CSV trims unquoted cells; quote a name with blanks around it).
 
 The text kernels look names up without leaving numba: the MurmurHash3 of every
@@ -29,15 +34,18 @@ Traceback (most recent call last):
 ValueError: label names must be unique; 'cat' is given 2 times
 >>> check_label_names(("one", "2")), check_classes(0, 2)
 (('one', '2'), 2)
->>> check_label_names(("0", "1"))  # doctest: +ELLIPSIS
+>>> check_label_names(("0", "1"))  # every name a number: labels are matched by value
+('0', '1')
+>>> check_label_names(("0", "dog"))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: label name '0' reads as the number 0 but would be class 1: a numeric label always means ...
+ValueError: label name '0' reads as the number 0 but would be class 1: a numeric label means its class number ...
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -68,6 +76,7 @@ def check_label_names(label_names) -> tuple[str, ...]:
         names = tuple(label_names)
     except TypeError:
         raise TypeError(f"label_names must be a sequence of class names, got {label_names!r}") from None
+    every_name_a_number = all(isinstance(name, str) and _number_or_none(name) is not None for name in names)
     for position, name in enumerate(names):
         if not isinstance(name, str):
             raise TypeError(f"label names must be strings, got {name!r} for class {position + 1}")
@@ -80,15 +89,23 @@ def check_label_names(label_names) -> tuple[str, ...]:
         except UnicodeEncodeError:
             raise ValueError(f"label names must be valid Unicode text, got {name!r}") from None
         number = _number_or_none(name)
-        if number is not None and number != position + 1:
+        if number is not None and not math.isfinite(number):
+            raise ValueError(f"label name {name!r} reads as the number {number:g}, which no label can be")
+        if number is not None and number != position + 1 and not every_name_a_number:
             raise ValueError(
                 f"label name {name!r} reads as the number {number:g} but would be class {position + 1}: a numeric "
-                "label always means that class number, so a name may be a number only if it is its own class number"
+                "label means its class number when other names are words, so such a name may be a number only if "
+                "it is its own class number (or every name is a number: labels are then matched by value)"
             )
     repeated = [(name, count) for name, count in Counter(names).items() if count > 1]
     if repeated:
         name, count = repeated[0]
         raise ValueError(f"label names must be unique; {name!r} is given {count} times")
+    if every_name_a_number:
+        values = Counter(_number_or_none(name) for name in names)
+        same = [value for value, count in values.items() if count > 1]
+        if same:
+            raise ValueError(f"label names must be distinct numbers; several names read as {same[0]:g}")
     return tuple(str(name) for name in names)
 
 
@@ -107,7 +124,15 @@ def check_classes(classes, n_names: int = 0) -> int:
 
 
 def check_multiclass_settings(labels: str, classes: int, label_names: tuple[str, ...]) -> None:
-    """``classes`` and ``label_names`` only make sense for multiclass labels (or ``any``, for prediction)."""
+    """``classes`` and ``label_names`` only make sense for multiclass labels (or ``any``, for prediction);
+    a binary task may name its two classes (negative, then positive)."""
+    if labels == "binary" and label_names:
+        if len(label_names) != 2:
+            raise ValueError(
+                f"a binary task names two classes (the negative, then the positive one); got {len(label_names)} "
+                f"names: {', '.join(label_names)}"
+            )
+        return
     if (classes or label_names) and labels not in MULTICLASS_KINDS:
         option = "label_names" if label_names else "classes"
         raise ValueError(

@@ -67,6 +67,7 @@ from polybeam.formats.text import (
     is_skippable,
     line_spans,
     line_stop,
+    record_lines,
     token_text,
 )
 from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
@@ -571,6 +572,31 @@ class CsvFormat(HashedFormat):
             names = list(self.column_names) or [str(i + 1) for i in range(count)]
         return _resolve_columns(self, tuple(names))
 
+    def label_texts(self, data: bytes, header: bytes | None = None) -> list[str]:
+        """The label cells of the records in ``data`` (trimmed and unquoted; empty ones left out), for a
+        launcher's sample; ``data`` starts with the header unless ``header`` is given.
+
+        >>> CsvFormat(label_column="y").label_texts(b'a,y\\n1,yes\\n2,\\n3," no"\\n')
+        ['yes', ' no']
+        """
+        lines = record_lines(data)
+        if self.has_header and header is None:
+            if not lines:
+                return []
+            header, lines = lines[0], lines[1:]
+        if not lines:
+            return []
+        label = self.columns(header, lines[0]).label
+        texts = []
+        for line in lines:
+            try:
+                fields = split_fields(line, self.delimiter)
+            except ValueError:  # a damaged record: the read makes it a dead letter
+                continue
+            if label < len(fields) and fields[label].strip():
+                texts.append(fields[label])
+        return texts
+
     def parse(
         self,
         data: bytes,
@@ -672,7 +698,16 @@ class CsvFormat(HashedFormat):
             return _names(columns, slots, feature_columns, value_spans, first_use, scratch, self.bits, features)
 
         parsed = finish_block(
-            block, status, reason_of, batch, labels=self.labels, classes=self.classes, has_label=has_label, names=names
+            block,
+            status,
+            reason_of,
+            batch,
+            labels=self.labels,
+            classes=self.classes,
+            label_names=self.label_names,
+            refused_codes={UNKNOWN_CLASS: None},
+            has_label=has_label,
+            names=names,
         )
         if time_problems is None:
             return parsed

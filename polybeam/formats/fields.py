@@ -34,7 +34,7 @@ weight, key, ID, timestamp or ignored field.
 >>> read = RowReading(settings, features=("size",)).examples(rows + [{"y": 7, "size": 1.0}], bits=18, seed=0,
 ...                                                           labels="binary")
 >>> read.batch.indptr.tolist(), read.rows.tolist(), read.refused
-([0, 1, 1], [0, 1], [(2, 'binary label must be -1, 0 or +1')])
+([0, 1, 1], [0, 1], [(2, 'label 7 is not a class of this task: a binary task takes -1, 0 or +1 (name its two classes to use other labels)')])
 """
 
 from __future__ import annotations
@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from polybeam.formats.classes import class_names
+from polybeam.formats.columns import ColumnRoles, check_missing_columns
 from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.labels import read_labels
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
-from polybeam.formats.records import label_problems
 from polybeam.learners.batch import ExampleBatch
 
 # Settings of a CSV read that name columns which are never features of a row.
@@ -82,6 +83,10 @@ class RowReading:
         model's key, ID, timestamp or ignored columns).
     ignore : tuple of str
         More fields that are not features (an ID of the rows' own, a note).
+    missing_columns : {"refuse", "allow"}
+        For a model that records its columns (CSV, a frame): rows lacking a feature column are refused
+        (default), or read with that column missing; see :mod:`polybeam.formats.columns`, which also reads
+        a numeric column's text as a number, as a CSV cell.
     """
 
     settings: InputSettings | None = None
@@ -89,6 +94,7 @@ class RowReading:
     weight: str | None = None
     features: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
+    missing_columns: str = "refuse"
 
     def __post_init__(self) -> None:
         if self.features is not None:
@@ -97,6 +103,16 @@ class RowReading:
             if clash - {None}:
                 raise ValueError(f"the label and weight fields cannot also be features: {sorted(clash - {None})}")
         object.__setattr__(self, "ignore", tuple(self.ignore))
+        check_missing_columns(self.missing_columns)
+
+    def _columns(self, label: str | None) -> ColumnRoles | None:
+        """The model's columns and roles, when it records them and these rows' features are not named here."""
+        if self.features is not None or self._format == "parquet":
+            return None
+        roles = ColumnRoles.of(self.settings, missing_columns=self.missing_columns)
+        if roles is None:
+            return None
+        return roles.ignoring({label, self.weight, *self.ignore} - {None})
 
     @property
     def _format(self) -> str | None:
@@ -198,6 +214,10 @@ class RowReading:
         {'size': 2.5, 'zip': '10115'}
         """
         features = self.feature_fields(fields)
+        columns = self._columns(self.label_field(fields))
+        if columns is not None:
+            columns.check_fields(fields)  # (every row of a schema has its fields)
+            return columns.features_of
         if self._format != "parquet":
             categorical = self._categorical(fields)
             return functools.partial(_mapped_features, features=features, categorical=categorical)
@@ -227,21 +247,35 @@ class RowReading:
                 refused.append((position, reason))
             values.append(value)
             weights.append(importance if weight_reason is None else 1.0)
-        labels_array = np.asarray(values, dtype=np.float64)
+        read = read_labels(np.asarray(values, dtype=np.float64), labels, classes, label_names)
         if labels != "any":
-            missing_label = np.isnan(labels_array)
-            bad, reason = label_problems(np.where(missing_label, 0.0, labels_array), labels, classes)
             known = {position for position, _ in refused}
-            for position in np.flatnonzero(missing_label | bad).tolist():
+            for position in np.flatnonzero(~read.good).tolist():
                 if position not in known:
-                    refused.append((position, "missing label" if missing_label[position] else reason))
+                    refused.append((position, read.reason(position)))
             refused.sort()
         refused_rows = {position for position, _ in refused}
         kept = np.array([i for i in range(len(records)) if i not in refused_rows], dtype=np.int64)
-        features_of = functools.partial(_mapped_features, features=features, categorical=categorical)
-        mappings = [features_of(records[i]) for i in kept.tolist()]
+        columns = self._columns(label)
+        if columns is not None:
+            columns.check_fields(fields)
+            features_of = columns.features_of
+        else:
+            features_of = functools.partial(_mapped_features, features=features, categorical=categorical)
+        mappings, usable = [], []
+        for i in kept.tolist():
+            try:
+                mappings.append(features_of(records[i]))
+                usable.append(i)
+            except ValueError as error:  # a value its column cannot hold: the row is refused, as a record
+                if labels == "any":
+                    raise ValueError(f"row {i} ({dict(records[i])!r:.200}): {error}") from None
+                refused.append((i, str(error)))
+        if len(usable) < len(kept):
+            refused.sort()
+            kept = np.asarray(usable, dtype=np.int64)
         batch = batch_from_mappings(mappings, bits=bits, seed=seed, table=SlotTable(bits=bits, seed=seed))
-        batch = batch.with_labels(labels_array[kept])
+        batch = batch.with_labels(read.targets[kept])
         return RowsRead(_with_weights(batch, np.asarray(weights, dtype=np.float64)[kept]), kept, refused)
 
     # -- rows as Parquet rows (an Arrow table) -----------------------------------

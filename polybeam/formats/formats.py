@@ -1,13 +1,13 @@
 """The input formats by name, for pipelines and command lines.
 
 >>> make_format("libsvm", bits=20)
-LibsvmFormat(bits=20, seed=0, labels='real', classes=0, label_names=())
+LibsvmFormat(bits=20, seed=0, labels='real', classes=0, label_names=(), zero_based=False)
 >>> sorted(FORMATS)
 ['csv', 'libsvm', 'parquet', 'vw']
 >>> make_format("libsvm", bitz=20)
 Traceback (most recent call last):
 ...
-ValueError: unknown option 'bitz' for format 'libsvm'; its options are bits, seed, labels, classes, label_names
+ValueError: unknown option 'bitz' for format 'libsvm'; its options are bits, seed, labels, classes, label_names, zero_based
 >>> make_format("csv", labels="multiclass", label_names=("cat", "dog")).classes
 2
 """

@@ -58,6 +58,7 @@ FLAGS = {
     "id_column": "--id-column",
     "delimiter": "--csv-delimiter",
     "feature_names": "--feature-names",
+    "zero_based": "--zero-based",
 }
 
 
@@ -98,9 +99,17 @@ class InputSettings:
         The classes' names, if any (the i-th is class i + 1).
     columns : tuple of str
         The columns of the training input's first file: a CSV header's names
-        (without a header ``"1"`` ... ``"d"``), a Parquet schema's; readers
-        of single lines (RunInference) know them, and scoring files are held
-        against them (see :mod:`polybeam.formats.scoring`).
+        (without a header ``"1"`` ... ``"d"``), a Parquet schema's, a pandas
+        frame's columns; readers of single lines (RunInference) know them,
+        and scoring files are held against them (see
+        :mod:`polybeam.formats.scoring`).
+    matrix_columns : int
+        For a model fitted on a matrix (scikit-learn, NumPy, SciPy: column
+        ``j`` is feature ``j + 1``), its number of columns; 0 otherwise. Such
+        a model was not trained on a file, so how a LIBSVM file numbers its
+        features is the file's own: scoring detects it (an index 0: from 0;
+        an index ``matrix_columns``: from 1), as scikit-learn's
+        ``load_svmlight_file(zero_based="auto")`` does.
     """
 
     format: str
@@ -110,6 +119,7 @@ class InputSettings:
     classes: int = 0
     class_names: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+    matrix_columns: int = 0
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -156,6 +166,8 @@ class InputSettings:
         }
         if self.columns:
             record["columns"] = list(self.columns)
+        if self.matrix_columns:
+            record["matrix_columns"] = self.matrix_columns
         return record
 
     @classmethod
@@ -173,6 +185,7 @@ class InputSettings:
             classes=int(record.get("classes", 0)),
             class_names=tuple(record.get("class_names", ())),
             columns=tuple(record.get("columns", ())),
+            matrix_columns=int(record.get("matrix_columns", 0)),
         )
 
     # -- use ----------------------------------------------------------------------

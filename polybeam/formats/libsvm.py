@@ -13,7 +13,7 @@ values into preallocated arrays; Python only touches the rare bad lines.
 
 Examples
 --------
->>> parsed = LibsvmFormat(bits=18).parse(b"1 3:0.5 7:2 # first\\n-1 qid:4 3:1\\n0 0:1\\n")
+>>> parsed = LibsvmFormat(bits=18).parse(b"1 3:0.5 7:2 # first\\n-1 qid:4 3:1\\n0 -2:1\\n")
 >>> parsed.records, len(parsed.batch), parsed.batch.labels.tolist()
 (3, 2, [1.0, -1.0])
 >>> parsed.batch.row(0)
@@ -22,7 +22,9 @@ Examples
 [0, 20]
 >>> letter = parsed.dead_letters[0]
 >>> letter.line, letter.offset, letter.raw, letter.reason
-(3, 33, '0 0:1', 'feature index must be >= 1')
+(3, 33, '0 -2:1', 'feature index must be >= 1')
+>>> LibsvmFormat(bits=18, zero_based=True).parse(b"1 0:0.5 6:2\\n").batch.row(0)  # the same features
+(array([1, 7], dtype=int32), array([0.5, 2. ]))
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from polybeam.formats.text import (
     finish_block,
     is_blank,
     line_stop,
+    record_lines,
     skip_blanks,
     token_text,
 )
@@ -67,6 +70,7 @@ INDEX_TOO_LONG = FIRST_ERROR + 4
 BAD_VALUE = FIRST_ERROR + 5
 NON_FINITE_VALUE = FIRST_ERROR + 6
 BAD_QID = FIRST_ERROR + 7
+ZERO_INDEX = FIRST_ERROR + 8
 
 # The reasons quoting the offending token say so with a trailing ": ".
 REASONS = {
@@ -74,6 +78,8 @@ REASONS = {
     BAD_LABEL: "label is not a number: ",
     BAD_FEATURE: "feature must be index:value, got ",
     INDEX_TOO_SMALL: "feature index must be >= 1",
+    ZERO_INDEX: "feature index 0 in a file numbered from 1: the file numbers its features from 0 (as "
+    "scikit-learn's dump_svmlight_file writes them); read it as numbered from 0 (--zero-based, zero_based=True)",
     INDEX_TOO_LONG: f"feature index has more than {MAX_INDEX_DIGITS} digits",
     BAD_VALUE: "feature value is not a number: ",
     NON_FINITE_VALUE: "non-finite feature value: ",
@@ -102,8 +108,11 @@ def _starts_qid(data, pos, stop):
 
 
 @numba.njit(cache=True)
-def _parse_line(data, start, stop, mask, seed, slots, values, nnz):
+def _parse_line(data, start, stop, mask, seed, first_index, slots, values, nnz):
     """One line: ``(status, bad token start, bad token stop, label, nnz after)``.
+
+    ``first_index`` is the number of the first feature (1, or 0 for a file numbered from 0): index ``i`` is
+    feature ``i - first_index + 1``, so that both numberings give a feature the same slot.
 
     Features go to ``slots[nnz:]`` / ``values[nnz:]``; on a bad line the caller
     keeps its old ``nnz``, which rolls the line's features back.
@@ -153,8 +162,10 @@ def _parse_line(data, start, stop, mask, seed, slots, values, nnz):
             return BAD_FEATURE, token, _token_stop(data, token, stop), 0.0, nnz
         if digits > MAX_INDEX_DIGITS:
             return INDEX_TOO_LONG, token, _token_stop(data, token, stop), 0.0, nnz
-        if negative or index == 0:
+        if negative:
             return INDEX_TOO_SMALL, token, _token_stop(data, token, stop), 0.0, nnz
+        if index < first_index:
+            return ZERO_INDEX, token, _token_stop(data, token, stop), 0.0, nnz
         pos += 1
         # Most values are short integers (binary features are '1'): reading
         # those here rather than in scan_number is ~15% faster overall.
@@ -172,7 +183,7 @@ def _parse_line(data, start, stop, mask, seed, slots, values, nnz):
         if not np.isfinite(value):
             return NON_FINITE_VALUE, token, end, 0.0, nnz
         if value != 0.0:
-            slots[nnz] = libsvm_slot_kernel(index, mask, seed)
+            slots[nnz] = libsvm_slot_kernel(index - first_index + 1, mask, seed)
             values[nnz] = value
             nnz += 1
         pos = end
@@ -181,7 +192,7 @@ def _parse_line(data, start, stop, mask, seed, slots, values, nnz):
 
 # nogil: Beam runs several bundles per worker process in threads.
 @numba.njit(cache=True, nogil=True)
-def scan_libsvm(data, mask, seed):
+def scan_libsvm(data, mask, seed, first_index=1):
     """Parse a block of LIBSVM lines (``data`` a uint8 array) in one pass.
 
     Returns per-line arrays ``(status, starts, stops, bad_starts, bad_stops)``
@@ -211,7 +222,9 @@ def scan_libsvm(data, mask, seed):
         stop = line_stop(text, pos, n)
         starts[line] = pos
         stops[line] = stop
-        code, bad_start, bad_stop, label, line_nnz = _parse_line(text, pos, stop, mask, seed, slots, values, nnz)
+        code, bad_start, bad_stop, label, line_nnz = _parse_line(
+            text, pos, stop, mask, seed, first_index, slots, values, nnz
+        )
         status[line] = code
         if code == EXAMPLE:
             example_lines[n_examples] = line
@@ -262,15 +275,65 @@ class LibsvmFormat(HashedFormat):
         With ``labels="multiclass"``, labels outside 1 ... ``classes`` are dead
         letters (0: no bound).
     label_names : tuple of str
-        Accepted so that every format takes the same settings, but LIBSVM
-        labels are numbers: the names only set ``classes`` to their count.
+        Class names: LIBSVM labels are numbers, so names are numbers matched
+        by value (``("0", "1", ..., "9")``) or, when a name is a word, the
+        names only set ``classes`` to their count (see
+        :mod:`polybeam.formats.labels`).
+    zero_based : bool
+        The file numbers its features from 0 (as scikit-learn's
+        ``dump_svmlight_file`` and ``load_svmlight_file`` do by default):
+        index ``i`` is then the feature numbered ``i + 1`` from 1, so that both
+        numberings, and column ``i`` of a matrix (see
+        :mod:`polybeam.learners.arrays`), give the same slot. Without it, an
+        index 0 is refused: the job fails saying so (never a dropped line).
 
     >>> LibsvmFormat(labels="multiclass", classes=3).parse(b"3 1:1\\n4 1:1\\n").dead_letters[0].reason
-    'class label must be a whole number from 1 to 3'
+    'label 4 is not a class of this task: the classes are 1 to 3'
     """
 
     name: ClassVar[str] = "libsvm"
     header_lines: ClassVar[int] = 0
+
+    zero_based: bool = False
+
+    def label_texts(self, data: bytes, header: bytes | None = None) -> list[str]:
+        """The labels of the records in ``data`` as written (a launcher's sample, see
+        :func:`polybeam.formats.labels.infer_classes`).
+
+        >>> LibsvmFormat().label_texts(b"2 1:1\\n# c\\n1 3:1\\n")
+        ['2', '1']
+        """
+        return [line.split(None, 1)[0].decode("utf-8", "replace") for line in record_lines(data)]
+
+    def largest_index(self, data: bytes) -> int:
+        """The largest feature index among the records of ``data`` (0 when none).
+
+        >>> LibsvmFormat().largest_index(b"1 3:1 30:2 # 99:1\\n-1 qid:7 12:1\\n")
+        30
+        """
+        largest = 0
+        for line in record_lines(data):
+            for token in line.split(b"#", 1)[0].split()[1:]:
+                index = token.partition(b":")[0]
+                if index.isdigit():
+                    largest = max(largest, int(index))
+        return largest
+
+    def zero_index_lines(self, data: bytes) -> int:
+        """How many records of ``data`` hold a feature index 0 (a file numbered from 0, as scikit-learn's
+        ``dump_svmlight_file`` writes them).
+
+        >>> LibsvmFormat().zero_index_lines(b"1 0:1 3:2\\n1 1:1\\n-1 00:2\\n")
+        2
+        """
+        count = 0
+        for line in record_lines(data):
+            for token in line.split(b"#", 1)[0].split()[1:]:
+                index = token.partition(b":")[0]
+                if index.isdigit() and int(index) == 0:
+                    count += 1
+                    break
+        return count
 
     def parse(
         self,
@@ -284,7 +347,10 @@ class LibsvmFormat(HashedFormat):
         """Parse a block of complete lines starting at byte ``offset`` (line ``first_line``) of ``source``."""
         check_position(offset, first_line)
         (status, starts, stops, bad_starts, bad_stops, example_lines, labels, indptr, slots, values) = scan_libsvm(
-            as_bytes_array(data), np.int64(slot_mask(self.bits)), np.int64(self.seed)
+            as_bytes_array(data),
+            np.int64(slot_mask(self.bits)),
+            np.int64(self.seed),
+            np.int64(0 if self.zero_based else 1),
         )
         block = LineBlock(bytes(data), starts, stops, source, offset, first_line)
         batch = ExampleBatch(
@@ -304,4 +370,13 @@ class LibsvmFormat(HashedFormat):
                 reason += token_text(block.data, bad_starts[line], bad_stops[line])
             return reason
 
-        return finish_block(block, status, reason_of, batch, labels=self.labels, classes=self.classes)
+        return finish_block(
+            block,
+            status,
+            reason_of,
+            batch,
+            labels=self.labels,
+            classes=self.classes,
+            label_names=self.label_names,
+            refused_codes={ZERO_INDEX: "feature index 0"},
+        )

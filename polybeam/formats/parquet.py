@@ -64,8 +64,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polybeam.formats.classes import string_labels
+from polybeam.formats.labels import apply_labels
 from polybeam.formats.libsvm import libsvm_slots
-from polybeam.formats.records import DeadLetter, InputFileError, ParsedBlock, label_problems, reject_examples
+from polybeam.formats.records import DeadLetter, InputFileError, ParsedBlock, reject_examples
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.timestamps import TIME_MISSING, TIME_OK, parse_timestamps, problem, reject_untimed
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
@@ -158,6 +159,18 @@ class ParquetFormat(HashedFormat):
                 "the key, the ID, a feature or ignored"
             )
 
+    def table_label_texts(self, table: pa.Table | pa.RecordBatch) -> list[str]:
+        """The labels of ``table``'s rows as text (missing ones left out), for a launcher's sample (see
+        :func:`polybeam.formats.labels.infer_classes`).
+
+        >>> ParquetFormat().table_label_texts(pa.table({"label": [2, 1, None], "x": [1.0, 2.0, 3.0]}))
+        ['2', '1']
+        """
+        if self.label_column not in table.column_names:
+            return []
+        values = table.column(self.label_column).to_pylist()
+        return [_label_as_text(value) for value in values if value is not None]
+
     def parse(
         self,
         data: bytes,
@@ -232,7 +245,12 @@ class ParquetFormat(HashedFormat):
         letters = []
         for row in np.flatnonzero(~good):
             raw, line, offset = raw_of(int(row))
-            letters.append(DeadLetter.from_bytes(raw, source=source, line=line, offset=offset, reason=reasons[row]))
+            refused = reasons[row] if row in unknown_classes and reasons[row] == unknown_classes[row] else None
+            letters.append(
+                DeadLetter.from_bytes(
+                    raw, source=source, line=line, offset=offset, reason=reasons[row], refused=refused
+                )
+            )
         parsed = ParsedBlock(batch=batch, dead_letters=letters, records=n, skipped=0)
 
         def raw_finder(batch: ExampleBatch):
@@ -240,8 +258,7 @@ class ParquetFormat(HashedFormat):
 
         if self.labels != "any":
             parsed = reject_examples(parsed, ~has_label[good], "missing label", raw_finder(parsed.batch))
-        bad, reason = label_problems(parsed.batch.labels, self.labels, self.classes)
-        parsed = reject_examples(parsed, bad, reason, raw_finder(parsed.batch))
+        parsed = apply_labels(parsed, self.labels, self.classes, self.label_names, raw_finder(parsed.batch))
         by_row = {first_row + row: why for row, why in time_problems.items()}
         parsed = reject_untimed(parsed, by_row, raw_finder(parsed.batch))
         parsed.dead_letters.sort(key=lambda letter: letter.offset)
@@ -464,6 +481,15 @@ def _is_numeric(column_type: pa.DataType) -> bool:
         or pa.types.is_boolean(column_type)
         or pa.types.is_decimal(column_type)  # exact numbers: read as the nearest double
     )
+
+
+def _label_as_text(value) -> str:
+    """A label cell as a file would write it (whole numbers without a point)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _is_text(column_type: pa.DataType) -> bool:

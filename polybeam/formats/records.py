@@ -34,6 +34,12 @@ class DeadLetter:
     knows only ``offset``, the record's byte offset in the decompressed
     stream, and the dead-letter path fills the line number in later.
 
+    ``refused`` says what the record holds that contradicts the task or the
+    input's contract (``"label 2"`` in a binary task, a feature index 0 in a
+    LIBSVM file numbered from 1); None for a damaged record. A refused record
+    is never dropped as damage: a job that meets one fails, saying what to
+    pass (see :class:`~polybeam.formats.acceptance.InputPolicy`).
+
     >>> letter = DeadLetter("a.txt", 3, 42, "1 0:1", "feature index must be >= 1")
     >>> DeadLetter.from_json(letter.to_json()) == letter
     True
@@ -44,17 +50,23 @@ class DeadLetter:
     offset: int
     raw: str
     reason: str
+    refused: str | None = None
 
     @classmethod
-    def from_bytes(cls, raw: bytes, *, source: str, line: int | None, offset: int, reason: str) -> DeadLetter:
+    def from_bytes(
+        cls, raw: bytes, *, source: str, line: int | None, offset: int, reason: str, refused: str | None = None
+    ) -> DeadLetter:
         """A dead letter for raw input bytes, cut to a readable length."""
         text = raw[: MAX_RAW_CHARS * 4].decode("utf-8", errors="replace").rstrip("\r\n")
         if len(text) > MAX_RAW_CHARS:
             text = text[:MAX_RAW_CHARS] + "..."
-        return cls(source=source, line=line, offset=offset, raw=text, reason=reason)
+        return cls(source=source, line=line, offset=offset, raw=text, reason=reason, refused=refused)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+        record = asdict(self)
+        if record["refused"] is None:  # (damaged records' letters read as they always did)
+            del record["refused"]
+        return json.dumps(record, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> DeadLetter:
@@ -141,7 +153,8 @@ LABEL_KINDS = ("any", "real", "binary", "multiclass")
 
 
 def label_problems(labels: np.ndarray, kind: str, classes: int = 0) -> tuple[np.ndarray, str]:
-    """Which labels a task of ``kind`` cannot take, and the reason to report.
+    """Which labels a task of ``kind`` cannot take, and the reason to report (the readers use
+    :func:`polybeam.formats.labels.read_labels`, which also tells damaged from refused labels).
 
     ``any`` takes everything, a missing label (NaN) included, for prediction;
     ``real`` takes any finite number; ``binary`` takes -1, 0 and +1 (0 counts as
@@ -171,13 +184,14 @@ def label_problems(labels: np.ndarray, kind: str, classes: int = 0) -> tuple[np.
     raise ValueError(f"label kind must be one of {LABEL_KINDS}, got {kind!r}")
 
 
-def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason, raw_of) -> ParsedBlock:
+def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason, raw_of, refused=None) -> ParsedBlock:
     """Move the examples flagged in ``bad`` from the batch to dead letters.
 
     ``reason`` is a string, or a function of the example's index in the batch
     returning one. ``raw_of(i)`` returns ``(raw bytes, line, offset)`` for
     example ``i`` of the batch, so that the dead letter says where the record
-    came from.
+    came from. ``refused`` (a function of the index, like ``reason``) marks
+    the letters as refused records (see :class:`DeadLetter`).
     """
     bad = np.asarray(bad, dtype=bool)
     if not bad.any():
@@ -187,7 +201,8 @@ def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason, raw_of) -> Par
         raw, line, offset = raw_of(int(i))
         why = reason(int(i)) if callable(reason) else reason
         source = parsed.batch.source or ""
-        letters.append(DeadLetter.from_bytes(raw, source=source, line=line, offset=offset, reason=why))
+        held = refused(int(i)) if refused is not None else None
+        letters.append(DeadLetter.from_bytes(raw, source=source, line=line, offset=offset, reason=why, refused=held))
     return ParsedBlock(
         batch=parsed.batch.take(~bad),
         dead_letters=letters,

@@ -79,7 +79,9 @@ class HashedFormat:
         check_labels(self.labels)
         names = check_label_names(self.label_names)
         object.__setattr__(self, "label_names", names)
-        object.__setattr__(self, "classes", check_classes(self.classes, len(names)))
+        # (a binary task's two names are its negative and positive class, not a count of classes)
+        counted = 0 if self.labels == "binary" else len(names)
+        object.__setattr__(self, "classes", check_classes(self.classes, counted))
         check_multiclass_settings(self.labels, self.classes, names)
 
     @property

@@ -39,7 +39,8 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
-from polybeam.formats.records import MAX_RAW_CHARS, DeadLetter, ParsedBlock, label_problems, reject_examples
+from polybeam.formats.labels import apply_labels
+from polybeam.formats.records import MAX_RAW_CHARS, DeadLetter, ParsedBlock, reject_examples
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 
@@ -130,6 +131,16 @@ def is_skippable(data, start, stop):
     return pos == stop or data[pos] == HASH
 
 
+def record_lines(data: bytes) -> list[bytes]:
+    """The lines of ``data`` that are records (not blank, not ``#`` comments), for launcher-side samples.
+
+    >>> record_lines(b"# note\\n1 1:2\\n\\n  \\n-1 3:1\\r\\n")
+    [b'1 1:2', b'-1 3:1']
+    """
+    lines = (line.rstrip(b"\r") for line in data.split(b"\n"))
+    return [line for line in lines if line.strip() and not line.lstrip().startswith(b"#")]
+
+
 @numba.njit(cache=True)
 def line_spans(data):
     """Start and stop (exclusive, before ``\\n``) of every line."""
@@ -197,11 +208,17 @@ class LineBlock:
         start, stop = int(self.starts[line]), int(self.stops[line])
         return self.data[start : stop if limit is None else min(stop, start + limit)]
 
-    def dead_letter(self, line: int, reason: str) -> DeadLetter:
+    def dead_letter(self, line: int, reason: str, refused: str | None = None) -> DeadLetter:
+        """The dead letter of ``line``; ``refused``: what the line holds that the task cannot take."""
         # Only what the dead letter keeps is copied: a line may be 100 MB.
         raw = self.raw(line, _RAW_BYTES)
         return DeadLetter.from_bytes(
-            raw, source=self.source, line=self.line_number(line), offset=self.offset_of(line), reason=reason
+            raw,
+            source=self.source,
+            line=self.line_number(line),
+            offset=self.offset_of(line),
+            reason=reason,
+            refused=refused,
         )
 
     def line_of_row_id(self, row_id: int) -> int:
@@ -255,6 +272,8 @@ def finish_block(
     *,
     labels: str,
     classes: int = 0,
+    label_names: tuple[str, ...] = (),
+    refused_codes: dict[int, str | None] | None = None,
     has_label: np.ndarray | None = None,
     names: Callable[[np.ndarray | None], dict[int, str]] | None = None,
 ) -> ParsedBlock:
@@ -263,9 +282,13 @@ def finish_block(
     ``reason_of(line, code)`` explains a rejected line. ``has_label`` marks the
     examples whose line gave a label at all: the others are rejected as
     "missing label" unless ``labels`` is ``"any"`` (prediction input).
-    Examples whose label the task (``labels``, with ``classes`` classes) cannot
-    take become dead letters, via :func:`label_problems`. Dead letters come out
-    in line order.
+    The labels become the task's targets (``labels``, with ``classes`` classes
+    and ``label_names``), and examples whose label the task cannot take become
+    dead letters, via :func:`~polybeam.formats.labels.apply_labels`; lines the
+    kernel rejected with a code of ``refused_codes`` (an unknown class name, a
+    feature index 0) are refused records, as those labels are: the code maps to
+    what such a line holds (``"feature index 0"``; None: its reason says it).
+    Dead letters come out in line order.
 
     ``names(features)`` names the slots of the kept examples: ``features`` is a
     mask over ``batch``'s features, or None when every example was kept. It
@@ -286,7 +309,15 @@ def finish_block(
             return nul_reason(nuls[line])
         return reason_of(line, int(status[line]))
 
-    letters = [block.dead_letter(line, reason(int(line))) for line in np.flatnonzero(rejected)]
+    refused_codes = refused_codes or {}
+
+    def letter(line: int) -> DeadLetter:
+        why = reason(line)
+        code = int(status[line])
+        held = (refused_codes[code] or why) if code in refused_codes and (nuls is None or nuls[line] < 0) else None
+        return block.dead_letter(line, why, refused=held)
+
+    letters = [letter(int(line)) for line in np.flatnonzero(rejected)]
     parsed = ParsedBlock(
         batch=batch,
         dead_letters=letters,
@@ -303,8 +334,7 @@ def finish_block(
             has_label = has_label[positions < 0]  # (per example kept)
     if labels != "any" and has_label is not None and not has_label.all():
         parsed = reject_examples(parsed, ~has_label, "missing label", block.raw_finder(parsed.batch))
-    bad, reason = label_problems(parsed.batch.labels, labels, classes)
-    parsed = reject_examples(parsed, bad, reason, block.raw_finder(parsed.batch))
+    parsed = apply_labels(parsed, labels, classes, label_names, block.raw_finder(parsed.batch))
     if len(parsed.dead_letters) > len(letters):
         parsed.dead_letters.sort(key=lambda letter: letter.offset)
     if names is not None:

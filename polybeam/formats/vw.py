@@ -71,6 +71,7 @@ from polybeam.formats.text import (
     first_occurrences,
     is_blank,
     line_stop,
+    record_lines,
     skip_blanks,
     token_text,
 )
@@ -497,6 +498,25 @@ class VWFormat(HashedFormat):
                     f"got {name!r}"
                 )
 
+    def label_texts(self, data: bytes, header: bytes | None = None) -> list[str]:
+        """The label tokens of the records in ``data`` as written (a launcher's sample): the first token before
+        the first ``|``, unless it is the tag.
+
+        >>> VWFormat().label_texts(b"dog 2 'a|f x\\n|f y\\ncat|f z\\n1 |f z\\n")
+        ['dog', '1']
+        """
+        texts = []
+        for line in record_lines(data):
+            before, bar, _ = line.partition(b"|")
+            if not bar:
+                continue
+            tokens = before.split()
+            if tokens and (tokens[-1].startswith(b"'") or not before[-1:].isspace()):
+                tokens = tokens[:-1]  # the tag
+            if tokens:
+                texts.append(tokens[0].decode("utf-8", "replace"))
+        return texts
+
     def parse(
         self,
         data: bytes,
@@ -572,6 +592,8 @@ class VWFormat(HashedFormat):
             batch,
             labels=self.labels,
             classes=self.classes,
+            label_names=self.label_names,
+            refused_codes={UNKNOWN_CLASS: None},
             has_label=has_label,
             names=names if self.feature_names else None,
         )

@@ -11,10 +11,17 @@ hashes large indices, and one hashed onto slot 0 moves to the last slot,
 
 Entries mean what cells of a CSV file mean: a zero is an absent feature, and
 so is NaN (a missing value, or pandas' ``NA``); an infinite value is refused.
-A pandas frame's columns must be numbers or booleans (one-hot encode
-categories first, ``pandas.get_dummies``), and its column names become the
-model's feature names. pandas is never imported here: a frame is recognised
-by its ``to_numpy`` and ``columns``.
+
+A pandas frame whose column names are all strings is a **table**, read as a
+CSV file with that header is read (see :mod:`polybeam.formats.csv`), so that a
+model fitted on the frame scores the frame written as CSV alike: a column of
+numbers or booleans (True is 1) is the feature named after the column; a
+column of text (``object``, ``string`` or ``category`` dtype) is categorical,
+each value ``v`` of column ``c`` the feature ``c=v`` (blank space around a
+value trimmed, as CSV trims cells); a missing or empty value is no feature.
+A frame with other column labels (pandas' default 0, 1, ...) is a matrix, by
+column position, and must hold numbers or booleans. pandas is never imported
+here: a frame is recognised by its ``to_numpy`` and ``columns``.
 
 >>> import numpy as np
 >>> batch = batch_from_arrays(np.array([[0.0, 2.0, np.nan], [5.0, 0.0, 1.0]]), [1, -1], bits=18)
@@ -37,7 +44,15 @@ import numpy as np
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import INDEX_DTYPE, VALUE_DTYPE, ExampleBatch
-from polybeam.learners.hashing import BIAS_SLOT, check_bits, libsvm_slot_kernel, slot_mask
+from polybeam.learners.hashing import (
+    BIAS_SLOT,
+    check_bits,
+    feature_slot,
+    hash_string,
+    hash_token,
+    libsvm_slot_kernel,
+    slot_mask,
+)
 
 
 @numba.njit(cache=True)
@@ -74,6 +89,64 @@ def is_sparse(data) -> bool:
 def is_matrix(data) -> bool:
     """Whether ``data`` is one matrix of examples (rather than a batch, or a sequence of batches)."""
     return isinstance(data, np.ndarray) or is_sparse(data) or is_frame(data)
+
+
+def is_table(data) -> bool:
+    """Whether ``data`` is a pandas frame of named columns (every column label a string): a table."""
+    return is_frame(data) and len(data.columns) > 0 and all(isinstance(name, str) for name in data.columns)
+
+
+def text_columns(frame) -> tuple[str, ...]:
+    """The columns of a table that hold text (its categorical columns, as CSV's ``categorical_columns``)."""
+    return tuple(
+        str(name)
+        for name, dtype in zip(frame.columns, frame.dtypes)
+        if getattr(dtype, "kind", "O") not in "biufc" and str(dtype) != "boolean"
+    )
+
+
+def _category_slot(text: str, column_seed: int, mask: int) -> int:
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return int(hash_token(raw, 0, len(raw), column_seed) & mask)
+
+
+def _table_csr(frame, bits: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+    """``(indptr, slots, values, names)`` of a table's rows, each row's features in column order, as CSV
+    emits them. A text column's distinct values are hashed once each (pandas' ``factorize``)."""
+    n = len(frame)
+    categorical = set(text_columns(frame))
+    mask = slot_mask(bits)
+    rows, positions, slots, values, names = [], [], [], [], {}
+    for position, name in enumerate(frame.columns):
+        column = frame[name]
+        if name in categorical:
+            codes, uniques = column.astype(object).factorize(use_na_sentinel=True)
+            texts = [str(value).strip() for value in uniques]
+            column_seed = hash_string(name, seed)
+            unique_slots = np.array([_category_slot(text, column_seed, mask) for text in texts], dtype=np.int64)
+            usable = np.array([text != "" for text in texts], dtype=bool)
+            present = codes >= 0
+            present[present] = usable[codes[present]]
+            for slot, text, use in zip(unique_slots.tolist(), texts, usable):
+                if use:
+                    names.setdefault(slot, f"{name}={text}")
+            row_ids = np.flatnonzero(present)
+            slots.append(unique_slots[codes[row_ids]])
+            values.append(np.ones(len(row_ids)))
+        else:
+            data = column.to_numpy(dtype=np.float64, na_value=np.nan)
+            row_ids = np.flatnonzero((data != 0) & ~np.isnan(data))
+            slot = feature_slot(name, bits, "", seed)
+            names.setdefault(int(slot), name)
+            slots.append(np.full(len(row_ids), slot, dtype=np.int64))
+            values.append(data[row_ids])
+        rows.append(row_ids)
+        positions.append(np.full(len(row_ids), position, dtype=np.int64))
+    row_of = np.concatenate(rows)
+    order = np.lexsort((np.concatenate(positions), row_of))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_of, minlength=n), out=indptr[1:])
+    return indptr, np.concatenate(slots)[order], np.concatenate(values)[order], names
 
 
 def _frame_values(frame) -> np.ndarray:
@@ -142,6 +215,8 @@ def batch_from_arrays(features, labels=None, *, bits: int, seed: int = 0, weight
     """
     check_bits(bits)
     names = None
+    if is_table(features):
+        return _table_batch(features, labels, bits=bits, seed=seed, weights=weights)
     if is_frame(features):
         names = [str(name) for name in features.columns]
         matrix = _frame_values(features)
@@ -180,6 +255,30 @@ def batch_from_arrays(features, labels=None, *, bits: int, seed: int = 0, weight
         values=np.ascontiguousarray(values, dtype=VALUE_DTYPE),
         bits=bits,
         names=None if names is None else {int(slot): name for slot, name in zip(slots, names)},
+    )
+
+
+def _table_batch(frame, labels, *, bits: int, seed: int, weights) -> ExampleBatch:
+    """A table's rows as examples (see the module docstring)."""
+    indptr, slots, values, names = _table_csr(frame, bits, seed)
+    infinite = ~np.isfinite(values)
+    if infinite.any():
+        entry = int(np.flatnonzero(infinite)[0])
+        row = int(np.searchsorted(indptr, entry, side="right") - 1)
+        raise ValueError(f"row {row} holds {values[entry]}: features must be finite (NaN is a missing feature)")
+    n = len(frame)
+    label_values = np.full(n, np.nan) if labels is None else _as_vector(labels, "labels", n)
+    weight_values = np.ones(n) if weights is None else _as_vector(weights, "weights", n)
+    if (weight_values < 0).any() or np.isnan(weight_values).any():
+        raise ValueError("weights must be numbers >= 0 (an example of weight 0 teaches nothing)")
+    return ExampleBatch(
+        labels=label_values,
+        weights=weight_values,
+        indptr=indptr,
+        indices=slots.astype(INDEX_DTYPE, copy=False),
+        values=np.ascontiguousarray(values, dtype=VALUE_DTYPE),
+        bits=bits,
+        names=names,
     )
 
 

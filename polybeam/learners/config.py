@@ -131,8 +131,9 @@ class LearnerConfig:
         Number of classes of ``softmax`` (>= 2); taken from ``class_names`` if
         those are given.
     class_names : tuple of str
-        Optional names of the classes 1..K, for reading named labels and for
-        predictions.
+        Optional names of the classes 1..K (softmax), or of the negative and
+        the positive class (logistic, hinge), for reading labels and for
+        predictions (see :mod:`polybeam.formats.labels`).
     gsa_target : float
         p_hat of ``gsa``: the greedy step of a logistic or softmax example moves
         the probability of its true class to this value.
@@ -359,6 +360,15 @@ class LearnerConfig:
             raise ValueError(f"class_names must be distinct and non-empty; got {names}")
         if not _whole(self.classes) or self.classes < 0:
             raise ValueError(f"classes must be a whole number >= 0; got {self.classes!r}")
+        if self.loss in ("logistic", "hinge"):  # two classes: the names say which label is which
+            if self.classes:
+                raise ValueError(f"classes is for loss 'softmax', not {self.loss!r} (which has two classes)")
+            if names and len(names) != 2:
+                raise ValueError(
+                    f"loss {self.loss!r} has two classes: class_names are the negative and the positive one; "
+                    f"got {len(names)} names"
+                )
+            return
         if names:
             if self.classes not in (0, len(names)):
                 raise ValueError(f"classes is {self.classes} but {len(names)} class_names are given")
@@ -367,7 +377,9 @@ class LearnerConfig:
             if self.classes < 2:
                 raise ValueError("loss 'softmax' needs classes >= 2 (or class_names); e.g. classes=3")
         elif self.classes or names:
-            raise ValueError(f"classes and class_names are for loss 'softmax', not {self.loss!r}")
+            raise ValueError(
+                f"classes and class_names are for loss 'softmax' (or two names for logistic and hinge), not {self.loss!r}"
+            )
 
     def _check_sparsity(self, set_field) -> None:
         _check_number("gravity", self.gravity)

@@ -59,12 +59,12 @@ FIXED_SETTINGS = (
     "class_names",
 )
 # Apple's parents are part of the state; how they were picked must match too.
-_APPLE_SETTINGS = ("alpha", "expand_rule", "expansions")
+APPLE_SETTINGS = ("alpha", "expand_rule", "expansions")
 
 
 def differences(source: LearnerConfig, config: LearnerConfig) -> list[str]:
     """The fixed settings on which ``source`` and ``config`` disagree, as ``name is A there, B here``."""
-    names = FIXED_SETTINGS + (_APPLE_SETTINGS if config.expand == "apple" else ())
+    names = FIXED_SETTINGS + (APPLE_SETTINGS if config.expand == "apple" else ())
     found = []
     for name in names:
         theirs, ours = getattr(source, name), getattr(config, name)

@@ -334,7 +334,7 @@ def _describe_train(report: dict) -> str:
         trained = f"{report['keys']} models, one per key ({report['key']}), in {report['model']}"
     else:
         trained = f"model written to {report['model']}"
-    lines = [
+    lines = list(report.get("input_notes") or []) + [
         f"read: {counts.describe()}",
         f"progressive validation loss: {loss:.6g}"
         if loss is not None and math.isfinite(loss)

@@ -60,7 +60,10 @@ def read_examples(
         return pipeline | label >> ReadExamples(job.input, format=reader, check_input=False)
     settings = settings or input_settings(job, config, key=key)
     reading = settings.reader_options(labels or config.label_kind)
-    return pipeline | label >> ReadExamples(job.input, format=settings.format, check_input=False, **reading)
+    # (the job decided how to read before launching: see polybeam.pipelines.input_choices)
+    return pipeline | label >> ReadExamples(
+        job.input, format=settings.format, check_input=False, infer=False, **reading
+    )
 
 
 def write_dead_letters(read, path: str, label: str = "WriteDeadLetters", extra=None):

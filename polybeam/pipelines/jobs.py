@@ -12,6 +12,7 @@ or where the job's results will appear when it does not.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -22,12 +23,15 @@ from apache_beam.transforms.util import WaitOn
 
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.model import Model, ModelFileError
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.predictions import check_kind, prediction_columns
-from polybeam.learners.warm_start import check_compatible, source_config
+from polybeam.learners.state_file import is_learner_state
+from polybeam.learners.warm_start import APPLE_SETTINGS, FIXED_SETTINGS, check_compatible, source_config
 from polybeam.pipelines import windowed
 from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
+from polybeam.pipelines.input_choices import InputChoices, settle_input, settle_scoring_input
 from polybeam.pipelines.job_parts import (
     checked_read,
     count,
@@ -44,7 +48,14 @@ from polybeam.pipelines.job_parts import (
 )
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
 from polybeam.pipelines.model_input import check_sample, header_columns, recorded_input, scoring_input
-from polybeam.pipelines.options import JobSettings, input_settings, job_settings, learner_config, with_default_runner
+from polybeam.pipelines.options import (
+    JobSettings,
+    given_config_fields,
+    input_settings,
+    job_settings,
+    learner_config,
+    with_default_runner,
+)
 from polybeam.pipelines.streams import STDIN_NAME, standard_streams, streamed
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
 from polybeam.transforms.dead_letters import FillLineNumbers
@@ -137,6 +148,50 @@ def _initial_source(job: JobSettings, config: LearnerConfig, model_path: str, ke
     return None, 1, checkpoint_dir, None
 
 
+@dataclasses.dataclass(frozen=True)
+class WarmSource:
+    """What an ``--initial-model`` says of itself: its learner settings and how its input was read (None:
+    it does not say: a learner-state file, or a model from before polybeam recorded it)."""
+
+    config: LearnerConfig
+    input: InputSettings | None
+
+
+def _warm_source(path: str) -> WarmSource:
+    """The settings of an ``--initial-model`` (a model or learner-state file, or a folder of per-key
+    models), read before launching; one line on what is wrong when they cannot be read."""
+    what = f"--initial-model {path}"
+    if exists(join(path, "index.json")):
+        index = read_index(path)
+        if "config" not in index:
+            raise OptionError(
+                f"{what}: its index.json holds no learner settings; start from a polybeam folder of models"
+            )
+        return WarmSource(LearnerConfig.from_dict(index["config"]), recorded_input(index.get("input"), path))
+    try:
+        data = read_bytes(path)
+    except Exception as error:  # Beam wraps file-system errors in its own types
+        raise OptionError(f"{what}: cannot read it ({error})") from None
+    try:
+        config = source_config(data)
+        record = None if is_learner_state(data) else Model.from_bytes(data).input
+    except (ValueError, ModelFileError) as error:
+        raise OptionError(f"{what}: {error}") from None
+    return WarmSource(config, recorded_input(record, path))
+
+
+def _with_source_settings(job: JobSettings, source: LearnerConfig) -> LearnerConfig:
+    """The options' learner settings with the settings that fix what a warm start's weights mean (its loss, hashing, classes,
+    expansion, ...) taken from ``source`` where the options leave them out, as evaluate and predict take
+    them from the model; a setting given that contradicts the source is refused by the compatibility check."""
+    given = given_config_fields(job)
+    taken = {name: getattr(source, name) for name in FIXED_SETTINGS + APPLE_SETTINGS if name not in given}
+    try:
+        return learner_config(job, defaults=taken)
+    except ValueError as error:
+        raise OptionError(f"--initial-model {job.initial_model}: {error}") from None
+
+
 def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exact: bool = False) -> None:
     """Fail fast, before launching, on a warm-start source that cannot be read or does not fit."""
     if keyed:
@@ -197,6 +252,10 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     job = job_settings(options, "train")
     model_path = job.model
     config = learner_config(job)
+    # A warm start reads its input as its model did, with its model's settings unless the options say otherwise.
+    warm = _warm_source(job.initial_model) if job.initial_model and not job.resume else None
+    if warm is not None:
+        config = _with_source_settings(job, warm.config)
     fanout = job.merge_fanout
     if fanout is not None and fanout < 2:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")
@@ -207,10 +266,20 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     keyed = key is not None and shared is None
     if keyed and config.lbfgs_passes:
         raise OptionError("--lbfgs-passes trains one model; with --key and separate models per key, leave it out")
-    settings = input_settings(job, config, key=key)
+    recorded = warm.input if warm is not None else None
+    try:
+        settings = input_settings(job, config, key=key, model=recorded, model_path=job.initial_model)
+    except ValueError as error:
+        raise OptionError(f"--initial-model: {error}") from None
     # A header or schema without the columns the options name fails now, not on a worker; the header's
     # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
-    check_sample(job.input, settings, labels=config.label_kind)
+    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
+    if warm is None:
+        # How the labels are read (1/2, yes/no, classes from 0) and whether LIBSVM counts from 0, from a sample.
+        choices = settle_input(job.input, config, settings, zero_based_given=job.zero_based)
+    else:  # a warm start reads as its model did: nothing is left to decide
+        choices = InputChoices(config, settings)
+    config, settings = choices.config, choices.settings
     settings = settings.replace(columns=header_columns(job.input, settings))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
@@ -232,6 +301,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         "initial_model": job.initial_model,
         "passes_run": config.passes - first_pass + 1,
         "input": settings.to_dict(),
+        "input_notes": list(choices.notes),
         "window_spec": window.text() if window else None,
     }
     pipeline = beam.Pipeline(options=options)

@@ -30,6 +30,7 @@ from polybeam.formats.acceptance import FORMAT_NAMES, guess_format
 from polybeam.formats.csv import split_fields
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.scoring import OPTIONAL_ROLES, ColumnsMismatch, ScoringColumns, ScoringFormat
+from polybeam.pipelines.input_choices import settle_scoring_input
 from polybeam.pipelines.options import given_input_settings, input_settings
 
 SAMPLE_BYTES = 64 << 10
@@ -134,6 +135,7 @@ def scoring_input(job, config, key: str | None, model: InputSettings | None, *, 
     settings = input_settings(job, config, key=key, model=model, model_path=job.model)
     if model is None:  # a model from before polybeam recorded its input: the options alone, as before
         return settings, None, settings.reader(labels)
+    settings, _ = settle_scoring_input(job.input, settings, model, zero_based_given=job.zero_based)
     settings = named_label(settings)
     reader = scoring_reader(
         settings,

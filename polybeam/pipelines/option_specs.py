@@ -330,6 +330,16 @@ TABLE = (
         readme="VW: keep feature names so `inspect` can show them (like VW's `--invert_hash`)",
     ),
     Option(
+        "zero-based",
+        _I,
+        "input",
+        "LIBSVM: feature indices count from 0, as scikit-learn's dump_svmlight_file writes them (index i is "
+        "then the feature 1-based files number i + 1); train detects it from an index 0 at the start or end of "
+        f"the input{AS_MODEL}",
+        flag=True,
+        readme="LIBSVM: indices count from 0 (scikit-learn's `dump_svmlight_file`); train detects it from an index 0",
+    ),
+    Option(
         "dead-letters",
         _I,
         "input",

@@ -210,21 +210,38 @@ def _settings(source: PipelineOptions | JobSettings) -> JobSettings:
     return job_settings(source) if isinstance(source, PipelineOptions) else source
 
 
-def learner_config(source: PipelineOptions | JobSettings) -> LearnerConfig:
+def learner_config(source: PipelineOptions | JobSettings, defaults: dict | None = None) -> LearnerConfig:
     """The LearnerConfig the options describe (validated, with clear messages). Every option that fills a
-    LearnerConfig field is a row of the schema naming it; options not given leave LearnerConfig's own defaults."""
+    LearnerConfig field is a row of the schema naming it; options not given leave ``defaults`` (a warm
+    start's model's settings), else LearnerConfig's own defaults."""
     settings = _settings(source)
-    values = {}
+    defaults = dict(defaults or {})
+    values = dict(defaults)
     for option in specs.TABLE:
         value = getattr(settings, option.attribute)
         if option.sets is None and option.config is not None and value is not None:
-            values[option.config] = value
+            if option.config not in defaults or option.attribute in settings.given:
+                values[option.config] = value
     for option in specs.TABLE:  # flags last: --holdout-off overrides --holdout-period
         if option.sets is not None and getattr(settings, option.attribute):
             values[option.sets[0]] = option.sets[1]
     if values.get("alpha") == "auto":
         raise ValueError("--alpha auto applies to polybeam timeliness; apple's --alpha is a number (default: 1)")
     return LearnerConfig(**values)
+
+
+def given_config_fields(source: PipelineOptions | JobSettings) -> frozenset[str]:
+    """The LearnerConfig fields the options given set (``--loss`` sets ``loss``, ``--no-bias`` ``bias``)."""
+    settings = _settings(source)
+    fields = set()
+    for option in specs.TABLE:
+        if option.attribute not in settings.given:
+            continue
+        if option.sets is not None:
+            fields.add(option.sets[0])
+        elif option.config is not None:
+            fields.add(option.config)
+    return frozenset(fields)
 
 
 def given_input_settings(source: PipelineOptions | JobSettings) -> dict:
@@ -240,6 +257,8 @@ def given_input_settings(source: PipelineOptions | JobSettings) -> dict:
         given["has_header"] = False
     if read.feature_names:
         given["feature_names"] = True
+    if read.zero_based:
+        given["zero_based"] = True
     return given
 
 
@@ -300,7 +319,7 @@ def input_settings(
         bits=config.bits,
         seed=config.seed,
         classes=config.classes if softmax else 0,
-        class_names=config.class_names if softmax else (),
+        class_names=config.class_names,
     )
 
 

@@ -73,6 +73,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult
 
 from polybeam.formats import make_format
+from polybeam.formats.columns import ColumnRoles, check_missing_columns
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
@@ -153,9 +154,17 @@ class _Examples:
         format_options: Mapping[str, Any] | None,
         recorded: InputSettings | None = None,
         where: str = "the model",
+        missing_columns: str = "refuse",
     ):
         _check_choice("input_format", input_format, INPUT_FORMATS)
         self.input_format = input_format
+        # The model's columns and their roles, when it records them (CSV, a frame): mappings read through them.
+        self.columns = ColumnRoles.of(recorded, missing_columns=missing_columns) if input_format == "dict" else None
+        if self.columns is not None and format_options:
+            if set(format_options) <= {"ignore_columns"}:  # more fields that are no features
+                self.columns = self.columns.ignoring(format_options["ignore_columns"])
+            else:
+                self.columns = None  # (the caller's own reading of the fields)
         given = dict(format_options or {})
         columns = given.pop("columns", None)
         if (
@@ -218,7 +227,19 @@ class _Examples:
         return [None] * len(examples) if batch.tags is None else batch.tags.tolist()
 
     def _features(self, examples: Sequence) -> list:
-        """Mappings without the model's non-feature columns, its categorical columns' values as categories."""
+        """Mappings without the model's non-feature columns, its categorical columns' values as categories
+        (read through the model's columns when it records them: see :mod:`polybeam.formats.columns`)."""
+        if self.columns is not None:
+            features = []
+            for position, example in enumerate(examples):
+                if not isinstance(example, Mapping):
+                    features.append(example)  # (batch_from_mappings says what is wrong with it)
+                    continue
+                try:
+                    features.append(self.columns.features_of(example))
+                except ValueError as error:
+                    raise InferenceError(f"example {position} ({dict(example)!r:.120}): {error}") from None
+            return features
         if not self.not_features and not self.categorical:
             return list(examples)
         features = []
@@ -282,7 +303,11 @@ def _model_outputs(model: Model, batch: ExampleBatch, output: str | None, keys=N
         return [model.class_name(int(k)) if model.config.class_names else int(k) for k in classes]
     if loss not in ("logistic", "hinge"):
         raise InferenceError(f"output='label' needs a classifier (logistic, hinge or softmax); this one is {loss}")
-    return np.where(model.margins(batch, keys) >= 0, 1, -1)
+    positive = model.margins(batch, keys) >= 0
+    names = model.config.class_names
+    if names:  # the classes as the training labels named them (negative, positive)
+        return [names[1] if is_positive else names[0] for is_positive in positive.tolist()]
+    return np.where(positive, 1, -1)
 
 
 def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequence, list | None]:
@@ -319,9 +344,12 @@ def _key_model(folder_uri: str, key: str) -> Model:
 class _PolybeamHandler(ModelHandler):
     """What both handlers share: input formats, batching, metrics, model paths."""
 
-    def __init__(self, uri: str, *, input_format: str, format_options, namespace: str, **batching):
+    def __init__(
+        self, uri: str, *, input_format: str, format_options, namespace: str, missing_columns="refuse", **batching
+    ):
         super().__init__(**batching)
         _check_choice("input_format", input_format, INPUT_FORMATS)
+        self._missing_columns = check_missing_columns(missing_columns)
         _check_format_options(input_format, format_options or {})
         self._uri = uri
         self._input_format = input_format
@@ -353,7 +381,11 @@ class _PolybeamHandler(ModelHandler):
         if reader is None:
             settings = None if recorded is None else InputSettings.from_dict(recorded)
             reader = self._readers[name] = _Examples(
-                self._input_format, self._format_options, settings, where=f"the model {self._uri}"
+                self._input_format,
+                self._format_options,
+                settings,
+                where=f"the model {self._uri}",
+                missing_columns=self._missing_columns,
             )
         return reader
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.transforms.util import WaitOn
 
-from polybeam.formats.acceptance import FIRST_REASONS, InputPolicy, InputRejected, position
+from polybeam.formats.acceptance import FIRST_REASONS, InputPolicy, InputRejected, Refusals, position
 from polybeam.formats.records import DeadLetter, ReadCounts
 from polybeam.transforms.files import write_json
 from polybeam.transforms.provenance import provenance_record
@@ -55,10 +55,34 @@ def failure_report(facts: dict, counts: ReadCounts, letters: list[DeadLetter], m
     return report
 
 
+class CountRefusals(beam.CombineFn):
+    """The refused records among dead letters, by what they hold (:class:`~polybeam.formats.acceptance.Refusals`)."""
+
+    def create_accumulator(self) -> Refusals:
+        return Refusals()
+
+    def add_input(self, refusals: Refusals, letter: DeadLetter) -> Refusals:
+        return refusals.add(letter) if letter.refused is not None else refusals
+
+    def merge_accumulators(self, accumulators) -> Refusals:
+        merged = Refusals()
+        for refusals in accumulators:
+            merged = merged.merge(refusals)
+        return merged
+
+    def extract_output(self, refusals: Refusals) -> Refusals:
+        return refusals
+
+
 def _check(
-    counts: ReadCounts, letters: list[DeadLetter], policy: InputPolicy, report: str | None, facts: dict
+    counts: ReadCounts,
+    letters: list[DeadLetter],
+    refusals: Refusals,
+    policy: InputPolicy,
+    report: str | None,
+    facts: dict,
 ) -> ReadCounts:
-    message = policy.problem(counts, letters)
+    message = policy.problem(counts, letters, refusals)
     if message is None:
         return counts
     if report is not None:
@@ -93,9 +117,15 @@ class CheckInput(beam.PTransform):
 
     def expand(self, read):
         first = read.dead_letters | "FirstDeadLetters" >> beam.combiners.Top.Smallest(FIRST_REASONS, key=position)
+        refused = read.dead_letters | "CountRefusals" >> beam.CombineGlobally(CountRefusals())
         counts = read.counts
         if self.after:
             counts = counts | "AfterDeadLetters" >> WaitOn(*self.after)
         return counts | "Check" >> beam.Map(
-            _check, beam.pvalue.AsSingleton(first), self.policy, self.report, self.facts
+            _check,
+            beam.pvalue.AsSingleton(first),
+            beam.pvalue.AsSingleton(refused),
+            self.policy,
+            self.report,
+            self.facts,
         )

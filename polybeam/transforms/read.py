@@ -28,6 +28,7 @@ the columns the format needs.
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -43,11 +44,14 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION, InputPolicy
 from polybeam.formats.formats import make_format
+from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.labels import LabelEncodingError
 from polybeam.formats.records import DeadLetter, ParsedBlock, ReadCounts
 from polybeam.learners.batch import ExampleBatch
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.files import absolute_path
 from polybeam.transforms.input_check import CheckInput
+from polybeam.transforms.samples import InputSample, decide
 from polybeam.transforms.sources import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_BLOCK_LINES,
@@ -324,6 +328,20 @@ def resolve_format(format, options: dict):
     return format
 
 
+# How the settings that say how to read labels are spelled in Python, for messages.
+PYTHON_LABEL_SETTINGS = (
+    "label_names=(NEGATIVE, POSITIVE) (or, for more classes, labels='multiclass' with classes=K or label_names)"
+)
+
+
+def input_settings_of(parsing_format) -> InputSettings | None:
+    """How ``parsing_format`` reads, as a model records it (None for a format of another kind)."""
+    try:
+        return InputSettings.of(parsing_format)
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
 def is_parquet(parsing_format) -> bool:
     return hasattr(parsing_format, "parse_table")
 
@@ -370,6 +388,19 @@ class ReadExamples(beam.PTransform):
     check_input : bool, default True
         Make the input check (see :mod:`polybeam.transforms.input_check`)
         at all; ``polybeam``'s own jobs make it themselves, with their report.
+    infer : bool, default True
+        Settle what the settings leave open from a sample of the input, as
+        ``polybeam train`` does (see :mod:`polybeam.transforms.samples`):
+        binary or multiclass labels without ``label_names`` that are two
+        other values (1/2, yes/no) or class numbers from 0 get class names,
+        and LIBSVM given by name without ``zero_based`` counts its features
+        from 0 when the sample holds an index 0. The decisions are in
+        ``notes``, and the format read with is ``format``; the examples carry
+        it (``read.examples.polybeam_input``, an
+        :class:`~polybeam.formats.input_settings.InputSettings`), so that
+        ``Train`` learns the class names and records the input in its models.
+        Labels that cannot be read without being told (three values for a
+        binary task) raise ``ValueError`` here, saying what to pass.
     **format_options
         Passed to ``make_format`` with the format name: ``bits``, ``seed``,
         ``labels`` ("any", "real", "binary", "multiclass") and format-specific
@@ -436,6 +467,7 @@ class ReadExamples(beam.PTransform):
         allow_empty: bool = False,
         max_dead_letter_fraction: float = DEFAULT_MAX_DEAD_LETTER_FRACTION,
         check_input: bool = True,
+        infer: bool = True,
         **format_options,
     ):
         super().__init__()
@@ -447,6 +479,10 @@ class ReadExamples(beam.PTransform):
         # A worker elsewhere resolves a relative path in its own folder: pin it to the launcher's.
         self.file_pattern = absolute_path(file_pattern)
         self.format = resolve_format(format, format_options)
+        self.infer = infer
+        self.notes: tuple[str, ...] = ()
+        # Only a LIBSVM format the call configured leaves its numbering open (an object says what it is).
+        self._numbering_open = isinstance(format, str) and "zero_based" not in format_options
         self.block_lines = block_lines
         self.block_bytes = block_bytes
         self.max_line_bytes = max_line_bytes
@@ -462,11 +498,39 @@ class ReadExamples(beam.PTransform):
 
     def expand(self, pbegin) -> ReadResult:
         require_match(self.file_pattern)
+        if self.infer:
+            self._settle_format()
         read = self._read_parquet(pbegin) if is_parquet(self.format) else self._read_text(pbegin)
+        read.examples.polybeam_input = input_settings_of(self.format)
         read = read._replace(checked=read.counts)  # (Beam takes no None among a transform's inputs)
         if self.policy is None:
             return read
         return read._replace(checked=read | "CheckInput" >> CheckInput(self.policy))
+
+    def _settle_format(self) -> None:
+        """Read the class names and the LIBSVM numbering a sample of the input shows (see ``infer``)."""
+        fmt = self.format
+        kind = getattr(fmt, "labels", "any")
+        if kind not in ("binary", "multiclass") and not self._numbering_open:
+            return
+        try:
+            decided = decide(
+                InputSample.of(self.file_pattern, fmt),
+                kind,
+                getattr(fmt, "classes", 0),
+                getattr(fmt, "label_names", ()),
+                detect_zero_based=self._numbering_open,
+            )
+        except LabelEncodingError as error:
+            raise ValueError(f"{self.file_pattern}: {error}: pass {PYTHON_LABEL_SETTINGS}") from None
+        changes = {}
+        if decided.names:
+            changes["label_names"] = decided.names
+        if decided.zero_based:
+            changes["zero_based"] = True
+        if changes:
+            self.format = dataclasses.replace(fmt, **changes)
+        self.notes = decided.notes
 
     def _read_text(self, pbegin) -> ReadResult:
         source = TextBlockSource(

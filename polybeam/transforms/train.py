@@ -29,6 +29,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.util import WaitOn
 
 from polybeam.formats.acceptance import InputRejected
+from polybeam.formats.input_settings import InputSettings
 from polybeam.learners import lbfgs
 from polybeam.learners.background import BackgroundLearner
 from polybeam.learners.batch import ExampleBatch
@@ -802,6 +803,7 @@ class Train(beam.PTransform):
         self.shared_keys = shared_keys
 
     def expand(self, batches):
+        self._take_input(getattr(getattr(batches, "examples", batches), "polybeam_input", None))
         config, keyed = self.config, self.key is not None
         batches, checks = self._checked_input(batches)
         self._input_checks = tuple(checks)
@@ -908,6 +910,29 @@ class Train(beam.PTransform):
             | f"Judge{number}" >> beam.FlatMap(_judge, number, number == config.passes, self.progress and not keyed)
         )
         return judged if keyed else judged | f"Unkey{number}" >> beam.Values()
+
+    def _take_input(self, read: InputSettings | None) -> None:
+        """Learn the class names the read maps labels to, and record how it read, in every model (the
+        examples of :class:`~polybeam.transforms.read.ReadExamples` say: ``examples.polybeam_input``)."""
+        if read is None:
+            return
+        config = self.config
+        names = read.class_names
+        if names and not config.class_names and config.label_kind in ("binary", "multiclass"):
+            try:
+                config = config.replace(class_names=names)
+            except ValueError as error:
+                raise ValueError(f"the read's classes {', '.join(names)} do not fit the learner: {error}") from None
+        if config.label_kind in ("binary", "multiclass") and tuple(config.class_names) != tuple(names):
+            raise ValueError(
+                f"the learner's class names ({', '.join(config.class_names) or 'none'}) differ from those the "
+                f"read maps labels to ({', '.join(names) or 'none'}): give the same class_names to both "
+                "(label_names= of ReadExamples), or leave them to the read"
+            )
+        self.config = config
+        metadata = dict(self.metadata or {})
+        metadata.setdefault("input", read.to_dict())
+        self.metadata = metadata
 
     def _checked_input(self, batches) -> tuple:
         """``(batches, checks)``: the ExampleBatches, and what the models must wait for (the read's input

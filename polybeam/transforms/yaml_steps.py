@@ -45,6 +45,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.typehints.row_type import RowTypeConstraint
 
+from polybeam.formats.columns import check_missing_columns
 from polybeam.formats.fields import RowReading
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.records import ReadCounts
@@ -264,7 +265,9 @@ def _metrics_row(metrics: dict) -> Metrics:
 
 class _RowFields:
     """A step's config naming the fields of schema'd rows: ``label``, ``weight``, ``features`` (default: every
-    other field but the model's key, ID and ignored columns), ``ignore`` (more fields that are no features)."""
+    other field but the model's key, ID and ignored columns), ``ignore`` (more fields that are no features),
+    ``missing_columns`` (``refuse``, the default: rows lacking one of the model's columns are refused, naming
+    it; ``allow``: read absent columns as missing values)."""
 
     def __init__(
         self,
@@ -273,8 +276,10 @@ class _RowFields:
         weight: str | None = None,
         features: list[str] | tuple[str, ...] | None = None,
         ignore: list[str] | tuple[str, ...] = (),
+        missing_columns: str = "refuse",
     ):
         self.step = step
+        self.missing_columns = check_missing_columns(missing_columns)
         self.label = label
         self.weight = weight
         self.features = None if features is None else tuple(features)
@@ -299,7 +304,14 @@ class _RowFields:
     def reading(self, model) -> RowReading:
         """How rows become examples of ``model``: as its training input was read, with the fields named here."""
         settings = InputSettings.from_dict(model.input) if getattr(model, "input", None) else None
-        return RowReading(settings, label=self.label, weight=self.weight, features=self.features, ignore=self.ignore)
+        return RowReading(
+            settings,
+            label=self.label,
+            weight=self.weight,
+            features=self.features,
+            ignore=self.ignore,
+            missing_columns=self.missing_columns,
+        )
 
 
 def _keyed(batch, records: list, model):
@@ -353,9 +365,10 @@ class PolybeamEvaluate(_ModelStep):
         weight: str | None = None,
         features: list[str] | None = None,
         ignore: list[str] | tuple[str, ...] = (),
+        missing_columns: str = "refuse",
     ):
         super().__init__(model)
-        self.fields = _RowFields("PolybeamEvaluate", label, weight, features, ignore)
+        self.fields = _RowFields("PolybeamEvaluate", label, weight, features, ignore, missing_columns)
 
     def expand(self, inputs):
         examples, model = self._examples_and_model(inputs)
@@ -410,9 +423,10 @@ class PolybeamPredict(_ModelStep):
         label: str | None = None,
         weight: str | None = None,
         features: list[str] | None = None,
+        missing_columns: str = "refuse",
     ):
         super().__init__(model)
-        self.fields = _RowFields("PolybeamPredict", label, weight, features, ignore)
+        self.fields = _RowFields("PolybeamPredict", label, weight, features, ignore, missing_columns)
 
     def expand(self, inputs):
         examples, model = self._examples_and_model(inputs)
@@ -484,7 +498,7 @@ def _inference_type(model, output: str | None):
             return str if model.config.class_names else int
         if loss not in ("logistic", "hinge"):
             raise ValueError(f"PolybeamRunInference: output: label needs a classifier; this one is {loss}")
-        return int
+        return str if model.config.class_names else int  # (a binary model's two names, as its labels were)
     return Sequence[float] if loss == "softmax" else float
 
 
@@ -549,6 +563,7 @@ class PolybeamRunInference(beam.PTransform):
         ignore: list[str] | tuple[str, ...] = (),
         min_batch_size: int | None = None,
         max_batch_size: int | None = None,
+        missing_columns: str = "refuse",
     ):
         super().__init__()
         self.path = model
@@ -556,7 +571,7 @@ class PolybeamRunInference(beam.PTransform):
         self.output = output
         self.inference_tag = inference_tag
         self.inference_type = _inference_type(self.model, output)
-        self.fields = _RowFields("PolybeamRunInference", label, weight, features, ignore)
+        self.fields = _RowFields("PolybeamRunInference", label, weight, features, ignore, missing_columns)
         batching = {"min_batch_size": min_batch_size, "max_batch_size": max_batch_size}
         self.batching = {name: size for name, size in batching.items() if size is not None}
 

@@ -7,6 +7,7 @@ Each returns one ``Line`` per line of the block.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -109,11 +110,17 @@ def ref_libsvm_slot(index: int, bits: int, seed: int) -> int:
 # -- LIBSVM --------------------------------------------------------------------
 
 
-def ref_libsvm(data: bytes, bits: int = 18, seed: int = 0) -> list[Line]:
-    return [_libsvm_line(offset, raw, bits, seed) for offset, raw in split_lines(data)]
+ZERO_INDEX_REASON = (
+    "feature index 0 in a file numbered from 1: the file numbers its features from 0 (as scikit-learn's "
+    "dump_svmlight_file writes them); read it as numbered from 0 (--zero-based, zero_based=True)"
+)
 
 
-def _libsvm_line(offset: int, raw: bytes, bits: int, seed: int) -> Line:
+def ref_libsvm(data: bytes, bits: int = 18, seed: int = 0, zero_based: bool = False) -> list[Line]:
+    return [_libsvm_line(offset, raw, bits, seed, zero_based) for offset, raw in split_lines(data)]
+
+
+def _libsvm_line(offset: int, raw: bytes, bits: int, seed: int, zero_based: bool = False) -> Line:
     if is_skippable(raw):
         return Line(offset, raw, "skipped")
     content = raw.split(b"#", 1)[0]
@@ -141,15 +148,17 @@ def _libsvm_line(offset: int, raw: bytes, bits: int, seed: int) -> Line:
         if len(digits.lstrip(b"0")) > 18:
             return dead("feature index has more than 18 digits")
         index = int(digits)
-        if negative or index == 0:
+        if negative:
             return dead("feature index must be >= 1")
+        if index == 0 and not zero_based:
+            return dead(ZERO_INDEX_REASON)
         value = ref_number(token[match.end() :])
         if value is None:
             return dead("feature value is not a number: ", token)
         if not math.isfinite(value):
             return dead("non-finite feature value: ", token)
         if value != 0:
-            line.slots.append(ref_libsvm_slot(index, bits, seed))
+            line.slots.append(ref_libsvm_slot(index + 1 if zero_based else index, bits, seed))
             line.values.append(value)
     return line
 
@@ -350,26 +359,74 @@ def ref_csv(
 # -- comparing -------------------------------------------------------------------
 
 
-def labels_ok(line: Line, labels: str, classes: int = 0) -> str:
-    """The label rejection a line's example gets for task ``labels`` with ``classes`` classes ("" when accepted)."""
-    if labels == "any":
-        return ""
-    if not line.has_label:
-        return "missing label"
-    value = line.label
-    if labels == "real":
-        return "" if math.isfinite(value) else "label must be a finite number"
+def ref_label_text(value: float) -> str:
+    """A label as the reasons write it: whole numbers without a point."""
+    return str(int(value)) if value == round(value) and abs(value) < 1e16 else repr(float(value))
+
+
+def ref_classes_described(labels: str, classes: int, label_names) -> str:
+    if label_names:
+        listed = ", ".join(label_names[:10]) + (f", ... ({len(label_names)} in all)" if len(label_names) > 10 else "")
+        return f"the classes are {listed}"
     if labels == "binary":
-        return "" if value in (-1.0, 0.0, 1.0) else "binary label must be -1, 0 or +1"
-    whole = math.isfinite(value) and value == round(value) and value >= 1
-    if classes:
-        return "" if whole and value <= classes else f"class label must be a whole number from 1 to {classes}"
-    return "" if whole else "class label must be a whole number >= 1"
+        return "a binary task takes -1, 0 or +1 (name its two classes to use other labels)"
+    return f"the classes are 1 to {classes}" if classes else "class labels are whole numbers >= 1"
 
 
-def expected_outcome(lines: list[Line], labels: str, classes: int = 0) -> list[Line]:
+def _numeric_names(label_names) -> list[float] | None:
+    """The names' values when every name is a number, else None."""
+    if not label_names:
+        return None
+    try:
+        return [float(name.strip()) for name in label_names]
+    except ValueError:
+        return None
+
+
+def ref_target(line: Line, labels: str, classes: int = 0, label_names=()) -> tuple[float | None, str, bool]:
+    """``(target, reason, refused)``: the learner's label of a line's example for task ``labels``, or None with
+    the rejection's reason and whether it is a refusal (a label the task cannot take) rather than damage."""
+    numbers = _numeric_names(label_names)
+    if labels == "any":  # labels are passed along: a numeric name's value is its class number
+        if numbers is None or math.isnan(line.label):
+            return line.label, "", False
+        return (float(numbers.index(line.label) + 1) if line.label in numbers else math.nan), "", False
+    if not line.has_label:
+        return None, "missing label", False
+    value = line.label
+    if math.isnan(value):
+        return None, "missing label", False
+    if not math.isfinite(value):
+        return None, "label must be a finite number", False
+    if labels == "real":
+        return value, "", False
+    if numbers is not None:  # every name a number: labels are matched by value
+        class_id = numbers.index(value) + 1 if value in numbers else None
+    else:
+        class_id = value
+    count = len(label_names) or classes
+    if label_names or labels == "multiclass":
+        good = (
+            class_id is not None and class_id == round(class_id) and class_id >= 1 and (not count or class_id <= count)
+        )
+    else:
+        good = value in (-1.0, 0.0, 1.0)
+    if not good:
+        described = ref_classes_described(labels, classes, label_names)
+        return None, f"label {ref_label_text(value)} is not a class of this task: {described}", True
+    if labels == "binary" and label_names:
+        return (-1.0 if class_id == 1 else 1.0), "", False
+    return float(class_id), "", False
+
+
+def labels_ok(line: Line, labels: str, classes: int = 0, label_names=()) -> str:
+    """The label rejection a line's example gets for task ``labels`` with ``classes`` classes ("" when accepted)."""
+    return ref_target(line, labels, classes, label_names)[1]
+
+
+def expected_outcome(lines: list[Line], labels: str, classes: int = 0, label_names=()) -> list[Line]:
     """Apply the NUL rule (a line holding a NUL byte is dead, whatever it is) and the
-    task's label rules (examples with unacceptable labels turn dead)."""
+    task's label rules (examples with unacceptable labels turn dead, their labels become targets)."""
     out = []
     for line in lines:
         if b"\x00" in line.raw:
@@ -381,18 +438,29 @@ def expected_outcome(lines: list[Line], labels: str, classes: int = 0) -> list[L
                 f"NUL byte at position {position} of the line (binary data, or a damaged file?)",
             )
         elif line.kind == "example":
-            reason = labels_ok(line, labels, classes)
+            target, reason, _ = ref_target(line, labels, classes, label_names)
             if reason:
                 line = Line(line.offset, line.raw, "dead", reason)
+            else:
+                line = dataclasses.replace(line, label=target)
         out.append(line)
     return out
 
 
 def assert_matches(
-    parsed, lines: list[Line], *, labels: str, source: str, offset: int, first_line, exact_reasons=True, classes=0
+    parsed,
+    lines: list[Line],
+    *,
+    labels: str,
+    source: str,
+    offset: int,
+    first_line,
+    exact_reasons=True,
+    classes=0,
+    label_names=(),
 ):
     """Check a ParsedBlock against the reference lines, field by field."""
-    lines = expected_outcome(lines, labels, classes)
+    lines = expected_outcome(lines, labels, classes, label_names)
     examples = [line for line in lines if line.kind == "example"]
     dead = [line for line in lines if line.kind == "dead"]
     batch = parsed.batch

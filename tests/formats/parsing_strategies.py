@@ -109,9 +109,13 @@ UNKNOWN_LABELS = ["cow", "ca", "cats", "CAT", "名", "k97211", "x", "dog2"]
 
 
 def pick_class_names(rnd: random.Random, pool: list[str]) -> tuple[str, ...]:
-    """No names half the time, else a few from ``pool``, maybe with a number that is its own class."""
+    """No names half the time, else a few from ``pool``, maybe with a number that is its own class; or
+    names that are all numbers (labels then match them by value: 0-based class numbers, 1/2, ...)."""
     if rnd.random() < 0.5:
         return ()
+    if rnd.random() < 0.2:
+        first, step = rnd.choice([0, 1, -1, 10]), rnd.choice([1, 1, 2])
+        return tuple(str(first + i * step) for i in range(rnd.randint(1, 5)))
     names = rnd.sample(pool, rnd.randint(1, 5))
     if rnd.random() < 0.2:
         position = rnd.randrange(len(names))

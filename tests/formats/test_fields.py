@@ -121,7 +121,9 @@ def test_rows_without_a_label_the_model_takes_are_refused_as_records_are_dead_le
     assert [letter.line - 2 for letter in parsed.dead_letters] == [0, 1, 2, 4]
     assert_same_examples(read.batch, parsed.batch)
     reasons = dict(read.refused)
-    assert reasons[0] == "missing label" and reasons[2] == "class label must be a whole number from 1 to 2"
+    assert (
+        reasons[0] == "missing label" and reasons[2] == "label 3 is not a class of this task: the classes are cat, dog"
+    )
     assert reasons[1] == "label field 'y': unknown class label 'cow'; known classes are cat, dog"
     assert reasons[4] == "weight field 'w': importance weight must be finite and >= 0, got -1.0"
     assert len(RowReading(InputSettings.of(fmt)).examples(rows, bits=18, seed=0).batch) == 6  # to predict: all

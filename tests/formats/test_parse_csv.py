@@ -204,9 +204,9 @@ def test_class_names_in_the_label_column():
         (b'"c""at"', "label column 'y': unknown class label 'c\"at'; known classes are cat, dog, bird"),
         (b"Dog", "label column 'y': unknown class label 'Dog'; known classes are cat, dog, bird"),
         (b"k97211", "label column 'y': unknown class label 'k97211'; known classes are cat, dog, bird"),
-        (b"4", "class label must be a whole number from 1 to 3"),
-        (b"0", "class label must be a whole number from 1 to 3"),
-        (b"1.5", "class label must be a whole number from 1 to 3"),
+        (b"4", "label 4 is not a class of this task: the classes are cat, dog, bird"),
+        (b"0", "label 0 is not a class of this task: the classes are cat, dog, bird"),
+        (b"1.5", "label 1.5 is not a class of this task: the classes are cat, dog, bird"),
         (b"", "missing label"),
     ],
 )
@@ -231,7 +231,7 @@ def test_classes_bound_numeric_labels_without_names():
     parsed = CsvFormat(labels="multiclass", classes=2).parse(b"y,a\n1,1\n2,1\n3,1\ncat,1\n")
     assert parsed.batch.labels.tolist() == [1.0, 2.0]
     assert [letter.reason for letter in parsed.dead_letters] == [
-        "class label must be a whole number from 1 to 2",
+        "label 3 is not a class of this task: the classes are 1 to 2",
         "label column 'y': not a number: 'cat'",
     ]
 
@@ -301,6 +301,7 @@ def check_against_reference(spec, data, options, *, offset=0, first_line=1, head
         first_line=first_line,
         exact_reasons=False,
         classes=fmt.classes,
+        label_names=fmt.label_names,
     )
     expected_names = {}
     for line in examples:
@@ -344,7 +345,9 @@ def test_an_id_column_is_each_examples_tag_and_never_a_feature(case, options, la
         spec, data, options, offset=1000 if later_block else 0, first_line=2, header=header
     )
     fmt, _ = format_for(spec, options)
-    kept = [line for line in expected_outcome(reference, fmt.labels, fmt.classes) if line.kind == "example"]
+    kept = [
+        line for line in expected_outcome(reference, fmt.labels, fmt.classes, fmt.label_names) if line.kind == "example"
+    ]
     tags = [] if parsed.batch.tags is None else parsed.batch.tags.tolist()
     assert tags == [line.tag for line in kept]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from parsing_reference import assert_matches, ref_libsvm, split_lines
+from parsing_reference import ZERO_INDEX_REASON, assert_matches, ref_libsvm, split_lines
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, blocks, fuzzed, libsvm_line, multiclass_options
 
 from polybeam.formats import LibsvmFormat
@@ -65,7 +65,8 @@ def test_large_indices_are_hashed_small_ones_kept():
     [
         (b"1:1 2:1", "missing label"),
         (b"abc 2:1", "label is not a number: 'abc'"),
-        (b"1 0:1", "feature index must be >= 1"),
+        (b"1 -3:1", "feature index must be >= 1"),
+        (b"1 0:1", ZERO_INDEX_REASON),
         (b"1 -4:1", "feature index must be >= 1"),
         (b"1 -0:1", "feature index must be >= 1"),
         (b"1 1234567890123456789:1", "feature index has more than 18 digits"),
@@ -115,13 +116,15 @@ def test_classes_bound_labels_and_names_only_count_them():
     parsed = parse(data, labels="multiclass", classes=3)
     assert parsed.batch.labels.tolist() == [1.0, 3.0]
     assert [letter.reason for letter in parsed.dead_letters] == [
-        "class label must be a whole number from 1 to 3",
+        "label 4 is not a class of this task: the classes are 1 to 3",
         "label is not a number: 'cat'",
     ]
+    assert [letter.refused for letter in parsed.dead_letters] == ["label 4", None]
     named = LibsvmFormat(labels="multiclass", label_names=("cat", "dog", "bird"))
     assert named.classes == 3
     assert [letter.reason for letter in named.parse(data).dead_letters] == [
-        letter.reason for letter in parsed.dead_letters
+        "label 4 is not a class of this task: the classes are cat, dog, bird",
+        "label is not a number: 'cat'",
     ]
     assert parse(data, labels="any", classes=3).batch.labels.tolist() == [1.0, 3.0, 4.0]
 
@@ -174,6 +177,7 @@ options = st.fixed_dictionaries(
         "seed": st.integers(0, 2**32 - 1),
         "labels": st.sampled_from(["real", "binary", "any", "multiclass"]),
         "classes": st.sampled_from([0, 0, 3]),
+        "zero_based": st.booleans(),
     }
 ).map(lambda options: multiclass_options(options, (), options["classes"]))
 
@@ -184,7 +188,7 @@ options = st.fixed_dictionaries(
 def test_matches_reference_on_well_formed_blocks(data, options, position):
     offset, first_line = position
     parsed = LibsvmFormat(**options).parse(data, source="s", offset=offset, first_line=first_line)
-    reference = ref_libsvm(data, options["bits"], options["seed"])
+    reference = ref_libsvm(data, options["bits"], options["seed"], options["zero_based"])
     assert all(line.kind != "dead" for line in reference)
     assert_matches(
         parsed,
@@ -207,7 +211,7 @@ def test_fuzzed_input_never_raises_and_accounts_for_every_line(data, options, po
     assert parsed.records == len(parsed.batch) + len(parsed.dead_letters) + parsed.skipped
     assert len(parsed.batch.indices) == parsed.batch.nnz and (parsed.batch.indices < (1 << options["bits"])).all()
     assert np.isfinite(parsed.batch.values).all() and (parsed.batch.values != 0).all()
-    reference = ref_libsvm(data, options["bits"], options["seed"])
+    reference = ref_libsvm(data, options["bits"], options["seed"], options["zero_based"])
     assert_matches(
         parsed,
         reference,

@@ -195,8 +195,8 @@ def expected_animals(parsed):
         (4, "missing label"),
         (5, f"unknown class label 'cow'; {known}"),
         (6, f"unknown class label 'k97211'; {known}"),
-        (7, "class label must be a whole number from 1 to 4"),
-        (9, "class label must be a whole number from 1 to 4"),
+        (7, "label 5 is not a class of this task: the classes are cat, dog, 名前, k15599"),
+        (9, "label 2.5 is not a class of this task: the classes are cat, dog, 名前, k15599"),
     ]
 
 
@@ -232,7 +232,10 @@ def test_numeric_label_columns_with_names_and_classes():
     assert ANIMALS.parse_table(table).batch.labels.tolist() == [1.0, 2.0, 3.0, 4.0]
     parsed = ParquetFormat(labels="multiclass", classes=2).parse_table(table)
     assert parsed.batch.labels.tolist() == [1.0, 2.0]
-    assert {letter.reason for letter in parsed.dead_letters} == {"class label must be a whole number from 1 to 2"}
+    assert {letter.reason for letter in parsed.dead_letters} == {
+        "label 3 is not a class of this task: the classes are 1 to 2",
+        "label 4 is not a class of this task: the classes are 1 to 2",
+    }
 
 
 def test_unknown_class_labels_yield_to_feature_problems():

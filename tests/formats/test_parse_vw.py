@@ -161,8 +161,8 @@ def test_class_names_as_labels():
         (b"k97211 |f x", "unknown class label 'k97211'; known classes are cat, dog"),
         (b"cat cat |f x", "importance weight is not a number: 'cat'"),
         (b"cat 1 0.5 |f x", "VW initial prediction (third label token) is not supported"),
-        (b"3 |f x", "class label must be a whole number from 1 to 2"),
-        (b"-1 |f x", "class label must be a whole number from 1 to 2"),
+        (b"3 |f x", "label 3 is not a class of this task: the classes are cat, dog"),
+        (b"-1 |f x", "label -1 is not a class of this task: the classes are cat, dog"),
         (b"cat|f x", "missing label"),  # a token touching the bar is the tag
     ],
 )
@@ -177,7 +177,7 @@ def test_classes_bound_numeric_labels():
     parsed = VWFormat(labels="multiclass", classes=3).parse(b"1 | a\n3 | a\n4 | a\ncat | a\n")
     assert parsed.batch.labels.tolist() == [1.0, 3.0]
     assert [letter.reason for letter in parsed.dead_letters] == [
-        "class label must be a whole number from 1 to 3",
+        "label 4 is not a class of this task: the classes are 1 to 3",
         "label is not a number: 'cat'",
     ]
 
@@ -296,6 +296,7 @@ def check_against_reference(data, options, position, label_names=()):
         first_line=first_line,
         exact_reasons=False,
         classes=fmt.classes,
+        label_names=fmt.label_names,
     )
     batch = parsed.batch
     assert batch.namespaces.tolist() == [ns for line in examples for ns in line.namespaces]

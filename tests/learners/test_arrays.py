@@ -111,15 +111,28 @@ def test_bad_matrices_fail_saying_what_to_fix():
 
 
 @needs_pandas
-def test_pandas_columns_name_the_model_and_nullable_missing_values_are_absent():
-    with pytest.raises(ValueError, match=r"'colour' \(object\) do not: one-hot encode them"):
-        batch_from_arrays(pd.DataFrame({"size": [1.0, 2.0], "colour": ["red", "blue"]}), bits=10)
-    frame = pd.DataFrame({"age": pd.array([30, None, 50], dtype="Int64"), "smoker": [True, False, True]})
+def test_a_frame_of_named_columns_is_a_table_read_as_csv_reads_it():
+    from polybeam.formats.csv import CsvFormat
+
+    frame = pd.DataFrame(
+        {
+            "age": pd.array([30, None, 50], dtype="Int64"),
+            "smoker": [True, False, True],
+            "colour": ["red", None, " blue "],
+            "zip": pd.Categorical(["10115", "10115", ""]),
+        }
+    )
     batch = batch_from_arrays(frame, pd.Series([1.0, -1.0, 1.0]), bits=18)
-    assert batch.indptr.tolist() == [0, 2, 2, 4] and batch.values.tolist() == [30.0, 1.0, 50.0, 1.0]
-    assert batch.names == {1: "age", 2: "smoker"}
+    csv = CsvFormat(label_column="y", categorical_columns=("colour", "zip"), labels="real").parse(
+        b"y,age,smoker,colour,zip\n1,30,1,red,10115\n-1,,0,,10115\n1,50,1, blue ,\n"
+    )
+    assert batch.indptr.tolist() == csv.batch.indptr.tolist()
+    assert batch.indices.tolist() == csv.batch.indices.tolist() and batch.values.tolist() == csv.batch.values.tolist()
+    assert batch.names == csv.batch.names
     model = LinearLearner(LearnerConfig(loss="logistic")).fit((frame, [1, -1, 1])).to_model()
-    assert {model.feature_name(slot) for slot in model.slots} == {"(bias)", "age", "smoker"}
+    assert {model.feature_name(slot) for slot in model.slots} >= {"(bias)", "age", "smoker"}
+    # Unnamed columns (pandas' default labels) are a matrix, by position.
+    assert batch_from_arrays(pd.DataFrame(np.eye(2)), bits=18).indices.tolist() == [1, 2]
 
 
 # -- what this changed for users: breast cancer, from_csr, fit((X, y)) -------------------------------------------

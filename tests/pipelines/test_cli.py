@@ -89,7 +89,7 @@ def test_train_evaluate_predict_inspect(tmp_path, capsys, spam_split):
 def test_bad_records_are_dead_lettered_with_line_numbers(tmp_path, capsys, spam_split):
     train, _ = spam_split
     good = open(train).read().splitlines()
-    bad = good[:10] + ["1 0:3.5", "", "# a comment", "nan 1:2", "-1 4:abc", "2 3:1"] + good[10:20]
+    bad = good[:10] + ["1 -2:3.5", "", "# a comment", "nan 1:2", "-1 4:abc", "x 3:1"] + good[10:20]
     path = tmp_path / "dirty.libsvm.gz"
     with gzip.open(path, "wt") as handle:
         handle.write("\n".join(bad) + "\n")

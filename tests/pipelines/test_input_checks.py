@@ -185,12 +185,12 @@ def test_the_dead_letter_fraction_is_a_limit_on_the_readable_records(tmp_path, s
     good = open(spam["train"]).read().splitlines()[:18]
     comments = ["# a comment"] * 50  # blank and comment lines count for neither side
     two_bad = tmp_path / "two_bad.libsvm"
-    two_bad.write_text("\n".join(good + ["x 1:1", "1 0:1"] + comments) + "\n")  # 2 of 20: 10%, not more
+    two_bad.write_text("\n".join(good + ["x 1:1", "1 -1:1"] + comments) + "\n")  # 2 of 20: 10%, not more
     code, stdout, _ = run("train", "--input", two_bad, "--model", tmp_path / "a.model", "--loss", "logistic")
     assert code == 0 and last_json(stdout)["dead_letters"] == 2
 
     three_bad = tmp_path / "three_bad.libsvm"
-    three_bad.write_text("\n".join(good[:17] + ["x 1:1", "1 0:1", "1 2:y"]) + "\n")  # 3 of 20: 15%
+    three_bad.write_text("\n".join(good[:17] + ["x 1:1", "1 -1:1", "1 2:y"]) + "\n")  # 3 of 20: 15%
     code, _, stderr = run(
         "train", "--input", three_bad, "--model", tmp_path / "b.model", "--loss", "logistic", "--quiet"
     )  # no progress lines before the error

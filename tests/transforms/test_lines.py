@@ -49,7 +49,7 @@ def concat(batches) -> ExampleBatch:
 
 def test_lines_read_as_the_same_lines_in_a_file(tmp_path):
     lines = datasets.lines("spam")[:3000]  # bytes with their newlines
-    bad = [b"spam? 1:2\n", "1 0:1"]  # a label that is no number; a str line with an index LIBSVM refuses
+    bad = [b"spam? 1:2\n", "1 -1:1"]  # a label that is no number; a str line with an index LIBSVM refuses
     path = tmp_path / "spam.libsvm"
     path.write_bytes(b"".join(lines))
     from_lines, from_file, letters, counts = [], [], [], []
@@ -73,7 +73,7 @@ def test_lines_read_as_the_same_lines_in_a_file(tmp_path):
     assert examples(ExampleBatch.concat(from_lines)) == examples(concat(from_file))
     assert {batch.source for batch in from_lines} == {"<lines>"}
     assert sorted((letter.raw, letter.line, letter.offset) for letter in letters) == [
-        ("1 0:1", None, -1),
+        ("1 -1:1", None, -1),
         ("spam? 1:2", None, -1),
     ]
     written = [DeadLetter.from_json(line) for line in (tmp_path / "dead.jsonl").read_text().splitlines()]
