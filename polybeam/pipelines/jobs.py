@@ -21,6 +21,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 from apache_beam.transforms.util import WaitOn
 
+from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.model import Model, ModelFileError
@@ -31,7 +32,7 @@ from polybeam.learners.warm_start import APPLE_SETTINGS, FIXED_SETTINGS, check_c
 from polybeam.pipelines import windowed
 from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
-from polybeam.pipelines.input_choices import InputChoices, settle_input, settle_scoring_input
+from polybeam.pipelines.input_choices import InputChoices, settle_input
 from polybeam.pipelines.job_parts import (
     checked_read,
     count,
