@@ -3,10 +3,10 @@
 ``polybeam predict --predictions KIND`` (``Predict(model, predictions=KIND)``
 from Python) writes one of:
 
-* ``label``: the class -- by name when the model has class names (softmax),
-  the positive or the negative label of a binary model (logistic, hinge: the
-  positive one where the margin is above 0, as ``evaluate`` counts errors) --
-  or, for squared loss, the value (clamped to the training labels' range, as
+* ``label``: the class -- by name when the model has class names (softmax, or
+  a binary model's two: the positive one where the margin is above 0, as
+  ``evaluate`` counts errors and scikit-learn's ``predict`` decides; without
+  names -1 and 1) -- or, for squared loss, the value (clamped to the training labels' range, as
   :meth:`~polybeam.learners.model.Model.predict` does);
 * ``probability``: P(positive) for logistic loss, the probability of every
   class for softmax (one column per class); squared and hinge loss have none;
@@ -22,8 +22,9 @@ logistic loss, the score for hinge loss and the label otherwise.
 (('probability:cat', 'probability:dog', 'probability:emu'), ('prediction',))
 >>> values_of(softmax, np.array([[0.0, 2.0, 1.0]]), "label", binary=BINARY_LABELS).tolist()
 ['dog']
->>> values_of(LearnerConfig(loss="logistic"), np.array([-1.5, 0.0, 2.0]), "label", binary=("0", "1")).tolist()
-['0', '0', '1']
+>>> binary = binary_labels(LearnerConfig(loss="logistic", class_names=("no", "yes")))
+>>> values_of(LearnerConfig(loss="logistic"), np.array([-1.5, 0.0, 2.0]), "label", binary=binary).tolist()
+['no', 'no', 'yes']
 >>> check_kind("probability", "squared")
 Traceback (most recent call last):
 ...
@@ -41,10 +42,9 @@ from polybeam.learners.model import finalize_predictions
 DEFAULT_KINDS = {"logistic": "probability", "hinge": "score", "squared": "label", "softmax": "label"}
 # Losses whose predictions are probabilities.
 PROBABILISTIC = ("logistic", "softmax")
-# The negative and positive labels a binary model writes when it records no names of its own: 1 and -1, the
-# labels of LIBSVM and VW, whose conventions they are; CSV and Parquet files mostly hold 0 and 1.
+# The negative and positive labels a binary model writes when it names no classes: the loss's own targets
+# (labels 0 and 1, or -1 and 1, are read as they are and recorded without names; see docs/input-contract.md).
 BINARY_LABELS = ("-1", "1")
-TABLE_BINARY_LABELS = ("0", "1")
 
 
 def default_kind(loss: str) -> str:
@@ -72,14 +72,11 @@ def class_names(config) -> tuple[str, ...]:
     return tuple(config.class_names) or tuple(str(k) for k in range(1, config.classes + 1))
 
 
-def binary_labels(config, metadata=None, input_format: str | None = None) -> tuple[str, str]:
-    """The ``(negative, positive)`` labels a binary model writes: the names its training labels had when
-    the model records them (``metadata["binary_labels"]``), else ``("0", "1")`` for a model of CSV or Parquet
-    input and ``("-1", "1")`` for the others."""
-    recorded = (metadata or {}).get("binary_labels")
-    if recorded and len(recorded) == 2:
-        return str(recorded[0]), str(recorded[1])
-    return TABLE_BINARY_LABELS if input_format in ("csv", "parquet") else BINARY_LABELS
+def binary_labels(config) -> tuple[str, str]:
+    """The ``(negative, positive)`` labels a binary model (logistic, hinge) writes: its two class names (the
+    training labels' own, such as ``no``/``yes`` or ``1``/``2``), else ``-1`` and ``1``."""
+    names = tuple(config.class_names)
+    return (names[0], names[1]) if len(names) == 2 and config.loss in ("logistic", "hinge") else BINARY_LABELS
 
 
 def prediction_columns(config, kind: str | None) -> tuple[str, ...]:
@@ -108,14 +105,14 @@ def values_of(config, margins: np.ndarray, kind: str | None, *, binary: tuple[st
     return finalize_predictions(config.loss, margins, *label_range)
 
 
-def model_values(model, batch, kind: str | None, *, input_format: str | None = None, keys=None):
+def model_values(model, batch, kind: str | None, *, keys=None):
     """:func:`values_of` for ``model``'s scores of ``batch`` (``keys``: see ``Model.margins``)."""
     meta = model.metadata
     return values_of(
         model.config,
         model.margins(batch, keys),
         kind,
-        binary=binary_labels(model.config, meta, input_format or (model.input or {}).get("format")),
+        binary=binary_labels(model.config),
         label_range=(float(meta.get("label_min", 0.0)), float(meta.get("label_max", 0.0))),
     )
 

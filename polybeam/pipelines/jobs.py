@@ -562,9 +562,7 @@ def _run_predict(options: PipelineOptions, job: JobSettings, started: float, str
     dead_files = write_dead_letters(read, dead_path, extra=unrouted)
     checked = checked_read(read, job, dead_files, facts, settings=settings, expected=expected)
     parts = {"counts": checked}
-    scored = note_workers(scored_input, parts) | "Predict" >> Predict(
-        model, routed=key is not None, predictions=kind, input_format=settings.format
-    )
+    scored = note_workers(scored_input, parts) | "Predict" >> Predict(model, routed=key is not None, predictions=kind)
     if "input" in streams:  # examples from standard input: their source is that, not the launcher's copy
         scored = scored | "NameStdin" >> beam.Map(renamed_source, streams["input"], STDIN_NAME)
     writer = WritePredictions(

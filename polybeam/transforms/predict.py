@@ -110,17 +110,16 @@ def renamed_source(scored: ScoredBatch, source: str, name: str) -> ScoredBatch:
 
 
 class _PredictFn(beam.DoFn):
-    def __init__(self, keyed: bool, kind: str | None, input_format: str | None):
+    def __init__(self, keyed: bool, kind: str | None):
         self.keyed = keyed
         self.kind = kind
-        self.input_format = input_format
 
     def process(self, element, models):
         key, batch, model = model_for(element, models, self.keyed)
         if self.kind is None:
             predictions = model.predict(batch)
         else:
-            predictions = model_values(model, batch, self.kind, input_format=self.input_format)
+            predictions = model_values(model, batch, self.kind)
         yield ScoredBatch(
             predictions,
             batch.labels,
@@ -144,8 +143,7 @@ class Predict(beam.PTransform):
 
     ``predictions``: what each prediction is, ``"label"``, ``"probability"`` or ``"score"`` (see
     :mod:`polybeam.learners.predictions`); None (the default): :meth:`Model.predict
-    <polybeam.learners.model.Model.predict>`'s. ``input_format``: the format the input was read in (names a
-    binary model's labels when it records none; default: the model's own).
+    <polybeam.learners.model.Model.predict>`'s.
     """
 
     def __init__(
@@ -155,7 +153,6 @@ class Predict(beam.PTransform):
         key: KeyFn | None = None,
         routed: bool = False,
         predictions: str | None = None,
-        input_format: str | None = None,
     ):
         super().__init__()
         if predictions is not None and predictions not in PREDICTION_KINDS:
@@ -164,14 +161,11 @@ class Predict(beam.PTransform):
         self.key = key
         self.routed = routed
         self.predictions = predictions
-        self.input_format = input_format
 
     def expand(self, batches):
         keyed = self.key is not None or self.routed
         batches = batches if self.routed else split_by_key(batches, self.key)
-        return batches | "Score" >> beam.ParDo(
-            _PredictFn(keyed, self.predictions, self.input_format), model_argument(self.model, keyed)
-        )
+        return batches | "Score" >> beam.ParDo(_PredictFn(keyed, self.predictions), model_argument(self.model, keyed))
 
 
 class WritePredictions(beam.PTransform):

@@ -57,11 +57,10 @@ def test_squared_and_hinge_have_no_probabilities_and_their_labels_are_values_or_
         check_kind("class", "logistic")
 
 
-def test_binary_labels_are_the_recorded_names_else_the_formats_convention():
-    config = LearnerConfig(loss="logistic")
-    assert binary_labels(config, {"binary_labels": ["no", "yes"]}) == ("no", "yes")
-    assert binary_labels(config, {}, "csv") == ("0", "1") and binary_labels(config, {}, "parquet") == ("0", "1")
-    assert binary_labels(config, {}, "libsvm") == ("-1", "1") and binary_labels(config, None, None) == ("-1", "1")
+def test_binary_labels_are_the_models_two_class_names_else_minus_one_and_one():
+    assert binary_labels(LearnerConfig(loss="logistic", class_names=("no", "yes"))) == ("no", "yes")
+    assert binary_labels(LearnerConfig(loss="hinge", class_names=("1", "2"))) == ("1", "2")
+    assert binary_labels(LearnerConfig(loss="logistic")) == ("-1", "1")
 
 
 @pytest.mark.slow
@@ -70,6 +69,6 @@ def test_a_models_values_are_its_predictions_and_margins():
     model = LinearLearner(LearnerConfig(loss="logistic")).fit(spam).to_model()
     np.testing.assert_array_equal(model_values(model, spam, "probability"), model.predict(spam))
     np.testing.assert_array_equal(model_values(model, spam, "score"), model.margins(spam))
-    labels = model_values(model, spam, "label", input_format="libsvm")
+    labels = model_values(model, spam, "label")
     assert set(labels.tolist()) == {"-1", "1"}
     assert ((labels == "1") == (model.margins(spam) > 0)).all()

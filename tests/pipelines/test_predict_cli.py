@@ -294,9 +294,26 @@ def test_predictions_are_the_label_the_probability_or_the_score(spam, tmp_path, 
     probability = np.array(outputs["probability"], dtype=float)
     score = np.array(outputs["score"], dtype=float)
     np.testing.assert_allclose(1 / (1 + np.exp(-score)), probability, rtol=1e-7, atol=1e-12)
-    assert outputs["label"] == ["1" if s > 0 else "0" for s in score]  # the training file's labels, 0 and 1
+    # Labels 0 and 1 are the loss's own (recorded without names): the classes are written as -1 and 1.
+    assert outputs["label"] == ["1" if s > 0 else "-1" for s in score]
     assert predict(capsys, spam, "default", spam["test"], tmp_path / "default")[0] == 0
     assert first_column(tmp_path / "default") == outputs["probability"]  # (logistic's default, as before)
+    # Labels the model names (here no and yes): the classes by their names, in both columns.
+    named = {}
+    for name in ("train", "test"):
+        header, *rows = spam[name].read_text().splitlines()
+        words = [("yes" if row[0] == "1" else "no") + row[1:] for row in rows]
+        named[name] = write_csv(tmp_path / f"named_{name}.csv", header.split(","), [w.split(",") for w in words])
+    model = tmp_path / "named.model"
+    assert (
+        run(capsys, "train", "--input", named["train"], "--format", "csv", "--loss", "logistic", "--model", model)[0]
+        == 0
+    )
+    flags = ["--model", model, "--output", tmp_path / "named", "--predictions", "label", "--num-shards", "1"]
+    assert run(capsys, "predict", "--input", named["test"], *flags)[0] == 0
+    rows = read_predictions(shard(tmp_path / "named"))[1]
+    assert {row[0] for row in rows} == {row[1] for row in rows} == {"no", "yes"}
+    assert [row[0] for row in rows] == ["yes" if label == "1" else "no" for label in outputs["label"]]
 
 
 def test_softmax_probabilities_and_scores_have_a_column_per_class(tmp_path, capsys):
