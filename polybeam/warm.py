@@ -61,6 +61,7 @@ CSV_TEXT = (
     b"-1,2.0,0.25,blue,plain,0\n"
     b"1,0.5,2,red,,7\n"
     b"-1,1,1e-3,green,x,oops\n"
+    b'1,NA,?,NaN,"NA",#N/A\n'
 )
 CSV_NAMED_CLASSES = b"kind;size;colour\ncat;1.5;red\ndog;0.5;blue\nbird;2;red\n"
 CSV_NO_HEADER = b"1,0.5,2\n-1,1.5,0\n1,2,1\n"
@@ -152,7 +153,15 @@ def _parquet_batches() -> dict[str, list]:
             "values": [[0.5, 1.0], [2.0, -1.0], []],
         }
     )
-    named = pa.table({"label": ["cat", "dog", "bird"], "size": [1.5, 0.5, 2.0], "count": [1, 0, 3]})
+    named = pa.table(
+        {
+            "label": ["cat", "dog", "bird"],
+            "size": [1.5, 0.5, float("nan")],
+            "count": [1, 0, 3],
+            "colour": ["red", None, "blue"],
+            "kind": pa.array(["a", "b", "a"]).dictionary_encode(),
+        }
+    )
     batches: dict[str, list] = {"real": [], "binary": [], "multiclass": []}
     for table, options, kind in (
         (sparse, dict(labels="binary", weight_column="weight"), "binary"),

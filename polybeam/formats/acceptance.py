@@ -64,8 +64,8 @@ _OPTION_NAMES = {
         "format": "--format",
         "guess": "--format {value}",
         "task": "--loss, --classes, --class-names",
-        "csv": "--label-column, --categorical-columns, --csv-delimiter, --no-csv-header",
-        "parquet": "--label-column, --weight-column",
+        "csv": "--label-column, --categorical-columns, --na-values, --csv-delimiter, --no-csv-header",
+        "parquet": "--label-column, --weight-column, --categorical-columns, --ignore-columns",
     },
     "python": {
         "classes": "label_names=(NEGATIVE, POSITIVE), or for more classes labels='multiclass' with classes=K or "
@@ -77,8 +77,8 @@ _OPTION_NAMES = {
         "format": "format",
         "guess": "format={value!r}",
         "task": "labels, classes, label_names",
-        "csv": "label_column, categorical_columns, delimiter, has_header",
-        "parquet": "label_column, weight_column",
+        "csv": "label_column, categorical_columns, na_values, delimiter, has_header",
+        "parquet": "label_column, weight_column, categorical_columns, ignore_columns",
     },
 }
 # The options that shape how records of a format are read (named when records look right but do not parse).

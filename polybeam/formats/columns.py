@@ -162,7 +162,8 @@ class ColumnRoles:
         for column in self.features:
             value = record.get(column)
             if column in self.categorical:
-                features[column] = _category(value)
+                category = _category(value)
+                features[column] = None if category is not None and category.strip() in self.na_values else category
             else:
                 features[column] = self._number(column, value)
         for name, value in record.items():

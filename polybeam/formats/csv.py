@@ -5,13 +5,21 @@ Columns are found by their header names (without a header, by the names
 the weight and the ignored ones becomes a feature:
 
 * a **numeric** column ``x`` gives feature ``x`` at slot
-  ``feature_slot("x", bits, seed=seed)`` with the cell's value; an empty cell is
-  a missing value (no feature), a zero is dropped, and a cell that is not a
-  finite number rejects the line;
+  ``feature_slot("x", bits, seed=seed)`` with the cell's value; a missing cell
+  is no feature, a zero is dropped, and a cell that is not a finite number
+  rejects the line;
 * a **categorical** column ``c`` gives feature ``c=value`` with value 1, at slot
   ``hash_token(value, hash_string("c", seed)) & (2**bits - 1)``, as if ``c``
-  were a VW namespace holding the feature ``value``.
+  were a VW namespace holding the feature ``value``; a missing or blank cell
+  is no feature.
 
+A cell is **missing** when it is empty or one of ``na_values`` (by default
+pandas' spellings ``NA``, ``NaN``, ``null``, ``#N/A``, ... and ``?``; see
+:mod:`polybeam.formats.missing`), quoted or not. A missing label is a
+missing label (only prediction accepts it), a missing weight is 1.
+
+Blank lines and lines that start with ``#`` (comments) are skipped, but a line
+whose first cell is a missing value spelled with ``#`` (``#N/A``) is a record.
 Fields follow RFC 4180 within a line: double quotes protect delimiters, ``""``
 is a literal quote, and blank space around fields is trimmed. A record must fit
 on one line, so an unbalanced quote rejects the line. ``batch.names`` always
@@ -31,6 +39,9 @@ Examples
 ['color=dark, blue', 'color=red', 'size']
 >>> parsed.dead_letters[0].reason
 "column 'size': not a number: 'x'"
+>>> parsed = fmt.parse(b'y,size,color\\n1,NA,?\\n"NA",2,red\\n')
+>>> parsed.batch.indptr.tolist(), [letter.reason for letter in parsed.dead_letters]
+([0, 0], ['missing label'])
 >>> fmt = CsvFormat(labels="multiclass", label_names=("cat", "dog", "dark, blue"))
 >>> parsed = fmt.parse(b'y,size\\ndog,1\\n"dark, blue",2\\n1,3\\ncow,4\\n')
 >>> parsed.batch.labels.tolist(), parsed.dead_letters[0].reason
@@ -48,6 +59,14 @@ import numpy as np
 
 from polybeam.formats.classes import NO_CLASS, find_class
 from polybeam.formats.keys import key_codes
+from polybeam.formats.missing import (
+    DEFAULT_NA_VALUES,
+    MissingSpellings,
+    check_na_values,
+    is_blank_value,
+    is_missing_cell,
+    missing_spellings,
+)
 from polybeam.formats.numbers import scan_number
 from polybeam.formats.records import ParsedBlock
 from polybeam.formats.settings import HashedFormat
@@ -68,6 +87,7 @@ from polybeam.formats.text import (
     line_spans,
     line_stop,
     record_lines,
+    skip_blanks,
     token_text,
 )
 from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
@@ -115,6 +135,31 @@ def _copy(source, start, stop, target, pos, unescape):
 
 
 @numba.njit(cache=True)
+def _is_skipped(text, start, stop, delimiter, na_count, na_text, na_offsets, na_first):
+    """Whether a line is blank or a ``#`` comment; a line whose first text is a missing value spelled with
+    a ``#`` (``#N/A``, as spreadsheets write one) is a record, not a comment."""
+    if not is_skippable(text, start, stop):
+        return False
+    pos = skip_blanks(text, start, stop)  # (where the '#' is, if any)
+    end = pos
+    while end < stop and text[end] != delimiter:
+        end += 1
+    while end > pos and _is_padding(text[end - 1], delimiter):
+        end -= 1
+    return not is_missing_cell(text, pos, end, na_count, na_text, na_offsets, na_first)
+
+
+@numba.njit(cache=True)
+def _is_missing(text, start, stop, escaped, scratch, scratch_pos, na_count, na_text, na_offsets, na_first):
+    """Whether the cell ``text[start:stop]`` (unescaped first when ``escaped``) is a missing-value spelling.
+    An escaped cell is compared as a copy past ``scratch_pos``, needed only until the lookup."""
+    if escaped:
+        stop = _copy(text, start, stop, scratch, scratch_pos, escaped)
+        return is_missing_cell(scratch, scratch_pos, stop, na_count, na_text, na_offsets, na_first)
+    return is_missing_cell(text, start, stop, na_count, na_text, na_offsets, na_first)
+
+
+@numba.njit(cache=True)
 def _parse_record(
     text,
     start,
@@ -137,12 +182,19 @@ def _parse_record(
     class_ids,
     class_text,
     class_offsets,
+    na_count,
+    na_text,
+    na_offsets,
+    na_first,
+    na_numeric,
 ):
     """One CSV line: ``(status, bad column, bad start, bad stop, label, weight, has label, nnz, scratch end)``.
 
     For a wrong column count, ``bad stop`` holds the number of fields found.
     Categorical values are copied (unescaped) to ``scratch`` for hashing and naming.
-    A label that is not a number may name one of ``class_count`` classes.
+    A label that is not a number may name one of ``class_count`` classes. A cell
+    that is one of the ``na_count`` missing-value spellings is missing, as an empty
+    cell is; ``na_numeric`` says a spelling reads as a number.
     """
     n_columns = len(kinds)
     label = np.nan
@@ -191,18 +243,41 @@ def _parse_record(
             kind = kinds[column]
             if kind == CATEGORICAL:
                 value_start = scratch_pos
-                scratch_pos = _copy(text, inner_start, inner_stop, scratch, scratch_pos, escaped)
-                slots[nnz] = hash_token(scratch, value_start, scratch_pos, column_seeds[column]) & mask
-                values[nnz] = 1.0
-                feature_columns[nnz] = column
-                value_spans[nnz, 0] = value_start
-                value_spans[nnz, 1] = scratch_pos
-                nnz += 1
+                value_stop = _copy(text, inner_start, inner_stop, scratch, scratch_pos, escaped)
+                # A blank value (hashed as nothing) or a missing-value spelling is no category.
+                if not (
+                    is_blank_value(scratch, value_start, value_stop)
+                    or is_missing_cell(scratch, value_start, value_stop, na_count, na_text, na_offsets, na_first)
+                ):
+                    scratch_pos = value_stop
+                    slots[nnz] = hash_token(scratch, value_start, scratch_pos, column_seeds[column]) & mask
+                    values[nnz] = 1.0
+                    feature_columns[nnz] = column
+                    value_spans[nnz, 0] = value_start
+                    value_spans[nnz, 1] = scratch_pos
+                    nnz += 1
             elif kind != IGNORED:
                 # Quoted numbers with "" inside are not numbers, so parsing the raw bytes is enough.
                 number, end = scan_number(text, inner_start, inner_stop)
                 parsed = end == inner_stop and not escaped
-                if kind == NUMERIC:
+                # Only a cell that is no finite number can be a missing-value spelling, unless one is a number.
+                missing = False
+                if na_count > 0 and (na_numeric or not parsed or not np.isfinite(number)):
+                    missing = _is_missing(
+                        text,
+                        inner_start,
+                        inner_stop,
+                        escaped,
+                        scratch,
+                        scratch_pos,
+                        na_count,
+                        na_text,
+                        na_offsets,
+                        na_first,
+                    )
+                if missing:
+                    pass  # as an empty cell: no feature, no label, weight 1
+                elif kind == NUMERIC:
                     if not parsed:
                         pending = BAD_NUMBER
                     elif not np.isfinite(number):
@@ -275,13 +350,18 @@ def scan_csv(
     class_ids,
     class_text,
     class_offsets,
+    na_text,
+    na_offsets,
+    na_first,
+    na_numeric,
 ):
     """Parse a block of CSV lines (``data`` a uint8 array) in one pass.
 
     ``kinds``, ``column_slots`` and ``column_seeds`` describe the columns;
     ``header_first`` says the block's first line is the header (skipped). The
     ``class_*`` arrays are the format's :class:`~polybeam.formats.classes.ClassNames`
-    (empty without class names).
+    (empty without class names), the ``na_*`` ones its
+    :class:`~polybeam.formats.missing.MissingSpellings`.
     """
     n = len(data)
     n_lines = count_lines(data)
@@ -314,6 +394,10 @@ def scan_csv(
     ids_pointer = array_pointer(class_ids)
     names_pointer = array_pointer(class_text)
     offsets_pointer = array_pointer(class_offsets)
+    na_count = len(na_offsets) - 1
+    na_text_pointer = array_pointer(na_text)
+    na_offsets_pointer = array_pointer(na_offsets)
+    na_first_pointer = array_pointer(na_first)
     n_examples = 0
     nnz = 0
     scratch_pos = 0
@@ -324,7 +408,9 @@ def scan_csv(
         pos = stop + 1
         starts[line] = start
         stops[line] = stop
-        if (line == 0 and header_first) or is_skippable(text, start, stop):
+        if (line == 0 and header_first) or _is_skipped(
+            text, start, stop, delimiter, na_count, na_text_pointer, na_offsets_pointer, na_first_pointer
+        ):
             status[line] = SKIPPED
             continue
         code, bad_column, bad_start, bad_stop, label, weight, labelled, line_nnz, line_scratch = _parse_record(
@@ -349,6 +435,11 @@ def scan_csv(
             ids_pointer,
             names_pointer,
             offsets_pointer,
+            na_count,
+            na_text_pointer,
+            na_offsets_pointer,
+            na_first_pointer,
+            na_numeric,
         )
         status[line] = code
         if code != EXAMPLE:
@@ -480,6 +571,14 @@ class CsvFormat(HashedFormat):
         need that line passed as ``header``.
     categorical_columns, ignore_columns : tuple of str or int
         Columns whose values are categories, and columns to leave out.
+    na_values : tuple of str
+        Spellings of a missing value besides the empty cell (default
+        :data:`~polybeam.formats.missing.DEFAULT_NA_VALUES`: pandas' ``NA``,
+        ``NaN``, ``null``, ``#N/A``, ... and ``?``). A cell is compared trimmed
+        and unquoted, so ``"NA"`` is missing too; a missing cell is what an
+        empty cell is: no feature (numeric or categorical), a missing label, a
+        weight of 1 (see :mod:`polybeam.formats.missing`). ``()``: only the
+        empty cell is missing.
     key_column : str or int, optional
         A column whose value is each example's key (``batch.key_codes``;
         ``--key column:NAME``), not a feature. An empty cell is the empty key.
@@ -515,10 +614,18 @@ class CsvFormat(HashedFormat):
     key_column: str | int | None = None
     id_column: str | int | None = None
     timestamp_column: str | int | None = None
+    na_values: tuple[str, ...] = DEFAULT_NA_VALUES
     column_names: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        object.__setattr__(self, "na_values", check_na_values(self.na_values))
+        clash = [name for name in self.label_names if self.missing_spellings.is_missing(name)]
+        if clash:
+            raise ValueError(
+                f"label name {clash[0]!r} is also a spelling of a missing value (na_values): a label {clash[0]!r} "
+                "would be a missing label; leave it out of na_values (--na-values)"
+            )
         names = (self.column_names,) if isinstance(self.column_names, str) else tuple(self.column_names)
         if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
             raise ValueError(f"column_names must be distinct strings, got {self.column_names!r}")
@@ -539,6 +646,11 @@ class CsvFormat(HashedFormat):
         for option in ("label_column", "weight_column", "key_column", "id_column", "timestamp_column"):
             if getattr(self, option) is not None:
                 _check_column_reference(getattr(self, option), option)
+
+    @property
+    def missing_spellings(self) -> MissingSpellings:
+        """The lookup table of ``na_values`` (built once per tuple of spellings)."""
+        return missing_spellings(self.na_values)
 
     @property
     def header_lines(self) -> int:
@@ -597,6 +709,12 @@ class CsvFormat(HashedFormat):
                 texts.append(fields[label])
         return texts
 
+    def _is_skipped(self, data: np.ndarray, start: int, stop: int) -> bool:
+        """Whether the line ``data[start:stop]`` is blank or a comment (as the kernel decides)."""
+        spellings = self.missing_spellings
+        delimiter = np.uint8(ord(self.delimiter))
+        return bool(_is_skipped(data, start, stop, delimiter, len(spellings.values), *spellings.arrays))
+
     def parse(
         self,
         data: bytes,
@@ -619,14 +737,18 @@ class CsvFormat(HashedFormat):
         if header_first and header is None and len(starts):
             header = data[starts[0] : stops[0]]
         first_record = next(
-            (i for i in range(1 if header_first else 0, len(starts)) if not is_skippable(array, starts[i], stops[i])),
+            (
+                i
+                for i in range(1 if header_first else 0, len(starts))
+                if not self._is_skipped(array, starts[i], stops[i])
+            ),
             None,
         )
         if first_record is None:  # nothing but a header, blank lines and comments
             block = LineBlock(data, starts, stops, source, offset, first_line)
             empty = replace(ExampleBatch.empty(self.bits), row_ids=np.zeros(0, dtype=np.int64), source=source)
             return finish_block(block, np.full(len(starts), SKIPPED, dtype=np.int8), None, empty, labels="any")
-        if not self.has_header and header is not None and is_skippable(as_bytes_array(header), 0, len(header)):
+        if not self.has_header and header is not None and self._is_skipped(as_bytes_array(header), 0, len(header)):
             header = None  # a file that starts with a comment: count the columns of the block's first record
         sample = None
         if header is None:  # (sliced only when needed: a record may be 100 MB)
@@ -649,6 +771,8 @@ class CsvFormat(HashedFormat):
             np.int64(slot_mask(self.bits)),
             header_first,
             *self.class_names.arrays,
+            *self.missing_spellings.arrays,
+            self.missing_spellings.numeric,
         )
         block = LineBlock(data, starts, stops, source, offset, first_line)
         taken = {}

@@ -8,11 +8,13 @@ as the same record does when ``polybeam predict`` reads it from a file:
 
 - for a model trained on **Parquet** (its input settings say so), the rows
   become an Arrow table read by :class:`~polybeam.formats.parquet.ParquetFormat`
-  with the model's settings: numeric fields are features, text fields are
-  not, ``indices``/``values`` list fields are the sparse layout;
+  with the model's settings: numeric fields are values, text fields and the
+  model's categorical columns categories, ``indices``/``values`` list fields
+  are the sparse layout;
 - for any other model, each row is a mapping as a CSV record is (see
   :mod:`polybeam.formats.mappings`): a number is a value, a string a
-  category, a null, NaN or empty string a missing feature; the model's
+  category, a null, NaN, empty string or one of the model's ``na_values``
+  (``"NA"``, ...) a missing feature; the model's
   categorical columns' values are categories even when numbers, and its
   label, weight, key, ID, timestamp and ignored columns are not features.
 
@@ -196,7 +198,8 @@ class RowReading:
             return self.features
         not_features = self._not_features(fields, self.label_field(fields))
         if self._format == "parquet" and self._option("feature_columns") is not None:
-            return tuple(f for f in self._option("feature_columns") if f in fields and f not in not_features)
+            chosen = (*self._option("feature_columns"), *(self._option("categorical_columns") or ()))
+            return tuple(dict.fromkeys(f for f in chosen if f in fields and f not in not_features))
         return tuple(f for f in fields if f not in not_features)
 
     def feature_mapper(self, fields: Sequence[str]) -> Callable[[Mapping], dict]:
@@ -204,8 +207,9 @@ class RowReading:
         reads them. Which fields are features and which are categories is worked out here, once for the
         rows' schema, not per row.
 
-        For a model trained on Parquet, as its reader reads a row: numbers are features, text is not, and
-        ``indices``/``values`` list fields are LIBSVM indices and their values (an index given twice adds up).
+        For a model trained on Parquet, as its reader reads a row: numbers are values, text and the model's
+        categorical columns' values are categories, and ``indices``/``values`` list fields are LIBSVM indices
+        and their values (an index given twice adds up).
 
         >>> from polybeam.formats.csv import CsvFormat
         >>> reading = RowReading(InputSettings.of(CsvFormat(label_column="y", categorical_columns=("zip",))))
@@ -220,26 +224,35 @@ class RowReading:
             return columns.features_of
         if self._format != "parquet":
             categorical = self._categorical(fields)
-            return functools.partial(_mapped_features, features=features, categorical=categorical)
+            return functools.partial(
+                _mapped_features, features=features, categorical=categorical, missing=self._missing()
+            )
         return functools.partial(
             _parquet_row_features,
             features=features,
             indices=self._option("indices_column") or "indices",
             values=self._option("values_column") or "values",
+            categorical=self._categorical(fields),
+            text_is_categorical=self._option("infer_categorical") is not False,
         )
 
     def _categorical(self, fields: Sequence[str]) -> set:
         return {self._named(column, fields) for column in self._option("categorical_columns") or ()}
+
+    def _missing(self) -> frozenset:
+        """The spellings of a missing value in a CSV model's input (``na_values``): such a string is missing."""
+        return frozenset(self._option("na_values") or ()) if self._format == "csv" else frozenset()
 
     def _mapping_examples(self, records, fields, label, *, bits, seed, labels, classes, label_names) -> RowsRead:
         features = self.feature_fields(fields)
         categorical = self._categorical(fields)
         weight = self._weight_field(fields)
         names = class_names(label_names) if label_names else None
+        missing = self._missing()
         values, weights, refused = [], [], []
         for position, record in enumerate(records):
-            value, reason = _label_value(record.get(label) if label is not None else None, names)
-            importance, weight_reason = _weight_value(record.get(weight) if weight is not None else None)
+            value, reason = _label_value(record.get(label) if label is not None else None, names, missing)
+            importance, weight_reason = _weight_value(record.get(weight) if weight is not None else None, missing)
             reason = reason and f"label field {label!r}: {reason}"
             weight_reason = weight_reason and f"weight field {weight!r}: {weight_reason}"
             reason = reason or weight_reason
@@ -261,7 +274,9 @@ class RowReading:
             columns.check_fields(fields)
             features_of = columns.features_of
         else:
-            features_of = functools.partial(_mapped_features, features=features, categorical=categorical)
+            features_of = functools.partial(
+                _mapped_features, features=features, categorical=categorical, missing=missing
+            )
         mappings, usable = [], []
         for i in kept.tolist():
             try:
@@ -306,13 +321,14 @@ class RowReading:
         return RowsRead(parsed.batch, np.asarray(parsed.batch.row_ids, dtype=np.int64), refused)
 
 
-def _label_value(value, names) -> tuple[float, str | None]:
-    """A row's label as a number (NaN: missing), and why it cannot be one (None: it can)."""
+def _label_value(value, names, missing: frozenset = frozenset()) -> tuple[float, str | None]:
+    """A row's label as a number (NaN: missing, as is a string among ``missing``), and why it cannot be one
+    (None: it can)."""
     if value is None or type(value).__name__ in ("NAType", "NaTType"):
         return math.nan, None
     if isinstance(value, str):
         text = value.strip()
-        if not text:
+        if not text or text in missing:
             return math.nan, None
         if names is not None:
             found = names.class_of(text)
@@ -328,9 +344,9 @@ def _label_value(value, names) -> tuple[float, str | None]:
         return math.nan, f"not a number: {value!r:.80}"
 
 
-def _weight_value(value) -> tuple[float, str | None]:
+def _weight_value(value, missing: frozenset = frozenset()) -> tuple[float, str | None]:
     """A row's importance weight (a missing one is 1), and why it cannot be one."""
-    if value is None:
+    if value is None or (isinstance(value, str) and value.strip() in missing):
         return 1.0, None
     try:
         weight = float(value)
@@ -341,12 +357,20 @@ def _weight_value(value) -> tuple[float, str | None]:
     return weight, None
 
 
-def _mapped_features(record: Mapping, features: Sequence[str], categorical: set) -> dict:
-    """A row's features, categorical fields' values as categories (see :meth:`RowReading.feature_mapper`)."""
-    return {name: _feature_value(record.get(name), name in categorical) for name in features}
+def _mapped_features(record: Mapping, features: Sequence[str], categorical: set, missing: frozenset = frozenset()):
+    """A row's features, categorical fields' values as categories, strings among ``missing`` missing (see
+    :meth:`RowReading.feature_mapper`)."""
+    found = {name: _feature_value(record.get(name), name in categorical) for name in features}
+    if missing:
+        for name, value in found.items():
+            if isinstance(value, str) and value.strip() in missing:
+                found[name] = None
+    return found
 
 
-def _parquet_row_features(record: Mapping, features: Sequence[str], indices: str, values: str) -> dict:
+def _parquet_row_features(
+    record: Mapping, features: Sequence[str], indices: str, values: str, categorical: set, text_is_categorical: bool
+) -> dict:
     """A row's features as the Parquet reader reads them (see :meth:`RowReading.feature_mapper`)."""
     if isinstance(record.get(indices), (list, tuple)):
         weights = record.get(values)
@@ -355,7 +379,16 @@ def _parquet_row_features(record: Mapping, features: Sequence[str], indices: str
         for index, value in zip(record[indices], weights):
             sparse[int(index)] = sparse.get(int(index), 0.0) + (0.0 if value is None else float(value))
         return sparse
-    return {name: record[name] for name in features if isinstance(record.get(name), (bool, int, float, np.number))}
+    found = {}
+    for name in features:
+        value = record.get(name)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", errors="replace")
+        if name in categorical or (text_is_categorical and isinstance(value, str)):
+            found[name] = _feature_value(value, True)
+        elif isinstance(value, (bool, int, float, np.number)):
+            found[name] = value
+    return found
 
 
 def _feature_value(value, categorical: bool):

@@ -49,6 +49,11 @@ NAMED = frozenset({"csv", "vw", "parquet"})
 # Format settings recorded only when set (newer than the records of older models).
 OPTIONAL_RECORDS = frozenset({"timestamp_column", "column_names"})
 
+# Format settings newer than some records, whose default changed how input is read: a record without one
+# read its input as this value does (CSV: only an empty cell was missing; Parquet: only numeric columns
+# were features). Other settings missing from a record take their defaults.
+BEFORE_RECORDED = {"csv": {"na_values": ()}, "parquet": {"infer_categorical": False}}
+
 # The command-line flag of each format setting (settings without one are shown as Python keywords).
 FLAGS = {
     "label_column": "--label-column",
@@ -59,6 +64,7 @@ FLAGS = {
     "delimiter": "--csv-delimiter",
     "feature_names": "--feature-names",
     "zero_based": "--zero-based",
+    "na_values": "--na-values",
 }
 
 
@@ -173,13 +179,22 @@ class InputSettings:
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> InputSettings:
         """The settings :meth:`to_dict` wrote; settings this version does not know are left out (a newer
-        polybeam may record more)."""
+        polybeam may record more), and settings an older one did not record read as it read
+        (:data:`BEFORE_RECORDED`).
+
+        >>> InputSettings.from_dict({"format": "csv", "label_column": "y"}).options["na_values"]
+        ()
+        """
         if not isinstance(record, Mapping) or "format" not in record:
             raise ValueError(f"input settings need a format, got {record!r}")
         known = _own_fields(record["format"]) if record["format"] in FORMATS else {}
+        options = {
+            **BEFORE_RECORDED.get(record["format"], {}),
+            **{name: record[name] for name in known if name in record},
+        }
         return cls(
             format=record["format"],
-            options={name: record[name] for name in known if name in record},
+            options=options,
             bits=int(record.get("bits", 18)),
             seed=int(record.get("seed", 0)),
             classes=int(record.get("classes", 0)),

@@ -207,8 +207,6 @@ def apply_labels(parsed, kind: str, classes: int, names: tuple[str, ...], raw_of
 
 # Sampled label texts beyond this many distinct values are not looked at further (a regression's labels).
 DISTINCT_LIMIT = 1000
-# Words among numeric labels up to this share of the sample are taken for damaged records, not classes.
-DAMAGED_SHARE = 0.1
 
 
 class LabelEncodingError(ValueError):
@@ -279,8 +277,8 @@ def infer_classes(kind: str, classes: int, names: tuple[str, ...], texts) -> Cla
         if math.isfinite(value):  # (not a finite number: a damaged record, never a class)
             numbers[value] = text
     worded = sum(distinct[word] for word in words)
-    if numbers and worded <= DAMAGED_SHARE * sum(distinct.values()):
-        words = []  # a few damaged labels among numbers: the read makes them dead letters
+    if numbers and worded < sum(distinct.values()) - worded:
+        words = []  # words among more numbers are damaged labels: the read makes them dead letters
     if numbers and words:
         raise LabelEncodingError(
             f"the labels mix numbers ({_seen(sorted(numbers))}) and words ({_seen(sorted(words))}): name the "

@@ -56,9 +56,10 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,11 +67,14 @@ import pyarrow.compute as pc
 from polybeam.formats.classes import string_labels
 from polybeam.formats.labels import apply_labels
 from polybeam.formats.libsvm import libsvm_slots
+from polybeam.formats.missing import is_blank_value
 from polybeam.formats.records import DeadLetter, InputFileError, ParsedBlock, reject_examples
 from polybeam.formats.settings import HashedFormat
+from polybeam.formats.text import first_occurrences
 from polybeam.formats.timestamps import TIME_MISSING, TIME_OK, parse_timestamps, problem, reject_untimed
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
-from polybeam.learners.hashing import feature_slot, slot_mask
+from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,16 @@ class ParquetFormat(HashedFormat):
         unreadable is a dead letter.
     ignore_columns : tuple of str
         Columns that are never features (named layout).
+    categorical_columns : tuple of str
+        Columns whose values are categories (named layout), whatever their
+        type: a numeric column's values as a CSV file of the table spells
+        them (``10115``, ``2.5``, ``True``). Text and dictionary-encoded
+        columns are categories anyway.
+    infer_categorical : bool
+        Whether text and dictionary-encoded columns are categorical features
+        (the default). False reads as models recorded before Parquet had
+        categories did: only numeric columns are features, and columns of any
+        other type are left out.
     """
 
     name: ClassVar[str] = "parquet"
@@ -124,6 +138,8 @@ class ParquetFormat(HashedFormat):
     id_column: str | None = None
     ignore_columns: tuple[str, ...] = ()
     timestamp_column: str | None = None
+    categorical_columns: tuple[str, ...] = ()
+    infer_categorical: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -132,6 +148,24 @@ class ParquetFormat(HashedFormat):
             object.__setattr__(self, "feature_columns", columns)
         ignored = (self.ignore_columns,) if isinstance(self.ignore_columns, str) else tuple(self.ignore_columns)
         object.__setattr__(self, "ignore_columns", ignored)
+        categorical = self.categorical_columns
+        categorical = (categorical,) if isinstance(categorical, str) else tuple(categorical)
+        object.__setattr__(self, "categorical_columns", categorical)
+        for column in categorical:
+            if not isinstance(column, str):
+                raise TypeError(f"categorical_columns must name columns (str), got {column!r}")
+        roles = {
+            "label": self.label_column,
+            "weight": self.weight_column,
+            "key": self.key_column,
+            "ID": self.id_column,
+            "timestamp": self.timestamp_column,
+        }
+        for role, column in roles.items():
+            if column is not None and column in categorical:
+                raise ValueError(f"the {role} column {column!r} cannot also be categorical")
+        if set(categorical) & set(ignored):
+            raise ValueError(f"columns {sorted(set(categorical) & set(ignored))} are both categorical and ignored")
         roles = {"label": self.label_column, "weight": self.weight_column, "key": self.key_column}
         for role, column in roles.items():
             if column is not None and column in ignored:
@@ -216,9 +250,14 @@ class ParquetFormat(HashedFormat):
         for row, reason in unknown_classes.items():
             reasons[row] = reason
         if self.indices_column in table.column_names:
-            indptr, slots, values, names = self._sparse_features(table, reasons)
+            if self.categorical_columns:
+                raise ValueError(
+                    f"categorical_columns are columns of named features, but this table holds sparse features in "
+                    f"its {self.indices_column!r} list column"
+                )
+            indptr, slots, values, names_of = self._sparse_features(table, reasons)
         else:
-            indptr, slots, values, names = self._named_features(table, reasons)
+            indptr, slots, values, names_of = self._named_features(table, reasons)
         bad_weight = ~(np.isfinite(weights) & (weights >= 0))
         reasons[bad_weight] = "importance weight must be finite and >= 0"
         good = np.equal(reasons, None).astype(bool)
@@ -233,7 +272,6 @@ class ParquetFormat(HashedFormat):
             bits=self.bits,
             row_ids=row_numbers,
             source=source,
-            names=names,
             tags=self._ids(table),
             timestamps=timestamps,
             **self._keys(table),
@@ -262,6 +300,9 @@ class ParquetFormat(HashedFormat):
         by_row = {first_row + row: why for row, why in time_problems.items()}
         parsed = reject_untimed(parsed, by_row, raw_finder(parsed.batch))
         parsed.dead_letters.sort(key=lambda letter: letter.offset)
+        if names_of is not None:  # (named only for the rows kept, as a CSV block's features are)
+            batch = replace(parsed.batch, names=names_of(parsed.batch.row_ids - first_row) or None)
+            parsed = replace(parsed, batch=batch)
         return parsed
 
     # -- columns ---------------------------------------------------------------
@@ -353,7 +394,8 @@ class ParquetFormat(HashedFormat):
         if not _is_numeric(column.type):
             hint = "" if self.label_names or not _is_text(column.type) else "; to read class names, pass label_names"
             raise ValueError(f"label column {self.label_column!r} must be numeric, got {column.type}{hint}")
-        return _to_float(column, missing=np.nan), ~_null_mask(column), {}
+        labels = _to_float(column, missing=np.nan)
+        return labels, ~np.isnan(labels), {}  # (NaN is a missing label, as null is)
 
     def _named_labels(self, column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
         """Class names (or numbers) from a string column, read in numba from the Arrow buffers."""
@@ -378,7 +420,9 @@ class ParquetFormat(HashedFormat):
             return np.ones(table.num_rows)
         if self.weight_column not in table.column_names:
             raise ValueError(f"weight column {self.weight_column!r} not found; the columns are {table.column_names}")
-        return _to_float(_numeric(table, self.weight_column, "weight column"), missing=1.0)
+        weights = _to_float(_numeric(table, self.weight_column, "weight column"), missing=1.0)
+        weights[np.isnan(weights)] = 1.0  # a missing weight (NaN as null) is 1
+        return weights
 
     def _sparse_features(self, table: pa.Table, reasons: np.ndarray):
         """CSR arrays from the list columns, flagging bad rows in ``reasons``."""
@@ -419,55 +463,225 @@ class ParquetFormat(HashedFormat):
         np.cumsum(np.bincount(entry_row[keep], minlength=n), out=indptr[1:])
         kept_indices = indices[keep]
         slots = libsvm_slots(np.maximum(kept_indices, 1), np.int64(slot_mask(self.bits)), np.int64(self.seed))
-        return indptr, slots, values[keep], None
+        return indptr, slots, values[keep], None  # (numbered features have no names)
 
     def _named_features(self, table: pa.Table, reasons: np.ndarray):
-        """CSR arrays from numeric columns, one feature per column, flagging bad rows."""
+        """CSR arrays from the feature columns (a numeric column's value, a category of each other one) and
+        what names the slots, flagging bad rows. Each row's features come in column order, as a CSV line's."""
         n = table.num_rows
-        if self.feature_columns is not None:
-            names = list(self.feature_columns)
-            for name in names:
-                if name not in table.column_names:
-                    raise ValueError(f"feature column {name!r} not found; the columns are {table.column_names}")
-                _numeric(table, name, "feature column")
-            positions = [table.column_names.index(name) for name in names]
-        else:
-            skip = {
-                self.label_column,
-                self.weight_column,
-                self.key_column,
-                self.id_column,
-                self.timestamp_column,
-                *self.ignore_columns,
-            }
-            # By position: two columns may share a name (Arrow allows it), and then are two features.
-            positions = [
-                j
-                for j, (name, column_type) in enumerate(zip(table.column_names, table.schema.types))
-                if name not in skip and _is_numeric(column_type)
-            ]
-            names = [table.column_names[j] for j in positions]
-            if not names:
-                described = ", ".join(f"{name}: {kind}" for name, kind in zip(table.column_names, table.schema.types))
-                raise ValueError(
-                    f"no feature columns: sparse features need an {self.indices_column!r} list column "
-                    f"(indices_column), named features numeric columns; the columns are {described}"
-                )
-        matrix = np.zeros((n, len(names)))
-        for j, (name, position) in enumerate(zip(names, positions)):
-            matrix[:, j] = _to_float(table.column(position), missing=0.0)
-            non_finite = ~np.isfinite(matrix[:, j])
-            if non_finite.any():
-                _flag(reasons, np.flatnonzero(non_finite), f"non-finite value in column {name!r}")
-        rows, columns = np.nonzero(matrix)  # row-major: each row's features in column order
+        mask = np.int64(slot_mask(self.bits))
+        names = _FeatureNames()
+        parts = []  # per feature column: (rows, slots, values, name ids), each row at most once
+        for position, name, categorical in self._feature_plan(table):
+            column = table.column(position)
+            if categorical:
+                rows, slots, ids = _category_features(column, name, np.int64(hash_string(name, self.seed)), mask, names)
+                parts.append((rows, slots, np.ones(len(rows)), ids))
+                continue
+            numbers = _to_float(column, missing=np.nan)  # NaN: a missing value, as null
+            infinite = np.isinf(numbers)
+            if infinite.any():
+                _flag(reasons, np.flatnonzero(infinite), f"non-finite value in column {name!r}")
+            rows = np.flatnonzero(np.isfinite(numbers) & (numbers != 0.0))
+            slot = feature_slot(name, self.bits, "", self.seed)
+            parts.append((rows, np.full(len(rows), slot, dtype=INDEX_DTYPE), numbers[rows], names.name(name, rows)))
+        counts = np.zeros(n, dtype=np.int64)
+        for rows, *_ in parts:
+            counts[rows] += 1
         indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-        column_slots = np.array([feature_slot(name, self.bits, "", self.seed) for name in names], dtype=INDEX_DTYPE)
-        used, first = np.unique(columns, return_index=True)
-        slot_names: dict[int, str] = {}
-        for column in used[np.argsort(first)]:  # first use wins a shared slot
-            slot_names.setdefault(int(column_slots[column]), names[column])
-        return indptr, column_slots[columns], matrix[rows, columns], slot_names
+        np.cumsum(counts, out=indptr[1:])
+        nnz = int(indptr[-1])
+        slots = np.empty(nnz, dtype=INDEX_DTYPE)
+        values = np.empty(nnz, dtype=np.float64)
+        name_ids = np.empty(nnz, dtype=np.int64)
+        cursor = indptr[:-1].copy()
+        for rows, column_slots, column_values, ids in parts:  # column by column, so each row's in column order
+            places = cursor[rows]
+            slots[places], values[places], name_ids[places] = column_slots, column_values, ids
+            cursor[rows] += 1
+
+        def names_of(kept_rows: np.ndarray) -> dict[int, str]:
+            kept = np.zeros(n, dtype=bool)
+            kept[kept_rows] = True
+            features = np.flatnonzero(np.repeat(kept, counts))
+            first = features[first_occurrences(slots[features], self.bits)]
+            return dict(zip(slots[first].tolist(), names.names(name_ids[first])))
+
+        return indptr, slots, values, names_of
+
+    def _feature_plan(self, table: pa.Table) -> list[tuple[int, str, bool]]:
+        """``(position, name, categorical)`` of every feature column of the named layout, in table order."""
+        column_names = table.column_names
+        for name in self.categorical_columns:
+            if name not in column_names:
+                raise ValueError(f"categorical column {name!r} not found; the columns are {column_names}")
+        plan = []
+        if self.feature_columns is not None:
+            chosen = [*self.feature_columns, *(c for c in self.categorical_columns if c not in self.feature_columns)]
+            for name in chosen:
+                if name not in column_names:
+                    raise ValueError(f"feature column {name!r} not found; the columns are {column_names}")
+                position = column_names.index(name)
+                plan.append((position, name, self._is_categorical(name, table.schema.types[position], chosen=True)))
+            return sorted(plan)
+        skip = {
+            self.label_column,
+            self.weight_column,
+            self.key_column,
+            self.id_column,
+            self.timestamp_column,
+            *self.ignore_columns,
+        }
+        # By position: two columns may share a name (Arrow allows it), and then are two features.
+        for position, (name, column_type) in enumerate(zip(column_names, table.schema.types)):
+            if name in skip:
+                continue
+            categorical = self._is_categorical(name, column_type, chosen=False)
+            if categorical is not None:
+                plan.append((position, name, categorical))
+        if not plan:
+            described = ", ".join(f"{name}: {kind}" for name, kind in zip(column_names, table.schema.types))
+            raise ValueError(
+                f"no feature columns: sparse features need an {self.indices_column!r} list column "
+                f"(indices_column), named features numeric or text columns; the columns are {described}"
+            )
+        return plan
+
+    def _is_categorical(self, name: str, column_type: pa.DataType, *, chosen: bool) -> bool | None:
+        """Whether a column's values are categories (True), numbers (False) or no feature at all (None: a column
+        of nulls only, or, reading as models recorded before there were Parquet categories did, anything but
+        numbers). A column that cannot be a feature is refused, naming it: nothing is left out silently."""
+        if _is_nested(column_type):
+            what = "its values cannot be categories" if name in self.categorical_columns else "it is no feature"
+            if not chosen and not self.infer_categorical:
+                return None
+            raise ValueError(f"column {name!r} holds {column_type}: {what}; {_unreadable_hint(name, column_type)}")
+        if name in self.categorical_columns:
+            return True
+        if pa.types.is_dictionary(column_type) or _is_text(column_type):
+            return True if (chosen or self.infer_categorical) else None
+        if _is_numeric(column_type):
+            return False
+        if pa.types.is_null(column_type):
+            return None  # (all missing)
+        if not chosen and not self.infer_categorical:
+            return None
+        raise ValueError(
+            f"column {name!r} holds {column_type}: it is no feature; {_unreadable_hint(name, column_type)}"
+        )
+
+
+class _FeatureNames:
+    """What names each feature of a table's named layout: an id per feature, resolved to its name (the
+    column's, or ``column=value``) only for the slots a batch keeps."""
+
+    def __init__(self) -> None:
+        self._bases: list[int] = []
+        self._sources: list[tuple[str, pa.Array | None]] = []
+        self._size = 0
+
+    def name(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """The ids of a numeric column's features (in ``rows``): one name, the column's."""
+        return np.full(len(rows), self._add(column, None, 1), dtype=np.int64)
+
+    def categories(self, column: str, texts: pa.Array) -> int:
+        """The id of the first of ``texts`` (a dictionary's values as text), the others following it."""
+        return self._add(column, texts, len(texts))
+
+    def _add(self, column: str, texts: pa.Array | None, size: int) -> int:
+        base = self._size
+        self._bases.append(base)
+        self._sources.append((column, texts))
+        self._size += size
+        return base
+
+    def names(self, ids: np.ndarray) -> list[str]:
+        which = np.searchsorted(np.asarray(self._bases), ids, side="right") - 1
+        names = []
+        for feature, source in zip(ids.tolist(), which.tolist()):
+            column, texts = self._sources[source]
+            if texts is None:
+                names.append(column)
+                continue
+            value = texts[feature - self._bases[source]].as_py()
+            names.append(f"{column}={value.decode('utf-8', errors='replace') if isinstance(value, bytes) else value}")
+        return names
+
+
+def _category_features(column: pa.ChunkedArray, name: str, seed: np.int64, mask: np.int64, names: _FeatureNames):
+    """``(rows, slots, name ids)`` of a categorical column's features: each distinct value (a chunk's
+    dictionary entry) is turned into text and hashed once, as CSV hashes the cell ``name=value``; a null, a
+    NaN, an empty or blank value is missing."""
+    rows, slots, ids = [], [], []
+    first_row = 0
+    for chunk in column.chunks:
+        if pa.types.is_string_view(chunk.type) or pa.types.is_binary_view(chunk.type):
+            chunk = chunk.cast(pa.large_string() if pa.types.is_string_view(chunk.type) else pa.large_binary())
+        encoded = chunk if pa.types.is_dictionary(chunk.type) else pc.dictionary_encode(chunk)
+        texts = _category_texts(encoded.dictionary, name)
+        _, data, offsets = _text_buffers(texts)
+        value_slots, missing = _category_slots(data, offsets, seed, mask)
+        missing |= _null_mask(texts)
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        present = np.flatnonzero(codes >= 0)
+        present = present[~missing[codes[present]]]
+        rows.append(first_row + present)
+        slots.append(value_slots[codes[present]])
+        ids.append(names.categories(name, texts) + codes[present])
+        first_row += len(chunk)
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=INDEX_DTYPE), np.zeros(0, dtype=np.int64)
+    return np.concatenate(rows), np.concatenate(slots).astype(INDEX_DTYPE), np.concatenate(ids)
+
+
+def _category_texts(values: pa.Array, name: str) -> pa.Array:
+    """Distinct values of a categorical column as the text a CSV file of the table holds (as pandas and
+    Python write them): text as it is, ``True``/``False``, whole numbers in digits, floating-point numbers
+    by Python's shortest repr (``1.0``, ``2.5``, ``1e-05``; NaN: missing). Python per distinct value only."""
+    if _is_text(values.type):
+        return values
+    if pa.types.is_boolean(values.type):
+        return pc.if_else(values, "True", "False")
+    if pa.types.is_floating(values.type):
+        numbers = values.to_numpy(zero_copy_only=False)  # (NaN where null)
+        return pa.array([None if number != number else str(number) for number in numbers], type=pa.large_string())
+    try:
+        return pc.cast(values, pa.large_string())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        raise ValueError(f"the values of column {name!r} ({values.type}) cannot be read as categories") from None
+
+
+@numba.njit(cache=True, nogil=True)
+def _category_slots(data, offsets, seed, mask):
+    """The slot of each text ``data[offsets[i]:offsets[i + 1]]`` as a category (CSV's ``hash_token``), and
+    whether it is blank (no category at all)."""
+    n = len(offsets) - 1
+    slots = np.zeros(n, dtype=np.int64)
+    blank = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if is_blank_value(data, offsets[i], offsets[i + 1]):
+            blank[i] = True
+        else:
+            slots[i] = hash_token(data, offsets[i], offsets[i + 1], seed) & mask
+    return slots, blank
+
+
+def _is_nested(column_type: pa.DataType) -> bool:
+    """Lists, structs, maps and unions: many values per row, never one feature."""
+    return pa.types.is_nested(column_type)
+
+
+def _unreadable_hint(name: str, column_type: pa.DataType) -> str:
+    """What to do with a column that cannot be a feature."""
+    ignore = f"leave it out with --ignore-columns {name} (ignore_columns=)"
+    if pa.types.is_list(column_type) or pa.types.is_large_list(column_type) or pa.types.is_fixed_size_list(column_type):
+        return f"{ignore}, or give sparse features as the list columns 'indices' and 'values' (indices_column=)"
+    if pa.types.is_temporal(column_type):
+        return (
+            f"name it as the event time (--timestamp column:{name}), read its values as categories "
+            f"(--categorical-columns {name}), or {ignore}"
+        )
+    return f"{ignore}, or make it numeric or text columns"
 
 
 def _flag(reasons: np.ndarray, rows: np.ndarray, reason: str) -> None:

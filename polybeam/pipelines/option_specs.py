@@ -281,10 +281,12 @@ TABLE = (
         "categorical-columns",
         _I,
         "input",
-        f"CSV: comma-separated columns whose values are categories (feature 'column=value'){AS_MODEL}",
+        "CSV/Parquet: comma-separated columns whose values are categories (feature 'column=value'; Parquet's "
+        f"text and dictionary columns are categories anyway){AS_MODEL}",
         type=columns,
         metavar="a,b",
-        readme="CSV columns whose values are categories (feature `a=value`)",
+        readme="CSV/Parquet columns whose values are categories (feature `a=value`; Parquet's text and dictionary "
+        "columns are anyway)",
     ),
     Option(
         "id-column",
@@ -320,6 +322,17 @@ TABLE = (
         "input",
         f"CSV: files have no header line; columns are named 1, 2, ...{AS_MODEL}",
         flag=True,
+    ),
+    Option(
+        "na-values",
+        _I,
+        "input",
+        "CSV: comma-separated spellings of a missing value besides the empty cell, quoted or not (default: "
+        f"pandas' NA, NaN, null, #N/A, ... and ?; '' for none){AS_MODEL}",
+        type=columns,
+        metavar="NA,?",
+        readme="CSV spellings of a missing value besides the empty cell (default: pandas' `NA`, `NaN`, `null`, "
+        "`#N/A`, ... and `?`; `''`: none); a missing cell is no feature, a missing label, a weight of 1",
     ),
     Option(
         "feature-names",

@@ -271,6 +271,7 @@ _INPUT_SETTINGS = {
     "ignore_columns": "ignore_columns",
     "id_column": "id_column",
     "delimiter": "csv_delimiter",
+    "na_values": "na_values",
 }
 
 

@@ -291,15 +291,38 @@ def split_csv(raw: bytes, delimiter: bytes) -> tuple[list[tuple[bytes, bytes, bo
         pos += 1
 
 
+# pandas.read_csv's default na_values (without ""), and UCI's "?": written out here, not imported.
+REF_NA_VALUES = (
+    *("#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>"),
+    *("N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null", "?"),
+)
+
+
 def ref_csv(
-    data: bytes, *, names, kinds, bits=18, seed=0, delimiter=b",", header_first=True, label_names=()
+    data: bytes,
+    *,
+    names,
+    kinds,
+    bits=18,
+    seed=0,
+    delimiter=b",",
+    header_first=True,
+    label_names=(),
+    na_values=REF_NA_VALUES,
 ) -> list[Line]:
-    """``kinds[j]`` is one of "numeric", "categorical", "label", "weight", "ignore", "id"."""
+    """``kinds[j]`` is one of "numeric", "categorical", "label", "weight", "ignore", "id".
+
+    A cell whose value (unquoted and trimmed) is empty or one of ``na_values`` is missing; a categorical
+    value of nothing but bytes up to the space is missing too."""
     mask = (1 << bits) - 1
+    missing = {value.encode("utf-8") for value in na_values} | {b""}
     lines = []
     for i, (offset, raw) in enumerate(split_lines(data)):
-        if (i == 0 and header_first) or is_skippable(raw):
-            lines.append(Line(offset, raw, "skipped"))
+        first_cell = (
+            raw.lstrip(BLANKS).split(delimiter, 1)[0].strip(bytes(c for c in b" \r\t" if bytes([c]) != delimiter))
+        )
+        if (i == 0 and header_first) or (is_skippable(raw) and first_cell not in missing - {b""}):
+            lines.append(Line(offset, raw, "skipped"))  # (a record may start with a missing value: #N/A)
             continue
         fields, problem = split_csv(raw, delimiter)
         if fields is None:
@@ -310,12 +333,15 @@ def ref_csv(
             continue
         line = Line(offset, raw, "example", has_label=False)
         for (value, raw_field, quoted), name, kind in zip(fields, names, kinds):
-            if kind == "id":  # the example's ID: its text, None when the cell is empty
-                line.tag = value.decode("utf-8", errors="replace") if value else None
+            if kind == "id":  # the example's ID: its text, None when the cell is missing
+                blank = value.strip(bytes(range(33))) == b""
+                line.tag = None if blank or value in missing else value.decode("utf-8", errors="replace")
                 continue
-            if value == b"" or kind == "ignore":
+            if value in missing or kind == "ignore":
                 continue
             if kind == "categorical":
+                if value.strip(bytes(range(33))) == b"":
+                    continue
                 line.slots.append(ref_hash(value, ref_hash(name.encode(), seed)) & mask)
                 line.values.append(1.0)
                 line.names.append(f"{name}={value.decode('utf-8', errors='replace')}")

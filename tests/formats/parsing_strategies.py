@@ -337,16 +337,37 @@ def csv_spec(rnd: random.Random) -> dict:
         kinds[rnd.choice(free)] = "weight"
     delimiter = rnd.choice([",", ",", ";", "\t", "|", " "])
     label_names = pick_class_names(rnd, CSV_CLASS_NAMES)
+    na_values = rnd.choice([None, None, (), tuple(rnd.sample(CSV_NA_VALUES, rnd.randint(1, 4)))])
     return {
         "names": names,
         "kinds": kinds,
         "delimiter": delimiter,
         "header": rnd.random() < 0.7,
         "label_names": label_names,
+        "na_values": na_values,  # None: the default spellings
     }
 
 
-def csv_cell(rnd: random.Random, kind: str, label_names: tuple[str, ...] = ()) -> str:
+# Missing-value spellings to choose from besides the default ones: numbers, a category, blanks inside.
+CSV_NA_VALUES = ["NA", "-999", "0", "1.5", "?", "missing value", "red", "n.a.", "名"]
+# The default spellings (pandas' and "?"), written out: the generators do not import the package.
+DEFAULT_NA_CELLS = (
+    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|nan|null|?".split("|")
+)
+
+
+def na_cells(spec: dict) -> list[str]:
+    """The spellings that are a missing value in the spec's CSV (its ``na_values``, None: the default)."""
+    return list(DEFAULT_NA_CELLS if spec.get("na_values") is None else spec["na_values"])
+
+
+def csv_cell(rnd: random.Random, kind: str, label_names: tuple[str, ...] = (), missing: list[str] = ()) -> str:
+    """A well-formed cell of a column of ``kind``; now and then one of the ``missing`` spellings (or, for a
+    category, blanks)."""
+    if missing and rnd.random() < 0.08:
+        return rnd.choice(missing)
+    if kind in ("categorical", "ignore") and rnd.random() < 0.03:
+        return "  "
     if kind == "label" and label_names:
         return "" if rnd.random() < 0.1 else label_token(rnd, label_names)
     if kind in ("numeric", "label"):
@@ -374,7 +395,7 @@ def csv_block(rnd: random.Random, spec: dict, *, max_lines: int = 10) -> bytes:
     if spec["header"]:
         lines.append(delimiter.join(csv_render(rnd, name, delimiter) for name in spec["names"]).encode())
     for _ in range(rnd.randint(0, max_lines)):
-        cells = (csv_cell(rnd, kind, spec["label_names"]) for kind in spec["kinds"])
+        cells = (csv_cell(rnd, kind, spec["label_names"], na_cells(spec)) for kind in spec["kinds"])
         lines.append(delimiter.join(csv_render(rnd, cell, delimiter) for cell in cells).encode())
         if rnd.random() < 0.1:
             lines.append(rnd.choice([b"", b"  ", b"# a comment, with delimiters; | \t"]))
@@ -395,6 +416,8 @@ def csv_cases(*, fuzz: bool = False) -> st.SearchStrategy[tuple[dict, bytes]]:
             if rnd.random() < 0.9:
                 data = b"\n".join(head + [mutate(rnd, b"\n".join(rest))])
             else:
+                if spec["header"] and b"\n" not in data:
+                    data += b"\n"  # (random bytes appended to the header would rename its last column)
                 data += rnd.randbytes(50)
         return spec, data
 

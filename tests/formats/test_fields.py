@@ -13,6 +13,7 @@ from polybeam.formats.fields import RowReading
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.mappings import batch_from_mappings
 from polybeam.formats.parquet import ParquetFormat
+from polybeam.learners.hashing import hash_string
 
 FIELDS = ("rid", "y", "w", "age", "income", "colour", "zip", "note")
 
@@ -155,10 +156,9 @@ def test_a_row_for_a_parquet_model_is_the_example_its_parquet_row_is():
     reading = RowReading(InputSettings.of(PARQUET))
     read = reading.examples(rows, bits=19, seed=3, labels="binary")
     assert_same_examples(read.batch, expected)
-    # The strings are no features for Parquet (as its reader leaves text columns out), unlike a CSV model's.
-    assert len(
-        RowReading(InputSettings.of(CsvFormat(label_column="label"))).examples(rows, bits=19, seed=3).batch.indices
-    ) > len(expected.indices)
+    # The strings are categories, as its reader reads text columns (and as a CSV model's rows read them).
+    colour = {hash_string(c, hash_string("colour", 3)) & ((1 << 19) - 1) for c in ("red", "blue")}
+    assert colour <= set(expected.indices.tolist())
     # One row at a time (RunInference's step): the same features through the mapping of each row.
     features = reading.feature_fields(list(rows[0]))
     features_of = reading.feature_mapper(list(rows[0]))
@@ -179,3 +179,41 @@ def test_sparse_list_rows_for_a_parquet_model():
     assert_same_examples(reading.examples(rows, bits=18, seed=0, labels="binary").batch, expected)
     mapped = batch_from_mappings([reading.feature_mapper(list(rows[0]))(row) for row in rows], bits=18, seed=0)
     assert mapped.indptr.tolist() == [0, 2, 3] and mapped.values.tolist() == [0.5, 3.0, 1.0]
+
+
+def test_rows_for_a_csv_model_take_its_missing_value_spellings():
+    """A row's string "NA" (or "?", ...) is what the CSV cell NA is for the model: missing (label, weight,
+    number or category), unless the model's na_values leave it out."""
+    rows = [
+        {"y": 1, "w": "NA", "x": "NA", "colour": "?", "zip": 10115},
+        {"y": "NA", "w": 2.0, "x": 1.5, "colour": "red", "zip": None},
+        {"y": 0, "w": None, "x": 2.0, "colour": "NA", "zip": 20095},
+    ]
+    text = b"y,w,x,colour,zip\n1,NA,NA,?,10115\nNA,2.0,1.5,red,\n0,,2.0,NA,20095\n"
+    options = dict(label_column="y", weight_column="w", categorical_columns=("colour", "zip"))
+    for na_values in ((), ("NA", "?")):
+        fmt = CsvFormat(**options, na_values=na_values, bits=18, seed=0)
+        reading = RowReading(InputSettings.of(fmt))
+        read = reading.examples(rows, bits=18, seed=0, labels="binary")
+        parsed = CsvFormat(**options, na_values=na_values, labels="binary").parse(text)
+        if na_values:
+            assert_same_examples(read.batch, parsed.batch)
+            assert read.refused == [(1, "missing label")] and parsed.dead_letters[0].reason == "missing label"
+        else:  # "NA" is no label, no weight and no number: refused, as its line is a dead letter
+            assert [position for position, _ in read.refused] == [0, 1]
+            assert len(parsed.dead_letters) == 2
+    mapped = RowReading(InputSettings.of(CsvFormat(**options))).feature_mapper(list(rows[0]))(rows[2])
+    assert mapped == {"x": 2.0, "colour": None, "zip": "20095"}
+
+
+def test_rows_for_a_parquet_model_read_its_categorical_columns():
+    fmt = ParquetFormat(labels="binary", categorical_columns=("zip",))
+    rows = [{"label": 1, "zip": 10115, "size": 2.5, "city": "Berlin"}, {"label": -1, "zip": None, "size": 1.0}]
+    reading = RowReading(InputSettings.of(fmt))
+    expected = fmt.parse_table(pa.Table.from_pylist(rows)).batch
+    assert_same_examples(reading.examples(rows, bits=18, seed=0, labels="binary").batch, expected)
+    features_of = reading.feature_mapper(["label", "zip", "size", "city"])
+    mapped = batch_from_mappings([features_of(row) for row in rows], bits=18, seed=0)
+    for name in ("indptr", "indices", "values"):
+        np.testing.assert_array_equal(getattr(mapped, name), getattr(expected, name))
+    assert features_of(rows[0]) == {"zip": "10115", "size": 2.5, "city": "Berlin"}

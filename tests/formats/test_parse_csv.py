@@ -90,7 +90,7 @@ def test_first_block_header_wins_even_when_header_is_passed():
         (b'1,"2"x,3', "text after the closing double quote in column 'a': '\"2\"x'"),
         (b"1,abc,3", "column 'a': not a number: 'abc'"),
         (b"1, 2x ,3", "column 'a': not a number: ' 2x '"),
-        (b"1,nan,3", "column 'a': non-finite value: 'nan'"),
+        (b"1,NAN,3", "column 'a': non-finite value: 'NAN'"),  # (not one of the default na_values)
         (b"1,2,1e999", "column 'b': non-finite value: '1e999'"),
         (b"x,2,3", "label column 'y': not a number: 'x'"),
         (b",2,3", "missing label"),
@@ -183,6 +183,90 @@ def test_bom_in_header_is_ignored():
     assert batch.labels.tolist() == [1.0]
 
 
+# -- missing values ------------------------------------------------------------------
+
+
+def batch_arrays(batch) -> tuple:
+    return (
+        batch.labels.tolist(),
+        batch.weights.tolist(),
+        batch.indptr.tolist(),
+        batch.indices.tolist(),
+        batch.values.tolist(),
+        batch.names,
+    )
+
+
+@pytest.mark.parametrize("spelling", [b"NA", b"NaN", b"nan", b"?", b"#N/A", b"NULL", b"None", b'"NA"', b" NA "])
+def test_missing_value_spellings_read_as_empty_cells(spelling):
+    """NA, NaN, ?, ... (quoted or padded too) in a numeric, categorical, weight or ID cell: what an empty cell
+    reads as, not a dead letter and not a category."""
+    fmt = CsvFormat(label_column="y", weight_column="w", categorical_columns=("c",), id_column="id", labels="binary")
+    template = b"id,y,x,c,w\n{m},1,{m},red,2\nr2,0,1.5,{m},{m}\nr3,1,{m},{m},0.5\n"
+    spelled = fmt.parse(template.replace(b"{m}", spelling))
+    empty = fmt.parse(template.replace(b"{m}", b""))
+    assert spelled.dead_letters == [] and empty.dead_letters == []
+    assert batch_arrays(spelled.batch) == batch_arrays(empty.batch)
+    assert spelled.batch.tags.tolist() == [None, "r2", "r3"]
+    assert spelled.batch.weights.tolist() == [2.0, 1.0, 0.5]
+
+
+def test_a_missing_label_is_a_dead_letter_in_training_and_kept_for_prediction():
+    data = b"y,x\nNA,1\n?,2\n1,3\n"
+    training = CsvFormat(labels="binary").parse(data)
+    assert training.batch.labels.tolist() == [1.0]
+    assert [(letter.line, letter.reason) for letter in training.dead_letters] == [
+        (2, "missing label"),
+        (3, "missing label"),
+    ]
+    prediction = CsvFormat(labels="any").parse(data).batch
+    assert len(prediction) == 3 and np.isnan(prediction.labels[:2]).all()
+    assert prediction.values.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_na_values_say_which_spellings_are_missing():
+    data = b"y,x,c\n1,NA,NA\n0,-999,?\n"
+    none = CsvFormat(categorical_columns=("c",), na_values=()).parse(data)
+    assert [letter.reason for letter in none.dead_letters] == ["column 'x': not a number: 'NA'"]
+    assert none.batch.names == {feature_slot("x"): "x", category_slot("c", "?"): "c=?"}  # "?" is a category
+    sentinel = CsvFormat(categorical_columns=("c",), na_values=("-999", "?", "NA")).parse(data)
+    assert sentinel.dead_letters == [] and sentinel.batch.indptr.tolist() == [0, 0, 0]
+    assert CsvFormat(na_values=[" NA ", "", "NA"]).na_values == ("NA",)  # trimmed, no empty one, no repeats
+
+
+def test_a_record_may_start_with_a_missing_value_spelled_with_a_hash():
+    """#N/A first on a line (or after an empty first cell) is a missing value, not the start of a comment."""
+    parsed = CsvFormat(label_column="y").parse(b"x,y\n#N/A,1\n# a comment\n#NA,0\n")
+    assert (len(parsed.batch), parsed.skipped) == (2, 2) and parsed.batch.indptr.tolist() == [0, 0, 0]
+    tabbed = CsvFormat(label_column="y", delimiter="\t").parse(b"a\tx\ty\n\t#N/A\t1\n\t# not a value\t1\n")
+    assert (len(tabbed.batch), tabbed.skipped) == (1, 2)
+
+
+def test_a_category_that_is_blank_is_missing():
+    batch = CsvFormat(categorical_columns=("c",)).parse(b'y,c\n1,"  "\n1,""\n1," x "\n').batch
+    assert batch.indptr.tolist() == [0, 0, 0, 1] and batch.names == {category_slot("c", "x"): "c= x "}
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"na_values": "NA"}, "not a single string"),
+        ({"na_values": ("NA", 1)}, "must be strings"),
+        ({"na_values": ("a\nb",)}, "line break"),
+        (
+            {"labels": "multiclass", "label_names": ("yes", "NA")},
+            "label name 'NA' is also a spelling of a missing value",
+        ),
+    ],
+)
+def test_na_values_errors(options, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        CsvFormat(**options)
+    if "label_names" in options:  # without NA among the spellings, "NA" may be a class
+        parsed = CsvFormat(**options, na_values=("?",)).parse(b"y,x\nNA,1\n?,2\n")
+        assert parsed.batch.labels.tolist() == [2.0] and parsed.dead_letters[0].reason == "missing label"
+
+
 # -- class names ---------------------------------------------------------------------
 
 ANIMALS = ("cat", "dog", 'say "hi"', " spaced ", "名前", "k15599")
@@ -264,6 +348,7 @@ def format_for(spec: dict, options: dict) -> tuple[CsvFormat, list[str]]:
         categorical_columns=tuple(refer(i) for i, k in enumerate(kinds) if k == "categorical"),
         ignore_columns=tuple(refer(i) for i, k in enumerate(kinds) if k == "ignore"),
         id_column=refer(kinds.index("id")) if "id" in kinds else None,
+        **({} if spec.get("na_values") is None else {"na_values": spec["na_values"]}),
         **options,
     )
     return fmt, names
@@ -291,6 +376,7 @@ def check_against_reference(spec, data, options, *, offset=0, first_line=1, head
         delimiter=spec["delimiter"].encode(),
         header_first=spec["header"] and offset == 0,
         label_names=spec["label_names"],
+        **({} if spec.get("na_values") is None else {"na_values": spec["na_values"]}),
     )
     examples = assert_matches(
         parsed,

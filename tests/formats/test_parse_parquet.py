@@ -15,7 +15,11 @@ from hypothesis import strategies as st
 from parsing_strategies import PROPERTY_SETTINGS
 
 from polybeam.formats import ParquetFormat
-from polybeam.learners.hashing import feature_slot, libsvm_slot
+from polybeam.learners.hashing import feature_slot, hash_string, libsvm_slot
+
+
+def category_slot(column: str, value: str, seed: int = 0, bits: int = 18) -> int:
+    return hash_string(value, hash_string(column, seed)) & ((1 << bits) - 1)
 
 
 def sparse_table(**extra):
@@ -75,10 +79,14 @@ def test_labels_weights_and_missing_labels():
     reasons = {letter.offset: letter.reason for letter in parsed.dead_letters}
     assert reasons == {
         1: "missing label",
-        2: "label must be a finite number",
+        2: "missing label",  # NaN is missing, as null (and as NaN in a CSV cell)
         3: "importance weight must be finite and >= 0",
     }
     assert parsed.records == 4
+    inf = sparse_table(label=[1.0, float("inf"), 1.0, 1.0], weight=[None, float("nan"), 0.5, 1.0])
+    parsed = ParquetFormat(weight_column="weight").parse_table(inf)
+    assert parsed.batch.weights.tolist() == [1.0, 0.5, 1.0]  # a missing weight (null, NaN) is 1
+    assert [letter.reason for letter in parsed.dead_letters] == ["label must be a finite number"]
 
 
 def test_label_kinds():
@@ -95,35 +103,37 @@ def test_unlabelled_tables_for_prediction():
         ParquetFormat().parse_table(table)
 
 
-def test_named_layout_uses_numeric_columns():
+def test_named_layout_reads_numbers_and_categories():
     table = pa.table(
         {
             "label": [1, 0, 1],
             "age": [30, None, 0],
             "income": [0.5, 2.0, 0.0],
-            "city": ["a", "b", "c"],
+            "city": ["a", "b", None],
             "member": [True, False, True],
         }
     )
     parsed = ParquetFormat().parse_table(table)
     batch = parsed.batch
     age, income, member = (feature_slot(name) for name in ("age", "income", "member"))
-    assert batch.indptr.tolist() == [0, 3, 4, 5]
-    assert batch.indices.tolist() == [age, income, member, income, member]
-    assert batch.values.tolist() == [30.0, 0.5, 1.0, 2.0, 1.0]
-    assert batch.names == {age: "age", income: "income", member: "member"}
+    a, b = category_slot("city", "a"), category_slot("city", "b")
+    assert batch.indptr.tolist() == [0, 4, 6, 7]
+    assert batch.indices.tolist() == [age, income, a, member, income, b, member]
+    assert batch.values.tolist() == [30.0, 0.5, 1.0, 1.0, 2.0, 1.0, 1.0]
+    assert batch.names == {age: "age", income: "income", member: "member", a: "city=a", b: "city=b"}
+    # Read as models recorded before Parquet had categories: the text column is left out.
+    before = ParquetFormat(infer_categorical=False).parse_table(table).batch
+    assert before.indices.tolist() == [age, income, member, income, member]
 
 
 def test_named_layout_with_chosen_columns_and_dead_letters():
     nan, inf = float("nan"), float("inf")
     table = pa.table({"y": [1.0, 1.0, 1.0], "a": [1.0, nan, 2.0], "b": [1.0, 1.0, -inf], "c": [5, 5, 5]})
     parsed = ParquetFormat(label_column="y", feature_columns=("a", "b")).parse_table(table)
-    assert parsed.batch.indices.tolist() == [feature_slot("a"), feature_slot("b")]
-    assert [letter.reason for letter in parsed.dead_letters] == [
-        "non-finite value in column 'a'",
-        "non-finite value in column 'b'",
-    ]
-    assert parsed.dead_letters[0].raw == '{"y": 1.0, "a": NaN, "b": 1.0, "c": 5}'
+    a, b = feature_slot("a"), feature_slot("b")
+    assert parsed.batch.indices.tolist() == [a, b, b]  # NaN is a missing value, as null
+    assert [letter.reason for letter in parsed.dead_letters] == ["non-finite value in column 'b'"]
+    assert parsed.dead_letters[0].raw == '{"y": 1.0, "a": 2.0, "b": -Infinity, "c": 5}'
 
 
 def test_record_batches_and_chunked_tables():
@@ -165,7 +175,7 @@ def test_empty_table():
     [
         (pa.table({"label": ["a"], "x": [1]}), {}, "label column 'label' must be numeric"),
         (pa.table({"label": [1], "x": [1]}), {"feature_columns": ("z",)}, "feature column 'z' not found"),
-        (pa.table({"label": [1], "x": ["s"]}), {"feature_columns": ("x",)}, "feature column 'x' must be numeric"),
+        (pa.table({"label": [1], "x": [[1.0]]}), {"feature_columns": ("x",)}, "column 'x' holds list<item: double>"),
         (pa.table({"label": [1], "indices": [1]}), {}, "must be a list column"),
         (pa.table({"label": [1], "indices": [["a"]]}), {}, "lists of integers"),
         (pa.table({"label": [1], "x": [1]}), {"weight_column": "w"}, "weight column 'w' not found"),
@@ -323,3 +333,109 @@ def test_ids_of_any_kind_arrive_as_their_text_in_any_chunking(ids, chunks, numer
     kept = [i for i in range(len(values)) if i % 5]
     assert batch.tags.tolist() == [None if values[i] is None else str(values[i]) for i in kept]
     assert batch.row_ids.tolist() == kept
+
+
+# -- categories ----------------------------------------------------------------------
+
+
+def test_text_and_dictionary_columns_are_categories_as_csv_reads_them():
+    """string, large_string, string_view and dictionary-encoded columns (of text or numbers): feature
+    ``column=value`` at the slot CSV gives the cell; null, empty and blank values are missing."""
+    values = ["red", None, "", "  ", "dark, blue", "10115"]
+    expected = [category_slot("c", "red"), category_slot("c", "dark, blue"), category_slot("c", "10115")]
+    for column in (
+        pa.array(values, pa.string()),
+        pa.array(values, pa.large_string()),
+        pa.array(values, pa.string_view()),
+        pa.array(values, pa.string()).dictionary_encode(),
+        pa.array(values, pa.large_string()).dictionary_encode(),
+        pa.DictionaryArray.from_arrays(
+            pa.array([0, None, 1, 1, 2, 3], pa.int8()), values[:1] + ["", "dark, blue", "10115"]
+        ),
+    ):
+        batch = ParquetFormat().parse_table(pa.table({"label": [1.0] * 6, "c": column})).batch
+        assert batch.indptr.tolist() == [0, 1, 1, 1, 1, 2, 3], column.type
+        assert batch.indices.tolist() == expected and batch.values.tolist() == [1.0] * 3
+        assert sorted(batch.names.values()) == ["c=10115", "c=dark, blue", "c=red"]
+    integers = pa.array([7, None, 10115], pa.int64()).dictionary_encode()  # pandas' category dtype of numbers
+    batch = ParquetFormat().parse_table(pa.table({"label": [1.0] * 3, "zip": integers})).batch
+    assert batch.indices.tolist() == [category_slot("zip", "7"), category_slot("zip", "10115")]
+
+
+def test_chunks_with_their_own_dictionaries():
+    first = pa.array(["a", "b"]).dictionary_encode()
+    second = pa.array(["b", "c", "a"]).dictionary_encode()
+    table = pa.table({"label": [1.0] * 5, "c": pa.chunked_array([first, second])})
+    batch = ParquetFormat().parse_table(table).batch
+    assert batch.indices.tolist() == [category_slot("c", value) for value in "abbca"]
+
+
+@pytest.mark.parametrize(
+    "column, cells",
+    [
+        (pa.array([10115, None, -3, 0], pa.int32()), ["10115", None, "-3", "0"]),
+        (pa.array([1.0, 2.5, None, float("nan"), 1e-05, float("inf")]), ["1.0", "2.5", None, None, "1e-05", "inf"]),
+        (pa.array([1.1, 0.5], pa.float32()), ["1.1", "0.5"]),  # as a float32 column's CSV spells it
+        (pa.array([True, False, None]), ["True", "False", None]),  # as pandas and Python write them
+    ],
+)
+def test_categorical_columns_read_numbers_as_a_csv_file_spells_them(column, cells):
+    table = pa.table({"label": [1.0] * len(column), "n": column})
+    batch = ParquetFormat(categorical_columns=("n",)).parse_table(table).batch
+    expected = [category_slot("n", cell) for cell in cells if cell is not None]
+    assert batch.indices.tolist() == expected
+    assert np.diff(batch.indptr).tolist() == [int(cell is not None) for cell in cells]
+
+
+def test_a_column_that_cannot_be_a_feature_is_refused_naming_it():
+    table = pa.table({"label": [1.0], "x": [2.0], "tags": [["a", "b"]]})
+    with pytest.raises(ValueError, match=r"t.parquet: column 'tags' holds list<item: string>: it is no feature; "):
+        ParquetFormat().parse_table(table, source="t.parquet")
+    assert ParquetFormat(ignore_columns=("tags",)).parse_table(table).batch.values.tolist() == [2.0]
+    stamped = pa.table({"label": [1.0], "x": [2.0], "when": pa.array([0], pa.timestamp("s"))})
+    with pytest.raises(ValueError, match=r"--timestamp column:when"):
+        ParquetFormat().parse_table(stamped)
+    nested = pa.table({"label": [1.0], "s": [{"a": 1}]})
+    with pytest.raises(ValueError, match="column 's' holds struct<a: int64>: its values cannot be categories"):
+        ParquetFormat(categorical_columns=("s",)).parse_table(nested)
+    # A column of nulls only (a writer's type for a column of Nones) is all missing: nothing to read.
+    empty = pa.table({"label": [1.0], "x": [2.0], "nothing": pa.array([None], pa.null())})
+    assert ParquetFormat().parse_table(empty).batch.values.tolist() == [2.0]
+    # Read as models recorded before Parquet had categories: anything but numbers is left out.
+    assert ParquetFormat(infer_categorical=False).parse_table(table).batch.values.tolist() == [2.0]
+
+
+@pytest.mark.parametrize(
+    "options, table, message",
+    [
+        ({"categorical_columns": ("label",)}, None, "the label column 'label' cannot also be categorical"),
+        ({"categorical_columns": ("k",), "key_column": "k"}, None, "the key column 'k' cannot also be categorical"),
+        ({"categorical_columns": ("a",), "ignore_columns": ("a",)}, None, "both categorical and ignored"),
+        ({"categorical_columns": ("z",)}, pa.table({"label": [1.0], "x": [1]}), "categorical column 'z' not found"),
+        ({"categorical_columns": ("x",)}, sparse_table(x=[1, 2, 3, 4]), "this table holds sparse features"),
+    ],
+)
+def test_categorical_columns_errors(options, table, message):
+    with pytest.raises(ValueError, match=message):
+        ParquetFormat(**options).parse_table(table if table is not None else pa.table({"label": [1.0]}))
+
+
+def test_feature_columns_may_be_text_and_categorical_columns_are_features():
+    table = pa.table({"label": [1.0, 1.0], "x": [1.0, 2.0], "c": ["a", "b"], "n": [3, 4]})
+    batch = ParquetFormat(feature_columns=("c",), categorical_columns=("n",)).parse_table(table).batch
+    assert batch.indices.tolist() == [
+        category_slot("c", "a"),
+        category_slot("n", "3"),
+        category_slot("c", "b"),
+        category_slot("n", "4"),
+    ]
+
+
+def test_slots_are_named_by_the_rows_kept():
+    """Two categories in one slot (4 bits): the name is the first kept row's, as in a CSV block."""
+    values = [f"v{i}" for i in range(40)]
+    slots = [category_slot("c", value, bits=4) for value in values]
+    first, second = next((i, j) for i in range(40) for j in range(i + 1, 40) if slots[i] == slots[j])
+    table = pa.table({"label": [float("nan"), 1.0], "c": [values[first], values[second]]})
+    parsed = ParquetFormat(bits=4).parse_table(table)  # the first row has no label: a dead letter
+    assert parsed.batch.names == {slots[second]: f"c={values[second]}"}

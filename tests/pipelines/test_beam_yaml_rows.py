@@ -155,8 +155,8 @@ providers:
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_files(stores, tmp_path, capsys):
-    """A model trained on Parquet reads rows as its reader reads a table: numbers are features, the key's text is
-    not (it is the CSV's categorical column that makes it one). MapToFields renames the label and adds a weight
+    """A model trained on Parquet reads rows as its reader reads a table: numbers are values, the key's text is a
+    category (as a text column of its files is). MapToFields renames the label and adds a weight
     (``label:``/``weight:``), Create hands over rows with nulls."""
     import pyarrow as pa
     import pyarrow.csv as pv
@@ -225,7 +225,16 @@ def test_parquet_created_and_mapped_rows_score_as_the_parquet_model_reads_its_fi
     expected = trained.predict(
         ParquetFormat(labels="any")
         .parse_table(
-            pa.table({"f1": [0.5, None], "f2": [-1.0, None], "f3": [None, 1.5], "f4": [2.0, None], "f5": [0.0, 1.0]})
+            pa.table(
+                {
+                    "key": ["key3", "key9"],
+                    "f1": [0.5, None],
+                    "f2": [-1.0, None],
+                    "f3": [None, 1.5],
+                    "f4": [2.0, None],
+                    "f5": [0.0, 1.0],
+                }
+            )
         )
         .batch
     )

@@ -18,6 +18,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from polybeam import datasets
+from polybeam.formats.missing import DEFAULT_NA_VALUES
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.options import given_options
 from polybeam.transforms.keyed_files import KeyedFolder, read_index
@@ -114,6 +115,7 @@ def test_the_model_records_how_its_input_was_read_and_where_it_came_from(csv_mod
         "ignore_columns": ["notes"],
         "key_column": None,
         "id_column": "rid",
+        "na_values": list(DEFAULT_NA_VALUES),
         "bits": 18,
         "seed": 0,
         "classes": 0,

@@ -68,7 +68,7 @@ from hypothesis import strategies as st
 
 from polybeam.formats.formats import make_format
 from polybeam.formats.records import MAX_RAW_CHARS, DeadLetter, ReadCounts
-from polybeam.learners.hashing import feature_slot
+from polybeam.learners.hashing import feature_slot, hash_string
 from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.sources import CorruptInputError, GzipStream, TextBlockSource
 from tests.transforms.torture_corpus import (
@@ -316,7 +316,8 @@ def test_parquet_file(corpus, key):
 def test_parquet_named_columns_of_one_name_are_two_features(corpus):
     _, got = corpus["parquet-named_columns"]
     slots = got["examples"][0][3]
-    assert slots == (feature_slot("a"), feature_slot("a"), feature_slot("d"))
+    identity = hash_string("id1", hash_string("id", 0)) & ((1 << 18) - 1)  # a string column is a category
+    assert slots == (feature_slot("a"), feature_slot("a"), feature_slot("d"), identity)
 
 
 PARQUET_ERRORS = parquet_error_cases()

@@ -327,8 +327,9 @@ def _csv_cases() -> list[TextCase]:
         case(
             "labels",
             [
-                *(Line(label + b",1,2,red", FINITE_LABEL) for label in (b"nan", b"inf", b"-inf", b"1e309")),
+                *(Line(label + b",1,2,red", FINITE_LABEL) for label in (b"NAN", b"inf", b"-inf", b"1e309")),
                 Line(b",1,2,red", "missing label"),
+                *(Line(label + b",1,2,red", "missing label") for label in (b"nan", b"NA", b'"?"', b"#N/A")),
                 Line(b"1,1,2,red", GOOD, label=1.0),
             ],
         ),
@@ -338,7 +339,8 @@ def _csv_cases() -> list[TextCase]:
                 Line(b"1,1e308,-1e308,red", GOOD, values=(1e308, -1e308, 1.0)),
                 Line(b"1,1e309,1,red", "column 'a': non-finite value: '1e309'"),
                 Line(b"1,1,-1e309,red", "column 'b': non-finite value: '-1e309'"),
-                Line(b"1,nan,1,red", "column 'a': non-finite value: 'nan'"),
+                Line(b"1,NAN,1,red", "column 'a': non-finite value: 'NAN'"),  # (no missing-value spelling)
+                Line(b"1,nan,NA,?", GOOD, values=()),  # missing values (a number, a number, a category)
                 Line(b"1,1e-400,1,red", GOOD, values=(1.0, 1.0)),  # a underflows to 0: dropped
             ],
         ),
@@ -556,8 +558,8 @@ def parquet_cases() -> list[ParquetCase]:
             "values": [[1e308, -1e308], [inf], [1.0, 2.0, 0.5], [nan], [1e-320, 0.0], [-inf]],
         }
     )
-    # Named columns: two called "a" (two features of that name), a decimal one,
-    # and columns no feature can come from (a struct, a list, strings), left out.
+    # Named columns: two called "a" (two features of that name), a decimal one, strings (categories),
+    # and columns no feature can come from (a struct, a list), ignored (else the file is refused).
     named = pa.Table.from_arrays(
         [
             pa.array([1.0, 0.0, nan, 1.0]),
@@ -576,7 +578,7 @@ def parquet_cases() -> list[ParquetCase]:
             "labels",
             sparse_labels,
             [
-                Row(FINITE_LABEL),
+                Row("missing label"),  # NaN, as null
                 Row(FINITE_LABEL),
                 Row(FINITE_LABEL),
                 Row(GOOD, label=1.0, values=(2.5,), slots=(4,)),
@@ -600,11 +602,12 @@ def parquet_cases() -> list[ParquetCase]:
             "named_columns",
             named,
             [
-                Row(GOOD, label=1.0, values=(0.5, 2.0, 1.25)),
+                Row(GOOD, label=1.0, values=(0.5, 2.0, 1.25, 1.0)),
                 Row("non-finite value in column 'a'"),
-                Row(FINITE_LABEL),
-                Row(GOOD, label=1.0, values=(1e308, 5.0)),  # the null decimal is a missing value
+                Row("missing label"),  # NaN, as null
+                Row(GOOD, label=1.0, values=(1e308, 5.0, 1.0)),  # the null decimal is a missing value
             ],
+            options={"ignore_columns": ("meta", "tags")},
         ),
         ParquetCase("null_typed_label_column", null_labels, [Row("missing label")] * 3),
     ]
@@ -628,17 +631,19 @@ def parquet_error_cases() -> list[tuple[str, pa.Table | bytes, dict, str]]:
             "label column 'label' must be numeric, got list<element: double>",
         ),
         (
-            "struct_features_only",
-            pa.table({"label": [1.0, 0.0], "s": [{"x": 1.0}, {"x": 2.0}]}),
+            "struct_features",
+            pa.table({"label": [1.0, 0.0], "x": [1.0, 2.0], "s": [{"x": 1.0}, {"x": 2.0}]}),
             {},
-            "no feature columns",
+            "column 's' holds struct<x: double>: it is no feature; leave it out with --ignore-columns s",
         ),
         (
             "list_features_under_another_name",
             pa.table({"label": [1.0, 0.0], "feats": [[1.0], [2.0]]}),
             {},
-            "no feature columns",
+            "column 'feats' holds list<element: double>: it is no feature; leave it out with --ignore-columns "
+            "feats (ignore_columns=), or give sparse features as the list columns 'indices' and 'values'",
         ),
+        ("nothing_but_the_label", pa.table({"label": [1.0, 0.0], "s": pa.nulls(2)}), {}, "no feature columns"),
         ("string_indices", pa.table({"label": [1.0], "indices": [["a"]]}), {}, "must hold lists of integers"),
         ("struct_indices", pa.table({"label": [1.0], "indices": [[{"i": 1}]]}), {}, "must hold lists of integers"),
         (
