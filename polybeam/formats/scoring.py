@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from polybeam.formats.columns import check_missing_columns
 from polybeam.formats.records import InputFileError
 from polybeam.learners.choices import MISSING_COLUMNS
 
@@ -67,13 +68,6 @@ _COLUMN_LISTS = ("categorical_columns", "ignore_columns")
 class ColumnsMismatch(InputFileError):
     """A scoring file whose columns cannot be what the model reads (the message names the file, what it
     lacks and what to do)."""
-
-
-def check_missing_columns(missing: str) -> str:
-    """Validate a ``missing_columns`` setting."""
-    if missing not in MISSING_COLUMNS:
-        raise ValueError(f"missing_columns must be one of {', '.join(MISSING_COLUMNS)}, got {missing!r}")
-    return missing
 
 
 @dataclass(frozen=True)
@@ -345,4 +339,4 @@ def _is_record(line: bytes) -> bool:
     return bool(text) and not text.startswith(b"#")
 
 
-__all__ = ["MISSING_COLUMNS", "ColumnsMismatch", "ScoringColumns", "ScoringFormat", "check_missing_columns"]
+__all__ = ["MISSING_COLUMNS", "ColumnsMismatch", "ScoringColumns", "ScoringFormat"]
