@@ -48,7 +48,7 @@ from polybeam.pipelines.job_parts import (
     write_dead_letters,
 )
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
-from polybeam.pipelines.model_input import check_sample, header_columns, recorded_input, scoring_input
+from polybeam.pipelines.model_input import check_sample, recorded_input, scoring_input, with_columns
 from polybeam.pipelines.options import (
     JobSettings,
     given_config_fields,
@@ -281,7 +281,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     else:  # a warm start reads as its model did: nothing is left to decide
         choices = InputChoices(config, settings)
     config, settings = choices.config, choices.settings
-    settings = settings.replace(columns=header_columns(job.input, settings))
+    settings = with_columns(job.input, settings)
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
     inside = (lambda name: join(model_path, name)) if folder else (lambda name: f"{model_path}.{name}")

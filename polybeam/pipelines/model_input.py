@@ -99,11 +99,50 @@ def header_columns(pattern: str, settings: InputSettings) -> tuple[str, ...]:
     return tuple(str(i + 1) for i in range(count))
 
 
-def _parquet_columns(path: str) -> tuple[str, ...]:
+def _parquet_schema(path: str):
     import pyarrow.parquet as pq
 
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-        return tuple(pq.ParquetFile(stream).schema_arrow.names)
+        return pq.ParquetFile(stream).schema_arrow
+
+
+def _parquet_columns(path: str) -> tuple[str, ...]:
+    return tuple(_parquet_schema(path).names)
+
+
+def with_columns(pattern: str, settings: InputSettings) -> InputSettings:
+    """``settings`` with the columns of the first input file (see :func:`header_columns`), as a model records
+    them; for Parquet, with its text columns among the categorical ones too (the reader takes them as
+    categories by their type: recorded by name, every reader of the model's rows knows them)."""
+    columns = header_columns(pattern, settings)
+    settings = settings.replace(columns=columns)
+    options = settings.options
+    if settings.format != "parquet" or not columns or not options.get("infer_categorical", True):
+        return settings
+    if options["indices_column"] in columns:  # (sparse lists: no named features)
+        return settings
+    try:
+        schema = _parquet_schema(first_file(pattern))
+    except Exception:  # the job's read reports a file it cannot read
+        return settings
+    import pyarrow as pa
+
+    roles = {options.get(name) for name in ("label_column", "weight_column", "key_column", "id_column")}
+    roles |= {options.get("timestamp_column"), *options.get("ignore_columns", ())}
+    chosen = options.get("feature_columns")
+
+    def is_text(kind) -> bool:  # (dictionary-encoded, strings or bytes: categories, as the reader takes them)
+        checks = ("is_string", "is_large_string", "is_string_view", "is_binary", "is_large_binary")
+        return pa.types.is_dictionary(kind) or any(getattr(pa.types, check)(kind) for check in checks)
+
+    text = [
+        name
+        for name, kind in zip(schema.names, schema.types)
+        if is_text(kind) and name not in roles and (chosen is None or name in chosen)
+    ]
+    if not text:
+        return settings
+    return settings.replace(categorical_columns=tuple(dict.fromkeys([*options["categorical_columns"], *text])))
 
 
 def scoring_reader(
@@ -271,6 +310,7 @@ __all__ = [
     "InputMismatch",
     "check_sample",
     "header_columns",
+    "with_columns",
     "model_note",
     "named_label",
     "recorded_input",
