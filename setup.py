@@ -65,7 +65,12 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["polybeam", "polybeam.*"]),
-    package_data={"polybeam": ["yaml_providers.yaml"], "polybeam.datasets": ["data/*.libsvm.gz", "groups/*.json"]},
+    package_data={
+        "polybeam": ["yaml_providers.yaml"],
+        "polybeam.datasets": ["data/*.libsvm.gz", "groups/*.json"],
+        # The POMs Maven resolves Beam's Flink and Spark job servers from (polybeam engines fetch).
+        "polybeam.engines": ["poms/*.xml"],
+    },
     install_requires=[
         "apache-beam>=2.77,<3",
         "numpy>=1.26",

@@ -326,6 +326,7 @@ def time_pipeline_overheads(path: str, out: str, env: dict, repeats: int) -> dic
         "gsa, raw features": ("--step", "gsa", "--no-normalize"),
     }
     model = os.path.join(out, "models", "overhead.model")
+    os.makedirs(os.path.dirname(model), exist_ok=True)  # (polybeam writes into folders that exist)
     best: dict = {}
     for _ in range(repeats):
         for name, extra in runs.items():

@@ -30,16 +30,24 @@ roles, the class names of ``classes_``), so that ``model_.save(path)`` then
 ``polybeam evaluate``/``predict`` and the RunInference handlers read new
 rows as the estimator did, or refuse rows they cannot read so.
 
-* ``fit`` learns ``passes`` passes over ``(X, y)`` in order, from scratch;
-  with several, one row in ``holdout_period`` is held out, every pass is
+* ``fit`` learns ``passes`` passes over ``(X, y)``, from scratch (or, with
+  ``warm_start=True``, going on from the previous fit's learner); each pass
+  in a new random order (``shuffle=True``, seeded by ``random_state``, as
+  scikit-learn's SGD estimators: an online learner given rows sorted by label
+  learns mostly the last class); ``shuffle=False`` learns them in order;
+  with several passes, one row in ``holdout_period`` is held out (the same
+  rows whatever the order), every pass is
   scored on them, and the estimator keeps the best pass, stopping after
   ``early_terminate`` passes without improvement (as ``SGDClassifier``'s
   ``early_stopping``, with VW's defaults: see
   :mod:`polybeam.learners.holdout`); fewer than ``holdout_min_examples``
   held out (small data) are learned too from the second pass on;
-  ``partial_fit`` learns one pass over a mini-batch, going on from the
-  previous ones (a stream: apple then expands after ``expand_after``, twice
-  that, ... examples, unless ``examples_per_pass`` says how many to expect).
+  ``partial_fit`` learns one pass over a mini-batch (its rows shuffled as
+  ``fit``'s), going on from the previous ones (a stream: apple then expands
+  after ``expand_after``, twice that, ... examples, unless
+  ``examples_per_pass`` says how many to expect). ``verbose=1`` prints a line
+  per pass (its progressive loss, and its holdout loss), ``verbose=2`` also
+  ``polybeam train``'s progress lines at doubling example counts.
 * ``PolybeamClassifier``: two classes with ``loss="logistic"`` (default) or
   ``"hinge"`` (which has no ``predict_proba``); more than two with
   ``"logistic"`` or ``"softmax"``, both multinomial logistic regression
@@ -66,20 +74,28 @@ True
 from __future__ import annotations
 
 import dataclasses
+import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from polybeam.formats.classes import check_label_names
 from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.labels import LabelEncodingError, infer_classes
 from polybeam.learners import lbfgs
 from polybeam.learners.arrays import batch_from_arrays, column_slots, is_table, text_columns
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.curve import progress_line
+from polybeam.learners.holdout import PassSelection, holdout_progress_line, shuffled
+from polybeam.learners.label_order import LabelOrder
 from polybeam.learners.model import finalize_predictions, softmax_probabilities
-from polybeam.learners.polynomial import make_learner
+from polybeam.learners.polynomial import linear_part, make_learner
+from polybeam.learners.warm_start import check_compatible, continue_learner
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -94,7 +110,7 @@ except ImportError:  # scikit-learn 1.4 and 1.5: the estimator's own method
     _FINITE = "force_all_finite"
     _NO_ARRAY = {"cast_to_ndarray": False}
 
-__all__ = ["PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
+__all__ = ["ESTIMATOR_SETTINGS", "PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
 
 _DEFAULTS = {field.name: field.default for field in dataclasses.fields(LearnerConfig)}
 # LearnerConfig's settings the estimators take from the labels instead of a parameter: a classifier
@@ -102,6 +118,9 @@ _DEFAULTS = {field.name: field.default for field in dataclasses.fields(LearnerCo
 # Settings the estimator sets itself (the task's classes), or that have no meaning without keys (the shared
 # per-key model's offset prior).
 TASK_SETTINGS = ("classes", "class_names", "offset_prior")
+# The estimators' own parameters, which say how fit feeds the learner rather than how it learns (as
+# SGDClassifier's): the order of the rows, going on from the previous fit, progress lines.
+ESTIMATOR_SETTINGS = ("shuffle", "random_state", "warm_start", "verbose")
 # What every entry of X may be (NaN: a missing feature).
 _VALIDATION = {"accept_sparse": "csr", "dtype": np.float64, _FINITE: "allow-nan"}
 
@@ -154,7 +173,8 @@ class _PolybeamEstimator(BaseEstimator):
     def _settings(self) -> dict:
         """The LearnerConfig settings of the constructor parameters (a LearnerConfig field that is not
         one yet keeps its default: tests/test_sklearn.py fails until it is)."""
-        return self.get_params(deep=False)
+        settings = self.get_params(deep=False)
+        return {name: value for name, value in settings.items() if name not in ESTIMATOR_SETTINGS}
 
     def _config(self, **task) -> LearnerConfig:
         settings = {**self._settings(), **task}
@@ -187,15 +207,57 @@ class _PolybeamEstimator(BaseEstimator):
             raise ValueError("sample_weight must contain at least one non-zero weight: there is nothing to learn")
         return weights
 
-    def _learn(self, batch, *, fresh: bool) -> None:
-        if fresh:
-            self.learner_ = make_learner(self.config_)
-            self.learner_.fit(batch)
+    def _continues(self) -> bool:
+        """Whether ``fit`` goes on from the previous fit's learner (``warm_start``)."""
+        return bool(self.warm_start) and hasattr(self, "learner_")
+
+    def _random(self):
+        """The random generator of this call's row orders (None without ``shuffle``)."""
+        return check_random_state(self.random_state) if self.shuffle else None
+
+    def _fit(self, batch) -> None:
+        """``passes`` passes over ``batch``, from scratch or (``warm_start``) from the previous fit's learner."""
+        progress = _Progress(self.verbose)
+        if self._continues():
+            learner = self.learner_
+            try:
+                check_compatible(learner.config, self.config_, "the previous fit's learner (warm_start)")
+            except ValueError as error:
+                raise ValueError(f"{type(self).__name__}: {error}; fit with warm_start=False to start afresh") from None
+            # As a warm start of polybeam train: this fit's passes are judged afresh, after the last one closes.
+            continue_learner(learner, self.config_)
+            learner.selection_ = PassSelection.of(self.config_)
+            if linear_part(learner).examples_seen:
+                learner.start_pass()
         else:
-            self.learner_.learn(batch)
+            learner = make_learner(self.config_)
+        if not self.shuffle:  # in the order given: say so when that order would mislead the learner
+            found = LabelOrder().add(batch.labels).warning("fit with shuffle=True (the default)")
+            if found:
+                warnings.warn(f"{type(self).__name__}: {found}", UserWarning, stacklevel=3)
+        progress.attach(learner)
+        self.learner_ = learner.fit(batch, shuffle=self._random(), after_pass=progress.after_pass)
         self.model_ = self.learner_.to_model({"input": self.input_.to_dict()})
-        if fresh and self.config_.lbfgs_passes:  # the finishing stage, as Train runs it (polybeam.learners.lbfgs)
-            self.model_ = lbfgs.finish(self.model_, [batch], self.config_.lbfgs_passes, self.config_.lbfgs_l2)
+        if self.config_.lbfgs_passes:  # the finishing stage, as Train runs it (polybeam.learners.lbfgs)
+            config = self.config_
+            self.model_ = lbfgs.finish(
+                self.model_,
+                [batch],
+                config.lbfgs_passes,
+                config.lbfgs_l2,
+                period=lbfgs.stage_holdout_period(config),
+                seed=config.seed,
+            )
+
+    def _partial_fit(self, batch, *, first: bool) -> None:
+        """One pass over ``batch`` (its rows in a random order with ``shuffle``), going on from earlier calls."""
+        if first:
+            self.learner_ = make_learner(self.config_)
+        progress = _Progress(self.verbose)
+        progress.attach(self.learner_)
+        self.learner_.learn(shuffled(batch, self._random()))
+        progress.after_partial_fit(self.learner_)
+        self.model_ = self.learner_.to_model({"input": self.input_.to_dict()})
 
     def _margins(self, X) -> np.ndarray:
         check_is_fitted(self, "model_")
@@ -213,13 +275,61 @@ class _PolybeamEstimator(BaseEstimator):
 
 
 def _class_names(classes: np.ndarray) -> tuple[str, ...]:
-    """The classes' names as a model file records them (the text of each label), when those texts can be
-    read back as the same classes (distinct, valid names); else none (the model then counts its classes)."""
-    names = tuple(str(label) for label in classes)
+    """The classes' names as a model file records them, decided as ``polybeam train`` decides them for the
+    same labels (see :func:`polybeam.formats.labels.infer_classes`): none for -1/+1, 0/1 or the class numbers
+    1..K (the loss's own labels), else the text of each label, when those texts read back as the same
+    classes; else none (the model then counts its classes)."""
+    texts = [str(label) for label in classes]
+    kind = "binary" if len(classes) == 2 else "multiclass"
     try:
-        return check_label_names(names) if len(set(names)) == len(names) else ()
+        return infer_classes(kind, 0 if kind == "binary" else len(classes), (), texts).names
+    except LabelEncodingError:
+        pass
+    try:
+        return check_label_names(tuple(texts)) if len(set(texts)) == len(texts) else ()
     except (TypeError, ValueError):
         return ()
+
+
+class _Progress:
+    """What ``verbose`` prints, as scikit-learn's estimators do (``print``): a line per pass, and with
+    ``verbose >= 2`` the learning curve's points at doubling example counts (``polybeam train``'s lines)."""
+
+    def __init__(self, verbose):
+        self.verbose = int(verbose or 0)
+        self.started = time.perf_counter()
+
+    def attach(self, learner) -> None:
+        # (and detached otherwise: a learner of an earlier, more verbose call may still hold it)
+        linear_part(learner).curve_.progress = self.point if self.verbose >= 2 else None
+
+    def point(self, point: dict, curve) -> None:
+        if point["examples"] == 1:
+            self.started = time.perf_counter()
+        seconds = time.perf_counter() - self.started
+        print(progress_line(point, point["examples"] / seconds if seconds > 0 else float("nan")))
+
+    def after_pass(self, learner, number: int, learned: dict) -> None:
+        """The line of ``fit``'s pass ``number`` (see polybeam.learners.holdout.train_passes), and its holdout's."""
+        if self.verbose < 1:
+            return
+        self._line(f"pass {number}", learned)
+        selection = learner.selection_
+        if selection.history and selection.history[-1]["pass"] == number:
+            print(holdout_progress_line(selection))
+
+    def after_partial_fit(self, learner) -> None:
+        """The line of a ``partial_fit`` call: the stream's one pass so far."""
+        if self.verbose >= 1:
+            linear = linear_part(learner)
+            self._line("partial_fit", {"examples": linear.examples_seen, "progressive_loss": linear.progressive_loss})
+
+    def _line(self, what: str, learned: dict) -> None:
+        print(
+            f"-- {what}: {learned['examples']} examples, progressive loss {learned['progressive_loss']:.6f}, "
+            f"{time.perf_counter() - self.started:.2f} s"
+        )
+        self.started = time.perf_counter()
 
 
 def _has_probabilities(estimator) -> bool:
@@ -234,6 +344,16 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
     loss : {"logistic", "hinge", "softmax"}, default "logistic"
         Two classes: logistic or hinge loss (hinge: no ``predict_proba``).
         More classes: ``logistic`` and ``softmax`` both mean softmax loss.
+    shuffle : bool, default True
+        Learn the rows of each pass (and of each ``partial_fit`` mini-batch) in a new random order.
+    random_state : int, RandomState instance or None, default None
+        Seeds the orders (None: NumPy's global random state), as scikit-learn's ``random_state``.
+    warm_start : bool, default False
+        ``fit`` goes on from the previous fit's learner (its weights, step sizes, apple's products)
+        instead of starting afresh; the classes stay the first fit's.
+    verbose : int, default 0
+        1: a line per pass (progressive loss, holdout loss); 2: also progress lines at doubling
+        example counts, as ``polybeam train`` prints them.
     Every other parameter is the :class:`~polybeam.learners.config.LearnerConfig`
     setting of that name, with its default. ``classes`` and ``class_names``
     come from ``y``.
@@ -298,6 +418,10 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         interactions=_DEFAULTS["interactions"],
         lbfgs_passes=_DEFAULTS["lbfgs_passes"],
         lbfgs_l2=_DEFAULTS["lbfgs_l2"],
+        shuffle=True,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
     ):
         self.loss = loss
         self.step = step
@@ -333,6 +457,10 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         self.interactions = interactions
         self.lbfgs_passes = lbfgs_passes
         self.lbfgs_l2 = lbfgs_l2
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
 
     # -- the task: classes and the learner's labels -------------------------------------------------
 
@@ -371,25 +499,31 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
     # -- learning -------------------------------------------------------------------------------------
 
     def fit(self, X, y, sample_weight=None):
-        """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
+        """Learn ``passes`` passes over ``(X, y)``, each in a new random order unless ``shuffle=False``, from
+        scratch or, with ``warm_start``, going on from the previous fit (``sample_weight``: importance weights)."""
+        continues = self._continues()
         label = y
-        X, y = self._checked(X, y, reset=True)
+        X, y = self._checked(X, y, reset=not continues)
         check_classification_targets(y)
         weights = self._weights(sample_weight, X)
-        self.classes_ = np.unique(y)
-        if weights is not None and len(self.classes_) > 1 and len(np.unique(y[weights > 0])) < 2:
+        if continues:  # warm_start: the classes (and the input contract) stay the first fit's; y may hold fewer
+            self._labels(y)
+        else:
+            self.classes_ = np.unique(y)
+        if weights is not None and len(self.classes_) > 1 and len(np.unique(y[weights > 0])) < 2 and not continues:
             raise ValueError(
                 f"{type(self).__name__} needs examples of at least two classes with a positive "
                 "sample_weight; only one class has any"
             )
         self.config_ = self._task_config()
-        self.input_ = self._input_contract(X, label)
-        self._learn(self._batch(X, self._labels(y), weights), fresh=True)
+        if not continues:
+            self.input_ = self._input_contract(X, label)
+        self._fit(self._batch(X, self._labels(y), weights))
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Learn one pass over ``(X, y)``, going on from earlier calls; the first call needs ``classes``
-        (every label the stream will hold)."""
+        """Learn one pass over ``(X, y)`` (its rows in a random order unless ``shuffle=False``), going on from
+        earlier calls; the first call needs ``classes`` (every label the stream will hold)."""
         first = not hasattr(self, "learner_")
         label = y
         X, y = self._checked(X, y, reset=first)
@@ -404,7 +538,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
             raise ValueError(
                 f"classes {np.unique(classes).tolist()} differ from the first call's {self.classes_.tolist()}"
             )
-        self._learn(self._batch(X, self._labels(y), self._weights(sample_weight, X)), fresh=first)
+        self._partial_fit(self._batch(X, self._labels(y), self._weights(sample_weight, X)), first=first)
         return self
 
     # -- predicting -----------------------------------------------------------------------------------
@@ -445,6 +579,8 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
     Parameters
     ----------
     loss : {"squared"}, default "squared"
+    shuffle, random_state, warm_start, verbose
+        As :class:`PolybeamClassifier`'s.
     Every other parameter is the :class:`~polybeam.learners.config.LearnerConfig`
     setting of that name, with its default.
 
@@ -501,6 +637,10 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         interactions=_DEFAULTS["interactions"],
         lbfgs_passes=_DEFAULTS["lbfgs_passes"],
         lbfgs_l2=_DEFAULTS["lbfgs_l2"],
+        shuffle=True,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
     ):
         self.loss = loss
         self.step = step
@@ -536,6 +676,10 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         self.interactions = interactions
         self.lbfgs_passes = lbfgs_passes
         self.lbfgs_l2 = lbfgs_l2
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
 
     def _task_config(self) -> LearnerConfig:
         if self.loss != "squared":
@@ -545,23 +689,27 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         return self._config()
 
     def fit(self, X, y, sample_weight=None):
-        """Learn ``passes`` passes over ``(X, y)`` from scratch (``sample_weight``: importance weights)."""
+        """Learn ``passes`` passes over ``(X, y)``, each in a new random order unless ``shuffle=False``, from
+        scratch or, with ``warm_start``, going on from the previous fit (``sample_weight``: importance weights)."""
+        continues = self._continues()
         label = y
-        X, y = self._checked(X, y, reset=True, y_numeric=True)
+        X, y = self._checked(X, y, reset=not continues, y_numeric=True)
         self.config_ = self._task_config()
-        self.input_ = self._input_contract(X, label)
-        self._learn(self._batch(X, y, self._weights(sample_weight, X)), fresh=True)
+        if not continues:
+            self.input_ = self._input_contract(X, label)
+        self._fit(self._batch(X, y, self._weights(sample_weight, X)))
         return self
 
     def partial_fit(self, X, y, sample_weight=None):
-        """Learn one pass over ``(X, y)``, going on from earlier calls."""
+        """Learn one pass over ``(X, y)`` (its rows in a random order unless ``shuffle=False``), going on from
+        earlier calls."""
         first = not hasattr(self, "learner_")
         label = y
         X, y = self._checked(X, y, reset=first, y_numeric=True)
         if first:
             self.config_ = self._task_config()
             self.input_ = self._input_contract(X, label)
-        self._learn(self._batch(X, y, self._weights(sample_weight, X)), fresh=first)
+        self._partial_fit(self._batch(X, y, self._weights(sample_weight, X)), first=first)
         return self
 
     def predict(self, X) -> np.ndarray:

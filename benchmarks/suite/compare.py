@@ -26,6 +26,60 @@ from harness import markdown_table  # noqa: E402
 MARGIN = 0.005
 OURS = ("polybeam", "polybeam apple", "polybeam 20 passes")
 PEERS = ("vw", "sklearn ridgecv", "sklearn batch")
+# Issue 31: centring and the finishing stage against their alternatives, on log loss (``run.py`` records it).
+LOSS_MARGIN = 0.002
+ALTERNATIVES = (
+    ("polybeam", "polybeam no-center"),
+    ("polybeam 20 passes", "polybeam 20 passes no-center"),
+    ("polybeam lbfgs", "polybeam"),
+)
+
+
+def _loss(result: dict, name: str) -> float | None:
+    """Held-out log loss (classification) or relative MSE (regression) of ``name``, when recorded."""
+    entry = result["summary"].get(name)
+    if entry is None:
+        return None
+    return entry["error"] if result["task"] == "regression" else entry.get("log_loss")
+
+
+def loss_sections(before: dict, after: dict) -> list[str]:
+    """Log loss / relative MSE: every polybeam learner's moves of more than LOSS_MARGIN, and each default
+    against its alternative in the after run (none when the runs did not record log loss).
+
+    >>> run = {"results": {"t": {"task": "binary", "summary": {"polybeam": {"error": 0.1, "log_loss": 0.3}}}}}
+    >>> loss_sections(run, run)[2]
+    'None.'
+    """
+    old, new = before["results"], after["results"]
+    learners = sorted({name for r in new.values() for name in r["summary"] if name.startswith("polybeam")})
+    moved = []
+    for task, result in new.items():
+        for name in learners:
+            a, b = (_loss(old[task], name) if task in old else None), _loss(result, name)
+            if a is not None and b is not None and abs(b - a) > LOSS_MARGIN:
+                moved.append([task, name, f"{a:.4f}", f"{b:.4f}", f"{b - a:+.4f}"])
+    lines = [
+        f"## Log loss (classification) or relative MSE (regression) that moved by more than {LOSS_MARGIN}",
+        "",
+        markdown_table(["task", "learner", "before", "after", "change"], moved) if moved else "None.",
+        "",
+    ]
+    for ours, theirs in ALTERNATIVES:
+        rows = [
+            [task, f"{_loss(r, ours):.4f}", f"{_loss(r, theirs):.4f}", f"{_loss(r, ours) - _loss(r, theirs):+.4f}"]
+            for task, r in new.items()
+            if _loss(r, ours) is not None
+            and _loss(r, theirs) is not None
+            and _loss(r, ours) - _loss(r, theirs) > LOSS_MARGIN
+        ]
+        lines += [
+            f"## After: {ours} worse than {theirs} by more than {LOSS_MARGIN} ({len(rows)} tasks)",
+            "",
+            markdown_table(["task", ours, theirs, "difference"], rows) if rows else "None.",
+            "",
+        ]
+    return lines
 
 
 def _error(summary: dict, name: str) -> float | None:
@@ -75,6 +129,7 @@ def render(before: dict, after: dict, title: str) -> str:
             "",
             markdown_table(["task", "kind", "learner", "before", "after", "change"], changes) if changes else "None.",
             "",
+            *loss_sections(before, after),
         ]
     )
 

@@ -58,6 +58,26 @@ def _learners() -> dict:
                 task, runners.polybeam_flags(task, "--passes", "20"), split.train, split.test
             ),
         ),
+        # Added for issue 31 (learners, not a change of protocol): centring's and the finishing stage's
+        # defaults against their alternatives (log loss: ``summary[...]["log_loss"]``).
+        "polybeam no-center": (
+            lambda task, rows: True,
+            lambda task, split: runners.run_polybeam(
+                task, runners.polybeam_flags(task, "--no-center"), split.train, split.test
+            ),
+        ),
+        "polybeam 20 passes no-center": (
+            lambda task, rows: rows < SMALL_ROWS,
+            lambda task, split: runners.run_polybeam(
+                task, runners.polybeam_flags(task, "--passes", "20", "--no-center"), split.train, split.test
+            ),
+        ),
+        "polybeam lbfgs": (
+            lambda task, rows: True,
+            lambda task, split: runners.run_polybeam(
+                task, runners.polybeam_flags(task, "--lbfgs-passes", "5"), split.train, split.test
+            ),
+        ),
         "vw": (lambda task, rows: True, lambda task, split: runners.run_vw(task, split)),
         "vw stage_poly": (
             lambda task, rows: task.kind in polynomial_tasks,
@@ -97,6 +117,11 @@ def run_task(meta: dict, seeds, splits_folder: str, learners: list[str]) -> dict
         name: {
             "error": float(np.mean([r["error"] for r in results])),
             "seconds": float(np.mean([r["seconds"] for r in results])),
+            **(
+                {"log_loss": float(np.mean([r["log_loss"] for r in results]))}
+                if all(r.get("log_loss") is not None for r in results)
+                else {}
+            ),
         }
         for name, results in runs.items()
     }

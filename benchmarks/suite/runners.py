@@ -113,11 +113,35 @@ def train_like_train(config, batch):
     return learner.fit([batch]).to_model()
 
 
+def log_loss(task: Task, labels: np.ndarray, margins: np.ndarray) -> float | None:
+    """Mean held-out log loss of a binary (labels +-1, margins) or multiclass (labels 1..K, n x K scores)
+    model; None for regression (its measure is the relative MSE).
+
+    >>> round(log_loss(Task("t", "binary", None, 1), np.array([1., -1]), np.array([0., 0.])), 4)
+    0.6931
+    """
+    labels = np.asarray(labels, dtype=float)
+    if task.kind == "binary":
+        return float(np.mean(np.logaddexp(0.0, -np.where(labels > 0, 1.0, -1.0) * margins)))
+    if task.kind == "multiclass":
+        scores = margins - margins.max(axis=1, keepdims=True)
+        norm = np.log(np.exp(scores).sum(axis=1))
+        return float(np.mean(norm - scores[np.arange(len(labels)), labels.astype(int) - 1]))
+    return None
+
+
 def run_polybeam(task: Task, flags: list[str], train: str, test: str) -> dict:
-    """``polybeam train FLAGS`` on ``train``, measured on ``test``."""
+    """``polybeam train FLAGS`` on ``train``, measured on ``test`` (the finishing stage too, when the
+    flags ask for it: as ``Train`` runs it after the online passes)."""
     config = polybeam_config(flags)
     started = time.perf_counter()
-    model = train_like_train(config, read_batch(train, config))
+    batch = read_batch(train, config)
+    model = train_like_train(config, batch)
+    if config.lbfgs_passes:
+        from polybeam.learners import lbfgs
+
+        period = lbfgs.stage_holdout_period(config)
+        model = lbfgs.finish(model, [batch], config.lbfgs_passes, config.lbfgs_l2, period=period, seed=config.seed)
     seconds = time.perf_counter() - started
     test_batch = read_batch(test, config)
     # What `polybeam predict` answers: a class (softmax), a clamped value (squared), a score's sign.
@@ -127,8 +151,10 @@ def run_polybeam(task: Task, flags: list[str], train: str, test: str) -> dict:
         predictions = model.predict(test_batch)
     else:
         predictions = model.margins(test_batch)
+    margins = model.margins(test_batch) if task.kind != "regression" else None
     return {
         "error": task_error(task, test_batch.labels, predictions),
+        "log_loss": log_loss(task, test_batch.labels, margins),
         "seconds": seconds,
         "nonzero": int(model.nonzero),
     }

@@ -549,3 +549,71 @@ def _format(examples: SyntheticExamples, *, vw: bool) -> bytes:
     out = np.empty(size, dtype=np.uint8)
     used = _format_kernel(examples.labels, examples.indptr, examples.indices, row_prefix, feature_suffix, out)
     return out[:used].tobytes()
+
+
+@dataclass(frozen=True)
+class ShortTexts:
+    """Short texts with binary labels, in many keys of a few rows each (like package descriptions).
+
+    Each text is a few words of a Zipf vocabulary (word ``t{i}`` drawn with probability proportional
+    to ``(i + 1) ** -zipf_exponent``); each key (a family of packages, say) has a uniform number of
+    training rows in ``rows_per_key`` and one test row more, and with ``key_word`` every row of a key
+    names the key's own word (``k12name``), as every description of a family names it. A row's
+    label is a logistic draw of its key's offset (normal, ``offset_mean`` and ``offset_scale``) plus
+    its words' weights (normal, ``word_scale``) over the square root of their count. ``always`` puts that word in every row; ``repeat`` is the share of rows that say a
+    word twice (the ``always`` word, else the key's word, else the first word): VW text counts each
+    as a feature of value 1, so the word's slot appears twice in the example (``always always``).
+
+    Examples
+    --------
+    >>> train, test = ShortTexts(keys=2, rows_per_key=(1, 3), seed=1).generate()
+    >>> len(test), sorted({key for key, _ in test})
+    (2, ['k0', 'k1'])
+    >>> print(test[0][1])
+    1 'k0 |w k0name t8 t7 t2 t1051 t0 t7
+    """
+
+    keys: int = 1500
+    vocabulary: int = 3000
+    zipf_exponent: float = 1.05
+    words: tuple[int, int] = (2, 10)
+    rows_per_key: tuple[int, int] = (1, 20)
+    key_word: bool = True
+    always: str | None = None
+    repeat: float = 0.0
+    offset_mean: float = -0.5
+    offset_scale: float = 1.5
+    word_scale: float = 1.0
+    seed: int = 0
+
+    def generate(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """``(train, test)``: lists of ``(key, VW text line)``, the training rows shuffled, the test
+        rows one per key (the tag is the key)."""
+        rng = np.random.default_rng(self.seed)
+        frequency = 1.0 / np.arange(1, self.vocabulary + 1) ** self.zipf_exponent
+        frequency /= frequency.sum()
+        word_weights = rng.normal(0.0, self.word_scale, self.vocabulary)
+        offsets = rng.normal(self.offset_mean, self.offset_scale, self.keys)
+        rows = rng.integers(self.rows_per_key[0], self.rows_per_key[1], self.keys) + 1  # (+ the test row)
+        train, test = [], []
+        for key in range(self.keys):
+            for row in range(rows[key]):
+                drawn = rng.choice(self.vocabulary, size=rng.integers(*self.words), p=frequency)
+                score = offsets[key] + word_weights[drawn].sum() / np.sqrt(len(drawn))
+                label = 1 if rng.random() < 1.0 / (1.0 + np.exp(-score)) else -1
+                tokens = [f"t{word}" for word in drawn]
+                if self.key_word:
+                    tokens.insert(0, f"k{key}name")
+                if self.always is not None:
+                    tokens.insert(0, self.always)
+                if rng.random() < self.repeat:
+                    tokens.append(tokens[0])
+                line = f"{label} 'k{key} |w " + " ".join(tokens)
+                (test if row == rows[key] - 1 else train).append((f"k{key}", line))
+        order = rng.permutation(len(train))
+        return [train[i] for i in order], test
+
+    @staticmethod
+    def to_vw(rows: Sequence[tuple[str, str]]) -> bytes:
+        """The rows' lines as a VW text file."""
+        return ("\n".join(line for _, line in rows) + "\n").encode()

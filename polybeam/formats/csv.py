@@ -68,7 +68,7 @@ from polybeam.formats.missing import (
     missing_spellings,
 )
 from polybeam.formats.numbers import scan_number
-from polybeam.formats.records import ParsedBlock
+from polybeam.formats.records import InputFileError, ParsedBlock
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.text import (
     EXAMPLE,
@@ -90,10 +90,11 @@ from polybeam.formats.text import (
     skip_blanks,
     token_text,
 )
-from polybeam.formats.timestamps import TIME_OK, parse_timestamps, problem, reject_untimed
+from polybeam.formats.timestamps import TIME_OK, UNITS, check_unit, parse_timestamps, problem, reject_untimed
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
+from polybeam.learners.values import TOO_LARGE_REASON, learnable
 
 # What each column is for.
 IGNORED = 0
@@ -113,6 +114,7 @@ BAD_LABEL = FIRST_ERROR + 5
 BAD_WEIGHT = FIRST_ERROR + 6
 INVALID_WEIGHT = FIRST_ERROR + 7
 UNKNOWN_CLASS = FIRST_ERROR + 8
+TOO_LARGE_NUMBER = FIRST_ERROR + 9
 
 
 @numba.njit(cache=True)
@@ -282,6 +284,8 @@ def _parse_record(
                         pending = BAD_NUMBER
                     elif not np.isfinite(number):
                         pending = NON_FINITE_NUMBER
+                    elif not learnable(number):  # (polybeam.learners.values)
+                        pending = TOO_LARGE_NUMBER
                     elif number != 0.0:
                         slots[nnz] = column_slots[column]
                         values[nnz] = number
@@ -588,9 +592,12 @@ class CsvFormat(HashedFormat):
         (None).
     timestamp_column : str or int, optional
         A column whose value is each example's event time (``batch.timestamps``;
-        ``--timestamp column:NAME``), not a feature: seconds since the epoch or
+        ``--timestamp column:NAME``), not a feature: a number since the epoch or
         ISO-8601 (see :mod:`polybeam.formats.timestamps`). A record whose time
-        is missing or unreadable is a dead letter.
+        is missing, unreadable or outside the years 1 to 9999 is a dead letter.
+    timestamp_unit : {None, "s", "ms", "us", "ns"}
+        The unit of the timestamp column's numbers (``--timestamp-unit``);
+        None is seconds.
     column_names : tuple of str
         Without a header: the names of the columns, in order (default: ``"1"``
         ... ``"d"``); a file with another number of columns cannot be read.
@@ -615,10 +622,12 @@ class CsvFormat(HashedFormat):
     id_column: str | int | None = None
     timestamp_column: str | int | None = None
     na_values: tuple[str, ...] = DEFAULT_NA_VALUES
+    timestamp_unit: str | None = None
     column_names: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_unit(self.timestamp_unit)
         object.__setattr__(self, "na_values", check_na_values(self.na_values))
         clash = [name for name in self.label_names if self.missing_spellings.is_missing(name)]
         if clash:
@@ -756,8 +765,9 @@ class CsvFormat(HashedFormat):
         try:
             columns = self.columns(header, sample)
         except ValueError as error:
-            # A header without the configured columns makes the whole file unreadable: say which file.
-            raise ValueError(f"{source}: {error}") from None
+            # A header without the configured columns makes the whole file unreadable: say which file, and
+            # when its first line is a record (a file of a glob without the header the others have), that too.
+            raise InputFileError(f"{source}: {error}{_headerless(header, self)}") from None
         (
             (status, starts, stops, bad_columns, bad_starts, bad_stops),
             (example_lines, labels, weights, has_label, indptr),
@@ -778,7 +788,7 @@ class CsvFormat(HashedFormat):
         taken = {}
         if columns.key >= 0 or columns.id >= 0 or columns.time >= 0:
             (indptr, slots, values, feature_columns, value_spans, first_use), taken = _take_out(
-                columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use
+                columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use, self.timestamp_unit
             )
         time_problems = taken.pop("time_problems", None)
         batch = ExampleBatch(
@@ -807,6 +817,8 @@ class CsvFormat(HashedFormat):
                 return f"column {columns.names[column]!r}: not a number: {cell}"
             if code == NON_FINITE_NUMBER:
                 return f"column {columns.names[column]!r}: non-finite value: {cell}"
+            if code == TOO_LARGE_NUMBER:
+                return f"column {columns.names[column]!r}: {TOO_LARGE_REASON}{cell}"
             if code == BAD_LABEL:
                 return f"label column {columns.names[column]!r}: not a number: {cell}"
             if code == UNKNOWN_CLASS:
@@ -839,7 +851,7 @@ class CsvFormat(HashedFormat):
         return reject_untimed(parsed, by_row, block.raw_finder(parsed.batch))
 
 
-def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use):
+def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_spans, first_use, time_unit=None):
     """Move the key and ID columns' features (read as categories) out of the features: the key
     into key codes, the ID into ``tags`` (None where the cell is empty).
 
@@ -867,16 +879,47 @@ def _take_out(columns, scratch, indptr, slots, values, feature_columns, value_sp
     if columns.id >= 0:
         out["tags"] = span_texts(scratch, spans[columns.id])
     if columns.time >= 0:
-        out["timestamps"], status = parse_timestamps(scratch, spans[columns.time])
-        out["time_problems"] = _time_problems(scratch, spans[columns.time], status, columns.names[columns.time])
+        unit = time_unit or "s"
+        out["timestamps"], status = parse_timestamps(scratch, spans[columns.time], UNITS[unit])
+        out["time_problems"] = _time_problems(scratch, spans[columns.time], status, columns.names[columns.time], unit)
     return arrays, out
 
 
-def _time_problems(scratch, spans, status, column: str) -> dict:
+def _time_problems(scratch, spans, status, column: str, unit: str = "s") -> dict:
     """Example index -> why its time is not one (Python only for the examples that have such a problem)."""
     bad = np.flatnonzero(status != TIME_OK)
     cells = span_texts(scratch, spans[bad])
-    return {int(example): problem(int(status[example]), column, cell or "") for example, cell in zip(bad, cells)}
+    return {
+        int(example): problem(int(status[example]), column, (cell or "").strip(), unit)
+        for example, cell in zip(bad, cells)
+    }
+
+
+def _headerless(header: bytes | None, fmt: CsvFormat) -> str:
+    """``"; its first line looks like a record, ..."`` when most fields of a header line are numbers, else ``""``.
+
+    >>> _headerless(b"1,1700536400,0.5,x", CsvFormat(label_column="y"))[:45]
+    '; its first line looks like a record, not a h'
+    >>> _headerless(b"y,ts,a,b", CsvFormat(label_column="y"))
+    ''
+    """
+    if not fmt.has_header or not header:
+        return ""
+    fields = split_fields(header, fmt.delimiter)
+
+    def is_number(text: str) -> bool:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+
+    if 2 * sum(map(is_number, fields)) <= len(fields):
+        return ""
+    return (
+        "; its first line looks like a record, not a header: every file of a CSV input must start with the "
+        "same header line (--no-csv-header if none has one)"
+    )
 
 
 def span_texts(buffer: np.ndarray, spans: np.ndarray) -> np.ndarray:

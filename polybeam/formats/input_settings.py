@@ -47,7 +47,7 @@ INDEXED = frozenset({"libsvm", "parquet"})
 NAMED = frozenset({"csv", "vw", "parquet"})
 
 # Format settings recorded only when set (newer than the records of older models).
-OPTIONAL_RECORDS = frozenset({"timestamp_column", "column_names"})
+OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit", "column_names"})
 
 # Format settings newer than some records, whose default changed how input is read: a record without one
 # read its input as this value does (CSV: only an empty cell was missing; Parquet: only numeric columns
@@ -65,6 +65,7 @@ FLAGS = {
     "feature_names": "--feature-names",
     "zero_based": "--zero-based",
     "na_values": "--na-values",
+    "timestamp_unit": "--timestamp-unit",
 }
 
 

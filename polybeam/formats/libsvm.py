@@ -58,6 +58,7 @@ from polybeam.formats.text import (
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import libsvm_slot_kernel, slot_mask
+from polybeam.learners.values import NON_FINITE_REASON, TOO_LARGE_REASON, learnable
 
 # Longer indices would overflow the 64-bit integer they are read into.
 MAX_INDEX_DIGITS = 18
@@ -71,6 +72,7 @@ BAD_VALUE = FIRST_ERROR + 5
 NON_FINITE_VALUE = FIRST_ERROR + 6
 BAD_QID = FIRST_ERROR + 7
 ZERO_INDEX = FIRST_ERROR + 8
+TOO_LARGE_VALUE = FIRST_ERROR + 9
 
 # The reasons quoting the offending token say so with a trailing ": ".
 REASONS = {
@@ -82,7 +84,8 @@ REASONS = {
     "scikit-learn's dump_svmlight_file writes them); read it as numbered from 0 (--zero-based, zero_based=True)",
     INDEX_TOO_LONG: f"feature index has more than {MAX_INDEX_DIGITS} digits",
     BAD_VALUE: "feature value is not a number: ",
-    NON_FINITE_VALUE: "non-finite feature value: ",
+    NON_FINITE_VALUE: NON_FINITE_REASON,
+    TOO_LARGE_VALUE: TOO_LARGE_REASON,
     BAD_QID: "qid must be a non-negative integer, got ",
 }
 
@@ -182,6 +185,8 @@ def _parse_line(data, start, stop, mask, seed, first_index, slots, values, nnz):
             return BAD_VALUE, token, _token_stop(data, token, stop), 0.0, nnz
         if not np.isfinite(value):
             return NON_FINITE_VALUE, token, end, 0.0, nnz
+        if not learnable(value):  # (polybeam.learners.values: its square would overflow an update)
+            return TOO_LARGE_VALUE, token, end, 0.0, nnz
         if value != 0.0:
             slots[nnz] = libsvm_slot_kernel(index - first_index + 1, mask, seed)
             values[nnz] = value

@@ -33,6 +33,7 @@ import numpy as np
 
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, libsvm_slot, slot_mask
+from polybeam.learners.values import value_problem
 
 # pandas' missing values, known by their type's name (pandas is not imported here).
 _MISSING_TYPES = ("NAType", "NaTType")
@@ -104,8 +105,8 @@ def batch_from_mappings(
                     "(None or NaN for a missing one)"
                 )
             number = float(value)
-            if number in (float("inf"), float("-inf")):
-                raise MappingError(f"example {position}: feature {key!r} is {number}")
+            if number == number and value_problem(number):  # (NaN: missing)
+                raise MappingError(f"example {position}: feature {key!r}: {value_problem(number)}")
             if number != 0.0 and number == number:
                 slots.append(table.slot(key))
                 values.append(number)

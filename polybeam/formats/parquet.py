@@ -71,10 +71,21 @@ from polybeam.formats.missing import is_blank_value
 from polybeam.formats.records import DeadLetter, InputFileError, ParsedBlock, reject_examples
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.text import first_occurrences
-from polybeam.formats.timestamps import TIME_MISSING, TIME_OK, parse_timestamps, problem, reject_untimed
+from polybeam.formats.timestamps import (
+    TIME_MISSING,
+    TIME_OK,
+    TIME_OUT_OF_RANGE,
+    UNITS,
+    check_unit,
+    out_of_range,
+    parse_timestamps,
+    problem,
+    reject_untimed,
+)
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
+from polybeam.learners.values import TOO_LARGE_REASON, unlearnable
 
 
 @dataclass(frozen=True)
@@ -109,9 +120,12 @@ class ParquetFormat(HashedFormat):
     timestamp_column : str, optional
         A column of each example's event time (``batch.timestamps``;
         ``--timestamp column:NAME``), never a feature: an Arrow timestamp or
-        date, a number of seconds since the epoch, or ISO-8601 text (see
-        :mod:`polybeam.formats.timestamps`). A row whose time is null or
-        unreadable is a dead letter.
+        date, a number since the epoch, or ISO-8601 text (see
+        :mod:`polybeam.formats.timestamps`). A row whose time is null,
+        unreadable or outside the years 1 to 9999 is a dead letter.
+    timestamp_unit : {None, "s", "ms", "us", "ns"}
+        The unit of a numeric timestamp column (``--timestamp-unit``); None is
+        seconds. Arrow timestamps and dates carry their own.
     ignore_columns : tuple of str
         Columns that are never features (named layout).
     categorical_columns : tuple of str
@@ -140,9 +154,11 @@ class ParquetFormat(HashedFormat):
     timestamp_column: str | None = None
     categorical_columns: tuple[str, ...] = ()
     infer_categorical: bool = True
+    timestamp_unit: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_unit(self.timestamp_unit)
         if self.feature_columns is not None:
             columns = (self.feature_columns,) if isinstance(self.feature_columns, str) else tuple(self.feature_columns)
             object.__setattr__(self, "feature_columns", columns)
@@ -341,7 +357,7 @@ class ParquetFormat(HashedFormat):
 
     def _timestamps(self, table: pa.Table) -> tuple[np.ndarray | None, dict[int, str]]:
         """Seconds since the epoch of each row (NaN where there is none) and why rows have none."""
-        name = self.timestamp_column
+        name, unit = self.timestamp_column, self.timestamp_unit or "s"
         if name is None:
             return None, {}
         if name not in table.column_names:
@@ -353,19 +369,21 @@ class ParquetFormat(HashedFormat):
             micros = pc.cast(pc.cast(column, pa.timestamp("us")), pa.int64())
             seconds, status = _to_float(micros, missing=np.nan) / 1e6, None
         elif _is_numeric(column.type):
-            seconds, status = _to_float(column, missing=np.nan), None
+            seconds, status = _to_float(column, missing=np.nan) / UNITS[unit], None
         elif _is_text(column.type):
             array, data, offsets = _text_buffers(column)
             spans = np.stack([offsets[:-1], offsets[1:]], axis=1)
             spans[_null_mask(array)] = -1
-            seconds, status = parse_timestamps(data, spans)
+            seconds, status = parse_timestamps(data, spans, UNITS[unit])
         else:
             raise ValueError(f"timestamp column {name!r} must be a timestamp, a number or text, got {column.type}")
         if status is None:
             status = np.where(np.isfinite(seconds), TIME_OK, TIME_MISSING).astype(np.int8)
+            status[out_of_range(seconds)] = TIME_OUT_OF_RANGE
+            seconds = np.where(status == TIME_OK, seconds, np.nan)
         bad = np.flatnonzero(status != TIME_OK)
         cells = column.take(pa.array(bad, type=pa.int64())).to_pylist()
-        return seconds, {int(row): problem(int(status[row]), name, str(cell)) for row, cell in zip(bad, cells)}
+        return seconds, {int(row): problem(int(status[row]), name, str(cell), unit) for row, cell in zip(bad, cells)}
 
     def _ids(self, table: pa.Table) -> np.ndarray | None:
         """The ID column as an object array of str (None where null), converted by Arrow (no Python per row)."""
@@ -455,6 +473,7 @@ class ParquetFormat(HashedFormat):
             mismatched = np.zeros(n, dtype=bool)
             values = np.ones(len(indices))
         _flag(reasons, entry_row[~np.isfinite(values)], "non-finite or null feature value")
+        _flag(reasons, entry_row[unlearnable(values) & np.isfinite(values)], TOO_LARGE_REASON.rstrip(": "))
         _flag(reasons, entry_row[indices < 1], "feature index must be >= 1")
         _flag(reasons, entry_row[_null_mask(flat_indices)], "null feature index")
         reasons[mismatched] = f"{self.indices_column!r} and {self.values_column!r} have different lengths"
@@ -482,6 +501,9 @@ class ParquetFormat(HashedFormat):
             infinite = np.isinf(numbers)
             if infinite.any():
                 _flag(reasons, np.flatnonzero(infinite), f"non-finite value in column {name!r}")
+            too_large = unlearnable(numbers) & np.isfinite(numbers)
+            if too_large.any():
+                _flag(reasons, np.flatnonzero(too_large), f"column {name!r}: {TOO_LARGE_REASON.rstrip(': ')}")
             rows = np.flatnonzero(np.isfinite(numbers) & (numbers != 0.0))
             slot = feature_slot(name, self.bits, "", self.seed)
             parts.append((rows, np.full(len(rows), slot, dtype=INDEX_DTYPE), numbers[rows], names.name(name, rows)))

@@ -1,11 +1,15 @@
 """Event times of examples, read from a column of the input (``--timestamp column:NAME``).
 
-A cell is a number of seconds since the epoch (``1762000000``, ``1.762e9``,
-``-5.5``) or an ISO-8601 date and time in UTC or with an offset
-(``2026-11-01``, ``2026-11-01T06:30:00Z``, ``2026-11-01 06:30:00.25+01:00``).
-One numba kernel reads every cell of a block at once, as the parsers read
-features: no Python per example. A missing or unreadable time is NaN with a
-status saying which, so that the parser makes the record a dead letter.
+A cell is a number since the epoch (``1762000000``, ``1.762e9``, ``-5.5``), of
+seconds unless the column's unit says otherwise (``--timestamp-unit ms``,
+``us``, ``ns``: Kafka and Java write milliseconds), or an ISO-8601 date and
+time in UTC or with an offset (``2026-11-01``, ``2026-11-01T06:30:00Z``,
+``2026-11-01 06:30:00.25+01:00``). One numba kernel reads every cell of a
+block at once, as the parsers read features: no Python per example. A
+missing or unreadable time is NaN with a status saying which, so that the
+parser makes the record a dead letter; so is a time outside the years 1 to
+9999 (what a window's name can say), whose reason names the unit its number
+looks like: epoch milliseconds read as seconds land in the year 55,000.
 
 >>> data = b"1700000000|2026-11-01T06:30:00Z|2026-11-01 07:30:00+01:00|soon|"
 >>> spans = np.array([[0, 10], [11, 31], [32, 57], [58, 62], [-1, -1]])
@@ -14,6 +18,12 @@ status saying which, so that the parser makes the record a dead letter.
 ([1700000000.0, 1793514600.0, 1793514600.0], [0, 0, 0, 2, 1])
 >>> problem(2, "ts", "soon")
 "timestamp column 'ts': not a number of seconds or an ISO-8601 time: 'soon'"
+>>> parse_timestamps(np.frombuffer(b"1700000000000", dtype=np.uint8), np.array([[0, 13]]))[1].tolist()
+[3]
+>>> problem(3, "ts", "1700000000000")
+"timestamp column 'ts': 1700000000000 seconds since the epoch is after the year 9999; it looks like milliseconds: pass --timestamp-unit ms"
+>>> parse_timestamps(np.frombuffer(b"1700000000000", dtype=np.uint8), np.array([[0, 13]]), 1e3)[0].tolist()
+[1700000000.0]
 """
 
 from __future__ import annotations
@@ -28,6 +38,16 @@ from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba ca
 TIME_OK = 0
 TIME_MISSING = 1
 TIME_BAD = 2
+TIME_OUT_OF_RANGE = 3
+
+# Units of numeric times (``--timestamp-unit``): how many of them make a second.
+UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
+UNIT_NAMES = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+# The times a window can be named by (Python's datetime: years 1 to 9999), in seconds since the epoch.
+EARLIEST_SECONDS = -62135596800.0  # 0001-01-01T00:00:00Z
+LATEST_SECONDS = 253402300800.0  # 10000-01-01T00:00:00Z
+# A number is taken to be in a unit when it then falls between 1970 and 2200 (for the hint of a refusal only).
+_PLAUSIBLE_SECONDS = (0.0, 7258118400.0)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -109,9 +129,11 @@ def _iso_seconds(data, pos, stop):
 
 
 @numba.njit(cache=True, nogil=True)
-def parse_timestamps(data, spans):
+def parse_timestamps(data, spans, per_second=1.0):
     """``(seconds, status)`` of each ``(start, stop)`` span of ``data`` (a uint8 array): seconds since the
-    epoch (NaN unless the status is ``TIME_OK``); a span with ``start < 0`` or no text is ``TIME_MISSING``."""
+    epoch (NaN unless the status is ``TIME_OK``); a span with ``start < 0`` or no text is ``TIME_MISSING``, a
+    time outside the years 1 to 9999 ``TIME_OUT_OF_RANGE``. Numbers count ``1 / per_second`` seconds
+    (``per_second``: 1e3 for milliseconds, see ``UNITS``)."""
     n = len(spans)
     seconds = np.full(n, np.nan)
     status = np.zeros(n, dtype=np.int8)
@@ -127,18 +149,61 @@ def parse_timestamps(data, spans):
         value, end = scan_number(data, start, stop)
         if end != stop or not np.isfinite(value):
             value = _iso_seconds(data, start, stop)
-        if np.isfinite(value):
-            seconds[i] = value
         else:
+            value /= per_second
+        if not np.isfinite(value):
             status[i] = TIME_BAD
+        elif value < EARLIEST_SECONDS or value >= LATEST_SECONDS:
+            status[i] = TIME_OUT_OF_RANGE
+        else:
+            seconds[i] = value
     return seconds, status
 
 
-def problem(status: int, column: str, cell: str) -> str:
-    """Why a record's time made it a dead letter."""
+def check_unit(unit: str | None) -> None:
+    """Raise ValueError unless ``unit`` is a unit of numeric times (a key of ``UNITS``) or None (seconds)."""
+    if unit is not None and unit not in UNITS:
+        raise ValueError(f"timestamp_unit must be one of {', '.join(UNITS)}, got {unit!r}")
+
+
+def out_of_range(seconds: np.ndarray) -> np.ndarray:
+    """Where times (seconds since the epoch) fall outside the years 1 to 9999."""
+    return (seconds < EARLIEST_SECONDS) | (seconds >= LATEST_SECONDS)
+
+
+def likely_unit(number: float, unit: str = "s") -> str | None:
+    """The unit (of ``UNITS``) that puts ``number``, out of range in ``unit``, between 1970 and 2200; or None.
+
+    >>> likely_unit(1.7e12), likely_unit(1.7e15), likely_unit(1.7e18), likely_unit(1.7e15, "ms"), likely_unit(1e30)
+    ('ms', 'us', 'ns', 'us', None)
+    """
+    for name, per_second in UNITS.items():
+        if per_second > UNITS[unit] and _PLAUSIBLE_SECONDS[0] <= number / per_second < _PLAUSIBLE_SECONDS[1]:
+            return name
+    return None
+
+
+def problem(status: int, column: str, cell: str, unit: str = "s") -> str:
+    """Why a record's time made it a dead letter (``unit``: that of its numbers, a key of ``UNITS``)."""
     if status == TIME_MISSING:
         return f"timestamp column {column!r}: missing"
-    return f"timestamp column {column!r}: not a number of seconds or an ISO-8601 time: {cell!r}"
+    if status == TIME_OUT_OF_RANGE:
+        return out_of_range_problem(column, cell, unit)
+    return f"timestamp column {column!r}: not a number of {UNIT_NAMES[unit]} or an ISO-8601 time: {cell!r}"
+
+
+def out_of_range_problem(column: str, cell: str, unit: str = "s") -> str:
+    """Why a time outside the years 1 to 9999 is a dead letter, with the unit its number looks like."""
+    try:
+        number = float(cell)
+    except ValueError:  # an ISO-8601 time of the year 0, a Parquet timestamp of the year 10000 or later
+        return f"timestamp column {column!r}: {cell} is outside the years 1 to 9999"
+    when = "before the year 1" if number < 0 else "after the year 9999"
+    text = f"timestamp column {column!r}: {cell} {UNIT_NAMES[unit]} since the epoch is {when}"
+    guess = likely_unit(number, unit)
+    if guess is not None:
+        text += f"; it looks like {UNIT_NAMES[guess]}: pass --timestamp-unit {guess}"
+    return text
 
 
 def reject_untimed(parsed: ParsedBlock, problems: dict, raw_of) -> ParsedBlock:

@@ -78,6 +78,7 @@ from polybeam.formats.text import (
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.hashing import hash_token, namespace_seed, slot_mask
+from polybeam.learners.values import NON_FINITE_REASON, TOO_LARGE_REASON, learnable
 
 BAR = 124
 COLON = 58
@@ -98,6 +99,7 @@ UNNAMED_FEATURE = FIRST_ERROR + 10
 BAD_VALUE = FIRST_ERROR + 11
 NON_FINITE_VALUE = FIRST_ERROR + 12
 UNKNOWN_CLASS = FIRST_ERROR + 13  # its reason names the classes, so the format writes it
+TOO_LARGE_VALUE = FIRST_ERROR + 14
 
 # The reasons quoting the offending token say so with a trailing ": ".
 REASONS = {
@@ -113,7 +115,8 @@ REASONS = {
     NON_FINITE_SCALE: "non-finite namespace scale: ",
     UNNAMED_FEATURE: "feature value without a feature name (VW's anonymous features are not supported): ",
     BAD_VALUE: "feature value is not a number: ",
-    NON_FINITE_VALUE: "non-finite feature value: ",
+    NON_FINITE_VALUE: NON_FINITE_REASON,
+    TOO_LARGE_VALUE: TOO_LARGE_REASON,
 }
 
 
@@ -283,6 +286,8 @@ def _parse_features(
             value *= scale
             if not np.isfinite(value):
                 return NON_FINITE_VALUE, name_start, pos, nnz, key_start, key_stop
+            if not learnable(value) and not is_key:  # (polybeam.learners.values; scaled by its namespace)
+                return TOO_LARGE_VALUE, name_start, pos, nnz, key_start, key_stop
             if is_key:
                 if key_start < 0:
                     key_start, key_stop = name_start, name_stop

@@ -53,6 +53,7 @@ from polybeam.learners.hashing import (
     libsvm_slot_kernel,
     slot_mask,
 )
+from polybeam.learners.values import LARGEST_VALUE, unlearnable
 
 
 @numba.njit(cache=True)
@@ -234,13 +235,13 @@ def batch_from_arrays(features, labels=None, *, bits: int, seed: int = 0, weight
         )
     n, d = matrix.shape
     indptr, columns, values = _sparse_csr(matrix) if is_sparse(matrix) else _dense_csr(matrix)
-    infinite = ~np.isfinite(values)
-    if infinite.any():
-        entry = int(np.flatnonzero(infinite)[0])
+    refused = unlearnable(values)  # (the same rule as every parser's: polybeam.learners.values)
+    if refused.any():
+        entry = int(np.flatnonzero(refused)[0])
         row = int(np.searchsorted(indptr, entry, side="right") - 1)
         raise ValueError(
             f"row {row}, column {int(columns[entry])} is {values[entry]}: features must be finite "
-            "(NaN is a missing feature)"
+            f"and within +-{LARGEST_VALUE:.2g} (NaN is a missing feature; rescale larger values)"
         )
     slots = column_slots(d, bits=bits, seed=seed)
     label_values = np.full(n, np.nan) if labels is None else _as_vector(labels, "labels", n)

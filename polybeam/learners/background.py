@@ -30,6 +30,7 @@ import itertools
 import os
 import threading
 from collections import deque
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from polybeam.learners.batch import ExampleBatch
@@ -73,6 +74,17 @@ def _lane() -> ThreadPoolExecutor | None:
                 for i in range(max(1, cores - 1))
             )
         return _lanes[next(_next_lane) % len(_lanes)]
+
+
+def wait_idle(timeout: float = 5.0) -> None:
+    """Wait (at most ``timeout`` seconds) until every helper thread has learned what it was given.
+
+    A job that failed may leave batches on the helper threads (a worker failed on one file while a learner was
+    still on the batches of another): their progress lines then come before the command's error, not after it.
+    """
+    with _lock:
+        lanes = list(_lanes)
+    futures.wait([lane.submit(int) for lane in lanes], timeout=timeout)
 
 
 def _learn(learner, batch: ExampleBatch, total: int | None) -> None:

@@ -188,7 +188,15 @@ class ExampleBatch:
 
     @classmethod
     def concat(cls, batches: Iterable[ExampleBatch]) -> ExampleBatch:
-        """Join batches into one; the optional arrays survive only if all have them."""
+        """Join batches into one; the optional arrays survive only if all have them (keys: their codes
+        renumbered into the union of the batches' key names).
+
+        >>> a = replace(ExampleBatch.from_rows([(1.0, {})]), key_codes=np.array([0], np.int32), key_names=("x",))
+        >>> b = replace(ExampleBatch.from_rows([(2.0, {})] * 2), key_codes=np.array([1, 0], np.int32),
+        ...             key_names=("x", "y"))
+        >>> ExampleBatch.concat([b, a]).keys.tolist()
+        ['y', 'x', 'x']
+        """
         batches = list(batches)
         if not batches:
             return cls.empty()
@@ -215,6 +223,7 @@ class ExampleBatch:
             tags = np.concatenate(
                 [b.tags if b.tags is not None else np.full(len(b), None, dtype=object) for b in batches]
             )
+        key_codes, key_names = _joined_keys(batches)
         return cls(
             labels=np.concatenate([b.labels for b in batches]),
             weights=np.concatenate([b.weights for b in batches]),
@@ -227,6 +236,8 @@ class ExampleBatch:
             source=sources.pop() if len(sources) == 1 else None,
             tags=tags,
             names=names or None,
+            key_codes=key_codes,
+            key_names=key_names,
             timestamps=joined("timestamps"),
         )
 
@@ -356,3 +367,16 @@ class ExampleBatch:
     def __repr__(self) -> str:
         where = f", source={self.source!r}" if self.source else ""
         return f"ExampleBatch(n={len(self)}, nnz={self.nnz}, bits={self.bits}{where})"
+
+
+def _joined_keys(batches: list[ExampleBatch]) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    """The key codes of ``batches`` joined, into the union of their key names (first come, first
+    numbered); none unless every batch has keys."""
+    if any(batch.key_codes is None for batch in batches):
+        return None, ()
+    index: dict[str, int] = {}
+    codes = []
+    for batch in batches:
+        local = np.array([index.setdefault(name, len(index)) for name in batch.key_names], dtype=np.int32)
+        codes.append(local[batch.key_codes] if len(batch) else np.zeros(0, dtype=np.int32))
+    return np.concatenate(codes).astype(np.int32, copy=False), tuple(index)

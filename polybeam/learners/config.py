@@ -211,11 +211,13 @@ class LearnerConfig:
         warm-started from the averaged online model, each pass one evaluation of
         the regularised batch objective (its loss and gradient summed across
         workers). 0 (default): none. Logistic, squared and softmax loss.
-    lbfgs_l2 : float
+    lbfgs_l2 : float or None
         The finishing stage's L2 penalty ``lbfgs_l2 / 2 * ||w||**2`` on the summed
         (not mean) importance-weighted loss, the bias unpenalised: scikit-learn's
-        ``LogisticRegression(C=1 / lbfgs_l2)``. Default 10 (see :mod:`polybeam.learners.lbfgs`
-        for why not scikit-learn's C=1).
+        ``LogisticRegression(C=1 / lbfgs_l2)``. Default None: chosen on the holdout
+        among 0.1, 1 and 10 (:data:`polybeam.learners.lbfgs.L2_GRID`). Whatever the
+        penalty, the stage returns the online model when no L-BFGS point did better
+        on the holdout (see :class:`polybeam.learners.lbfgs.Finishing`).
 
     Examples
     --------
@@ -266,7 +268,7 @@ class LearnerConfig:
     repeat_factors: bool = True
     interactions: tuple[str, ...] = ()
     lbfgs_passes: int = 0
-    lbfgs_l2: float = 10.0
+    lbfgs_l2: float | None = None
     offset_prior: float | None = None
 
     def __post_init__(self) -> None:
@@ -320,8 +322,9 @@ class LearnerConfig:
         self._check_expansion()
         if not _whole(self.lbfgs_passes) or self.lbfgs_passes < 0:
             raise ValueError(f"lbfgs_passes must be a whole number >= 0; got {self.lbfgs_passes!r}")
-        _check_number("lbfgs_l2", self.lbfgs_l2)
-        if self.lbfgs_l2 < 0:
+        if self.lbfgs_l2 is not None:
+            _check_number("lbfgs_l2", self.lbfgs_l2)
+        if self.lbfgs_l2 is not None and self.lbfgs_l2 < 0:
             raise ValueError(f"lbfgs_l2 must be >= 0; got {self.lbfgs_l2}")
         if self.lbfgs_passes and self.loss not in ("logistic", "squared", "softmax"):
             raise ValueError(

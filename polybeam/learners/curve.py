@@ -31,6 +31,8 @@ Every 1000 examples instead:
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Iterable
 
 
@@ -132,3 +134,17 @@ class LearningCurve:
             previous = _with_means(by_rank[rank], previous)
             points.append(previous)
         return cls(points, in_pass=sum(curve.in_pass for curve in curves), every=curves[0].every)
+
+
+def progress_line(point: dict, rate: float) -> str:
+    """One progress line (VW's columns: progressive loss so far and since the last line)."""
+    speed = f"{rate:8.0f} ex/s" if math.isfinite(rate) else "       - ex/s"
+
+    def loss(value):
+        return "-" if value is None else f"{value:.6f}"
+
+    return (
+        f"polybeam[{os.getpid()}] pass {point['pass']} {point['examples']:>10} examples {speed}  "
+        f"progressive loss {loss(point['progressive_loss'])}  since last {loss(point['since_last'])}  "
+        f"non-zero {point['nonzero']}"
+    )

@@ -31,10 +31,12 @@ its last pass was not the best.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
+import os
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,10 +73,30 @@ def holdout_rows(batch: ExampleBatch, period: int, seed: int = 0) -> np.ndarray:
     """
     if period <= 0 or len(batch) == 0:
         return np.zeros(len(batch), dtype=bool)
-    positions = batch.row_ids if batch.row_ids is not None else np.arange(len(batch))
-    salt = (zlib.crc32(_file_name(batch.source).encode("utf-8")) << 32) ^ (int(seed) & 0xFFFFFFFF)
-    keys = np.asarray(positions, dtype=np.int64).view(np.uint64) ^ np.uint64(salt)
+    keys = _places(batch) ^ np.uint64(int(seed) & 0xFFFFFFFF)
     return _mixed(keys) % np.uint64(period) == 0
+
+
+def _places(batch: ExampleBatch) -> np.ndarray:
+    """Where each example of ``batch`` sits: its position (``row_ids``, else its row) folded with its
+    file's name (as unsigned 64-bit numbers)."""
+    positions = batch.row_ids if batch.row_ids is not None else np.arange(len(batch))
+    salt = np.uint64(zlib.crc32(_file_name(batch.source).encode("utf-8")) << 32)  # (0 without a file)
+    return np.asarray(positions, dtype=np.int64).view(np.uint64) ^ salt
+
+
+def placed(batch: ExampleBatch) -> ExampleBatch:
+    """``batch`` with each example's place (see :func:`holdout_rows`) in its ``row_ids`` and no ``source``:
+    its examples keep their holdout wherever they go, to another position or into a batch with examples
+    of other files (a shuffle buffer mixes them).
+
+    >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0})] * 100)
+    >>> batch = dataclasses.replace(batch, row_ids=np.arange(0, 2000, 20), source="gs://bucket/a.libsvm")
+    >>> moved = placed(batch).take(np.arange(100)[::-1])
+    >>> bool((holdout_rows(moved, period=10) == holdout_rows(batch, period=10)[::-1]).all())
+    True
+    """
+    return dataclasses.replace(batch, row_ids=_places(batch).view(np.int64), source=None)
 
 
 def _file_name(source: str | None) -> str:
@@ -319,6 +341,31 @@ class PassSelection:
         return selection
 
 
+def holdout_progress_line(selection) -> str:
+    """The line a judged pass prints: its holdout loss, the best pass so far, and whether training
+    stops (see polybeam.learners.holdout.PassSelection)."""
+    entry = selection.history[-1]
+    if selection.released:
+        return (
+            f"polybeam[{os.getpid()}] pass {entry['pass']}: {entry['examples']} examples held out, fewer than "
+            f"{selection.min_examples} to judge passes by: every later pass learns every example and the last "
+            "pass is kept"
+        )
+    loss = entry["holdout_loss"]
+    shown = f"{loss:.6f}" if loss == loss else "-"
+    candidates = entry["losses"]
+    among = ""
+    if len(candidates) > 1:
+        among = " (" + ", ".join(f"{name} {value:.6f}" for name, value in candidates.items()) + ")"
+    line = (
+        f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among} over {entry['examples']} "
+        f"held-out examples; best: pass {selection.best_pass}"
+    )
+    if selection.stopped:
+        line += f"; no better loss in {selection.patience} passes: training stops and keeps pass {selection.best_pass}"
+    return line
+
+
 def _state_without_selection(learner) -> dict:
     # A deep copy: a learner's state shares arrays, lists and dicts with the learner, which learns on.
     state = learner.__getstate__()
@@ -355,12 +402,36 @@ def restore_best(learner) -> None:
     learner.selection_ = selection
 
 
-def train_passes(learner, batches: Iterable[ExampleBatch], passes: int, *, expect: bool = True):
+def train_passes(
+    learner,
+    batches: Iterable[ExampleBatch],
+    passes: int,
+    *,
+    expect: bool = True,
+    shuffle: np.random.RandomState | np.random.Generator | None = None,
+    after_pass: Callable[[object, int, dict], None] | None = None,
+):
     """Learn ``batches`` for ``passes`` passes with one learner (``fit``): with a holdout (see
     :class:`~polybeam.learners.config.LearnerConfig`), each batch's held-out examples score every
     pass instead of being learned, and training keeps the best pass and stops early as Beam's
     ``Train`` does. ``expect``: tell the learner how many examples it will learn (apple spaces its
-    epochs over them)."""
+    epochs over them).
+
+    ``shuffle``: a random generator; every pass then learns each batch's examples in a new random
+    order drawn from it (a permutation of the batch's rows: no Python per example). The held-out
+    examples are set apart first, by where they sit, so the same examples are held out in every
+    pass whatever the order. ``after_pass(learner, number, learned)`` is called after each pass,
+    once it is judged (the learner may then be the best pass's); ``learned`` holds the pass's
+    ``examples`` and ``progressive_loss``.
+
+    >>> from polybeam.learners.linear import LinearLearner
+    >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0})] * 50 + [(-1.0, {2: 1.0})] * 50)
+    >>> config = LearnerConfig(loss="logistic", passes=3, holdout_min_examples=0)
+    >>> held = [train_passes(LinearLearner(config), [batch], 3, shuffle=np.random.RandomState(seed))
+    ...         .selection_.history[0]["examples"] for seed in (0, 1)]
+    >>> held == [int(holdout_rows(batch, config.holdout_period).sum())] * 2
+    True
+    """
     config = learner.config
     batches = list(batches)
     holding = passes > 1 and config.holdout_period > 0
@@ -372,15 +443,31 @@ def train_passes(learner, batches: Iterable[ExampleBatch], passes: int, *, expec
         if number > 1:
             learner.start_pass()
         for part, _ in split:
-            learner.learn(part)
+            learner.learn(shuffled(part, shuffle))
+        weights = getattr(learner, "linear", learner)  # (a polynomial learner's linear part counts the pass)
+        learned = {"examples": weights.examples_seen, "progressive_loss": weights.progressive_loss}
         if holding:
             models = learner.candidate_models()
             score = HoldoutScore()
             for part in held:
                 score.add(models, part)
             record_pass(learner, score, number, final=number == passes)
-            if learner.selection_.stopped:
-                break
             if learner.selection_.released:  # too few held out to judge by: learn them too from now on
                 holding, split = False, [(batch, None) for batch in batches]
+        if after_pass is not None:
+            after_pass(learner, number, learned)
+        if learner.selection_.stopped:
+            break
     return learner
+
+
+def shuffled(batch: ExampleBatch, random: np.random.RandomState | np.random.Generator | None) -> ExampleBatch:
+    """``batch``'s examples in a random order drawn from ``random`` (``batch`` itself without one).
+
+    >>> batch = ExampleBatch.from_rows([(float(label), {label + 1: 1.0}) for label in range(5)])
+    >>> shuffled(batch, np.random.RandomState(0)).labels.tolist()
+    [2.0, 0.0, 1.0, 3.0, 4.0]
+    """
+    if random is None or len(batch) < 2:
+        return batch
+    return batch.take(random.permutation(len(batch)))

@@ -508,28 +508,38 @@ def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, 
             ppu = 0.0
             norm_x = 0.0
             grad_sq = importance * gradient * gradient
-            for k in range(first, stop):
-                slot = indices[k] if k >= start else 0
-                x = values[k] if k >= start else 1.0
-                x2 = max(x * x, MIN_X2)
-                grad_sum = 0.0
-                if adaptive:
-                    grad_sum = sum_sq_grad[slot] + grad_sq * x2
-                    sum_sq_grad[slot] = grad_sum
+            if adaptive:
+                for k in range(first, stop):
+                    slot = indices[k] if k >= start else 0
+                    x = values[k] if k >= start else 1.0
+                    x2 = max(x * x, MIN_X2)
+                    sum_sq_grad[slot] += grad_sq * x2
                     if normalized:
                         new_scale, factor = rescaled(feature_scale[slot], x, MIN_MAGNITUDE)
                         if factor != 1.0:
                             raw[slot] *= factor
                         feature_scale[slot] = new_scale
                         norm_x += x2 / (new_scale * new_scale)
+            # The rates once every position has added to its slot's sum and scale (as VW's second
+            # loop does): a slot named twice in an example (a repeated word) gets one rate. Taken
+            # at each position, an occurrence before the scale grew or the sum filled stepped by
+            # the small ones' 1 / |x|: a centred occurrence of -0.03 before a raw 1 made a step
+            # of -11 on a positive label.
+            for k in range(first, stop):
+                slot = indices[k] if k >= start else 0
+                x = values[k] if k >= start else 1.0
                 # AdaGrad's sum already carries x**2, so its one factor of 1/N
                 # makes the step invariant to the feature's units; GSA's 1/N**2
                 # is a plain step in normalised space.
                 rate = step_rate(
-                    adaptive, gsa_normalized, normalized, grad_sum, feature_scale[slot] if keeps_scales else 0.0
+                    adaptive,
+                    gsa_normalized,
+                    normalized,
+                    sum_sq_grad[slot] if adaptive else 0.0,
+                    feature_scale[slot] if keeps_scales else 0.0,
                 )
                 rates[k - first] = rate
-                ppu += x2 * rate
+                ppu += max(x * x, MIN_X2) * rate
             if adaptive and normalized and norm_x > 0.0:
                 stats[NORM_WEIGHT] += importance
                 stats[NORM_SUM] += importance * norm_x

@@ -308,11 +308,249 @@ def start_weights(model) -> np.ndarray:
     return model.dense_weights.reshape((1 << model.config.bits, model.config.outputs)).copy()
 
 
-def finish(model, batches: list[ExampleBatch], passes: int, l2: float):
-    """Run the finishing stage in one process (what ``Train`` does in passes over a PCollection)."""
-    check_loss(model.config.loss)
-    optimiser = Lbfgs(start_weights(model), l2=l2, bias=model.config.bias)
-    expanded = [model_features(model, batch) for batch in batches]
+# -- the holdout: the stage never returns a model worse than the online one ---------------------------------
+
+# The L2 penalties the stage chooses among on the holdout when none is given (``lbfgs_l2=None``).
+L2_GRID = (0.1, 1.0, 10.0)
+# One example in this many is the stage's holdout when the learner has no holdout period of its own.
+HOLDOUT_PERIOD = 10
+# How many standard errors of the difference a point's held-out loss must be below the online model's
+# to be chosen over it (see Finishing).
+STANDARD_ERRORS = 2.0
+# Fewer held-out examples than this judge nothing (the online model is kept): their standard error is
+# itself too noisy (the suite's promotergene, 8 held out: a point chosen at 2 standard errors was 0.10
+# worse in test log loss).
+MIN_HELD_OUT = 30
+
+
+def stage_holdout_period(config) -> int:
+    """The holdout period of the finishing stage under ``config``: the learner's (one example in
+    ``holdout_period``, the same examples its passes hold out); 0 (``--holdout-off``): none, and the
+    stage then chooses nothing."""
+    return int(config.holdout_period)
+
+
+def held_out_losses(model, held: ExampleBatch, weights: np.ndarray | None = None) -> np.ndarray:
+    """Each example's loss over ``held`` of ``model`` as it predicts (``weights`` None: its expansion, its
+    values clipped), or of the model ``weights`` make (``held`` expanded as they see it; values unclipped,
+    as the stage optimised them). Squared loss on predictions clamped to the labels' range, as the
+    learner and ``polybeam.learners.holdout`` count it."""
+    from polybeam.learners.evaluation import pointwise_loss
+    from polybeam.learners.model import finalize_predictions
+
+    if weights is None:
+        margins = model.margins(held)
+    else:
+        matrix = design_matrix(held, weights.shape[0])
+        margins = _margins(matrix, weights if weights.shape[1] > 1 else weights[:, 0], model.config.bias)
+    low, high = float(model.metadata.get("label_min", 0.0)), float(model.metadata.get("label_max", 0.0))
+    predictions = finalize_predictions(model.config.loss, margins, low, high)
+    return pointwise_loss(model.config.loss, held.labels, margins, predictions)
+
+
+@dataclasses.dataclass
+class PassSums:
+    """What one pass of the stage sums over the examples: per L2, the loss and gradient on the training
+    part at that optimiser's point; per candidate (each point, then the online model), the held-out
+    loss; per point, the squared differences of its held-out losses from the online model's (the
+    spread of the difference); and the held-out importance weight and count. Additive (``merge``),
+    as :class:`LossGradient` is."""
+
+    totals: list[LossGradient]
+    held_out: np.ndarray
+    squared_differences: np.ndarray
+    held_weight: float = 0.0
+    held_count: int = 0
+
+    @classmethod
+    def zero(cls, shape: tuple[int, ...], points: int) -> PassSums:
+        return cls([LossGradient.zero(shape) for _ in range(points)], np.zeros(points + 1), np.zeros(points))
+
+    def add(self, model, points: list[np.ndarray], batch: ExampleBatch, period: int, seed: int):
+        """Add ``batch``: its held-out rows (one in ``period``) to the held-out losses, the others to the
+        training sums."""
+        from polybeam.learners.holdout import holdout_rows
+
+        held_rows = holdout_rows(batch, period, seed) if period > 0 else np.zeros(len(batch), dtype=bool)
+        train = batch if not held_rows.any() else batch.take(~held_rows)
+        expanded = model_features(model, train)
+        for total, point in zip(self.totals, points):
+            total.add(point, expanded, model.config.loss, model.config.bias)
+        if held_rows.any():
+            held = batch.take(held_rows)
+            expanded_held = model_features(model, held)
+            online = held_out_losses(model, held)
+            for k, point in enumerate(points):
+                losses = held_out_losses(model, expanded_held, point)
+                self.held_out[k] += float(held.weights @ losses)
+                self.squared_differences[k] += float(held.weights @ (losses - online) ** 2)
+            self.held_out[-1] += float(held.weights @ online)
+            self.held_weight += float(held.weights.sum())
+            self.held_count += len(held)
+        return self
+
+    def merge(self, others: Iterable[PassSums]) -> PassSums:
+        for other in others:
+            if other is self:
+                continue
+            for mine, theirs in zip(self.totals, other.totals):
+                mine.merge([theirs])
+            self.held_out = self.held_out + other.held_out
+            self.squared_differences = self.squared_differences + other.squared_differences
+            self.held_weight += other.held_weight
+            self.held_count += other.held_count
+        return self
+
+
+class Finishing:
+    """The finishing stage between passes: the online model it started from, one :class:`Lbfgs` per L2
+    (``l2``, or :data:`L2_GRID` when None), and the best candidate on the holdout so far.
+
+    Every pass evaluates each optimiser's point on the training part (its loss and gradient) and every
+    point and the online model on the held-out part (one example in ``period``). The model the stage
+    returns is the point of lowest held-out loss among those that beat the online model there by more
+    than :data:`STANDARD_ERRORS` standard errors of the difference (early stopping on the holdout,
+    which also chooses the L2), or the online model itself when none did ("kept": "online" in the
+    model's ``metadata["lbfgs"]``). The first pass's points are the online weights themselves, without
+    the online model's clipping of values to their known ranges: never chosen over it. The margin keeps
+    a small holdout's noise from choosing: on scikit-learn's breast cancer data (47 held-out examples)
+    the lowest held-out loss alone, and one standard error, chose a point 0.02 worse in test log loss
+    than the online model; fewer than :data:`MIN_HELD_OUT` held-out examples choose nothing. ``period`` 0 (the
+    learner's ``--holdout-off``): no holdout, and the stage returns the last accepted point of its
+    single L2 (``l2``, or 10 when None), as before.
+    """
+
+    def __init__(self, model, l2: float | None, period: int = HOLDOUT_PERIOD, seed: int = 0):
+        check_loss(model.config.loss)
+        self.model = model
+        self.period, self.seed = int(period), int(seed)
+        self.grid = (l2,) if l2 is not None else (L2_GRID if self.period > 0 else (10.0,))
+        self.start = start_weights(model)
+        # The optimisers work on the rows the first pass found active (a slot some training example has,
+        # or a weight of the online model): the others' gradient and weight stay 0 for every L2, and
+        # leaving them out keeps each optimiser's memory to the data's size, not 2**bits (times classes).
+        self.active: np.ndarray | None = None
+        self.optimisers: list[Lbfgs] = []
+        self.passes = 0
+        self.online_loss: float | None = None  # the online model's mean held-out loss
+        # (mean held-out loss, optimiser, weights) of the best point that beat the online model
+        self.best: tuple[float, int, np.ndarray] | None = None
+        self.held_weight = 0.0
+        self.history: list[list[float]] = []  # per pass, each point's mean held-out loss
+
+    def points(self) -> list[np.ndarray]:
+        """The weights each optimiser evaluates in the next pass (the first pass: the online weights,
+        one point for every L2)."""
+        if not self.optimisers:
+            return [self.start]
+        return [self._full(optimiser.point()) for optimiser in self.optimisers]
+
+    def _full(self, rows: np.ndarray) -> np.ndarray:
+        weights = np.zeros_like(self.start)
+        weights[self.active] = rows
+        return weights
+
+    def _active_part(self, total: LossGradient) -> LossGradient:
+        rows = self.active
+        return LossGradient(total.loss, total.gradient[rows], total.curvature[rows], total.weight, total.examples)
+
+    def sums(self, batches: Iterable[ExampleBatch]) -> PassSums:
+        """The pass's sums over ``batches`` in this process (``Train`` sums them across workers)."""
+        points = self.points()
+        total = PassSums.zero(points[0].shape, len(points))
+        for batch in batches:
+            total.add(self.model, points, batch, self.period, self.seed)
+        return total
+
+    def told(self, sums: PassSums | None) -> Finishing:
+        """Take a pass's sums: each optimiser its training part's, the holdout its candidates'."""
+        points = self.points()
+        if sums is None:  # no example reached the stage: the empty sums
+            sums = PassSums.zero(points[0].shape, len(points))
+        weight = sums.held_weight
+        if weight > 0:
+            means = sums.held_out / weight
+            self.online_loss, self.held_weight = float(means[-1]), weight
+            self.history.append(means[:-1].tolist())
+            differences = means[:-1] - means[-1]
+            spread = np.maximum(sums.squared_differences / weight - differences**2, 0.0)
+            errors = np.sqrt(spread / max(sums.held_count, 1))
+            for k, point in enumerate(points):
+                mean = float(means[k])
+                beats = (
+                    self.passes > 0
+                    and sums.held_count >= MIN_HELD_OUT
+                    and math.isfinite(mean)
+                    and differences[k] < -STANDARD_ERRORS * errors[k]
+                )
+                if beats and (self.best is None or mean < self.best[0]):
+                    self.best = (mean, k, np.array(point, copy=True))
+        if not self.optimisers:  # the first pass: the online weights' sums serve every L2
+            total = sums.totals[0]
+            active = np.any(total.curvature != 0, axis=1) | np.any(self.start != 0, axis=1)
+            active[0] = True  # (the bias: row 0 of every optimiser's vector)
+            self.active = np.flatnonzero(active)
+            bias = self.model.config.bias
+            self.optimisers = [Lbfgs(self.start[self.active], l2=value, bias=bias) for value in self.grid]
+            totals = [total] * len(self.optimisers)
+        else:
+            totals = sums.totals
+        for optimiser, total in zip(self.optimisers, totals):
+            optimiser.told(self._active_part(total))
+        self.passes += 1
+        return self
+
+    def summary(self) -> dict:
+        """What the stage did and chose, for the model's ``metadata["lbfgs"]``."""
+        chosen = self._chosen()
+        return {
+            "evaluations": self.passes,
+            "l2": chosen.l2 if chosen is not None else None,
+            "objective": chosen.history if chosen is not None else [],
+            "l2_grid": list(self.grid),
+            "kept": "lbfgs" if chosen is not None else "online",
+            "decided_on": "holdout" if self.period > 0 else "nothing (no holdout)",
+            "holdout_examples_weight": self.held_weight,
+            "online_holdout_loss": self.online_loss,
+            "holdout_loss": self.best[0] if self.best is not None and chosen is not None else self.online_loss,
+            "holdout_losses": self.history,
+        }
+
+    def _chosen(self) -> Lbfgs | None:
+        if not self.optimisers:  # no pass ran
+            return None
+        if self.period <= 0 or self.online_loss is None:  # nothing to judge on: the single optimiser's
+            return self.optimisers[0]
+        if self.best is None:
+            return None
+        return self.optimisers[self.best[1]]
+
+    def finished(self):
+        """The model the stage returns (see the class docstring)."""
+        chosen = self._chosen()
+        if chosen is None:
+            metadata = dict(self.model.metadata)
+            metadata["lbfgs"] = self.summary()
+            return dataclasses.replace(self.model, metadata=metadata)
+        if self.period <= 0 or self.online_loss is None:
+            weights = self._full(chosen.weights.reshape(len(self.active), -1))
+        else:
+            weights = self.best[2]
+        return finish_model(self.model, weights, self.summary())
+
+
+def finish(
+    model,
+    batches: list[ExampleBatch],
+    passes: int,
+    l2: float | None = None,
+    *,
+    period: int = HOLDOUT_PERIOD,
+    seed: int = 0,
+):
+    """Run the finishing stage in one process (what ``Train`` does in passes over a PCollection): see
+    :class:`Finishing`."""
+    stage = Finishing(model, l2, period, seed)
     for _ in range(passes):
-        optimiser.told(LossGradient.of(optimiser.point(), expanded, model.config.loss, model.config.bias))
-    return finish_model(model, optimiser.weights, optimiser.summary())
+        stage.told(stage.sums(batches))
+    return stage.finished()

@@ -28,7 +28,7 @@ import numpy as np
 from polybeam.learners import averaging, kernels, sparsity
 from polybeam.learners.arrays import training_batches
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.centring import Centring
+from polybeam.learners.centring import RAW_ROWS, Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import LearningCurve
 from polybeam.learners.holdout import PassSelection, train_passes
@@ -37,6 +37,7 @@ from polybeam.learners.model import Model
 from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.slot_table import SlotTable, dense_limit
 from polybeam.learners.softmax import learn_batch_softmax
+from polybeam.learners.values import LARGEST_VALUE, check_finite_weights, first_unlearnable
 
 # Statistics that add up across learners of one pass (the rest are min/max,
 # the scale, or the truncation clock, which merging resets).
@@ -62,6 +63,11 @@ _ADDITIVE[
 _SLOT_ARRAYS = ("raw_", "sum_sq_grad_", "feature_scale_", "synced_", "slot_mass_")
 # The rows a sparse state starts with: a key's learner seldom touches more at first.
 _FIRST_ROWS = 32
+# Centring's guard (see LinearLearner.centring_verdict): the uncentred learner learns the first pass's
+# examples beside the centred one up to this many, then the one with the lower progressive loss goes on.
+# By then the slots that stay centred are the dense columns, and the race costs one more learner for a
+# tenth of a pass of a million examples.
+CENTRING_RACE_EXAMPLES = 100_000
 
 
 def state_bytes(config: LearnerConfig) -> int:
@@ -90,6 +96,24 @@ def check_memory(config: LearnerConfig) -> None:
         )
 
 
+def check_values(batch: ExampleBatch) -> None:
+    """Refuse ``batch`` in one line when a value of it cannot be learned (see polybeam.learners.values):
+    every door's parser makes such rows dead letters, so only a batch built by hand gets here.
+
+    >>> check_values(ExampleBatch.from_rows([(1.0, {1: 1e300})]))
+    Traceback (most recent call last):
+    ...
+    ValueError: example 0 has the feature value 1e+300: a learner takes finite values within +-3.4e+38 (rescale it)
+    """
+    found = first_unlearnable(batch.indptr, batch.values)
+    if found is not None:
+        row, value = found
+        raise ValueError(
+            f"example {row} has the feature value {value:g}: a learner takes finite values within "
+            f"+-{LARGEST_VALUE:.2g} (rescale it)"
+        )
+
+
 class LinearLearner:
     """Online linear learner state; see the module docstring.
 
@@ -102,7 +126,14 @@ class LinearLearner:
     config as the learning kernels read it (see polybeam.learners.kernel_settings).
     """
 
-    def __init__(self, config: LearnerConfig | None = None, *, sparse: bool = False):
+    def __init__(
+        self,
+        config: LearnerConfig | None = None,
+        *,
+        sparse: bool = False,
+        centring_guard: bool = True,
+        per_key: bool = False,
+    ):
         self.config = config or LearnerConfig()
         # What the learning kernels read of the config, as numbers: built once, passed with every batch.
         self.kernel_settings = KernelSettings.from_config(self.config)
@@ -113,7 +144,17 @@ class LinearLearner:
             check_memory(self.config)
         self._allocate(_FIRST_ROWS if sparse else 1 << self.config.bits)
         # Centring needs a bias to fold the centred features' means into (see polybeam.learners.centring).
-        self.centring_ = Centring.empty() if self.config.center and self.config.bias else Centring.off()
+        # (a learner per key learns its first few rows raw: see polybeam.learners.centring.RAW_ROWS)
+        raw_rows = RAW_ROWS if per_key else 0
+        self.centring_ = Centring.empty(raw_rows) if self.config.center and self.config.bias else Centring.off()
+        # Centring's guard: the same learner without centring, racing it over the first pass (see
+        # centring_verdict); None when nothing is centred, or once the race is decided.
+        self.uncentred_ = (
+            LinearLearner(dataclasses.replace(self.config, center=False), sparse=sparse)
+            if centring_guard and self.centring_.active
+            else None
+        )
+        self.centring_verdict_: dict | None = None
         self.stats_ = kernels.new_stats()
         # Additive statistics at the start of the current pass, so that merging
         # learners that continued one averaged state counts that state once.
@@ -228,7 +269,14 @@ class LinearLearner:
     # -- learning -------------------------------------------------------------
 
     def learn(self, batch: ExampleBatch) -> LinearLearner:
-        """Learn from every example of ``batch``, in order."""
+        """Learn from every example of ``batch``, in order. A value no learner can take (NaN, infinite,
+        or beyond ``polybeam.learners.values.LARGEST_VALUE``: its square would overflow an update) is
+        refused, naming its row, before anything is learned."""
+        check_values(batch)
+        return self.learn_checked(batch)
+
+    def learn_checked(self, batch: ExampleBatch) -> LinearLearner:
+        """:meth:`learn` for a batch whose values were checked (or are products of checked ones)."""
         config = self.config
         if batch.bits != config.bits:
             raise ValueError(
@@ -239,6 +287,9 @@ class LinearLearner:
             return self
         if config.loss == "softmax":
             self._check_classes(batch.labels)
+        if self.uncentred_ is not None:
+            self.uncentred_.curve_.every = self.curve_.every  # (its curve is the model's if it wins)
+            self.uncentred_.learn_checked(batch)
         names = batch.names
         batch = self._rows_batch(batch)
         if config.offset_prior and len(self.sum_sq_grad_):  # a shared per-key model's key-crossed batch
@@ -249,6 +300,7 @@ class LinearLearner:
             first_raw=config.step == "gsa",
             before_fold=self._fold_hook(),
             feature_scale=self._normalising_scales(),
+            on_centre=self._restart_steps,
         )
         for start, stop, values in segments:
             self._learn_counted(batch, start, stop, values)
@@ -256,6 +308,61 @@ class LinearLearner:
         if names:
             for slot, name in names.items():
                 self.names_.setdefault(slot, name)
+        if self.uncentred_ is not None and self.examples_seen >= CENTRING_RACE_EXAMPLES:
+            self.decide_centring()
+        return self
+
+    # -- centring's guard -------------------------------------------------------
+
+    def _centring_race(self) -> tuple[float, float, float]:
+        """``(centred, uncentred, importance)``: both learners' mean progressive loss over the first
+        pass's examples so far, and their importance weight."""
+        weight = float(self.stats_[kernels.WEIGHT_SUM])
+        return self.progressive_loss, self.uncentred_.progressive_loss, weight
+
+    def centring_pays(self) -> bool:
+        """Whether the centred learner predicted at least as well as the uncentred one racing it
+        (True without a race). Each example is predicted before it is learned, so the progressive
+        loss estimates the loss on new data; ties go to centring (with few rows both learners are
+        one, see polybeam.learners.centring.RAW_ROWS)."""
+        if self.uncentred_ is None:
+            return self.centring_verdict_ is None or self.centring_verdict_["kept"]
+        centred, uncentred, _ = self._centring_race()
+        return not uncentred < centred  # NaN: no example yet, centring
+
+    def centring_verdict(self) -> dict | None:
+        """What centring's guard compared and kept (None without a guard): the model's ``centring``.
+
+        Centring (:mod:`polybeam.learners.centring`) conditions unscaled dense columns, and on sparse
+        or nearly centred data it can only cost: its means are estimates and a slot that stops being
+        centred is folded into the bias by a refit. So a learner that centres also learns the first
+        pass without centring, up to :data:`CENTRING_RACE_EXAMPLES` examples, and goes on as the one
+        whose progressive loss was lower (:meth:`decide_centring`)."""
+        if self.uncentred_ is None:
+            return self.centring_verdict_
+        centred, uncentred, weight = self._centring_race()
+        return {
+            "kept": self.centring_pays(),
+            "decided_on": "progressive loss",
+            "examples": weight,
+            "progressive_loss": centred,
+            "uncentred_progressive_loss": uncentred,
+        }
+
+    def decide_centring(self) -> LinearLearner:
+        """End centring's race: go on as the uncentred learner when it predicted better (its state
+        becomes this learner's, centring off), and drop the other."""
+        if self.uncentred_ is None:
+            return self
+        verdict = self.centring_verdict()
+        if not verdict["kept"]:
+            winner = self.uncentred_
+            winner.curve_.progress = self.curve_.progress  # (where this learner reports its points)
+            for name in (*_SLOT_ARRAYS, "table_", "stats_", "pass_start_", "curve_"):
+                setattr(self, name, getattr(winner, name))
+            self.centring_ = Centring.off()
+        self.uncentred_ = None
+        self.centring_verdict_ = verdict
         return self
 
     def _learn_counted(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
@@ -323,7 +430,14 @@ class LinearLearner:
                 "(read the data with labels='multiclass' and classes set, so bad labels become dead letters)"
             )
 
-    def fit(self, batches: Iterable[ExampleBatch] | ExampleBatch | tuple, passes: int | None = None) -> LinearLearner:
+    def fit(
+        self,
+        batches: Iterable[ExampleBatch] | ExampleBatch | tuple,
+        passes: int | None = None,
+        *,
+        shuffle=None,
+        after_pass=None,
+    ) -> LinearLearner:
         """Learn from ``batches`` for ``passes`` passes (default: the config's), one learner throughout.
 
         ``batches``: ExampleBatches, or a tuple ``(X, y)`` / ``(X, y, sample_weight)`` of NumPy,
@@ -331,12 +445,16 @@ class LinearLearner:
         With several passes and a ``holdout_period``, one example in that many is held
         out, every pass is scored on them, and the learner ends as the best pass left
         it, stopping early as ``Train`` does (see :mod:`polybeam.learners.holdout`).
+        ``shuffle`` (a random generator: every pass in a new order) and ``after_pass``: see
+        :func:`~polybeam.learners.holdout.train_passes`.
         """
         batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
-        return train_passes(self, batches, passes or self.config.passes)
+        return train_passes(self, batches, passes or self.config.passes, shuffle=shuffle, after_pass=after_pass)
 
     def start_pass(self) -> LinearLearner:
-        """Close the current pass's statistics and start counting a new pass."""
+        """Close the current pass's statistics and start counting a new pass (centring's race ends with
+        the first pass)."""
+        self.decide_centring()
         self.passes_.append(self._pass_summary())
         for index in (kernels.EXAMPLES, kernels.WEIGHT_SUM, kernels.LOSS_SUM):
             self.stats_[index] = 0.0
@@ -410,6 +528,14 @@ class LinearLearner:
         """What centring calls before it folds rows into the bias: under the cumulative penalty,
         settle those rows (their weights in force become their sums), so the fold is exact."""
         return self._settle_rows if self._cumulative else None
+
+    def _restart_steps(self, rows: np.ndarray) -> None:
+        """Slots that start being centred learn their centred values' scale afresh: the raw values'
+        (a column of ages: 80) would make the steps of centred values (a spread of 15) small."""
+        if len(self.sum_sq_grad_):
+            self.sum_sq_grad_[rows] = 0.0
+        if len(self.feature_scale_):
+            self.feature_scale_[rows] = 0.0
 
     def _normalising_scales(self) -> np.ndarray | None:
         """The feature scales the steps normalise by (None when they do not): a slot that stops
@@ -495,6 +621,14 @@ class LinearLearner:
                 raise ValueError("cannot merge learners with different configurations")
         if len(learners) == 1:
             return self
+        if all(learner.uncentred_ is not None for learner in learners):
+            # Still racing: the uncentred learners average as the centred ones do (their sums add up).
+            self.uncentred_.merge([learner.uncentred_ for learner in learners[1:]])
+        elif any(learner.uncentred_ is not None for learner in learners):
+            # Some decided (a worker past the race's examples): every learner goes on as its winner.
+            learners = [learner.copy() if learner is not self else learner for learner in learners]
+            for learner in learners:
+                learner.decide_centring()
         learners = [self] + self._laid_out_alike(learners[1:])
         for learner in learners:
             learner.settle()
@@ -585,10 +719,23 @@ class LinearLearner:
         """The sparse model: non-zero weights, their names and what training saw.
 
         Pending truncation is paid; the subgradient baseline rounds weights below
-        ``truncate_threshold`` to zero here, at the end of training.
+        ``truncate_threshold`` to zero here, at the end of training. While centring's race
+        goes on (:meth:`centring_verdict`), the model is its winner's; ``centring`` in its
+        metadata says which and why.
         """
+        verdict = self.centring_verdict()
+        if verdict is not None:
+            metadata = {"centring": verdict, **(metadata or {})}
+            if self.uncentred_ is not None and not verdict["kept"]:
+                model = self.uncentred_.to_model(metadata)
+                return dataclasses.replace(model, config=self.config)
         weights = self.stats_[kernels.SCALE] * self.raw_in_force()
         weights[0] -= self.centring_.bias_offset(weights)  # centred slots' means into the bias
+        check_finite_weights(
+            weights,
+            label_range=(float(self.stats_[kernels.LABEL_MIN]), float(self.stats_[kernels.LABEL_MAX])),
+            statistics=self.stats_[[kernels.LOSS_SUM, kernels.LABEL_SUM, kernels.LABEL_SQUARES]],
+        )
         if self.config.sparsity == "subgradient":
             _, thresholds = self._penalty()
             weights[np.abs(weights) < thresholds] = 0.0
@@ -662,7 +809,7 @@ class LinearLearner:
         if len(centred):
             position = np.minimum(np.searchsorted(centred, rows), len(centred) - 1)
             matched = centred[position] == rows
-            centre[matched] = self.centring_.means()[position[matched]]
+            centre[matched] = self.centring_.centres()[position[matched]]
         bounded = (scale > 0.0) & (rows != 0)
         return np.where(bounded, centre - scale, -np.inf), np.where(bounded, centre + scale, np.inf)
 
@@ -699,13 +846,15 @@ class LinearLearner:
             "names": self.names_,
             "passes": self.passes_,
             "centring": self.centring_.to_state(),
+            "uncentred": None if self.uncentred_ is None else self.uncentred_.__getstate__(),
+            "centring_verdict": self.centring_verdict_,
             "curve": self.curve_.to_state(),
             "selection": self.selection_.to_state(),
         }
 
     def __setstate__(self, state: dict) -> None:
         table = state.get("table")
-        self.__init__(LearnerConfig.from_dict(state["config"]), sparse=table is not None)
+        self.__init__(LearnerConfig.from_dict(state["config"]), sparse=table is not None, centring_guard=False)
         if table is not None:
             self.table_ = SlotTable(table)
             self._allocate(len(table))
@@ -719,10 +868,17 @@ class LinearLearner:
         self.names_ = dict(state["names"])
         self.passes_ = list(state["passes"])
         self.centring_ = Centring.from_state(state.get("centring"))
+        self.uncentred_ = None  # (a state saved before centring's guard: no race)
+        if state.get("uncentred") is not None:
+            self.uncentred_ = LinearLearner.__new__(LinearLearner)
+            self.uncentred_.__setstate__(state["uncentred"])
+        self.centring_verdict_ = state.get("centring_verdict")
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.from_state(
             state.get("selection"), self.config.early_terminate, self.config.holdout_min_examples
         )
+        if not self.config.center:
+            self.uncentred_ = None
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
             self.centring_.drop(
                 np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(), self._normalising_scales()

@@ -65,6 +65,7 @@ from polybeam.learners.hashing import BIAS_SLOT
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.multitask import SharedKeys, cross_batch, key_hashes
 from polybeam.learners.softmax import predict_batch_softmax
+from polybeam.learners.values import check_finite_weights
 
 MAGIC = b"POLYBEAM-MODEL\n"
 # Input formats whose numeric feature indices are the model's slots.
@@ -450,6 +451,12 @@ class Model:
     # -- serialisation ------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
+        """The model file's bytes; a model whose weights are not all finite is refused
+        (:class:`~polybeam.learners.values.NonFiniteModel`): nothing that predicts NaN is written."""
+        check_finite_weights(
+            self.weights,
+            label_range=(float(self.metadata.get("label_min", 0.0)), float(self.metadata.get("label_max", 0.0))),
+        )
         arrays = {
             "slots": self.slots.astype("<i8"),
             "weights": self.weights.astype("<f8"),

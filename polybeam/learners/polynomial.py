@@ -46,7 +46,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new_product_trace, unpack_factors
 from polybeam.learners.holdout import PassSelection, train_passes
-from polybeam.learners.linear import LinearLearner
+from polybeam.learners.linear import LinearLearner, check_values
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.ssm import ResidualStatistics
@@ -96,18 +96,20 @@ class PolynomialLearner:
     examples.
     """
 
-    def __init__(self, config: LearnerConfig, *, total: int | None = None, sparse: bool = False):
+    def __init__(self, config: LearnerConfig, *, total: int | None = None, sparse: bool = False, per_key: bool = False):
         if config.expand == "none":
             raise ValueError("PolynomialLearner needs an expansion; set expand='apple', 'quadratic' or 'cubic'")
         self.config = config
         # A sparse state (a learner per key) holds the learners' weights by row; the SSM rule's residuals
         # read weights by slot, so its learners stay dense. The expander's traces are dense either way.
         sparse = sparse and config.expand_rule != "ssm"
-        self.linear = LinearLearner(config, sparse=sparse)
+        # (no centring guard: apple's guard races the products already, and racing both would learn
+        # every expanded example twice)
+        self.linear = LinearLearner(config, sparse=sparse, centring_guard=False, per_key=per_key)
         # Apple's guard: the same learner without products, learning the same examples, so that
         # the model can be the linear one when the products did not predict better (to_model).
         guarded = config.expand == "apple" and config.apple_guard
-        self.shadow = LinearLearner(linear_config(config), sparse=sparse) if guarded else None
+        self.shadow = LinearLearner(linear_config(config), sparse=sparse, centring_guard=False) if guarded else None
         # The race's loss sums (apple, guard, importance) over the first pass's examples since
         # apple last grew: the final model's features were in place for all of them.
         self.race = np.zeros(3)
@@ -150,7 +152,9 @@ class PolynomialLearner:
         return self.expander.parents
 
     def learn(self, batch: ExampleBatch) -> PolynomialLearner:
-        """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it."""
+        """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it (a value
+        no learner can take is refused first: see :meth:`LinearLearner.learn`)."""
+        check_values(batch)
         position = 0
         while position < len(batch):
             if self.grow_pending and not self.frozen:
@@ -167,7 +171,7 @@ class PolynomialLearner:
                 self._learn_expanded(part)
             else:
                 before = self._race_sums()
-                self.shadow.learn(part)
+                self.shadow.learn_checked(part)
                 self._learn_expanded(part)
                 if not self.linear.passes_:  # later passes' losses are training losses
                     self.race += self._race_sums() - before
@@ -177,12 +181,19 @@ class PolynomialLearner:
                 self.grow_pending = True
         return self
 
-    def fit(self, batches, passes: int | None = None) -> PolynomialLearner:
+    def fit(self, batches, passes: int | None = None, *, shuffle=None, after_pass=None) -> PolynomialLearner:
         """Learn from ``batches`` (as :meth:`LinearLearner.fit` takes them) for ``passes`` passes (default:
         the config's), with the holdout and early stopping of :meth:`LinearLearner.fit`. Unless told how
         many examples to expect, apple spaces its epochs over all it will learn."""
         batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
-        return train_passes(self, batches, passes or self.config.passes, expect=self.schedule.total is None)
+        return train_passes(
+            self,
+            batches,
+            passes or self.config.passes,
+            expect=self.schedule.total is None,
+            shuffle=shuffle,
+            after_pass=after_pass,
+        )
 
     def _learn_expanded(self, part: ExampleBatch) -> None:
         """Expand ``part`` and learn it, expanding one sub-batch ahead on the helper thread when there is one.
@@ -215,7 +226,7 @@ class PolynomialLearner:
     def _learn_one(self, expanded: ExampleBatch) -> None:
         if self.residuals is not None and not self.frozen:
             self.residuals.add_predicted(self.linear, expanded)
-        self.linear.learn(expanded)
+        self.linear.learn_checked(expanded)
 
     def _expand(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` expanded into the expander's reused memory: valid until RING - 1 more expansions."""
@@ -535,13 +546,16 @@ def linear_config(config: LearnerConfig) -> LearnerConfig:
 
 
 def make_learner(
-    config: LearnerConfig, *, total: int | None = None, sparse: bool = False
+    config: LearnerConfig, *, total: int | None = None, sparse: bool = False, per_key: bool | None = None
 ) -> LinearLearner | PolynomialLearner:
     """The learner a config asks for: linear, or polynomial when ``expand`` is set. ``sparse``: a state of
-    the slots touched only (a learner per key; see polybeam.learners.slot_table)."""
+    the slots touched only (a learner per key; see polybeam.learners.slot_table). ``per_key`` (default:
+    ``sparse``): a learner of one key's few rows, which learns its first rows raw before it centres
+    (see polybeam.learners.centring.RAW_ROWS)."""
+    per_key = sparse if per_key is None else per_key
     if config.expand == "none":
-        return LinearLearner(config, sparse=sparse)
-    return PolynomialLearner(config, total=total, sparse=sparse)
+        return LinearLearner(config, sparse=sparse, per_key=per_key)
+    return PolynomialLearner(config, total=total, sparse=sparse, per_key=per_key)
 
 
 def linear_part(learner: LinearLearner | PolynomialLearner) -> LinearLearner:

@@ -1,11 +1,13 @@
-"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, plot, template, demo.
+"""The ``polybeam`` command: train, evaluate, predict, sequence, timeliness, inspect, plot, template, demo, engines.
 
 Every option is a PipelineOptions field (see ``polybeam.pipelines.options``),
 so the same names work here, from Python and in templates; any Beam option
 (``--runner``, ``--direct_num_workers``, ``--temp_location``, ...) passes
 through unchanged. Without ``--runner`` the local FnApiRunner runs the job.
 Commands that compute something print one JSON object on the last line of
-stdout.
+stdout. A mistake (a bad option, a missing file, input that cannot be read)
+is one line on stderr, ``polybeam COMMAND: error: ...``, and exit status 2;
+a job that ran and failed says why in one line too, with exit status 1.
 """
 
 from __future__ import annotations
@@ -25,6 +27,24 @@ from polybeam.pipelines.commands import COMMANDS
 from polybeam.pipelines.errors import UsageError
 from polybeam.pipelines.option_specs import ALL_FLAGS, command_parser
 
+# File-system errors that mean a path given is wrong (fix how you asked), not that the job failed.
+PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (Beam's own messages may span several: ``Pipeline has validations
+    errors:`` and a line per missing option), its lines joined with ``; ``.
+
+    >>> one_line(ValueError("Pipeline has validations errors: \\nMissing option: project.\\nMissing option: region.\\n"))
+    'Pipeline has validations errors: Missing option: project; Missing option: region.'
+    """
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = ""
+    for number, line in enumerate(lines):
+        part = line if number == len(lines) - 1 else line.removesuffix(".")
+        text = part if not text else text + (" " if text.endswith(":") else "; ") + part
+    return text or type(error).__name__
+
 
 def _usage() -> str:
     lines = ["usage: polybeam COMMAND [options]", "", "commands:"]
@@ -43,19 +63,33 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
     )
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A parser whose mistakes are the command's one-line error (``polybeam inspect: error: ...``), not
+    argparse's usage block."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
 def _inspect_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False
+    parser = _OneLineParser(prog="polybeam inspect", description=COMMANDS["inspect"].description, allow_abbrev=False)
+    parser.add_argument(
+        "--model", required=True, help="path of the model file, or of a folder of per-key or per-window models"
     )
-    parser.add_argument("--model", required=True, help="path of the model file, or of a folder of per-key models")
     parser.add_argument("--key", default=None, help="with a folder of per-key models: the key whose model to show")
+    parser.add_argument(
+        "--window",
+        default=None,
+        help="with a folder of models per window: the window whose model to show (its name, window-START-END, or "
+        "its start as listed)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--top", type=int, default=20, help="how many of the largest weights to list (default: 20)")
     return parser
 
 
 def _plot_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="polybeam plot",
         description=COMMANDS["plot"].description,
         allow_abbrev=False,
@@ -88,11 +122,13 @@ def _run_plot(argv: Sequence[str]) -> int:
         if rest:
             raise UsageError(f"unrecognised arguments with --model: {' '.join(rest)}")
         from polybeam.pipelines.plots import check_plotting, plot_model
+        from polybeam.pipelines.written_paths import check_folder_exists
         from polybeam.transforms.model_io import read_model
 
         check_plotting()
         model = read_model(args.model)
         output = args.output or f"{args.model}.learning.png"
+        check_folder_exists(output, "--output")
         plot_model(model, output, title=args.model)
         points = len(model.metadata.get("learning_curve", []))
         print(f"learning curve ({points} points), non-zeros and weights by degree drawn in {output}")
@@ -107,9 +143,7 @@ def _run_plot(argv: Sequence[str]) -> int:
 def _template_parser() -> argparse.ArgumentParser:
     from polybeam.pipelines.flex_template import TEMPLATE_COMMANDS, launcher_image
 
-    parser = argparse.ArgumentParser(
-        prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False
-    )
+    parser = _OneLineParser(prog="polybeam template", description=COMMANDS["template"].description, allow_abbrev=False)
     parser.add_argument("--command", required=True, choices=TEMPLATE_COMMANDS, help="the command the template runs")
     parser.add_argument(
         "--output-dir",
@@ -159,8 +193,10 @@ def _template_parser() -> argparse.ArgumentParser:
 
 def _run_template(argv: Sequence[str]) -> int:
     from polybeam.pipelines.flex_template import launcher_image, write_template
+    from polybeam.pipelines.written_paths import check_folder_exists
 
     args = _template_parser().parse_args(list(argv))
+    check_folder_exists(args.output_dir, "--output-dir")
     if args.launcher_image and args.launcher_tag:
         raise UsageError("polybeam template: give --launcher-image or --launcher-tag, not both")
     launcher = args.launcher_image or (launcher_image(tag=args.launcher_tag) if args.launcher_tag else None)
@@ -284,10 +320,26 @@ def _is_folder(path: str) -> bool:
 
 
 def _run_inspect(argv: Sequence[str]) -> int:
+    from polybeam.pipelines.windowed import is_windowed_folder
     from polybeam.transforms.model_io import read_model
 
     args = _inspect_parser().parse_args(list(argv))
-    if _is_folder(args.model):
+    if args.window is not None and not is_windowed_folder(args.model):
+        raise UsageError(f"--window applies to a folder of models per window; {args.model} is not one")
+    if is_windowed_folder(args.model):
+        from polybeam.pipelines.windowed_summary import describe, window_model, windowed_summary
+
+        if args.window is None:
+            if args.key is not None:
+                raise UsageError(f"{args.model} holds models per window: give --window NAME with --key")
+            summary = windowed_summary(args.model)
+            if args.json:
+                _print_json(summary)
+            else:
+                print(describe(summary))
+            return 0
+        model = window_model(args.model, args.window, args.key)
+    elif _is_folder(args.model):
         from polybeam.pipelines.keyed_summary import describe, keyed_summary
         from polybeam.transforms.keyed_files import KeyedFolder
 
@@ -300,14 +352,9 @@ def _run_inspect(argv: Sequence[str]) -> int:
             return 0
         model = KeyedFolder(args.model).model(args.key)
         if model is None:
-            print(f"polybeam inspect: {args.model} has no model for key {args.key!r}", file=sys.stderr)
-            return 2
+            raise UsageError(f"{args.model} has no model for key {args.key!r}")
     elif args.key is not None:
-        print(
-            f"polybeam inspect: --key applies to a folder of per-key models; {args.model} is a model file",
-            file=sys.stderr,
-        )
-        return 2
+        raise UsageError(f"--key applies to a folder of per-key models; {args.model} is a model file")
     else:
         model = read_model(args.model)
     if args.json:
@@ -336,6 +383,7 @@ def _describe_train(report: dict) -> str:
         trained = f"model written to {report['model']}"
     lines = list(report.get("input_notes") or []) + [
         f"read: {counts.describe()}",
+        *_warning_lines(report),
         f"progressive validation loss: {loss:.6g}"
         if loss is not None and math.isfinite(loss)
         else "progressive validation loss: n/a (no examples)",
@@ -355,7 +403,7 @@ def _describe_train(report: dict) -> str:
 
 def _describe_windowed_train(report: dict, counts) -> str:
     """Train's lines for models per window: a line per window (its examples, keys and progressive loss)."""
-    lines = [f"read: {counts.describe()}", f"windows ({report['window_spec']}):"]
+    lines = [f"read: {counts.describe()}", *_warning_lines(report), f"windows ({report['window_spec']}):"]
     for name, entry in report.get("windows", {}).items():
         loss = entry.get("progressive_loss")
         keys = f", {entry['keys']} keys" if "keys" in entry else ""
@@ -371,6 +419,11 @@ def _describe_windowed_train(report: dict, counts) -> str:
         f"wall time: {report['wall_seconds']:.1f} s",
     ]
     return "\n".join(lines)
+
+
+def _warning_lines(report: dict) -> list[str]:
+    """A line per warning of the report (train: labels that come sorted)."""
+    return [f"warning: {warning}" for warning in report.get("warnings") or ()]
 
 
 def _kept_model_lines(report: dict) -> list[str]:
@@ -392,11 +445,22 @@ def _kept_model_lines(report: dict) -> list[str]:
             "to judge by and learned every example after their first pass"
         )
     finishing = report.get("lbfgs")
-    if finishing and finishing.get("objective"):
+    if finishing and finishing.get("kept") == "online":
+        lines.append(
+            f"L-BFGS finishing stage: {finishing['evaluations']} passes; no point beat the online model on the "
+            f"holdout (its loss {finishing['online_holdout_loss']:.6g}): the online model is kept"
+        )
+    elif finishing and finishing.get("objective"):
         objective = finishing["objective"]
+        held = finishing.get("holdout_loss")
+        judged = (
+            f"; held-out loss {finishing['online_holdout_loss']:.6g} online -> {held:.6g}"
+            if held is not None and finishing.get("online_holdout_loss") is not None
+            else ""
+        )
         lines.append(
             f"L-BFGS finishing stage: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
-            f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g})"
+            f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g}{judged})"
         )
     return lines
 
@@ -467,8 +531,15 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
         return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
-        print(f"polybeam: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        print(f"polybeam: error: unknown command {command!r} (polybeam --help lists them)", file=sys.stderr)
         return 2
+    if command == "engines":
+        from polybeam.engines.command import main as engines
+
+        try:
+            return engines(rest, prog="polybeam engines")
+        except SystemExit as done:  # its --help, or a mistake it has said in one line
+            return done.code if isinstance(done.code, int) else 2
     if any(arg in ("-h", "--help") for arg in rest):
         parsers = {"inspect": _inspect_parser, "template": _template_parser, "plot": _plot_parser}
         parsers.get(command, lambda: _command_parser(command))().print_help()
@@ -505,11 +576,20 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
             report = runner(PipelineOptions(rest))
         finally:
             forked_workers.ENABLED = False
-    except (UsageError, ModelFileError, ValueError, MemoryError, FileNotFoundError) as error:
+    except BrokenPipeError:  # stdout closed early (polybeam inspect ... | head): nothing more to say
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (so that exiting flushes nowhere)
+        except (OSError, ValueError):  # a caller's stdout without a file descriptor
+            pass
+        return 141  # as a shell reports a command ended by SIGPIPE
+    except InputRejected as error:  # the job's input check refused its read: a line, then the reasons indented
         print(f"polybeam {command}: error: {error}", file=sys.stderr)
+        return 1
+    except (UsageError, ModelFileError, ValueError, MemoryError, *PATH_ERRORS) as error:
+        print(f"polybeam {command}: error: {one_line(error)}", file=sys.stderr)
         return 2
-    except (JobFailed, InputRejected) as error:  # the job ran and failed
-        print(f"polybeam {command}: error: {error}", file=sys.stderr)
+    except (JobFailed, OSError) as error:  # the job ran and failed (an OSError: a disk, a network, ...)
+        print(f"polybeam {command}: error: {one_line(error)}", file=sys.stderr)
         return 1
     # With the predictions on standard output, what the command says goes to standard error.
     if report.get("output") == "-":

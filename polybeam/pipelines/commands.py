@@ -145,5 +145,9 @@ COMMANDS = {
             "polybeam.pipelines.demo:run_demo",
             ("DemoOptions", Use("no-wait")),
         ),
+        Command(
+            "engines",
+            "fetch Beam's Flink and Spark job servers and Prism into a cache; print the options that run on them",
+        ),
     )
 }

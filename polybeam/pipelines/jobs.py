@@ -19,11 +19,13 @@ import time
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+from apache_beam.transforms import window as beam_window
 from apache_beam.transforms.util import WaitOn
 
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.label_order import LabelOrder
 from polybeam.learners.model import Model, ModelFileError
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.predictions import check_kind, prediction_columns
@@ -120,6 +122,29 @@ def _train_report(parts: dict, *, facts: dict) -> dict:
     return finish_report(report, facts, parts)
 
 
+def _with_label_order(parts: dict, *, build, facts: dict) -> dict:
+    """``build``'s report of a train job, with what the order of the first pass's labels looks like
+    (``label_order``) and, when they come sorted, a warning naming the remedy (``warnings``)."""
+    report = build(parts, facts=facts)
+    warnings = report.setdefault("warnings", [])
+    if not parts.get("label_order"):
+        return report
+    order = LabelOrder().merge(parts["label_order"])
+    report["label_order"] = order.to_dict()
+    buffer = facts.get("shuffle_buffer") or 0
+    whole = f"--shuffle-buffer {order.examples} holds the whole input"
+    if buffer:
+        remedy = (
+            f"--shuffle-buffer {buffer} is too small to mix them; shuffle the input, or give a larger buffer ({whole})"
+        )
+    else:
+        remedy = f"shuffle the input, or train with --shuffle-buffer N ({whole})"
+    warning = order.warning(remedy)
+    if warning:
+        warnings.append(warning)
+    return report
+
+
 def first_pass_learners(options: PipelineOptions) -> int | None:
     """How many learners the first pass will have (see ``Train``'s ``learners``): the local runner's
     workers, or ``--direct_num_workers`` when given as a hint to another runner; else None, since a
@@ -211,7 +236,10 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
             data = read_bytes(path)
         except Exception as error:  # Beam wraps file-system errors in its own types
             raise OptionError(f"{what}: cannot read it ({error})") from None
-        source = source_config(data)
+        try:
+            source = source_config(data)
+        except ValueError as error:  # not a model file (ModelFileError), or one this version cannot read
+            raise OptionError(f"{what}: {error}") from None
     check_compatible(source, config, what)
     if exact and source.replace(passes=config.passes) != config:
         different = sorted(k for k, v in config.to_dict().items() if source.to_dict().get(k) != v and k != "passes")
@@ -267,20 +295,32 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     keyed = key is not None and shared is None
     if keyed and config.lbfgs_passes:
         raise OptionError("--lbfgs-passes trains one model; with --key and separate models per key, leave it out")
+    if job.shuffle_buffer < 0:
+        raise OptionError(
+            f"--shuffle-buffer must be 0 (no shuffling) or a number of examples, got {job.shuffle_buffer}"
+        )
+    if keyed and job.shuffle_buffer:
+        raise OptionError(
+            "--shuffle-buffer mixes the examples of one model; with --key and separate models per key, leave it "
+            "out (or train one shared model: --key-model shared)"
+        )
+    shuffle_seed = config.seed if job.shuffle_seed is None else job.shuffle_seed
     recorded = warm.input if warm is not None else None
     try:
         settings = input_settings(job, config, key=key, model=recorded, model_path=job.initial_model)
     except ValueError as error:
         raise OptionError(f"--initial-model: {error}") from None
-    # A header or schema without the columns the options name fails now, not on a worker; the header's
-    # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
-    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
     if warm is None:
         # How the labels are read (1/2, yes/no, classes from 0) and whether LIBSVM counts from 0, from a sample.
         choices = settle_input(job.input, config, settings, zero_based_given=job.zero_based)
     else:  # a warm start reads as its model did: nothing is left to decide
         choices = InputChoices(config, settings)
     config, settings = choices.config, choices.settings
+    # A header or schema without the columns the options name fails now, not on a worker; the header's
+    # names go into the model, so that readers of single CSV lines (RunInference) know the columns.
+    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
+    if window is not None:
+        windowed.check_sample_times(job.input, settings, config.label_kind, job.timestamp)
     settings = with_columns(job.input, settings)
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
@@ -304,6 +344,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         "input": settings.to_dict(),
         "input_notes": list(choices.notes),
         "window_spec": window.text() if window else None,
+        "shuffle_buffer": job.shuffle_buffer,
     }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
@@ -316,7 +357,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     examples = note_workers(read.examples, parts)
     if window is not None:
         examples = examples | "Windows" >> WindowExamples(window)
-    models = examples | "Train" >> Train(
+    trainer = Train(
         config,
         key=ParsedKeys(key) if keyed else None,
         metadata={"input_format": settings.format},
@@ -331,7 +372,14 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         progress_every=job.progress_every,
         keyed_output="shards",
         shared_keys=shared,
+        shuffle_buffer=job.shuffle_buffer,
+        shuffle_seed=shuffle_seed,
     )
+    models = examples | "Train" >> trainer
+    if trainer.label_order is not None:  # (its windows' counts add up in the report)
+        parts["label_order"] = trainer.label_order | "LabelOrderEverywhere" >> beam.WindowInto(
+            beam_window.GlobalWindows()
+        )
     models = models | "AfterInputCheck" >> WaitOn(checked)
     # How the input was read and where the models came from, with the read's counts (known on the workers).
     known = report_facts["origin"]
@@ -361,7 +409,8 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         written = models | "WriteModel" >> WriteModel(model_path)
         parts["summary"] = models | "Summary" >> beam.Map(model_summary)
         parts["written"] = written
-    pipeline | "Report" >> WriteReport(report_path, functools.partial(build, facts=report_facts), **parts)
+    report = functools.partial(_with_label_order, build=build, facts=report_facts)
+    pipeline | "Report" >> WriteReport(report_path, report, **parts)
     return launch(
         pipeline,
         options,

@@ -16,8 +16,10 @@ metrics to report on a job:
 
 from __future__ import annotations
 
+import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,9 +30,14 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
+from polybeam.learners.background import wait_idle
 from polybeam.learners.container import FormatError
+from polybeam.learners.values import NonFiniteModel
+from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.forked_workers import forked_runner, wants_forked_workers
 from polybeam.pipelines.options import DEFAULT_RUNNER, RunOptions
+from polybeam.pipelines.runners import check_runner, runner_failure
+from polybeam.pipelines.written_paths import check_outputs
 from polybeam.selection.errors import AnytimeModelError
 from polybeam.transforms.files import read_json
 from polybeam.transforms.sources import CorruptInputError
@@ -102,7 +109,7 @@ def detach(command: str, options: PipelineOptions, report_path: str) -> dict:
 
 # Errors a worker raises about the user's files, with messages written for the user (what is wrong with
 # which file, and what to do): the command says them in one line, whatever runner relayed them.
-USER_ERRORS = (CorruptInputError, InputFileError, FormatError, AnytimeModelError)
+USER_ERRORS = (CorruptInputError, InputFileError, FormatError, AnytimeModelError, NonFiniteModel)
 USER_ERROR_LINE = re.compile(
     r"^polybeam\.[\w.]+\.(?:" + "|".join(kind.__name__ for kind in USER_ERRORS) + r"): (.+)$", re.MULTILINE
 )
@@ -139,6 +146,32 @@ def _raise_rejection(facts: dict) -> None:
         raise InputRejected(written["error"]) from None
 
 
+def remove_sink_temporaries(outputs: dict) -> list[str]:
+    """Remove the temporary folders Beam's file sinks leave beside a failed job's local outputs; their paths.
+
+    A file sink writes its shards into ``beam-temp-NAME-UUID/`` beside ``NAME`` and renames them when the job
+    finishes (``apache_beam.io.filebasedsink``); a job that fails leaves that folder behind, half written.
+    ``outputs``: name -> path (or a prefix ending in ``*``), as :func:`launch` takes them.
+    """
+    removed = []
+    for path in outputs.values():
+        if not isinstance(path, str) or not path or "://" in path:
+            continue
+        folder, name = os.path.split(os.path.abspath(path.removesuffix("*")))
+        for temporary in glob.glob(os.path.join(glob.escape(folder), f"beam-temp-{glob.escape(name)}-*")):
+            if os.path.isdir(temporary):
+                shutil.rmtree(temporary, ignore_errors=True)
+                removed.append(temporary)
+    return removed
+
+
+def _raise_runner_failure(error: BaseException, options: PipelineOptions) -> None:
+    """Raise OptionError when the runner could not start the job for want of an option (see runners)."""
+    message = runner_failure(error, options)
+    if message is not None:
+        raise OptionError(message) from None
+
+
 def _job_id(result) -> str | None:
     job_id = getattr(result, "job_id", None)
     if callable(job_id):
@@ -170,11 +203,17 @@ def launch(
     """
     command, report = facts["command"], facts["report"]
     local = runner_name(options) in LOCAL_RUNNERS
+    check_runner(options)
+    check_outputs({**outputs, "report": report})
     if not waits(options):
         launched = {"command": command, "report": report, "outputs": outputs, "runner": runner_name(options)}
         if local:
             return {**launched, **detach(command, options, report)}
-        result = pipeline.run()
+        try:
+            result = pipeline.run()
+        except Exception as error:
+            _raise_runner_failure(error, options)
+            raise
         return {**launched, "job_id": _job_id(result), "state": str(result.state)}
     workers = wants_forked_workers(options) if local else 0
     pool = None
@@ -187,10 +226,13 @@ def launch(
         try:
             state = pipeline.run().wait_until_finish()
         except Exception as error:
+            wait_idle()  # (the learners' last progress lines before the failure's message)
+            remove_sink_temporaries({**outputs, "report": report})
             _raise_rejection(facts)
             message = user_error(error)
             if message is not None:
                 raise JobFailed(message) from None
+            _raise_runner_failure(error, options)
             raise
     finally:
         if pool is not None:

@@ -9,6 +9,8 @@
 * Local worker processes send their log to the runner, which logs each entry
   in the launcher as a whole ``LogEntry`` message (timestamp, thread, log
   location, ten lines each); it is shortened to ``worker: MESSAGE [step]``.
+* Beam's six-line warning that it downloads a runner's job server or binary
+  at run time is one line naming what it downloads.
 * A refused input (:class:`~polybeam.formats.acceptance.InputRejected`), or
   a worker's error about an input or model file (``launch.USER_ERRORS``), is
   the command's own error message; the runner's logged traceback of it is
@@ -23,6 +25,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 _RELAYED = "severity: "
 NOISE = (
@@ -42,6 +45,17 @@ def _said_by_the_command(record: logging.LogRecord) -> bool:
         return True
     text = record.getMessage()  # a worker's traceback, relayed by a portable runner
     return "InputRejected: " in text or USER_ERROR_LINE.search(text) is not None
+
+
+# Beam's warning before it downloads a jar or binary (apache_beam.utils.subprocess_server).
+_DOWNLOADING = "Apache Beam is downloading dependencies from a public repository at runtime"
+_DOWNLOAD_URL = re.compile(r"URL: (\S+)")
+
+
+def _shorten_download(record: logging.LogRecord) -> None:
+    found = _DOWNLOAD_URL.search(record.getMessage())
+    what = found.group(1) if found else "a dependency"
+    record.msg, record.args = f"Beam is downloading {what} at run time (pre-stage it to run offline)", ()
 
 
 def _shorten_relayed(record: logging.LogRecord) -> None:
@@ -65,6 +79,8 @@ def readable(record: logging.LogRecord) -> bool:
         return False
     if record.name == "root" and text.startswith(_RELAYED):
         _shorten_relayed(record)
+    elif _DOWNLOADING in text:
+        _shorten_download(record)
     return True
 
 

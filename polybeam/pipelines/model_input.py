@@ -264,13 +264,17 @@ def check_sample(
         else:
             sample = text_sample(path)
             parsed = reader.parse(sample, source=path)
-    except ValueError as error:  # a header or schema the format cannot read
+    except ValueError as error:  # a header or schema the format cannot read (or not Parquet at all)
+        if settings.format == "parquet":
+            sample = _text_start(path)  # (what the file looks like instead)
         first = next((line for line in sample.decode("utf-8", "replace").splitlines() if line.strip()), "")
         looks_like = _looks_like(first, settings)
         # (a file lacking some of the model's columns: its message says which and what to do)
         told = isinstance(error, ColumnsMismatch) and not looks_like
         note = f"; {model_note(model, model_path)}" if model is not None and not told else ""
-        raise InputMismatch(f"{error}{looks_like}{note}") from None
+        text = str(error) if path in str(error) else f"{path}: {error}"  # (the readers name the file; pyarrow not)
+        text = text.rstrip(".")
+        raise InputMismatch(f"{text}{looks_like}{note}") from None
     except Exception:  # not readable here (permissions, a damaged file): the job says what is wrong
         return
     readable = len(parsed.batch) + len(parsed.dead_letters)
@@ -281,6 +285,22 @@ def check_sample(
     if not looks_like:
         return  # records of the right kind that do not fit the task: the job's check weighs them all
     raise InputMismatch(f"{path} line {letter.line}: {letter.reason}{looks_like}; {model_note(model, model_path)}")
+
+
+def _text_start(path: str) -> bytes:
+    try:
+        return text_sample(path, 4096)
+    except Exception:  # unreadable as text too: nothing to guess from
+        return b""
+
+
+def parse_sample(path: str, settings: InputSettings, labels: str):
+    """The first records of ``path`` (at most :data:`SAMPLE_BYTES` of text, :data:`SAMPLE_ROWS` of Parquet),
+    parsed as ``settings`` read them (a ``ParsedBlock``); the readers' errors as they raise them."""
+    reader = settings.reader(labels)
+    if settings.format == "parquet":
+        return _parquet_sample(path, reader)
+    return reader.parse(text_sample(path), source=path)
 
 
 def _looks_like(raw: str, settings: InputSettings) -> str:
@@ -310,10 +330,11 @@ __all__ = [
     "InputMismatch",
     "check_sample",
     "header_columns",
-    "with_columns",
     "model_note",
     "named_label",
+    "parse_sample",
     "recorded_input",
     "scoring_input",
     "scoring_reader",
+    "with_columns",
 ]

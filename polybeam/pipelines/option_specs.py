@@ -460,7 +460,7 @@ TABLE = (
         "index.json; evaluate scores each window's examples with that window's model",
         type=window_spec,
         metavar="{fixed:SIZE,sliding:SIZE,PERIOD}",
-        readme_with=("timestamp",),
+        readme_with=("timestamp", "timestamp-unit"),
         readme="train one model per event-time window (per key with `--key`), by each example's time in a "
         'CSV/Parquet column (see "Models per window" below)',
     ),
@@ -469,10 +469,19 @@ TABLE = (
         _W,
         "windows",
         "with --window: column:NAME, the CSV/Parquet column of each example's event "
-        "time (seconds since the epoch, or ISO-8601 such as 2026-11-01T06:30:00Z), then not a feature; a record "
-        "without a readable time is a dead letter",
+        "time (a number since the epoch, in seconds unless --timestamp-unit says otherwise, or ISO-8601 such as "
+        "2026-11-01T06:30:00Z), then not a feature; a record without a readable time is a dead letter",
         type=timestamp_spec,
         metavar="column:NAME",
+    ),
+    Option(
+        "timestamp-unit",
+        _W,
+        "windows",
+        "the unit of the --timestamp column's numbers: s, ms, us or ns since the epoch (default: s); Kafka and "
+        "Java write ms. Evaluate reads a windowed folder's times as its training input's were read",
+        choices=("s", "ms", "us", "ns"),
+        default="s",
     ),
     # -- learning
     Option(
@@ -697,6 +706,29 @@ TABLE = (
         metavar="E",
     ),
     Option(
+        "shuffle-buffer",
+        _T,
+        "passes",
+        "learn every pass's examples in a random order through a shuffle buffer of N examples per worker "
+        "(each leaves at a random time; N at least the longest run of one label mixes sorted input; the "
+        "holdout keeps the same examples); one model only, not per key (default: 0, in the order read)",
+        type=int,
+        default=0,
+        metavar="N",
+        readme_with=("shuffle-seed",),
+        readme="train: every pass learns its examples through a shuffle buffer of N examples (a new random "
+        "order each pass, seeded by `--shuffle-seed`, default `--seed`'s); for input sorted by label (train "
+        "warns when the first pass's labels come in long runs). See docs/order.md",
+    ),
+    Option(
+        "shuffle-seed",
+        _T,
+        "passes",
+        "the seed of --shuffle-buffer's orders (default: --seed's value)",
+        type=int,
+        metavar="S",
+    ),
+    Option(
         "lbfgs-passes",
         _L,
         "passes",
@@ -710,18 +742,19 @@ TABLE = (
         readme="after the online passes, P passes of L-BFGS over the training examples, warm-started from the "
         "averaged model, each summing the loss and gradient across workers (the terascale learner's finishing "
         "stage; logistic, squared or softmax loss; one model, not per key); the objective is the summed "
-        "importance-weighted loss plus L/2 * ||w||^2 without the bias (L = {lbfgs-l2} by default, chosen on the "
-        "benchmark's hashed data where scikit-learn's C = 1 overfits; as `LogisticRegression(C=1/L)`); recorded "
-        "in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 dense weight vectors "
-        "(40 MB at 18 bits). See `benchmarks/results/averaging.md`",
+        "importance-weighted loss plus L/2 * ||w||^2 without the bias (as `LogisticRegression(C=1/L)`), L chosen "
+        "on the holdout (one example in `--holdout-period`) among 0.1, 1 and 10 unless `--lbfgs-l2` gives it; the "
+        "model is the point of lowest held-out loss, or the online model when none did better (never worse on the "
+        "holdout); recorded in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 "
+        "dense weight vectors per L2 (40 MB at 18 bits). See `benchmarks/results/averaging.md`",
     ),
     Option(
         "lbfgs-l2",
         _L,
         "passes",
         "the L-BFGS stage's L2 penalty on the summed loss, lbfgs_l2/2 * ||w||^2 without "
-        "the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: {default}, chosen on "
-        "benchmarks/results/averaging.md's data; tune it)",
+        "the bias: scikit-learn's LogisticRegression(C=1/lbfgs_l2) (default: chosen on the holdout among "
+        "0.1, 1 and 10; the online model is kept when no L-BFGS point does better there)",
         type=float,
         config="lbfgs_l2",
         metavar="L",

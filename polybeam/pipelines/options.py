@@ -26,6 +26,7 @@ from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.option_specs import FORMATS  # noqa: F401  (re-exported)
+from polybeam.pipelines.written_paths import check_given_outputs
 from polybeam.transforms.files import absolute_path
 
 # The local runner that needs no network (the DirectRunner name first tries to
@@ -56,7 +57,7 @@ class KeyOptions(PipelineOptions):
 
 
 class WindowOptions(PipelineOptions):
-    """Models per event-time window: ``--window``, ``--timestamp``."""
+    """Models per event-time window: ``--window``, ``--timestamp``, ``--timestamp-unit``."""
 
     _add_argparse_args = _holding("WindowOptions")
 
@@ -199,6 +200,7 @@ def job_settings(options: PipelineOptions, command: str | None = None) -> JobSet
         for name in specs.required_options(command):
             if not getattr(settings, name):
                 raise OptionError(f"polybeam {command} needs --{name.replace('_', '-')}")
+        check_given_outputs(settings, command)  # (into folders that exist, under names Beam can write)
     return settings
 
 
@@ -314,6 +316,8 @@ def input_settings(
     timestamp = settings.timestamp
     if timestamp is not None and "timestamp_column" in read.options:  # (other formats: refused by train)
         own["timestamp_column"] = timestamp.partition(":")[2]
+        unit = settings.timestamp_unit
+        own["timestamp_unit"] = None if unit in (None, "s") else unit  # (seconds: recorded as before, not at all)
     softmax = config.loss == "softmax"
     return read.replace(
         **own,

@@ -23,7 +23,7 @@ from polybeam.learners.windows import WindowSpec, parse_window
 from polybeam.pipelines import job_parts
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.launch import launch
-from polybeam.pipelines.model_input import recorded_input, scoring_input
+from polybeam.pipelines.model_input import first_file, parse_sample, recorded_input, scoring_input
 from polybeam.pipelines.options import JobSettings, job_settings, with_default_runner
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.keyed_files import join, read_index
@@ -66,6 +66,26 @@ def window_of(job: JobSettings, key: str | None) -> WindowSpec | None:
         return parse_window(job.window)
     except ValueError as error:
         raise OptionError(str(error)) from None
+
+
+def check_sample_times(pattern: str, settings, labels: str, timestamp: str) -> None:
+    """Refuse, before launching, a timestamp column whose numbers are in another unit than the one it is read in
+    (epoch milliseconds read as seconds): when most of the first file's first records have a time outside the
+    years 1 to 9999 that another unit would put in a plausible year, the first one's reason says which unit
+    to pass. Times that are only sometimes wrong are left to the job: they are dead letters."""
+    path = first_file(pattern)
+    if path is None:
+        return
+    try:
+        parsed = parse_sample(path, settings, labels)
+    except Exception:  # the job's read says what is wrong with the file
+        return
+    records = len(parsed.batch) + len(parsed.dead_letters)
+    wrong_unit = [letter.reason for letter in parsed.dead_letters if "pass --timestamp-unit" in letter.reason]
+    if records and 2 * len(wrong_unit) > records:
+        raise OptionError(
+            f"--timestamp {timestamp}: {wrong_unit[0]} ({len(wrong_unit)} of the first {records} records)"
+        )
 
 
 def windowed_models(

@@ -26,14 +26,17 @@ their own thread.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 import time
 
 from apache_beam.metrics import Metrics
 
+from polybeam.learners.curve import progress_line as line
+from polybeam.learners.holdout import holdout_progress_line
 from polybeam.learners.polynomial import linear_part
+
+__all__ = ["NAMESPACE", "Progress", "holdout_progress_line", "line"]
 
 NAMESPACE = "polybeam.train"
 
@@ -101,42 +104,3 @@ class Progress:
 
     def __setstate__(self, state):
         self.__init__(quiet=state["quiet"], every=state.get("every", 0))
-
-
-def line(point: dict, rate: float) -> str:
-    """One progress line (VW's columns: progressive loss so far and since the last line)."""
-    speed = f"{rate:8.0f} ex/s" if math.isfinite(rate) else "       - ex/s"
-
-    def loss(value):
-        return "-" if value is None else f"{value:.6f}"
-
-    return (
-        f"polybeam[{os.getpid()}] pass {point['pass']} {point['examples']:>10} examples {speed}  "
-        f"progressive loss {loss(point['progressive_loss'])}  since last {loss(point['since_last'])}  "
-        f"non-zero {point['nonzero']}"
-    )
-
-
-def holdout_progress_line(selection) -> str:
-    """The line a judged pass prints: its holdout loss, the best pass so far, and whether training
-    stops (see polybeam.learners.holdout.PassSelection)."""
-    entry = selection.history[-1]
-    if selection.released:
-        return (
-            f"polybeam[{os.getpid()}] pass {entry['pass']}: {entry['examples']} examples held out, fewer than "
-            f"{selection.min_examples} to judge passes by: every later pass learns every example and the last "
-            "pass is kept"
-        )
-    loss = entry["holdout_loss"]
-    shown = f"{loss:.6f}" if loss == loss else "-"
-    candidates = entry["losses"]
-    among = ""
-    if len(candidates) > 1:
-        among = " (" + ", ".join(f"{name} {value:.6f}" for name, value in candidates.items()) + ")"
-    line = (
-        f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among} over {entry['examples']} "
-        f"held-out examples; best: pass {selection.best_pass}"
-    )
-    if selection.stopped:
-        line += f"; no better loss in {selection.patience} passes: training stops and keeps pass {selection.best_pass}"
-    return line

@@ -29,6 +29,7 @@ the columns the format needs.
 from __future__ import annotations
 
 import dataclasses
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -347,7 +348,12 @@ def is_parquet(parsing_format) -> bool:
 
 
 def require_match(file_pattern: str) -> None:
-    """Fail early, naming the pattern, when no file matches it."""
+    """Fail early, naming the pattern, when no file matches it, or when it names a local folder (whose files a
+    worker would otherwise fail to open as one file)."""
+    if "://" not in file_pattern and os.path.isdir(file_pattern):
+        raise IsADirectoryError(
+            f"{file_pattern} is a folder: give a pattern of its files, such as {os.path.join(file_pattern, '*')}"
+        )
     try:
         matched = FileSystems.match([file_pattern], limits=[1])[0].metadata_list
     except Exception as error:  # Beam raises BeamIOError for some missing paths

@@ -53,6 +53,7 @@ from polybeam.transforms.faults import FaultSwitch
 from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments
 from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
+from polybeam.transforms.order import LabelOrderOf, ShuffleExamples
 from polybeam.transforms.progress import Progress, holdout_progress_line
 from polybeam.transforms.windows import RecordWindow, combine_globally, in_window, is_global
 
@@ -579,25 +580,19 @@ class _LossGradientFn(beam.DoFn):
         self._totals: dict = {}  # window -> its sum
 
     def process(self, batch: ExampleBatch, point, window=beam.DoFn.WindowParam):
-        model, weights = point
-        if _held_out_of_training(model, self.config):
-            batch = training_part(batch, self.config)
+        model, points = point
         if batch is None or len(batch) == 0:
             return
         if window not in self._totals:
-            self._totals[window] = lbfgs.LossGradient.zero(weights.shape)
-        self._totals[window].add(weights, lbfgs.model_features(model, batch), self.config.loss, self.config.bias)
+            self._totals[window] = lbfgs.PassSums.zero(points[0].shape, len(points))
+        # (the stage's holdout: the examples the learner's holdout period holds out, see lbfgs.Finishing)
+        period = lbfgs.stage_holdout_period(self.config)
+        self._totals[window].add(model, points, batch, period, self.config.seed)
 
     def finish_bundle(self):
         for window, total in self._totals.items():
             yield in_window(total, window)
         self._totals = {}
-
-
-def _held_out_of_training(model, config: LearnerConfig) -> bool:
-    """Whether the examples the holdout keeps stayed out of training: a holdout that held out too few
-    to judge passes by released them into every later pass (see polybeam.learners.holdout)."""
-    return config.holds_out and not (model.metadata.get("holdout") or {}).get("released", False)
 
 
 class _SumLossGradients(MergeFn):
@@ -609,25 +604,23 @@ class _SumLossGradients(MergeFn):
 
 
 class _LbfgsState:
-    """The finishing stage's state between passes: the online model it started from and the optimiser."""
+    """The finishing stage's state between passes: :class:`~polybeam.learners.lbfgs.Finishing` (the online
+    model it started from, an optimiser per L2, the best candidate on the holdout)."""
 
     def __init__(self, model, config: LearnerConfig):
-        self.model = model
-        self.optimiser = lbfgs.Lbfgs(lbfgs.start_weights(model), l2=config.lbfgs_l2, bias=config.bias)
+        self.stage = lbfgs.Finishing(model, config.lbfgs_l2, lbfgs.stage_holdout_period(config), config.seed)
 
     def point(self):
-        return self.model, self.optimiser.point()
+        return self.stage.model, self.stage.points()
 
     def told(self, total):
-        """A new state (elements do not change) that took the pass's sum."""
+        """A new state (elements do not change) that took the pass's sums (None: no example reached it)."""
         state = pickle.loads(pickle.dumps(self))
-        if total is None:  # no training example reached the stage: evaluate the empty sum
-            total = lbfgs.LossGradient.zero(state.optimiser.point().shape)
-        state.optimiser.told(total)
+        state.stage.told(total)
         return state
 
     def finished(self):
-        return lbfgs.finish_model(self.model, self.optimiser.weights, self.optimiser.summary())
+        return self.stage.finished()
 
 
 class _FinishWithLbfgs(beam.PTransform):
@@ -736,6 +729,18 @@ class Train(beam.PTransform):
         model records the crossing and the keys it trained, so that it
         predicts each key with the shared weights plus the key's own.
         Excludes ``key``.
+    shuffle_buffer : int, default 0
+        Every pass learns its examples through a shuffle buffer of this many
+        (:class:`~polybeam.transforms.order.ShuffleExamples`), a new order each
+        pass; the holdout keeps the same examples. 0: in the order they come.
+        One model only (not per key).
+    shuffle_seed : int, default 0
+        The seed of the shuffle buffer's orders.
+
+    After it is applied, ``label_order`` is a PCollection of one
+    :class:`~polybeam.learners.label_order.LabelOrder` (per window) of the
+    labels as this job's first pass learns them (None per key): whether they
+    come sorted, which misleads an online learner.
 
     The input is a PCollection of ExampleBatch, or what
     :class:`~polybeam.transforms.read.ReadExamples` returns
@@ -761,6 +766,8 @@ class Train(beam.PTransform):
         key_shards: int = KEY_SHARDS,
         keyed_output: str = "pairs",
         shared_keys: SharedKeys | None = None,
+        shuffle_buffer: int = 0,
+        shuffle_seed: int = 0,
         **settings,
     ):
         super().__init__()
@@ -801,6 +808,15 @@ class Train(beam.PTransform):
             )
         self.config = shared_config(self.config, shared_keys is not None)
         self.shared_keys = shared_keys
+        if shuffle_buffer < 0:
+            raise ValueError(f"shuffle_buffer must be 0 (no shuffling) or a number of examples, got {shuffle_buffer}")
+        if shuffle_buffer and key is not None:
+            raise ValueError(
+                "shuffle_buffer mixes the examples of one model; with a key (a model per key) leave it at 0"
+            )
+        self.shuffle_buffer = shuffle_buffer
+        self.shuffle_seed = shuffle_seed
+        self.label_order = None
 
     def expand(self, batches):
         self._take_input(getattr(getattr(batches, "examples", batches), "polybeam_input", None))
@@ -844,7 +860,7 @@ class Train(beam.PTransform):
             else:
                 start = beam.pvalue.AsSingleton(states)
                 learn = _LearnOnePass(keyed, config, self.progress, self.progress_every)
-                partial = batches | f"Learn{number}" >> beam.ParDo(learn, start)
+                partial = self._pass_input(batches, number) | f"Learn{number}" >> beam.ParDo(learn, start)
                 merged = partial | f"Pass{number}" >> self._merge(keyed, partial)
             states = self._judged(held, merged, states, number, keyed)
             self._checkpoint(states, number, keyed)
@@ -949,8 +965,20 @@ class Train(beam.PTransform):
             checks.append(count | "RequireExamples" >> beam.Map(_require_examples))
         return batches, checks
 
+    def _pass_input(self, batches, number: int):
+        """The (unkeyed) batches pass ``number`` learns: through the shuffle buffer when there is one. The
+        job's first pass also counts the order of their labels (``label_order``)."""
+        if self.shuffle_buffer:
+            shuffle = ShuffleExamples(self.shuffle_buffer, seed=self.shuffle_seed, salt=number)
+            batches = batches | f"Shuffle{number}" >> shuffle
+        if self.label_order is None:
+            self.label_order = batches | "LabelOrder" >> LabelOrderOf()
+        return batches
+
     def _first_pass(self, batches, keyed: bool):
         config = self.config
+        if not keyed:
+            batches = self._pass_input(batches, 1)
         first_fn = TrainFn(
             config,
             output="state",

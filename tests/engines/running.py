@@ -4,7 +4,7 @@ An engine is a way to run polybeam's commands: the options that send a job
 to it (``options``), the services it needs (a job server; for a standalone
 cluster its master and workers), and how long it took to start. Every engine
 sends Python work to the session's one external worker pool (a
-``engines.worker_pool``, whose workers have a private /tmp), so that workers
+``polybeam.engines.worker_pool``, whose workers have a private /tmp), so that workers
 are other processes that cannot see the launcher's files, as on a cluster.
 
 * ``flink-embedded``: Beam's Flink job server, each job on an embedded Flink
@@ -14,7 +14,7 @@ are other processes that cannot see the launcher's files, as on a cluster.
   parallelism 2;
 * ``spark-embedded`` / ``spark-cluster``: Beam's Spark job server on
   ``local[2]`` / a standalone Spark master with two workers, one job at a
-  time (Spark allows one SparkContext per JVM; see ``engines.spark.serve``);
+  time (Spark allows one SparkContext per JVM; see ``polybeam.engines.spark.serve``);
 * ``prism``: Beam's Prism runner as a job service.
 
 One job server serves all of an engine's jobs (``--runner PortableRunner
@@ -33,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engines import flink, prism, processes, spark
-from engines.tools import EngineUnavailable, require
+from polybeam.engines import flink, prism, processes, spark
+from polybeam.engines.tools import EngineUnavailable, require
 
 DEFAULT_ENGINES = ("flink-embedded", "flink-cluster")
 # Beam's runners start and stop an SDK environment per task unless told to keep it: kept, one worker

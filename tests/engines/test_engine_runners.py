@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from engines import flink, prism
 from polybeam import datasets
+from polybeam.engines import flink, prism
 from tests.engines import running
 
 pytestmark = pytest.mark.engines

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engines import __main__ as cli
-from engines import jobserver, spark
-from engines.tools import EngineUnavailable, require
+from polybeam.engines import command as cli
+from polybeam.engines import jobserver, spark
+from polybeam.engines.tools import EngineUnavailable, require
 
 SPARK_JARS = [
     f"spark-core_2.12-{spark.SPARK_VERSION}.jar",
@@ -141,7 +141,7 @@ def test_a_job_server_for_many_jobs_gets_the_jvm_options_beams_spark_runner_give
 
 def test_spark_home_says_how_to_fetch_it(tmp_path, monkeypatch):
     monkeypatch.setenv("POLYBEAM_ENGINE_CACHE", str(tmp_path))
-    with pytest.raises(EngineUnavailable, match="python -m engines fetch spark"):
+    with pytest.raises(EngineUnavailable, match="polybeam engines fetch spark"):
         spark.spark_home()
 
 
@@ -154,7 +154,7 @@ def test_the_pom_leaves_spark_and_logging_to_pyspark():
 def test_fetch_is_dispatched_by_engine_name(monkeypatch, capsys):
     monkeypatch.setattr(spark, "fetch", lambda: [Path("/cache/spark-home"), Path("/cache/spark.jar")])
     assert cli.main(["fetch", "spark"]) == 0
-    assert capsys.readouterr().out.strip() == "spark: /cache/spark-home /cache/spark.jar"
+    assert capsys.readouterr().out.splitlines()[0] == "spark: /cache/spark-home /cache/spark.jar"
 
     def unavailable():
         raise EngineUnavailable("missing mvn")

@@ -7,7 +7,7 @@ import time
 from apache_beam.portability.api import beam_fn_api_pb2, endpoints_pb2
 from apache_beam.runners.worker import worker_pool_main
 
-from engines import worker_pool
+from polybeam.engines import worker_pool
 
 
 class FakeWorker:

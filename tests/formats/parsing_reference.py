@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import mmh3
 import numpy as np
 
+from polybeam.learners.values import LARGEST_VALUE, TOO_LARGE_REASON
+
 BLANKS = b" \t\r\x0b\x0c"
 BLANK_RUN = re.compile(rb"[ \t\r\x0b\x0c]+")
 NUMBER = re.compile(rb"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(?i:nan|inf|infinity)")
@@ -157,6 +159,8 @@ def _libsvm_line(offset: int, raw: bytes, bits: int, seed: int, zero_based: bool
             return dead("feature value is not a number: ", token)
         if not math.isfinite(value):
             return dead("non-finite feature value: ", token)
+        if abs(value) > LARGEST_VALUE:
+            return dead(TOO_LARGE_REASON, token)
         if value != 0:
             line.slots.append(ref_libsvm_slot(index + 1 if zero_based else index, bits, seed))
             line.values.append(value)
@@ -242,6 +246,8 @@ def _vw_line(offset: int, raw: bytes, bits: int, seed: int, label_names: tuple[s
             value *= scale
             if not math.isfinite(value):
                 return dead("non-finite feature value")
+            if abs(value) > LARGEST_VALUE:
+                return dead(TOO_LARGE_REASON)
             if value != 0:
                 line.slots.append(ref_hash(name, namespace_hash) & mask)
                 line.values.append(value)
@@ -352,6 +358,9 @@ def ref_csv(
                     line = Line(offset, raw, "dead", f"column {name!r}: not a number: {token_text(raw_field)}")
                 elif not math.isfinite(number):
                     line = Line(offset, raw, "dead", f"column {name!r}: non-finite value: {token_text(raw_field)}")
+                elif abs(number) > LARGEST_VALUE:
+                    reason = f"column {name!r}: {TOO_LARGE_REASON}{token_text(raw_field)}"
+                    line = Line(offset, raw, "dead", reason)
                 elif number != 0:
                     line.slots.append(ref_hash(name.encode(), mmh3.hash(b"", seed, signed=False)) & mask)
                     line.values.append(number)

@@ -47,11 +47,13 @@ def blanks(rnd: random.Random, low: int = 1, high: int = 3) -> bytes:
 # -- numbers ----------------------------------------------------------------------
 
 
-def number_text(rnd: random.Random, *, allow_special: bool = False) -> bytes:
+def number_text(rnd: random.Random, *, allow_special: bool = False, feature: bool = False) -> bytes:
     """A number in the documented grammar, including long and extreme ones.
 
-    Without ``allow_special``: no nan/inf words and nothing that overflows.
+    Without ``allow_special``: no nan/inf words and nothing that overflows. ``feature``: a value a
+    learner can take, within polybeam.learners.values' bound (+-3.4e38), as well-formed features are.
     """
+    largest = 1e38 if feature else 1e300  # (VW scales a value by its namespace's scale, up to 2 here)
     kinds = ["small", "decimal", "float", "long"] + (["special"] if allow_special else [])
     kind = rnd.choice(kinds)
     if kind == "small":
@@ -69,13 +71,13 @@ def number_text(rnd: random.Random, *, allow_special: bool = False) -> bytes:
         value = rnd.choice(
             [rnd.uniform(-1e6, 1e6), rnd.gauss(0, 1), rnd.expovariate(1e-3), rnd.uniform(-1e-300, 1e300)]
         )
-        if not abs(value) <= 1e300:
+        if not abs(value) <= largest:
             value = 1.5  # hypothesis's Random returns edge cases; keep scaled values finite
         return rnd.choice([repr(value), f"{value:.17g}", f"{value:.6e}", f"{value:.3f}"]).encode()
     if kind == "long":
         digits = pick_string(rnd, "0123456789", 16, 40)
         point = rnd.randint(0, len(digits))
-        exponent = rnd.randint(-400, 400) if allow_special else rnd.randint(-340, 260)
+        exponent = rnd.randint(-400, 400) if allow_special else rnd.randint(-340, 260 if not feature else 36 - point)
         return f"{digits[:point]}.{digits[point:]}e{exponent}".encode()
     return rnd.choice([b"nan", b"NaN", b"-inf", b"inf", b"Infinity", b"+INF", b"1e400", b"-1e999"])
 
@@ -174,7 +176,7 @@ def libsvm_line(rnd: random.Random) -> bytes:
         parts.append(b"qid:%d" % rnd.randint(0, 99))
     for _ in range(rnd.randint(0, 8)):
         index = rnd.choice([rnd.randint(1, 300), rnd.randint(1, 2**40), rnd.randint(2**18 - 2, 2**18 + 2)])
-        value = rnd.choice([b"1", b"0", number_text(rnd)])
+        value = rnd.choice([b"1", b"0", number_text(rnd, feature=True)])
         parts.append(b"%d:%s" % (index, value))
     line = b"".join(part + blanks(rnd) for part in parts[:-1]) + parts[-1]
     if rnd.random() < 0.2:
@@ -221,7 +223,7 @@ def vw_line(rnd: random.Random, label_names: tuple[str, ...] = ()) -> bytes:
         for _ in range(rnd.randint(0, 5)):
             feature = vw_name(rnd)
             if rnd.random() < 0.5:
-                feature += b":" + (b"0" if rnd.random() < 0.1 else number_text(rnd))
+                feature += b":" + (b"0" if rnd.random() < 0.1 else number_text(rnd, feature=True))
             features += feature + blanks(rnd)
         line += b"|" + namespace + features
     return line
@@ -371,7 +373,7 @@ def csv_cell(rnd: random.Random, kind: str, label_names: tuple[str, ...] = (), m
     if kind == "label" and label_names:
         return "" if rnd.random() < 0.1 else label_token(rnd, label_names)
     if kind in ("numeric", "label"):
-        return "" if rnd.random() < 0.1 else number_text(rnd).decode()
+        return "" if rnd.random() < 0.1 else number_text(rnd, feature=kind == "numeric").decode()
     if kind == "weight":
         return "" if rnd.random() < 0.1 else rnd.choice(["0", "1", "2.5", repr(rnd.uniform(0, 10))])
     if kind == "categorical":

@@ -62,5 +62,8 @@ def test_a_table_row_with_empty_cells_is_the_csv_line():
 def test_what_is_not_a_value_still_fails_saying_so():
     with pytest.raises(MappingError, match=r"feature 'x' has value \[1\], not a number or a category \(None or NaN"):
         batch_from_mappings([{"x": [1]}], bits=10)
-    with pytest.raises(MappingError, match="feature 'x' is inf"):
+    with pytest.raises(MappingError, match="feature 'x': non-finite feature value: inf"):
         batch_from_mappings([{"x": float("inf")}], bits=10)
+    # The same bound as every parser's (polybeam.learners.values): a square that overflows an update.
+    with pytest.raises(MappingError, match=r"feature 'x': feature value beyond \+-3.4e\+38 \(rescale it\): 1e\+300"):
+        batch_from_mappings([{"x": 1e300}], bits=10)

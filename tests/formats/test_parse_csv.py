@@ -12,6 +12,7 @@ from parsing_reference import assert_matches, expected_outcome, ref_csv, split_l
 from parsing_strategies import FUZZ_SETTINGS, PROPERTY_SETTINGS, csv_cases, multiclass_options
 
 from polybeam.formats import CsvFormat
+from polybeam.formats.records import InputFileError
 from polybeam.learners.hashing import feature_slot, hash_string
 
 
@@ -479,3 +480,20 @@ def test_fuzzed_input_never_raises_and_accounts_for_every_line(case, options):
     assert parsed.records == len(split_lines(data))
     assert parsed.records == len(parsed.batch) + len(parsed.dead_letters) + parsed.skipped
     assert np.isfinite(parsed.batch.values).all() and (parsed.batch.values != 0).all()
+
+
+def test_a_file_without_the_header_of_a_glob_says_its_first_line_is_a_record():
+    """One file of a glob written without the header the others have: the error names the file, the column
+    missing and that its first line is a record (was a ValueError a worker's traceback carried)."""
+    fmt = CsvFormat(label_column="y")
+    with pytest.raises(InputFileError) as refused:
+        fmt.parse(b"1,1700536400,0.531,0.736\n0,1700540000,0.687,0.463\n", source="part-2.csv")
+    assert str(refused.value) == (
+        "part-2.csv: label_column 'y' is not a column; the columns are ['1', '1700536400', '0.531', '0.736']; "
+        "its first line looks like a record, not a header: every file of a CSV input must start with the same "
+        "header line (--no-csv-header if none has one)"
+    )
+    with pytest.raises(
+        InputFileError, match=r"^other.csv: label_column 'y' is not a column; the columns are \['a', 'b'\]$"
+    ):
+        fmt.parse(b"a,b\n1,2\n", source="other.csv")  # (a header of other names: nothing more to say)

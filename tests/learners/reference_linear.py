@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from polybeam.learners.centring import VARIED_BY
+
 MIN_X2 = 1.1754943508222875e-38
 
 
@@ -397,6 +399,7 @@ class ReferenceLinearLearner(_Reference):
                     self.G[j] = self.G.get(j, 0.0) + importance * g * g * max(x * x, MIN_X2)
                     if self.normalized:
                         norm_x += self.observe_scale(j, x, lambda s, f: self.w.__setitem__(s, self.w.get(s, 0.0) * f))
+            for j, x in features:  # each slot's rate after all its positions (a repeated slot: one rate)
                 rate = self.rate(j, j)
                 rates.append(rate)
                 ppu += max(x * x, MIN_X2) * rate
@@ -537,9 +540,10 @@ class CentredReference:
     first example counted when ``first_raw`` (GSA).
     """
 
-    def __init__(self, learner, first_raw=False):
+    def __init__(self, learner, first_raw=False, raw_rows=0):
         self.learner = learner
         self.first_raw = first_raw
+        self.raw_rows = raw_rows
         self.candidates = None
         self.sums = {}
         self.squares = {}
@@ -553,7 +557,35 @@ class CentredReference:
             return [((slot, c), (0, c)) for c in range(classes)]
         return [(slot, 0)]
 
+    @property
+    def centring(self):
+        return self.count >= self.raw_rows and self.count > 0
+
+    def _start_centring(self):
+        """After the raw rows: candidates whose values varied are centred, the same function (the bias
+        takes w * mean), their AdaGrad sums and scales start afresh; the others stay raw."""
+        weights = self.learner.w
+        for slot in list(self.candidates):
+            n = self.count
+            mean = self.sums[slot] / n
+            if not self._varied(slot):
+                self.candidates.remove(slot)
+                del self.sums[slot]
+                continue
+            pairs = self._keys(slot)
+            self.learner.settle(weights, {slot: [key for key, _ in pairs], 0: [bias for _, bias in pairs]})
+            for key, bias in pairs:
+                weights[bias] = weights.get(bias, 0.0) + weights.get(key, 0.0) * mean
+                self.learner.G.pop(key, None)
+            self.learner.N.pop(slot, None)
+
+    def _varied(self, slot):
+        mean = self.sums[slot] / self.count
+        return self.squares[slot] / self.count - mean * mean > 1e-9 * mean * mean
+
     def _fold(self, slot, refit=True):
+        if not self.centring:  # raw rows: the weights are raw
+            return
         weights = self.learner.w
         pairs = self._keys(slot)
         # The fold reads the weights in force (the cumulative penalty keeps sums: settle them first).
@@ -597,8 +629,9 @@ class CentredReference:
                         self.squares[slot] += x * x
                         self.magnitudes[slot] = max(self.magnitudes[slot], abs(x))
                 centred, done = [], set()
+                raw_row = (self.first_raw and self.count == 1) or self.count <= self.raw_rows
                 for slot, x in zip(slots, values):
-                    if slot in self.sums and slot not in done and not (self.first_raw and self.count == 1):
+                    if slot in self.sums and slot not in done and not raw_row:
                         done.add(slot)
                         mean = self.sums[slot] / self.count
                         # Rounding is not signal: a constant column centres to exactly 0.
@@ -606,6 +639,13 @@ class CentredReference:
                     centred.append(x)
                 values = centred
             self.learner.learn_one(float(batch.labels[i]), float(batch.weights[i]), slots, values)
+            if self.candidates and self.count == self.raw_rows:
+                self._start_centring()
+        if self.candidates and self.centring and self.count >= VARIED_BY:  # (at the end of the batch)
+            for slot in [s for s in self.candidates if not self._varied(s)]:  # nothing to condition
+                self._fold(slot)
+                self.candidates.remove(slot)
+                del self.sums[slot]
         return self
 
     def final_weights(self):

@@ -1,6 +1,7 @@
 """Online centring: equal to a plain-Python reference, the same family of models, and better conditioned."""
 
 import dataclasses
+import functools
 import zlib
 
 import numpy as np
@@ -8,15 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polybeam.learners import averaging
+from polybeam.learners import averaging, linear
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.centring import Centring
+from polybeam.learners.centring import VARIED_BY, Centring
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.linear import LinearLearner
 from tests.learners.reference_linear import CentredReference
 from tests.learners.test_linear import make_reference, reference_weights
 
 BITS = 8
+# Centring itself, without its guard (the uncentred learner racing it: tests/learners/test_centring_guard.py).
+LinearLearner = functools.partial(linear.LinearLearner, centring_guard=False)
 DENSE = (3, 7, 11, 19)  # slots every example has, until the rows listed in ``lacking``
 
 
@@ -151,12 +153,12 @@ def test_a_saved_learner_goes_on_exactly_and_one_continued_without_centring_fold
     first, later = shifted_batch(rng), shifted_batch(rng)
     learner = LinearLearner(config).learn(first)
     state = learner.__getstate__()
-    again = LinearLearner.__new__(LinearLearner)
+    again = linear.LinearLearner.__new__(linear.LinearLearner)
     again.__setstate__(state)
     np.testing.assert_array_equal(
         again.learn(later).to_model().dense_weights, learner.learn(later).to_model().dense_weights
     )
-    plain = LinearLearner.__new__(LinearLearner)
+    plain = linear.LinearLearner.__new__(linear.LinearLearner)
     plain.__setstate__({**state, "config": dataclasses.replace(config, center=False).to_dict()})
     assert not plain.centring_.active
     # Every slot dropped as an example lacking it drops it: rescaled to its raw magnitude, then folded.
@@ -169,7 +171,7 @@ def test_a_saved_learner_goes_on_exactly_and_one_continued_without_centring_fold
 
 
 def _restored(state):
-    learner = LinearLearner.__new__(LinearLearner)
+    learner = linear.LinearLearner.__new__(linear.LinearLearner)
     learner.__setstate__(state)
     return learner
 
@@ -210,9 +212,15 @@ def test_a_constant_column_centres_to_exact_zeros_not_rounding_noise():
     ]  # (0.1 + 0.2: a value whose mean rounds)
     constant = ExampleBatch.from_rows(rows, bits=BITS)
     centring = Centring.empty()
-    for start, stop, values in centring.segments(constant, np.zeros((1 << BITS, 1))):
-        at = constant.indices[constant.indptr[start] : constant.indptr[stop]] == 31
-        assert np.all(values[constant.indptr[start] : constant.indptr[stop]][at] == 0.0)
+    seen = []
+    first = 2 * VARIED_BY
+    for part in (constant.rows_between(0, first), constant.rows_between(first, len(constant))):
+        for start, stop, values in centring.segments(part, np.zeros((1 << BITS, 1))):
+            at = part.indices[part.indptr[start] : part.indptr[stop]] == 31
+            seen += values[part.indptr[start] : part.indptr[stop]][at].tolist()
+    # Centred, exactly 0; from the batch after VARIED_BY examples whose values were all equal, raw.
+    assert seen[:first] == [0.0] * first and set(seen[first:]) == {0.1 + 0.2}
+    assert 31 not in centring.slots.tolist() and 3 in centring.slots.tolist()
     learner = LinearLearner(LearnerConfig(loss="logistic", bits=BITS)).learn(constant)
     assert learner.progressive_loss < 0.5 and np.abs(learner.weights).max() < 100
 

@@ -69,10 +69,13 @@ def test_the_squared_default_averages_out_the_noise_that_greedy_steps_keep(noise
     rows, values, levels, labels = unscaled_rows(0, 4000, r_squared=0.2, noise=noise)
     train = np.arange(len(rows)) < 3200
     best = least_squares_relative_mse(values, levels, labels, train)
-    assert learned_relative_mse(rows, train, step="gsa") > 1.0
-    assert learned_relative_mse(rows, train, passes=20, step="gsa") > 1.0
-    assert learned_relative_mse(rows, train) < best + 0.02
-    assert learned_relative_mse(rows, train, passes=20) < best + 0.01
+    default, twenty = learned_relative_mse(rows, train), learned_relative_mse(rows, train, passes=20)
+    # (GSA: 2.45 and 0.92 here, one pass or twenty; 1.05 on counts before centring's raw rows: its first
+    # examples' greedy steps no longer see all-zero centred values)
+    assert learned_relative_mse(rows, train, step="gsa") > default + 0.05
+    assert learned_relative_mse(rows, train, passes=20, step="gsa") > twenty + 0.05
+    assert default < best + 0.02
+    assert twenty < best + 0.01
 
 
 def test_squared_loss_learns_the_same_in_any_unit_of_the_labels():

@@ -203,7 +203,8 @@ def test_a_later_pass_is_kept_when_the_last_is_worse_without_stopping():
     config = LearnerConfig(
         loss="logistic", bits=BITS, passes=6, holdout_min_examples=0, learning_rate=1.0, early_terminate=5
     )
-    learner = LinearLearner(config).fit(batch)
+    # (centred throughout, as these passes were measured: centring's guard would go on uncentred here)
+    learner = LinearLearner(config, centring_guard=False).fit(batch)
     selection = learner.selection_
     assert not selection.stopped and selection.best_pass == 4 and selection.last_pass == 6
     assert len(learner.passes_) + 1 == 4  # the learner is pass 4's
@@ -213,7 +214,7 @@ def test_the_record_and_its_snapshot_survive_a_state_file():
     batch = noisy_logistic(2)
     config = LearnerConfig(loss="logistic", bits=BITS, passes=12, holdout_min_examples=0, learning_rate=1.0)
     learned, _ = split_holdout(batch, config)
-    learner = LinearLearner(config)
+    learner = LinearLearner(config, centring_guard=False)  # (as above)
     for number in range(1, 6):  # five passes, then saved: pass 4 is the best and its snapshot is kept
         if number > 1:
             learner.start_pass()
@@ -229,7 +230,7 @@ def test_the_record_and_its_snapshot_survive_a_state_file():
             record_pass(resumed, score_holdout(resumed, [batch]), number)
     assert again.selection_.stopped and again.selection_.best_pass == 4
     np.testing.assert_array_equal(again.weights, learner.weights)
-    np.testing.assert_array_equal(again.weights, LinearLearner(config).fit(batch).weights)
+    np.testing.assert_array_equal(again.weights, LinearLearner(config, centring_guard=False).fit(batch).weights)
 
 
 # -- apple's guard on the holdout -------------------------------------------------------------------------
@@ -302,3 +303,41 @@ def test_a_released_holdout_leaves_apple_guard_to_the_progressive_loss():
     model = PolynomialLearner(config).fit(xor_task(0)).to_model()
     assert model.metadata["holdout"]["released"]
     assert model.metadata["apple_guard"]["decided_on"] == "progressive loss"
+
+
+# -- passes in a random order ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expand", ["none", "apple"])
+def test_a_shuffled_fit_judges_every_pass_on_the_same_examples(expand):
+    from polybeam.learners.holdout import model_loss_sum, placed
+
+    batch = dataclasses.replace(
+        noisy_logistic(3, n=2000), row_ids=np.arange(2000) * 37, source="gs://bucket/part-0.libsvm"
+    )
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=4, early_terminate=9, holdout_min_examples=0)
+    config = config.replace(expand=expand)
+    held = batch.take(holdout_rows(batch, config.holdout_period, config.seed))
+    judged = []
+
+    def after_pass(learner, number, learned):
+        entry = learner.selection_.history[-1]
+        models = learner.candidate_models()
+        losses = {name: model_loss_sum(model, held) / len(held) for name, model in models.items()}
+        judged.append((number, entry["examples"], entry["losses"], losses, learned["examples"]))
+
+    orders = []
+    for seed in (0, 1):
+        judged.clear()
+        make_learner(config).fit([batch], shuffle=np.random.RandomState(seed), after_pass=after_pass)
+        assert [number for number, *_ in judged] == [1, 2, 3, 4]
+        for _, examples, recorded, recomputed, learned in judged[:-1]:  # (the last pass may restore the best)
+            assert examples == len(held) and learned == len(batch) - len(held)
+            assert recorded == pytest.approx(recomputed, rel=1e-12)
+        orders.append([entry[2] for entry in judged])
+    assert orders[0] != orders[1]  # the passes learned in different orders
+    # A placed batch (a shuffle buffer's) holds out the same examples, wherever they go.
+    order = np.random.default_rng(0).permutation(len(batch))
+    moved = placed(batch).take(order)
+    period, seed = config.holdout_period, config.seed
+    assert np.array_equal(holdout_rows(moved, period, seed), holdout_rows(batch, period, seed)[order])

@@ -80,7 +80,7 @@ def test_finishing_reaches_scikit_learns_logistic_optimum():
     learner = LinearLearner(LearnerConfig(loss="logistic", bits=BITS))
     for batch in batches:
         learner.learn(batch)
-    finished = lbfgs.finish(learner.to_model(), batches, passes=40, l2=l2)
+    finished = lbfgs.finish(learner.to_model(), batches, passes=40, l2=l2, period=0)  # the optimiser alone
     matrix = scipy.sparse.vstack([lbfgs.design_matrix(b, 1 << BITS) for b in batches]).tocsr()
     labels = np.concatenate([b.labels for b in batches])
     reference = sklearn.LogisticRegression(C=1 / l2, tol=1e-10, max_iter=10_000).fit(matrix[:, 1:], labels)
@@ -103,7 +103,7 @@ def test_finishing_reaches_scipys_optimum(loss):
     learner = LinearLearner(config)
     for batch in batches:
         learner.learn(batch)
-    finished = lbfgs.finish(learner.to_model(), batches, passes=60, l2=1.0)
+    finished = lbfgs.finish(learner.to_model(), batches, passes=60, l2=1.0, period=0)  # the optimiser alone
     shape = (1 << BITS, max(classes, 1))
 
     def fun(flat):

@@ -412,8 +412,9 @@ def test_to_model_is_exactly_sparse_and_predicts_like_the_learner():
     "loss,step", list(itertools.product(["squared", "logistic", "hinge"], ["constant", "decay", "adaptive"]))
 )
 def test_weights_stay_finite_on_adversarial_values(loss, step):
+    # (the largest values a learner takes: polybeam.learners.values; beyond them learn() refuses the batch)
     batch = ExampleBatch.from_rows(
-        [(1.0, {1: 1e150}), (-1.0, {1: -1e150, 2: 1e-300}), (1.0, {}), (-1.0, {3: 1e-200})] * 5, bits=BITS
+        [(1.0, {1: 3.4e38}), (-1.0, {1: -3.4e38, 2: 1e-300}), (1.0, {}), (-1.0, {3: 1e-200})] * 5, bits=BITS
     )
     learner = LinearLearner(LearnerConfig(loss=loss, step=step, bits=BITS)).learn(batch)
     assert np.all(np.isfinite(learner.weights))

@@ -77,6 +77,7 @@ def test_every_report_is_written_by_the_job_next_to_its_output(tmp_path, capsys,
     written = json.loads((tmp_path / "eval.json").read_text())
     assert code == 0 and written["examples"] == 920 and written["auc"] == printed["auc"] > 0.9
 
+    (tmp_path / "p").mkdir()  # (commands write into folders that exist)
     code, printed, _ = run(capsys, "predict", "--input", test, "--model", model, "--output", tmp_path / "p" / "out")
     written = json.loads((tmp_path / "p" / "out.report.json").read_text())
     assert code == 0 and written["prediction_files"] == printed["prediction_files"]

@@ -4,6 +4,7 @@ named and recorded with its window, an index, per-window reports, and clear refu
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -95,6 +96,21 @@ def test_a_model_per_fixed_window_and_evaluate_per_window(timed, tmp_path, capsy
         expected = Evaluation.for_model(stored).add_batch(stored, own).result()
         assert metrics == pytest.approx(expected)
 
+    # inspect lists the windows in time order (it called them keys, and their names a key column of None).
+    code, stdout, _ = run(capsys, "inspect", "--model", model)
+    assert code == 0 and "key" not in stdout.replace("--key", "")
+    assert (
+        stdout.splitlines()[0]
+        == f"polybeam models per window: 3 windows (fixed:86400) of the times in column ts, in {model}"
+    )
+    starts = [line.split()[0] for line in stdout.splitlines() if line.startswith("  2026-")]
+    assert starts == ["2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z"]
+    code, stdout, _ = run(capsys, "inspect", "--model", model, "--window", "2026-11-02T00:00:00Z", "--json")
+    shown = json.loads(stdout)
+    assert code == 0 and shown == read_model(str(model / index["entries"][names[1]]["file"])).summary_dict(20)
+    code, _, stderr = run(capsys, "inspect", "--model", model, "--window", "2026-12-01")
+    assert code == 2 and stderr.startswith(f"polybeam inspect: error: {model} has no window '2026-12-01'")
+
 
 @pytest.mark.slow
 def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, capsys):
@@ -141,6 +157,15 @@ def test_per_key_models_per_sliding_window_with_two_passes(timed, tmp_path, caps
     )
     code, _, stderr = run(capsys, "predict", "--model", model, "--input", test, "--output", tmp_path / "p")
     assert code != 0 and "folder of models per window" in stderr
+    code, stdout, _ = run(capsys, "inspect", "--model", model, "--json")
+    summary = json.loads(stdout)
+    assert code == 0 and summary["kind"] == "windows" and summary["key"] == "column:store"
+    assert [row["keys"] for row in summary["windows"]] == [3] * 7
+    first = summary["windows"][0]["window"]
+    code, stdout, _ = run(capsys, "inspect", "--model", model, "--window", first, "--key", "s1")
+    assert code == 0 and stdout.startswith("polybeam linear model")
+    code, _, stderr = run(capsys, "inspect", "--model", model, "--window", first)
+    assert code == 2 and "holds per-key models in each window: add --key KEY" in stderr
 
 
 @pytest.mark.parametrize(
@@ -177,3 +202,55 @@ def test_bad_window_options_fail_fast_saying_what_to_fix(timed, tmp_path, capsys
         stdout, stderr = captured.out, captured.err
     assert code != 0 and message in stdout + stderr
     assert not (tmp_path / "m").exists() or not (tmp_path / "m" / "index.json").exists()
+
+
+def _in_milliseconds(source, target):
+    """A copy of a timestamped CSV file whose numeric times are epoch milliseconds (ISO-8601 times kept)."""
+    lines = source.read_text().splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        label, stamp, rest = line.split(",", 2)
+        out.append(",".join([label, f"{stamp}000" if stamp.isdigit() else stamp, rest]))
+    target.write_text("\n".join(out) + "\n")
+    return target
+
+
+def test_epoch_milliseconds_read_as_seconds_are_refused_at_once_naming_the_unit(timed, tmp_path, capsys):
+    """Was a 142-line traceback from the end of the job (the year 55,840 has no window name) and a model folder
+    holding only dead letters: now one line before anything runs, saying what to pass."""
+    train = _in_milliseconds(timed[0], tmp_path / "train_ms.csv")
+    model = tmp_path / "daily"
+    argv = ["--input", train, *COMMON, "--ignore-columns", "store", "--window", "fixed:1d", "--model", model]
+    code, _, stderr = run(capsys, "train", *argv)
+    first = train.read_text().splitlines()[2].split(",")[1]  # (the first record's time is ISO-8601)
+    assert code == 2 and "Traceback" not in stderr
+    message = stderr.strip()
+    prefix = (
+        f"polybeam train: error: --timestamp column:ts: timestamp column 'ts': {first} seconds since the epoch is "
+        "after the year 9999; it looks like milliseconds: pass --timestamp-unit ms ("
+    )
+    assert message.startswith(prefix) and "\n" not in message
+    wrong, sampled = map(int, re.fullmatch(r"(\d+) of the first (\d+) records\)", message[len(prefix) :]).groups())
+    assert sampled > 100 and wrong == pytest.approx(2 * sampled / 3, abs=2)  # (a third of the times are ISO-8601)
+    assert not model.exists()
+
+
+@pytest.mark.slow
+def test_timestamp_unit_ms_trains_the_same_windows_and_evaluate_reads_it_from_the_folder(timed, tmp_path, capsys):
+    train, test = timed
+    train_ms, test_ms = _in_milliseconds(train, tmp_path / "train_ms.csv"), _in_milliseconds(test, tmp_path / "t.csv")
+    folders = {}
+    for name, source, unit in (("seconds", train, []), ("ms", train_ms, ["--timestamp-unit", "ms"])):
+        folders[name] = tmp_path / name
+        argv = ["--input", source, *COMMON, "--ignore-columns", "store", "--window", "fixed:1d", *unit]
+        code, _, stderr = run(capsys, "train", *argv, "--model", folders[name])
+        assert code == 0, stderr
+    seconds, ms = (json.loads((folders[name] / "index.json").read_text()) for name in ("seconds", "ms"))
+    assert seconds["entries"] == ms["entries"] and len(ms["entries"]) == 3
+    assert ms["input"]["timestamp_unit"] == "ms" and "timestamp_unit" not in seconds["input"]
+    scores = {}
+    for name, source in (("seconds", test), ("ms", test_ms)):
+        code, stdout, stderr = run(capsys, "evaluate", "--model", folders[name], "--input", source)
+        assert code == 0, stderr
+        scores[name] = json.loads(stdout.strip().splitlines()[-1])
+    assert scores["ms"]["windows"] == scores["seconds"]["windows"] and scores["ms"]["examples"] == 600

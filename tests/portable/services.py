@@ -1,6 +1,6 @@
 """Start the services of a local portable Beam "cluster": a worker pool and job services.
 
-Each is a process in its own process group (``engines.processes``: start,
+Each is a process in its own process group (``polybeam.engines.processes``: start,
 wait until listening, stop with all it started).
 
 The worker pool can run in a private mount namespace with an empty tmpfs over
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import polybeam
-from engines.processes import Service, free_port, start, stop, wait_until_listening
+from polybeam.engines.processes import Service, free_port, start, stop, wait_until_listening
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
@@ -102,7 +102,7 @@ def start_worker_pool(
 ) -> tuple[Service, str | None]:
     """An external SDK worker pool with its own working directory, and a private /tmp where allowed
     (``env``: variables its workers get besides the launcher's; ``shared``: a pool that several runner
-    processes, such as two Flink TaskManagers, can share: ``engines.worker_pool``).
+    processes, such as two Flink TaskManagers, can share: ``polybeam.engines.worker_pool``).
 
     Returns the pool and None when it runs with a private /tmp, or the reason
     it does not. (Whether the workers really cannot see the launcher's /tmp
@@ -110,7 +110,7 @@ def start_worker_pool(
     """
     pool_dir = workdir / name
     pool_dir.mkdir(parents=True, exist_ok=True)
-    if shared:  # the pool runs in its own folder: it finds engines/ through the path
+    if shared:  # the pool runs in its own folder: it finds polybeam (and its engines) through the path
         env = {**(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))}
     reason = why_no_private_tmp()
     if reason is None:
@@ -144,5 +144,5 @@ def start_worker_pool(
 
 
 def _pool_command(port: int, shared: bool = False) -> list[str]:
-    module = "engines.worker_pool" if shared else "apache_beam.runners.worker.worker_pool_main"
+    module = "polybeam.engines.worker_pool" if shared else "apache_beam.runners.worker.worker_pool_main"
     return [sys.executable, "-m", module, "--service_port", str(port)]

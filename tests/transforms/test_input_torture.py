@@ -28,8 +28,9 @@ CRLF line endings             read exactly as LF ("\\r" is blank space)
 no final newline              the last line is read
 labels NaN, inf, -inf, 1e309  dead letter "label must be a finite number" (the VW importance
                               weight: "importance weight must be finite and >= 0, got ...")
-values 1e308                  read exactly; 1e309, inf, nan: dead letter "non-finite ...";
-                              1e-400 underflows to 0 and is dropped, as zeros are
+values 3.4e38                 read exactly; 1e308: dead letter "feature value beyond +-3.4e+38"
+                              (its square overflows an update); 1e309, inf, nan: dead letter
+                              "non-finite ..."; 1e-400 underflows to 0 and is dropped, as zeros are
 repeated feature index/name   kept, each entry with its value (the learners add them up)
 line > max_line_bytes         dead letter "line of N bytes is longer than max_line_bytes
 (default 64 MiB)              (M): not parsed ...", read past without holding it whole

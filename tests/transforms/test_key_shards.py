@@ -63,7 +63,7 @@ def _reference(batches, config):
     for key in KEYS:
         parts = [b.take(np.flatnonzero(b.tags == key)) for b in batches]
         examples = ExampleBatch.concat([dataclasses.replace(p, tags=None) for p in parts if len(p)])
-        models[key] = make_learner(config).fit([examples], config.passes).to_model()
+        models[key] = make_learner(config, per_key=True).fit([examples], config.passes).to_model()
     return models
 
 

@@ -1,13 +1,12 @@
 """Train with the L-BFGS finishing stage (lbfgs_passes) through Beam: the same model as the stage run
-in one process from the same online model, on the training examples only."""
+in one process from the same online model, its holdout the learner's held-out examples."""
 
 import apache_beam as beam
 import numpy as np
 import pytest
 
 from polybeam.learners import lbfgs
-from polybeam.learners.holdout import training_part
-from polybeam.transforms.train import Train, _held_out_of_training
+from polybeam.transforms.train import Train
 from tests.learners.test_linear import random_batch
 from tests.transforms.test_train_evaluate_predict import run_collect
 
@@ -23,20 +22,18 @@ def batches():
 @pytest.mark.slow
 @pytest.mark.parametrize("passes, min_held", [(1, 1000), (2, 1000), (2, 0)])
 def test_train_with_the_finishing_stage_matches_it_in_one_process(batches, passes, min_held):
-    """With a holdout that judges (min_held=0), the stage sums over the training examples only."""
+    """The stage sums its training part over the examples the holdout period does not hold out, and
+    judges every point on those it does, across workers as in one process."""
     settings = dict(loss="logistic", bits=BITS, passes=passes, holdout_min_examples=min_held)
     (online,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings))
     (finished,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings, lbfgs_passes=6, lbfgs_l2=0.5))
     assert finished.config.lbfgs_passes == 6 and finished.config.lbfgs_l2 == 0.5
     summary = finished.metadata["lbfgs"]
-    assert summary["evaluations"] == 6 and summary["l2"] == 0.5
-    assert summary["objective"][-1] < summary["objective"][0]
-    config = online.config
-    assert _held_out_of_training(online, config) == (passes > 1 and min_held == 0)
-    training = [training_part(b, config) for b in batches] if _held_out_of_training(online, config) else batches
-    expected = lbfgs.finish(online, training, passes=6, l2=0.5)
+    assert summary["evaluations"] == 6 and summary["l2_grid"] == [0.5] and summary["decided_on"] == "holdout"
+    expected = lbfgs.finish(online, batches, passes=6, l2=0.5, period=online.config.holdout_period)
     np.testing.assert_allclose(finished.dense_weights, expected.dense_weights, rtol=1e-7, atol=1e-9)
-    assert finished.metadata["lbfgs"]["objective"] == pytest.approx(expected.metadata["lbfgs"]["objective"], rel=1e-9)
+    np.testing.assert_allclose(summary["holdout_losses"], expected.metadata["lbfgs"]["holdout_losses"], rtol=1e-9)
+    assert summary["kept"] == expected.metadata["lbfgs"]["kept"]
 
 
 def test_the_finishing_stage_is_not_per_key():
@@ -51,8 +48,8 @@ def test_the_finishing_stage_optimises_apples_expanded_features(batches):
     assert online.expansion is not None and finished.expansion == online.expansion
     expected = lbfgs.finish(online, batches, passes=5, l2=finished.config.lbfgs_l2)
     np.testing.assert_allclose(finished.dense_weights, expected.dense_weights, rtol=1e-7, atol=1e-9)
-    objective = finished.metadata["lbfgs"]["objective"]
-    assert objective[-1] < objective[0]
+    summary = finished.metadata["lbfgs"]
+    assert summary["l2_grid"] == list(lbfgs.L2_GRID) and summary["kept"] == expected.metadata["lbfgs"]["kept"]
 
 
 def test_summing_losses_and_gradients_leaves_the_parts_unchanged():

@@ -167,8 +167,10 @@ def _libsvm_cases() -> list[TextCase]:
             "values",
             "libsvm",
             [
-                Line(b"1 1:1e308", GOOD, values=(1e308,)),
-                Line(b"1 1:-1e308 2:1.7976931348623157e308", GOOD, values=(-1e308, 1.7976931348623157e308)),
+                # Beyond the largest float32 a value's square would overflow an update (polybeam.learners.values).
+                Line(b"1 1:1e308", "feature value beyond +-3.4e+38 (rescale it): '1:1e308'"),
+                Line(b"1 1:-1e308 2:1.7976931348623157e308", "feature value beyond +-3.4e+38 (rescale it): '1:-1e308'"),
+                Line(b"1 1:3.4e38 2:-1e-300", GOOD, values=(3.4e38, -1e-300)),
                 Line(b"1 1:1e309", "non-finite feature value: '1:1e309'"),
                 Line(b"1 1:-1e309", "non-finite feature value: '1:-1e309'"),
                 Line(b"1 1:inf", "non-finite feature value: '1:inf'"),
@@ -257,11 +259,13 @@ def _vw_cases() -> list[TextCase]:
             "values",
             "vw",
             [
-                Line(b"1 |f a:1e308", GOOD, values=(1e308,)),
+                Line(b"1 |f a:1e308", "feature value beyond +-3.4e+38 (rescale it): 'a:1e308'"),
+                Line(b"1 |f a:3.4e38", GOOD, values=(3.4e38,)),
+                Line(b"1 |f:1e30 a:1e10", "feature value beyond +-3.4e+38 (rescale it): 'a:1e10'"),  # scaled
                 Line(b"1 |f a:1e309", "non-finite feature value: 'a:1e309'"),
                 Line(b"1 |f:1e300 a:1e10", "non-finite feature value: 'a:1e10'"),  # the scale overflows it
                 Line(b"1 |f:1e309 a", "non-finite namespace scale: 'f:1e309'"),
-                Line(b"1 |f a:-1e308 b:1e-400", GOOD, values=(-1e308,)),  # b underflows to 0: dropped
+                Line(b"1 |f a:-1e30 b:1e-400", GOOD, values=(-1e30,)),  # b underflows to 0: dropped
             ],
         ),
         TextCase(
@@ -336,7 +340,8 @@ def _csv_cases() -> list[TextCase]:
         case(
             "values",
             [
-                Line(b"1,1e308,-1e308,red", GOOD, values=(1e308, -1e308, 1.0)),
+                Line(b"1,1e308,-1e308,red", "column 'a': feature value beyond +-3.4e+38 (rescale it): '1e308'"),
+                Line(b"1,3.4e38,-3.4e38,red", GOOD, values=(3.4e38, -3.4e38, 1.0)),
                 Line(b"1,1e309,1,red", "column 'a': non-finite value: '1e309'"),
                 Line(b"1,1,-1e309,red", "column 'b': non-finite value: '-1e309'"),
                 Line(b"1,NAN,1,red", "column 'a': non-finite value: 'NAN'"),  # (no missing-value spelling)
@@ -386,7 +391,7 @@ def long_line_cases() -> list[TextCase]:
     limit = 64
     long_valid = b"1 " + b" ".join(b"%d:1" % i for i in range(1, 30))  # a good example, but too long
     assert len(long_valid) > limit
-    at_limit = b"1 1:" + b"1" * (limit - 4)
+    at_limit = b"1 1:0." + b"1" * (limit - 6)  # (a value within polybeam.learners.values' bound)
     giant = b"1 1:0.5 " + b"x" * (3 << 20)  # far longer than a read: streamed past
     return [
         TextCase(
@@ -590,7 +595,7 @@ def parquet_cases() -> list[ParquetCase]:
             "values",
             sparse_values,
             [
-                Row(GOOD, values=(1e308, -1e308), slots=(1, 2)),
+                Row("feature value beyond +-3.4e+38 (rescale it)"),
                 Row(NON_FINITE_SPARSE),
                 Row(GOOD, values=(1.0, 2.0, 0.5), slots=(3, 3, 5)),
                 Row(NON_FINITE_SPARSE),
@@ -605,7 +610,7 @@ def parquet_cases() -> list[ParquetCase]:
                 Row(GOOD, label=1.0, values=(0.5, 2.0, 1.25, 1.0)),
                 Row("non-finite value in column 'a'"),
                 Row("missing label"),  # NaN, as null
-                Row(GOOD, label=1.0, values=(1e308, 5.0, 1.0)),  # the null decimal is a missing value
+                Row("column 'a': feature value beyond +-3.4e+38 (rescale it)"),
             ],
             options={"ignore_columns": ("meta", "tags")},
         ),

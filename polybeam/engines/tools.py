@@ -2,6 +2,8 @@
 
 >>> cache_dir().name
 'polybeam-engines'
+>>> joined_options(["--runner", "SparkRunner", "--x=1", "--flag", "--spark_master_url", "local[2]"])
+['--runner=SparkRunner', '--x=1', '--flag', '--spark_master_url=local[2]']
 """
 
 from __future__ import annotations
@@ -36,3 +38,14 @@ def require(*programs: str) -> dict[str, str]:
         needs = "; ".join(f"{program}: {INSTALL_HINTS.get(program, 'not on PATH')}" for program in missing)
         raise EngineUnavailable(f"missing {', '.join(missing)} ({needs})")
     return found
+
+
+def joined_options(words: list[str]) -> list[str]:
+    """Options as ``--name=value`` words (``--name value`` pairs joined), so that each is one shell word."""
+    joined: list[str] = []
+    for word in words:
+        if joined and not word.startswith("--") and joined[-1].startswith("--") and "=" not in joined[-1]:
+            joined[-1] = f"{joined[-1]}={word}"
+        else:
+            joined.append(word)
+    return joined

@@ -25,8 +25,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from engines import jobserver, processes
-from engines.tools import EngineUnavailable, cache_dir, require
+from polybeam.engines import jobserver, processes
+from polybeam.engines.tools import EngineUnavailable, cache_dir, joined_options, require
 
 BEAM_VERSION = "2.62.0"  # see poms/spark-job-server.xml for why not newer
 SPARK_VERSION = "3.5.9"
@@ -57,7 +57,7 @@ def spark_home(*, fetch: bool = False) -> Path:
     if not (home / "jars").is_dir():
         if not fetch:
             raise EngineUnavailable(
-                f"Spark {SPARK_VERSION} is not fetched (no {home / 'jars'}): run python -m engines fetch spark"
+                f"Spark {SPARK_VERSION} is not fetched (no {home / 'jars'}): run polybeam engines fetch spark"
             )
         install_pyspark()
     return home
@@ -182,6 +182,22 @@ def runner_options(master_url: str, *, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
+def fetched() -> bool:
+    """Whether Spark's jars and the job server are in the cache (``polybeam engines fetch spark``)."""
+    return (pyspark_folder() / "pyspark" / "jars").is_dir() and job_server().jar.exists()
+
+
+def polybeam_options(master_url: str = "local[2]") -> list[str]:
+    """The options that run a polybeam command on Spark at ``master_url`` through the job server fetched before
+    (``polybeam engines options spark``), as ``--name=value`` words; EngineUnavailable when it is not fetched."""
+    if not fetched():
+        raise EngineUnavailable(
+            f"Spark {SPARK_VERSION} and Beam's Spark job server are not fetched (no {job_server().jar}): run "
+            "polybeam engines fetch spark (needs Java 17 and Maven)"
+        )
+    return joined_options(runner_options(master_url))
+
+
 def serve(workdir: Path, master_url: str, *, host: str = "127.0.0.1") -> processes.Service:
     """A Spark job server for many jobs (``--runner PortableRunner --job_endpoint``) on ``master_url``.
 
@@ -198,7 +214,7 @@ def serve(workdir: Path, master_url: str, *, host: str = "127.0.0.1") -> process
 
 
 def fetch() -> list[Path]:
-    """Everything Spark needs: pyspark's jars and the job-server jar (what ``python -m engines fetch spark`` does)."""
+    """Everything Spark needs: pyspark's jars and the job-server jar (what ``polybeam engines fetch spark`` does)."""
     return [spark_home(fetch=True), job_server_jar()]
 
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines import processes
-from engines.tools import EngineUnavailable, cache_dir, require
+from polybeam.engines import processes
+from polybeam.engines.tools import EngineUnavailable, cache_dir, require
 
 POMS = Path(__file__).resolve().parent / "poms"
 # A manifest line holds at most 72 bytes; longer ones continue on lines starting with a space.

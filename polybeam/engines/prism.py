@@ -18,8 +18,8 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from engines import processes
-from engines.tools import EngineUnavailable, cache_dir, require
+from polybeam.engines import processes
+from polybeam.engines.tools import EngineUnavailable, cache_dir, require
 
 MODULE = "github.com/apache/beam/sdks/v2/go/cmd/prism"
 # Where apache_beam.runners.portability.prism_runner keeps downloaded binaries (its BIN_CACHE).
@@ -86,6 +86,20 @@ def serve(workdir: Path, version: str | None = None) -> processes.Service:
     service = processes.start("prism", argv, port, workdir / "prism")
     processes.wait_until_listening(service)
     return service
+
+
+def fetched() -> bool:
+    """Whether Prism for the installed Beam is built (``polybeam engines fetch prism``)."""
+    return (cache_dir() / f"prism-v{beam_version()}" / "prism").exists()
+
+
+def polybeam_options(master: str | None = None) -> list[str]:
+    """The options that run a polybeam command on Prism built before (``polybeam engines options prism``)."""
+    if not fetched():
+        raise EngineUnavailable(
+            f"Prism v{beam_version()} is not fetched: run polybeam engines fetch prism (needs Go 1.22+)"
+        )
+    return ["--runner=PrismRunner", f"--prism_location={binary()}"]
 
 
 def fetch() -> list[Path]:

@@ -13,7 +13,7 @@ This pool keeps every worker under its id, however many share it. A worker
 ends by itself when its runner closes its control channel, so ``StopWorker``
 waits a few seconds for one worker of that id to end and forgets it; if none
 does, it stops the worker only when it is the only one of that id (stuck),
-and otherwise leaves them all to their own runners' stops. Run it as ``python -m engines.worker_pool --service_port P``;
+and otherwise leaves them all to their own runners' stops. Run it as ``python -m polybeam.engines.worker_pool --service_port P``;
 everything else is Beam's pool.
 """
 

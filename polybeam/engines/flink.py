@@ -19,8 +19,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engines import jobserver, processes
-from engines.tools import EngineUnavailable, require
+from polybeam.engines import jobserver, processes
+from polybeam.engines.tools import EngineUnavailable, require
 
 BEAM_VERSION = "2.62.0"
 FLINK_VERSION = "1.19"
@@ -78,6 +78,22 @@ def job_server_jar(*, force: bool = False) -> Path:
 def fetch() -> list[Path]:
     """What Flink needs: the job server (its class path also runs a standalone cluster)."""
     return [job_server_jar()]
+
+
+def fetched() -> bool:
+    """Whether the job server is built (``polybeam engines fetch flink``)."""
+    return JOB_SERVER.jar.exists()
+
+
+def polybeam_options(master: str = "[local]") -> list[str]:
+    """The options that run a polybeam command on Flink at ``master`` through the job server fetched before
+    (``polybeam engines options flink``); EngineUnavailable, saying how to fetch it, when it is not."""
+    if not fetched():
+        raise EngineUnavailable(
+            f"Beam's Flink job server is not fetched (no {JOB_SERVER.jar}): run polybeam engines fetch flink "
+            "(needs Java 17 and Maven)"
+        )
+    return ["--runner=FlinkRunner", f"--flink_job_server_jar={JOB_SERVER.jar}", f"--flink_master={master}"]
 
 
 def runner_options(jar: Path, master: str = "[local]", parallelism: int | None = None) -> list[str]:

@@ -1,0 +1,154 @@
+"""Defaults that never lose: centring against no centring on repeated words, keys of few rows and values
+near the largest a learner takes; its guard, which races the uncentred learner over the first pass."""
+
+import numpy as np
+import pytest
+
+from polybeam.datasets.synthetic import ShortTexts
+from polybeam.formats.vw import VWFormat
+from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.linear import LinearLearner
+from polybeam.learners.polynomial import make_learner
+from polybeam.learners.values import LARGEST_VALUE
+
+BITS = 18
+# Centring may lose at most this much held-out log loss to no centring (the issue's rule).
+MARGIN = 0.002
+
+
+def parse(rows) -> ExampleBatch:
+    return VWFormat(bits=BITS).parse(ShortTexts.to_vw(rows), source="t").batch
+
+
+def log_loss(model, batch: ExampleBatch) -> float:
+    return float(np.mean(np.logaddexp(0.0, -np.where(batch.labels > 0, 1.0, -1.0) * model.margins(batch))))
+
+
+def held_out(train, test, center: bool) -> float:
+    model = make_learner(LearnerConfig(loss="logistic", bits=BITS, center=center)).learn(parse(train)).to_model()
+    return log_loss(model, parse(test))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 4])
+def test_a_word_repeated_in_some_rows_costs_centring_nothing(seed):
+    # A word in every row, said twice in 3% of them (`always always`): centred, its first occurrence was
+    # about -0.03 and the second a raw 1, and the adaptive step took each at its own rate: the tiny
+    # one's 1/0.03 made a step of -11 on a positive label. Measured before (held-out log loss, centred
+    # against not): seed 0 0.473 against 0.468, seed 4 0.455 against 0.422 (seeds 1-3 and 5 within
+    # 0.002). Now both occurrences step at the slot's one rate, and a slot whose values were all
+    # equal stops being centred.
+    texts = ShortTexts(
+        keys=1,
+        vocabulary=300,
+        words=(3, 12),
+        rows_per_key=(20000, 20001),
+        key_word=False,
+        always="always",
+        repeat=0.03,
+        offset_mean=-1.5,
+        offset_scale=0.0,
+        word_scale=1.5,
+        seed=seed,
+    )
+    rows, _ = texts.generate()
+    train, test = rows[: len(rows) * 4 // 5], rows[len(rows) * 4 // 5 :]
+    centred, plain = held_out(train, test, True), held_out(train, test, False)
+    rate = np.mean(parse(train).labels > 0)
+    base = -np.mean(np.where(parse(test).labels > 0, np.log(rate), np.log(1 - rate)))
+    assert centred <= plain + MARGIN and centred < base
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("repeat", [0.0, 0.1])
+def test_per_key_models_of_a_few_short_texts_lose_nothing_to_centring(repeat):
+    # ~1500 keys of 1-19 training rows, every row of a key naming its word: per-key centring lost
+    # 0.012-0.015 log loss to no centring (as on the issue's package descriptions, 0.016 to a global
+    # model): the first row centred was all means (zeros: its words learned nothing), and a word every
+    # row of a key had by chance was folded into the bias when a row lacked it.
+    train, test = ShortTexts(keys=1500, repeat=repeat, seed=0).generate()
+    by_key = {}
+    for key, line in train:
+        by_key.setdefault(key, []).append((key, line))
+    losses = {True: [], False: []}
+    for key, line in test:
+        batch = parse([(key, line)])
+        for center in (True, False):
+            config = LearnerConfig(loss="logistic", bits=BITS, center=center)
+            model = make_learner(config, sparse=True).learn(parse(by_key[key])).to_model()
+            losses[center].append(log_loss(model, batch))
+    assert np.mean(losses[True]) <= np.mean(losses[False]) + MARGIN
+
+
+def unscaled(rng, n, spread=0.05):
+    """Rows of two dense columns far from 0 (a year, an income) and a binary one; a linear label."""
+    rows = []
+    for _ in range(n):
+        x = rng.normal(size=3)
+        label = 1.0 if x @ [1.0, -1.0, 0.5] + 0.3 * rng.normal() > 0 else -1.0
+        rows.append((label, {1: 2000.0 * (1 + spread * x[0]), 2: 5e4 * (1 + spread * x[1]), 3: float(x[2] > 0)}))
+    return ExampleBatch.from_rows(rows, bits=8)
+
+
+def test_the_guard_keeps_centring_where_it_conditions_and_says_so():
+    learner = LinearLearner(LearnerConfig(loss="logistic", bits=8)).learn(unscaled(np.random.default_rng(0), 2000))
+    verdict = learner.to_model().metadata["centring"]
+    assert verdict["kept"] and verdict["decided_on"] == "progressive loss"
+    assert verdict["progressive_loss"] < verdict["uncentred_progressive_loss"] - 0.05
+
+
+def test_the_guard_goes_on_without_centring_where_centring_predicted_worse():
+    # Columns whose mean is about their spread (nothing to condition), which go missing often: each
+    # drop folds a refitted weight into the bias, so the uncentred learner's progressive loss is lower.
+    rng = np.random.default_rng(3)
+    rows = []
+    for _ in range(3000):
+        x = rng.normal(size=4)
+        label = 1.0 if x @ [1.0, -1.0, 0.5, 0.2] > 0 else -1.0
+        rows.append((label, {j + 1: float(x[j]) for j in range(4) if rng.random() < 0.97}))
+    batch = ExampleBatch.from_rows(rows, bits=8)
+    config = LearnerConfig(loss="logistic", bits=8)
+    learner = LinearLearner(config).learn(batch)
+    centred = LinearLearner(config, centring_guard=False).learn(batch)
+    plain = LinearLearner(LearnerConfig(loss="logistic", bits=8, center=False)).learn(batch)
+    verdict = learner.centring_verdict()
+    assert verdict["progressive_loss"] == centred.progressive_loss
+    assert verdict["uncentred_progressive_loss"] == plain.progressive_loss
+    expected = plain if plain.progressive_loss < centred.progressive_loss else centred
+    np.testing.assert_allclose(learner.to_model().dense_weights, expected.to_model().dense_weights)
+    # A second pass goes on as the winner alone (the race ends with the first pass).
+    learner.start_pass()
+    assert learner.uncentred_ is None and learner.to_model().metadata["centring"] == verdict
+
+
+def test_the_race_merges_and_survives_a_saved_state():
+    rng = np.random.default_rng(5)
+    config = LearnerConfig(loss="logistic", bits=8)
+    parts = [LinearLearner(config).learn(unscaled(rng, 300)) for _ in range(3)]
+    merged = parts[0].copy().merge([p.copy() for p in parts[1:]])
+    assert merged.uncentred_ is not None
+    expected = parts[0].uncentred_.copy().merge([p.uncentred_.copy() for p in parts[1:]])
+    np.testing.assert_allclose(merged.uncentred_.to_model().dense_weights, expected.to_model().dense_weights)
+    again = LinearLearner.__new__(LinearLearner)
+    again.__setstate__(merged.__getstate__())
+    assert again.centring_verdict() == merged.centring_verdict()
+    # One learner decided (past the race's examples) and one racing: each goes on as its winner.
+    decided = parts[1].copy().decide_centring()
+    mixed = parts[0].copy().merge([decided])
+    assert mixed.uncentred_ is None and np.isfinite(mixed.to_model().dense_weights).all()
+
+
+@pytest.mark.parametrize("center", [True, False])
+def test_values_near_the_largest_a_learner_takes_leave_its_state_finite(center):
+    # 1e155 to 1e307 made centring's sums of squares overflow (one constant prediction); every door
+    # now refuses values beyond LARGEST_VALUE, and up to it every statistic stays finite.
+    rng = np.random.default_rng(2)
+    rows = [
+        (1.0 if x > 0 else -1.0, {1: float(x), 2: LARGEST_VALUE * (0.5 + 0.5 * rng.random())})
+        for x in rng.normal(size=500)
+    ]
+    learner = LinearLearner(LearnerConfig(loss="logistic", bits=8, center=center))
+    model = learner.learn(ExampleBatch.from_rows(rows, bits=8)).to_model()
+    assert np.isfinite(model.dense_weights).all() and np.isfinite(learner.progressive_loss)
+    assert np.isfinite(model.margins(ExampleBatch.from_rows(rows[:20], bits=8))).all()
