@@ -708,6 +708,8 @@ class CsvFormat(HashedFormat):
         if not lines:
             return []
         label = self.columns(header, lines[0]).label
+        if label < 0:  # (prediction input without its label column)
+            return []
         texts = []
         for line in lines:
             try:

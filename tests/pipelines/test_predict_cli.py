@@ -226,6 +226,8 @@ def test_predict_says_how_many_examples_of_unseen_keys_went_unpredicted(spam, tm
 def test_one_output_file_named_as_asked_or_shards_on_request(spam, tmp_path, capsys):
     model = spam["default_model"]
     one = tmp_path / "one" / "preds.tsv"
+    one.parent.mkdir()
+    (tmp_path / "two").mkdir()
     code, out, _ = run(capsys, "predict", "--input", spam["test"], "--model", model, "--output", one)
     assert code == 0 and last_json(out)["prediction_files"] == [str(one)]
     assert sorted(os.listdir(one.parent)) == ["preds.tsv", "preds.tsv.dead_letters.jsonl", "preds.tsv.report.json"]
