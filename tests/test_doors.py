@@ -132,9 +132,10 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
 def scores(model, frame: pd.DataFrame) -> np.ndarray:
     """A model's raw scores of the frame's rows, through the dict door (the estimator: its own)."""
     features = frame.drop(columns="y")
-    if isinstance(model, (PolybeamClassifier, PolybeamRegressor)):
-        margins = model.model_.margins(model._batch(features))
-        return margins
+    if isinstance(model, PolybeamClassifier):
+        return model.decision_function(features)  # (its own door: scikit-learn's validation and reading)
+    if isinstance(model, PolybeamRegressor):
+        return model.model_.margins(model._batch(features))  # (predict clamps to the labels' range)
     rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in
             features.to_dict("records")]  # fmt: skip
     if (model.input or {}).get("format") == "libsvm":  # LIBSVM's features by number: x0 is 1, x1 is 2, ...
