@@ -42,7 +42,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-MISSING_COLUMN_POLICIES = ("refuse", "allow")
+from polybeam.learners.choices import MISSING_COLUMNS
+
+MISSING_COLUMN_POLICIES = MISSING_COLUMNS  # (the option schema's --missing-columns, for files too)
 # The settings of a CSV or Parquet read that give a column a role other than feature.
 ROLE_SETTINGS = {
     "label_column": "label",

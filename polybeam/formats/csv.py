@@ -491,8 +491,8 @@ class CsvColumns:
     kinds: np.ndarray
     slots: np.ndarray
     seeds: np.ndarray
-    label: int
-    weight: int
+    label: int  # the label column, or -1 (prediction input without one)
+    weight: int  # the weight column, or -1
     key: int = -1  # the key column (read as a category, then taken out of the features), or -1
     id: int = -1  # the ID column (read as a category, then taken out of the features), or -1
     time: int = -1  # the timestamp column (read as a category, then taken out of the features), or -1
@@ -564,7 +564,10 @@ class CsvFormat(HashedFormat):
     label_column, weight_column : str or int, optional
         The label column (default: the first) and the importance weight column
         (default: none, weight 1), by header name or 0-based position. Without a
-        header the columns are named ``"1"`` ... ``"d"``.
+        header the columns are named ``"1"`` ... ``"d"`` (or ``column_names``).
+        With ``labels="any"`` (prediction input) a label column named by name
+        that the file lacks is no label: every example's label is missing, as
+        Parquet reads a table without its label column.
     delimiter : str
         One character between fields.
     has_header : bool
@@ -595,6 +598,9 @@ class CsvFormat(HashedFormat):
     timestamp_unit : {None, "s", "ms", "us", "ns"}
         The unit of the timestamp column's numbers (``--timestamp-unit``);
         None is seconds.
+    column_names : tuple of str
+        Without a header: the names of the columns, in order (default: ``"1"``
+        ... ``"d"``); a file with another number of columns cannot be read.
 
     Without a header, the number of columns comes from ``header`` (the file's
     first line, which the reader passes to every block: see ``carried_lines``)
@@ -617,6 +623,7 @@ class CsvFormat(HashedFormat):
     timestamp_column: str | int | None = None
     na_values: tuple[str, ...] = DEFAULT_NA_VALUES
     timestamp_unit: str | None = None
+    column_names: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -628,6 +635,12 @@ class CsvFormat(HashedFormat):
                 f"label name {clash[0]!r} is also a spelling of a missing value (na_values): a label {clash[0]!r} "
                 "would be a missing label; leave it out of na_values (--na-values)"
             )
+        names = (self.column_names,) if isinstance(self.column_names, str) else tuple(self.column_names)
+        if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
+            raise ValueError(f"column_names must be distinct strings, got {self.column_names!r}")
+        if names and self.has_header:
+            raise ValueError("column_names names the columns of files without a header (has_header=False)")
+        object.__setattr__(self, "column_names", names)
         if not isinstance(self.delimiter, str) or len(self.delimiter.encode("utf-8")) != 1:
             raise ValueError(f"delimiter must be a single ASCII character, got {self.delimiter!r}")
         if self.delimiter in '"\r\n':
@@ -671,7 +684,13 @@ class CsvFormat(HashedFormat):
             sample = header if header is not None else first_record
             if sample is None:
                 raise ValueError("cannot tell the number of CSV columns without a record")
-            names = [str(i + 1) for i in range(len(split_fields(sample, self.delimiter)))]
+            count = len(split_fields(sample, self.delimiter))
+            if self.column_names and count != len(self.column_names):
+                raise ValueError(
+                    f"the records have {count} columns but column_names names {len(self.column_names)}: "
+                    f"{list(self.column_names)}"
+                )
+            names = list(self.column_names) or [str(i + 1) for i in range(count)]
         return _resolve_columns(self, tuple(names))
 
     def label_texts(self, data: bytes, header: bytes | None = None) -> list[str]:
@@ -689,6 +708,8 @@ class CsvFormat(HashedFormat):
         if not lines:
             return []
         label = self.columns(header, lines[0]).label
+        if label < 0:  # (prediction input without its label column)
+            return []
         texts = []
         for line in lines:
             try:
@@ -948,15 +969,18 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
             raise ValueError(f"{option} {column} is out of range for {len(names)} columns")
         return int(column)
 
-    label = 0 if fmt.label_column is None else position(fmt.label_column, "label_column")
+    if fmt.labels == "any" and isinstance(fmt.label_column, str) and fmt.label_column not in names:
+        label = -1  # prediction input without its label column: no label
+    else:
+        label = 0 if fmt.label_column is None else position(fmt.label_column, "label_column")
     weight = -1 if fmt.weight_column is None else position(fmt.weight_column, "weight_column")
-    if weight == label:
+    if weight >= 0 and weight == label:
         raise ValueError(f"the label and weight columns are the same column, {names[label]!r}")
     categorical = {position(c, "categorical_columns") for c in fmt.categorical_columns}
     ignored = {position(c, "ignore_columns") for c in fmt.ignore_columns}
     key = -1 if fmt.key_column is None else position(fmt.key_column, "key_column")
     for role, column in (("label", label), ("weight", weight)):
-        if column in categorical or column in ignored:
+        if column >= 0 and (column in categorical or column in ignored):
             raise ValueError(f"the {role} column {names[column]!r} cannot also be categorical or ignored")
     if key >= 0 and (key in (label, weight) or key in categorical or key in ignored):
         raise ValueError(f"the key column {names[key]!r} cannot also be the label, the weight, categorical or ignored")
@@ -978,7 +1002,8 @@ def _resolve_columns(fmt: CsvFormat, names: tuple[str, ...]) -> CsvColumns:
     kinds[sorted(ignored)] = IGNORED
     # The key and the ID are read as categories (their text is kept), then taken out of the features.
     kinds[sorted(categorical | {column for column in (key, identity, time) if column >= 0})] = CATEGORICAL
-    kinds[label] = LABEL
+    if label >= 0:
+        kinds[label] = LABEL
     if weight >= 0:
         kinds[weight] = WEIGHT
     slots = np.array([feature_slot(name, fmt.bits, "", fmt.seed) for name in names], dtype=np.int32)

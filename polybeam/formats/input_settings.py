@@ -47,7 +47,7 @@ INDEXED = frozenset({"libsvm", "parquet"})
 NAMED = frozenset({"csv", "vw", "parquet"})
 
 # Format settings recorded only when set (newer than the records of older models).
-OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit"})
+OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit", "column_names"})
 
 # Format settings newer than some records, whose default changed how input is read: a record without one
 # read its input as this value does (CSV: only an empty cell was missing; Parquet: only numeric columns
@@ -105,8 +105,11 @@ class InputSettings:
     class_names : tuple of str
         The classes' names, if any (the i-th is class i + 1).
     columns : tuple of str
-        CSV with a header: the column names of the training input's first
-        file, so that readers of single lines (RunInference) know them.
+        The columns of the training input's first file: a CSV header's names
+        (without a header ``"1"`` ... ``"d"``), a Parquet schema's, a pandas
+        frame's columns; readers of single lines (RunInference) know them,
+        and scoring files are held against them (see
+        :mod:`polybeam.formats.scoring`).
     matrix_columns : int
         For a model fitted on a matrix (scikit-learn, NumPy, SciPy: column
         ``j`` is feature ``j + 1``), its number of columns; 0 otherwise. Such
@@ -156,7 +159,9 @@ class InputSettings:
         (and ``columns`` when known)."""
         # (no timestamp column is left out: what models recorded before there were windows, read alike)
         options = {
-            name: value for name, value in self.options.items() if not (name in OPTIONAL_RECORDS and value is None)
+            name: value
+            for name, value in self.options.items()
+            if not (name in OPTIONAL_RECORDS and (value is None or value == ()))
         }
         record = {
             "format": self.format,

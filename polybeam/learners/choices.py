@@ -13,6 +13,12 @@ STEP_RULES = ("constant", "decay", "inverse", "adaptive", "gsa")
 SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 EXPANSIONS = ("none", "apple", "quadratic", "cubic")
 EXPANSION_RULES = ("weight", "fallback", "ssm")
+# What a prediction written by predict is (learners/predictions.py): the class or value, the probability of
+# each class, or the raw score (margin).
+PREDICTION_KINDS = ("label", "probability", "score")
+# What evaluate/predict do with a CSV/Parquet file that lacks some of the model's feature columns
+# (formats/scoring.py): refuse it, naming them, or read each as missing in every row.
+MISSING_COLUMNS = ("refuse", "allow")
 # With a key: one model per key, or one shared model of shared weights plus per-key offsets (learners/multitask.py).
 KEY_MODELS = ("separate", "shared")
 # A shared per-key model's prior on its offsets' AdaGrad sums, in examples of unit gradient at the feature's

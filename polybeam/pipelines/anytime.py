@@ -280,6 +280,8 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
     for flag, value in (("--model", job.model), ("--key", job.key)):
         if value:
             raise OptionError(f"{flag} and --prefixes exclude each other: predict with a model or with prefixes")
+    if job.predictions == "probability":  # (its label and its score are both the value a prefix predicts)
+        raise OptionError("--predictions probability: an anytime prefix predicts values, not probabilities")
     path = paths[0]
     model = read_anytime_model(path)  # fail fast on a bad prefix file
     if not model.prefixes:
@@ -304,23 +306,27 @@ def run_anytime_predict(options: PipelineOptions, job: JobSettings | None = None
     config = LearnerConfig(loss="squared", bits=model.bits, seed=int(model.prefixes[0].get("seed", 0)))
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, labels="any")
-    parts = {"counts": checked_read(read, job, write_dead_letters(read, dead_path), facts)}
-    files = (
-        note_workers(read.examples, parts)
-        | "Predict" >> ApplyAnytime(model, **choice)
-        | "WritePredictions"
-        >> WritePredictions(
-            output,
-            num_shards=job.num_shards,
-            extra_columns=PREFIX_COLUMNS,
-            id_name=id_column_name(input_settings(job, config)),
-        )
+    checked = checked_read(read, job, write_dead_letters(read, dead_path), facts)
+    parts = {"counts": checked}
+    writer = WritePredictions(
+        output,
+        num_shards=job.num_shards,
+        extra_columns=PREFIX_COLUMNS,
+        id_name=id_column_name(input_settings(job, config)),
+        after=(checked,),
     )
-    parts["files"] = files
+    parts["files"] = (
+        note_workers(read.examples, parts) | "Predict" >> ApplyAnytime(model, **choice) | "WritePredictions" >> writer
+    )
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_anytime_predict_report, facts=facts), **parts)
-    return launch(
-        pipeline, options, facts, started=started, outputs={"predictions": output + "*", "dead_letters": dead_path}
-    )
+    predictions = output if job.num_shards is None else f"{output}-*"
+    try:
+        return launch(
+            pipeline, options, facts, started=started, outputs={"predictions": predictions, "dead_letters": dead_path}
+        )
+    except Exception:
+        writer.discard()  # (a refused job publishes nothing: what it wrote waits under a temporary name)
+        raise
 
 
 def _reference(models: dict[str, AnytimeModel], paths, chosen: str | None) -> str:

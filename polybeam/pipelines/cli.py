@@ -13,6 +13,7 @@ a job that ran and failed says why in one line too, with exit status 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import json
@@ -464,6 +465,39 @@ def _kept_model_lines(report: dict) -> list[str]:
     return lines
 
 
+def _describe_predict(report: dict) -> str:
+    """Predict's lines: what was read (as train says it), what was predicted and what was not, where it went."""
+    from polybeam.formats.records import ReadCounts
+
+    unrouted = report.get("examples_without_model", 0)
+    # The report counts examples without a model among the dead letters; the read itself read them.
+    read = ReadCounts.from_dict(report)
+    read = ReadCounts(read.records, read.examples + unrouted, read.dead_letters - unrouted, read.skipped)
+    source = report.get("prefixes") or report.get("model")
+    kind = f" ({report['predictions']})" if report.get("predictions") else ""
+    lines = [
+        f"read: {read.describe()}",
+        f"predicted {report['examples']} of {read.examples} examples{kind} with {source}",
+    ]
+    if unrouted:
+        lines.append(
+            f"{unrouted} of {read.examples} examples unpredicted: their key has no model (--fallback-model names one "
+            "for them); they are in the dead letters"
+        )
+    if read.dead_letters:
+        lines.append(f"{read.dead_letters} records could not be read (dead letters)")
+    files = report["prediction_files"]
+    lines.append(
+        "predictions written to standard output" if files == ["-"] else f"predictions written to {', '.join(files)}"
+    )
+    if report.get("dead_letter_file"):
+        lines.append(f"dead letters to {report['dead_letter_file']}")
+    if report.get("report"):
+        lines.append(f"report: {report['report']}")
+    lines.append(f"wall time: {report['wall_seconds']:.1f} s")
+    return "\n".join(lines)
+
+
 def _describe_launch(report: dict) -> str:
     where = ", ".join(f"{name} {path}" for name, path in report["outputs"].items() if path)
     lines = [
@@ -557,6 +591,15 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
     except (JobFailed, OSError) as error:  # the job ran and failed (an OSError: a disk, a network, ...)
         print(f"polybeam {command}: error: {one_line(error)}", file=sys.stderr)
         return 1
+    # With the predictions on standard output, what the command says goes to standard error.
+    if report.get("output") == "-":
+        with contextlib.redirect_stdout(sys.stderr):
+            return _tell(command, report, freezes)
+    return _tell(command, report, freezes)
+
+
+def _tell(command: str, report: dict, freezes: bool) -> int:
+    """Print what a command did (a few lines, then its report as JSON on the last line); exit status 0."""
     if "job_id" in report:  # launched, not waited for
         print(_describe_launch(report))
     elif command == "demo":
@@ -570,7 +613,7 @@ def main(argv: Sequence[str] | None = None, *, freeze: bool | None = None) -> in
 
         print(describe_evaluation(report))
     elif command == "predict":
-        print(f"predictions written to {', '.join(report['prediction_files'])}")
+        print(_describe_predict(report))
     elif command in ("sequence", "timeliness"):
         from polybeam.pipelines import anytime
 

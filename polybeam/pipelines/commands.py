@@ -86,7 +86,7 @@ COMMANDS = {
             "evaluate",
             "held-out metrics of a model on examples (JSON on the last line)",
             "polybeam.pipelines.jobs:run_evaluate",
-            (*_READING, "ModelOptions", "RoutingOptions", "RunOptions"),
+            (*_READING, "ScoringOptions", "ModelOptions", "RoutingOptions", "RunOptions"),
             required=("model", "input"),
         ),
         Command(
@@ -95,6 +95,7 @@ COMMANDS = {
             "polybeam.pipelines.jobs:run_predict",
             (
                 *_READING,
+                "ScoringOptions",
                 "ModelOptions",
                 "RoutingOptions",
                 Use("prefixes", help=PREDICT_PREFIXES_HELP, metavar="PATH"),

@@ -51,9 +51,13 @@ def read_examples(
     labels: str | None = None,
     key: str | None = None,
     settings: InputSettings | None = None,
+    reader=None,
 ):
-    """Read ``--input`` as ``settings`` say (default: as the input options say, see ``input_settings``).
-    The job checks its read itself (CheckInput in checked_read), after writing the dead letters and with its report."""
+    """Read ``--input`` with ``reader`` (a format object), else as ``settings`` say (default: as the input options
+    say, see ``input_settings``). The job checks its read itself (CheckInput in checked_read), after writing the
+    dead letters and with its report."""
+    if reader is not None:
+        return pipeline | label >> ReadExamples(job.input, format=reader, check_input=False)
     settings = settings or input_settings(job, config, key=key)
     reading = settings.reader_options(labels or config.label_kind)
     # (the job decided how to read before launching: see polybeam.pipelines.input_choices)

@@ -28,12 +28,13 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.label_order import LabelOrder
 from polybeam.learners.model import Model, ModelFileError
 from polybeam.learners.multitask import SharedKeys, shared_config
+from polybeam.learners.predictions import check_kind, prediction_columns
 from polybeam.learners.state_file import is_learner_state
 from polybeam.learners.warm_start import APPLE_SETTINGS, FIXED_SETTINGS, check_compatible, source_config
 from polybeam.pipelines import windowed
 from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
-from polybeam.pipelines.input_choices import InputChoices, settle_input, settle_scoring_input
+from polybeam.pipelines.input_choices import InputChoices, settle_input
 from polybeam.pipelines.job_parts import (
     checked_read,
     count,
@@ -49,7 +50,7 @@ from polybeam.pipelines.job_parts import (
     write_dead_letters,
 )
 from polybeam.pipelines.launch import LOCAL_RUNNERS, launch, runner_name
-from polybeam.pipelines.model_input import check_sample, header_columns, model_note, recorded_input
+from polybeam.pipelines.model_input import check_sample, recorded_input, scoring_input, with_columns
 from polybeam.pipelines.options import (
     JobSettings,
     given_config_fields,
@@ -58,6 +59,7 @@ from polybeam.pipelines.options import (
     learner_config,
     with_default_runner,
 )
+from polybeam.pipelines.streams import STDIN_NAME, standard_streams, streamed
 from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.evaluate import OVERALL, Evaluate
@@ -65,7 +67,7 @@ from polybeam.transforms.files import exists, read_bytes
 from polybeam.transforms.keyed_files import KeyedFolder, join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
-from polybeam.transforms.predict import Predict, WritePredictions, id_column_name
+from polybeam.transforms.predict import Predict, WritePredictions, id_column_name, renamed_source
 from polybeam.transforms.provenance import RecordOrigin
 from polybeam.transforms.report import WriteReport
 from polybeam.transforms.routing import KEYED_MODELS, ModelLibrary, RouteByKey, WriteKeyedModels
@@ -267,8 +269,15 @@ def _shared_config(job: JobSettings, config: LearnerConfig) -> LearnerConfig:
 
 
 def run_train(options: PipelineOptions) -> dict:
-    """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report."""
+    """Read examples, train (one model, or one per --key), write the model(s), checkpoints and report
+    (``--input -``: read from standard input, see :mod:`polybeam.pipelines.streams`)."""
     started = time.perf_counter()
+    job_settings(options, "train")  # (paths made absolute, required options there)
+    with standard_streams(options, "train") as streams:
+        return streamed(_run_train(options, started), streams)
+
+
+def _run_train(options: PipelineOptions, started: float) -> dict:
     job = job_settings(options, "train")
     model_path = job.model
     config = learner_config(job)
@@ -312,7 +321,7 @@ def run_train(options: PipelineOptions) -> dict:
     check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=job.initial_model)
     if window is not None:
         windowed.check_sample_times(job.input, settings, config.label_kind, job.timestamp)
-    settings = settings.replace(columns=header_columns(job.input, settings))
+    settings = with_columns(job.input, settings)
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     folder = keyed or window is not None  # a folder of models (per key, per window)
     inside = (lambda name: join(model_path, name)) if folder else (lambda name: f"{model_path}.{name}")
@@ -461,20 +470,6 @@ def _model_source(job: JobSettings, command: str):
     return ModelLibrary(model_path, fallback), config, trained_key, recorded_input(index.get("input"), model_path)
 
 
-def _scoring_input(
-    job: JobSettings, config: LearnerConfig, key: str | None, model: InputSettings | None, *, labels: str
-) -> tuple[InputSettings, str | None]:
-    """How evaluate/predict read their input (the model's own way unless told otherwise), after a look at
-    the first input file when the model says how it was read; and what the model reads, for the messages."""
-    model_path = job.model
-    settings = input_settings(job, config, key=key, model=model, model_path=model_path)
-    if model is None:  # a model from before polybeam recorded its input: the options alone, as before
-        return settings, None
-    settings, _ = settle_scoring_input(job.input, settings, model, zero_based_given=job.zero_based)
-    check_sample(job.input, settings, labels=labels, model=model, model_path=model_path)
-    return settings, model_note(model, model_path)
-
-
 def _routed(read, source, key: str | None):
     """``(scored input, unrouted dead letters or None)``."""
     if key is None:
@@ -509,13 +504,20 @@ def _evaluate_report(parts: dict, *, facts: dict) -> dict:
 
 
 def run_evaluate(options: PipelineOptions) -> dict:
-    """Held-out metrics of a model file (or per key, of a folder of per-key models) on examples."""
+    """Held-out metrics of a model file (or per key, of a folder of per-key models) on examples
+    (``--input -``: read from standard input, see :mod:`polybeam.pipelines.streams`)."""
     started = time.perf_counter()
+    job_settings(options, "evaluate")  # (paths made absolute, required options there)
+    with standard_streams(options, "evaluate") as streams:
+        return streamed(_run_evaluate(options, started), streams)
+
+
+def _run_evaluate(options: PipelineOptions, started: float) -> dict:
     job = job_settings(options, "evaluate")
     if windowed.is_windowed_folder(job.model):
         return windowed.run_windowed_evaluate(options, job)
     source, config, key, recorded = _model_source(job, "evaluate")
-    settings, expected = _scoring_input(job, config, key, recorded, labels=config.label_kind)
+    settings, expected, reader = scoring_input(job, config, key, recorded, labels=config.label_kind, command="evaluate")
     model_path = job.model
     beside = (
         (lambda name: join(model_path, name)) if _is_keyed_folder(model_path) else (lambda name: f"{model_path}.{name}")
@@ -533,7 +535,7 @@ def run_evaluate(options: PipelineOptions) -> dict:
         "input": settings.to_dict(),
     }
     pipeline = beam.Pipeline(options=options)
-    read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
+    read = read_examples(pipeline, job, "Read", config, key=key, settings=settings, reader=reader)
     scored, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
@@ -564,15 +566,27 @@ def _predict_report(parts: dict, *, facts: dict) -> dict:
 
 
 def run_predict(options: PipelineOptions) -> dict:
-    """Predictions of a model file (or of per-key models) for every example, as tab-separated text files;
-    with ``--prefixes``, of an anytime model's prefix (see :func:`polybeam.pipelines.anytime.run_anytime_predict`)."""
+    """Predictions of a model file (or of per-key models) for every example, as tab-separated text (one file
+    unless ``--num-shards``; ``--input -``/``--output -``: standard input and output, see
+    :mod:`polybeam.pipelines.streams`); with ``--prefixes``, of an anytime model's prefix (see
+    :func:`polybeam.pipelines.anytime.run_anytime_predict`)."""
     started = time.perf_counter()
-    job = job_settings(options, "predict")
-    if job.prefixes:
-        return run_anytime_predict(options, job)
+    job_settings(options, "predict")  # (paths made absolute, required options there)
+    with standard_streams(options, "predict") as streams:
+        job = job_settings(options, "predict")
+        report = run_anytime_predict(options, job) if job.prefixes else _run_predict(options, job, started, streams)
+    return streamed(report, streams)
+
+
+def _run_predict(options: PipelineOptions, job: JobSettings, started: float, streams: dict) -> dict:
     output = job.output
     source, config, key, recorded = _model_source(job, "predict")
-    settings, expected = _scoring_input(job, config, key, recorded, labels="any")
+    kind = job.predictions
+    try:
+        columns = prediction_columns(config, kind)
+    except ValueError as error:
+        raise OptionError(f"--predictions {kind}: {error}") from None
+    settings, expected, reader = scoring_input(job, config, key, recorded, labels="any", command="predict")
     model_path = job.model
     dead_path = job.dead_letters or f"{output}.dead_letters.jsonl"
     report_path = job.report or f"{output}.report.json"
@@ -584,33 +598,44 @@ def run_predict(options: PipelineOptions) -> dict:
         "model": model_path,
         "key": key,
         "output": output,
+        "predictions": check_kind(kind, config.loss),
+        "prediction_columns": list(columns),
         "dead_letter_file": dead_path,
         "input": settings.to_dict(),
     }
     pipeline = beam.Pipeline(options=options)
-    read = read_examples(pipeline, job, "Read", config, labels="any", key=key, settings=settings)
+    read = read_examples(pipeline, job, "Read", config, labels="any", key=key, settings=settings, reader=reader)
     scored_input, unrouted = _routed(read, source, key)
     # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
     model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
     dead_files = write_dead_letters(read, dead_path, extra=unrouted)
-    parts = {"counts": checked_read(read, job, dead_files, facts, settings=settings, expected=expected)}
-    files = (
-        note_workers(scored_input, parts)
-        | "Predict" >> Predict(model, routed=key is not None)
-        | "WritePredictions"
-        >> WritePredictions(
-            output, num_shards=job.num_shards, with_key=key is not None, id_name=id_column_name(settings)
-        )
+    checked = checked_read(read, job, dead_files, facts, settings=settings, expected=expected)
+    parts = {"counts": checked}
+    scored = note_workers(scored_input, parts) | "Predict" >> Predict(model, routed=key is not None, predictions=kind)
+    if "input" in streams:  # examples from standard input: their source is that, not the launcher's copy
+        scored = scored | "NameStdin" >> beam.Map(renamed_source, streams["input"], STDIN_NAME)
+    writer = WritePredictions(
+        output,
+        num_shards=job.num_shards,
+        with_key=key is not None,
+        id_name=id_column_name(settings),
+        prediction_columns=columns,
+        after=(checked,),
     )
-    parts["files"] = files
+    parts["files"] = scored | "WritePredictions" >> writer
     if unrouted is not None:
         parts["unrouted"] = count(unrouted, "CountUnrouted")
     pipeline | "Report" >> WriteReport(report_path, functools.partial(_predict_report, facts=facts), **parts)
-    return launch(
-        pipeline,
-        options,
-        facts,
-        started=started,
-        outputs={"predictions": output + "*", "dead_letters": dead_path},
-        preload=preloader(job, config, labels="any", key=key, settings=settings),
-    )
+    predictions = output if job.num_shards is None else f"{output}-*"
+    try:
+        return launch(
+            pipeline,
+            options,
+            facts,
+            started=started,
+            outputs={"predictions": predictions, "dead_letters": dead_path},
+            preload=preloader(job, config, labels="any", key=key, settings=settings),
+        )
+    except Exception:
+        writer.discard()  # (a refused job publishes nothing: what it wrote waits under a temporary name)
+        raise

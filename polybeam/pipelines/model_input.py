@@ -29,6 +29,9 @@ from apache_beam.io.filesystems import FileSystems
 from polybeam.formats.acceptance import FORMAT_NAMES, guess_format
 from polybeam.formats.csv import split_fields
 from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.scoring import OPTIONAL_ROLES, ColumnsMismatch, ScoringColumns, ScoringFormat
+from polybeam.pipelines.input_choices import settle_scoring_input
+from polybeam.pipelines.options import given_input_settings, input_settings
 
 SAMPLE_BYTES = 64 << 10
 SAMPLE_ROWS = 256
@@ -71,17 +74,170 @@ def text_sample(path: str, limit: int = SAMPLE_BYTES) -> bytes:
 
 
 def header_columns(pattern: str, settings: InputSettings) -> tuple[str, ...]:
-    """CSV with a header: the column names of the first input file (empty when unknown)."""
-    if settings.format != "csv" or not settings.options["has_header"]:
+    """The columns of the first input file: a CSV header's names (without a header, ``"1"`` ... ``"d"``, as the
+    reader names them, counted in its first record), a Parquet file's schema; empty when unknown (other formats,
+    no file, a file that cannot be read: the job's read reports it)."""
+    if settings.format not in ("csv", "parquet"):
         return ()
     path = first_file(pattern)
     if path is None:
         return ()
     try:
+        if settings.format == "parquet":
+            return _parquet_columns(path)
         data = text_sample(path)
     except Exception:  # the job's read reports a file it cannot read
         return ()
-    return tuple(split_fields(data.split(b"\n", 1)[0], settings.options["delimiter"]))
+    delimiter = settings.options["delimiter"]
+    if settings.options["has_header"]:
+        return tuple(split_fields(data.split(b"\n", 1)[0], delimiter))
+    record = next((line for line in data.split(b"\n") if line.strip() and not line.strip().startswith(b"#")), None)
+    try:
+        count = 0 if record is None else len(split_fields(record, delimiter))
+    except ValueError:  # a damaged first record: its dead letter says so
+        return ()
+    return tuple(str(i + 1) for i in range(count))
+
+
+def _parquet_schema(path: str):
+    import pyarrow.parquet as pq
+
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
+        return pq.ParquetFile(stream).schema_arrow
+
+
+def _parquet_columns(path: str) -> tuple[str, ...]:
+    return tuple(_parquet_schema(path).names)
+
+
+def with_columns(pattern: str, settings: InputSettings) -> InputSettings:
+    """``settings`` with the columns of the first input file (see :func:`header_columns`), as a model records
+    them; for Parquet, with its text columns among the categorical ones too (the reader takes them as
+    categories by their type: recorded by name, every reader of the model's rows knows them)."""
+    columns = header_columns(pattern, settings)
+    settings = settings.replace(columns=columns)
+    options = settings.options
+    if settings.format != "parquet" or not columns or not options.get("infer_categorical", True):
+        return settings
+    if options["indices_column"] in columns:  # (sparse lists: no named features)
+        return settings
+    try:
+        schema = _parquet_schema(first_file(pattern))
+    except Exception:  # the job's read reports a file it cannot read
+        return settings
+    import pyarrow as pa
+
+    roles = {options.get(name) for name in ("label_column", "weight_column", "key_column", "id_column")}
+    roles |= {options.get("timestamp_column"), *options.get("ignore_columns", ())}
+    chosen = options.get("feature_columns")
+
+    def is_text(kind) -> bool:  # (dictionary-encoded, strings or bytes: categories, as the reader takes them)
+        checks = ("is_string", "is_large_string", "is_string_view", "is_binary", "is_large_binary")
+        return pa.types.is_dictionary(kind) or any(getattr(pa.types, check)(kind) for check in checks)
+
+    text = [
+        name
+        for name, kind in zip(schema.names, schema.types)
+        if is_text(kind) and name not in roles and (chosen is None or name in chosen)
+    ]
+    if not text:
+        return settings
+    return settings.replace(categorical_columns=tuple(dict.fromkeys([*options["categorical_columns"], *text])))
+
+
+def scoring_reader(
+    settings: InputSettings,
+    model: InputSettings | None,
+    *,
+    labels: str,
+    optional: tuple[str, ...] = (),
+    missing: str = "refuse",
+    given: frozenset = frozenset(),
+):
+    """The format ``evaluate`` and ``predict`` read with: for CSV or Parquet input of a model that records its
+    columns, a :class:`~polybeam.formats.scoring.ScoringFormat` holding each file's columns against the model's
+    (refusing files without some of its feature columns unless ``missing`` is ``"allow"``, leaving out columns
+    it never saw, reading files without the ``optional`` label or weight column without them); else the format
+    the settings describe. ``given``: the format settings the user gave (a label column given is never optional).
+    """
+    reader = settings.reader(labels)
+    columns = _scoring_columns(settings, model, optional=optional, missing=missing, given=given)
+    return reader if columns is None else ScoringFormat(reader, columns)
+
+
+def scoring_input(job, config, key: str | None, model: InputSettings | None, *, labels: str, command: str):
+    """How ``evaluate`` (``labels``: the model's) or ``predict`` (``labels="any"``) read their input, after a
+    look at the first input file when the model says how it was read: ``(settings, what the model reads for
+    the messages or None, the format to read with)``. The input is read as the model's was unless the options
+    say otherwise (see :func:`~polybeam.pipelines.options.input_settings`), held against the model's columns
+    (see :func:`scoring_reader`; ``predict`` reads files without the label or weight column)."""
+    settings = input_settings(job, config, key=key, model=model, model_path=job.model)
+    if model is None:  # a model from before polybeam recorded its input: the options alone, as before
+        return settings, None, settings.reader(labels)
+    settings, _ = settle_scoring_input(job.input, settings, model, zero_based_given=job.zero_based)
+    settings = named_label(settings)
+    reader = scoring_reader(
+        settings,
+        model,
+        labels=labels,
+        optional=OPTIONAL_ROLES if command == "predict" else (),
+        missing=job.missing_columns,
+        given=frozenset(given_input_settings(job)),
+    )
+    check_sample(job.input, settings, labels=labels, model=model, model_path=job.model, reader=reader)
+    return settings, model_note(model, job.model), reader
+
+
+def named_label(settings: InputSettings) -> InputSettings:
+    """CSV with a header whose label column is the default (the first): named after the model's first column,
+    so that a file without it is read without labels rather than with its first feature as the label."""
+    if settings.format != "csv" or not settings.options["has_header"] or not settings.columns:
+        return settings
+    if settings.options["label_column"] is not None:
+        return settings
+    return settings.replace(label_column=settings.columns[0])
+
+
+def _scoring_columns(settings, model, *, optional, missing, given) -> ScoringColumns | None:
+    if model is None or not model.columns or settings.format not in ("csv", "parquet"):
+        return None
+    if model.format != settings.format:
+        return None  # (another format of the same features: its columns are its own)
+    names = model.columns
+    header = settings.format == "parquet" or bool(settings.options.get("has_header", True))
+    if settings.format == "parquet" and model.options.get("indices_column") in names:
+        return None  # sparse lists: features by index, not by column
+
+    def named(column):
+        if column is None:
+            return None
+        if isinstance(column, int) and not isinstance(column, bool):
+            return names[column] if 0 <= column < len(names) else None
+        return column if column in names else None
+
+    def role(setting: str, reading: InputSettings):
+        column = reading.options.get(setting)
+        if setting == "label_column" and column is None and reading.format == "csv":
+            column = 0  # the CSV reader's default: the first column
+        return named(column)
+
+    label, weight = role("label_column", settings), role("weight_column", settings)
+    roles = set()
+    for reading in (model, settings):
+        for setting in ("label_column", "weight_column", "key_column", "id_column", "timestamp_column"):
+            roles.add(role(setting, reading))
+        roles.update(named(column) for column in reading.options.get("ignore_columns", ()))
+    roles -= {None, label, weight}
+    settable = {"label": "label_column", "weight": "weight_column"}
+    return ScoringColumns(
+        names,
+        label=label,
+        weight=weight,
+        roles=tuple(sorted(roles)),
+        header=header,
+        optional=tuple(role for role in optional if settable[role] not in given),
+        missing=missing,
+    )
 
 
 def check_sample(
@@ -91,14 +247,16 @@ def check_sample(
     labels: str,
     model: InputSettings | None = None,
     model_path: str | None = None,
+    reader=None,
 ) -> None:
     """Raise :class:`InputMismatch` when the first input file cannot be read as ``settings`` say (its header
     or schema lacks a column they name) or, for a ``model`` that records its input, cannot be what it
-    reads: none of its first records reads and they look like another format."""
+    reads: none of its first records reads and they look like another format. ``reader``: the format to
+    read with (default: the one ``settings`` describe, accepting ``labels``)."""
     path = first_file(pattern)
     if path is None:
         return
-    reader = settings.reader(labels)
+    reader = reader if reader is not None else settings.reader(labels)
     sample = b""
     try:
         if settings.format == "parquet":
@@ -110,10 +268,13 @@ def check_sample(
         if settings.format == "parquet":
             sample = _text_start(path)  # (what the file looks like instead)
         first = next((line for line in sample.decode("utf-8", "replace").splitlines() if line.strip()), "")
-        note = f"; {model_note(model, model_path)}" if model is not None else ""
+        looks_like = _looks_like(first, settings)
+        # (a file lacking some of the model's columns: its message says which and what to do)
+        told = isinstance(error, ColumnsMismatch) and not looks_like
+        note = f"; {model_note(model, model_path)}" if model is not None and not told else ""
         text = str(error) if path in str(error) else f"{path}: {error}"  # (the readers name the file; pyarrow not)
         text = text.rstrip(".")
-        raise InputMismatch(f"{text}{_looks_like(first, settings)}{note}") from None
+        raise InputMismatch(f"{text}{looks_like}{note}") from None
     except Exception:  # not readable here (permissions, a damaged file): the job says what is wrong
         return
     readable = len(parsed.batch) + len(parsed.dead_letters)
@@ -165,4 +326,15 @@ def _parquet_sample(path: str, reader):
     return reader.parse_table(table, source=path)
 
 
-__all__ = ["InputMismatch", "check_sample", "header_columns", "model_note", "parse_sample", "recorded_input"]
+__all__ = [
+    "InputMismatch",
+    "check_sample",
+    "header_columns",
+    "model_note",
+    "named_label",
+    "parse_sample",
+    "recorded_input",
+    "scoring_input",
+    "scoring_reader",
+    "with_columns",
+]

@@ -53,6 +53,8 @@ from polybeam.learners.choices import (
     EXPANSIONS,
     KEY_MODELS,
     LOSSES,
+    MISSING_COLUMNS,
+    PREDICTION_KINDS,
     SPARSITY,
     STEP_RULES,
 )
@@ -240,6 +242,7 @@ AS_MODEL = "; evaluate/predict: as the model's input was read, unless given"
 _I, _K, _W, _L, _M = "InputOptions", "KeyOptions", "WindowOptions", "LearnerOptions", "ModelOptions"
 _T, _R, _O, _RUN = "TrainingOptions", "RoutingOptions", "OutputOptions", "RunOptions"
 _S, _TL, _A, _D = "SequenceOptions", "TimelinessOptions", "AnytimePredictionOptions", "DemoOptions"
+_SC = "ScoringOptions"
 
 TABLE = (
     # -- input. evaluate and predict read as the model's input was read (its format and columns, recorded in
@@ -248,10 +251,12 @@ TABLE = (
         "input",
         _I,
         "input",
-        "file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip)",
+        "file pattern of the examples (glob; local, gs://, s3://, ...; .gz is read as gzip); - for standard "
+        "input (local runner only)",
         path="read",
         metavar="PATTERN",
-        readme="file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip",
+        readme="file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip; `-`: standard "
+        "input",
     ),
     Option(
         "format",
@@ -378,6 +383,20 @@ TABLE = (
         "it most likely read the wrong files)",
         flag=True,
         readme="accept an input that yields no example (by default such a job fails)",
+    ),
+    # -- how evaluate and predict hold their input against the model's columns
+    Option(
+        "missing-columns",
+        _SC,
+        "input",
+        "evaluate/predict, CSV/Parquet: a file that lacks some of the model's feature columns is refused, naming "
+        "them (refuse, the default), or each absent column is missing in every row, as an empty cell (allow). "
+        "Columns the model never saw are left out either way",
+        choices=MISSING_COLUMNS,
+        default="refuse",
+        readme="`evaluate`/`predict`, CSV/Parquet: a file lacking some of the model's feature columns is refused, "
+        "naming them (`refuse`, default), or each is missing in every row (`allow`); columns the model never "
+        "saw are left out",
     ),
     # -- per-key models
     Option(
@@ -1088,20 +1107,34 @@ TABLE = (
         "output",
         _O,
         "output",
-        "output path prefix",
+        "the prediction file, written whole once the input check passed (- for standard output, local runner "
+        "only); with --num-shards, the prefix of the shards' names",
         path="write",
-        metavar="PREFIX",
+        metavar="PATH",
         readme_with=("num-shards",),
-        readme="prediction files",
+        readme="the prediction file (`-`: standard output); `--num-shards N` writes N files `PATH-00000-of-0000N` "
+        "instead (0: as many as the runner likes)",
     ),
     Option(
         "num-shards",
         _O,
         "output",
-        "number of output files (default: {default}, the runner decides)",
+        "write the predictions as N files PATH-SSSSS-of-NNNNN (0: as many as the runner likes) instead of the "
+        "one file PATH",
         type=int,
-        default=0,
         metavar="N",
+    ),
+    Option(
+        "predictions",
+        _O,
+        "output",
+        "what each prediction is: label (the class, by name when the model has class names; for squared "
+        "loss the value), probability (P(positive) for logistic loss; one column per class for softmax) or "
+        "score (the raw margin; one column per class for softmax). Default: probability for logistic, score "
+        "for hinge, label for squared and softmax",
+        choices=PREDICTION_KINDS,
+        readme="what each prediction is: the class or value, the probability (every class for softmax) or the raw "
+        "score (default: probability for logistic, score for hinge, label otherwise); see docs/predict.md",
     ),
     # -- demo
     Option(
@@ -1213,7 +1246,7 @@ def readme_table() -> str:
     options it shows together. ``{NAME}`` in a row's text stands for option NAME's default.
 
     >>> print(readme_table().splitlines()[2])
-    | `--input PATTERN` | file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip |
+    | `--input PATTERN` | file pattern (glob) of examples, any Beam file system; `.gz` files are read as gzip; `-`: standard input |
     """
     rows = ["| option | meaning |", "| --- | --- |"]
     for option in TABLE:

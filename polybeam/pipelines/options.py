@@ -86,6 +86,12 @@ class RoutingOptions(PipelineOptions):
     _add_argparse_args = _holding("RoutingOptions")
 
 
+class ScoringOptions(PipelineOptions):
+    """How evaluate and predict hold their input against the model's columns: ``--missing-columns``."""
+
+    _add_argparse_args = _holding("ScoringOptions")
+
+
 class OutputOptions(PipelineOptions):
     """Where results go."""
 
@@ -133,6 +139,7 @@ OPTIONS_CLASSES = {
         ModelOptions,
         TrainingOptions,
         RoutingOptions,
+        ScoringOptions,
         OutputOptions,
         RunOptions,
         SequenceOptions,
@@ -372,7 +379,8 @@ def absolute_paths(
 ) -> PipelineOptions:
     """Make every local path option that was given absolute (those ``command`` takes, or every path option of
     the schema): a worker elsewhere would resolve a relative one in its own folder, reading nothing or writing
-    where nobody looks. URLs (gs://...) and defaults (which other commands' options have too) are left alone,
+    where nobody looks. URLs (gs://...), ``-`` (standard input or output, see :mod:`polybeam.pipelines.streams`)
+    and defaults (which other commands' options have too) are left alone,
     and so are ``not_paths`` and the options a command reads otherwise (``polybeam predict --groups`` names
     groups)."""
     options_of = specs.command_options(command) if command is not None else specs.TABLE
@@ -385,6 +393,6 @@ def absolute_paths(
         value = getattr(view, name, None)
         if isinstance(value, tuple):
             setattr(view, name, tuple(absolute_path(item) for item in value))
-        elif isinstance(value, str) and not (name == "reference" and "/" not in value):
+        elif isinstance(value, str) and value != "-" and not (name == "reference" and "/" not in value):
             setattr(view, name, absolute_path(value))  # (--reference may name a method instead)
     return options

@@ -23,8 +23,8 @@ from polybeam.learners.windows import WindowSpec, parse_window
 from polybeam.pipelines import job_parts
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.launch import launch
-from polybeam.pipelines.model_input import check_sample, first_file, parse_sample, recorded_input
-from polybeam.pipelines.options import JobSettings, input_settings, job_settings, with_default_runner
+from polybeam.pipelines.model_input import first_file, parse_sample, recorded_input, scoring_input
+from polybeam.pipelines.options import JobSettings, job_settings, with_default_runner
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.keyed_files import join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
@@ -188,8 +188,7 @@ def run_windowed_evaluate(options: PipelineOptions, job: JobSettings | None = No
     if given is not None and given != key:
         raise OptionError(f"--key {given} differs from the key the models were trained with ({key})")
     recorded = recorded_input(index.get("input"), model_path)
-    settings = input_settings(job, config, key=key, model=recorded, model_path=model_path)
-    check_sample(job.input, settings, labels=config.label_kind, model=recorded, model_path=model_path)
+    settings, _, reader = scoring_input(job, config, key, recorded, labels=config.label_kind, command="evaluate")
     dead_path = job.dead_letters or join(model_path, "evaluate.dead_letters.jsonl")
     report_path = job.report or join(model_path, "evaluation.json")
     job_parts.input_policy(job, settings=settings)
@@ -204,7 +203,7 @@ def run_windowed_evaluate(options: PipelineOptions, job: JobSettings | None = No
         "input": settings.to_dict(),
     }
     pipeline = beam.Pipeline(options=options)
-    read = job_parts.read_examples(pipeline, job, "Read", config, key=key, settings=settings)
+    read = job_parts.read_examples(pipeline, job, "Read", config, key=key, settings=settings, reader=reader)
     dead_files = job_parts.write_dead_letters(read, dead_path)
     parts = {"counts": job_parts.checked_read(read, job, dead_files, facts, settings=settings)}
     windowed = job_parts.note_workers(read.examples, parts) | "Windows" >> WindowExamples(

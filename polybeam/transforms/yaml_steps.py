@@ -594,7 +594,11 @@ class PolybeamRunInference(beam.PTransform):
             )
         keyed_model = self.model if self.model.shared_keys is not None else None
         mappings = _RowMappings(self.fields.reading(self.model), [name for name, _ in fields], keyed_model)
-        handler = KeyedModelHandler(PolybeamModelHandler(self.path, output=self.output, **self.batching))
+        # The rows' features, already held against the model's columns (missing values left out): the handler
+        # must not take a feature a row left out for missing for a column the row lacks.
+        handler = KeyedModelHandler(
+            PolybeamModelHandler(self.path, output=self.output, missing_columns="allow", **self.batching)
+        )
         schema = RowTypeConstraint.from_fields(fields + [(self.inference_tag, self.inference_type)])
         return (
             rows

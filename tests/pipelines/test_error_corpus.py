@@ -275,6 +275,48 @@ CASES = [
         2,
         "polybeam predict needs --output",
     ),
+    Case(
+        "scoring rows without some of the model's columns",
+        ("predict", "--input", "{lacking_csv}", "--model", "{good_model}", "--output", "{out}/p"),
+        2,
+        "lacks 1 of the model's 3 feature columns: b (",
+    ),
+    Case(
+        "evaluating rows without labels",
+        ("evaluate", "--input", "{unlabelled_csv}", "--model", "{good_model}"),
+        2,
+        "lacks the model's label column 'y'",
+    ),
+    Case(
+        "probabilities of an anytime prefix",
+        (
+            "predict",
+            "--input",
+            "{train_libsvm}",
+            "--prefixes",
+            "{prefixes}",
+            "--budget",
+            "1",
+            "--predictions",
+            "probability",
+            "--output",
+            "{out}/p",
+        ),
+        2,
+        "an anytime prefix predicts values, not probabilities",
+    ),
+    Case(
+        "standard output from a remote runner",
+        ("predict", "--input", "{good_csv}", "--model", "{good_model}", "--output", "-", "--runner", "PortableRunner"),
+        2,
+        "--output - needs the local runner",
+    ),
+    Case(
+        "standard input to a detached job",
+        ("predict", "--input", "-", "--model", "{good_model}", "--output", "{out}/p", "--no-wait"),
+        2,
+        "--input - cannot be used with --no-wait",
+    ),
     # -- runners
     Case(
         "Flink without a job server jar",
@@ -614,6 +656,11 @@ def corpus(tmp_path_factory) -> dict[str, str]:
         "groups": datasets.group_spec_path("spam"),
     }
     files["empty_csv"].write_text("y,ts,a,b\n")
+    rows = [line.split(",") for line in (folder / "good.csv").read_text().splitlines()]
+    files["lacking_csv"] = folder / "lacking.csv"
+    files["lacking_csv"].write_text("".join(",".join(row[:3]) + "\n" for row in rows))
+    files["unlabelled_csv"] = folder / "unlabelled.csv"
+    files["unlabelled_csv"].write_text("".join(",".join(row[1:]) + "\n" for row in rows))
     files["plain_gz"] = folder / "plain.libsvm.gz"
     files["plain_gz"].write_text("1 1:1\n0 2:1\n")
     files["prefixes"] = folder / "p.jsonl"

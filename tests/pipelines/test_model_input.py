@@ -469,3 +469,17 @@ def test_train_refuses_a_header_without_the_columns_it_names_before_launch(tmp_p
         assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
         assert stderr.startswith(f"polybeam train: error: {rows}: ") and message in stderr
         assert sorted(os.listdir(tmp_path)) == ["rows.csv"]  # nothing ran
+
+
+def test_a_parquet_models_record_names_its_columns_and_its_text_columns_categories(tmp_path):
+    from polybeam.formats.input_settings import InputSettings
+    from polybeam.pipelines.model_input import with_columns
+
+    table = pa.table({"label": [1.0], "store": ["a"], "size": [2.0], "code": pa.array(["x"]).dictionary_encode()})
+    pq.write_table(table, tmp_path / "t.parquet")
+    settings = with_columns(str(tmp_path / "t.parquet"), InputSettings("parquet", {"ignore_columns": ("code",)}))
+    assert settings.columns == ("label", "store", "size", "code")
+    assert settings.options["categorical_columns"] == ("store",)  # (read as categories by their type)
+    headerless = tmp_path / "h.csv"
+    headerless.write_text("# a comment\n1,2,3\n")
+    assert with_columns(str(headerless), InputSettings("csv", {"has_header": False})).columns == ("1", "2", "3")

@@ -318,10 +318,9 @@ def test_the_memory_message_shows_a_need_above_the_limit(spam_split, tmp_path):
 
 def prediction_rows(output):
     """The prediction files' rows (header checked), as lists of columns."""
-    import glob
 
     rows = []
-    for path in sorted(glob.glob(f"{output}-*")):
+    for path in [output]:  # (one file, named as asked)
         lines = open(path).read().splitlines()
         assert lines[0] == "prediction\tlabel\tsource\trow\ttag\tprefix\tcost"
         rows += [line.split("\t") for line in lines[1:]]
@@ -376,6 +375,7 @@ def test_predict_with_available_groups_stops_at_the_first_missing_one(sequenced,
         (("--budget", "-1"), "--budget must be a finite cost >= 0"),
         (("--groups", "no_such_group"), "no_such_group not in the prefixes"),
         (("--budget", "3", "--model", "m.model"), "--model and --prefixes exclude each other"),
+        (("--budget", "3", "--predictions", "probability"), "an anytime prefix predicts values, not probabilities"),
     ],
 )
 def test_predict_with_prefixes_refuses_unclear_choices(sequenced, spam_split, tmp_path, extra, message):

@@ -188,6 +188,44 @@ def test_scored_batch_text_has_one_line_per_example():
     assert scored.to_text() == "0.25\t1\tf.txt\t0\ta\n1\t-1\tf.txt\t17\t"
 
 
+def test_scored_batches_of_a_kind_write_their_columns_and_empty_missing_labels():
+    probabilities = ScoredBatch(
+        np.array([[0.25, 0.75]]), np.array([np.nan]), "f", np.array([3]), None, kind="probability"
+    )
+    assert probabilities.to_text() == "0.25\t0.75\t\tf\t3\t"
+    labels = ScoredBatch(np.array(["no", "y\tes"], dtype=object), np.array([0.0, np.nan]), "f", np.array([0, 9]), None)
+    assert labels.to_text() == "no\t0\tf\t0\t\ny es\t\tf\t9\t"
+
+
+@pytest.mark.slow
+def test_write_predictions_publishes_one_file_named_as_asked_or_shards_after_its_inputs(tmp_path, spam):
+    model = LinearLearner(LearnerConfig(loss="logistic")).fit(spam[:3]).to_model()
+    with beam.Pipeline(runner=RUNNER) as p:
+        scored = p | beam.Create(spam[:3]) | Predict(model, predictions="score")
+        done = p | "Done" >> beam.Create([1])
+        one = scored | "One" >> WritePredictions(str(tmp_path / "one.tsv"), after=(done,))
+        shards = scored | "Shards" >> WritePredictions(str(tmp_path / "sh"), num_shards=2)
+        assert_that(one, equal_to([str(tmp_path / "one.tsv")]), label="OneName")
+        assert_that(shards, equal_to([str(tmp_path / f"sh-0000{i}-of-00002") for i in range(2)]), label="Names")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["one.tsv", "sh-00000-of-00002", "sh-00001-of-00002"]
+    header, *lines = (tmp_path / "one.tsv").read_text().splitlines()
+    assert header == PREDICTION_HEADER and len(lines) == 600
+    written = sorted(float(line.split("\t")[0]) for line in lines)
+    margins = np.sort(np.concatenate([model.margins(batch) for batch in spam[:3]]))
+    np.testing.assert_allclose(written, margins, rtol=1e-8)  # (written with 9 significant digits)
+
+
+def test_a_retried_publish_finds_its_files_published(tmp_path):
+    from polybeam.transforms.predict import _publish
+
+    staging = tmp_path / "p.polybeam-tmp-x"
+    staging.mkdir()
+    (staging / "part").write_text("h\n1\n")
+    for _ in range(2):  # (a runner may run the step again)
+        assert _publish([str(staging / "part")], str(staging), str(tmp_path / "p"), True) == [str(tmp_path / "p")]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["p"] and (tmp_path / "p").read_text() == "h\n1\n"
+
+
 def test_model_files_round_trip_and_bad_files_are_refused(tmp_path, spam):
     model = LinearLearner(LearnerConfig(loss="logistic")).fit(spam[:2]).to_model()
     path = str(tmp_path / "m.model")
