@@ -57,6 +57,7 @@ from polybeam.pipelines.options import (
     input_settings,
     job_settings,
     learner_config,
+    spelled_options,
     with_default_runner,
 )
 from polybeam.pipelines.streams import STDIN_NAME, standard_streams, streamed
@@ -206,14 +207,14 @@ def _warm_source(path: str) -> WarmSource:
     return WarmSource(config, recorded_input(record, path))
 
 
-def _with_source_settings(job: JobSettings, source: LearnerConfig) -> LearnerConfig:
+def _with_source_settings(job: JobSettings, source: LearnerConfig, spelled: frozenset[str]) -> LearnerConfig:
     """The options' learner settings with the settings that fix what a warm start's weights mean (its loss, hashing, classes,
     expansion, ...) taken from ``source`` where the options leave them out, as evaluate and predict take
     them from the model; a setting given that contradicts the source is refused by the compatibility check."""
-    given = given_config_fields(job)
+    given = given_config_fields(job, spelled)
     taken = {name: getattr(source, name) for name in FIXED_SETTINGS + APPLE_SETTINGS if name not in given}
     try:
-        return learner_config(job, defaults=taken)
+        return learner_config(job, defaults=taken, given=given)
     except ValueError as error:
         raise OptionError(f"--initial-model {job.initial_model}: {error}") from None
 
@@ -284,7 +285,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     # A warm start reads its input as its model did, with its model's settings unless the options say otherwise.
     warm = _warm_source(job.initial_model) if job.initial_model and not job.resume else None
     if warm is not None:
-        config = _with_source_settings(job, warm.config)
+        config = _with_source_settings(job, warm.config, spelled_options(options))
     fanout = job.merge_fanout
     if fanout is not None and fanout < 2:
         raise OptionError(f"--merge-fanout must be at least 2, got {fanout}")

@@ -194,7 +194,7 @@ def job_settings(options: PipelineOptions, command: str | None = None) -> JobSet
     if command is not None:
         absolute_paths(options, command=command)
     values = options.get_all_options()
-    given = (frozenset(options.get_all_options(drop_default=True)) | _spelled(options)) & _ATTRIBUTES
+    given = frozenset(options.get_all_options(drop_default=True)) & _ATTRIBUTES
     settings = JobSettings(**{name: values.get(name, _DEFAULTS[name]) for name in _ATTRIBUTES}, given=given)
     if command is not None:
         for name in specs.required_options(command):
@@ -204,9 +204,9 @@ def job_settings(options: PipelineOptions, command: str | None = None) -> JobSet
     return settings
 
 
-def _spelled(options: PipelineOptions) -> frozenset[str]:
-    """The options spelled out on the command line, even at their default value (``--loss squared`` is given:
-    a warm start then keeps it rather than the model's loss)."""
+def spelled_options(options: PipelineOptions) -> frozenset[str]:
+    """The options spelled out on the command line, even at their default value (``--loss squared``: a warm
+    start then keeps it rather than its model's loss; ``JobSettings.given`` leaves defaults out)."""
     flags = getattr(options, "_flags", None) or ()
     spelled = set()
     for flag in flags:
@@ -224,17 +224,19 @@ def _settings(source: PipelineOptions | JobSettings) -> JobSettings:
     return job_settings(source) if isinstance(source, PipelineOptions) else source
 
 
-def learner_config(source: PipelineOptions | JobSettings, defaults: dict | None = None) -> LearnerConfig:
+def learner_config(
+    source: PipelineOptions | JobSettings, defaults: dict | None = None, given: frozenset[str] = frozenset()
+) -> LearnerConfig:
     """The LearnerConfig the options describe (validated, with clear messages). Every option that fills a
     LearnerConfig field is a row of the schema naming it; options not given leave ``defaults`` (a warm
-    start's model's settings), else LearnerConfig's own defaults."""
+    start's model's settings) unless their field is among ``given``, else LearnerConfig's own defaults."""
     settings = _settings(source)
     defaults = dict(defaults or {})
     values = dict(defaults)
     for option in specs.TABLE:
         value = getattr(settings, option.attribute)
         if option.sets is None and option.config is not None and value is not None:
-            if option.config not in defaults or option.attribute in settings.given:
+            if option.config not in defaults or option.attribute in settings.given or option.config in given:
                 values[option.config] = value
     for option in specs.TABLE:  # flags last: --holdout-off overrides --holdout-period
         if option.sets is not None and getattr(settings, option.attribute):
@@ -244,12 +246,13 @@ def learner_config(source: PipelineOptions | JobSettings, defaults: dict | None 
     return LearnerConfig(**values)
 
 
-def given_config_fields(source: PipelineOptions | JobSettings) -> frozenset[str]:
-    """The LearnerConfig fields the options given set (``--loss`` sets ``loss``, ``--no-bias`` ``bias``)."""
+def given_config_fields(source: PipelineOptions | JobSettings, spelled: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The LearnerConfig fields the options given (or ``spelled`` out, see :func:`spelled_options`) set
+    (``--loss`` sets ``loss``, ``--no-bias`` ``bias``)."""
     settings = _settings(source)
     fields = set()
     for option in specs.TABLE:
-        if option.attribute not in settings.given:
+        if option.attribute not in settings.given and option.attribute not in spelled:
             continue
         if option.sets is not None:
             fields.add(option.sets[0])
