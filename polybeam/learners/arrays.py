@@ -244,30 +244,26 @@ def batch_from_arrays(features, labels=None, *, bits: int, seed: int = 0, weight
             f"and within +-{LARGEST_VALUE:.2g} (NaN is a missing feature; rescale larger values)"
         )
     slots = column_slots(d, bits=bits, seed=seed)
-    label_values = np.full(n, np.nan) if labels is None else _as_vector(labels, "labels", n)
-    weight_values = np.ones(n) if weights is None else _as_vector(weights, "weights", n)
-    if (weight_values < 0).any() or np.isnan(weight_values).any():
-        raise ValueError("weights must be numbers >= 0 (an example of weight 0 teaches nothing)")
-    return ExampleBatch(
-        labels=label_values,
-        weights=weight_values,
-        indptr=indptr,
-        indices=slots[columns].astype(INDEX_DTYPE, copy=False),
-        values=np.ascontiguousarray(values, dtype=VALUE_DTYPE),
-        bits=bits,
-        names=None if names is None else {int(slot): name for slot, name in zip(slots, names)},
-    )
+    named = None if names is None else {int(slot): name for slot, name in zip(slots, names)}
+    return _assembled(n, indptr, slots[columns], values, labels, weights, bits=bits, names=named)
 
 
 def _table_batch(frame, labels, *, bits: int, seed: int, weights) -> ExampleBatch:
     """A table's rows as examples (see the module docstring)."""
     indptr, slots, values, names = _table_csr(frame, bits, seed)
-    infinite = ~np.isfinite(values)
-    if infinite.any():
-        entry = int(np.flatnonzero(infinite)[0])
+    refused = unlearnable(values)
+    if refused.any():
+        entry = int(np.flatnonzero(refused)[0])
         row = int(np.searchsorted(indptr, entry, side="right") - 1)
-        raise ValueError(f"row {row} holds {values[entry]}: features must be finite (NaN is a missing feature)")
-    n = len(frame)
+        raise ValueError(
+            f"row {row} holds {values[entry]}: features must be finite and within +-{LARGEST_VALUE:.2g} (NaN is a "
+            "missing feature; rescale larger values)"
+        )
+    return _assembled(len(frame), indptr, slots, values, labels, weights, bits=bits, names=names)
+
+
+def _assembled(n: int, indptr, slots, values, labels, weights, *, bits: int, names) -> ExampleBatch:
+    """One ExampleBatch of ``n`` examples' features (CSR), labels (NaN: to be predicted) and weights (1)."""
     label_values = np.full(n, np.nan) if labels is None else _as_vector(labels, "labels", n)
     weight_values = np.ones(n) if weights is None else _as_vector(weights, "weights", n)
     if (weight_values < 0).any() or np.isnan(weight_values).any():

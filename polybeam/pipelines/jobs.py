@@ -195,22 +195,36 @@ def _warm_source(path: str) -> WarmSource:
                 f"{what}: its index.json holds no learner settings; start from a polybeam folder of models"
             )
         return WarmSource(LearnerConfig.from_dict(index["config"]), recorded_input(index.get("input"), path))
+    data = _source_bytes(path, what)
+    config = _source_config(data, what)
     try:
-        data = read_bytes(path)
-    except Exception as error:  # Beam wraps file-system errors in its own types
-        raise OptionError(f"{what}: cannot read it ({error})") from None
-    try:
-        config = source_config(data)
         record = None if is_learner_state(data) else Model.from_bytes(data).input
     except (ValueError, ModelFileError) as error:
         raise OptionError(f"{what}: {error}") from None
     return WarmSource(config, recorded_input(record, path))
 
 
+def _source_bytes(path: str, what: str) -> bytes:
+    """A warm start's file, or one line saying why it cannot be read."""
+    try:
+        return read_bytes(path)
+    except Exception as error:  # Beam wraps file-system errors in its own types
+        raise OptionError(f"{what}: cannot read it ({error})") from None
+
+
+def _source_config(data: bytes, what: str) -> LearnerConfig:
+    """The learner settings a model or learner-state file records, or one line saying why there are none."""
+    try:
+        return source_config(data)
+    except ValueError as error:  # not a model file (ModelFileError), or one this version cannot read
+        raise OptionError(f"{what}: {error}") from None
+
+
 def _with_source_settings(job: JobSettings, source: LearnerConfig, spelled: frozenset[str]) -> LearnerConfig:
-    """The options' learner settings with the settings that fix what a warm start's weights mean (its loss, hashing, classes,
-    expansion, ...) taken from ``source`` where the options leave them out, as evaluate and predict take
-    them from the model; a setting given that contradicts the source is refused by the compatibility check."""
+    """The options' learner settings, with the settings that fix what a warm start's weights mean (its loss,
+    hashing, classes, expansion, ...) taken from ``source`` where the options leave them out (``spelled``: the
+    options spelled out, even at their defaults), as evaluate and predict take them from the model; a
+    setting given that contradicts the source is refused by the compatibility check."""
     given = given_config_fields(job, spelled)
     taken = {name: getattr(source, name) for name in FIXED_SETTINGS + APPLE_SETTINGS if name not in given}
     try:
@@ -233,14 +247,7 @@ def _check_source(path: str, config: LearnerConfig, keyed: bool, what: str, exac
         else:
             path = join(path, next(iter(folder.index["entries"].values()))["file"])
     if not (keyed and folder.sharded):
-        try:
-            data = read_bytes(path)
-        except Exception as error:  # Beam wraps file-system errors in its own types
-            raise OptionError(f"{what}: cannot read it ({error})") from None
-        try:
-            source = source_config(data)
-        except ValueError as error:  # not a model file (ModelFileError), or one this version cannot read
-            raise OptionError(f"{what}: {error}") from None
+        source = _source_config(_source_bytes(path, what), what)
     check_compatible(source, config, what)
     if exact and source.replace(passes=config.passes) != config:
         different = sorted(k for k, v in config.to_dict().items() if source.to_dict().get(k) != v and k != "passes")
