@@ -102,14 +102,15 @@ def install() -> None:
     from polybeam.formats.libsvm import LibsvmFormat
     from polybeam.learners.background import BackgroundLearner
     from polybeam.learners.linear import LinearLearner
-    from polybeam.pipelines import cli, commands, forked_workers, job_parts, jobs, launch
+    from polybeam.pipelines import cli, commands, forked_workers, job_parts, jobs, launch, model_input
     from polybeam.transforms import report, train
 
     timed(cli, "_check_arguments", "launcher", "check arguments (imports Beam)")
     timed(commands.Command, "run_function", "launcher", "import the job's module")
     timed(jobs, "run_train", "launcher", "run_train")
     timed(jobs, "check_sample", "launcher", "check sample")
-    timed(jobs, "header_columns", "launcher", "header columns")
+    timed(model_input, "header_columns", "launcher", "header columns")
+    timed(jobs, "settle_input", "launcher", "settle input (sample)")
     timed(job_parts, "preload_kernels", "launcher", "preload kernels")
     timed(launch, "forked_runner", "launcher", "fork workers")
     timed(launch, "read_json", "launcher", "read report")

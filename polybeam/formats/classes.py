@@ -66,16 +66,30 @@ NAME_CHARS = 40
 MULTICLASS_KINDS = ("multiclass", "any")
 
 
+def sequence_of_texts(values, option: str, items: str) -> tuple:
+    """``values`` (a sequence of ``items``, such as a list of strings) as a tuple; None gives ``()``. A single
+    string is refused: it is a sequence of characters, never what the option means.
+
+    >>> sequence_of_texts(["no", "yes"], "label_names", "class names")
+    ('no', 'yes')
+    >>> sequence_of_texts("no,yes", "label_names", "class names")
+    Traceback (most recent call last):
+    ...
+    TypeError: label_names must be a sequence of class names, not a single string: 'no,yes'
+    """
+    if values is None:
+        return ()
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{option} must be a sequence of {items}, not a single string: {values!r}")
+    try:
+        return tuple(values)
+    except TypeError:
+        raise TypeError(f"{option} must be a sequence of {items}, got {values!r}") from None
+
+
 def check_label_names(label_names) -> tuple[str, ...]:
     """Validate ``label_names`` (distinct, non-empty strings); returns them as a tuple (None: no names)."""
-    if label_names is None:
-        return ()
-    if isinstance(label_names, (str, bytes)):
-        raise TypeError(f"label_names must be a sequence of class names, not a single string: {label_names!r}")
-    try:
-        names = tuple(label_names)
-    except TypeError:
-        raise TypeError(f"label_names must be a sequence of class names, got {label_names!r}") from None
+    names = sequence_of_texts(label_names, "label_names", "class names")
     every_name_a_number = all(isinstance(name, str) and _number_or_none(name) is not None for name in names)
     for position, name in enumerate(names):
         if not isinstance(name, str):

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from polybeam.formats.classes import sequence_of_texts
 from polybeam.formats.numbers import parse_number
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 
@@ -75,14 +76,7 @@ _PADDING = " \t\r"
 def check_na_values(na_values) -> tuple[str, ...]:
     """Validate ``na_values`` (strings without line breaks); returns them trimmed, without the empty one
     (an empty cell is always missing) and without repeats, in their order."""
-    if na_values is None:
-        return ()
-    if isinstance(na_values, (str, bytes)):
-        raise TypeError(f"na_values must be a sequence of spellings, not a single string: {na_values!r}")
-    try:
-        values = tuple(na_values)
-    except TypeError:
-        raise TypeError(f"na_values must be a sequence of spellings, got {na_values!r}") from None
+    values = sequence_of_texts(na_values, "na_values", "spellings")
     kept: list[str] = []
     for value in values:
         if not isinstance(value, str):

@@ -32,8 +32,10 @@ by the model's numba kernel. ``output`` picks what each result's
   clamped to the training labels' range for squared loss;
 - ``"score"``: the raw margin ``w . x + b`` (an array of class scores for softmax);
 - ``"probability"``: logistic and softmax models only;
-- ``"label"``: +1 / -1 for logistic and hinge, the class (its name when the
-  model has class names, else its number) for softmax.
+- ``"label"``: what ``predict --predictions label`` writes: for logistic and
+  hinge the positive class where the score is above 0 (the model's two class
+  names, else +1 / -1), for softmax the class (its name, else its number),
+  for squared loss the clamped value.
 
 A model that records how its training input was read (every model ``polybeam
 train`` writes; see :mod:`polybeam.transforms.provenance`) lends those
@@ -78,6 +80,7 @@ from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.model import Model
+from polybeam.learners.predictions import model_values
 from polybeam.selection.anytime import AnytimeModel
 from polybeam.transforms.keyed_files import key_text
 
@@ -298,16 +301,12 @@ def _model_outputs(model: Model, batch: ExampleBatch, output: str | None, keys=N
         if loss not in ("logistic", "softmax"):
             raise InferenceError(f"output='probability' needs a logistic or softmax model; this one is {loss}")
         return model.predict(batch, keys)
-    if loss == "softmax":
-        classes = np.argmax(model.margins(batch, keys), axis=1) + 1
-        return [model.class_name(int(k)) if model.config.class_names else int(k) for k in classes]
-    if loss not in ("logistic", "hinge"):
-        raise InferenceError(f"output='label' needs a classifier (logistic, hinge or softmax); this one is {loss}")
-    positive = model.margins(batch, keys) >= 0
-    names = model.config.class_names
-    if names:  # the classes as the training labels named them (negative, positive)
-        return [names[1] if is_positive else names[0] for is_positive in positive.tolist()]
-    return np.where(positive, 1, -1)
+    # A label as ``predict --predictions label`` writes it (the positive class where the score is above 0,
+    # a squared model's clamped value); a classifier without class names gives its numbers, not strings.
+    labels = model_values(model, batch, "label", keys=keys)
+    if loss in ("logistic", "hinge", "softmax") and not model.config.class_names:
+        return [int(label) for label in labels]
+    return labels if loss == "squared" else labels.tolist()
 
 
 def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequence, list | None]:

@@ -493,11 +493,7 @@ def _inference_type(model, output: str | None):
         raise ValueError(
             f"PolybeamRunInference: output: probability needs a logistic or softmax model; this one is {loss}"
         )
-    if output == "label":
-        if loss == "softmax":
-            return str if model.config.class_names else int
-        if loss not in ("logistic", "hinge"):
-            raise ValueError(f"PolybeamRunInference: output: label needs a classifier; this one is {loss}")
+    if output == "label" and loss != "squared":  # (a squared model's label is its clamped value)
         return str if model.config.class_names else int  # (a binary model's two names, as its labels were)
     return Sequence[float] if loss == "softmax" else float
 

@@ -8,17 +8,7 @@ import numpy as np
 import pytest
 
 from polybeam import datasets
-from polybeam.pipelines.cli import main
-
-
-def last_json(text):
-    return json.loads(text.strip().splitlines()[-1])
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.pipelines.commands import last_json, run
 
 
 @pytest.fixture(scope="module")

@@ -14,16 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from polybeam.pipelines.cli import main
 from polybeam.transforms.model_io import read_model
+from tests.pipelines.commands import run
 
 pytestmark = pytest.mark.slow
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def report(stdout: str) -> dict:

@@ -27,6 +27,7 @@ from polybeam.formats.acceptance import InputRejected
 from polybeam.pipelines.anytime import run_sequence
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.jobs import run_evaluate, run_predict, run_train
+from tests.pipelines.commands import last_json
 from tests.transforms.torture_corpus import corrupt_gzip
 
 CSV_ROWS = "a,b,label\n1,2,1\n3,4,0\n5,6,1\n"
@@ -37,10 +38,6 @@ def run(*argv):
     with redirect_stdout(out), redirect_stderr(err):
         code = main([str(arg) for arg in argv])
     return code, out.getvalue(), err.getvalue()
-
-
-def last_json(text):
-    return json.loads(text.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")

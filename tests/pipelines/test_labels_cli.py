@@ -11,19 +11,9 @@ import pytest
 from sklearn.datasets import dump_svmlight_file, load_breast_cancer, load_digits
 
 from polybeam.learners.model import Model
-from polybeam.pipelines.cli import main
+from tests.pipelines.commands import last_json, run
 
 pytestmark = pytest.mark.slow
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def last_json(text):
-    return json.loads(text.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")

@@ -27,19 +27,10 @@ from polybeam.transforms.provenance import RecordOrigin
 from polybeam.transforms.read import ReadExamples
 from polybeam.transforms.train import Train
 from polybeam.versions import version_line, versions
+from tests.pipelines.commands import last_json, run
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def last_json(text):
-    return json.loads(text.strip().splitlines()[-1])
 
 
 def prediction_file(stdout) -> tuple[list[str], list[list[str]]]:

@@ -19,6 +19,7 @@ import pytest
 from polybeam import datasets
 from polybeam.learners.hashing import feature_slot
 from polybeam.pipelines.cli import main
+from tests.pipelines.commands import last_json, run
 
 pytestmark = pytest.mark.slow  # (every test runs polybeam jobs)
 
@@ -26,16 +27,6 @@ FEATURES = [f"f{j}" for j in range(1, 58)]
 # Three of spam's strongest features ('remove', '$' and the longest capital run): a file without them is
 # another task.
 DROPPED = ["f7", "f53", "f56"]
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def last_json(text):
-    return json.loads(text.strip().splitlines()[-1])
 
 
 def read_predictions(path) -> tuple[list[str], list[list[str]]]:

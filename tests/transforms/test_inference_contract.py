@@ -96,3 +96,18 @@ def test_a_bad_missing_columns_policy_is_refused_at_construction(model, tmp_path
         PolybeamModelHandler(str(tmp_path / "m.model"), missing_columns="ignore")
     with pytest.raises(ValueError, match="missing_columns must be one of refuse, allow"):
         RowReading(missing_columns="sometimes")
+
+
+def test_a_label_is_what_predict_writes_at_a_zero_score_and_for_squared_loss(model):
+    from polybeam.learners.predictions import model_values
+    from polybeam.transforms.inference import _model_outputs
+
+    rows = [{"age": 41, "income": 52000.5, "zip": 10115}, {"age": 23, "income": 31000, "zip": 80331}]
+    untrained = LinearLearner(model.config).to_model({"input": model.input})  # every score exactly 0
+    batch = mappings_batch(untrained, rows)
+    assert _model_outputs(untrained, batch, "label") == ["no", "no"]  # above 0 is positive, as predict says
+    assert _model_outputs(model, batch, "label") == model_values(model, batch, "label").tolist()
+    fmt = CsvFormat(label_column="age", labels="any")
+    values = fmt.parse(b"age,income\n20,1\n60,2\n40,3\n").batch
+    squared = LinearLearner(LearnerConfig(loss="squared")).fit([values]).to_model({"label_min": 20.0, "label_max": 60.0})
+    assert np.array_equal(_model_outputs(squared, values, "label"), model_values(squared, values, "label"))
