@@ -70,7 +70,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult
 

@@ -109,5 +109,7 @@ def test_a_label_is_what_predict_writes_at_a_zero_score_and_for_squared_loss(mod
     assert _model_outputs(model, batch, "label") == model_values(model, batch, "label").tolist()
     fmt = CsvFormat(label_column="age", labels="any")
     values = fmt.parse(b"age,income\n20,1\n60,2\n40,3\n").batch
-    squared = LinearLearner(LearnerConfig(loss="squared")).fit([values]).to_model({"label_min": 20.0, "label_max": 60.0})
+    squared = (
+        LinearLearner(LearnerConfig(loss="squared")).fit([values]).to_model({"label_min": 20.0, "label_max": 60.0})
+    )
     assert np.array_equal(_model_outputs(squared, values, "label"), model_values(squared, values, "label"))
