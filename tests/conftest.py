@@ -18,7 +18,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 # Folders whose every test runs a job on other processes (a worker pool, job services, an engine): each is
-# marked with its folder's name and `slow`, so `-m "not slow"` leaves them out of a quick run.
+# marked with its folder's name and `slow`, so `-m "not slow"` leaves them out of a quick run. Under
+# pytest-xdist (`-n 2 --dist loadgroup`, as CI runs) these folders run on one worker (see
+# pytest_xdist_make_scheduler): their session fixtures (a worker pool, job services, a Flink cluster) start
+# once, and their plans of runs go on beside the other worker's tests.
 SLOW_FOLDERS = {"portable": pytest.mark.portable, "engines": pytest.mark.engines}
 
 
@@ -30,3 +33,56 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(SLOW_FOLDERS[folder])
         if folder in SLOW_FOLDERS or item.get_closest_marker("subprocess"):
             item.add_marker(pytest.mark.slow)
+
+
+def slow_folder_of(nodeid: str) -> str | None:
+    """The slow folder a test's node id lies in (``tests/engines/...`` -> ``engines``), else None.
+
+    >>> slow_folder_of("tests/engines/test_engine_suite.py::test_training[flink-cluster-linear]")
+    'engines'
+    >>> slow_folder_of("tests/test_doors.py::test_every_training_door") is None
+    True
+    """
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in SLOW_FOLDERS else None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: the tests of the slow folders go to one worker, one folder after the other, and
+    the other tests one by one to whichever worker is free. Each suite's runs use both cores on their own
+    (an engine, its job server and SDK workers beside the in-process reference): two suites at once
+    oversubscribe the machine. (xdist's own ``loadgroup`` reads ``xdist_group`` marks through the node
+    id, which pytest 9 no longer lets it rewrite: the marks are ignored.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SlowFolderScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "slow folders" if slow_folder_of(nodeid) else nodeid
+
+    return SlowFolderScheduling(config, log)
+
+
+def pytest_sessionfinish(session):
+    """On an xdist worker: hand the suites' end-of-session lines to the controller."""
+    from tests.portable.cluster import SUMMARIES
+
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["suite_summaries"] = {title: list(lines) for title, lines in SUMMARIES.items() if lines}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """On the xdist controller: take a worker's suite lines (printed by pytest_terminal_summary)."""
+    from tests.portable.cluster import summary
+
+    for title, lines in getattr(node, "workeroutput", {}).get("suite_summaries", {}).items():
+        summary(title).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from tests.portable.cluster import write_summaries
+
+    write_summaries(terminalreporter)

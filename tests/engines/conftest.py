@@ -23,10 +23,10 @@ from tests.engines import data as engine_data
 from tests.engines import running
 from tests.engines.runs import define_runs
 from tests.portable import services
-from tests.portable.cluster import SharedFolders, keep_or_remove, write_summary
+from tests.portable.cluster import SharedFolders, keep_or_remove, summary
 from tests.portable.plan import Plan
 
-SUMMARY: list[str] = []
+SUMMARY = summary("engines")
 # Runs at once on an engine (the Flink cluster has two slots a TaskManager; a Spark job server takes one
 # job at a time: RunningEngine.parallel); the reference runs beside them.
 PARALLEL = 2
@@ -118,7 +118,3 @@ def engine(request, engines_root, engine_pool, engine_data_files, reference_plan
             f"its runs took {time.monotonic() - began:.0f} s"
         )
         started.stop()
-
-
-def pytest_terminal_summary(terminalreporter):
-    write_summary(terminalreporter, "engines", SUMMARY)

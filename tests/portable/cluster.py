@@ -60,12 +60,23 @@ class SharedFolders:
         return path
 
 
-def write_summary(terminalreporter, title: str, lines: list[str]) -> None:
-    """A suite's lines at the end of the session, under ``title`` (nothing when there are none)."""
-    if lines:
-        terminalreporter.write_sep("-", title)
-        for line in lines:
-            terminalreporter.write_line(line)
+# What each suite says at the end of the session (title -> lines): the portable and engine suites add to
+# theirs; under pytest-xdist a worker hands its lines to the controller, which prints them (tests/conftest.py).
+SUMMARIES: dict[str, list[str]] = {}
+
+
+def summary(title: str) -> list[str]:
+    """The list of lines the suite ``title`` says at the end of the session."""
+    return SUMMARIES.setdefault(title, [])
+
+
+def write_summaries(terminalreporter) -> None:
+    """Every suite's lines, each under its title (nothing for a suite without lines)."""
+    for title, lines in SUMMARIES.items():
+        if lines:
+            terminalreporter.write_sep("-", title)
+            for line in lines:
+                terminalreporter.write_line(line)
 
 
 def keep_or_remove(root: Path, variable: str, summary: list[str], suite: str) -> None:

@@ -26,12 +26,12 @@ import warnings
 import pytest
 
 from tests.portable import data
-from tests.portable.cluster import keep_or_remove, shared_root, start_cluster, write_summary
+from tests.portable.cluster import keep_or_remove, shared_root, start_cluster, summary
 from tests.portable.plan import Plan
 from tests.portable.runs import define_runs
 
 # Lines for the terminal summary (written by the fixture, read at the end of the session).
-SUMMARY: list[str] = []
+SUMMARY = summary("portable runner")
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +86,3 @@ def portable_plan(portable_cluster, portable_data):
         yield plan
     finally:
         plan.shutdown()
-
-
-def pytest_terminal_summary(terminalreporter):
-    write_summary(terminalreporter, "portable runner", SUMMARY)
