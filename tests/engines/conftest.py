@@ -21,7 +21,7 @@ import pytest
 
 from tests.engines import data as engine_data
 from tests.engines import running
-from tests.engines.runs import define_runs
+from tests.engines.runs import define_runs, subset
 from tests.portable import services
 from tests.portable.cluster import SharedFolders, keep_or_remove, summary
 from tests.portable.plan import Plan
@@ -108,7 +108,7 @@ def engine(request, engines_root, engine_pool, engine_data_files, reference_plan
     plan = Plan(EngineSession(root / name, started.options, launcher_tmp), parallel=started.parallel or PARALLEL)
     began = time.monotonic()
     try:
-        define_runs(plan, engine_data_files, reference_plan)
+        define_runs(plan, engine_data_files, reference_plan, only=subset(name))
         plan.submit_all()
         yield started, plan
     finally:

@@ -14,6 +14,7 @@ and dead-letter the same ones, and learn as well to within the tolerance.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -45,6 +46,26 @@ CHECKPOINTED = ("--loss", "logistic", "--passes", "3", "--holdout-off")
 CHECKPOINTS, LOST_PASS = "model.checkpoints", "pass-0003.state"
 
 
+# The runs an engine takes when it need not take all: the Flink cluster repeats on several TaskManagers what
+# embedded Flink runs, and what a cluster can change is how work is split, shuffled and combined across
+# processes -- training (one pass, three passes, a resumed pass, per key, per window) and evaluating per key
+# and per window. Scoring with one model, sequencing, RunInference and YAML run on embedded Flink (and every
+# other engine); POLYBEAM_ENGINES_FULL=1 runs every run on the cluster too.
+SUBSETS = {
+    "flink-cluster": frozenset(
+        f"{kind}/{variant}"
+        for kind in ("train", "evaluate-model")
+        for variant in ("linear", "three-passes", "per-key", "resume", *WINDOWED)
+    )
+    | {"evaluate-model/per-key-on-engine", "evaluate-model/windowed-fixed-on-engine"},
+}
+
+
+def subset(engine: str) -> frozenset[str] | None:
+    """The runs ``engine`` takes (None: every run; see :data:`SUBSETS`)."""
+    return None if os.environ.get("POLYBEAM_ENGINES_FULL") else SUBSETS.get(engine)
+
+
 def reports(out: Path) -> list:
     """Where evaluate/timeliness write their report and dead letters: the run's own folder."""
     return ["--report", out / "report.json", "--dead-letters", out / "dead_letters.jsonl"]
@@ -54,11 +75,18 @@ def _test_input(data: EngineData, dataset: str) -> str:
     return getattr(data, dataset).test_shards
 
 
-def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> None:
+def define_runs(
+    plan: Plan, data: EngineData, reference: Plan | None = None, only: frozenset[str] | None = None
+) -> None:
     """The suite's runs in ``plan``: the reference's (``reference=None``: in process) or an engine's, whose
-    runs read the reference's models and checkpoints (waiting for them)."""
+    runs read the reference's models and checkpoints (waiting for them); ``only``: the names of the runs to
+    define (None: all; see :func:`subset`)."""
     side = ENGINE if reference is not None else REFERENCE
     reference = reference or plan
+
+    def add(name: str, *args, **options) -> None:
+        if only is None or name in only:
+            plan.side_by_side(name, *args, **options)
 
     def from_reference(*names):
         """``prepare`` that waits until the reference's runs ``names`` succeeded (their files are read)."""
@@ -75,9 +103,9 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
         return reference.folder(name, REFERENCE) / "model"
 
     def train_and_judge(name: str, args_for, test: str, *extra_eval, prepare=None):
-        plan.side_by_side(f"train/{name}", args_for, kinds=(side,), prepare=prepare)
+        add(f"train/{name}", args_for, kinds=(side,), prepare=prepare)
         trained = plan.folder(f"train/{name}", side)
-        plan.side_by_side(
+        add(
             f"evaluate-model/{name}",
             lambda out: [
                 "evaluate",
@@ -163,13 +191,13 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
     # Scoring the reference's models, and sequencing: the reference's results, up to the order of sums.
     # (The reference's own evaluation of its models is its evaluate-model/... runs.)
     if side == ENGINE:
-        plan.side_by_side(
+        add(
             "evaluate-model/linear-on-engine",
             lambda out: ["evaluate", "--input", spam_test, "--model", model("train/linear"), *reports(out)],
             kinds=(side,),
             prepare=from_reference("train/linear"),
         )
-        plan.side_by_side(
+        add(
             "evaluate-model/windowed-fixed-on-engine",
             lambda out: [
                 "evaluate",
@@ -182,7 +210,7 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
             kinds=(side,),
             prepare=from_reference("train/windowed-fixed"),
         )
-        plan.side_by_side(
+        add(
             "evaluate-model/per-key-on-engine",
             lambda out: [
                 "evaluate",
@@ -197,7 +225,7 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
             kinds=(side,),
             prepare=from_reference("train/per-key"),
         )
-    plan.side_by_side(
+    add(
         "predict/linear",
         lambda out: [
             "predict",
@@ -213,7 +241,7 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
         kinds=(side,),
         prepare=from_reference("train/linear"),
     )
-    plan.side_by_side(
+    add(
         "inference/linear",
         lambda out: [
             PYTHON,
@@ -231,7 +259,7 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
     groups = datasets.group_spec_path("spam")
     methods = ("cs-g-omp", "cs-g-fr") if side == REFERENCE else ("cs-g-omp",)
     for method in methods:
-        plan.side_by_side(
+        add(
             f"sequence/{method}",
             lambda out, method=method: [
                 "sequence",
@@ -249,14 +277,14 @@ def define_runs(plan: Plan, data: EngineData, reference: Plan | None = None) -> 
     prefixes = ",".join(
         str(reference.folder(f"sequence/{method}", REFERENCE) / "prefixes.jsonl") for method in ("cs-g-omp", "cs-g-fr")
     )
-    plan.side_by_side(
+    add(
         "timeliness/spam",
         lambda out: ["timeliness", "--input", data.spam.test, "--prefixes", prefixes, *reports(out)],
         kinds=(side,),
         prepare=from_reference("sequence/cs-g-omp", "sequence/cs-g-fr"),
     )
     # Beam YAML: the shipped example, run by Beam's own YAML runner on the engine.
-    plan.side_by_side(
+    add(
         "yaml/train-evaluate",
         lambda out: [
             PYTHON,
