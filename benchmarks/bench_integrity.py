@@ -31,6 +31,8 @@ sys.path.insert(0, HERE)
 from harness import machine_info, markdown_table, write_report  # noqa: E402
 
 SEED = 0
+# How the CSV files of the binary findings are read: label column y, logistic loss.
+CSV_LOGISTIC = ("--format", "csv", "--label-column", "y", "--loss", "logistic")
 
 
 class Scratch:
@@ -121,12 +123,7 @@ def finding_labels_one_two(scratch: Scratch) -> dict:
         "train",
         "--input",
         scratch.path("12_train.csv"),
-        "--format",
-        "csv",
-        "--label-column",
-        "y",
-        "--loss",
-        "logistic",
+        *CSV_LOGISTIC,
         "--model",
         model,
     )
@@ -217,12 +214,7 @@ def finding_huge_values(scratch: Scratch) -> dict:
             "train",
             "--input",
             path,
-            "--format",
-            "csv",
-            "--label-column",
-            "y",
-            "--loss",
-            "logistic",
+            *CSV_LOGISTIC,
             "--model",
             scratch.path(f"huge_{value}.model"),
         )
@@ -240,12 +232,7 @@ def finding_missing_columns(scratch: Scratch) -> dict:
         "train",
         "--input",
         scratch.path("mc_train.csv"),
-        "--format",
-        "csv",
-        "--label-column",
-        "y",
-        "--loss",
-        "logistic",
+        *CSV_LOGISTIC,
         "--model",
         model,
     )
@@ -274,12 +261,7 @@ def finding_predict_unlabelled(scratch: Scratch) -> dict:
         "train",
         "--input",
         _csv(scratch, "pu_train.csv", train),
-        "--format",
-        "csv",
-        "--label-column",
-        "y",
-        "--loss",
-        "logistic",
+        *CSV_LOGISTIC,
         "--model",
         model,
     )
@@ -357,12 +339,7 @@ def finding_epoch_milliseconds(scratch: Scratch) -> dict:
     common = (
         "--input",
         path,
-        "--format",
-        "csv",
-        "--label-column",
-        "y",
-        "--loss",
-        "logistic",
+        *CSV_LOGISTIC,
         "--timestamp",
         "column:ts",
         "--window",
@@ -387,12 +364,7 @@ def finding_headerless_file(scratch: Scratch) -> dict:
         "train",
         "--input",
         os.path.join(folder, "*.csv"),
-        "--format",
-        "csv",
-        "--label-column",
-        "y",
-        "--loss",
-        "logistic",
+        *CSV_LOGISTIC,
         "--model",
         scratch.path("glob.model"),
     )
@@ -405,7 +377,7 @@ def finding_warm_start_other_format(scratch: Scratch) -> dict:
     train, _ = split(frame)
     csv = _csv(scratch, "w_train.csv", train)
     model = scratch.path("w.model")
-    polybeam("train", "--input", csv, "--format", "csv", "--label-column", "y", "--loss", "logistic", "--model", model)
+    polybeam("train", "--input", csv, *CSV_LOGISTIC, "--model", model)
     libsvm = scratch.write(
         "w.libsvm",
         "".join(
