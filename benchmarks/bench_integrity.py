@@ -574,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
             if chosen and number not in chosen:
                 continue
             found = run(scratch)
+            found["now"] = found["now"].replace(root + os.sep, "")  # (the scratch folder's files by name)
             print(f"{number}. {what}: {found['now']}", flush=True)
             results.append({"finding": what, "before": before, **found})
     report = {"machine": machine_info(), "findings": results}
