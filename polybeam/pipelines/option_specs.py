@@ -524,7 +524,7 @@ TABLE = (
         config="step",
         readme="step rule. Default: `adaptive` (VW's normalised AdaGrad; rate 1 for logistic, 2 for softmax, 0.5 "
         "for squared and hinge loss) for every loss; `gsa` is greedy step averaging (no learning rate), the GSA "
-        "paper's rule, which was the default for squared and hinge loss until issue 22 (see below)",
+        "paper's rule, formerly the default for squared and hinge loss (see below)",
     ),
     Option(
         "learning-rate",
