@@ -212,17 +212,34 @@ def test_run_inference_on_dicts_and_rows_scores_as_the_cli_model_reads_its_file(
     features = frame.drop(columns="y")
     dicts = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in
              features.to_dict("records")]  # fmt: skip
-    from_dicts, from_rows = [], []
+    from_dicts, from_rows, labels = [], [], []
     with beam.Pipeline(runner="FnApiRunner") as p:
         handler = PolybeamModelHandler(str(model_path), output="score")
         collect(p | "Dicts" >> beam.Create(dicts) | "ScoreDicts" >> RunInference(handler), from_dicts)
         rows = p | "Rows" >> beam.Create([beam.Row(x0=d["x0"], c0=d["c0"]) for d in dicts])
         as_dicts = rows | beam.Map(lambda row: row._asdict())
         collect(as_dicts | "ScoreRows" >> RunInference(handler), from_rows)
-    for results in (from_dicts, from_rows):
+        labelled = PolybeamModelHandler(str(model_path), output="label")
+        collect(p | "LabelDicts" >> beam.Create(dicts) | "Label" >> RunInference(labelled), labels)
+
+    def in_order(results):
         by_example = {json.dumps(r.example, sort_keys=True, default=str): r.inference for r in results}
-        got = [by_example[json.dumps(d, sort_keys=True, default=str)] for d in dicts]
-        assert np.allclose(got, expected, rtol=0, atol=1e-9)
+        return [by_example[json.dumps(d, sort_keys=True, default=str)] for d in dicts]
+
+    for results in (from_dicts, from_rows):
+        assert np.allclose(in_order(results), expected, rtol=0, atol=1e-9)
+    # A label through RunInference is the label `predict --predictions label` writes for the same rows.
+    unlabelled = tmp_path / "new.csv"
+    features.to_csv(unlabelled, index=False)
+    written = tmp_path / "labels.tsv"
+    code, said = cli("predict", "--input", unlabelled, "--model", model_path, "--output", written,
+                     "--predictions", "label", "--quiet")  # fmt: skip
+    assert code == 0, said
+    header, *lines = written.read_text().splitlines()
+    column = header.split("\t").index("prediction")
+    by_row = {int(line.split("\t")[header.split("\t").index("row")]): line.split("\t")[column] for line in lines}
+    assert in_order(labels) == [by_row[row] for row in sorted(by_row)]
+    assert set(in_order(labels)) <= {"no", "yes"}
 
 
 YAML_SCORES = """
