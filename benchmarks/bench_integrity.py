@@ -407,19 +407,7 @@ def finding_repeated_tokens(scratch: Scratch) -> dict:
 
     rows = []
     for seed in range(6):
-        texts = ShortTexts(
-            keys=1,
-            vocabulary=300,
-            words=(3, 12),
-            rows_per_key=(20000, 20001),
-            key_word=False,
-            always="always",
-            repeat=0.03,
-            offset_mean=-1.5,
-            offset_scale=0.0,
-            word_scale=1.5,
-            seed=seed,
-        )
+        texts = ShortTexts.repeated_word(seed=seed)
         generated, _ = texts.generate()
         cut = len(generated) * 4 // 5
         train, test = (

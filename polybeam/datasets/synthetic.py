@@ -613,6 +613,30 @@ class ShortTexts:
         order = rng.permutation(len(train))
         return [train[i] for i in order], test
 
+    @classmethod
+    def repeated_word(cls, seed: int = 0, repeat: float = 0.03) -> ShortTexts:
+        """One stream of 20,000 texts of 3-12 words from 300, the word ``always`` in every row and said twice
+        in ``repeat`` of them (``always always``): the case where a word's two occurrences stepping at their
+        own rates once made a centred text model worse than the base rate.
+
+        >>> rows, _ = ShortTexts.repeated_word(seed=1).generate()
+        >>> len(rows), all("always" in line for _, line in rows[:50])
+        (20000, True)
+        """
+        return cls(
+            keys=1,
+            vocabulary=300,
+            words=(3, 12),
+            rows_per_key=(20000, 20001),
+            key_word=False,
+            always="always",
+            repeat=repeat,
+            offset_mean=-1.5,
+            offset_scale=0.0,
+            word_scale=1.5,
+            seed=seed,
+        )
+
     @staticmethod
     def to_vw(rows: Sequence[tuple[str, str]]) -> bytes:
         """The rows' lines as a VW text file."""

@@ -39,19 +39,7 @@ def test_a_word_repeated_in_some_rows_costs_centring_nothing(seed):
     # against not): seed 0 0.473 against 0.468, seed 4 0.455 against 0.422 (seeds 1-3 and 5 within
     # 0.002). Now both occurrences step at the slot's one rate, and a slot whose values were all
     # equal stops being centred.
-    texts = ShortTexts(
-        keys=1,
-        vocabulary=300,
-        words=(3, 12),
-        rows_per_key=(20000, 20001),
-        key_word=False,
-        always="always",
-        repeat=0.03,
-        offset_mean=-1.5,
-        offset_scale=0.0,
-        word_scale=1.5,
-        seed=seed,
-    )
+    texts = ShortTexts.repeated_word(seed=seed)
     rows, _ = texts.generate()
     train, test = rows[: len(rows) * 4 // 5], rows[len(rows) * 4 // 5 :]
     centred, plain = held_out(train, test, True), held_out(train, test, False)
