@@ -31,6 +31,7 @@ sys.path.insert(0, HERE)
 
 from harness import machine_info, markdown_table, write_report  # noqa: E402
 
+from polybeam.learners.arrays import batch_from_arrays  # noqa: E402
 from polybeam.learners.batch import ExampleBatch  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
@@ -46,8 +47,8 @@ def task(n: int, noise: float, seed: int) -> ExampleBatch:
     rng = np.random.default_rng(seed)
     x = rng.random((n, D)) < 0.5
     labels = x[:, [f - 1 for f in HIDDEN.factors]].all(axis=1) + noise * rng.standard_normal(n)
-    matrix = sparse.csr_matrix(x.astype(float))  # column j: feature j + 1 (from_csr)
-    return ExampleBatch.from_csr(matrix, labels.astype(float), bits=BITS)
+    matrix = sparse.csr_matrix(x.astype(float))  # column j: feature j + 1 (batch_from_arrays)
+    return batch_from_arrays(matrix, labels.astype(float), bits=BITS)
 
 
 def divides(monomial: Monomial) -> bool:

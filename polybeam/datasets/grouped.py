@@ -80,7 +80,7 @@ from functools import cached_property
 import numba
 import numpy as np
 
-from polybeam.datasets.synthetic import _write_number
+from polybeam.datasets.synthetic import write_number
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 
 # Rows per generated block: the unit of seeding and of writing.
@@ -435,7 +435,7 @@ def _write_fixed(out, pos, quantum, negative, unit, decimals):
     if negative and quantum > 0:
         out[pos] = _MINUS
         pos += 1
-    pos = _write_number(out, pos, quantum // unit)
+    pos = write_number(out, pos, quantum // unit)
     fraction = quantum % unit
     if fraction > 0:
         digits = decimals
@@ -467,7 +467,7 @@ def _format_kernel(X, y, decimals, out):
             if quantum == 0:
                 continue
             out[pos] = _SPACE
-            pos = _write_number(out, pos + 1, column + 1)
+            pos = write_number(out, pos + 1, column + 1)
             out[pos] = _COLON
             pos = _write_fixed(out, pos + 1, quantum, value < 0, unit, decimals)
         out[pos] = _NEWLINE

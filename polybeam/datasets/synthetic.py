@@ -498,7 +498,7 @@ def _alias_table(probability: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True)
-def _write_number(out, pos, value):
+def write_number(out, pos, value):
     digits = 1
     rest = value // 10
     while rest > 0:
@@ -525,7 +525,7 @@ def _format_kernel(labels, indptr, indices, row_prefix, feature_suffix, out):
             pos += 1
         for entry in range(indptr[row], indptr[row + 1]):
             out[pos] = _SPACE
-            pos = _write_number(out, pos + 1, indices[entry])
+            pos = write_number(out, pos + 1, indices[entry])
             for byte in feature_suffix:
                 out[pos] = byte
                 pos += 1

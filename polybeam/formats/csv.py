@@ -68,6 +68,7 @@ from polybeam.formats.missing import (
     missing_spellings,
 )
 from polybeam.formats.numbers import scan_number
+from polybeam.formats.pointers import array_pointer, byte_pointer
 from polybeam.formats.records import InputFileError, ParsedBlock
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.text import (
@@ -75,9 +76,7 @@ from polybeam.formats.text import (
     FIRST_ERROR,
     SKIPPED,
     LineBlock,
-    array_pointer,
     as_bytes_array,
-    byte_pointer,
     check_position,
     count_lines,
     decode_spans,

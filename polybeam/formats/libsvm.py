@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from polybeam.formats.numbers import scan_number
+from polybeam.formats.pointers import byte_pointer
 from polybeam.formats.records import ParsedBlock
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.text import (
@@ -45,7 +46,6 @@ from polybeam.formats.text import (
     SKIPPED,
     LineBlock,
     as_bytes_array,
-    byte_pointer,
     check_position,
     count_lines,
     finish_block,

@@ -50,7 +50,7 @@ from fractions import Fraction
 import numba
 import numpy as np
 
-from polybeam.formats.text import byte_pointer
+from polybeam.formats.pointers import byte_pointer
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 
 # Powers of ten an integer below 2**53 can be scaled by with one exact rounding.

@@ -53,6 +53,7 @@ import numpy as np
 from polybeam.formats.classes import NO_CLASS, find_class
 from polybeam.formats.keys import key_codes
 from polybeam.formats.numbers import scan_number
+from polybeam.formats.pointers import array_pointer, byte_pointer
 from polybeam.formats.records import ParsedBlock
 from polybeam.formats.settings import HashedFormat
 from polybeam.formats.text import (
@@ -62,9 +63,7 @@ from polybeam.formats.text import (
     NEWLINE,
     SKIPPED,
     LineBlock,
-    array_pointer,
     as_bytes_array,
-    byte_pointer,
     check_position,
     count_lines,
     finish_block,

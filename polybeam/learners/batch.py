@@ -146,22 +146,6 @@ class ExampleBatch:
         )
 
     @classmethod
-    def from_csr(cls, matrix, labels, *, bits: int = 18, weights=None, seed: int = 0) -> ExampleBatch:
-        """Build a batch from a matrix of examples (rows) by features (columns): SciPy sparse, NumPy or pandas.
-
-        Column ``j`` is the feature of LIBSVM index ``j + 1``, never slot 0 (the
-        bias); zeros and NaN are absent features (see :mod:`polybeam.learners.arrays`).
-
-        >>> from scipy import sparse
-        >>> batch = ExampleBatch.from_csr(sparse.csr_matrix([[3.0, 0.0], [0.0, 4.0]]), [1, -1])
-        >>> batch.indices.tolist()   # columns 0 and 1: slots 1 and 2
-        [1, 2]
-        """
-        from polybeam.learners.arrays import batch_from_arrays  # (it builds on this module)
-
-        return batch_from_arrays(matrix, labels, bits=bits, seed=seed, weights=weights)
-
-    @classmethod
     def from_slot_matrix(cls, matrix, labels, *, bits: int = 18, weights=None) -> ExampleBatch:
         """Build a batch from a SciPy sparse matrix of shape ``(n, 2**bits)`` whose columns are slots
         (the inverse of :meth:`to_csr`; column 0 is the bias slot).
@@ -174,7 +158,7 @@ class ExampleBatch:
         if matrix.shape[1] != 1 << bits:
             raise ValueError(
                 f"a slot matrix of {bits} bits has {1 << bits} columns, not {matrix.shape[1]}; "
-                "for a matrix of features use ExampleBatch.from_csr"
+                "for a matrix of features use polybeam.learners.arrays.batch_from_arrays"
             )
         n = matrix.shape[0]
         return cls(

@@ -135,7 +135,7 @@ def test_a_frame_of_named_columns_is_a_table_read_as_csv_reads_it():
     assert batch_from_arrays(pd.DataFrame(np.eye(2)), bits=18).indices.tolist() == [1, 2]
 
 
-# -- what this changed for users: breast cancer, from_csr, fit((X, y)) -------------------------------------------
+# -- what this changed for users: breast cancer, batch_from_arrays, fit((X, y)) -------------------------------------------
 
 
 def test_breast_cancer_from_arrays_learns_instead_of_predicting_the_bias():
@@ -148,9 +148,9 @@ def test_breast_cancer_from_arrays_learns_instead_of_predicting_the_bias():
     learner = LinearLearner(LearnerConfig(loss="logistic")).fit((X_train, 2 * y_train - 1))
     # Column 0 in the bias slot gave every prediction 1.0 and AUC 0.5; measured now: AUC 0.996.
     assert roc_auc_score(y_test, learner.predict(X_test)) > 0.99
-    from_csr = ExampleBatch.from_csr(sparse.csr_matrix(X_test), 2 * y_test - 1)
-    assert np.array_equal(learner.predict(from_csr), learner.predict(X_test))
-    assert BIAS_SLOT not in from_csr.indices
+    from_matrix = batch_from_arrays(sparse.csr_matrix(X_test), 2 * y_test - 1, bits=18)
+    assert np.array_equal(learner.predict(from_matrix), learner.predict(X_test))
+    assert BIAS_SLOT not in from_matrix.indices
 
 
 @pytest.mark.parametrize("expand", ["none", "apple"])

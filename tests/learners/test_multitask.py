@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from polybeam.learners.arrays import batch_from_arrays
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
@@ -189,7 +190,7 @@ def offsets_norm(prior: float) -> float:
     from polybeam.datasets.shared_keys import SharedKeysTask
 
     train, _ = SharedKeysTask(keys=300, features=5).generate(rows_per_key=3, test_rows_per_key=1)
-    batch = ExampleBatch.from_csr(train.values, train.labels, bits=18)
+    batch = batch_from_arrays(train.values, train.labels, bits=18)
     hashes = key_hashes(train.keys)
     learner = LinearLearner(LearnerConfig(loss="logistic", bits=18, offset_prior=prior))
     model = learner.learn(cross_batch(batch, hashes)).to_model()

@@ -10,6 +10,7 @@ import pytest
 from scipy import sparse
 
 from polybeam.learners import kernels
+from polybeam.learners.arrays import batch_from_arrays
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion, expand_all_products
@@ -105,8 +106,8 @@ def planted_monomial_task(n: int, noise: float, seed: int = 1):
     hidden = Monomial.of([4, 17, 42, 88])
     x = rng.random((n, 100)) < 0.5
     labels = x[:, [f - 1 for f in hidden.factors]].all(axis=1) + noise * rng.standard_normal(n)
-    matrix = sparse.csr_matrix(x.astype(float))  # column j: feature j + 1 (from_csr)
-    return hidden, ExampleBatch.from_csr(matrix, labels.astype(float), bits=18)
+    matrix = sparse.csr_matrix(x.astype(float))  # column j: feature j + 1 (batch_from_arrays)
+    return hidden, batch_from_arrays(matrix, labels.astype(float), bits=18)
 
 
 @pytest.mark.parametrize("n, noise", [(20000, 0.0), (50000, 0.3)])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from apache_beam.transforms import window as beam_window
 
+from polybeam.learners.arrays import batch_from_arrays
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.transforms.order import LabelOrderOf, ShuffleExamples
@@ -103,10 +104,10 @@ def digits():
     X, y = sklearn_datasets.load_digits(return_X_y=True)
     X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
     order = np.argsort(y_train, kind="stable")
-    train = ExampleBatch.from_csr(X_train[order], y_train[order] + 1.0, bits=12)
+    train = batch_from_arrays(X_train[order], y_train[order] + 1.0, bits=12)
     train = dataclasses.replace(train, row_ids=np.arange(len(order)) * 80, source="digits.libsvm")
     batches = [train.rows_between(start, min(start + 100, len(train))) for start in range(0, len(train), 100)]
-    return batches, ExampleBatch.from_csr(X_test, y_test + 1.0, bits=12)
+    return batches, batch_from_arrays(X_test, y_test + 1.0, bits=12)
 
 
 def trained(batches, **settings):

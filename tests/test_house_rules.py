@@ -1,17 +1,22 @@
-"""polybeam.pipelines has no import cycles, counting imports inside functions too, and no module of the
-package imports another module's private names (``from x import _name`` or ``x._name``)."""
+"""The house rules, as tests: no import cycle anywhere in the package (imports inside functions count too),
+the pure layers (learners, formats, selection) never import Beam, even through another module, and no module
+of the package takes another module's private names (``from x import _name`` or ``x._name``)."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
 import polybeam
 
 PACKAGE = pathlib.Path(polybeam.__file__).parent
-PIPELINES = PACKAGE / "pipelines"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+# Layers that are pure numpy/numba/scipy/pyarrow: usable without Beam, in a worker or a notebook.
+PURE_LAYERS = ("learners", "formats", "selection")
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -35,10 +40,10 @@ def imports(path: pathlib.Path) -> list[tuple[str, str | None, int]]:
     return found
 
 
-def pipelines_graph() -> dict[str, set[str]]:
-    """Which pipelines modules each pipelines module imports (``from polybeam.pipelines import jobs`` names the
+def package_graph() -> dict[str, set[str]]:
+    """Which of the package's modules each module imports (``from polybeam.pipelines import jobs`` names the
     module ``jobs``)."""
-    modules = {module_name(path): path for path in PIPELINES.glob("*.py")}
+    modules = {module_name(path): path for path in MODULES}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         for module, imported, _ in imports(path):
@@ -79,10 +84,23 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import(tmp_path
     assert ("polybeam.pipelines", "jobs", 4) in imports(source)
 
 
-def test_pipelines_has_no_import_cycle():
-    graph = pipelines_graph()
+def test_the_package_has_no_import_cycle():
+    graph = package_graph()
     assert "polybeam.pipelines.job_parts" in graph["polybeam.pipelines.jobs"]  # (the graph sees imports at all)
+    assert "polybeam.learners.arrays" in graph["polybeam.sklearn"]
     assert cycle(graph) is None, " -> ".join(cycle(graph))
+
+
+def test_the_pure_layers_never_import_beam():
+    # Every module of the pure layers imported in a fresh interpreter: neither Beam nor the package's Beam
+    # layers (transforms, pipelines) may come with them, directly or through another module.
+    modules = [module_name(path) for path in MODULES if path.relative_to(PACKAGE).parts[0] in PURE_LAYERS]
+    assert "polybeam.learners.linear" in modules and "polybeam.selection" in modules
+    code = "import sys\n" + "".join(f"import {module}\n" for module in modules)
+    code += "print(sorted({m.split('.')[0] if m.startswith('apache_beam') else m for m in sys.modules "
+    code += "if m.startswith(('apache_beam', 'polybeam.transforms', 'polybeam.pipelines', 'sklearn'))}))"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "[]"
 
 
 def private_imports(path: pathlib.Path) -> list[str]:
@@ -123,6 +141,6 @@ def test_the_private_name_finder_sees_both_spellings(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("path", sorted(PIPELINES.glob("*.py")), ids=lambda path: path.name)
-def test_no_pipelines_module_imports_a_private_name(path):
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_imports_a_private_name(path):
     assert private_imports(path) == []
