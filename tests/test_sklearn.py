@@ -417,13 +417,12 @@ def test_the_core_package_never_imports_scikit_learn():
 
 
 @pytest.mark.slow
-def test_the_readme_example_runs_and_says_what_it_prints(tmp_path, monkeypatch, capsys):
-    with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as handle:
-        readme = handle.read()
-    section = readme[readme.index("## scikit-learn estimators") :]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def test_the_estimators_page_example_runs_and_says_what_it_prints(tmp_path, monkeypatch, capsys):
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "sklearn.md"), encoding="utf-8") as handle:
+        page = handle.read()
+    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/sklearn.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     # The numbers the README's comments give.
     assert float(printed[0].split()[-1]) == pytest.approx(0.26, abs=0.005)

@@ -4,7 +4,7 @@ Each row (an :class:`Option`) says everything about one option: its names, the
 PipelineOptions class that holds it, the heading ``--help`` lists it under, its
 type, choices and default, the LearnerConfig field it fills (its default then
 comes from ``LearnerConfig`` itself), whether it names a file or folder, and its
-row of the README's option table. From this table come
+row of the option table in docs/cli.md. From this table come
 
 - the ``argparse`` definitions of ``polybeam COMMAND --help`` (:func:`command_parser`),
   built without importing Apache Beam or the numba kernels, so help answers at once;
@@ -15,7 +15,7 @@ row of the README's option table. From this table come
   command cannot run without (the registry :mod:`polybeam.pipelines.commands`
   says which options each command takes);
 - the flex templates' parameters (:mod:`polybeam.pipelines.flex_template`);
-- the README's option table (:func:`readme_table`; a test compares them).
+- the option table of docs/cli.md (:func:`readme_table`; a test compares them).
 
 Every option has a hyphenated spelling for people (``--learning-rate``) and an
 underscored one for templates and Beam habits (``--learning_rate``); both fill
@@ -24,7 +24,7 @@ the same attribute.
 A new option is one row of :data:`TABLE` (in an existing options class; a new
 class also needs its PipelineOptions class in :mod:`polybeam.pipelines.options`
 and a place in the commands that take it, :mod:`polybeam.pipelines.commands`),
-plus, for train, evaluate and predict, its README row: ``python -m
+plus, for train, evaluate and predict, its row in docs/cli.md: ``python -m
 polybeam.pipelines.option_specs`` prints the table to paste.
 
 >>> parser = command_parser("train")
@@ -171,9 +171,9 @@ class Option:
     written_by : tuple of str
         Commands that write the file an option with ``path="read"`` names (``--model`` of ``train``).
     metavar : str, optional
-        Its value's name in ``--help`` and the README (default: the attribute's in capitals).
+        Its value's name in ``--help`` and docs/cli.md (default: the attribute's in capitals).
     readme, readme_with : optional
-        Its row of the README's option table, and the options that row shows with it.
+        Its row of the option table in docs/cli.md, and the options that row shows with it.
     short : str, optional
         A one-letter alias beside the two long spellings (``-P``, as VW's).
     """
@@ -264,8 +264,7 @@ TABLE = (
         "input",
         "input format (default: libsvm; evaluate and predict: the format the model was trained on)",
         choices=FORMATS,
-        readme="input format (default libsvm; `evaluate` and `predict`: the model's, see \"Models that know "
-        'their input")',
+        readme="input format (default libsvm; `evaluate` and `predict`: the model's, see [Models](models.md))",
     ),
     Option(
         "label-column",
@@ -409,7 +408,7 @@ TABLE = (
         "key from that index",
         type=key_spec,
         metavar="{tag,file,namespace:NAME,column:NAME}",
-        readme='train one model per key (see "Per-key models" below)',
+        readme="train one model per key (see [Production runs](production.md))",
     ),
     Option(
         "key-model",
@@ -422,7 +421,7 @@ TABLE = (
         choices=KEY_MODELS,
         default="separate",
         readme="with `--key`: one model per key (default), or one shared model of shared weights plus per-key "
-        'offsets, for few rows per key (see "Shared per-key model" below)',
+        "offsets, for few rows per key (see [Production runs](production.md))",
     ),
     Option(
         "offset-prior",
@@ -462,7 +461,7 @@ TABLE = (
         metavar="{fixed:SIZE,sliding:SIZE,PERIOD}",
         readme_with=("timestamp", "timestamp-unit"),
         readme="train one model per event-time window (per key with `--key`), by each example's time in a "
-        'CSV/Parquet column (see "Models per window" below)',
+        "CSV/Parquet column (see [Models per window](windows.md))",
     ),
     Option(
         "timestamp",
@@ -524,7 +523,7 @@ TABLE = (
         config="step",
         readme="step rule. Default: `adaptive` (VW's normalised AdaGrad; rate 1 for logistic, 2 for softmax, 0.5 "
         "for squared and hinge loss) for every loss; `gsa` is greedy step averaging (no learning rate), the GSA "
-        "paper's rule, formerly the default for squared and hinge loss (see below)",
+        "paper's rule, formerly the default for squared and hinge loss (see [Learning](learning.md))",
     ),
     Option(
         "learning-rate",
@@ -654,7 +653,7 @@ TABLE = (
         config="passes",
         metavar="N",
         readme="passes over the data; after each, the workers' learners are averaged. With N > 1 a holdout "
-        "judges every pass (below)",
+        "judges every pass (see [Learning](learning.md))",
     ),
     Option(
         "holdout-period",
@@ -801,7 +800,7 @@ TABLE = (
             "expand-after",
             "no-repeat-factors",
         ),
-        readme="(`--alpha` of `polybeam timeliness` is the alpha-stopping level instead, see below) apple: each "
+        readme="(`--alpha` of `polybeam timeliness` is the alpha-stopping level instead, see [Anytime prediction](sequencing.md)) apple: each "
         "expansion makes (mean non-zeros per example)^A monomials parents (default A = {config_default}), picked "
         "by weight, by the risk-consistent fall-back rule or by the SSM heuristic (mean squared residual where the "
         "monomial is large); products up to degree D ({max-degree}); N expansions ({expansions}): equally spaced "
@@ -983,8 +982,8 @@ TABLE = (
         metavar="N",
         short="-P",
         readme="train: a progress line (and learning-curve point, in the model too) every N examples of each "
-        "learner's pass, as VW's `-P N`; default {default}: at 1, 2, 4, 8, ... examples (see \"Progress and "
-        'pictures")',
+        "learner's pass, as VW's `-P N`; default {default}: at 1, 2, 4, 8, ... examples (see "
+        "[Models](models.md))",
     ),
     # -- sequence
     Option(
@@ -1235,14 +1234,14 @@ def command_parser(command: str, **settings) -> argparse.ArgumentParser:
     return parser
 
 
-# The commands whose options the README's table shows, and the options it leaves to the README's section on
+# The commands whose options docs/cli.md's table shows, and the options it leaves to the page's section on
 # anytime prediction (predict --prefixes with --budget or --groups).
 README_COMMANDS = ("train", "evaluate", "predict")
 README_ELSEWHERE = ("prefixes", "groups", "budget")
 
 
 def readme_table() -> str:
-    """The README's table of options (of ``README_COMMANDS``), one row per option with README text, listing the
+    """The option table of docs/cli.md (of ``README_COMMANDS``), one row per option with README text, listing the
     options it shows together. ``{NAME}`` in a row's text stands for option NAME's default.
 
     >>> print(readme_table().splitlines()[2])
@@ -1274,5 +1273,5 @@ def _usages(option: Option) -> list[str]:
     return [f"{flag}{value}" for flag in ([option.short] if option.short else []) + [f"--{option.name}"]]
 
 
-if __name__ == "__main__":  # python -m polybeam.pipelines.option_specs: the README's table
+if __name__ == "__main__":  # python -m polybeam.pipelines.option_specs: docs/cli.md's table
     print(readme_table())

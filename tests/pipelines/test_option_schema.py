@@ -1,4 +1,4 @@
-"""The option schema is the one source of every option: the README's table, --help (grouped, without Beam or
+"""The option schema is the one source of every option: the command reference's table (docs/cli.md), --help (grouped, without Beam or
 numba), the PipelineOptions classes, LearnerConfig's defaults, every spelling, and the job settings read once."""
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.commands import COMMANDS
 from polybeam.pipelines.errors import OptionError
 
-README = pathlib.Path(__file__).parents[2] / "README.md"
+REFERENCE = pathlib.Path(__file__).parents[2] / "docs" / "cli.md"
 JOB_COMMANDS = [name for name, command in COMMANDS.items() if command.runner]
 
 
 def readme_option_table() -> str:
-    text = README.read_text()
+    text = REFERENCE.read_text()
     start = text.index("| option | meaning |")
     return text[start : text.index("\n\n", start)]
 
 
 def test_the_readmes_option_table_is_the_schemas():
     assert readme_option_table() == specs.readme_table(), (
-        "the README's option table differs from the schema's: paste `python -m polybeam.pipelines.option_specs`"
+        "docs/cli.md's option table differs from the schema's: paste `python -m polybeam.pipelines.option_specs`"
     )
 
 
@@ -36,7 +36,7 @@ def test_the_readmes_table_shows_every_option_of_train_evaluate_and_predict():
     shown = {name for option in specs.TABLE if option.readme for name in (option.name, *option.readme_with)}
     for command in specs.README_COMMANDS:
         missing = {option.name for option in specs.command_options(command)} - shown - set(specs.README_ELSEWHERE)
-        assert not missing, f"{command}: {sorted(missing)} have no row in the README's table"
+        assert not missing, f"{command}: {sorted(missing)} have no row in docs/cli.md's table"
     table = readme_option_table()
     for option in specs.TABLE:
         if option.readme:

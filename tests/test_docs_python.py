@@ -1,5 +1,5 @@
-"""The README's "From Python" section runs as written: its Python blocks, in order, in an empty folder, print
-what their comments say, and leave files the command line reads as the section claims."""
+"""The "From Python" page (docs/python.md) runs as written: its Python blocks, in order, in an empty folder,
+print what their comments say, and leave files the command line reads as the page claims."""
 
 from __future__ import annotations
 
@@ -11,25 +11,23 @@ import pytest
 
 from polybeam.pipelines.cli import main
 
-README = os.path.join(os.path.dirname(__file__), "..", "README.md")
+PAGE = os.path.join(os.path.dirname(__file__), "..", "docs", "python.md")
 
 
-def section_code(title: str, next_title: str) -> list[str]:
-    """The ```python blocks of the README section ``title`` (up to the section ``next_title``)."""
-    with open(README, encoding="utf-8") as handle:
-        readme = handle.read()
-    section = readme[readme.index(title) : readme.index(next_title)]
-    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+def page_code() -> list[str]:
+    """The ```python blocks of the page, in order."""
+    with open(PAGE, encoding="utf-8") as handle:
+        return re.findall(r"```python\n(.*?)```", handle.read(), re.DOTALL)
 
 
 @pytest.mark.slow
 def test_the_from_python_blocks_run_and_print_what_they_say(tmp_path, monkeypatch, capsys):
-    blocks = section_code("## From Python\n", "## scikit-learn estimators\n")
+    blocks = page_code()
     assert len(blocks) == 6
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for number, code in enumerate(blocks, 1):
-        exec(compile(code, f"README.md (From Python, block {number})", "exec"), namespace)  # noqa: S102 (the README's own code)
+        exec(compile(code, f"docs/python.md (block {number})", "exec"), namespace)  # noqa: S102 (the page's own code)
     printed = capsys.readouterr().out.splitlines()
     said = {line.rsplit(" ", 1)[0]: line.rsplit(" ", 1)[1] for line in printed if line.count(" ") and "{" not in line}
 
