@@ -58,6 +58,7 @@ from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba ca
 from polybeam.learners.batch import INDEX_DTYPE, VALUE_DTYPE, ExampleBatch
 from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR, KEY_MODELS  # noqa: F401  (re-exported)
 from polybeam.learners.hashing import BIAS_SLOT, hash_string, murmur3_32
+from polybeam.learners.key_spec import KeySpec
 
 # Keys are hashed apart from feature names (a key "a" and a feature "a" must not share a seed).
 KEY_SEED = 0x4B45_5953  # b"KEYS"
@@ -253,7 +254,7 @@ def batch_keys(batch: ExampleBatch, spec: str) -> np.ndarray:
     >>> batch_keys(batch, "file").tolist()
     ['', '']
     """
-    kind = spec.partition(":")[0]
+    kind = KeySpec.parse(spec).kind
     n = len(batch)
     if kind == "file":
         return np.full(n, batch.source or MISSING_KEY, dtype=object)
@@ -268,7 +269,7 @@ def batch_keys(batch: ExampleBatch, spec: str) -> np.ndarray:
 
 def batch_key_hashes(batch: ExampleBatch, spec: str, seed: int = 0) -> np.ndarray:
     """:func:`key_hashes` of :func:`batch_keys`, hashing each of a batch's key names once."""
-    if spec.partition(":")[0] in ("namespace", "column") and batch.key_codes is not None:
+    if KeySpec.parse(spec).read_by_parser and batch.key_codes is not None:
         per_name = np.array([key_hash(name, seed) for name in batch.key_names], dtype=np.int64)
         return per_name[batch.key_codes] if len(batch) else np.zeros(0, dtype=np.int64)
     return key_hashes(batch_keys(batch, spec), seed)

@@ -25,6 +25,7 @@ from apache_beam.transforms.util import WaitOn
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.key_spec import KeySpec
 from polybeam.learners.label_order import LabelOrder
 from polybeam.learners.model import Model, ModelFileError
 from polybeam.learners.multitask import SharedKeys, shared_config
@@ -85,7 +86,7 @@ def _key_spec_for(job: JobSettings, command: str) -> str | None:
     fmt = job.format or "libsvm"
     if key is None:
         return None
-    kind = key.partition(":")[0]
+    kind = KeySpec.parse(key).kind
     if kind in ("tag", "namespace") and fmt != "vw":
         raise OptionError(f"--key {key} needs VW text input (--format vw), not {fmt}")
     if kind == "column" and fmt not in ("csv", "parquet"):

@@ -59,12 +59,12 @@ from polybeam.learners.choices import (
     STEP_RULES,
 )
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.key_spec import KeySpec
 from polybeam.pipelines.commands import COMMANDS, Use
 
 FORMATS = ("libsvm", "vw", "csv", "parquet")
 # How --key names the key of an example: a VW tag, a feature of a VW namespace,
 # a CSV/Parquet column, or the file the example came from.
-KEY_KINDS = ("tag", "namespace", "column", "file")
 
 
 def number_or_auto(text: str) -> float | str:
@@ -81,14 +81,11 @@ def columns(text: str) -> tuple[str, ...]:
 
 
 def key_spec(text: str) -> str:
-    """Validate ``--key``: ``tag``, ``file``, ``namespace:NAME`` or ``column:NAME``."""
-    kind, _, name = text.partition(":")
-    if kind not in KEY_KINDS:
-        raise argparse.ArgumentTypeError(f"--key must be tag, file, namespace:NAME or column:NAME, got {text!r}")
-    if kind in ("namespace", "column") and not name:
-        raise argparse.ArgumentTypeError(f"--key {kind} needs a name: {kind}:NAME")
-    if kind in ("tag", "file") and name:
-        raise argparse.ArgumentTypeError(f"--key {kind} takes no name, got {text!r}")
+    """Validate ``--key``: ``tag``, ``file``, ``namespace:NAME`` or ``column:NAME`` (see KeySpec)."""
+    try:
+        KeySpec.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 

@@ -22,6 +22,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.key_spec import KeySpec
 from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
 from polybeam.pipelines.errors import OptionError
@@ -323,11 +324,11 @@ def input_settings(
     column = own.get("label_column")
     if isinstance(column, str) and column.isdigit() and not own.get("has_header", read.options.get("has_header", True)):
         own["label_column"] = int(column)  # headerless CSV: a label column by (0-based) position
-    kind, _, key_name = (key or "").partition(":")
     if key is not None:  # per-key: where the key is (else a model's own key column stays out of the features)
+        spec = KeySpec.parse(key)
         for setting, key_kind in (("key_column", "column"), ("key_namespace", "namespace")):
             if setting in read.options:
-                own[setting] = key_name if kind == key_kind else None
+                own[setting] = spec.name if spec.kind == key_kind else None
     timestamp = settings.timestamp
     if timestamp is not None and "timestamp_column" in read.options:  # (other formats: refused by train)
         own["timestamp_column"] = timestamp.partition(":")[2]

@@ -78,6 +78,7 @@ from polybeam.formats.columns import ColumnRoles, check_missing_columns
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.key_spec import KeySpec
 from polybeam.learners.model import Model
 from polybeam.learners.predictions import model_values
 from polybeam.selection.anytime import AnytimeModel
@@ -315,8 +316,8 @@ def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequen
     if input_format != "batch" and elements and all(isinstance(e, tuple) and len(e) == 2 for e in elements):
         return [e[1] for e in elements], ["" if e[0] is None else str(e[0]) for e in elements]
     if input_format == "dict":
-        kind, _, name = model.shared_keys.key.partition(":")
-        column = ((model.input or {}).get("key_column") or name) if kind == "column" else None
+        spec = KeySpec.parse(model.shared_keys.key)
+        column = ((model.input or {}).get("key_column") or spec.name) if spec.kind == "column" else None
         return elements, [
             "" if not isinstance(e, Mapping) or column is None or e.get(column) is None else str(e[column])
             for e in elements

@@ -17,6 +17,7 @@ import apache_beam as beam
 import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.key_spec import KeySpec
 
 KeyFn = Callable[[ExampleBatch], Hashable]
 
@@ -56,7 +57,8 @@ class ParsedKeys:
 
     def __init__(self, spec: str):
         self.spec = spec
-        self.kind, _, self.name = spec.partition(":")
+        parsed = KeySpec.parse(spec)
+        self.kind, self.name = parsed.kind, parsed.name
 
     def __call__(self, batch: ExampleBatch):
         if self.kind == "file":

@@ -1,0 +1,55 @@
+"""What ``--key`` names, parsed once: a value object every layer reads instead of splitting the text.
+
+A key is where each example's key comes from: ``tag`` (a VW line's tag),
+``file`` (the input file), ``namespace:NAME`` (the feature of a VW namespace,
+then not a feature) or ``column:NAME`` (a CSV or Parquet column, then not a
+feature). The last two are *read*: the parser finds each example's key and
+the batch carries it (``ExampleBatch.key_codes``).
+
+>>> spec = KeySpec.parse("column:store")
+>>> spec.kind, spec.name, spec.read_by_parser, str(spec)
+('column', 'store', True, 'column:store')
+>>> KeySpec.parse("tag").read_by_parser
+False
+>>> KeySpec.parse("column")
+Traceback (most recent call last):
+ValueError: --key column needs a name: column:NAME
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KEY_KINDS = ("tag", "namespace", "column", "file")
+# Kinds whose key a parser reads out of each record (the others come with the batch: its tags, its file).
+PARSED_KINDS = ("namespace", "column")
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """``kind`` (one of :data:`KEY_KINDS`) and, for ``namespace`` and ``column``, the ``name``."""
+
+    kind: str
+    name: str = ""
+
+    @classmethod
+    def parse(cls, text: str | KeySpec) -> KeySpec:
+        """The spec of ``--key TEXT``; a ValueError says what is wrong and what to write."""
+        if isinstance(text, KeySpec):
+            return text
+        kind, _, name = str(text).partition(":")
+        if kind not in KEY_KINDS:
+            raise ValueError(f"--key must be tag, file, namespace:NAME or column:NAME, got {text!r}")
+        if kind in PARSED_KINDS and not name:
+            raise ValueError(f"--key {kind} needs a name: {kind}:NAME")
+        if kind not in PARSED_KINDS and name:
+            raise ValueError(f"--key {kind} takes no name, got {text!r}")
+        return cls(kind, name)
+
+    @property
+    def read_by_parser(self) -> bool:
+        """Whether the parser reads each example's key out of its record (a column or a namespace)."""
+        return self.kind in PARSED_KINDS
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}" if self.name else self.kind
