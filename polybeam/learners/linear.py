@@ -65,7 +65,7 @@ _SLOT_ARRAYS = ("raw_", "sum_sq_grad_", "feature_scale_", "synced_", "slot_mass_
 # The rows a sparse state starts with: a key's learner seldom touches more at first.
 _FIRST_ROWS = 32
 # Centring's guard (see LinearLearner.centring_verdict): the uncentred learner learns the first pass's
-# examples beside the centred one up to this many, then centring goes on where it showed its gain.
+# examples beside the centred one up to this many, then the one with the lower progressive loss goes on.
 # By then the slots that stay centred are the dense columns, and the race costs one more learner for a
 # tenth of a pass of a million examples.
 CENTRING_RACE_EXAMPLES = 100_000
@@ -341,9 +341,8 @@ class LinearLearner:
         Centring (:mod:`polybeam.learners.centring`) conditions unscaled dense columns, and on sparse
         or nearly centred data it can only cost: its means are estimates and a slot that stops being
         centred is folded into the bias by a refit. So a learner that centres also learns the first
-        pass without centring, up to :data:`CENTRING_RACE_EXAMPLES` examples, and goes on centred only
-        where its progressive loss was lower by more than a standard error
-        (:mod:`polybeam.learners.race`; :meth:`decide_centring`)."""
+        pass without centring, up to :data:`CENTRING_RACE_EXAMPLES` examples, and goes on as the one
+        whose progressive loss was lower (:meth:`decide_centring`)."""
         if self.uncentred_ is None:
             return self.centring_verdict_
         shown, gain, error = self._centring_gain()
@@ -890,9 +889,6 @@ class LinearLearner:
             self.uncentred_.__setstate__(state["uncentred"])
         self.centring_verdict_ = state.get("centring_verdict")
         self.race_ = RaceBlocks.from_state(state.get("race"))
-        if self.uncentred_ is not None and self.race_ is None:  # (a race saved before its blocks: from here on)
-            self.race_ = RaceBlocks.start(self.stats_)
-            self.uncentred_.race_ = RaceBlocks.start(self.uncentred_.stats_)
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.from_state(
             state.get("selection"), self.config.early_terminate, self.config.holdout_min_examples

@@ -165,17 +165,3 @@ def test_values_near_the_largest_a_learner_takes_leave_its_state_finite(center):
     model = learner.learn(ExampleBatch.from_rows(rows, bits=8)).to_model()
     assert np.isfinite(model.dense_weights).all() and np.isfinite(learner.progressive_loss)
     assert np.isfinite(model.margins(ExampleBatch.from_rows(rows[:20], bits=8))).all()
-
-
-def test_a_race_saved_before_its_blocks_goes_on_from_where_it_was():
-    # A state written before the race kept blocks: the race starts its blocks at the saved statistics.
-    config = LearnerConfig(loss="logistic", bits=8)
-    learner = LinearLearner(config).learn(unscaled(np.random.default_rng(6), 300))
-    state = learner.__getstate__()
-    del state["race"], state["uncentred"]["race"]
-    again = LinearLearner.__new__(LinearLearner)
-    again.__setstate__(state)
-    again.learn(unscaled(np.random.default_rng(7), 300))
-    verdict = again.centring_verdict()
-    assert verdict["examples"] == 600 and np.isfinite(verdict["standard_error"])
-    assert np.isfinite(again.to_model().dense_weights).all()
