@@ -52,8 +52,10 @@ rows as the estimator did, or refuse rows they cannot read so.
   ``"hinge"`` (which has no ``predict_proba``); more than two with
   ``"logistic"`` or ``"softmax"``, both multinomial logistic regression
   (softmax loss). ``classes_`` maps the labels, of any type, to the learner's.
-* ``PolybeamRegressor``: squared loss; predictions are clamped to the range of
-  the training labels and 0, as ``polybeam predict`` and VW clamp them.
+* ``PolybeamRegressor``: squared loss (default), ``"quantile"`` (the
+  ``quantile_tau`` quantile of y) or ``"poisson"`` (the mean of counts, y >= 0);
+  squared and quantile predictions are clamped to the range of the training
+  labels and 0, as ``polybeam predict`` and VW clamp them.
 
 scikit-learn is an optional dependency (``pip install polybeam[sklearn]``):
 only this module imports it.
@@ -86,13 +88,14 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from polybeam.formats.classes import check_label_names
 from polybeam.formats.input_settings import InputSettings
-from polybeam.formats.labels import LabelEncodingError, infer_classes
+from polybeam.formats.labels import LabelEncodingError, infer_classes, read_labels
 from polybeam.learners import lbfgs
 from polybeam.learners.arrays import batch_from_arrays, column_slots, is_table, text_columns
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import progress_line
 from polybeam.learners.holdout import PassSelection, holdout_progress_line, shuffled
 from polybeam.learners.label_order import LabelOrder
+from polybeam.learners.loss_specs import loss_spec, losses_where
 from polybeam.learners.model import finalize_predictions, softmax_probabilities
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.learners.warm_start import check_compatible, continue_learner
@@ -110,7 +113,7 @@ except ImportError:  # scikit-learn 1.4 and 1.5: the estimator's own method
     _FINITE = "force_all_finite"
     _NO_ARRAY = {"cast_to_ndarray": False}
 
-__all__ = ["ESTIMATOR_SETTINGS", "PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
+__all__ = ["ESTIMATOR_SETTINGS", "PARAMETERS_OF", "PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
 
 _DEFAULTS = {field.name: field.default for field in dataclasses.fields(LearnerConfig)}
 # LearnerConfig's settings the estimators take from the labels instead of a parameter: a classifier
@@ -333,7 +336,15 @@ class _Progress:
 
 
 def _has_probabilities(estimator) -> bool:
-    return estimator.loss != "hinge"
+    return estimator.loss not in LOSSES_OF["classes"] or loss_spec(estimator.loss).probability
+
+
+# The losses of each estimator's task, and the parameters of the other task's losses (not the estimator's).
+LOSSES_OF = {"classes": losses_where(classes=True), "values": losses_where(classes=False)}
+PARAMETERS_OF = {
+    task: tuple(spec.parameter.name for name in losses if (spec := loss_spec(name)).parameter is not None)
+    for task, losses in LOSSES_OF.items()
+}
 
 
 class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
@@ -470,12 +481,12 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
             raise ValueError(
                 f"{type(self).__name__} needs examples of at least two classes; y holds one class: {self.classes_[0]!r}"
             )
-        if self.loss not in ("logistic", "hinge", "softmax"):
+        if self.loss not in LOSSES_OF["classes"]:
             raise ValueError(
-                f"{type(self).__name__}: loss must be 'logistic', 'hinge' or 'softmax'; got {self.loss!r} "
+                f"{type(self).__name__}: loss must be one of {', '.join(LOSSES_OF['classes'])}; got {self.loss!r} "
                 "(for regression use PolybeamRegressor)"
             )
-        if self.loss == "hinge" and count > 2:
+        if not loss_spec(self.loss).probability and count > 2:
             raise ValueError(f"hinge loss takes two classes; y holds {count}: use loss='logistic' (softmax loss)")
         names = _class_names(self.classes_)
         if self.loss == "softmax" or count > 2:
@@ -574,11 +585,15 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
 
 
 class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
-    """A polybeam learner as a scikit-learn regressor (squared loss); see the module docstring.
+    """A polybeam learner as a scikit-learn regressor; see the module docstring.
 
     Parameters
     ----------
-    loss : {"squared"}, default "squared"
+    loss : {"squared", "quantile", "poisson"}, default "squared"
+        ``squared`` predicts the mean of y; ``quantile`` its ``quantile_tau`` quantile (pinball loss);
+        ``poisson`` the mean of counts or rates (y >= 0) as exp(w . x + b).
+    quantile_tau : float, optional
+        ``loss="quantile"``: the quantile predicted (default 0.5, the median).
     shuffle, random_state, warm_start, verbose
         As :class:`PolybeamClassifier`'s.
     Every other parameter is the :class:`~polybeam.learners.config.LearnerConfig`
@@ -637,12 +652,14 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         interactions=_DEFAULTS["interactions"],
         lbfgs_passes=_DEFAULTS["lbfgs_passes"],
         lbfgs_l2=_DEFAULTS["lbfgs_l2"],
+        quantile_tau=_DEFAULTS["quantile_tau"],
         shuffle=True,
         random_state=None,
         warm_start=False,
         verbose=0,
     ):
         self.loss = loss
+        self.quantile_tau = quantile_tau
         self.step = step
         self.learning_rate = learning_rate
         self.power_t = power_t
@@ -682,11 +699,21 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         self.verbose = verbose
 
     def _task_config(self) -> LearnerConfig:
-        if self.loss != "squared":
+        if self.loss not in LOSSES_OF["values"]:
             raise ValueError(
-                f"{type(self).__name__}: loss must be 'squared'; got {self.loss!r} (for classes use PolybeamClassifier)"
+                f"{type(self).__name__}: loss must be one of {', '.join(LOSSES_OF['values'])}; got {self.loss!r} "
+                "(for classes use PolybeamClassifier)"
             )
         return self._config()
+
+    def _checked_labels(self, y) -> np.ndarray:
+        """``y``, refused in one line where the loss cannot take a label (Poisson: one below 0), as the
+        readers refuse it."""
+        read = read_labels(np.asarray(y, dtype=np.float64), self.config_.label_kind)
+        if not read.good.all():
+            first = int(np.flatnonzero(~read.good)[0])
+            raise ValueError(f"{type(self).__name__}: y[{first}]: {read.reason(first)} (loss {self.loss!r})")
+        return y
 
     def fit(self, X, y, sample_weight=None):
         """Learn ``passes`` passes over ``(X, y)``, each in a new random order unless ``shuffle=False``, from
@@ -695,6 +722,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         label = y
         X, y = self._checked(X, y, reset=not continues, y_numeric=True)
         self.config_ = self._task_config()
+        y = self._checked_labels(y)
         if not continues:
             self.input_ = self._input_contract(X, label)
         self._fit(self._batch(X, y, self._weights(sample_weight, X)))
@@ -709,6 +737,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         if first:
             self.config_ = self._task_config()
             self.input_ = self._input_contract(X, label)
+        y = self._checked_labels(y)
         self._partial_fit(self._batch(X, y, self._weights(sample_weight, X)), first=first)
         return self
 

@@ -34,6 +34,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from polybeam.learners.loss_specs import LOSS_SPECS
+
 # Tiny inputs in every shape the readers accept: labels of each kind, comments,
 # blank lines, a bad record (a dead letter), hashed and direct indices.
 LIBSVM_TEXT = (
@@ -66,7 +68,9 @@ CSV_TEXT = (
 CSV_NAMED_CLASSES = b"kind;size;colour\ncat;1.5;red\ndog;0.5;blue\nbird;2;red\n"
 CSV_NO_HEADER = b"1,0.5,2\n-1,1.5,0\n1,2,1\n"
 
-LOSSES = ("squared", "logistic", "hinge", "softmax")
+# Every loss of the table: numba compiles a kernel once per argument types, but each loss takes its own
+# Python paths (settings, predictions, evaluation) too.
+LOSSES = tuple(LOSS_SPECS)
 STEPS = ("gsa", "adaptive", "constant", "decay", "inverse")
 SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 BITS = 10
@@ -191,13 +195,26 @@ def _all_batches() -> dict[str, list]:
     return batches
 
 
+def _classes(loss: str) -> dict:
+    """The classes a warm-up task of ``loss`` has (three for K classes, else none to give)."""
+    return {"classes": 3} if LOSS_SPECS[loss].labels == "multiclass" else {}
+
+
+def _label_batches(loss: str) -> str:
+    """The warm-up batches (by label kind) a loss learns from: counts from real labels (their signs do not
+    matter to compiling)."""
+    return {"count": "real"}.get(LOSS_SPECS[loss].labels, LOSS_SPECS[loss].labels)
+
+
 def _configs(loss: str) -> list:
     """A LearnerConfig per step rule x sparsity rule (and the boolean switches) for ``loss``."""
     from polybeam.learners.config import LearnerConfig
 
-    classes = {"classes": 3} if loss == "softmax" else {}
+    classes = _classes(loss)
     configs = []
     for step, sparsity in itertools.product(STEPS, SPARSITY):
+        if step == "gsa" and not LOSS_SPECS[loss].greedy:
+            continue
         settings = dict(loss=loss, step=step, bits=BITS, sparsity=sparsity, **classes)
         if step == "inverse":
             settings["l2"] = 1e-3
@@ -258,10 +275,10 @@ def warm_learners(batches: dict[str, list]) -> None:
     from polybeam.learners.polynomial import make_learner
 
     for loss in LOSSES:
-        kind = {"squared": "real", "softmax": "multiclass"}.get(loss, "binary")
+        kind = _label_batches(loss)
         for config in _configs(loss):
             _train(config, batches[kind])
-        config = LearnerConfig(loss=loss, bits=BITS, **({"classes": 3} if loss == "softmax" else {}))
+        config = LearnerConfig(loss=loss, bits=BITS, **_classes(loss))
         learners = [make_learner(config, sparse=True).learn(batch) for batch in batches[kind][:2]]
         learners[0].merge(learners[1:]).to_model()
         first = batches[kind][0]
@@ -274,8 +291,8 @@ def warm_expansions(batches: dict[str, list]) -> None:
 
     apple = dict(expand="apple", expand_after=2, expansions=3, max_degree=3)
     for loss in LOSSES:
-        kind = {"squared": "real", "softmax": "multiclass"}.get(loss, "binary")
-        classes = {"classes": 3} if loss == "softmax" else {}
+        kind = _label_batches(loss)
+        classes = _classes(loss)
         configs = [
             *(
                 LearnerConfig(loss=loss, bits=BITS, expand_rule=rule, **apple, **classes)

@@ -15,13 +15,8 @@ blocks in numba, so there is no Python per line or per feature.
 import importlib
 
 from polybeam.formats.formats import FORMATS, format_class, make_format
-from polybeam.formats.records import (
-    LABEL_KINDS,
-    DeadLetter,
-    ParsedBlock,
-    label_problems,
-    reject_examples,
-)
+from polybeam.formats.labels import LABEL_KINDS, label_problems
+from polybeam.formats.records import DeadLetter, ParsedBlock, reject_examples
 
 # The formats load on first use, so reading LIBSVM never imports pyarrow.
 _LAZY = {

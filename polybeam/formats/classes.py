@@ -52,8 +52,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from polybeam.formats.labels import LABEL_KINDS
 from polybeam.formats.numbers import parse_number, scan_number
-from polybeam.formats.records import LABEL_KINDS
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.hashing import murmur3_32
 

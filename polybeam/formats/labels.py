@@ -41,9 +41,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
-LABEL_KINDS = ("any", "real", "binary", "multiclass")
+# "any" takes every label (prediction input); the others are the learners' label kinds
+# (polybeam.learners.loss_specs.LABEL_KINDS): real numbers, counts (numbers >= 0), two classes, K classes.
+LABEL_KINDS = ("any", "real", "count", "binary", "multiclass")
 # How many class names a refusal lists.
 LISTED_CLASSES = 10
+
+
+def label_problems(labels: np.ndarray, kind: str, classes: int = 0) -> tuple[np.ndarray, str]:
+    """Which labels a task of ``kind`` cannot take, and the reason to report (the readers use
+    :func:`polybeam.formats.labels.read_labels`, which also tells damaged from refused labels).
+
+    ``any`` takes everything, a missing label (NaN) included, for prediction;
+    ``real`` takes any finite number, ``count`` any finite number >= 0; ``binary`` takes -1, 0 and +1 (0 counts as
+    the negative class); ``multiclass`` takes positive whole class ids 1, 2, ...,
+    up to ``classes`` when it is not 0.
+
+    >>> bad, reason = label_problems(np.array([1.0, 0.0, 2.0, -1.0]), "binary")
+    >>> bad.tolist(), reason
+    ([False, False, True, False], 'binary label must be -1, 0 or +1')
+    >>> bad, reason = label_problems(np.array([1.0, 5.0, 6.0, 2.5]), "multiclass", classes=5)
+    >>> bad.tolist(), reason
+    ([False, False, True, True], 'class label must be a whole number from 1 to 5')
+    """
+    if isinstance(classes, bool) or not isinstance(classes, (int, np.integer)) or classes < 0:
+        raise ValueError(f"classes must be a whole number >= 0, got {classes!r}")
+    if kind == "any":
+        return np.zeros(len(labels), dtype=bool), ""
+    if kind == "real":
+        return ~np.isfinite(labels), "label must be a finite number"
+    if kind == "count":
+        return ~(np.isfinite(labels) & (labels >= 0)), "count label must be a finite number >= 0"
+    if kind == "binary":
+        return ~np.isin(labels, (-1.0, 0.0, 1.0)), "binary label must be -1, 0 or +1"
+    if kind == "multiclass":
+        whole = np.isfinite(labels) & (labels == np.round(labels)) & (labels >= 1)
+        if classes:
+            return ~(whole & (labels <= classes)), f"class label must be a whole number from 1 to {classes}"
+        return ~whole, "class label must be a whole number >= 1"
+    raise ValueError(f"label kind must be one of {LABEL_KINDS}, got {kind!r}")
 
 
 def label_text(value: float) -> str:
@@ -89,6 +125,8 @@ def describe_classes(kind: str, classes: int = 0, names: tuple[str, ...] = ()) -
         return "a binary task takes -1, 0 or +1 (name its two classes to use other labels)"
     if kind == "multiclass":
         return f"the classes are 1 to {classes}" if classes else "class labels are whole numbers >= 1"
+    if kind == "count":
+        return "labels are counts or rates: finite numbers >= 0"
     return "labels are finite numbers"
 
 
@@ -144,9 +182,22 @@ def read_labels(
         # (class numbers: prediction input's labels are only passed along)
         return LabelsRead(np.where(unknown, np.nan, ids), nothing, nothing, _no_reason, _no_reason)
     finite = np.isfinite(labels)
-    if kind == "real":
+    if kind in ("real", "count"):
         damaged = ~finite if not missing_ok else (~finite & ~missing)
-        return LabelsRead(labels, damaged, nothing, lambda i: "label must be a finite number", _no_reason)
+        refused = finite & (labels < 0) if kind == "count" else nothing
+
+        def number_reason(example: int) -> str:
+            if refused[example]:
+                return f"label {label_text(labels[example])} is not a count: {describe_classes(kind)}"
+            return "label must be a finite number"
+
+        return LabelsRead(
+            np.where(refused, np.nan, labels),
+            damaged,
+            refused,
+            number_reason,
+            lambda i: f"label {label_text(labels[i])}",
+        )
     count = len(names) or classes
     if names:
         in_task = ~np.isnan(ids) & (ids == np.round(ids)) & (ids >= 1) & (ids <= count)

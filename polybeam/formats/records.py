@@ -147,43 +147,6 @@ class ParsedBlock:
             )
 
 
-# -- labels -------------------------------------------------------------------
-
-LABEL_KINDS = ("any", "real", "binary", "multiclass")
-
-
-def label_problems(labels: np.ndarray, kind: str, classes: int = 0) -> tuple[np.ndarray, str]:
-    """Which labels a task of ``kind`` cannot take, and the reason to report (the readers use
-    :func:`polybeam.formats.labels.read_labels`, which also tells damaged from refused labels).
-
-    ``any`` takes everything, a missing label (NaN) included, for prediction;
-    ``real`` takes any finite number; ``binary`` takes -1, 0 and +1 (0 counts as
-    the negative class); ``multiclass`` takes positive whole class ids 1, 2, ...,
-    up to ``classes`` when it is not 0.
-
-    >>> bad, reason = label_problems(np.array([1.0, 0.0, 2.0, -1.0]), "binary")
-    >>> bad.tolist(), reason
-    ([False, False, True, False], 'binary label must be -1, 0 or +1')
-    >>> bad, reason = label_problems(np.array([1.0, 5.0, 6.0, 2.5]), "multiclass", classes=5)
-    >>> bad.tolist(), reason
-    ([False, False, True, True], 'class label must be a whole number from 1 to 5')
-    """
-    if isinstance(classes, bool) or not isinstance(classes, (int, np.integer)) or classes < 0:
-        raise ValueError(f"classes must be a whole number >= 0, got {classes!r}")
-    if kind == "any":
-        return np.zeros(len(labels), dtype=bool), ""
-    if kind == "real":
-        return ~np.isfinite(labels), "label must be a finite number"
-    if kind == "binary":
-        return ~np.isin(labels, (-1.0, 0.0, 1.0)), "binary label must be -1, 0 or +1"
-    if kind == "multiclass":
-        whole = np.isfinite(labels) & (labels == np.round(labels)) & (labels >= 1)
-        if classes:
-            return ~(whole & (labels <= classes)), f"class label must be a whole number from 1 to {classes}"
-        return ~whole, "class label must be a whole number >= 1"
-    raise ValueError(f"label kind must be one of {LABEL_KINDS}, got {kind!r}")
-
-
 def reject_examples(parsed: ParsedBlock, bad: np.ndarray, reason, raw_of, refused=None) -> ParsedBlock:
     """Move the examples flagged in ``bad`` from the batch to dead letters.
 

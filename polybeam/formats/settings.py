@@ -25,7 +25,7 @@ from polybeam.formats.classes import (
     check_multiclass_settings,
     class_names,
 )
-from polybeam.formats.records import LABEL_KINDS
+from polybeam.formats.labels import LABEL_KINDS
 from polybeam.learners.hashing import DEFAULT_BITS, check_bits
 
 
@@ -53,7 +53,7 @@ class HashedFormat:
         Hashed feature space of ``2**bits`` slots, and the hash seed.
     labels : {"real", "binary", "multiclass", "any"}
         Which labels are acceptable; others become dead letters (see
-        :func:`~polybeam.formats.records.label_problems`).
+        :func:`~polybeam.formats.labels.label_problems`).
     classes : int
         The number of classes K of a multiclass task: with ``labels="multiclass"``
         a label outside 1 ... K is a dead letter. 0 (the default): no bound, or

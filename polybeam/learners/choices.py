@@ -1,14 +1,16 @@
-"""The names of polybeam's settings and their defaults, with no imports.
+"""The names of polybeam's settings and their defaults, with no imports but the loss table.
 
 They live apart from :mod:`polybeam.learners.config` (which needs numpy and
 numba) so that ``polybeam COMMAND --help`` can list every choice without
-loading the kernels or Apache Beam.
+loading the kernels or Apache Beam. The losses and what each needs are the
+table in :mod:`polybeam.learners.loss_specs` (itself free of imports).
 
 >>> "logistic" in LOSSES and DEFAULT_BITS == 18
 True
 """
 
-LOSSES = ("squared", "logistic", "hinge", "softmax")
+from polybeam.learners.loss_specs import LOSS_SPECS, LOSSES  # noqa: F401  (re-exported)
+
 STEP_RULES = ("constant", "decay", "inverse", "adaptive", "gsa")
 SPARSITY = ("none", "cumulative", "truncate", "round", "subgradient")
 EXPANSIONS = ("none", "apple", "quadratic", "cubic")
@@ -42,7 +44,7 @@ DEFAULT_OFFSET_PRIOR = 0.03
 # most active directions and too small for the rest, where per-feature rates
 # are not (benchmarks/results/suite.md, issue 11; squared and hinge loss:
 # benchmarks/results/squared_default.md, issue 22).
-DEFAULT_STEP_RULES = {"squared": "adaptive", "hinge": "adaptive", "logistic": "adaptive", "softmax": "adaptive"}
+DEFAULT_STEP_RULES = {name: spec.default_step for name, spec in LOSS_SPECS.items()}
 # Greedy step averaging aims each example's greedy step at this probability of
 # the true class (the GSA paper's and Fregata's p_hat).
 DEFAULT_GSA_TARGET = 0.95

@@ -29,13 +29,10 @@ from polybeam.learners.choices import (  # noqa: F401  (re-exported: the setting
     SPARSITY,
     STEP_RULES,
 )
+from polybeam.learners.loss_specs import LOSS_SPECS, loss_parameters, loss_spec
 
-# Default eta per loss when a step rule needs one. 0.5 is VW's default for every
-# loss; for logistic loss 1.0 gave lower held-out error on all four bundled data
-# sets and a lower progressive loss on the 1M-example synthetic benchmark, while
-# squared and hinge loss did best at 0.5 on the large data
-# (benchmarks/bench_default_rates.py).
-DEFAULT_LEARNING_RATES = {"squared": 0.5, "logistic": 1.0, "hinge": 0.5, "softmax": 2.0}
+# Default eta per loss when a step rule needs one (each loss's entry says why).
+DEFAULT_LEARNING_RATES = {name: spec.default_rate for name, spec in LOSS_SPECS.items()}
 
 
 @dataclass(frozen=True)
@@ -44,12 +41,15 @@ class LearnerConfig:
 
     Parameters
     ----------
-    loss : {"squared", "logistic", "hinge", "softmax"}
+    loss : {"squared", "logistic", "hinge", "softmax", "quantile", "poisson"}
         ``squared`` is ``(p - y)**2`` on real labels (predictions are clamped to
         the range of labels seen, as VW does); ``logistic`` and ``hinge`` take
         labels +1 and -1 (or 0, read as -1); ``softmax`` is multinomial logistic
         regression over ``classes`` classes, labels 1..K (one weight vector per
-        class over the same hashed features).
+        class over the same hashed features); ``quantile`` predicts the
+        ``quantile_tau`` quantile of real labels (pinball loss); ``poisson``
+        predicts the mean of counts (labels >= 0) as ``exp(w . x + b)``. What each
+        needs and gives is its entry in :mod:`polybeam.learners.loss_specs`.
     step : {"gsa", "adaptive", "constant", "decay", "inverse"}, optional
         The step size rule: ``gsa`` greedy step averaging (each example's greedy
         step, the one that would fit that example, averaged over all examples so
@@ -270,19 +270,23 @@ class LearnerConfig:
     lbfgs_passes: int = 0
     lbfgs_l2: float | None = None
     offset_prior: float | None = None
+    quantile_tau: float | None = None
 
     def __post_init__(self) -> None:
         set_field = functools.partial(object.__setattr__, self)
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {self.loss!r}")
+        spec = loss_spec(self.loss)
+        self._check_loss_parameters(spec, set_field)
         if self.step is None:
             set_field("step", DEFAULT_STEP_RULES[self.loss] if self.learning_rate is None else "adaptive")
         if self.step not in STEP_RULES:
             raise ValueError(f"step must be one of {', '.join(STEP_RULES)}; got {self.step!r}")
+        if self.step == "gsa" and not spec.greedy:
+            raise ValueError(f"step 'gsa' (greedy step averaging) cannot learn {self.loss} loss; use step='adaptive'")
         if self.scale_labels is None:
-            set_field("scale_labels", self.loss == "squared" and self.step == "adaptive")
-        elif self.scale_labels and self.loss != "squared":
-            raise ValueError(f"scale_labels is for squared loss, whose labels are numbers; not {self.loss!r}")
+            set_field("scale_labels", spec.scales_labels and self.step == "adaptive")
+        elif self.scale_labels and not spec.scales_labels:
+            scaled = " and ".join(name for name, entry in LOSS_SPECS.items() if entry.scales_labels)
+            raise ValueError(f"scale_labels is for {scaled} loss, whose labels are numbers; not {self.loss!r}")
         if self.step in ("gsa", "inverse"):
             if self.learning_rate is not None:
                 raise ValueError(f"step {self.step!r} sets its own step sizes; give no learning rate")
@@ -326,15 +330,35 @@ class LearnerConfig:
             _check_number("lbfgs_l2", self.lbfgs_l2)
         if self.lbfgs_l2 is not None and self.lbfgs_l2 < 0:
             raise ValueError(f"lbfgs_l2 must be >= 0; got {self.lbfgs_l2}")
-        if self.lbfgs_passes and self.loss not in ("logistic", "squared", "softmax"):
+        if self.lbfgs_passes and not spec.finishing:
+            smooth = ", ".join(name for name, entry in LOSS_SPECS.items() if entry.finishing)
             raise ValueError(
-                f"the L-BFGS finishing stage (lbfgs_passes) needs a differentiable loss "
-                f"(logistic, squared, softmax); got {self.loss!r}"
+                f"the L-BFGS finishing stage (lbfgs_passes) needs a differentiable loss ({smooth}); got {self.loss!r}"
             )
         if self.offset_prior is not None:
             _check_number("offset_prior", self.offset_prior)
             if self.offset_prior < 0:
                 raise ValueError(f"offset_prior must be >= 0; got {self.offset_prior}")
+
+    def _check_loss_parameters(self, spec, set_field) -> None:
+        """The loss's own number (quantile's tau): its default when unset, checked; another loss's: refused."""
+        for parameter in loss_parameters():
+            value = getattr(self, parameter.name)
+            if parameter is spec.parameter:
+                set_field(parameter.name, parameter.check(parameter.default if value is None else value))
+            elif value is not None:
+                owner = next(name for name, entry in LOSS_SPECS.items() if entry.parameter is parameter)
+                raise ValueError(f"{parameter.name} is for loss {owner!r}, not {self.loss!r}")
+
+    @property
+    def loss_parameter(self) -> float:
+        """The loss's number (quantile's tau), or 0 for a loss that takes none.
+
+        >>> LearnerConfig(loss="quantile", quantile_tau=0.9).loss_parameter, LearnerConfig().loss_parameter
+        (0.9, 0.0)
+        """
+        parameter = loss_spec(self.loss).parameter
+        return 0.0 if parameter is None else float(getattr(self, parameter.name))
 
     def _check_expansion(self) -> None:
         if self.expand not in EXPANSIONS:
@@ -363,7 +387,8 @@ class LearnerConfig:
             raise ValueError(f"class_names must be distinct and non-empty; got {names}")
         if not _whole(self.classes) or self.classes < 0:
             raise ValueError(f"classes must be a whole number >= 0; got {self.classes!r}")
-        if self.loss in ("logistic", "hinge"):  # two classes: the names say which label is which
+        labels = loss_spec(self.loss).labels
+        if labels == "binary":  # two classes: the names say which label is which
             if self.classes:
                 raise ValueError(f"classes is for loss 'softmax', not {self.loss!r} (which has two classes)")
             if names and len(names) != 2:
@@ -376,7 +401,7 @@ class LearnerConfig:
             if self.classes not in (0, len(names)):
                 raise ValueError(f"classes is {self.classes} but {len(names)} class_names are given")
             set_field("classes", len(names))
-        if self.loss == "softmax":
+        if labels == "multiclass":
             if self.classes < 2:
                 raise ValueError("loss 'softmax' needs classes >= 2 (or class_names); e.g. classes=3")
         elif self.classes or names:
@@ -417,7 +442,7 @@ class LearnerConfig:
     @property
     def outputs(self) -> int:
         """Scores per example: one per class for softmax, else one."""
-        return self.classes if self.loss == "softmax" else 1
+        return self.classes if loss_spec(self.loss).labels == "multiclass" else 1
 
     @property
     def holds_out(self) -> bool:
@@ -438,7 +463,7 @@ class LearnerConfig:
     @property
     def label_kind(self) -> str:
         """The labels this configuration can learn from (see ``label_problems``)."""
-        return {"squared": "real", "softmax": "multiclass"}.get(self.loss, "binary")
+        return loss_spec(self.loss).labels
 
     def replace(self, **changes: Any) -> LearnerConfig:
         """A copy with some fields changed (validated again)."""
@@ -446,8 +471,11 @@ class LearnerConfig:
 
     def to_dict(self) -> dict[str, Any]:
         values = dataclasses.asdict(self)
-        if values["offset_prior"] is None:  # only shared per-key models have one: other files stay as they were
-            del values["offset_prior"]
+        # Only shared per-key models have an offset prior, only some losses a parameter: other files stay as
+        # they were.
+        for name in ("offset_prior", *(parameter.name for parameter in loss_parameters())):
+            if values[name] is None:
+                del values[name]
         return values
 
     @classmethod

@@ -27,10 +27,13 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 import numpy as np
 
+from polybeam.learners.loss_specs import loss_spec
+from polybeam.learners.losses import batch_losses
 from polybeam.learners.model import Model, finalize_predictions
 
 # Distinct scores the AUC keeps exactly (24 bytes each); beyond them, neighbouring scores share a bucket.
@@ -71,19 +74,34 @@ def bucketed(scores: np.ndarray, shift: int) -> np.ndarray:
     return key_scores(np.maximum((score_keys(scores) >> shift) << shift, _LOWEST_KEY))
 
 
-def pointwise_loss(loss: str, labels: np.ndarray, margins: np.ndarray, predictions: np.ndarray) -> np.ndarray:
-    """Per-example loss, with the learner's conventions (squared loss on clamped predictions)."""
-    if loss == "squared":
-        return (predictions - labels) ** 2
-    if loss == "softmax":
+# What evaluate reports beside examples, loss, error, AUC and MSE, for the losses that name them
+# (loss_specs.LossSpec.metrics): each a function of the labels and the predictions, averaged by importance.
+METRICS = {
+    # mean absolute error
+    "mae": lambda labels, predictions: np.abs(predictions - labels),
+    # the share of labels at or below the prediction: a quantile model's should be its tau
+    "coverage": lambda labels, predictions: (labels <= predictions).astype(np.float64),
+}
+
+
+def pointwise_loss(
+    loss: str, labels: np.ndarray, margins: np.ndarray, predictions: np.ndarray, parameter: float = 0.0
+) -> np.ndarray:
+    """Per-example loss, with the learner's conventions and arithmetic (a loss that clamps, on clamped
+    predictions; two classes read as -1 and +1)."""
+    spec = loss_spec(loss)
+    if spec.labels == "multiclass":
         # Log loss of the true class; margins are (n, K) class scores.
         rows = np.arange(len(labels))
         shifted = margins - margins.max(axis=1, keepdims=True)
         return np.log(np.exp(shifted).sum(axis=1)) - shifted[rows, labels.astype(np.int64) - 1]
-    y = np.where(labels > 0, 1.0, -1.0)
-    if loss == "logistic":
-        return np.logaddexp(0.0, -y * margins)
-    return np.maximum(0.0, 1.0 - y * margins)
+    if spec.labels == "binary":
+        labels = np.where(labels > 0, 1.0, -1.0)
+    scores = predictions if spec.clamps else margins
+    out = np.empty(len(labels))
+    contiguous = functools.partial(np.ascontiguousarray, dtype=np.float64)
+    batch_losses(spec.code, contiguous(scores), contiguous(labels), float(parameter), out)
+    return out
 
 
 class Evaluation:
@@ -97,10 +115,21 @@ class Evaluation:
     ``loss`` the log loss and ``mse`` the multiclass Brier score.
     """
 
-    def __init__(self, loss: str, *, threshold: float = 0.0, label_range: tuple[float, float] = (0.0, 0.0)):
+    def __init__(
+        self,
+        loss: str,
+        *,
+        threshold: float = 0.0,
+        label_range: tuple[float, float] = (0.0, 0.0),
+        parameter: float = 0.0,
+    ):
         self.loss = loss
+        self.spec = loss_spec(loss)
+        self.parameter = parameter
         self.threshold = threshold
         self.label_range = label_range
+        # The loss's own metrics (loss_specs.LossSpec.metrics): importance-weighted sums.
+        self.metric_sums = {name: 0.0 for name in self.spec.metrics}
         self.examples = 0
         self.weight = 0.0
         self.loss_sum = 0.0
@@ -123,10 +152,13 @@ class Evaluation:
     def for_model(cls, model: Model) -> Evaluation:
         low = float(model.metadata.get("label_min", 0.0))
         high = float(model.metadata.get("label_max", 0.0))
-        # Squared loss on binary labels: the midpoint of the label range
+        # A regression on binary labels: the midpoint of the label range
         # separates the classes (0 for -1/+1 labels, 0.5 for 0/1 labels).
-        threshold = 0.5 * (low + high) if model.config.loss == "squared" else 0.0
-        return cls(model.config.loss, threshold=threshold, label_range=(low, high))
+        regression = not loss_spec(model.config.loss).classes
+        threshold = 0.5 * (low + high) if regression else 0.0
+        return cls(
+            model.config.loss, threshold=threshold, label_range=(low, high), parameter=model.config.loss_parameter
+        )
 
     def add(self, labels: np.ndarray, margins: np.ndarray, weights: np.ndarray | None = None) -> Evaluation:
         """Add a batch's labels and margins (raw scores)."""
@@ -134,21 +166,23 @@ class Evaluation:
         margins = np.asarray(margins, dtype=np.float64)
         weights = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
         predictions = finalize_predictions(self.loss, margins, *self.label_range)
-        if self.loss == "softmax":
+        if self.spec.labels == "multiclass":
             return self._add_multiclass(labels, margins, predictions, weights)
         self.examples += len(labels)
         self.weight += float(weights.sum())
-        self.loss_sum += float(weights @ pointwise_loss(self.loss, labels, margins, predictions))
-        if self.loss == "logistic":
+        self.loss_sum += float(weights @ pointwise_loss(self.loss, labels, margins, predictions, self.parameter))
+        if self.spec.probability:  # the probability of the positive class, against 0 or 1
             target = (labels > 0).astype(np.float64)
-        elif self.loss == "hinge":
+        elif self.spec.classes:
             target = np.where(labels > 0, 1.0, -1.0)
         else:
             target = labels
         self.squared_error_sum += float(weights @ (predictions - target) ** 2)
+        for name in self.metric_sums:
+            self.metric_sums[name] += float(weights @ METRICS[name](labels, predictions))
         self.binary = self.binary and bool(np.isin(labels, (-1.0, 0.0, 1.0)).all())
         if self.binary:
-            scores = predictions if self.loss == "squared" else margins
+            scores = margins if self.spec.classes else predictions
             positive = labels > 0
             wrong = (scores > self.threshold) != positive
             self.error_sum += float(weights @ wrong)
@@ -233,6 +267,8 @@ class Evaluation:
             self.loss_sum += other.loss_sum
             self.squared_error_sum += other.squared_error_sum
             self.error_sum += other.error_sum
+            for name in self.metric_sums:
+                self.metric_sums[name] += other.metric_sums[name]
             self.binary = self.binary and other.binary
             if self.binary:
                 for part in [(other.scores, other.positive, other.negative)] + other._pending:
@@ -264,11 +300,12 @@ class Evaluation:
         """The metrics as a plain dict (JSON-ready)."""
         weight = self.weight if self.weight > 0 else float("nan")
         mse = self.squared_error_sum / weight
-        classified = self.binary or self.loss == "softmax"
+        classified = self.binary or self.spec.labels == "multiclass"
         return {
             "examples": self.examples,
             "loss": self.loss_sum / weight,
             "error": self.error_sum / weight if classified else mse,
             "auc": self.auc(),
             "mse": mse,
+            **{name: total / weight for name, total in self.metric_sums.items()},
         }

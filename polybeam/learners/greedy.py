@@ -1,8 +1,8 @@
 """Greedy steps of greedy step averaging (GSA; Zhang, Yao and Tian).
 
 For one example, the *greedy step* is the step size that, taken along the
-example's own gradient, would fit that example: squared loss reaches the label,
-hinge loss the margin 1, logistic and softmax loss move the probability of the
+example's own gradient, would fit that example: squared and quantile loss reach
+the label, hinge loss the margin 1, logistic and softmax loss move the probability of the
 true class to ``target`` (p_hat, 0.95 by default; a probability of 1 is never
 reached). GSA then steps with the running mean of all greedy steps so far, so no
 learning rate is needed. All steps here are in the units of our gradients
@@ -23,7 +23,7 @@ import math
 import numba
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.losses import HINGE, LOGISTIC, SQUARED, loss_derivative
+from polybeam.learners.losses import HINGE, LOGISTIC, QUANTILE, SQUARED, loss_derivative
 
 E = math.e
 
@@ -44,19 +44,24 @@ def sigmoid(z):
 
 
 @numba.njit(cache=True)
-def greedy_step(loss, p, y, xx, target, exact):
-    """The greedy step of one example with score ``p``, label ``y`` and ``xx = x . x``."""
+def greedy_step(loss, p, y, xx, target, exact, parameter=0.0):
+    """The greedy step of one example with score ``p``, label ``y`` and ``xx = x . x`` (``parameter``: the
+    loss's number, quantile's tau)."""
     if not xx > 0.0:
         return 0.0
     if loss == SQUARED:
         # p - step * 2 (p - y) * xx = y
         return _clean(1.0 / (2.0 * xx))
+    if loss == QUANTILE:
+        # p - step * loss' * xx = y (Poisson loss has no greedy step: loss_specs.LossSpec.greedy)
+        gradient = loss_derivative(loss, p, y, parameter)
+        return _clean((p - y) / gradient / xx) if gradient != 0.0 else 0.0
     if loss == HINGE:
         margin = 1.0 - y * p
         return _clean(margin / xx) if margin > 0.0 else 0.0
     if exact:
         # Section 3.2: the step that puts the score exactly at +-logit(target).
-        gradient = loss_derivative(LOGISTIC, p, y)
+        gradient = loss_derivative(LOGISTIC, p, y, 0.0)
         if gradient == 0.0:
             return 0.0
         goal = y * math.log(target / (1.0 - target))

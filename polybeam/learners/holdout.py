@@ -197,7 +197,7 @@ def model_loss_sum(model: Model, batch: ExampleBatch) -> float:
     margins = model.margins(batch)
     low, high = float(model.metadata.get("label_min", 0.0)), float(model.metadata.get("label_max", 0.0))
     predictions = finalize_predictions(model.config.loss, margins, low, high)
-    losses = pointwise_loss(model.config.loss, batch.labels, margins, predictions)
+    losses = pointwise_loss(model.config.loss, batch.labels, margins, predictions, model.config.loss_parameter)
     return float(np.dot(batch.weights, losses))
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from polybeam.learners import kernels, sparsity
-from polybeam.learners.losses import LOGISTIC, LOSS_CODES, SOFTMAX  # noqa: F401  (LOGISTIC: the doctest)
+from polybeam.learners.loss_specs import LOGISTIC, loss_spec  # noqa: F401  (LOGISTIC: the doctest)
 
 if TYPE_CHECKING:
     from polybeam.learners.config import LearnerConfig
@@ -33,11 +33,14 @@ if TYPE_CHECKING:
 class KernelSettings(NamedTuple):
     """What a learning kernel needs of a :class:`~polybeam.learners.config.LearnerConfig`, as numbers.
 
-    The softmax kernel reads every field but ``loss``, ``safe_updates``, ``gsa_exact`` and
-    ``scale_labels`` (its loss is fixed, its updates plain).
+    The softmax kernel reads every field but ``loss``, ``safe_updates``, ``gsa_exact``,
+    ``scale_labels`` and the loss's switches (its loss is fixed, its updates plain).
     """
 
-    loss: int  # polybeam.learners.losses' code (SOFTMAX for the softmax kernel)
+    loss: int  # the loss's code (polybeam.learners.loss_specs; SOFTMAX for the softmax kernel)
+    loss_parameter: float  # the loss's number (quantile's tau), else 0
+    binary_labels: bool  # labels are two classes, read as -1 (0 or below) and +1
+    clamps: bool  # predictions are clamped to the range of labels seen
     step: int  # polybeam.learners.kernels' step rule code
     learning_rate: float  # eta of the rules that take one (0 for GSA's and the inverse rule)
     power_t: float
@@ -56,8 +59,12 @@ class KernelSettings(NamedTuple):
     @classmethod
     def from_config(cls, config: LearnerConfig) -> KernelSettings:
         """The settings of ``config``, each field cast to its one type."""
+        spec = loss_spec(config.loss)
         return cls(
-            loss=SOFTMAX if config.loss == "softmax" else LOSS_CODES[config.loss],
+            loss=spec.code,
+            loss_parameter=float(config.loss_parameter),
+            binary_labels=spec.labels == "binary",
+            clamps=spec.clamps,
             step=kernels.STEP_RULE_CODES[config.step],
             learning_rate=float(config.learning_rate or 0.0),
             power_t=float(config.power_t),

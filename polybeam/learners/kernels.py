@@ -25,7 +25,7 @@ import numpy as np
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.greedy import greedy_step
-from polybeam.learners.losses import SQUARED, loss_derivative, loss_value, plain_update, safe_update
+from polybeam.learners.losses import loss_derivative, loss_value, plain_update, safe_update
 from polybeam.learners.sparsity import (
     CUMULATIVE,
     SUBGRADIENT,
@@ -273,6 +273,9 @@ def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, 
     gsa_target = settings.gsa_target
     gsa_exact = settings.gsa_exact
     scale_labels = settings.scale_labels
+    parameter = settings.loss_parameter
+    binary_labels = settings.binary_labels
+    clamps = settings.clamps
     n = labels.shape[0]
     adaptive = step == ADAPTIVE
     # GSA learns in normalised feature space: x_j / N_j, with N_j the largest |x_j| so far.
@@ -297,7 +300,7 @@ def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, 
         stop = indptr[i + 1]
         first = start - 1 if bias else start
         importance = importances[i]
-        y = labels[i] if loss == SQUARED else binary_label(labels[i])
+        y = binary_label(labels[i]) if binary_labels else labels[i]
 
         # One pass over the features: pay pending truncation (lazy sparsity),
         # compute the margin and, for GSA, x . x (normalised: observing each
@@ -457,31 +460,32 @@ def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, 
             k = grown_at[c]
             raw[indices[k] if k >= start else 0] *= grown_by[c]
         p = bounded(scale * margin)
-        if loss == SQUARED:
+        if clamps:
             stats[LABEL_MIN] = min(stats[LABEL_MIN], y)
             stats[LABEL_MAX] = max(stats[LABEL_MAX], y)
             p = min(max(p, stats[LABEL_MIN]), stats[LABEL_MAX])
         stats[EXAMPLES] += 1.0
         stats[WEIGHT_SUM] += importance
-        stats[LOSS_SUM] += importance * loss_value(loss, p, y)
+        stats[LOSS_SUM] += importance * loss_value(loss, p, y, parameter)
         stats[LIFETIME_EXAMPLES] += 1.0
         t_before = stats[TIME]
         stats[TIME] += importance
 
         label_spread = 1.0
-        if scale_labels and loss == SQUARED and importance > 0.0:
+        if scale_labels and importance > 0.0:
             shift, label_spread = count_label(stats, y, importance)
             if bias and shift != 0.0:
                 # The mean is the intercept of centred features' least-squares fit: the bias need not
                 # travel there in steps (adaptive ones move it by about eta each, whatever the unit).
                 raw[0] += shift / stats[SCALE]
                 p = min(max(p + shift, stats[LABEL_MIN]), stats[LABEL_MAX])
-        gradient = loss_derivative(loss, p, y) if importance > 0.0 else 0.0
+        gradient = loss_derivative(loss, p, y, parameter) if importance > 0.0 else 0.0
         if step == GSA and importance > 0.0:
             if xx > 0.0:
                 # Capped: a huge importance times a huge step (x.x near 0) must not make the mean infinite.
                 stats[GREEDY_SUM] = min(
-                    stats[GREEDY_SUM] + importance * greedy_step(loss, p, y, xx, gsa_target, gsa_exact), MAX_MAGNITUDE
+                    stats[GREEDY_SUM] + importance * greedy_step(loss, p, y, xx, gsa_target, gsa_exact, parameter),
+                    MAX_MAGNITUDE,
                 )
                 stats[GREEDY_WEIGHT] += importance
         eta_t = base_step(step, eta, power_t, l2, t_before, importance, stats)
@@ -498,9 +502,9 @@ def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, 
             multiplier = 1.0
             ppu = min(plain_ppu, MAX_MAGNITUDE)
             if safe:
-                update = safe_update(loss, p, y, eta_t * importance, ppu)
+                update = safe_update(loss, p, y, eta_t * importance, ppu, parameter)
             else:
-                update = plain_update(loss, p, y, eta_t * importance)
+                update = plain_update(loss, p, y, eta_t * importance, parameter)
         elif gradient != 0.0 and eta_t > 0.0:
             # Per-feature rates (position 0 of ``rates`` is ``first``) and ppu;
             # adaptive rates depend on this example's gradient, and a grown
@@ -546,9 +550,9 @@ def learn_batch(labels, importances, indptr, indices, values, raw, sum_sq_grad, 
             multiplier = normalised_multiplier(stats, adaptive, normalized)
             ppu = min(ppu * multiplier, MAX_MAGNITUDE)
             if safe:
-                update = safe_update(loss, p, y, eta_t * importance, ppu)
+                update = safe_update(loss, p, y, eta_t * importance, ppu, parameter)
             else:
-                update = plain_update(loss, p, y, eta_t * importance)
+                update = plain_update(loss, p, y, eta_t * importance, parameter)
         multiplier = normalised_multiplier(stats, adaptive, normalized)
 
         if l2 > 0.0 and importance > 0.0:

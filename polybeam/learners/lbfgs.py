@@ -58,8 +58,9 @@ import numpy as np
 import scipy.sparse
 
 from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.loss_specs import loss_spec, losses_where
+from polybeam.learners.losses import batch_derivatives, batch_losses
 
-LOSSES = ("logistic", "squared", "softmax")
 # Pairs (s, y) the L-BFGS two-loop recursion keeps: each pair costs two dense weight vectors (the state
 # that travels between passes holds 20 of them: 40 MB at 18 bits). Warm-started from 64 workers' average
 # on the averaging benchmark, the objective after 40 passes was 1.0047 times scikit-learn's optimum
@@ -70,8 +71,9 @@ SUFFICIENT_DECREASE = 1e-4
 
 
 def check_loss(loss: str) -> None:
-    if loss not in LOSSES:
-        raise ValueError(f"the L-BFGS finishing stage needs a differentiable loss ({', '.join(LOSSES)}); got {loss!r}")
+    if not loss_spec(loss).finishing:
+        smooth = ", ".join(losses_where(finishing=True))
+        raise ValueError(f"the L-BFGS finishing stage needs a differentiable loss ({smooth}); got {loss!r}")
 
 
 def design_matrix(batch: ExampleBatch, slots: int) -> scipy.sparse.csr_matrix:
@@ -106,20 +108,26 @@ class LossGradient:
         return cls(0.0, np.zeros(shape), np.zeros(shape))
 
     @classmethod
-    def of(cls, weights: np.ndarray, batches: Iterable[ExampleBatch], loss: str, bias: bool) -> LossGradient:
+    def of(
+        cls, weights: np.ndarray, batches: Iterable[ExampleBatch], loss: str, bias: bool, parameter: float = 0.0
+    ) -> LossGradient:
         total = cls.zero(weights.shape)
         for batch in batches:
-            total.add(weights, batch, loss, bias)
+            total.add(weights, batch, loss, bias, parameter)
         return total
 
-    def add(self, weights: np.ndarray, batch: ExampleBatch, loss: str, bias: bool) -> LossGradient:
-        """Add the examples of ``batch`` at ``weights`` (shape (slots, outputs); softmax: one column per class)."""
+    def add(
+        self, weights: np.ndarray, batch: ExampleBatch, loss: str, bias: bool, parameter: float = 0.0
+    ) -> LossGradient:
+        """Add the examples of ``batch`` at ``weights`` (shape (slots, outputs); softmax: one column per
+        class). ``parameter``: the loss's number (see ``LearnerConfig.loss_parameter``)."""
         check_loss(loss)
         if len(batch) == 0:
             return self
         matrix = design_matrix(batch, weights.shape[0])
         importance = batch.weights
-        if loss == "softmax":
+        spec = loss_spec(loss)
+        if spec.labels == "multiclass":
             scores = _margins(matrix, weights, bias)
             scores = scores - scores.max(axis=1, keepdims=True)
             log_norm = np.log(np.exp(scores).sum(axis=1))
@@ -130,19 +138,14 @@ class LossGradient:
             second = derivative * (1.0 - derivative)
             derivative[rows, truth] -= 1.0
         else:
-            margins = _margins(matrix, weights[:, 0], bias)
-            if loss == "logistic":
-                labels = np.where(batch.labels > 0, 1.0, -1.0)
-                z = labels * margins
-                self.loss += float(importance @ np.logaddexp(0.0, -z))
-                flip = _sigmoid(-z)
-                derivative = (-labels * flip)[:, None]
-                second = (flip * (1.0 - flip))[:, None]
-            else:
-                residual = margins - batch.labels
-                self.loss += float(importance @ (residual * residual))
-                derivative = (2.0 * residual)[:, None]
-                second = np.full((len(batch), 1), 2.0)
+            # The learner's own arithmetic (polybeam.learners.losses), on the unclamped margins.
+            margins = np.ascontiguousarray(_margins(matrix, weights[:, 0], bias), dtype=np.float64)
+            labels = np.where(batch.labels > 0, 1.0, -1.0) if spec.labels == "binary" else batch.labels
+            labels = np.ascontiguousarray(labels, dtype=np.float64)
+            values, derivative, second = (np.empty((len(batch), 1)) for _ in range(3))
+            batch_losses(spec.code, margins, labels, parameter, values[:, 0])
+            batch_derivatives(spec.code, margins, labels, parameter, derivative[:, 0], second[:, 0])
+            self.loss += float(importance @ values[:, 0])
         derivative *= importance[:, None]
         second *= importance[:, None]
         self.gradient += matrix.T @ derivative
@@ -164,10 +167,6 @@ class LossGradient:
             self.weight += other.weight
             self.examples += other.examples
         return self
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -z))
 
 
 def regularised(total: LossGradient, weights: np.ndarray, l2: float, bias: bool) -> tuple[float, np.ndarray]:
@@ -345,7 +344,7 @@ def held_out_losses(model, held: ExampleBatch, weights: np.ndarray | None = None
         margins = _margins(matrix, weights if weights.shape[1] > 1 else weights[:, 0], model.config.bias)
     low, high = float(model.metadata.get("label_min", 0.0)), float(model.metadata.get("label_max", 0.0))
     predictions = finalize_predictions(model.config.loss, margins, low, high)
-    return pointwise_loss(model.config.loss, held.labels, margins, predictions)
+    return pointwise_loss(model.config.loss, held.labels, margins, predictions, model.config.loss_parameter)
 
 
 @dataclasses.dataclass
@@ -375,7 +374,7 @@ class PassSums:
         train = batch if not held_rows.any() else batch.take(~held_rows)
         expanded = model_features(model, train)
         for total, point in zip(self.totals, points):
-            total.add(point, expanded, model.config.loss, model.config.bias)
+            total.add(point, expanded, model.config.loss, model.config.bias, model.config.loss_parameter)
         if held_rows.any():
             held = batch.take(held_rows)
             expanded_held = model_features(model, held)

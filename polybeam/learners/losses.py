@@ -11,12 +11,24 @@ solve ``dp/dh = -ppu * dloss/dp`` for ``h`` from 0 to ``scale``.
 
 Conventions: squared loss is ``(p - y)**2`` (derivative ``2 (p - y)``), as VW
 reports it; logistic is ``log(1 + exp(-y p))`` and hinge ``max(0, 1 - y p)`` with
-``y`` in {-1, +1}.
+``y`` in {-1, +1}; quantile (pinball) loss is ``tau (y - p)`` above the prediction
+and ``(1 - tau) (p - y)`` below it; Poisson loss, on a log-mean ``p`` and a count
+``y >= 0``, is ``exp(p) - y p`` less its least value ``y - y log y``, so that it is
+0 at ``p = log y`` and twice it is the Poisson deviance. ``parameter`` is the
+loss's number (quantile's tau; ignored by the others).
 
->>> round(float(loss_value(LOGISTIC, 0.0, 1.0)), 6)
+Which losses exist, and what the rest of polybeam knows of each, is the table
+in :mod:`polybeam.learners.loss_specs`; a new loss adds its code there and its
+arithmetic to each function here.
+
+>>> round(float(loss_value(LOGISTIC, 0.0, 1.0, 0.0)), 6)
 0.693147
->>> float(safe_update(SQUARED, 0.0, 1.0, 1e9, 1.0))   # never past the label
+>>> float(safe_update(SQUARED, 0.0, 1.0, 1e9, 1.0, 0.0))   # never past the label
 1.0
+>>> round(float(loss_value(POISSON, math.log(3.0), 3.0, 0.0)), 12)   # 0 at the mean
+0.0
+>>> float(safe_update(QUANTILE, 0.0, 2.0, 1e9, 1.0, 0.9))   # never past the label either
+2.0
 """
 
 from __future__ import annotations
@@ -26,14 +38,18 @@ import math
 import numba
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners.loss_specs import (  # noqa: F401  (the codes: re-exported)
+    HINGE,
+    LOGISTIC,
+    MAX_LOG_MEAN,
+    POISSON,
+    QUANTILE,
+    SOFTMAX,
+    SQUARED,
+)
 
-SQUARED = 0
-LOGISTIC = 1
-HINGE = 2
-LOSS_CODES = {"squared": SQUARED, "logistic": LOGISTIC, "hinge": HINGE}
 # Softmax's log loss lives in its own kernel (polybeam.learners.softmax), not in the functions below:
 # its code only completes the kernels' settings (polybeam.learners.kernel_settings).
-SOFTMAX = 3
 
 # Below this total step the flow and a straight gradient step agree to ~1e-12,
 # and the closed forms would lose precision to cancellation.
@@ -49,18 +65,29 @@ def log1pexp(z):
 
 
 @numba.njit(cache=True)
-def loss_value(loss, p, y):
+def _mean(p):
+    """A Poisson log-mean's mean, exp(p), finite."""
+    return math.exp(min(p, MAX_LOG_MEAN))
+
+
+@numba.njit(cache=True)
+def loss_value(loss, p, y, parameter):
     """The loss of prediction ``p`` on label ``y``."""
     if loss == SQUARED:
         return (p - y) * (p - y)
     if loss == LOGISTIC:
         return log1pexp(-y * p)
+    if loss == QUANTILE:
+        return parameter * (y - p) if y >= p else (1.0 - parameter) * (p - y)
+    if loss == POISSON:
+        least = y - y * math.log(y) if y > 0.0 else 0.0
+        return _mean(p) - y * p - least
     margin = 1.0 - y * p
     return margin if margin > 0.0 else 0.0
 
 
 @numba.njit(cache=True)
-def loss_derivative(loss, p, y):
+def loss_derivative(loss, p, y, parameter):
     """d loss / d p."""
     if loss == SQUARED:
         return 2.0 * (p - y)
@@ -71,7 +98,26 @@ def loss_derivative(loss, p, y):
             e = math.exp(-z)
             return -y * e / (1.0 + e)
         return -y / (1.0 + math.exp(z))
+    if loss == QUANTILE:
+        if y > p:
+            return -parameter
+        return 1.0 - parameter if y < p else 0.0
+    if loss == POISSON:
+        return _mean(p) - y
     return -y if y * p < 1.0 else 0.0
+
+
+@numba.njit(cache=True)
+def loss_curvature(loss, p, y, parameter):
+    """d^2 loss / d p^2 (0 where the loss is piecewise linear): the L-BFGS stage's preconditioner."""
+    if loss == SQUARED:
+        return 2.0
+    if loss == LOGISTIC:
+        flip = 1.0 / (1.0 + math.exp(min(y * p, MAX_LOG_MEAN)))
+        return flip * (1.0 - flip)
+    if loss == POISSON:
+        return _mean(p)
+    return 0.0
 
 
 @numba.njit(cache=True)
@@ -122,7 +168,26 @@ def _logistic_flow(z0, c):
 
 
 @numba.njit(cache=True)
-def safe_update(loss, p, y, scale, ppu):
+def _poisson_flow(p, y, c):
+    """Change of the log-mean ``p`` along the Poisson flow dp/dh = y - exp(p) for a length ``c``.
+
+    In ``u = exp(-p)`` the flow is linear, du/dh = 1 - y u, whence (y > 0)
+    ``c y - log(1 + exp(p) (exp(c y) - 1) / y)``, which tends to ``log y - p``
+    (the optimum) and never passes it; and (y = 0) ``-log(1 + c exp(p))``.
+    The logarithm of the sum is taken from logarithms, so neither term overflows.
+    """
+    if y <= 0.0:
+        log_term = min(p, MAX_LOG_MEAN) + math.log(c)
+        return -log1pexp(log_term)
+    cy = c * y
+    # log(exp(cy) - 1), accurate for small and large cy.
+    log_grown = math.log(math.expm1(cy)) if cy < 30.0 else cy + math.log1p(-math.exp(-cy))
+    log_term = min(p, MAX_LOG_MEAN) - math.log(y) + log_grown
+    return cy - log1pexp(log_term)
+
+
+@numba.njit(cache=True)
+def safe_update(loss, p, y, scale, ppu, parameter):
     """Change of ``p`` per unit of ``ppu`` after a gradient flow of length ``scale``.
 
     The weights then move by ``update * rate_i * x_i``, which changes the
@@ -130,11 +195,20 @@ def safe_update(loss, p, y, scale, ppu):
     """
     flow = scale * ppu
     if flow < _TINY_STEP:
-        return -scale * loss_derivative(loss, p, y)
+        return -scale * loss_derivative(loss, p, y, parameter)
     if loss == SQUARED:
         return (y - p) * -math.expm1(-2.0 * flow) / ppu
     if loss == LOGISTIC:
         return y * _logistic_flow(y * p, flow) / ppu
+    if loss == QUANTILE:
+        # The flow moves p toward y at a constant speed and stops there (VW's quantile update).
+        if y > p:
+            return min(parameter * scale, (y - p) / ppu)
+        if y < p:
+            return max(-(1.0 - parameter) * scale, (y - p) / ppu)
+        return 0.0
+    if loss == POISSON:
+        return _poisson_flow(p, y, flow) / ppu
     margin = 1.0 - y * p
     if margin <= 0.0:
         return 0.0
@@ -142,6 +216,22 @@ def safe_update(loss, p, y, scale, ppu):
 
 
 @numba.njit(cache=True)
-def plain_update(loss, p, y, scale):
+def plain_update(loss, p, y, scale, parameter):
     """The straight gradient step, in the same units as :func:`safe_update`."""
-    return -scale * loss_derivative(loss, p, y)
+    return -scale * loss_derivative(loss, p, y, parameter)
+
+
+@numba.njit(cache=True)
+def batch_losses(loss, predictions, labels, parameter, out):
+    """``out[i]`` = the loss of ``predictions[i]`` (margins, clamped where the loss clamps) on ``labels[i]``
+    (binary labels as -1/+1): evaluation's per-example losses, by the learner's own arithmetic."""
+    for i in range(labels.shape[0]):
+        out[i] = loss_value(loss, predictions[i], labels[i], parameter)
+
+
+@numba.njit(cache=True)
+def batch_derivatives(loss, margins, labels, parameter, derivative, curvature):
+    """Each example's loss derivative and curvature at its margin (the L-BFGS stage's gradient)."""
+    for i in range(labels.shape[0]):
+        derivative[i] = loss_derivative(loss, margins[i], labels[i], parameter)
+        curvature[i] = loss_curvature(loss, margins[i], labels[i], parameter)

@@ -63,6 +63,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion
 from polybeam.learners.hashing import BIAS_SLOT
 from polybeam.learners.key_spec import KeySpec
+from polybeam.learners.loss_specs import MAX_LOG_MEAN, loss_spec
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.multitask import SharedKeys, cross_batch, key_hashes
 from polybeam.learners.softmax import predict_batch_softmax
@@ -90,18 +91,21 @@ def softmax_probabilities(scores: np.ndarray) -> np.ndarray:
 
 
 def finalize_predictions(loss: str, margins: np.ndarray, label_min: float, label_max: float) -> np.ndarray:
-    """Turn margins into predictions in the label's units.
+    """Turn margins into predictions in the label's units, by the loss's link (``loss_specs``).
 
-    Squared loss clamps to the range of training labels (as VW does), logistic
-    gives the probability of the positive class, hinge the margin itself and
-    softmax the probability of every class (n x K).
+    Squared and quantile loss clamp to the range of training labels (as VW does),
+    logistic gives the probability of the positive class, hinge the margin itself,
+    softmax the probability of every class (n x K) and Poisson the mean, exp(margin).
     """
-    if loss == "squared":
-        return np.clip(margins, label_min, label_max) if label_max > label_min else margins
-    if loss == "logistic":
+    spec = loss_spec(loss)
+    if spec.clamps and label_max > label_min:
+        margins = np.clip(margins, label_min, label_max)
+    if spec.link == "sigmoid":
         return 0.5 * (1.0 + np.tanh(0.5 * margins))  # the logistic sigmoid, without overflow
-    if loss == "softmax":
+    if spec.link == "softmax":
         return softmax_probabilities(margins)
+    if spec.link == "exp":
+        return np.exp(np.minimum(margins, MAX_LOG_MEAN))
     return margins
 
 
@@ -275,8 +279,8 @@ class Model:
         return names[class_id - 1] if names else str(class_id)
 
     def predict(self, batch: ExampleBatch, keys=None) -> np.ndarray:
-        """Predictions: clamped values (squared), P(y = +1) (logistic), margins (hinge),
-        or class probabilities (softmax, n x K). ``keys``: see :meth:`margins`."""
+        """Predictions: clamped values (squared, quantile), P(y = +1) (logistic), margins (hinge), class
+        probabilities (softmax, n x K) or means (Poisson). ``keys``: see :meth:`margins`."""
         return finalize_predictions(
             self.config.loss,
             self.margins(batch, keys),
@@ -410,8 +414,12 @@ class Model:
         info = self.summary_dict(top)
         loss = info["progressive_loss"]
         config = self.config
-        lines = [f"polybeam {info['kind']} model: loss={info['loss']} step={info['step']} bits={info['bits']}"]
-        if config.loss == "softmax":
+        parameter = loss_spec(config.loss).parameter
+        loss_name = (
+            info["loss"] if parameter is None else f"{info['loss']} ({parameter.name} {config.loss_parameter:g})"
+        )
+        lines = [f"polybeam {info['kind']} model: loss={loss_name} step={info['step']} bits={info['bits']}"]
+        if config.outputs > 1:
             named = f" ({', '.join(config.class_names)})" if config.class_names else ""
             lines.append(f"classes: {config.classes}{named}")
         if config.sparsity != "none":

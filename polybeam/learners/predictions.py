@@ -6,14 +6,15 @@ from Python) writes one of:
 * ``label``: the class -- by name when the model has class names (softmax, or
   a binary model's two: the positive one where the margin is above 0, as
   ``evaluate`` counts errors and scikit-learn's ``predict`` decides; without
-  names -1 and 1) -- or, for squared loss, the value (clamped to the training labels' range, as
-  :meth:`~polybeam.learners.model.Model.predict` does);
+  names -1 and 1) -- or, for a regression, the value: clamped to the training
+  labels' range (squared and quantile loss), the mean exp(margin) (Poisson), as
+  :meth:`~polybeam.learners.model.Model.predict` gives it;
 * ``probability``: P(positive) for logistic loss, the probability of every
-  class for softmax (one column per class); squared and hinge loss have none;
+  class for softmax (one column per class); the other losses have none;
 * ``score``: the raw margin ``w . x + b`` (one per class for softmax).
 
-Left out (None), predict writes what it always has: the probability for
-logistic loss, the score for hinge loss and the label otherwise.
+Left out (None), predict writes the loss's default (``LossSpec.prediction``): the
+probability for logistic loss, the score for hinge loss and the label otherwise.
 
 >>> import numpy as np
 >>> from polybeam.learners.config import LearnerConfig
@@ -36,12 +37,13 @@ from __future__ import annotations
 import numpy as np
 
 from polybeam.learners.choices import PREDICTION_KINDS
+from polybeam.learners.loss_specs import LOSS_SPECS, loss_spec, losses_where
 from polybeam.learners.model import finalize_predictions
 
 # What predict writes when not told (what it always wrote): per loss.
-DEFAULT_KINDS = {"logistic": "probability", "hinge": "score", "squared": "label", "softmax": "label"}
+DEFAULT_KINDS = {name: spec.prediction for name, spec in LOSS_SPECS.items()}
 # Losses whose predictions are probabilities.
-PROBABILISTIC = ("logistic", "softmax")
+PROBABILISTIC = losses_where(probability=True)
 # The negative and positive labels a binary model writes when it names no classes: the loss's own targets
 # (labels 0 and 1, or -1 and 1, are read as they are and recorded without names; see docs/input-contract.md).
 BINARY_LABELS = ("-1", "1")
@@ -61,7 +63,7 @@ def check_kind(kind: str | None, loss: str) -> str:
         raise ValueError(f"predictions must be one of {', '.join(PREDICTION_KINDS)}, got {kind!r}")
     if kind == "probability" and loss not in PROBABILISTIC:
         raise ValueError(
-            f"probabilities need a model of logistic or softmax loss; this model's loss is {loss}: "
+            f"probabilities need a model of {' or '.join(PROBABILISTIC)} loss; this model's loss is {loss}: "
             "write its label or score (--predictions label or score)"
         )
     return kind
@@ -76,14 +78,14 @@ def binary_labels(config) -> tuple[str, str]:
     """The ``(negative, positive)`` labels a binary model (logistic, hinge) writes: its two class names (the
     training labels' own, such as ``no``/``yes`` or ``1``/``2``), else ``-1`` and ``1``."""
     names = tuple(config.class_names)
-    return (names[0], names[1]) if len(names) == 2 and config.loss in ("logistic", "hinge") else BINARY_LABELS
+    return (names[0], names[1]) if len(names) == 2 and loss_spec(config.loss).labels == "binary" else BINARY_LABELS
 
 
 def prediction_columns(config, kind: str | None) -> tuple[str, ...]:
     """The header of the prediction column(s): ``prediction``, or for a softmax model's probabilities or
     scores one column per class, ``probability:NAME`` or ``score:NAME``."""
     kind = check_kind(kind, config.loss)
-    if config.loss == "softmax" and kind in ("probability", "score"):
+    if config.outputs > 1 and kind in ("probability", "score"):
         return tuple(f"{kind}:{name}" for name in class_names(config))
     return ("prediction",)
 
@@ -97,10 +99,11 @@ def values_of(config, margins: np.ndarray, kind: str | None, *, binary: tuple[st
         return margins
     if kind == "probability":
         return finalize_predictions(config.loss, margins, *label_range)
-    if config.loss == "softmax":
+    labels = loss_spec(config.loss).labels
+    if labels == "multiclass":
         names = np.array(class_names(config), dtype=object)
         return names[np.argmax(margins, axis=1)]
-    if config.loss in ("logistic", "hinge"):
+    if labels == "binary":
         return np.where(margins > 0, binary[1], binary[0]).astype(object)
     return finalize_predictions(config.loss, margins, *label_range)
 

@@ -43,7 +43,8 @@ from polybeam.learners import (
     kernels,
 )
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.losses import LOSS_CODES, SQUARED, loss_derivative
+from polybeam.learners.loss_specs import loss_spec
+from polybeam.learners.losses import loss_derivative
 from polybeam.learners.softmax import predict_batch_softmax
 
 PRIOR = 10.0
@@ -64,20 +65,20 @@ def accumulate(indptr, indices, values, residuals_squared, weights, sum_r2x2, su
 
 
 @numba.njit(cache=True)
-def binary_residuals_squared(margins, labels, loss, low, high, out):
+def binary_residuals_squared(margins, labels, loss, parameter, binary, clamps, low, high, out):
     """``(d loss / d p)^2`` at each example's prediction.
 
-    Squared loss clamps the prediction to the range of labels seen, the
-    example's own label included, as the learner's kernel does.
+    A loss that clamps (squared loss) clamps the prediction to the range of labels seen, the
+    example's own label included, as the learner's kernel does; two classes are read as -1 and +1.
     """
     for row in range(margins.shape[0]):
         p = margins[row]
         y = labels[row]
-        if loss == SQUARED:
+        if clamps:
             p = min(max(p, min(low, y)), max(high, y))
-        else:
+        if binary:
             y = kernels.binary_label(y)
-        g = loss_derivative(loss, p, y)
+        g = loss_derivative(loss, p, y, parameter)
         out[row] = g * g
 
 
@@ -142,7 +143,7 @@ def residuals_squared(learner, batch: ExampleBatch) -> np.ndarray:
     stats = learner.stats_
     scale = stats[kernels.SCALE]
     raw = learner.raw_in_force() if config.sparsity == "cumulative" else learner.raw_
-    if config.loss == "softmax":
+    if config.outputs > 1:
         scores = np.empty((len(batch), config.outputs))
         predict_batch_softmax(batch.indptr, batch.indices, learner.predicted_values(batch), raw, config.bias, scores)
         scores *= scale
@@ -157,5 +158,8 @@ def residuals_squared(learner, batch: ExampleBatch) -> np.ndarray:
     margins *= scale
     low, high = stats[kernels.LABEL_MIN], stats[kernels.LABEL_MAX]
     out = np.empty(len(batch))
-    binary_residuals_squared(margins, batch.labels, LOSS_CODES[config.loss], low, high, out)
+    spec = loss_spec(config.loss)
+    binary_residuals_squared(
+        margins, batch.labels, spec.code, config.loss_parameter, spec.labels == "binary", spec.clamps, low, high, out
+    )
     return out

@@ -60,9 +60,12 @@ from polybeam.learners.choices import (
 )
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.key_spec import KeySpec
+from polybeam.learners.loss_specs import loss_parameters, losses_where
 from polybeam.pipelines.commands import COMMANDS, Use
 
 FORMATS = ("libsvm", "vw", "csv", "parquet")
+# The losses the L-BFGS finishing stage minimises, for the help.
+_SMOOTH = ", ".join(losses_where(finishing=True))
 # How --key names the key of an example: a VW tag, a feature of a VW namespace,
 # a CSV/Parquet column, or the file the example came from.
 
@@ -488,7 +491,23 @@ TABLE = (
         choices=LOSSES,
         config="loss",
         readme="loss (default {default}); logistic/hinge take labels +1/-1 (or 0); softmax takes classes 1..K "
-        "(or names)",
+        "(or names); quantile predicts --quantile-tau's quantile; poisson the mean of counts >= 0 "
+        "(see [Learning](learning.md#losses))",
+    ),
+    # Each loss's number (quantile's tau) is an option of its own, named after its LearnerConfig field.
+    *(
+        Option(
+            parameter.name.replace("_", "-"),
+            _L,
+            "learning",
+            f"{parameter.meaning} (default: {parameter.default:g}; strictly between {parameter.low:g} and "
+            f"{parameter.high:g})",
+            type=float,
+            config=parameter.name,
+            metavar="X",
+            readme=f"{parameter.meaning} (default {parameter.default:g})",
+        )
+        for parameter in loss_parameters()
     ),
     Option(
         "classes",
@@ -613,14 +632,14 @@ TABLE = (
         sets=("center", False),
         readme_with=("no-scale-labels",),
         readme="learn on the raw features instead of centring the features every example has on their running "
-        "means; squared loss: VW's adaptive update exactly, instead of the bias following the labels' running "
+        "means; squared and quantile loss: VW's adaptive update exactly, instead of the bias following the labels' running "
         "mean and steps in units of their running standard deviation",
     ),
     Option(
         "no-scale-labels",
         _L,
         "learning",
-        "squared loss with adaptive steps: VW's update exactly; by default the "
+        "squared and quantile loss with adaptive steps: VW's update exactly; by default the "
         "bias follows the labels' running mean and steps are in units of their running standard deviation, so "
         "that learning does not depend on the labels' offset or unit",
         sets=("scale_labels", False),
@@ -730,14 +749,14 @@ TABLE = (
         "passes",
         "after the online passes, this many passes of L-BFGS over the training data, "
         "warm-started from the averaged model, each summing the loss and gradient across workers (the terascale "
-        "learner's finishing stage; logistic, squared or softmax loss; default: {default}, none)",
+        f"learner's finishing stage; {_SMOOTH} loss; default: {{default}}, none)",
         type=int,
         config="lbfgs_passes",
         metavar="P",
         readme_with=("lbfgs-l2",),
         readme="after the online passes, P passes of L-BFGS over the training examples, warm-started from the "
         "averaged model, each summing the loss and gradient across workers (the terascale learner's finishing "
-        "stage; logistic, squared or softmax loss; one model, not per key); the objective is the summed "
+        f"stage; {_SMOOTH} loss; one model, not per key); the objective is the summed "
         "importance-weighted loss plus L/2 * ||w||^2 without the bias (as `LogisticRegression(C=1/L)`), L chosen "
         "on the holdout (one example in `--holdout-period`) among 0.1, 1 and 10 unless `--lbfgs-l2` gives it; the "
         "model is the point of lowest held-out loss, or the online model when none did better (never worse on the "
@@ -1124,10 +1143,10 @@ TABLE = (
         "predictions",
         _O,
         "output",
-        "what each prediction is: label (the class, by name when the model has class names; for squared "
-        "loss the value), probability (P(positive) for logistic loss; one column per class for softmax) or "
+        "what each prediction is: label (the class, by name when the model has class names; for a regression "
+        "the value), probability (P(positive) for logistic loss; one column per class for softmax) or "
         "score (the raw margin; one column per class for softmax). Default: probability for logistic, score "
-        "for hinge, label for squared and softmax",
+        "for hinge, label otherwise",
         choices=PREDICTION_KINDS,
         readme="what each prediction is: the class or value, the probability (every class for softmax) or the raw "
         "score (default: probability for logistic, score for hinge, label otherwise); see docs/predict.md",

@@ -334,12 +334,11 @@ def input_settings(
         own["timestamp_column"] = timestamp.partition(":")[2]
         unit = settings.timestamp_unit
         own["timestamp_unit"] = None if unit in (None, "s") else unit  # (seconds: recorded as before, not at all)
-    softmax = config.loss == "softmax"
     return read.replace(
         **own,
         bits=config.bits,
         seed=config.seed,
-        classes=config.classes if softmax else 0,
+        classes=config.classes if config.label_kind == "multiclass" else 0,
         class_names=config.class_names,
     )
 

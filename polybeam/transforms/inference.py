@@ -79,8 +79,9 @@ from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.key_spec import KeySpec
+from polybeam.learners.loss_specs import loss_spec
 from polybeam.learners.model import Model
-from polybeam.learners.predictions import model_values
+from polybeam.learners.predictions import PROBABILISTIC, model_values
 from polybeam.selection.anytime import AnytimeModel
 from polybeam.transforms.keyed_files import key_text
 
@@ -298,15 +299,15 @@ def _model_outputs(model: Model, batch: ExampleBatch, output: str | None, keys=N
     if output == "score":
         return model.margins(batch, keys)
     if output == "probability":
-        if loss not in ("logistic", "softmax"):
-            raise InferenceError(f"output='probability' needs a logistic or softmax model; this one is {loss}")
+        if not loss_spec(loss).probability:
+            raise InferenceError(f"output='probability' needs a {' or '.join(PROBABILISTIC)} model; this one is {loss}")
         return model.predict(batch, keys)
     # A label as ``predict --predictions label`` writes it (the positive class where the score is above 0,
-    # a squared model's clamped value); a classifier without class names gives its numbers, not strings.
+    # a regression's value); a classifier without class names gives its numbers, not strings.
     labels = model_values(model, batch, "label", keys=keys)
-    if loss in ("logistic", "hinge", "softmax") and not model.config.class_names:
-        return [int(label) for label in labels]
-    return labels if loss == "squared" else labels.tolist()
+    if not loss_spec(loss).classes:
+        return labels
+    return labels.tolist() if model.config.class_names else [int(label) for label in labels]
 
 
 def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequence, list | None]:

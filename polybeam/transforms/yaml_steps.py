@@ -51,7 +51,9 @@ from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.choices import KEY_MODELS
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.loss_specs import loss_spec
 from polybeam.learners.multitask import SharedKeys
+from polybeam.learners.predictions import PROBABILISTIC
 from polybeam.transforms.dead_letters import WriteDeadLetters
 from polybeam.transforms.evaluate import Evaluate
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
@@ -489,13 +491,13 @@ def _inference_type(model, output: str | None):
     loss = model.config.loss
     if output is not None and output not in OUTPUTS:
         raise ValueError(f"PolybeamRunInference: output must be one of {', '.join(OUTPUTS)}; got {output!r}")
-    if output == "probability" and loss not in ("logistic", "softmax"):
+    if output == "probability" and not loss_spec(loss).probability:
         raise ValueError(
-            f"PolybeamRunInference: output: probability needs a logistic or softmax model; this one is {loss}"
+            f"PolybeamRunInference: output: probability needs a {' or '.join(PROBABILISTIC)} model; this one is {loss}"
         )
-    if output == "label" and loss != "squared":  # (a squared model's label is its clamped value)
+    if output == "label" and loss_spec(loss).classes:  # (a regression's label is its value)
         return str if model.config.class_names else int  # (a binary model's two names, as its labels were)
-    return Sequence[float] if loss == "softmax" else float
+    return Sequence[float] if model.config.outputs > 1 else float
 
 
 def _plain(inference):

@@ -18,23 +18,46 @@ from polybeam.learners.centring import VARIED_BY
 MIN_X2 = 1.1754943508222875e-38
 
 
-def loss_value(loss, p, y):
+def loss_value(loss, p, y, tau=0.5):
     if loss == "squared":
         return (p - y) ** 2
     if loss == "logistic":
         z = -y * p
         return z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+    if loss == "quantile":  # the pinball loss
+        return tau * (y - p) if y >= p else (1.0 - tau) * (p - y)
+    if loss == "poisson":  # exp(p) - y p, less its least value (at p = log y)
+        return math.exp(p) - y * p - (y - y * math.log(y) if y > 0 else 0.0)
     return max(0.0, 1.0 - y * p)
 
 
-def loss_derivative(loss, p, y):
+def loss_derivative(loss, p, y, tau=0.5):
     if loss == "squared":
         return 2.0 * (p - y)
     if loss == "logistic":
         z = y * p
         flip = math.exp(-z) / (1.0 + math.exp(-z)) if z >= 0 else 1.0 / (1.0 + math.exp(z))
         return -y * flip
+    if loss == "quantile":
+        return -tau if y > p else (1.0 - tau if y < p else 0.0)
+    if loss == "poisson":
+        return math.exp(p) - y
     return -y if y * p < 1.0 else 0.0
+
+
+def poisson_flow(p, y, c):
+    """The change of p along dp/dh = y - exp(p) for a length c: classical Runge-Kutta in steps small beside the
+    flow's rate, max(y, exp(p)) (slow and sure, and independent of the kernel's closed form)."""
+    steps = min(max(4000, math.ceil(200 * c * max(y, math.exp(p)))), 2_000_000)
+    h = c / steps
+    start = p
+    for _ in range(steps):
+        k1 = y - math.exp(p)
+        k2 = y - math.exp(p + 0.5 * h * k1)
+        k3 = y - math.exp(p + 0.5 * h * k2)
+        k4 = y - math.exp(p + h * k3)
+        p += h * (k1 + 2 * k2 + 2 * k3 + k4) / 6.0
+    return p - start
 
 
 def logistic_flow(z0, c):
@@ -69,14 +92,20 @@ def logistic_flow(z0, c):
     return max(0.5 * (lo + hi) - z0, 0.0)
 
 
-def safe_update(loss, p, y, scale, ppu):
+def safe_update(loss, p, y, scale, ppu, tau=0.5):
     flow = scale * ppu
     if flow < 1e-9:
-        return -scale * loss_derivative(loss, p, y)
+        return -scale * loss_derivative(loss, p, y, tau)
     if loss == "squared":
         return (y - p) * (1.0 - math.exp(-2.0 * flow)) / ppu
     if loss == "logistic":
         return y * logistic_flow(y * p, flow) / ppu
+    if loss == "quantile":  # p moves toward y at speed tau (or 1 - tau) and stops there
+        speed = tau if y > p else 1.0 - tau
+        moved = min(speed * flow, abs(y - p))
+        return math.copysign(moved, y - p) / ppu if y != p else 0.0
+    if loss == "poisson":
+        return poisson_flow(p, y, flow) / ppu
     if y * p >= 1.0:
         return 0.0
     return y * min(scale, (1.0 - y * p) / ppu)
@@ -92,12 +121,16 @@ def clean(step):
     return step if 0.0 < step < math.inf else 0.0
 
 
-def greedy_step(loss, p, y, xx, target=0.95, exact=False):
-    """GSA's greedy step for one binary/regression example, as the paper writes it."""
+def greedy_step(loss, p, y, xx, target=0.95, exact=False, tau=0.5):
+    """GSA's greedy step for one binary/regression example, as the paper writes it (quantile loss: the step
+    that reaches the label)."""
     if xx <= 0:
         return 0.0
     if loss == "squared":
         return clean(1.0 / (2.0 * xx))
+    if loss == "quantile":
+        g = loss_derivative(loss, p, y, tau)
+        return clean((p - y) / g / xx) if g != 0 else 0.0
     if loss == "hinge":
         return clean((1.0 - y * p) / xx) if y * p < 1.0 else 0.0
     if exact:
@@ -319,6 +352,7 @@ class ReferenceLinearLearner(_Reference):
         truncate_every=1,
         truncate_threshold=None,
         scale_labels=False,
+        quantile_tau=0.5,
     ):
         super().__init__(
             step,
@@ -333,13 +367,16 @@ class ReferenceLinearLearner(_Reference):
             truncate_every,
             truncate_threshold,
         )
-        self.loss, self.safe, self.gsa_exact = loss, safe_updates, gsa_exact
+        self.loss, self.safe, self.gsa_exact, self.tau = loss, safe_updates, gsa_exact, quantile_tau
         self.w = {}  # true weights, no global scale trick
         self.label_min = 0.0
         self.label_max = 0.0
+        # Regressions of values clamp their predictions to the labels' range; classes are -1 and +1.
+        self.clamps = loss in ("squared", "quantile")
+        self.binary = loss in ("logistic", "hinge")
         # scale_labels: the labels counted so far (importance-weighted), whose mean the bias follows
         # and whose standard deviation an adaptive step is in units of.
-        self.scale_labels = scale_labels and loss == "squared"
+        self.scale_labels = scale_labels and loss in ("squared", "quantile")
         self.labels = []
 
     def in_force_terms(self, features, importance):
@@ -358,16 +395,16 @@ class ReferenceLinearLearner(_Reference):
     def learn_one(self, label, importance, slots, values):
         features = self.features(slots, values)
         self.open_accounts(features)
-        y = label if self.loss == "squared" else (1.0 if label > 0 else -1.0)
+        y = (1.0 if label > 0 else -1.0) if self.binary else label
         p = bounded(sum(self.in_force_terms(features, importance)))
-        if self.loss == "squared":
+        if self.clamps:
             self.label_min = min(self.label_min, y)
             self.label_max = max(self.label_max, y)
             p = min(max(p, self.label_min), self.label_max)
         self.examples += 1
         self.steps += 1
         self.weight_sum += importance
-        self.loss_sum += importance * loss_value(self.loss, p, y)
+        self.loss_sum += importance * loss_value(self.loss, p, y, self.tau)
         t_before = self.t
         self.t += importance
         spread = 1.0
@@ -383,13 +420,15 @@ class ReferenceLinearLearner(_Reference):
         if self.step == "gsa" and importance > 0:
             xx = self.squared_norm(features, lambda s, f: self.w.__setitem__(s, self.w.get(s, 0.0) * f))
             if xx > 0:
-                self.greedy_sum += importance * greedy_step(self.loss, p, y, xx, self.gsa_target, self.gsa_exact)
+                self.greedy_sum += importance * greedy_step(
+                    self.loss, p, y, xx, self.gsa_target, self.gsa_exact, self.tau
+                )
                 self.greedy_weight += importance
         eta_t = self.base_step(t_before, importance)
         decay_step = eta_t
         if self.step == "adaptive":
             eta_t *= spread
-        g = loss_derivative(self.loss, p, y) if importance > 0 else 0.0
+        g = loss_derivative(self.loss, p, y, self.tau) if importance > 0 else 0.0
         rates = []
         update = 0.0
         if g != 0.0 and eta_t > 0:
@@ -409,7 +448,7 @@ class ReferenceLinearLearner(_Reference):
             multiplier = self.multiplier()
             ppu = min(ppu * multiplier, 1e300)
             if self.safe:
-                update = safe_update(self.loss, p, y, eta_t * importance, ppu)
+                update = safe_update(self.loss, p, y, eta_t * importance, ppu, self.tau)
             else:
                 update = -eta_t * importance * g
             update *= multiplier

@@ -149,7 +149,8 @@ def test_hinge_loss_defaults_to_adaptive_steps_which_average_out_label_noise():
 def test_scale_labels_is_for_squared_loss():
     assert LearnerConfig().scale_labels and LearnerConfig(learning_rate=0.1).scale_labels
     assert not LearnerConfig(step="gsa").scale_labels and not LearnerConfig(loss="logistic").scale_labels
-    with pytest.raises(ValueError, match="scale_labels is for squared loss"):
+    assert LearnerConfig(loss="quantile").scale_labels and not LearnerConfig(loss="poisson").scale_labels
+    with pytest.raises(ValueError, match="scale_labels is for squared and quantile loss"):
         LearnerConfig(loss="logistic", scale_labels=True)
 
 

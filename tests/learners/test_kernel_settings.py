@@ -13,7 +13,7 @@ from polybeam.learners.choices import LOSSES, SPARSITY, STEP_RULES
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.kernel_settings import KernelSettings
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.losses import LOSS_CODES, SOFTMAX
+from polybeam.learners.loss_specs import loss_spec
 from polybeam.learners.softmax import learn_batch_softmax
 
 BITS = 6
@@ -22,8 +22,11 @@ BITS = 6
 def every_config():
     """A config per loss x step rule x sparsity rule, and some given Python ints where floats are meant."""
     for loss, step, rule in itertools.product(LOSSES, STEP_RULES, SPARSITY):
+        if step == "gsa" and not loss_spec(loss).greedy:
+            continue
         classes = {"classes": 3} if loss == "softmax" else {}
-        extra = {"l2": 1e-3} if step == "inverse" else {}
+        extra = {"quantile_tau": 0.25} if loss == "quantile" else {}
+        extra.update({"l2": 1e-3} if step == "inverse" else {})
         if rule != "none":
             extra.update(gravity=1e-3, truncate_every=2)
         if rule in ("round", "subgradient"):
@@ -42,7 +45,9 @@ def test_every_configuration_gives_settings_of_one_numba_type():
 @pytest.mark.parametrize("config", list(every_config())[:: len(STEP_RULES) + 1])
 def test_settings_carry_the_configuration_as_codes_and_numbers(config):
     settings = KernelSettings.from_config(config)
-    assert settings.loss == (SOFTMAX if config.loss == "softmax" else LOSS_CODES[config.loss])
+    spec = loss_spec(config.loss)
+    assert settings.loss == spec.code and settings.loss_parameter == config.loss_parameter
+    assert settings.binary_labels == (spec.labels == "binary") and settings.clamps == spec.clamps
     assert settings.step == kernels.STEP_RULE_CODES[config.step]
     assert settings.sparsity == sparsity.SPARSITY_CODES[config.sparsity]
     assert settings.learning_rate == (config.learning_rate or 0.0)

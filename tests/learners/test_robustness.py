@@ -10,7 +10,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.greedy import greedy_step, softmax_greedy_step
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.losses import HINGE, LOGISTIC, SQUARED
+from polybeam.learners.losses import HINGE, LOGISTIC, QUANTILE, SQUARED
 
 BITS = 6
 VALUES = st.one_of(
@@ -117,16 +117,16 @@ def test_logistic_greedy_step_is_softmax_eq10_for_two_classes():
             )
 
 
-@pytest.mark.parametrize("loss,target", [(SQUARED, None), (HINGE, None), (LOGISTIC, 0.9)])
+@pytest.mark.parametrize("loss,target", [(SQUARED, None), (HINGE, None), (LOGISTIC, 0.9), (QUANTILE, None)])
 def test_a_greedy_step_fits_the_example(loss, target):
     # One plain step of the greedy size lands exactly on the example's target.
     from polybeam.learners.losses import loss_derivative
 
-    p, y, xx = -0.3, 1.0, 2.5
-    step = greedy_step(loss, p, y, xx, target or 0.95, True)
-    after = p - step * loss_derivative(loss, p, y) * xx
-    goal = {SQUARED: y, HINGE: 1.0, LOGISTIC: np.log(0.9 / 0.1)}[loss]
-    assert after == pytest.approx(goal, rel=1e-12)
+    p, y, xx, tau = -0.3, 1.0, 2.5, 0.3
+    step = greedy_step(loss, p, y, xx, target or 0.95, True, tau)
+    after = p - step * loss_derivative(loss, p, y, tau) * xx
+    goal = {SQUARED: y, HINGE: 1.0, LOGISTIC: np.log(0.9 / 0.1), QUANTILE: y}
+    assert after == pytest.approx(goal[loss], rel=1e-12)
 
 
 def test_single_class_data_and_empty_examples_learn_quietly():
