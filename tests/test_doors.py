@@ -39,7 +39,11 @@ ENCODINGS = {
     "from-zero": ("multiclass", [0, 1, 2], "softmax", 3),
     "words": ("multiclass", ["cat", "dog", "emu"], "softmax", 3),
     "real": ("real", None, "squared", 0),
+    "quantile": ("real", None, "quantile", 0),
+    "counts": ("count", None, "poisson", 0),
 }
+# A loss's own number, given at every door.
+LOSS_SETTINGS = {"quantile": {"quantile_tau": 0.8}}
 COLOURS = ["red", "green", "blue", "dark red"]
 
 
@@ -65,6 +69,8 @@ def tables(draw):
     kind, labels, _, _ = ENCODINGS[encoding]
     if kind == "real":
         y = np.round(2.0 * signal + 1.0, 4)
+    elif kind == "count":
+        y = rng.poisson(np.exp(np.clip(0.3 * signal, -3.0, 3.0))).astype(float)
     else:
         ranks = np.argsort(np.argsort(signal)) * len(labels) // rows
         y = np.array(labels, dtype=object)[ranks]
@@ -84,6 +90,8 @@ def cli(*argv) -> tuple[int, str]:
 def train_options(frame, encoding) -> list:
     kind, _, loss, classes = ENCODINGS[encoding]
     options = ["--loss", loss] + (["--classes", classes] if classes else [])
+    for name, value in LOSS_SETTINGS.get(loss, {}).items():
+        options += [f"--{name.replace('_', '-')}", value]
     return options + ["--quiet"]
 
 
@@ -108,7 +116,8 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
             str(csv), format="csv", label_column="y", categorical_columns=tuple(text), labels=kind,
             **({"classes": classes} if classes else {}),
         )  # fmt: skip
-        read | Train(loss=loss, **({"classes": classes} if classes else {})) | WriteModel(str(folder / "py.model"))
+        settings = {**({"classes": classes} if classes else {}), **LOSS_SETTINGS.get(loss, {})}
+        read | Train(loss=loss, **settings) | WriteModel(str(folder / "py.model"))
     models["python"] = Model.load(str(folder / "py.model"))
     numbers = [column for column in frame.columns if column.startswith("x")]
     if not text and (kind != "multiclass" or encoding == "from-zero"):
@@ -121,8 +130,9 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
             models["cli libsvm"] = Model.load(str(folder / "libsvm.model")) if code == 0 else said.strip()
     features = frame.drop(columns="y")
     in_order = {"shuffle": False} if "shuffle" in PolybeamClassifier().get_params() else {}  # the file's order
-    if kind == "real":
-        estimator = PolybeamRegressor(**in_order).fit(features, frame["y"].astype(float))
+    if kind in ("real", "count"):
+        estimator = PolybeamRegressor(loss=loss, **LOSS_SETTINGS.get(loss, {}), **in_order)
+        estimator.fit(features, frame["y"].astype(float))
     else:
         estimator = PolybeamClassifier(loss=loss, **in_order).fit(features, frame["y"])
     models["sklearn"] = estimator
@@ -152,6 +162,10 @@ def scores(model, frame: pd.DataFrame) -> np.ndarray:
                               "y": [1, 2, 1, 2] * 10}), "one-two"))  # fmt: skip
 @example(table=(pd.DataFrame({"x0": [1.5, -2.0, np.nan, 4.0] * 10, "x1": [0.5, np.nan, 3.0, 1.0] * 10,
                               "y": [0, 1, 1, 0] * 10}), "zero-one"))  # fmt: skip
+@example(table=(pd.DataFrame({"x0": [1.5, -2.0, np.nan, 4.0, 0.5] * 10, "c0": ["red", None, "blue", "red", "blue"] * 10,
+                              "y": [3.5, -1.0, 0.25, 7.0, 2.0] * 10}), "quantile"))  # fmt: skip
+@example(table=(pd.DataFrame({"x0": [1.5, -2.0, np.nan, 4.0, 0.5] * 10, "x1": [0.5, np.nan, 3.0, 1.0, 2.0] * 10,
+                              "y": [3.0, 0.0, 1.0, 7.0, 2.0] * 10}), "counts"))  # fmt: skip
 def test_every_training_door_gives_the_same_model_and_predictions(table, tmp_path_factory):
     frame, encoding = table
     folder = tmp_path_factory.mktemp("doors")
@@ -171,7 +185,7 @@ def test_every_training_door_gives_the_same_model_and_predictions(table, tmp_pat
         code, said = cli("evaluate", "--input", folder / "table.csv", "--model", path)
         assert code == 0, said
         metrics[door] = json.loads(said.strip().splitlines()[-1])
-    for name in ("examples", "loss", "error", "mse"):
+    for name in ("examples", "loss", "error", "mse", "mae", "coverage"):
         assert metrics["sklearn"].get(name) == pytest.approx(metrics["cli csv"].get(name), abs=1e-9), name
 
 

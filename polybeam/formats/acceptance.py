@@ -64,6 +64,7 @@ _OPTION_NAMES = {
         "format": "--format",
         "guess": "--format {value}",
         "task": "--loss, --classes, --class-names",
+        "numbers": "--loss squared or quantile",
         "csv": "--label-column, --categorical-columns, --na-values, --csv-delimiter, --no-csv-header",
         "parquet": "--label-column, --weight-column, --categorical-columns, --ignore-columns",
     },
@@ -77,6 +78,7 @@ _OPTION_NAMES = {
         "format": "format",
         "guess": "format={value!r}",
         "task": "labels, classes, label_names",
+        "numbers": "labels='real' (for squared or quantile loss)",
         "csv": "label_column, categorical_columns, na_values, delimiter, has_header",
         "parquet": "label_column, weight_column, categorical_columns, ignore_columns",
     },
@@ -256,7 +258,10 @@ class InputPolicy:
             lines.append(f"  {held}: {count} record{'s' if count != 1 else ''}, first at {where(letter)}{why}")
         if refusals.more:
             lines.append(f"  ... and {refusals.more} records of other kinds")
-        if any(held.startswith("label") for held in refusals.kinds):
+        labels = [letter.reason for held, (_, letter) in refusals.kinds.items() if held.startswith("label")]
+        if any(" is not a count" in reason for reason in labels):
+            lines.append(f"likely cause: the labels are not counts; for any number, {self._name('numbers')}.")
+        elif labels:
             lines.append(
                 f"likely cause: the labels are not the task's classes: name the classes, {self._name('classes')}."
             )

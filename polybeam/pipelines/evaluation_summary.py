@@ -24,6 +24,16 @@ import numpy as np
 
 from polybeam.formats.records import ReadCounts
 
+# The metrics a summary line shows, when known, with their labels (MAE and coverage: the losses that report
+# them, polybeam.learners.loss_specs).
+SHOWN_METRICS = (
+    ("loss", "loss"),
+    ("error", "error"),
+    ("auc", "AUC"),
+    ("mse", "MSE"),
+    ("mae", "MAE"),
+    ("coverage", "coverage"),
+)
 # How many keys and windows the summary lists one by one (the report lists them all).
 LISTED = 10
 
@@ -39,12 +49,14 @@ def metrics_text(metrics: dict, digits: int = 6) -> str:
 
     >>> metrics_text({"examples": 4, "loss": 0.5, "error": 0.5, "auc": None, "mse": 0.5})
     'loss 0.5  MSE 0.5'
+    >>> metrics_text({"examples": 4, "loss": 0.5, "error": 2.0, "auc": None, "mse": 2.0, "mae": 1.0, "coverage": 0.75})
+    'loss 0.5  MSE 2  MAE 1  coverage 0.75'
     >>> metrics_text({"examples": 0, "loss": None, "error": None, "auc": None, "mse": None})
     'no examples'
     """
     shown = []
     regression = metrics.get("auc") is None and metrics.get("error") == metrics.get("mse")
-    for name, label in (("loss", "loss"), ("error", "error"), ("auc", "AUC"), ("mse", "MSE")):
+    for name, label in SHOWN_METRICS:
         if _known(metrics.get(name)) and not (name == "error" and regression):
             shown.append(f"{label} {metrics[name]:.{digits}g}")
     return "  ".join(shown) if shown else "no examples"

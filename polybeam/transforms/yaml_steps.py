@@ -73,13 +73,16 @@ class Counts(NamedTuple):
 
 
 class Metrics(NamedTuple):
-    """Held-out metrics (NaN where one does not apply: auc for regression, mse for classification)."""
+    """Held-out metrics (NaN where one does not apply: auc for regression, mse for classification, mae and
+    coverage for the losses that do not report them: see ``polybeam.learners.loss_specs``)."""
 
     examples: int
     loss: float
     error: float
     auc: float
     mse: float
+    mae: float
+    coverage: float
 
 
 class Prediction(NamedTuple):
