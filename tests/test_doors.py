@@ -155,7 +155,7 @@ def scores(model, frame: pd.DataFrame) -> np.ndarray:
 
 # (no shrinking: each example trains five models; the failing table itself is printed)
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
+    max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
 )
 @given(table=tables())
 @example(table=(pd.DataFrame({"x0": [1.0, 2.0, np.nan, 4.0] * 10, "c0": ["red", None, "blue", "red"] * 10,
