@@ -26,7 +26,9 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.transforms.environments import EmbeddedPythonGrpcEnvironment
 
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.records import InputFileError
@@ -83,6 +85,27 @@ def as_flags(options: PipelineOptions, *, drop: tuple[str, ...] = ("no_wait",)) 
         else:
             flags.append(f"--{name}={value}")
     return flags
+
+
+def threaded_runner(options: PipelineOptions) -> FnApiRunner | None:
+    """The local runner of a ``--direct_running_mode multi_threading`` run, whose workers send each
+    element whole (None for any other run).
+
+    Beam's threaded workers (``EmbeddedPythonGrpcEnvironment.default()``) also flush their output
+    streams every second from a timer thread, which takes the bytes written so far even in the
+    middle of an element: its window header, before the value's coder (a learner's pickling, Python
+    code that gives up the GIL) has written the value. The runner decodes each flushed chunk on its
+    own when it makes a side input of it (``commit_side_inputs_to_state``), so the value's bytes were
+    read as a new element's header: a pass's learner state, its pickle's frame length read as a count
+    of 1.9 billion global windows, made a list of 15 GB in one C call (the job was OOM-killed). With
+    no timer (a negative limit, as Beam's own worker pool sets), a worker flushes only between
+    elements, by size, and at the end.
+    """
+    direct = options.view_as(DirectOptions)
+    if direct.direct_running_mode != "multi_threading" or runner_name(options) not in (None, "", DEFAULT_RUNNER):
+        return None
+    direct.direct_running_mode = "in_memory"  # (else the runner puts back Beam's default environment)
+    return FnApiRunner(default_environment=EmbeddedPythonGrpcEnvironment(data_buffer_time_limit_ms=-1))
 
 
 def _log_path(report_path: str) -> str:
@@ -223,6 +246,8 @@ def launch(
                 preload()
             # The pipeline keeps its own copy of the options, which the runner reads.
             pipeline.runner, pool = forked_runner(pipeline.options, workers)
+        elif local:
+            pipeline.runner = threaded_runner(pipeline.options) or pipeline.runner
         try:
             state = pipeline.run().wait_until_finish()
         except Exception as error:

@@ -3,7 +3,9 @@
 ``--direct_running_mode multi_threading`` runs the bundles of a stage on threads of one process: each
 bundle has its own copies of the DoFns and CombineFns, but module globals, class attributes, numba's
 dispatchers and polybeam's helper threads (the learners' lane, the parser's and the expansion's) are
-shared. A job once ran out of memory there (22 GB, against 380 MiB normally) on a loaded machine.
+shared. Jobs ran out of memory there (16-22 GB, against 380 MiB normally) on a loaded machine: Beam's
+threaded workers flushed a learner's window header and its bytes as two chunks, which the runner read as
+two elements, the second with 1.9 billion windows (``polybeam.pipelines.launch.threaded_runner``).
 
 The stress test runs softmax training on four shards of the satellite data with two worker threads,
 several times in one fresh process, with GIL switches forced every 10 microseconds and a thread spinning
