@@ -35,6 +35,7 @@ from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.kernel_settings import KernelSettings
 from polybeam.learners.model import Model
 from polybeam.learners.multitask import seed_offset_sums
+from polybeam.learners.race import GAIN_STANDARD_ERRORS, RaceBlocks, gain_shown
 from polybeam.learners.slot_table import SlotTable, dense_limit
 from polybeam.learners.softmax import learn_batch_softmax
 from polybeam.learners.values import LARGEST_VALUE, check_finite_weights, first_unlearnable
@@ -64,7 +65,7 @@ _SLOT_ARRAYS = ("raw_", "sum_sq_grad_", "feature_scale_", "synced_", "slot_mass_
 # The rows a sparse state starts with: a key's learner seldom touches more at first.
 _FIRST_ROWS = 32
 # Centring's guard (see LinearLearner.centring_verdict): the uncentred learner learns the first pass's
-# examples beside the centred one up to this many, then the one with the lower progressive loss goes on.
+# examples beside the centred one up to this many, then centring goes on where it showed its gain.
 # By then the slots that stay centred are the dense columns, and the race costs one more learner for a
 # tenth of a pass of a million examples.
 CENTRING_RACE_EXAMPLES = 100_000
@@ -155,6 +156,10 @@ class LinearLearner:
             else None
         )
         self.centring_verdict_: dict | None = None
+        # Both racers' losses block by block, to tell centring's gain from noise (see polybeam.learners.race).
+        self.race_: RaceBlocks | None = None
+        if self.uncentred_ is not None:
+            self.race_, self.uncentred_.race_ = RaceBlocks.start(), RaceBlocks.start()
         self.stats_ = kernels.new_stats()
         # Additive statistics at the start of the current pass, so that merging
         # learners that continued one averaged state counts that state once.
@@ -314,21 +319,21 @@ class LinearLearner:
 
     # -- centring's guard -------------------------------------------------------
 
-    def _centring_race(self) -> tuple[float, float, float]:
-        """``(centred, uncentred, importance)``: both learners' mean progressive loss over the first
-        pass's examples so far, and their importance weight."""
-        weight = float(self.stats_[kernels.WEIGHT_SUM])
-        return self.progressive_loss, self.uncentred_.progressive_loss, weight
+    def _centring_gain(self) -> tuple[bool, float, float]:
+        """``(shown, gain, standard_error)`` of centring's race so far (see polybeam.learners.race)."""
+        centred, weights = self.race_.closed(self.stats_)
+        uncentred, _ = self.uncentred_.race_.closed(self.uncentred_.stats_)
+        return gain_shown(centred, uncentred, weights)
 
     def centring_pays(self) -> bool:
-        """Whether the centred learner predicted at least as well as the uncentred one racing it
-        (True without a race). Each example is predicted before it is learned, so the progressive
-        loss estimates the loss on new data; ties go to centring (with few rows both learners are
-        one, see polybeam.learners.centring.RAW_ROWS)."""
+        """Whether the centred learner predicted better than the uncentred one racing it by more than
+        the race's noise (True without a race). Each example is predicted before it is learned, so the
+        progressive loss estimates the loss on new data; where the race shows no clear gain (few
+        examples, or both learners alike, as a key's first rows are: see
+        polybeam.learners.centring.RAW_ROWS), the simpler learner, without centring, goes on."""
         if self.uncentred_ is None:
             return self.centring_verdict_ is None or self.centring_verdict_["kept"]
-        centred, uncentred, _ = self._centring_race()
-        return not uncentred < centred  # NaN: no example yet, centring
+        return self._centring_gain()[0]
 
     def centring_verdict(self) -> dict | None:
         """What centring's guard compared and kept (None without a guard): the model's ``centring``.
@@ -336,17 +341,20 @@ class LinearLearner:
         Centring (:mod:`polybeam.learners.centring`) conditions unscaled dense columns, and on sparse
         or nearly centred data it can only cost: its means are estimates and a slot that stops being
         centred is folded into the bias by a refit. So a learner that centres also learns the first
-        pass without centring, up to :data:`CENTRING_RACE_EXAMPLES` examples, and goes on as the one
-        whose progressive loss was lower (:meth:`decide_centring`)."""
+        pass without centring, up to :data:`CENTRING_RACE_EXAMPLES` examples, and goes on centred only
+        where its progressive loss was lower by more than a standard error
+        (:mod:`polybeam.learners.race`; :meth:`decide_centring`)."""
         if self.uncentred_ is None:
             return self.centring_verdict_
-        centred, uncentred, weight = self._centring_race()
+        shown, gain, error = self._centring_gain()
         return {
-            "kept": self.centring_pays(),
+            "kept": shown,
             "decided_on": "progressive loss",
-            "examples": weight,
-            "progressive_loss": centred,
-            "uncentred_progressive_loss": uncentred,
+            "examples": float(self.stats_[kernels.WEIGHT_SUM]),
+            "progressive_loss": self.progressive_loss,
+            "uncentred_progressive_loss": self.uncentred_.progressive_loss,
+            "standard_error": error,
+            "standard_errors_needed": GAIN_STANDARD_ERRORS,
         }
 
     def decide_centring(self) -> LinearLearner:
@@ -362,20 +370,25 @@ class LinearLearner:
                 setattr(self, name, getattr(winner, name))
             self.centring_ = Centring.off()
         self.uncentred_ = None
+        self.race_ = None
         self.centring_verdict_ = verdict
         return self
 
     def _learn_counted(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
-        """Learn rows ``start:stop``, stopping at each doubling example count to add a learning-curve point."""
-        curve = self.curve_
-        if self.table_ is not None:  # a learner per key keeps no learning curve (a point per doubling of a few rows)
-            self._learn_rows(batch, start, stop, values)
-            curve.in_pass += stop - start
-            return
+        """Learn rows ``start:stop``, stopping at each doubling example count to add a learning-curve point,
+        and at each block of centring's race (see polybeam.learners.race)."""
+        curve, race = self.curve_, self.race_
+        keeps_curve = self.table_ is None  # a learner per key keeps none (a point per doubling of a few rows)
         while start < stop:
-            end = min(stop, start + curve.room())
+            end = min(stop, start + curve.room()) if keeps_curve else stop
+            if race is not None:
+                end = min(end, start + race.room())
             self._learn_rows(batch, start, end, values)
-            if curve.advance(end - start):
+            if race is not None:
+                race.advance(end - start, self.stats_)
+            if not keeps_curve:
+                curve.in_pass += end - start
+            elif curve.advance(end - start):
                 self._record_point()
             start = end
 
@@ -674,6 +687,8 @@ class LinearLearner:
         self.sum_sq_grad_ = sum_sq_grad.result()
         self.slot_mass_ = slot_mass
         self.synced_[:] = 0.0
+        if all(learner.race_ is not None for learner in learners):  # still racing: every worker's blocks
+            self.race_ = RaceBlocks.merged([(learner.race_, learner.stats_) for learner in learners], stats)
         self.stats_ = stats
         return self
 
@@ -848,6 +863,7 @@ class LinearLearner:
             "centring": self.centring_.to_state(),
             "uncentred": None if self.uncentred_ is None else self.uncentred_.__getstate__(),
             "centring_verdict": self.centring_verdict_,
+            "race": None if self.race_ is None else self.race_.to_state(),
             "curve": self.curve_.to_state(),
             "selection": self.selection_.to_state(),
         }
@@ -873,12 +889,16 @@ class LinearLearner:
             self.uncentred_ = LinearLearner.__new__(LinearLearner)
             self.uncentred_.__setstate__(state["uncentred"])
         self.centring_verdict_ = state.get("centring_verdict")
+        self.race_ = RaceBlocks.from_state(state.get("race"))
+        if self.uncentred_ is not None and self.race_ is None:  # (a race saved before its blocks: from here on)
+            self.race_ = RaceBlocks.start(self.stats_)
+            self.uncentred_.race_ = RaceBlocks.start(self.uncentred_.stats_)
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.from_state(
             state.get("selection"), self.config.early_terminate, self.config.holdout_min_examples
         )
-        if not self.config.center:
-            self.uncentred_ = None
+        if not self.config.center and self.uncentred_ is not None:  # continued without centring: no race
+            self.uncentred_, self.race_ = None, None
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
             self.centring_.drop(
                 np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(), self._normalising_scales()
