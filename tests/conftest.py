@@ -49,7 +49,7 @@ def slow_folder_of(nodeid: str) -> str | None:
 
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup``: the tests of the slow folders go to one worker, one folder after the other, and
-    the other tests file by file to whichever worker is free. Each suite's runs use both cores on their own
+    the other tests one by one to whichever worker is free. Each suite's runs use both cores on their own
     (an engine, its job server and SDK workers beside the in-process reference): two suites at once
     oversubscribe the machine. (xdist's own ``loadgroup`` reads ``xdist_group`` marks through the node
     id, which pytest 9 no longer lets it rewrite: the marks are ignored.)"""
@@ -59,9 +59,10 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SlowFolderScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            # Other tests go file by file: a module's fixtures (a trained model, a stress job's runs) are
-            # made once, not once on each worker that runs one of its tests.
-            return "slow folders" if slow_folder_of(nodeid) else nodeid.split("::", 1)[0]
+            # Other tests go one by one: xdist hands the worker that takes the slow folders a second unit
+            # at the start (scopes sorted by size), which it runs after them; a whole file there (tried)
+            # lengthened the run's longest worker by minutes.
+            return "slow folders" if slow_folder_of(nodeid) else nodeid
 
     return SlowFolderScheduling(config, log)
 
