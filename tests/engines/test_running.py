@@ -9,7 +9,7 @@ from tests.engines import running
 
 def test_the_default_engines_are_the_ci_ones(monkeypatch):
     monkeypatch.delenv("POLYBEAM_ENGINES", raising=False)
-    assert running.selected() == ["flink-embedded", "flink-cluster"]
+    assert running.selected() == ["flink-embedded"]
 
 
 @pytest.mark.parametrize(
