@@ -339,7 +339,8 @@ def _has_probabilities(estimator) -> bool:
     return estimator.loss not in LOSSES_OF["classes"] or loss_spec(estimator.loss).probability
 
 
-# The losses of each estimator's task, and the parameters of the other task's losses (not the estimator's).
+# The losses of each estimator's task, and the parameters those losses take (a parameter of the other task's
+# losses is not one of the estimator's).
 LOSSES_OF = {"classes": losses_where(classes=True), "values": losses_where(classes=False)}
 PARAMETERS_OF = {
     task: tuple(spec.parameter.name for name in losses if (spec := loss_spec(name)).parameter is not None)
