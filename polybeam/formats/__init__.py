@@ -1,4 +1,4 @@
-"""Parsing blocks of input (LIBSVM, VW, CSV text; Parquet tables) into example batches.
+"""Parsing blocks of input (LIBSVM, VW, CSV, JSON Lines text; Parquet and Avro tables) into example batches.
 
 Every format is a small frozen dataclass with ``parse(data, source=, offset=,
 first_line=, header=)`` returning a :class:`ParsedBlock`: an
@@ -20,9 +20,12 @@ from polybeam.formats.records import DeadLetter, ParsedBlock, reject_examples
 
 # The formats load on first use, so reading LIBSVM never imports pyarrow.
 _LAZY = {
+    "AvroFormat": "polybeam.formats.avro",
     "CsvFormat": "polybeam.formats.csv",
+    "JsonLinesFormat": "polybeam.formats.jsonl",
     "LibsvmFormat": "polybeam.formats.libsvm",
     "ParquetFormat": "polybeam.formats.parquet",
+    "TableFormat": "polybeam.formats.tables",
     "VWFormat": "polybeam.formats.vw",
     "parse_number": "polybeam.formats.numbers",
 }
@@ -35,13 +38,16 @@ def __getattr__(name):
 
 
 __all__ = [
+    "AvroFormat",
     "CsvFormat",
     "DeadLetter",
     "FORMATS",
+    "JsonLinesFormat",
     "LABEL_KINDS",
     "LibsvmFormat",
     "ParquetFormat",
     "ParsedBlock",
+    "TableFormat",
     "VWFormat",
     "format_class",
     "label_problems",

@@ -39,6 +39,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from polybeam.formats.formats import FORMAT_SPECS
 from polybeam.formats.records import DeadLetter, ReadCounts
 
 DEFAULT_MAX_DEAD_LETTER_FRACTION = 0.1
@@ -49,7 +50,7 @@ NEARLY_ALL = 0.9
 # How many kinds of refused records a failure lists.
 LISTED_REFUSALS = 10
 
-FORMAT_NAMES = {"libsvm": "LIBSVM", "vw": "VW text", "csv": "CSV", "parquet": "Parquet"}
+FORMAT_NAMES = {name: spec.title for name, spec in FORMAT_SPECS.items()}
 # How a message names the settings: to a user of the command (its flags), or of the Python API
 # (ReadExamples' keyword arguments), so that each reads what to change where they set it.
 SPELLINGS = ("command", "python")
@@ -65,8 +66,7 @@ _OPTION_NAMES = {
         "guess": "--format {value}",
         "task": "--loss, --classes, --class-names",
         "numbers": "--loss squared or quantile",
-        "csv": "--label-column, --categorical-columns, --na-values, --csv-delimiter, --no-csv-header",
-        "parquet": "--label-column, --weight-column, --categorical-columns, --ignore-columns",
+        **{name: spec.options for name, spec in FORMAT_SPECS.items() if spec.options},
     },
     "python": {
         "classes": "label_names=(NEGATIVE, POSITIVE), or for more classes labels='multiclass' with classes=K or "
@@ -79,15 +79,13 @@ _OPTION_NAMES = {
         "guess": "format={value!r}",
         "task": "labels, classes, label_names",
         "numbers": "labels='real' (for squared or quantile loss)",
-        "csv": "label_column, categorical_columns, na_values, delimiter, has_header",
-        "parquet": "label_column, weight_column, categorical_columns, ignore_columns",
+        **{name: spec.python_options for name, spec in FORMAT_SPECS.items() if spec.python_options},
     },
 }
-# The options that shape how records of a format are read (named when records look right but do not parse).
-FORMAT_OPTIONS = {name: _OPTION_NAMES["command"][name] for name in ("csv", "parquet")}
 
 _LIBSVM_LINE = re.compile(r"^\s*\S+(\s+(qid|\d+):\S+)+\s*(#.*)?$")
 _QUOTED_OR_SEPARATED = re.compile(r"[,;\t]")
+_JSON_OBJECT = re.compile(r"^\s*\{.*\}\s*$")
 
 
 @dataclass
@@ -130,13 +128,16 @@ class InputRejected(Exception):
 def guess_format(raw: str) -> str | None:
     """Which format a record looks like, from its text; None when it looks like none.
 
-    >>> [guess_format(r) for r in ["1 3:0.5 7:1", "-1 |f a:1 b", "5.1,3.5,setosa", "PAR1..."]]
-    ['libsvm', 'vw', 'csv', 'parquet']
+    >>> [guess_format(r) for r in ["1 3:0.5 7:1", "-1 |f a:1 b", "5.1,3.5,setosa", "PAR1...", '{"y": 1}']]
+    ['libsvm', 'vw', 'csv', 'parquet', 'jsonl']
     >>> guess_format("hello") is None
     True
     """
-    if raw.startswith("PAR1"):
-        return "parquet"
+    for name, spec in FORMAT_SPECS.items():
+        if spec.magic and raw.startswith(spec.magic.decode("latin-1")):
+            return name
+    if _JSON_OBJECT.match(raw):
+        return "jsonl"
     if "|" in raw:
         return "vw"
     if _LIBSVM_LINE.match(raw):

@@ -42,6 +42,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from polybeam.formats.formats import format_spec
 from polybeam.learners.choices import MISSING_COLUMNS
 
 MISSING_COLUMN_POLICIES = MISSING_COLUMNS  # (the option schema's --missing-columns, for files too)
@@ -99,7 +100,7 @@ class ColumnRoles:
     def of(cls, settings, *, missing_columns: str = "refuse") -> ColumnRoles | None:
         """The roles an input contract (:class:`~polybeam.formats.input_settings.InputSettings`) records; None
         when it records no columns (LIBSVM, VW, or a model from before polybeam recorded them)."""
-        if settings is None or not settings.columns or settings.format not in ("csv", "parquet"):
+        if settings is None or not settings.columns or not format_spec(settings.format).columns:
             return None
         columns = tuple(settings.columns)
         options = settings.options

@@ -6,9 +6,10 @@ Beam YAML's sources (``ReadFromCsv``, ``ReadFromParquet``, ``Create``,
 fields and turns a list of rows into one ExampleBatch, so that a row scores
 as the same record does when ``polybeam predict`` reads it from a file:
 
-- for a model trained on **Parquet** (its input settings say so), the rows
-  become an Arrow table read by :class:`~polybeam.formats.parquet.ParquetFormat`
-  with the model's settings: numeric fields are values, text fields and the
+- for a model trained on **Parquet, Avro or JSON Lines** (its input settings
+  say so), the rows become an Arrow table (each value typed by itself, see
+  :mod:`polybeam.formats.row_tables`) read by the model's format with its
+  settings: numeric fields are values, text fields and the
   model's categorical columns categories, ``indices``/``values`` list fields
   are the sparse layout;
 - for any other model, each row is a mapping as a CSV record is (see
@@ -50,6 +51,7 @@ import numpy as np
 
 from polybeam.formats.classes import class_names
 from polybeam.formats.columns import ColumnRoles, check_missing_columns
+from polybeam.formats.formats import format_class
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.labels import read_labels
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
@@ -109,7 +111,7 @@ class RowReading:
 
     def _columns(self, label: str | None) -> ColumnRoles | None:
         """The model's columns and roles, when it records them and these rows' features are not named here."""
-        if self.features is not None or self._format == "parquet":
+        if self.features is not None or self._reads_tables:
             return None
         roles = ColumnRoles.of(self.settings, missing_columns=self.missing_columns)
         if roles is None:
@@ -119,6 +121,11 @@ class RowReading:
     @property
     def _format(self) -> str | None:
         return self.settings.format if self.settings is not None else None
+
+    @property
+    def _reads_tables(self) -> bool:
+        """Whether the model's format reads rows as an Arrow table's (Parquet, Avro, JSON Lines)."""
+        return self._format is not None and hasattr(format_class(self._format), "parse_table")
 
     def _option(self, name: str):
         return self.settings.options.get(name) if self.settings is not None else None
@@ -160,7 +167,7 @@ class RowReading:
         label = self.label_field(fields)
         if labels != "any" and label is None and records:
             raise ValueError(f"the rows have no label field ({self._label_hint()}); their fields are {fields}")
-        if self._format == "parquet":
+        if self._reads_tables:
             return self._arrow_examples(
                 records, label, bits=bits, seed=seed, labels=labels, classes=classes, label_names=tuple(label_names)
             )
@@ -197,7 +204,7 @@ class RowReading:
                 raise ValueError(f"features {missing} are not fields of the rows; their fields are {list(fields)}")
             return self.features
         not_features = self._not_features(fields, self.label_field(fields))
-        if self._format == "parquet" and self._option("feature_columns") is not None:
+        if self._reads_tables and self._option("feature_columns") is not None:
             chosen = (*self._option("feature_columns"), *(self._option("categorical_columns") or ()))
             return tuple(dict.fromkeys(f for f in chosen if f in fields and f not in not_features))
         return tuple(f for f in fields if f not in not_features)
@@ -222,7 +229,7 @@ class RowReading:
         if columns is not None:
             columns.check_fields(fields)  # (every row of a schema has its fields)
             return columns.features_of
-        if self._format != "parquet":
+        if not self._reads_tables:
             categorical = self._categorical(fields)
             return functools.partial(
                 _mapped_features, features=features, categorical=categorical, missing=self._missing()
@@ -293,12 +300,10 @@ class RowReading:
         batch = batch.with_labels(read.targets[kept])
         return RowsRead(_with_weights(batch, np.asarray(weights, dtype=np.float64)[kept]), kept, refused)
 
-    # -- rows as Parquet rows (an Arrow table) -----------------------------------
+    # -- rows as an Arrow table's (Parquet, Avro, JSON Lines) ------------------------
 
     def _arrow_examples(self, records, label, *, bits, seed, labels, classes, label_names) -> RowsRead:
-        import pyarrow as pa
-
-        from polybeam.formats.parquet import ParquetFormat
+        from polybeam.formats.row_tables import table_of_records
 
         options = {**self.settings.options, "bits": bits, "seed": seed, "labels": labels}
         if labels != "any" and (classes or label_names):
@@ -313,7 +318,8 @@ class RowReading:
         options.pop("timestamp_column", None)  # event times are the pipeline's, not the model's business here
         if not records:
             return RowsRead(ExampleBatch.empty(bits), np.zeros(0, dtype=np.int64))
-        parsed = ParquetFormat(**options).parse_table(pa.Table.from_pylist(list(records)), source="<rows>")
+        table = table_of_records([dict(record) for record in records])
+        parsed = format_class(self._format)(**options).parse_table(table, source="<rows>")
         refused = sorted((letter.offset, letter.reason) for letter in parsed.dead_letters)
         if refused and labels == "any":  # a row that cannot be scored cannot be skipped silently
             position, reason = refused[0]

@@ -19,8 +19,8 @@ True
 ('y', 'rid', 'any')
 
 Formats that number their features the same way can read for each other's
-models (LIBSVM and sparse Parquet by index; CSV, VW text and named Parquet by
-name); the others cannot:
+models (LIBSVM and the sparse lists of Parquet, Avro or JSON Lines by index; CSV, VW
+text and the named columns of Parquet, Avro or JSON Lines by name); the others cannot:
 
 >>> readable_by("libsvm", "parquet"), readable_by("csv", "vw"), readable_by("csv", "libsvm")
 (True, True, False)
@@ -34,17 +34,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from polybeam.formats.formats import FORMATS, format_class, make_format
+from polybeam.formats.formats import FORMAT_SPECS, FORMATS, format_class, format_spec, make_format
 
 # Settings every format has: the hashed space and the labels. The labels a
 # reader accepts are the task's (evaluate: the model's loss; predict: any), so
 # they are not recorded.
 SHARED = ("bits", "seed", "labels", "classes", "label_names")
 
-# Formats whose features are numbered (a feature index is its slot) and formats whose features are
-# named (hashed by name); Parquet is either, by its columns.
-INDEXED = frozenset({"libsvm", "parquet"})
-NAMED = frozenset({"csv", "vw", "parquet"})
 
 # Format settings recorded only when set (newer than the records of older models).
 OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit", "column_names"})
@@ -52,7 +48,7 @@ OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit", "column_name
 # Format settings newer than some records, whose default changed how input is read: a record without one
 # read its input as this value does (CSV: only an empty cell was missing; Parquet: only numeric columns
 # were features). Other settings missing from a record take their defaults.
-BEFORE_RECORDED = {"csv": {"na_values": ()}, "parquet": {"infer_categorical": False}}
+BEFORE_RECORDED = {name: spec.before_recorded for name, spec in FORMAT_SPECS.items() if spec.before_recorded}
 
 # The command-line flag of each format setting (settings without one are shown as Python keywords).
 FLAGS = {
@@ -71,11 +67,8 @@ FLAGS = {
 
 def readable_by(model_format: str, input_format: str) -> bool:
     """Whether input in ``input_format`` gives the features a model trained on ``model_format`` knows."""
-    return (
-        model_format == input_format
-        or bool({model_format, input_format} <= INDEXED)
-        or bool({model_format, input_format} <= NAMED)
-    )
+    model, given = format_spec(model_format), format_spec(input_format)
+    return model == given or (model.indexed and given.indexed) or (model.named and given.named)
 
 
 def _plain(value: Any) -> Any:
@@ -94,7 +87,8 @@ class InputSettings:
 
     Parameters
     ----------
-    format : {"libsvm", "vw", "csv", "parquet"}
+    format : str
+        A name of :data:`~polybeam.formats.formats.FORMATS`.
     options : mapping
         The format's own settings (``label_column``, ``delimiter``,
         ``categorical_columns``, ``id_column``, ...), every one of them.

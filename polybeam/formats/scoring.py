@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from polybeam.formats.columns import check_missing_columns
+from polybeam.formats.formats import is_file_format, spec_of
 from polybeam.formats.records import InputFileError
 from polybeam.learners.choices import MISSING_COLUMNS
 
@@ -251,9 +252,10 @@ def _variant(fmt, columns: ScoringColumns, names: tuple[str, ...]):
 
 @dataclass(frozen=True)
 class ScoringFormat:
-    """A CSV or Parquet format that reads each file as :class:`ScoringColumns` say (see the module docstring).
+    """A format of named columns (CSV, Parquet, JSON Lines, Avro) that reads each file as
+    :class:`ScoringColumns` say (see the module docstring).
 
-    It parses as the format it wraps does (``parse`` for CSV text, ``parse_table`` for Parquet); a file that
+    It parses as the format it wraps does (``parse`` for text, ``parse_table`` for tables); a file that
     cannot be what the model reads raises :class:`~polybeam.formats.records.InputFileError` naming it.
     """
 
@@ -261,14 +263,15 @@ class ScoringFormat:
     columns: ScoringColumns
 
     def __post_init__(self) -> None:
-        if self.format.name not in ("csv", "parquet"):
-            raise ValueError(f"scoring columns apply to CSV and Parquet input, not {self.format.name}")
+        spec = spec_of(self.format)
+        if spec is None or not spec.columns:
+            raise ValueError(f"scoring columns apply to input of named columns, not {self.format.name}")
 
     def __getattr__(self, name: str):  # bits, labels, header_lines, carried_lines, ...: the format's own
         if name in ("format", "columns") or name.startswith("__"):
             raise AttributeError(name)
-        if name == "parse_table":  # (readers tell Parquet formats by their parse_table)
-            if self.format.name != "parquet":
+        if name == "parse_table":
+            if not hasattr(self.format, "parse_table"):
                 raise AttributeError(name)
             return self._parse_table
         return getattr(self.format, name)
@@ -286,14 +289,14 @@ class ScoringFormat:
 
     def parse(self, data: bytes, *, source: str = "<memory>", offset: int = 0, first_line=1, header=None):
         """Parse a block as the wrapped format does, read as the file's columns need (see ``reader_for``)."""
-        if self.format.name == "parquet":  # a whole file's bytes
+        if is_file_format(self.format):  # a whole file's bytes
             if offset != 0:
-                raise ValueError("Parquet data cannot start mid-file; read row groups and use parse_table")
-            import io
-
-            import pyarrow.parquet as pq
-
-            return self._parse_table(pq.read_table(io.BytesIO(bytes(data))), source=source)
+                raise ValueError(f"{self.format.name} data cannot start mid-file; read its records and use parse_table")
+            return self._parse_table(self.format.table_of(data), source=source)
+        if hasattr(self.format, "parse_lines"):  # rows of fields, each block a table of its own fields
+            return self.format.parse_lines(
+                data, source=source, offset=offset, first_line=first_line, parse_table=self._parse_table
+            )
         names = self._csv_names(bytes(data), offset, header)
         fmt = self.format if names is None else self.reader_for(names, source)
         return fmt.parse(data, source=source, offset=offset, first_line=first_line, header=header)

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from polybeam.formats.formats import formats_where  # (the registry alone: it imports nothing of polybeam)
 from polybeam.learners import container, kernels
 from polybeam.learners.arrays import as_batch
 from polybeam.learners.batch import ExampleBatch
@@ -70,8 +71,6 @@ from polybeam.learners.softmax import predict_batch_softmax
 from polybeam.learners.values import check_finite_weights
 
 MAGIC = b"POLYBEAM-MODEL\n"
-# Input formats whose numeric feature indices are the model's slots.
-INDEXED_FORMATS = ("libsvm", "parquet")
 FORMAT_VERSION = 6
 # Version 6 is version 5 written by a shared per-key model (its metadata's key_model: shared), so that a
 # polybeam that cannot cross examples with their keys refuses it instead of predicting with hash noise.
@@ -353,7 +352,7 @@ class Model:
             return "(bias)"
         if slot in self.names:
             return self.names[slot]
-        if self.metadata.get("input_format") in INDEXED_FORMATS:
+        if self.metadata.get("input_format") in formats_where(indexed=True):
             # Indices below 2**bits are their own slots (larger ones are hashed).
             return f"index {slot}"
         return f"w{slot}" if unknown == "" else unknown

@@ -31,7 +31,7 @@ template for per-key models (``--per-key``) types its model paths as folders
 ('GCS_READ_FILE', False)
 >>> fmt = next(p for p in metadata["parameters"] if p["name"] == "format")
 >>> fmt["paramType"], fmt["regexes"], "defaultValue" in fmt  # evaluate reads the model's format unless given one
-('ENUM', ['^(libsvm|vw|csv|parquet)$'], False)
+('ENUM', ['^(libsvm|vw|csv|parquet|jsonl|avro)$'], False)
 >>> {"no_wait", "quiet"} & {p["name"] for p in metadata["parameters"]}
 set()
 >>> per_key = {p["name"]: p for p in template_metadata("train", per_key=True)["parameters"]}

@@ -22,6 +22,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 from apache_beam.transforms import window as beam_window
 from apache_beam.transforms.util import WaitOn
 
+from polybeam.formats.formats import COLUMN_FORMATS_FLAG, COLUMN_FORMATS_TEXT, format_spec
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.records import ReadCounts
 from polybeam.learners.config import LearnerConfig
@@ -89,8 +90,8 @@ def _key_spec_for(job: JobSettings, command: str) -> str | None:
     kind = KeySpec.parse(key).kind
     if kind in ("tag", "namespace") and fmt != "vw":
         raise OptionError(f"--key {key} needs VW text input (--format vw), not {fmt}")
-    if kind == "column" and fmt not in ("csv", "parquet"):
-        raise OptionError(f"--key {key} needs CSV or Parquet input (--format csv/parquet), not {fmt}")
+    if kind == "column" and not format_spec(fmt).columns:
+        raise OptionError(f"--key {key} needs {COLUMN_FORMATS_TEXT} input ({COLUMN_FORMATS_FLAG}), not {fmt}")
     return key
 
 

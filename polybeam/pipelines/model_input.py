@@ -28,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from polybeam.formats.acceptance import FORMAT_NAMES, guess_format
 from polybeam.formats.csv import split_fields
+from polybeam.formats.formats import format_class, format_spec
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.scoring import OPTIONAL_ROLES, ColumnsMismatch, ScoringColumns, ScoringFormat
 from polybeam.pipelines.input_choices import settle_scoring_input
@@ -75,19 +76,23 @@ def text_sample(path: str, limit: int = SAMPLE_BYTES) -> bytes:
 
 def header_columns(pattern: str, settings: InputSettings) -> tuple[str, ...]:
     """The columns of the first input file: a CSV header's names (without a header, ``"1"`` ... ``"d"``, as the
-    reader names them, counted in its first record), a Parquet file's schema; empty when unknown (other formats,
-    no file, a file that cannot be read: the job's read reports it)."""
-    if settings.format not in ("csv", "parquet"):
+    reader names them, counted in its first record), a Parquet or Avro file's schema, the fields of the first
+    JSON Lines objects; empty when unknown (other formats, no file, a file that cannot be read: the job's read
+    reports it)."""
+    spec = format_spec(settings.format)
+    if not spec.columns:
         return ()
     path = first_file(pattern)
     if path is None:
         return ()
     try:
-        if settings.format == "parquet":
-            return _parquet_columns(path)
+        if spec.layout == "file":
+            return tuple(_file_schema(path, settings.format).names)
         data = text_sample(path)
     except Exception:  # the job's read reports a file it cannot read
         return ()
+    if settings.format != "csv":
+        return _sampled_fields(data, settings)
     delimiter = settings.options["delimiter"]
     if settings.options["has_header"]:
         return tuple(split_fields(data.split(b"\n", 1)[0], delimiter))
@@ -99,30 +104,31 @@ def header_columns(pattern: str, settings: InputSettings) -> tuple[str, ...]:
     return tuple(str(i + 1) for i in range(count))
 
 
-def _parquet_schema(path: str):
-    import pyarrow.parquet as pq
-
+def _file_schema(path: str, format_name: str):
+    """The Arrow schema of a file of a binary table format (Parquet, Avro), from its footer or header."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-        return pq.ParquetFile(stream).schema_arrow
+        return format_class(format_name).schema(stream)
 
 
-def _parquet_columns(path: str) -> tuple[str, ...]:
-    return tuple(_parquet_schema(path).names)
+def _sampled_fields(data: bytes, settings: InputSettings) -> tuple[str, ...]:
+    """The fields of the records of a sample of rows (JSON Lines), in the order they first appear."""
+    return tuple(dict.fromkeys(settings.reader("any").sample_table(data).column_names))
 
 
 def with_columns(pattern: str, settings: InputSettings) -> InputSettings:
     """``settings`` with the columns of the first input file (see :func:`header_columns`), as a model records
-    them; for Parquet, with its text columns among the categorical ones too (the reader takes them as
-    categories by their type: recorded by name, every reader of the model's rows knows them)."""
+    them; for a typed format (Parquet, Avro), with its text columns among the categorical ones too (the
+    reader takes them as categories by their type: recorded by name, every reader of the model's rows knows
+    them)."""
     columns = header_columns(pattern, settings)
     settings = settings.replace(columns=columns)
     options = settings.options
-    if settings.format != "parquet" or not columns or not options.get("infer_categorical", True):
+    if not format_spec(settings.format).typed or not columns or not options.get("infer_categorical", True):
         return settings
     if options["indices_column"] in columns:  # (sparse lists: no named features)
         return settings
     try:
-        schema = _parquet_schema(first_file(pattern))
+        schema = _file_schema(first_file(pattern), settings.format)
     except Exception:  # the job's read reports a file it cannot read
         return settings
     import pyarrow as pa
@@ -154,7 +160,7 @@ def scoring_reader(
     missing: str = "refuse",
     given: frozenset = frozenset(),
 ):
-    """The format ``evaluate`` and ``predict`` read with: for CSV or Parquet input of a model that records its
+    """The format ``evaluate`` and ``predict`` read with: for input of named columns of a model that records its
     columns, a :class:`~polybeam.formats.scoring.ScoringFormat` holding each file's columns against the model's
     (refusing files without some of its feature columns unless ``missing`` is ``"allow"``, leaving out columns
     it never saw, reading files without the ``optional`` label or weight column without them); else the format
@@ -199,14 +205,17 @@ def named_label(settings: InputSettings) -> InputSettings:
 
 
 def _scoring_columns(settings, model, *, optional, missing, given) -> ScoringColumns | None:
-    if model is None or not model.columns or settings.format not in ("csv", "parquet"):
+    spec = format_spec(settings.format)
+    if model is None or not model.columns or not spec.columns:
         return None
     if model.format != settings.format:
         return None  # (another format of the same features: its columns are its own)
     names = model.columns
-    header = settings.format == "parquet" or bool(settings.options.get("has_header", True))
-    if settings.format == "parquet" and model.options.get("indices_column") in names:
+    header = bool(settings.options.get("has_header", True))  # (only CSV may have none)
+    if model.options.get("indices_column") in names:
         return None  # sparse lists: features by index, not by column
+    if getattr(spec.format_class, "partial_rows", False):
+        missing = "allow"  # (a row may leave any field out: a field no row of a block has is missing there)
 
     def named(column):
         if column is None:
@@ -259,13 +268,13 @@ def check_sample(
     reader = reader if reader is not None else settings.reader(labels)
     sample = b""
     try:
-        if settings.format == "parquet":
-            parsed = _parquet_sample(path, reader)
+        if format_spec(settings.format).layout == "file":
+            parsed = _table_sample(path, reader)
         else:
             sample = text_sample(path)
             parsed = reader.parse(sample, source=path)
     except ValueError as error:  # a header or schema the format cannot read (or not Parquet at all)
-        if settings.format == "parquet":
+        if format_spec(settings.format).layout == "file":
             sample = _text_start(path)  # (what the file looks like instead)
         first = next((line for line in sample.decode("utf-8", "replace").splitlines() if line.strip()), "")
         looks_like = _looks_like(first, settings)
@@ -295,11 +304,12 @@ def _text_start(path: str) -> bytes:
 
 
 def parse_sample(path: str, settings: InputSettings, labels: str):
-    """The first records of ``path`` (at most :data:`SAMPLE_BYTES` of text, :data:`SAMPLE_ROWS` of Parquet),
-    parsed as ``settings`` read them (a ``ParsedBlock``); the readers' errors as they raise them."""
+    """The first records of ``path`` (at most :data:`SAMPLE_BYTES` of text, :data:`SAMPLE_ROWS` rows of a
+    binary table file), parsed as ``settings`` read them (a ``ParsedBlock``); the readers' errors as they
+    raise them."""
     reader = settings.reader(labels)
-    if settings.format == "parquet":
-        return _parquet_sample(path, reader)
+    if format_spec(settings.format).layout == "file":
+        return _table_sample(path, reader)
     return reader.parse(text_sample(path), source=path)
 
 
@@ -316,11 +326,9 @@ def model_note(model: InputSettings, model_path: str) -> str:
     )
 
 
-def _parquet_sample(path: str, reader):
-    import pyarrow.parquet as pq
-
+def _table_sample(path: str, reader):
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-        table = next(pq.ParquetFile(stream).iter_batches(batch_size=SAMPLE_ROWS), None)
+        table = next(iter(reader.record_batches(stream, SAMPLE_ROWS)), None)
     if table is None:
         raise LookupError("no rows")
     return reader.parse_table(table, source=path)

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION
+from polybeam.formats.formats import COLUMN_FORMATS, FORMATS, format_spec
 from polybeam.learners.choices import (
     DEFAULT_OFFSET_PRIOR,
     EXPANSION_RULES,
@@ -63,11 +64,12 @@ from polybeam.learners.key_spec import KeySpec
 from polybeam.learners.loss_specs import loss_parameters, losses_where
 from polybeam.pipelines.commands import COMMANDS, Use
 
-FORMATS = ("libsvm", "vw", "csv", "parquet")
+# The formats of rows with named columns, for the help.
+COLUMNS = "/".join(format_spec(name).title for name in COLUMN_FORMATS)
 # The losses the L-BFGS finishing stage minimises, for the help.
 _SMOOTH = ", ".join(losses_where(finishing=True))
 # How --key names the key of an example: a VW tag, a feature of a VW namespace,
-# a CSV/Parquet column, or the file the example came from.
+# a CSV/Parquet/JSON Lines/Avro column, or the file the example came from.
 
 
 def number_or_auto(text: str) -> float | str:
@@ -104,11 +106,11 @@ def window_spec(text: str) -> str:
 
 
 def timestamp_spec(text: str) -> str:
-    """Validate ``--timestamp``: ``column:NAME`` (a CSV/Parquet column of event times)."""
+    """Validate ``--timestamp``: ``column:NAME`` (a CSV/Parquet/JSON Lines/Avro column of event times)."""
     kind, _, name = text.partition(":")
     if kind != "column" or not name:
         raise argparse.ArgumentTypeError(
-            f"--timestamp must be column:NAME (the CSV/Parquet column of each example's event time), got {text!r}"
+            f"--timestamp must be column:NAME (the {COLUMNS} column of each example's event time), got {text!r}"
         )
     return text
 
@@ -270,41 +272,41 @@ TABLE = (
         "label-column",
         _I,
         "input",
-        f"CSV/Parquet: the label column (CSV default: the first column; Parquet: 'label'){AS_MODEL}",
+        f"{COLUMNS}: the label column (CSV default: the first column; others: 'label'){AS_MODEL}",
         metavar="COLUMN",
         readme_with=("weight-column",),
-        readme="CSV/Parquet label and importance-weight columns (CSV label default: first column)",
+        readme=f"{COLUMNS} label and importance-weight columns (CSV label default: first column)",
     ),
-    Option("weight-column", _I, "input", f"CSV/Parquet: a column of importance weights{AS_MODEL}", metavar="COLUMN"),
+    Option("weight-column", _I, "input", f"{COLUMNS}: a column of importance weights{AS_MODEL}", metavar="COLUMN"),
     Option(
         "categorical-columns",
         _I,
         "input",
-        "CSV/Parquet: comma-separated columns whose values are categories (feature 'column=value'; Parquet's "
-        f"text and dictionary columns are categories anyway){AS_MODEL}",
+        f"{COLUMNS}: comma-separated columns whose values are categories (feature 'column=value'; text values "
+        f"of JSON Lines, text columns of Parquet and Avro are categories anyway){AS_MODEL}",
         type=columns,
         metavar="a,b",
-        readme="CSV/Parquet columns whose values are categories (feature `a=value`; Parquet's text and dictionary "
-        "columns are anyway)",
+        readme=f"{COLUMNS} columns whose values are categories (feature `a=value`; text values of "
+        "JSON Lines, text columns of Parquet and Avro are anyway)",
     ),
     Option(
         "id-column",
         _I,
         "input",
-        "CSV/Parquet: a column of example IDs, not a feature; predict writes each "
+        f"{COLUMNS}: a column of example IDs, not a feature; predict writes each "
         f"example's ID in the last column (named after it), as it writes VW's tags{AS_MODEL}",
         metavar="NAME",
-        readme="CSV/Parquet: a column of example IDs, not a feature; `predict` writes each example's ID in its "
+        readme=f"{COLUMNS}: a column of example IDs, not a feature; `predict` writes each example's ID in its "
         "last column, named after it (VW's tags are IDs already)",
     ),
     Option(
         "ignore-columns",
         _I,
         "input",
-        f"CSV/Parquet: comma-separated columns that are not features{AS_MODEL}",
+        f"{COLUMNS}: comma-separated columns that are not features{AS_MODEL}",
         type=columns,
         metavar="a,b",
-        readme="CSV/Parquet columns that are not features",
+        readme=f"{COLUMNS} columns that are not features",
     ),
     Option(
         "csv-delimiter",
@@ -388,12 +390,12 @@ TABLE = (
         "missing-columns",
         _SC,
         "input",
-        "evaluate/predict, CSV/Parquet: a file that lacks some of the model's feature columns is refused, naming "
+        f"evaluate/predict, {COLUMNS}: a file that lacks some of the model's feature columns is refused, naming "
         "them (refuse, the default), or each absent column is missing in every row, as an empty cell (allow). "
         "Columns the model never saw are left out either way",
         choices=MISSING_COLUMNS,
         default="refuse",
-        readme="`evaluate`/`predict`, CSV/Parquet: a file lacking some of the model's feature columns is refused, "
+        readme=f"`evaluate`/`predict`, {COLUMNS}: a file lacking some of the model's feature columns is refused, "
         "naming them (`refuse`, default), or each is missing in every row (`allow`); columns the model never "
         "saw are left out",
     ),
@@ -403,7 +405,7 @@ TABLE = (
         _K,
         "per-key",
         "train one model per key: tag (VW tag), namespace:NAME (the feature of VW "
-        "namespace NAME, which is then not a feature), column:NAME (a CSV/Parquet column, then not a feature) or "
+        f"namespace NAME, which is then not a feature), column:NAME (a {COLUMNS} column, then not a feature) or "
         "file (the input file); --model is then a directory of models with an index. evaluate/predict take the "
         "key from that index",
         type=key_spec,
@@ -461,13 +463,13 @@ TABLE = (
         metavar="{fixed:SIZE,sliding:SIZE,PERIOD}",
         readme_with=("timestamp", "timestamp-unit"),
         readme="train one model per event-time window (per key with `--key`), by each example's time in a "
-        "CSV/Parquet column (see [Models per window](windows.md))",
+        f"{COLUMNS} column (see [Models per window](windows.md))",
     ),
     Option(
         "timestamp",
         _W,
         "windows",
-        "with --window: column:NAME, the CSV/Parquet column of each example's event "
+        f"with --window: column:NAME, the {COLUMNS} column of each example's event "
         "time (a number since the epoch, in seconds unless --timestamp-unit says otherwise, or ISO-8601 such as "
         "2026-11-01T06:30:00Z), then not a feature; a record without a readable time is a dead letter",
         type=timestamp_spec,

@@ -20,6 +20,7 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from polybeam.formats.formats import format_spec
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.key_spec import KeySpec
@@ -315,8 +316,8 @@ def input_settings(
         where = f" in {model_path}" if model_path else ""
         raise ValueError(
             f"--format {name} cannot be the input of the model{where}: it was trained on "
-            f"{model.format} input, whose features {_FEATURES[model.format]}, and {name}'s "
-            f"{_FEATURES[name]}; give it input like its training data, read with {model.flags()} "
+            f"{model.format} input, whose features {format_spec(model.format).features}, and {name}'s "
+            f"{format_spec(name).features}; give it input like its training data, read with {model.flags()} "
             "(or leave --format out)"
         )
     read = model if model is not None and model.format == name else InputSettings(name)
@@ -341,15 +342,6 @@ def input_settings(
         classes=config.classes if config.label_kind == "multiclass" else 0,
         class_names=config.class_names,
     )
-
-
-# How each format's features become slots (for the message refusing a format a model cannot read).
-_FEATURES = {
-    "libsvm": "are numbered",
-    "parquet": "are numbered or named by column",
-    "csv": "are named by column",
-    "vw": "are named",
-}
 
 
 def format_options(

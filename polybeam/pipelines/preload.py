@@ -14,7 +14,7 @@ from __future__ import annotations
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from polybeam.formats.formats import make_format
+from polybeam.formats.formats import format_spec, make_format
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.learners.polynomial import make_learner
@@ -34,7 +34,7 @@ def _sample(pattern: str) -> tuple[bytes, str]:
 
 def preload_kernels(pattern: str, format_name: str, format_options: dict, config: LearnerConfig) -> None:
     """Run parse, learn, extract, predict and evaluate once on a sample of the input (text formats)."""
-    if format_name == "parquet":
+    if format_spec(format_name).layout != "lines":
         return  # read by record batches, not lines: workers load the kernels on first use
     fmt = make_format(format_name, **format_options)
     data, path = _sample(pattern)

@@ -18,6 +18,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms import window as beam_window
 
+from polybeam.formats.formats import COLUMN_FORMATS_FLAG, COLUMN_FORMATS_TEXT, format_spec
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.windows import WindowSpec, parse_window
 from polybeam.pipelines import job_parts
@@ -33,9 +34,6 @@ from polybeam.transforms.routing import WriteKeyedModels
 from polybeam.transforms.windowed_files import WINDOWED_MODELS, WindowedFolder, WriteWindowedModels
 from polybeam.transforms.windows import KeyByWindow, WindowExamples
 
-# What a windowed job needs of its input: a column of event times.
-TIMED_FORMATS = ("csv", "parquet")
-
 
 def window_of(job: JobSettings, key: str | None) -> WindowSpec | None:
     """The windows of ``--window`` (None without it), failing fast on options that do not go with them."""
@@ -48,12 +46,13 @@ def window_of(job: JobSettings, key: str | None) -> WindowSpec | None:
         return None
     if job.timestamp is None:
         raise OptionError(
-            f"--window {job.window} needs --timestamp column:NAME, the CSV/Parquet column of each example's event time"
+            f"--window {job.window} needs --timestamp column:NAME, the {COLUMN_FORMATS_TEXT} column of each example's "
+            "event time"
         )
     fmt = job.format or "libsvm"
-    if fmt not in TIMED_FORMATS:
+    if not format_spec(fmt).columns:  # (what a windowed job needs of its input: a column of event times)
         raise OptionError(
-            f"--window needs CSV or Parquet input with a timestamp column (--format csv/parquet), not {fmt}"
+            f"--window needs {COLUMN_FORMATS_TEXT} input with a timestamp column ({COLUMN_FORMATS_FLAG}), not {fmt}"
         )
     if key is not None and job.key_model == "shared":
         raise OptionError("--window trains separate models per key and window; leave out --key-model shared")

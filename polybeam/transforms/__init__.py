@@ -31,7 +31,7 @@ _EXPORTS = {
     "ParseBlocks": "read",
     "ParseLines": "lines",
     "ReadExamples": "read",
-    "ReadParquetBatches": "read",
+    "ReadTableFiles": "read",
     "ReadResult": "read",
     "SumCounts": "read",
     "ApplyAnytime": "sequence",

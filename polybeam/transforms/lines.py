@@ -38,6 +38,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION, InputPolicy
+from polybeam.formats.formats import formats_where, is_file_format
 from polybeam.formats.records import DeadLetter
 from polybeam.transforms.input_check import CheckInput
 from polybeam.transforms.read import COUNTS, DEAD_LETTERS, EXAMPLES, ParseBlocks, ReadResult, SumCounts, resolve_format
@@ -134,10 +135,9 @@ class ParseLines(beam.PTransform):
         if block_lines < 1:
             raise ValueError(f"block_lines must be >= 1, got {block_lines}")
         self.format = resolve_format(format, format_options)
-        if not hasattr(self.format, "parse") or getattr(self.format, "name", None) == "parquet":
-            raise ValueError(
-                f"ParseLines reads text lines (libsvm, vw, csv), not {getattr(self.format, 'name', format)}"
-            )
+        if not hasattr(self.format, "parse") or is_file_format(self.format):
+            lines = ", ".join(formats_where(layout="lines"))
+            raise ValueError(f"ParseLines reads text lines ({lines}), not {getattr(self.format, 'name', format)}")
         self.header = self._header(columns)
         self.columns = tuple(columns or ())  # (RecordOrigin records them: a model's CSV lines need no columns)
         self.source = source

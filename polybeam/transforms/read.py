@@ -1,6 +1,7 @@
 """Reading examples: files in, ExampleBatch and DeadLetter PCollections out.
 
-``ReadExamples`` reads LIBSVM, VW, CSV or Parquet files into a PCollection of
+``ReadExamples`` reads files of every input format (LIBSVM, VW text, CSV, JSON Lines, Parquet,
+Avro; see :mod:`polybeam.formats.formats`) into a PCollection of
 :class:`~polybeam.learners.batch.ExampleBatch` (a few thousand examples per
 element) and a PCollection of :class:`~polybeam.formats.records.DeadLetter`
 for the records that could not be parsed. Every record read is counted once,
@@ -12,7 +13,7 @@ wait for the job never sees its metrics)::
     records == examples + dead_letters + skipped
 
 Text files are read by the splittable :class:`~polybeam.transforms.sources.TextBlockSource`
-as blocks of lines; Parquet files by record batch, one file per task.
+as blocks of lines; binary table files (Parquet, Avro) by record batch, one file per task.
 
 Hostile input (see ``tests/transforms/test_input_torture.py``) never crashes a
 read nor loses a record silently. Every bad record is a dead letter with its
@@ -22,8 +23,8 @@ last line of a truncated gzip file (the lines before it are read), labels and
 values that are not finite numbers. Only input that cannot be read as a whole
 stops the job, with an error naming the file: a gzip file whose data is
 corrupt (:class:`~polybeam.transforms.sources.CorruptInputError`), a CSV
-header the format cannot use, and a Parquet file that is not Parquet or lacks
-the columns the format needs.
+header the format cannot use, and a Parquet or Avro file that is not one or
+lacks the columns the format needs.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from typing import NamedTuple
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes, FileMetadata
 from apache_beam.io.filesystems import FileSystems
@@ -44,7 +44,7 @@ from apache_beam.transforms.util import ReshufflePerKey
 from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION, InputPolicy
-from polybeam.formats.formats import make_format
+from polybeam.formats.formats import is_file_format, make_format, spec_of
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.labels import LabelEncodingError
 from polybeam.formats.records import DeadLetter, ParsedBlock, ReadCounts
@@ -68,7 +68,7 @@ __all__ = [
     "EXAMPLES",
     "DEAD_LETTERS",
     "ParseBlocks",
-    "ReadParquetBatches",
+    "ReadTableFiles",
     "ReadExamples",
     "ReadResult",
     "SumCounts",
@@ -183,51 +183,58 @@ def unparsable_record(block: TextBlock, bits: int) -> ParsedBlock:
     return ParsedBlock(batch=ExampleBatch.empty(bits), dead_letters=[letter], records=1)
 
 
-class ReadParquetBatches(beam.DoFn):
-    """Read each matched Parquet file by record batches and parse them.
+class ReadTableFiles(beam.DoFn):
+    """Read each matched file of a binary table format (Parquet, Avro) by record batches and parse them.
 
     Files are opened with Beam's ``FileSystems`` (so ``gs://`` and friends
-    work) and read with ``pyarrow.parquet.ParquetFile.iter_batches``, which
+    work) and read with the format's ``record_batches(stream, rows)``, which
     keeps one record batch in memory at a time.
 
-    A file that is not Parquet, or truncated, or damaged, raises
+    A file that is not of the format, or truncated, or damaged, raises
     :class:`~polybeam.transforms.sources.CorruptInputError` naming it; a file
     without the columns the format needs, a ``ValueError`` naming it.
 
     Parameters
     ----------
-    parquet_format : object
-        The Parquet format (``parse_table(table, *, source, first_row)``).
+    table_format : object
+        The format (``record_batches(stream, rows)`` and
+        ``parse_table(table, *, source, first_row)``).
     batch_rows : int
         Rows per record batch, so per output ExampleBatch.
     """
 
-    def __init__(self, parquet_format, batch_rows: int = DEFAULT_BLOCK_LINES):
-        self.parquet_format = parquet_format
+    def __init__(self, table_format, batch_rows: int = DEFAULT_BLOCK_LINES):
+        self.table_format = table_format
         self.batch_rows = batch_rows
         self._counters = _ReadCounters()
 
     def process(self, file: FileMetadata | str):
         path = file.path if isinstance(file, FileMetadata) else file
+        title = _title(self.table_format)
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-            # Arrow's own messages ("Parquet magic bytes not found in footer") do not say which file.
+            # The readers' own messages ("Parquet magic bytes not found in footer") do not say which file.
             try:
-                batches = pq.ParquetFile(stream).iter_batches(batch_size=self.batch_rows)
-            except (pa.ArrowException, OSError) as error:
+                batches = iter(self.table_format.record_batches(stream, self.batch_rows))
+            except (pa.ArrowException, OSError, ValueError, EOFError) as error:
                 raise CorruptInputError(
-                    f"{path}: not a readable Parquet file (truncated, damaged or not Parquet?): {error}"
+                    f"{path}: not a readable {title} file (truncated, damaged or not {title}?): {error}"
                 ) from error
             first_row = 0
             while True:
                 try:
                     record_batch = next(batches, None)
-                except (pa.ArrowException, OSError) as error:
-                    raise CorruptInputError(f"{path}: damaged Parquet data after row {first_row}: {error}") from error
+                except (pa.ArrowException, OSError, ValueError, EOFError) as error:
+                    raise CorruptInputError(f"{path}: damaged {title} data after row {first_row}: {error}") from error
                 if record_batch is None:
                     return
-                parsed = self.parquet_format.parse_table(record_batch, source=path, first_row=first_row)
+                parsed = self.table_format.parse_table(record_batch, source=path, first_row=first_row)
                 first_row += record_batch.num_rows
                 yield from self._counters.emit(parsed)
+
+
+def _title(table_format) -> str:
+    spec = spec_of(table_format)
+    return spec.title if spec is not None else type(table_format).__name__
 
 
 class SumCounts(beam.CombineFn):
@@ -341,10 +348,6 @@ def input_settings_of(parsing_format) -> InputSettings | None:
         return InputSettings.of(parsing_format)
     except (TypeError, ValueError, KeyError):
         return None
-
-
-def is_parquet(parsing_format) -> bool:
-    return hasattr(parsing_format, "parse_table")
 
 
 def require_match(file_pattern: str) -> None:
@@ -506,7 +509,7 @@ class ReadExamples(beam.PTransform):
         require_match(self.file_pattern)
         if self.infer:
             self._settle_format()
-        read = self._read_parquet(pbegin) if is_parquet(self.format) else self._read_text(pbegin)
+        read = self._read_files(pbegin) if is_file_format(self.format) else self._read_text(pbegin)
         read.examples.polybeam_input = input_settings_of(self.format)
         read = read._replace(checked=read.counts)  # (Beam takes no None among a transform's inputs)
         if self.policy is None:
@@ -558,14 +561,14 @@ class ReadExamples(beam.PTransform):
         letters = parsed[DEAD_LETTERS] | "FillLineNumbers" >> beam.ParDo(FillLineNumbers())
         return ReadResult(parsed[EXAMPLES], letters, parsed[COUNTS] | "SumCounts" >> beam.CombineGlobally(SumCounts()))
 
-    def _read_parquet(self, pbegin) -> ReadResult:
+    def _read_files(self, pbegin) -> ReadResult:
         parsed = (
             pbegin
             | "Match" >> fileio.MatchFiles(self.file_pattern, empty_match_treatment=fileio.EmptyMatchTreatment.DISALLOW)
             # One file is one task; the reshuffle spreads files over workers.
             | "Spread" >> beam.Reshuffle()
-            | "ReadParquet"
-            >> beam.ParDo(ReadParquetBatches(self.format, self.block_lines)).with_outputs(
+            | "ReadTables"
+            >> beam.ParDo(ReadTableFiles(self.format, self.block_lines)).with_outputs(
                 DEAD_LETTERS, COUNTS, main=EXAMPLES
             )
         )

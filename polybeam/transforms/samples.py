@@ -29,6 +29,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from polybeam.formats.acceptance import guess_format
+from polybeam.formats.formats import is_file_format
 from polybeam.formats.labels import infer_classes
 from polybeam.formats.text import record_lines
 
@@ -64,8 +65,8 @@ class InputSample:
         pieces, tables, unreadable = [], [], []
         for path, size in paths:
             try:
-                if getattr(fmt, "name", None) == "parquet":
-                    tables.extend(_parquet_ends(path))
+                if is_file_format(fmt):
+                    tables.extend(_table_ends(path, fmt))
                 else:
                     pieces.extend(text_ends(path, size, limit))
             except Exception as error:  # a file the read will report on (permissions, damage)
@@ -73,7 +74,7 @@ class InputSample:
         return cls(fmt, tuple(pieces), tuple(tables), len(paths), unreadable)
 
     def own_format_share(self) -> float:
-        """The share of the sampled text records that look like the format's own (1 for Parquet, or no
+        """The share of the sampled text records that look like the format's own (1 for binary files, or no
         record): a low one means the input is of another format, which the job's input check diagnoses."""
         name = getattr(self.fmt, "name", None)
         records = [line for piece in self.pieces for line in record_lines(piece.data)]
@@ -137,14 +138,10 @@ def text_ends(path: str, size: int | None, limit: int = SAMPLE_BYTES) -> list[Te
     return [TextPiece(head), TextPiece(tail, header=head.split(b"\n", 1)[0])]
 
 
-def _parquet_ends(path: str) -> list:
-    import pyarrow.parquet as pq
-
+def _table_ends(path: str, fmt) -> list:
+    """Tables of rows from the start (and, where the format can reach it cheaply, the end) of a file."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-        parquet = pq.ParquetFile(stream)
-        groups = parquet.num_row_groups
-        chosen = sorted({0, groups - 1} if groups else set())
-        return [parquet.read_row_group(group) for group in chosen]
+        return fmt.sample_tables(stream)
 
 
 # Below this share of sampled records that look like the format's own, the input is left to the read's checks.

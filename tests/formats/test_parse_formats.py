@@ -8,7 +8,9 @@ import pytest
 
 from polybeam.formats import (
     FORMATS,
+    AvroFormat,
     CsvFormat,
+    JsonLinesFormat,
     LibsvmFormat,
     ParquetFormat,
     VWFormat,
@@ -18,7 +20,14 @@ from polybeam.formats import (
 
 
 def test_registry_names_match_the_classes():
-    classes = {"libsvm": LibsvmFormat, "vw": VWFormat, "csv": CsvFormat, "parquet": ParquetFormat}
+    classes = {
+        "libsvm": LibsvmFormat,
+        "vw": VWFormat,
+        "csv": CsvFormat,
+        "parquet": ParquetFormat,
+        "jsonl": JsonLinesFormat,
+        "avro": AvroFormat,
+    }
     assert set(FORMATS) == set(classes)
     for name in FORMATS:
         assert format_class(name) is classes[name]
@@ -31,7 +40,9 @@ def test_make_format_configures():
 
 
 def test_make_format_rejects_unknown_names_and_options():
-    with pytest.raises(ValueError, match="unknown input format 'svm'; known formats are csv, libsvm, parquet, vw"):
+    with pytest.raises(
+        ValueError, match="unknown input format 'svm'; known formats are avro, csv, jsonl, libsvm, parquet, vw"
+    ):
         make_format("svm")
     with pytest.raises(ValueError, match="unknown option 'label_column' for format 'libsvm'"):
         make_format("libsvm", label_column="y")

@@ -158,7 +158,7 @@ def test_bad_settings_are_refused():
         ScoringColumns(COLUMNS, missing="ignore")
     with pytest.raises(ValueError, match="'z' is not one of the model's columns"):
         ScoringColumns(COLUMNS, label="z")
-    with pytest.raises(ValueError, match="scoring columns apply to CSV and Parquet"):
+    with pytest.raises(ValueError, match="scoring columns apply to input of named columns, not"):
         from polybeam.formats import LibsvmFormat
 
         ScoringFormat(LibsvmFormat(), ScoringColumns(COLUMNS))

@@ -438,12 +438,12 @@ def test_a_bad_record_of_the_input_is_refused_naming_the_model(tmp_path, capsys,
     from dataclasses import replace
 
     model = read_model(str(csv_model["model"]))
-    strange = replace(model, metadata={**model.metadata, "input": {**model.input, "format": "avro"}})
+    strange = replace(model, metadata={**model.metadata, "input": {**model.input, "format": "orc"}})
     strange.save(str(tmp_path / "strange.model"))
     shutil.copy(csv_model["folder"] / "test.csv", tmp_path / "test.csv")
     code, _, stderr = run(capsys, "evaluate", "--input", tmp_path / "test.csv", "--model", tmp_path / "strange.model")
     assert code == 2 and stderr.count("\n") == 1
-    assert "strange.model: its record of how its input was read cannot be used (unknown input format 'avro'" in stderr
+    assert "strange.model: its record of how its input was read cannot be used (unknown input format 'orc'" in stderr
 
 
 def test_train_refuses_a_header_without_the_columns_it_names_before_launch(tmp_path, capsys):

@@ -29,8 +29,8 @@ from polybeam.transforms.read import (
     COUNTER_NAMESPACE,
     ParseBlocks,
     ReadExamples,
-    ReadParquetBatches,
     ReadResult,
+    ReadTableFiles,
 )
 from polybeam.transforms.sources import TextBlockSource
 
@@ -363,7 +363,7 @@ def test_parquet_files_read_by_record_batches(tmp_path):
 def test_parquet_batches_number_their_rows(tmp_path):
     path = tmp_path / "one.parquet"
     pq.write_table(pa.table({"label": [1.0, None, 0.0, None, 1.0], "a": [1.0, 2.0, 3.0, 4.0, 5.0]}), path)
-    outputs = list(ReadParquetBatches(ParquetFormat(), batch_rows=2).process(str(path)))
+    outputs = list(ReadTableFiles(ParquetFormat(), batch_rows=2).process(str(path)))
     batches = [out for out in outputs if isinstance(out, ExampleBatch)]
     letters = [out.value for out in outputs if getattr(out, "tag", None) == "dead_letters"]
     counts = [out.value for out in outputs if getattr(out, "tag", None) == "counts"]
