@@ -111,6 +111,11 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
     code, said = cli("train", "--input", parquet, "--format", "parquet", "--label-column", "y",
                      *train_options(frame, encoding), "--model", folder / "parquet.model")  # fmt: skip
     models["cli parquet"] = Model.load(str(folder / "parquet.model")) if code == 0 else said.strip().splitlines()[-1]
+    jsonl = folder / "table.jsonl"  # (a missing value is null; text is text, a category by its type)
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in json_rows(frame)))
+    code, said = cli("train", "--input", jsonl, "--format", "jsonl", "--label-column", "y",
+                     *train_options(frame, encoding), "--model", folder / "jsonl.model")  # fmt: skip
+    models["cli jsonl"] = Model.load(str(folder / "jsonl.model")) if code == 0 else said.strip().splitlines()[-1]
     with beam.Pipeline(runner="FnApiRunner") as p:
         read = p | ReadExamples(
             str(csv), format="csv", label_column="y", categorical_columns=tuple(text), labels=kind,
@@ -137,6 +142,17 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
         estimator = PolybeamClassifier(loss=loss, **in_order).fit(features, frame["y"])
     models["sklearn"] = estimator
     return models
+
+
+def json_rows(frame: pd.DataFrame) -> list[dict]:
+    """The frame's rows as JSON objects hold them: NaN and None as null, NumPy numbers as numbers."""
+
+    def plain(value):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return None
+        return value.item() if isinstance(value, np.generic) else value
+
+    return [{name: plain(value) for name, value in row.items()} for row in frame.to_dict("records")]
 
 
 def scores(model, frame: pd.DataFrame) -> np.ndarray:

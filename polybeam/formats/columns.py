@@ -12,7 +12,9 @@ file:
   number (as a CSV cell is text), a string that does not is refused naming
   the column; a missing value (None, NaN, an empty string, one of the
   contract's ``na_values``) is an absent feature, as an empty cell;
-* a categorical column's value is a category, even when it is a number;
+* a categorical column's value is a category, even when it is a number; for
+  a model of typed values (Parquet, Avro, JSON Lines), a text value is a
+  category in any column, as its reader reads it;
 * a feature column the row does not have at all is **refused** by default,
   naming it: a row without the column is not the row the model was trained
   on (scoring it as if every such value were missing silently gives another
@@ -92,6 +94,7 @@ class ColumnRoles:
     roles: Mapping[str, str] = field(default_factory=dict)
     na_values: frozenset[str] = frozenset()
     missing_columns: str = "refuse"
+    text_is_category: bool = False
 
     def __post_init__(self) -> None:
         check_missing_columns(self.missing_columns)
@@ -122,7 +125,10 @@ class ColumnRoles:
         categorical = frozenset(named(column) for column in options.get("categorical_columns") or ())
         features = tuple(column for column in columns if column not in roles)
         na_values = frozenset(options.get("na_values") or ())
-        return cls(features, categorical & set(features), roles, na_values, missing_columns)
+        # Formats of typed values (Parquet, Avro, JSON Lines) read a text value as a category; CSV cells are text.
+        typed = hasattr(format_spec(settings.format).format_class, "parse_table")
+        text_is_category = typed and options.get("infer_categorical", True) is not False
+        return cls(features, categorical & set(features), roles, na_values, missing_columns, text_is_category)
 
     def ignoring(self, columns) -> ColumnRoles:
         """These roles with ``columns`` also ignored (neither features nor required)."""
@@ -133,6 +139,7 @@ class ColumnRoles:
             {**self.roles, **{column: "ignored" for column in ignored}},
             self.na_values,
             self.missing_columns,
+            self.text_is_category,
         )
 
     def absent(self, fields) -> list[str]:
@@ -164,7 +171,7 @@ class ColumnRoles:
         features = {}
         for column in self.features:
             value = record.get(column)
-            if column in self.categorical:
+            if column in self.categorical or (self.text_is_category and isinstance(value, (str, bytes, bytearray))):
                 category = _category(value)
                 features[column] = None if category is not None and category.strip() in self.na_values else category
             else:
