@@ -1,11 +1,13 @@
 """The house rules, as tests: no import cycle anywhere in the package (imports inside functions count too),
-the pure layers (learners, formats, selection) never import Beam, even through another module, and no module
-of the package takes another module's private names (``from x import _name`` or ``x._name``)."""
+the pure layers (learners, formats, selection) never import Beam, even through another module, no module
+of the package takes another module's private names (``from x import _name`` or ``x._name``), and fault
+injection stays in the tests (``tests/faults``), out of the package's code paths."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -144,3 +146,19 @@ def test_the_private_name_finder_sees_both_spellings(tmp_path):
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_no_module_imports_a_private_name(path):
     assert private_imports(path) == []
+
+
+# What fault injection is called: it lives in tests/faults, whose hooks wrap the production classes from outside.
+# (Whole words: ``default_step`` is no ``fault_step``.)
+FAULT_WORDS = re.compile(r"\b(POLYBEAM_FAULT\w*|FaultSwitch|fault_step|InjectedFault|tests\.faults)\b")
+
+
+def test_the_fault_word_finder_sees_the_hooks_of_old_and_nothing_else():
+    hooks = 'fault_step = "evaluate"\nself._faults = FaultSwitch("train")  # off unless POLYBEAM_FAULT_DIR\n'
+    assert FAULT_WORDS.findall(hooks) == ["fault_step", "FaultSwitch", "POLYBEAM_FAULT_DIR"]
+    assert FAULT_WORDS.findall('default_step: str = "adaptive"  # faults of the input') == []
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_carries_fault_injection(path):
+    assert FAULT_WORDS.findall(path.read_text()) == []

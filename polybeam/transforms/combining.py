@@ -13,27 +13,15 @@ import copy
 
 import apache_beam as beam
 
-from polybeam.transforms.faults import FaultSwitch
-
 
 class MergeFn(beam.CombineFn):
-    """Folds partial results with ``first.merge([other])``; subclasses shape the output and may name
-    the step a test's fault switch fails (``fault_step``, see :mod:`polybeam.transforms.faults`)."""
-
-    fault_step = "merge-partials"
-
-    def __init__(self):
-        super().__init__()
-        self._faults = FaultSwitch(self.fault_step)  # off unless a test sets POLYBEAM_FAULT
+    """Folds partial results with ``first.merge([other])``; subclasses shape the output."""
 
     def create_accumulator(self):
-        self._faults.bundle_started()
         return None
 
     def add_input(self, merged, partial):
-        merged = copy.deepcopy(partial) if merged is None else merged.merge([partial])
-        self._faults.after_work()
-        return merged
+        return copy.deepcopy(partial) if merged is None else merged.merge([partial])
 
     def merge_accumulators(self, accumulators):
         merged = None

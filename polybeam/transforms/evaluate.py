@@ -33,8 +33,6 @@ class _ScoreFn(beam.DoFn):
 class EvaluationFn(MergeFn):
     """Merges partial Evaluations into the metrics dict."""
 
-    fault_step = "evaluate"
-
     def compact(self, accumulator):
         return accumulator.compact() if accumulator is not None else None
 

@@ -31,7 +31,6 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.selection.groups import GroupSpec
 from polybeam.selection.statistics import DEFAULT_MEMORY_LIMIT, GramStatistics
 from polybeam.transforms.combining import MergeFn
-from polybeam.transforms.faults import FaultSwitch
 
 
 class GramStatisticsFn(beam.CombineFn):
@@ -40,16 +39,12 @@ class GramStatisticsFn(beam.CombineFn):
     def __init__(self, spec: GroupSpec, memory_limit: int = DEFAULT_MEMORY_LIMIT):
         self.spec = spec
         self.memory_limit = memory_limit
-        self._faults = FaultSwitch("statistics")  # off unless a test sets POLYBEAM_FAULT
 
     def create_accumulator(self) -> GramStatistics:
-        self._faults.bundle_started()
         return GramStatistics.for_columns(self.spec.slots, bits=self.spec.bits, memory_limit=self.memory_limit)
 
     def add_input(self, statistics: GramStatistics, batch: ExampleBatch) -> GramStatistics:
-        statistics = statistics.add(batch)
-        self._faults.after_work()
-        return statistics
+        return statistics.add(batch)
 
     def merge_accumulators(self, accumulators) -> GramStatistics:
         accumulators = iter(accumulators)
@@ -83,18 +78,15 @@ class _AddWithSpec(beam.DoFn):
 
     def __init__(self, memory_limit: int):
         self.memory_limit = memory_limit
-        self._faults = FaultSwitch("statistics")  # off unless a test sets POLYBEAM_FAULT
 
     def start_bundle(self):
         self._statistics = None
-        self._faults.bundle_started()
 
     def process(self, batch, spec):
         if self._statistics is None:
             self._spec = spec
             self._statistics = GramStatistics.for_columns(spec.slots, bits=spec.bits, memory_limit=self.memory_limit)
         self._statistics.add(batch)
-        self._faults.after_work()
 
     def finish_bundle(self):
         if self._statistics is not None:

@@ -49,7 +49,6 @@ from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.combining import MergeFn
-from polybeam.transforms.faults import FaultSwitch
 from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard, SplitByShard, feature_names, key_segments
 from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn, split_by_key
@@ -101,7 +100,6 @@ class TrainFn(beam.CombineFn):
         self.progress = progress
         self.progress_every = progress_every  # examples between curve points; 0: at doubling counts
         self.sparse = sparse  # per key: a state of the slots each key touches (polybeam.learners.slot_table)
-        self._faults = FaultSwitch("train")  # off unless a test sets POLYBEAM_FAULT
 
     def _progress(self) -> Progress:
         if getattr(self, "_reporter", None) is None:  # one per worker's copy of the CombineFn
@@ -112,13 +110,10 @@ class TrainFn(beam.CombineFn):
         return {name: value for name, value in self.__dict__.items() if name != "_reporter"}
 
     def create_accumulator(self) -> BackgroundLearner:
-        self._faults.bundle_started()
         return BackgroundLearner(self._progress().attach(make_learner(self.config, sparse=self.sparse)))
 
     def add_input(self, accumulator: BackgroundLearner, element) -> BackgroundLearner:
-        accumulator = _feed(accumulator, element, self._progress(), self.config)
-        self._faults.after_work()
-        return accumulator
+        return _feed(accumulator, element, self._progress(), self.config)
 
     def merge_accumulators(self, accumulators) -> BackgroundLearner:
         learners = [accumulator.settle() for accumulator in accumulators]
@@ -145,7 +140,6 @@ class MergeLearnersFn(beam.CombineFn):
         self.output = output
         self.metadata = metadata
         self.sparse = sparse
-        self._faults = FaultSwitch("merge")  # off unless a test sets POLYBEAM_FAULT
 
     def create_accumulator(self) -> list[LinearLearner]:
         return []
@@ -162,15 +156,10 @@ class MergeLearnersFn(beam.CombineFn):
         return first
 
     def compact(self, learners):
-        self._faults.bundle_started()  # each average is a piece of work the fault switch may fail
-        merged = [learners[0].merge(learners[1:])] if len(learners) > 1 else learners
-        self._faults.after_work()
-        return merged
+        return [learners[0].merge(learners[1:])] if len(learners) > 1 else learners
 
     def extract_output(self, learners):
-        self._faults.bundle_started()
         learner = learners[0].merge(learners[1:]) if learners else make_learner(self.config, sparse=self.sparse)
-        self._faults.after_work()
         return learner.to_model(self.metadata) if self.output == "model" else learner.compact()
 
 
@@ -227,7 +216,7 @@ def continue_from(origin):
 
 
 class _Learning(beam.DoFn):
-    """What the DoFns that learn a pass share: the config, progress lines, the fault switch."""
+    """What the DoFns that learn a pass share: the config, progress lines."""
 
     def __init__(self, config: LearnerConfig, progress: bool = False, progress_every: int = 0):
         self.config = config
@@ -236,7 +225,6 @@ class _Learning(beam.DoFn):
 
     def setup(self):
         self._progress = Progress(quiet=not self.progress, every=self.progress_every)
-        self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
 
 
 class _LearnOnePass(_Learning):
@@ -253,7 +241,6 @@ class _LearnOnePass(_Learning):
     def start_bundle(self):
         self._learners: dict = {}
         self._holding: dict = {}  # per key: whether its holdout still judges (else it learns every example)
-        self._faults.bundle_started()
 
     def process(self, element, start, window=beam.DoFn.WindowParam):
         key, batch = element if self.keyed else (None, element)
@@ -270,7 +257,6 @@ class _LearnOnePass(_Learning):
             self._learners[key] = learner
             self._holding[key] = fresh or origin.selection_.holding_out
         _feed(learner, batch, self._progress, self.config, self._holding[key])
-        self._faults.after_work()
 
     def finish_bundle(self):
         for (window, key), background in self._learners.items():
@@ -287,9 +273,6 @@ class _LearnKeyPass(_Learning):
     A key without a state (new in a warm start) starts afresh; a key whose holdout stopped it, or
     that has no examples this pass, yields nothing (the judgement keeps its previous state)."""
 
-    def start_bundle(self):
-        self._faults.bundle_started()
-
     def process(self, element):
         key, grouped = element
         states = list(grouped["state"])
@@ -302,7 +285,6 @@ class _LearnKeyPass(_Learning):
             if learner is None:
                 learner = make_learner(self.config, sparse=True) if origin is None else continue_from(origin)
             learner = _feed(learner, batch, self._progress, self.config, holding)
-            self._faults.after_work()
         self._progress.publish()
         if learner is not None:
             yield key, learner.compact()
@@ -336,12 +318,8 @@ class _TrainShard(beam.DoFn):
         self.shards = shards
 
     def setup(self):
-        self._faults = FaultSwitch("learn")  # off unless a test sets POLYBEAM_FAULT
         self._stopped = Metrics.counter("polybeam.train", "learners_stopped_early")
         self._keys = Metrics.counter("polybeam.train", "keys_trained")
-
-    def start_bundle(self):
-        self._faults.bundle_started()
 
     def process(self, element):
         shard, grouped = element
@@ -358,7 +336,6 @@ class _TrainShard(beam.DoFn):
             self._report(learner.selection_)
             self._keys.inc()
             models.append((key, learner.to_model(self.metadata)))
-            self._faults.after_work()
         if models:
             yield KeyShard(shard, self.shards, models, names=feature_names(batches))
 
@@ -599,8 +576,6 @@ class _SumLossGradients(MergeFn):
     """Adds the bundles' losses and gradients (any order: the sum is additive). The first part is
     copied, not summed into (see MergeFn): it is an input element, which a CombineFn must not change,
     and summing the next bundle's part into it did."""
-
-    fault_step = "lbfgs-sum"
 
 
 class _LbfgsState:

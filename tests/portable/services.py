@@ -111,7 +111,8 @@ def start_worker_pool(
     pool_dir = workdir / name
     pool_dir.mkdir(parents=True, exist_ok=True)
     if shared:  # the pool runs in its own folder: it finds polybeam (and its engines) through the path
-        env = {**(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))}
+        path = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH"))  # (a path of env's own is kept)
+        env = {**(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), path]))}
     reason = why_no_private_tmp()
     if reason is None:
         holding = pool_dir / "holding"

@@ -1,7 +1,9 @@
 """Worker faults: a bundle that fails and is retried does not change the result.
 
 A second worker pool runs with the fault switch on (``POLYBEAM_FAULT``, see
-:mod:`polybeam.transforms.faults`): in every job, the first attempt of the
+:mod:`tests.faults.switch`; the pool's processes start with the hooks of
+:mod:`tests.faults.hooks`, which attach it to polybeam's steps, on their
+``PYTHONPATH``): in every job, the first attempt of the
 first bundle of each polybeam step (first-pass learning, a later pass's
 learning, the averaging of learners, the merging of evaluations, the Gram
 statistics of ``sequence``) learns or adds a batch and then raises. Its jobs
@@ -25,6 +27,7 @@ import shutil
 import pytest
 
 from polybeam import datasets
+from tests.faults import hooks
 from tests.portable import services
 from tests.portable.commands import IN_PROCESS_OPTIONS, polybeam
 from tests.portable.compare import assert_close, assert_same_model
@@ -40,7 +43,7 @@ def faulty(portable_cluster):
     root = portable_cluster.root / "faulty"
     markers = root / "markers"
     markers.mkdir(parents=True)
-    env = {"POLYBEAM_FAULT": ",".join(f"{step}:1" for step in STEPS), "POLYBEAM_FAULT_DIR": str(markers)}
+    env = hooks.environment(",".join(f"{step}:1" for step in STEPS), markers)
     service = services.start_job_service(root, workers=2, bundle_attempts=3, wait=False)
     pool = None
     try:
@@ -184,7 +187,8 @@ def test_a_failed_local_job_rerun_from_its_last_pass_gives_the_fault_free_model(
     train = portable_data["spam"].train
     markers = tmp_path / "markers"
     markers.mkdir()
-    env = {**portable_cluster.launcher_env, "POLYBEAM_FAULT": "learn:1", "POLYBEAM_FAULT_DIR": str(markers)}
+    launcher = portable_cluster.launcher_env
+    env = {**launcher, **hooks.environment("learn:1", markers, base=launcher)}
     args = ["train", "--input", train, "--loss", "logistic", "--passes", "3", "--quiet"]
     failed = polybeam([*args, "--model", tmp_path / "m.model"], [], cwd=tmp_path, env=env)
     assert failed.returncode != 0 and "injected fault (POLYBEAM_FAULT=learn:1)" in failed.stderr

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from polybeam.transforms import faults
 from tests.concurrency import all_at_once
+from tests.faults import switch as faults
 
 SATELLITE = Path(__file__).parents[2] / "polybeam" / "datasets" / "data" / "satellite.libsvm.gz"
 SATELLITE_ROWS = 6435

@@ -8,19 +8,20 @@ never be merged. To show that, a test sets::
     POLYBEAM_FAULT="train:1,merge:1"   # STEP:N, comma-separated
     POLYBEAM_FAULT_DIR=/mnt/faults  # optional: fire once per job, not once per worker process
 
-and the steps below count the bundle attempts they start in each worker
-process; the Nth one does its first piece of work (learns a batch, merges,
-adds statistics) and then raises :class:`InjectedFault`, once. With
+and the steps count the bundle attempts they start in each worker process;
+the Nth one does its first piece of work (learns a batch, merges, adds
+statistics) and then raises :class:`InjectedFault`, once. With
 ``POLYBEAM_FAULT_DIR`` the attempt that fires leaves a marker file there, so
 that no other process (another worker, a re-run of the job) fires again.
 
-Steps: ``train`` (first-pass learning, ``TrainFn``), ``learn`` (a later
-pass's learning, and the first pass with a merge tree), ``merge``
-(averaging learners), ``evaluate`` (merging evaluations), ``statistics``
-(Gram statistics of ``sequence``), ``lbfgs-sum`` (summing the L-BFGS finishing stage's losses
-and gradients).
+The production classes know nothing of this: :mod:`tests.faults.hooks` wraps
+their methods with a switch each (its ``STEPS`` table names the steps and
+where each one counts a bundle and checks after its work), in the test's own
+process or, through ``tests/faults/startup/sitecustomize.py``, in the worker
+processes a test starts.
 
-Without the variable the switch costs one check per bundle and per input.
+Production code pays nothing for this; with the hooks on and no variable set,
+the switch costs one check per bundle and per input.
 
 >>> import os
 >>> os.environ[ENV] = "demo:2"; reset()
@@ -102,8 +103,9 @@ def _claim(step: str) -> bool:
 
 
 class FaultSwitch:
-    """Held by a DoFn or CombineFn: ``bundle_started()`` when a bundle attempt begins (a DoFn's
-    ``start_bundle``, a CombineFn's ``create_accumulator``), ``after_work()`` after each piece of work.
+    """One per DoFn or CombineFn copy (:mod:`tests.faults.hooks` attaches it): ``bundle_started()`` when a
+    bundle attempt begins (a DoFn's ``start_bundle``, a CombineFn's ``create_accumulator``), ``after_work()``
+    after each piece of work.
 
     One bundle runs at a time on each deserialised copy of a DoFn or CombineFn, so
     the copy that started the Nth bundle is the one that fails it.

@@ -1,0 +1,1 @@
+"""The folder a test puts first on a process's PYTHONPATH for polybeam's fault hooks (see sitecustomize)."""
