@@ -47,15 +47,15 @@ import json
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+import numba
 import numpy as np
 import pyarrow as pa
 
 from polybeam.formats.records import DeadLetter, ParsedBlock
 from polybeam.formats.row_tables import table_of_records
 from polybeam.formats.tables import TableFormat
-from polybeam.formats.text import LineBlock, check_position, nul_positions, nul_reason
-
-_BLANK = b" \t\r\v\f"
+from polybeam.formats.text import LineBlock, as_bytes_array, check_position, is_skippable, nul_positions, nul_reason
+from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,9 @@ class JsonLinesFormat(TableFormat):
         """The table of the objects on ``lines``, the lines its rows come from, and the dead letters of the
         lines that hold no object. Arrow's reader takes the whole block; a block it refuses (a bad line, a
         field of mixed types) is read line by line."""
-        payload = b"\n".join(block.raw(int(line)) for line in lines)
+        # (the block itself when every line holds a record: no copy per line)
+        every = len(lines) == block.records
+        payload = block.data if every else b"\n".join(block.raw(int(line)) for line in lines)
         table = _arrow_json(payload) if len(lines) else pa.table({})
         if table is not None and table.num_rows == len(lines):
             return table, lines, []
@@ -143,17 +145,23 @@ class JsonLinesFormat(TableFormat):
 def _record_lines(block: LineBlock) -> tuple[np.ndarray, int, list[DeadLetter]]:
     """The lines of ``block`` that hold records, the number skipped (blank, comments), and dead letters for
     lines holding a NUL byte."""
+    skippable = _skippable(as_bytes_array(block.data), block.starts, block.stops)
     nuls = nul_positions(block)
-    lines, letters, skipped = [], [], 0
-    for line in range(block.records):
-        text = block.raw(line).strip(_BLANK)
-        if nuls is not None and nuls[line] >= 0:
-            letters.append(block.dead_letter(line, nul_reason(nuls[line])))
-        elif not text or text.startswith(b"#"):
-            skipped += 1
-        else:
-            lines.append(line)
-    return np.asarray(lines, dtype=np.int64), skipped, letters
+    letters = []
+    if nuls is not None:
+        damaged = nuls >= 0
+        letters = [block.dead_letter(int(line), nul_reason(nuls[line])) for line in np.flatnonzero(damaged)]
+        skippable &= ~damaged
+        return np.flatnonzero(~skippable & ~damaged), int(np.count_nonzero(skippable)), letters
+    return np.flatnonzero(~skippable), int(np.count_nonzero(skippable)), letters
+
+
+@numba.njit(cache=True)
+def _skippable(data, starts, stops):
+    skipped = np.zeros(len(starts), dtype=np.bool_)
+    for line in range(len(starts)):
+        skipped[line] = is_skippable(data, starts[line], stops[line])
+    return skipped
 
 
 def _arrow_json(payload: bytes) -> pa.Table | None:
