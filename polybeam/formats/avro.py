@@ -38,9 +38,8 @@ from typing import BinaryIO, ClassVar
 
 import pyarrow as pa
 
-from polybeam.formats.records import ParsedBlock
 from polybeam.formats.row_tables import table_of_records
-from polybeam.formats.tables import TableFormat
+from polybeam.formats.tables import FileTableFormat
 
 # Rows a launcher samples from a file's start.
 SAMPLE_ROWS = 1000
@@ -63,24 +62,10 @@ _LOGICAL = {
 
 
 @dataclass(frozen=True)
-class AvroFormat(TableFormat):
+class AvroFormat(FileTableFormat):
     """Parse Avro files (see :class:`~polybeam.formats.tables.TableFormat` for the settings)."""
 
     name: ClassVar[str] = "avro"
-
-    def parse(
-        self,
-        data: bytes,
-        *,
-        source: str = "<memory>",
-        offset: int = 0,
-        first_line: int | None = 1,
-        header: bytes | None = None,
-    ) -> ParsedBlock:
-        """Parse the bytes of a whole Avro file (its blocks are read in order, never split at byte offsets)."""
-        if offset != 0:
-            raise ValueError("Avro data cannot start mid-file; read its records and use parse_table")
-        return self.parse_table(self.table_of(data), source=source, first_row=0)
 
     @classmethod
     def table_of(cls, data: bytes) -> pa.Table:

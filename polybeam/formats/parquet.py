@@ -24,29 +24,14 @@ from typing import BinaryIO, ClassVar
 
 import pyarrow as pa
 
-from polybeam.formats.records import ParsedBlock
-from polybeam.formats.tables import TableFormat
+from polybeam.formats.tables import FileTableFormat
 
 
 @dataclass(frozen=True)
-class ParquetFormat(TableFormat):
+class ParquetFormat(FileTableFormat):
     """Parse Parquet files (see :class:`~polybeam.formats.tables.TableFormat` for the settings)."""
 
     name: ClassVar[str] = "parquet"
-
-    def parse(
-        self,
-        data: bytes,
-        *,
-        source: str = "<memory>",
-        offset: int = 0,
-        first_line: int | None = 1,
-        header: bytes | None = None,
-    ) -> ParsedBlock:
-        """Parse the bytes of a whole Parquet file (Parquet cannot be split at byte offsets)."""
-        if offset != 0:
-            raise ValueError("Parquet data cannot start mid-file; read row groups and use parse_table")
-        return self.parse_table(self.table_of(data), source=source, first_row=0)
 
     @staticmethod
     def table_of(data: bytes) -> pa.Table:

@@ -588,6 +588,27 @@ class TableFormat(HashedFormat):
         )
 
 
+@dataclass(frozen=True)
+class FileTableFormat(TableFormat):
+    """A format of whole binary files of rows (Parquet, Avro): ``parse`` takes a whole file's bytes, as a
+    file cannot be split at byte offsets; a subclass gives ``table_of(data)`` and ``record_batches(stream,
+    rows)``."""
+
+    def parse(
+        self,
+        data: bytes,
+        *,
+        source: str = "<memory>",
+        offset: int = 0,
+        first_line: int | None = 1,
+        header: bytes | None = None,
+    ) -> ParsedBlock:
+        """Parse the bytes of a whole file."""
+        if offset != 0:
+            raise ValueError(f"{self.name} data cannot start mid-file; read its record batches and use parse_table")
+        return self.parse_table(self.table_of(data), source=source, first_row=0)
+
+
 class _FeatureNames:
     """What names each feature of a table's named layout: an id per feature, resolved to its name (the
     column's, or ``column=value``) only for the slots a batch keeps."""
