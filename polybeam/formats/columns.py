@@ -48,7 +48,7 @@ from polybeam.formats.formats import format_spec
 from polybeam.learners.choices import MISSING_COLUMNS
 
 MISSING_COLUMN_POLICIES = MISSING_COLUMNS  # (the option schema's --missing-columns, for files too)
-# The settings of a CSV or Parquet read that give a column a role other than feature.
+# The settings of a read of named columns (CSV, JSON Lines, Parquet, Avro) that give a column a role other than feature.
 ROLE_SETTINGS = {
     "label_column": "label",
     "weight_column": "weight",

@@ -96,7 +96,7 @@ class JsonLinesFormat(TableFormat):
         table, lines, bad = self._table(block, lines)
         letters += bad
         parse_table = self.parse_table if parse_table is None else parse_table
-        parsed = parse_table(_complete(table, self), source=source, first_row=0)
+        parsed = parse_table(self.with_absent_columns(table), source=source, first_row=0)
         # Rows back to lines: ids become byte offsets (as every text format's), letters carry their line.
         row_ids = block.offset + block.starts[lines[parsed.batch.row_ids]] if len(lines) else parsed.batch.row_ids
         batch = replace(parsed.batch, row_ids=np.asarray(row_ids, dtype=np.int64))
@@ -219,26 +219,3 @@ def _kind(value) -> str:
     if value is None:
         return "null"
     return "a number" if not isinstance(value, bool) else "a boolean"
-
-
-def _complete(table: pa.Table, fmt: JsonLinesFormat) -> pa.Table:
-    """``table`` with a typed column of nulls for each column ``fmt`` names that no row of the block has (or
-    has only as nulls, which Arrow types as nothing): a field left out is missing, whatever the block."""
-    numbers, texts = pa.float64(), pa.string()
-    wanted = {
-        fmt.label_column if fmt.labels != "any" else None: numbers,
-        fmt.weight_column: numbers,
-        fmt.key_column: texts,
-        fmt.id_column: texts,
-        fmt.timestamp_column: numbers,
-        **{name: texts for name in fmt.categorical_columns or ()},
-        **{name: numbers for name in fmt.feature_columns or ()},
-    }
-    for name, kind in wanted.items():
-        if name is None:
-            continue
-        if name not in table.column_names:
-            table = table.append_column(name, pa.nulls(table.num_rows, kind))
-        elif pa.types.is_null(table.schema.field(name).type):
-            table = table.set_column(table.column_names.index(name), name, pa.nulls(table.num_rows, kind))
-    return table

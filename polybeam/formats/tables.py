@@ -242,7 +242,33 @@ class TableFormat(HashedFormat):
             # A file with the wrong schema cannot be read at all: say which file.
             raise InputFileError(f"{source}: {error}") from error
 
+    def with_absent_columns(self, table: pa.Table) -> pa.Table:
+        """For rows that may leave fields out (``partial_rows``): ``table`` with a typed column of nulls for
+        each column the format names that no row has (or has only as nulls, which Arrow types as nothing),
+        so that a field left out is missing whichever rows are read together; other tables as they are."""
+        if not self.partial_rows:
+            return table
+        numbers, texts = pa.float64(), pa.string()
+        wanted = {
+            self.label_column if self.labels != "any" else None: numbers,
+            self.weight_column: numbers,
+            self.key_column: texts,
+            self.id_column: texts,
+            self.timestamp_column: numbers,
+            **{name: texts for name in self.categorical_columns},
+            **{name: numbers for name in self.feature_columns or ()},
+        }
+        for name, kind in wanted.items():
+            if name is None:
+                continue
+            if name not in table.column_names:
+                table = table.append_column(name, pa.nulls(table.num_rows, kind))
+            elif pa.types.is_null(table.schema.field(name).type):
+                table = table.set_column(table.column_names.index(name), name, pa.nulls(table.num_rows, kind))
+        return table
+
     def _parse_table(self, table: pa.Table, source: str, first_row: int) -> ParsedBlock:
+        table = self.with_absent_columns(table)
         self._check_unique_columns(table)
         n = table.num_rows
         labels, has_label, unknown_classes = self._labels(table)
@@ -554,7 +580,9 @@ class TableFormat(HashedFormat):
             categorical = self._is_categorical(name, column_type, chosen=False)
             if categorical is not None:
                 plan.append((position, name, categorical))
-        if self.partial_rows:  # (columns come in the order a block first meets them: by name, alike in every block)
+        # Rows that may leave fields out give a block's columns in the order the block first meets them, which
+        # differs from block to block: by name instead, so a row's features come alike in every block.
+        if self.partial_rows:
             plan.sort(key=lambda entry: (entry[1], entry[0]))
         if not plan and not self.partial_rows:
             described = ", ".join(f"{name}: {kind}" for name, kind in zip(column_names, table.schema.types))

@@ -606,7 +606,7 @@ def expand_namespace_interactions(
     if batch.namespaces is None:
         raise ValueError(
             "namespace interactions need to know each feature's namespace: read VW text input "
-            "(LIBSVM, CSV and Parquet features have none), or expand all pairs / triples instead"
+            "(LIBSVM, CSV, JSON Lines, Parquet and Avro features have none), or expand all pairs / triples instead"
         )
     table = interaction_array(interactions)
     mask = (1 << batch.bits) - 1

@@ -2,8 +2,8 @@
 
 A key is where each example's key comes from: ``tag`` (a VW line's tag),
 ``file`` (the input file), ``namespace:NAME`` (the feature of a VW namespace,
-then not a feature) or ``column:NAME`` (a CSV or Parquet column, then not a
-feature). The last two are *read*: the parser finds each example's key and
+then not a feature) or ``column:NAME`` (a column of named-column input, then
+not a feature). The last two are *read*: the parser finds each example's key and
 the batch carries it (``ExampleBatch.key_codes``).
 
 >>> spec = KeySpec.parse("column:store")

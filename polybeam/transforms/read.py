@@ -377,7 +377,8 @@ class ReadExamples(beam.PTransform):
         into byte ranges. Compressed text (``.gz``, ``.bz2``, ...) is
         decompressed on the fly, each file by one reader.
     format : str or format object, default "libsvm"
-        "libsvm", "vw", "csv" or "parquet", or a format object from
+        "libsvm", "vw", "csv", "jsonl", "parquet" or "avro" (see
+        :data:`~polybeam.formats.formats.FORMATS`), or a format object from
         ``polybeam.formats``.
     block_lines : int, default 4096
         Most records per ExampleBatch (rows per record batch for Parquet).

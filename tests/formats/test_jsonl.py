@@ -160,3 +160,17 @@ def test_a_label_of_text_without_class_names_is_refused_naming_the_fix():
         JsonLinesFormat().parse(lines({"label": "cat", "x": 1}))
     named = JsonLinesFormat(labels="multiclass", label_names=("cat", "dog")).parse(lines({"label": "dog", "x": 1}))
     assert named.batch.labels.tolist() == [2.0]
+
+
+def test_rows_of_dicts_for_a_json_lines_model_may_leave_fields_out_as_its_lines_may():
+    """The dict door reads a JSON Lines model's rows as its reader reads lines: a weight or a field left out is
+    missing (a weight of 1), as in a file, never an error."""
+    from polybeam.formats.fields import RowReading
+    from polybeam.formats.input_settings import InputSettings
+
+    fmt = JsonLinesFormat(label_column="y", weight_column="w")
+    settings = InputSettings.of(fmt).replace(columns=("y", "w", "x", "c"))
+    rows = [{"y": 1, "x": 2.0, "c": "red"}, {"y": 0, "x": 1.0, "c": "blue"}]
+    read = RowReading(settings).examples(rows, bits=18, seed=0, labels="binary")
+    parsed = fmt.parse(lines(*rows))
+    same_batch(read.batch, parsed.batch)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 
 import apache_beam as beam
 import fastavro
@@ -23,6 +22,7 @@ from polybeam.transforms.inference import PolybeamModelHandler
 from polybeam.transforms.model_io import read_model
 from tests.pipelines.commands import run
 from tests.pipelines.test_csv_parquet_cli import iris_frame, report
+from tests.test_doors import json_rows
 from tests.transforms.test_inference import collect
 
 pytestmark = pytest.mark.slow
@@ -39,18 +39,11 @@ AVRO_SCHEMA = {
 }
 
 
-def records(frame) -> list[dict]:
-    return [
-        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-        for row in frame.to_dict("records")
-    ]
-
-
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tables")
     frame = iris_frame(missing=True)
-    rows = records(frame)
+    rows = json_rows(frame)
     frame.assign(species=frame["species"].where(frame["species"].notna(), "?")).to_csv(
         folder / "iris.csv", index=False, na_rep="NA"
     )
