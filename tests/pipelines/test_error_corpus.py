@@ -190,7 +190,7 @@ CASES = [
         "windows of LIBSVM",
         (*TRAIN, "--input", "{train_libsvm}", *WINDOWED, "--model", "{out}/w"),
         2,
-        "--window needs CSV or Parquet input",
+        "--window needs CSV, Parquet, JSON Lines or Avro input with a timestamp column",
     ),
     # -- where results go
     Case(
