@@ -43,23 +43,29 @@ from tests.faults.switch import DIR_ENV, ENV, FaultSwitch, InjectedFault
 START, AFTER, AROUND = "start", "after", "around"
 _COMBINE = {"create_accumulator": START, "add_input": AFTER}
 _DOFN = {"start_bundle": START, "process": AFTER}
-_TRAIN = "polybeam.transforms.train"
+_PASSES = "polybeam.transforms.passes"
 _STATISTICS = "polybeam.transforms.group_statistics"
 
 # step -> ((module, class, {method: hook}), ...). A subclass of a listed class counts as its step, unless
 # it is listed itself (MergeFn's subclasses for evaluations and L-BFGS sums are steps of their own).
 STEPS: dict[str, tuple[tuple[str, str, dict[str, str]], ...]] = {
-    "train": ((_TRAIN, "TrainFn", _COMBINE),),  # first-pass learning
+    "train": ((_PASSES, "TrainFn", _COMBINE),),  # first-pass learning
     "learn": (  # a later pass's learning, the first pass with a merge tree, per-key learning by shards
-        (_TRAIN, "_LearnOnePass", _DOFN),
-        (_TRAIN, "_LearnKeyPass", _DOFN),  # (after each key's batches: a key is its piece of work)
-        (_TRAIN, "_TrainShard", _DOFN),  # (after each shard's keys, before its KeyShard is emitted)
+        (_PASSES, "LearnOnePass", _DOFN),
+        (_PASSES, "LearnKeyPass", _DOFN),  # (after each key's batches: a key is its piece of work)
+        (
+            "polybeam.transforms.train_shards",
+            "TrainShard",
+            _DOFN,
+        ),  # (after each shard's keys, before its KeyShard is emitted)
     ),
-    "merge": ((_TRAIN, "MergeLearnersFn", {"compact": AROUND, "extract_output": AROUND}),),  # averaging
+    "merge": ((_PASSES, "MergeLearnersFn", {"compact": AROUND, "extract_output": AROUND}),),  # averaging
     "merge-partials": (("polybeam.transforms.combining", "MergeFn", _COMBINE),),  # other partial results
     "evaluate": (("polybeam.transforms.evaluate", "EvaluationFn", _COMBINE),),  # merging evaluations
     "statistics": ((_STATISTICS, "GramStatisticsFn", _COMBINE), (_STATISTICS, "_AddWithSpec", _DOFN)),
-    "lbfgs-sum": ((_TRAIN, "_SumLossGradients", _COMBINE),),  # the L-BFGS stage's losses and gradients
+    "lbfgs-sum": (
+        ("polybeam.transforms.lbfgs_stage", "SumLossGradients", _COMBINE),
+    ),  # the L-BFGS stage's losses and gradients
 }
 
 STARTUP = Path(__file__).resolve().parent / "startup"  # holds the sitecustomize that activates the hooks

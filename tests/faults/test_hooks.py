@@ -73,11 +73,11 @@ def test_the_hooks_wrap_every_listed_method_and_give_the_classes_their_own_back(
 
 
 def test_a_wrapped_process_keeps_the_parameters_beam_reads():
-    from polybeam.transforms.train import _LearnOnePass
+    from polybeam.transforms.passes import LearnOnePass
 
-    plain = inspect.signature(_LearnOnePass.process)
+    plain = inspect.signature(LearnOnePass.process)
     with hooks.active():
-        wrapped = inspect.signature(_LearnOnePass.process)
+        wrapped = inspect.signature(LearnOnePass.process)
     assert wrapped == plain and wrapped.parameters["window"].default is beam.DoFn.WindowParam
 
 
@@ -151,16 +151,16 @@ def _spam(default_group: bool):
 TRAIN = dict(loss="logistic", bits=BITS, passes=2)
 CASES = {  # step, the class whose fault fires, the job
     "train": ("train", "TrainFn", lambda p: p | beam.Create(_batches()) | Train(**TRAIN)),
-    "learn": ("learn", "_LearnOnePass", lambda p: p | beam.Create(_batches()) | Train(**TRAIN)),
+    "learn": ("learn", "LearnOnePass", lambda p: p | beam.Create(_batches()) | Train(**TRAIN)),
     "merge": ("merge", "MergeLearnersFn", lambda p: p | beam.Create(_batches()) | Train(**TRAIN)),
     "learn-shards": (
         "learn",
-        "_TrainShard",
+        "TrainShard",
         lambda p: p | beam.Create(_batches(tags=True)) | Train(**TRAIN, key=ParsedKeys("tag")),
     ),
     "lbfgs-sum": (
         "lbfgs-sum",
-        "_SumLossGradients",
+        "SumLossGradients",
         lambda p: p | beam.Create(_batches()) | Train(loss="logistic", bits=BITS, lbfgs_passes=2),
     ),
     "evaluate": ("evaluate", "EvaluationFn", lambda p: p | beam.Create(_batches()) | Evaluate(_model())),
@@ -186,7 +186,7 @@ def test_the_learn_step_of_a_later_pass_per_key(faults, tmp_path):
     train = Train(**TRAIN, key=ParsedKeys("tag"), checkpoint_dir=str(tmp_path))
     with pytest.raises(Exception, match=r"injected fault \(POLYBEAM_FAULT=learn:1\)"):
         _run(lambda p: p | beam.Create(_batches(tags=True)) | train)
-    assert hooks.FIRED == [("learn", "_LearnKeyPass")]
+    assert hooks.FIRED == [("learn", "LearnKeyPass")]
 
 
 @pytest.mark.slow

@@ -56,13 +56,13 @@ def test_summing_losses_and_gradients_leaves_the_parts_unchanged():
     """The bundles' parts are input elements of the sum: a CombineFn must not change them (it summed
     the next part into the first one)."""
     from polybeam.learners.lbfgs import LossGradient
-    from polybeam.transforms.train import _SumLossGradients
+    from polybeam.transforms.lbfgs_stage import SumLossGradients
 
     parts = [
         LossGradient(1.0, np.ones((4, 1)), np.ones((4, 1)), 1.0, 1),
         LossGradient(2.0, np.full((4, 1), 2.0), np.ones((4, 1)), 1.0, 1),
     ]
-    combine = _SumLossGradients()
+    combine = SumLossGradients()
     total = combine.create_accumulator()
     for part in parts:
         total = combine.add_input(total, part)
