@@ -115,7 +115,7 @@ except ImportError:  # scikit-learn 1.4 and 1.5: the estimator's own method
 
 __all__ = ["ESTIMATOR_SETTINGS", "PARAMETERS_OF", "PolybeamClassifier", "PolybeamRegressor", "TASK_SETTINGS"]
 
-_DEFAULTS = {field.name: field.default for field in dataclasses.fields(LearnerConfig)}
+_DEFAULTS = LearnerConfig.defaults()
 # LearnerConfig's settings the estimators take from the labels instead of a parameter: a classifier
 # counts and names the classes of y (``classes_``).
 # Settings the estimator sets itself (the task's classes), or that have no meaning without keys (the shared

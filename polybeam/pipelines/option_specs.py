@@ -231,7 +231,7 @@ class Option:
 
 
 def _config_default(field: str) -> Any:
-    return {f.name: f.default for f in dataclasses.fields(LearnerConfig)}[field]
+    return LearnerConfig.defaults()[field]
 
 
 def _text(value: Any) -> str:

@@ -44,7 +44,7 @@ def test_the_readmes_table_shows_every_option_of_train_evaluate_and_predict():
 
 
 def test_learner_defaults_are_learner_configs_own():
-    fields = {field.name: field.default for field in dataclasses.fields(LearnerConfig)}
+    fields = LearnerConfig.defaults()
     filled = [option for option in specs.TABLE if option.config and option.sets is None and option.name != "alpha"]
     assert len(filled) > 25
     for option in filled:
