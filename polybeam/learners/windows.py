@@ -141,6 +141,32 @@ def parse_window(text: str) -> WindowSpec:
         raise ValueError(f"--window {text}: {error}") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class TimestampSpec:
+    """Where each example's event time is: ``--timestamp column:NAME``.
+
+    >>> TimestampSpec.parse("column:ts").column
+    'ts'
+    >>> TimestampSpec.parse("ts")
+    Traceback (most recent call last):
+    ValueError: --timestamp must be column:NAME, got 'ts'
+    """
+
+    column: str
+
+    @classmethod
+    def parse(cls, text: str | TimestampSpec) -> TimestampSpec:
+        if isinstance(text, TimestampSpec):
+            return text
+        kind, _, name = str(text).partition(":")
+        if kind != "column" or not name:
+            raise ValueError(f"--timestamp must be column:NAME, got {text!r}")
+        return cls(name)
+
+    def __str__(self) -> str:
+        return f"column:{self.column}"
+
+
 def to_micros(seconds: np.ndarray) -> np.ndarray:
     """Seconds since the epoch (float) as Beam's integer microseconds (rounded down, as Beam rounds)."""
     return np.floor(np.asarray(seconds, dtype=np.float64) * MICROS).astype(np.int64)

@@ -62,6 +62,7 @@ from polybeam.learners.choices import (
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.key_spec import KeySpec
 from polybeam.learners.loss_specs import loss_parameters, losses_where
+from polybeam.learners.windows import TimestampSpec
 from polybeam.pipelines.commands import COMMANDS, Use
 
 # The formats of rows with named columns, for the help.
@@ -107,11 +108,12 @@ def window_spec(text: str) -> str:
 
 def timestamp_spec(text: str) -> str:
     """Validate ``--timestamp``: ``column:NAME`` (a CSV/Parquet/JSON Lines/Avro column of event times)."""
-    kind, _, name = text.partition(":")
-    if kind != "column" or not name:
+    try:
+        TimestampSpec.parse(text)
+    except ValueError:
         raise argparse.ArgumentTypeError(
             f"--timestamp must be column:NAME (the {COLUMNS} column of each example's event time), got {text!r}"
-        )
+        ) from None
     return text
 
 

@@ -24,6 +24,7 @@ from polybeam.formats.formats import format_spec
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.key_spec import KeySpec
+from polybeam.learners.windows import TimestampSpec
 from polybeam.pipelines import option_specs as specs
 from polybeam.pipelines.engine_options import FlinkBatchOptions  # noqa: F401  (registers it with Beam)
 from polybeam.pipelines.errors import OptionError
@@ -332,7 +333,7 @@ def input_settings(
                 own[setting] = spec.name if spec.kind == key_kind else None
     timestamp = settings.timestamp
     if timestamp is not None and "timestamp_column" in read.options:  # (other formats: refused by train)
-        own["timestamp_column"] = timestamp.partition(":")[2]
+        own["timestamp_column"] = TimestampSpec.parse(timestamp).column
         unit = settings.timestamp_unit
         own["timestamp_unit"] = None if unit in (None, "s") else unit  # (seconds: recorded as before, not at all)
     return read.replace(

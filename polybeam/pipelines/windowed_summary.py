@@ -20,6 +20,7 @@ one window's model in full: polybeam inspect --model daily --window window-20261
 from __future__ import annotations
 
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.windows import TimestampSpec
 from polybeam.transforms.windowed_files import WindowedFolder
 
 
@@ -58,7 +59,7 @@ def windowed_summary(folder: str) -> dict:
 
 def describe(summary: dict) -> str:
     """``summary`` as lines for a terminal: a line per window."""
-    column = (summary.get("timestamp") or "").partition(":")[2] or "?"
+    column = TimestampSpec.parse(summary["timestamp"]).column if summary.get("timestamp") else "?"
     keyed = summary.get("key") is not None
     lines = [
         f"polybeam models per window: {len(summary['windows'])} windows ({summary['window_spec']}) of the times in "

@@ -55,10 +55,17 @@ class ParsedKeys:
     ''
     """
 
-    def __init__(self, spec: str):
-        self.spec = spec
-        parsed = KeySpec.parse(spec)
-        self.kind, self.name = parsed.kind, parsed.name
+    def __init__(self, spec: str | KeySpec):
+        self.key_spec = KeySpec.parse(spec)  # (parsed once: what the key is, where each example has it)
+        self.spec = str(spec)
+
+    @property
+    def kind(self) -> str:
+        return self.key_spec.kind
+
+    @property
+    def name(self) -> str:
+        return self.key_spec.name
 
     def __call__(self, batch: ExampleBatch):
         if self.kind == "file":

@@ -59,6 +59,9 @@ from polybeam.transforms.passes import (
 from polybeam.transforms.train_shards import TrainKeyShards
 from polybeam.transforms.windows import RecordWindow, combine_globally, is_global
 
+# The settings of feature hashing, which the read and the learner must share.
+HASHING = ("bits", "seed")
+
 __all__ = ["MergeLearnersFn", "Train", "TrainFn", "TrainGlobally", "TrainPerKey", "TrainSharedPerKey", "learner_total"]
 
 
@@ -142,6 +145,8 @@ class _Training(beam.PTransform):
         if config is not None and settings:
             raise ValueError("give either a LearnerConfig or keyword settings, not both")
         self.config = self._fitted(config if config is not None else LearnerConfig(**settings))
+        # The hashing settings the caller gave the learner; the others are the read's (see _take_input).
+        self._hashing_given = set(HASHING) if config is not None else set(HASHING) & set(settings)
         if first_pass < 1 or (initial is None and first_pass != 1):
             raise ValueError(f"first_pass must be 1, or >= 1 with initial learners; got {first_pass}")
         if fanout is not None and fanout < 2:
@@ -186,10 +191,21 @@ class _Training(beam.PTransform):
         return batches, self._input_checks
 
     def _take_input(self, read: InputSettings | None) -> None:
-        """Learn the class names the read maps labels to, and record how it read, in every model."""
+        """Learn the read's hashing (bits, seed: given once, to the read) and the class names it maps
+        labels to, and record how it read, in every model."""
         if read is None:
             return
         config = self.config
+        for name in HASHING:
+            wanted, own = getattr(read, name), getattr(config, name)
+            if wanted == own:
+                continue
+            if name in self._hashing_given:
+                raise ValueError(
+                    f"the read hashes features with {name}={wanted} but the learner was given {name}={own}: "
+                    f"give {name} once, to ReadExamples (Train takes the read's)"
+                )
+            config = config.replace(**{name: wanted})
         names = read.class_names
         if names and not config.class_names and config.label_kind in ("binary", "multiclass"):
             try:

@@ -240,7 +240,8 @@ class PolybeamTrain(beam.PTransform):
         super().__init__()
         self.path = model
         self.allow_empty = allow_empty
-        self.config = LearnerConfig(**_tuples(settings))
+        self.settings = _tuples(settings)
+        self.config = LearnerConfig(**self.settings)  # (refuses a bad setting when the pipeline is built)
         if key_model not in KEY_MODELS:
             raise ValueError(f"PolybeamTrain: key_model must be one of {', '.join(KEY_MODELS)}; got {key_model!r}")
         if key is not None and key_model != "shared":
@@ -255,7 +256,8 @@ class PolybeamTrain(beam.PTransform):
     def expand(self, inputs):
         inputs, read_origin = _examples_and(inputs, "origin", "PolybeamTrain")
         _refuse_rows(inputs, "PolybeamTrain")
-        model = inputs | "Train" >> Train(self.config, allow_empty=self.allow_empty, shared_keys=self.shared_keys)
+        # (the settings, not the config: bits and seed left out are the read's)
+        model = inputs | "Train" >> Train(allow_empty=self.allow_empty, shared_keys=self.shared_keys, **self.settings)
         if read_origin is not None:  # how the examples were read, and what the read counted
             model = model | "RecordOrigin" >> beam.Map(_stamp_with_origin, beam.pvalue.AsSingleton(read_origin))
         model | "Write" >> WriteModel(self.path)

@@ -90,3 +90,49 @@ def test_each_axis_refuses_what_belongs_to_another():
         Train.Globally(offset_prior=1.0)
     # The command line names every option for whichever axis it gets: another axis's are dropped.
     assert type(Train(keyed_output="shards", key_shards=8, shuffle_seed=2)) is TrainGlobally
+
+
+def test_the_hashing_is_given_once_to_the_read(tmp_path):
+    from polybeam import datasets
+    from polybeam.learners.config import LearnerConfig
+    from polybeam.transforms.read import ReadExamples
+
+    data = tmp_path / "spam.libsvm"
+    data.write_bytes(b"".join(datasets.lines("spam")[:300]))
+    models = _trained_from(
+        lambda p: (
+            p | ReadExamples(str(data), format="libsvm", labels="binary", bits=12, seed=3) | Train(loss="logistic")
+        ),
+        tmp_path / "adopted",
+    )
+    assert [(model.config.bits, model.config.seed, model.metadata["input"]["bits"]) for model in models] == [
+        (12, 3, 12)
+    ]
+    for given in ({"bits": 14}, {"seed": 1}):
+        with pytest.raises(
+            ValueError, match=f"the learner was given {next(iter(given))}=.*give .* once, to ReadExamples"
+        ):
+            with beam.Pipeline(runner="FnApiRunner") as p:
+                _ = (
+                    p
+                    | ReadExamples(str(data), format="libsvm", labels="binary", bits=12, seed=3)
+                    | Train(loss="logistic", **given)
+                )
+    with pytest.raises(ValueError, match="hashes features with bits=12 but the learner was given bits=18"):
+        with beam.Pipeline(runner="FnApiRunner") as p:
+            _ = (
+                p
+                | ReadExamples(str(data), format="libsvm", labels="binary", bits=12)
+                | Train(LearnerConfig(loss="logistic"))
+            )
+
+
+def _trained_from(build, folder) -> list:
+    def save(element, folder=str(folder)):
+        with open(os.path.join(folder, uuid.uuid4().hex), "wb") as file:
+            pickle.dump(element, file)
+
+    folder.mkdir()
+    with beam.Pipeline(runner="FnApiRunner") as p:
+        _ = build(p) | beam.Map(save)
+    return [pickle.loads((folder / name).read_bytes()) for name in os.listdir(folder)]
