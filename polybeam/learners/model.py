@@ -63,7 +63,6 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion
 from polybeam.learners.hashing import BIAS_SLOT
-from polybeam.learners.key_spec import KeySpec
 from polybeam.learners.loss_specs import MAX_LOG_MEAN, loss_spec
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.multitask import SharedKeys, cross_batch, key_hashes
@@ -236,7 +235,7 @@ class Model:
             if len(hashes) != len(batch):
                 raise ValueError(f"got {len(keys)} keys for {len(batch)} examples")
             return cross_batch(batch, hashes, offset_scale=shared.offset_scale, known=shared.trained)
-        if KeySpec.parse(shared.key).read_by_parser and batch.key_codes is None:
+        if shared.spec.read_by_parser and batch.key_codes is None:
             return cross_batch(batch, np.zeros(len(batch), dtype=np.int64), known=np.zeros(0, dtype=np.int64))
         return shared.cross(batch)
 

@@ -246,7 +246,7 @@ def seed_offset_sums(
     sum_sq_grad[slots[fresh]] = prior * np.maximum(magnitude**2, np.finfo(np.float32).tiny)[:, None]
 
 
-def batch_keys(batch: ExampleBatch, spec: str) -> np.ndarray:
+def batch_keys(batch: ExampleBatch, spec: str | KeySpec) -> np.ndarray:
     """Each example's key under ``--key spec`` (``tag``, ``file``, ``namespace:NAME``, ``column:NAME``),
     as an object array of str; a missing key is ``""``.
 
@@ -267,9 +267,10 @@ def batch_keys(batch: ExampleBatch, spec: str) -> np.ndarray:
     return batch.keys
 
 
-def batch_key_hashes(batch: ExampleBatch, spec: str, seed: int = 0) -> np.ndarray:
+def batch_key_hashes(batch: ExampleBatch, spec: str | KeySpec, seed: int = 0) -> np.ndarray:
     """:func:`key_hashes` of :func:`batch_keys`, hashing each of a batch's key names once."""
-    if KeySpec.parse(spec).read_by_parser and batch.key_codes is not None:
+    spec = KeySpec.parse(spec)
+    if spec.read_by_parser and batch.key_codes is not None:
         per_name = np.array([key_hash(name, seed) for name in batch.key_names], dtype=np.int64)
         return per_name[batch.key_codes] if len(batch) else np.zeros(0, dtype=np.int64)
     return key_hashes(batch_keys(batch, spec), seed)
@@ -289,8 +290,10 @@ class SharedKeys:
     offset_scale: float = 1.0
     seed: int = 0
     trained: np.ndarray | None = None
+    spec: KeySpec = dataclasses.field(init=False, repr=False, compare=False)  # ``key`` parsed, once
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "spec", KeySpec.parse(self.key))
         if not (self.offset_scale > 0 and np.isfinite(self.offset_scale)):
             raise ValueError(f"offset_scale must be a finite number > 0; got {self.offset_scale!r}")
         if self.trained is not None:
@@ -298,7 +301,7 @@ class SharedKeys:
 
     def cross(self, batch: ExampleBatch, bits: int | None = None) -> ExampleBatch:
         """``batch`` crossed with its keys: every key (training), or the trained keys only (a model)."""
-        hashes = batch_key_hashes(batch, self.key, self.seed)
+        hashes = batch_key_hashes(batch, self.spec, self.seed)
         return cross_batch(batch, hashes, bits=bits, offset_scale=self.offset_scale, known=self.trained)
 
     def to_metadata(self) -> dict:

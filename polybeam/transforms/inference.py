@@ -78,7 +78,6 @@ from polybeam.formats.columns import ColumnRoles, check_missing_columns
 from polybeam.formats.input_settings import InputSettings, readable_by
 from polybeam.formats.mappings import SlotTable, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
-from polybeam.learners.key_spec import KeySpec
 from polybeam.learners.loss_specs import loss_spec
 from polybeam.learners.model import Model
 from polybeam.learners.predictions import PROBABILISTIC, model_values
@@ -317,7 +316,7 @@ def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequen
     if input_format != "batch" and elements and all(isinstance(e, tuple) and len(e) == 2 for e in elements):
         return [e[1] for e in elements], ["" if e[0] is None else str(e[0]) for e in elements]
     if input_format == "dict":
-        spec = KeySpec.parse(model.shared_keys.key)
+        spec = model.shared_keys.spec
         column = ((model.input or {}).get("key_column") or spec.name) if spec.kind == "column" else None
         return elements, [
             "" if not isinstance(e, Mapping) or column is None or e.get(column) is None else str(e[column])
