@@ -1,7 +1,7 @@
 """Every door agrees: the same generated table through each way into polybeam gives the same model and
 the same predictions, or the same refusal.
 
-Training doors: ``polybeam train`` on the table as CSV, as Parquet and (when it is all numbers) as LIBSVM;
+Training doors: ``polybeam train`` on the table as CSV, Parquet, JSON Lines, Avro and (when it is all numbers) LIBSVM;
 ``ReadExamples | Train`` from Python; the scikit-learn estimators fitted on the pandas frame. Scoring doors:
 each model's own (the estimator's ``decision_function``), RunInference on dicts and on ``beam.Row``, and
 mappings read through the model's columns (Beam YAML's and RunInference's reading). Tables hold numeric
@@ -116,6 +116,11 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
     code, said = cli("train", "--input", jsonl, "--format", "jsonl", "--label-column", "y",
                      *train_options(frame, encoding), "--model", folder / "jsonl.model")  # fmt: skip
     models["cli jsonl"] = Model.load(str(folder / "jsonl.model")) if code == 0 else said.strip().splitlines()[-1]
+    avro = folder / "table.avro"  # (typed by its schema: a missing value is null, text a string)
+    write_avro(frame, avro)
+    code, said = cli("train", "--input", avro, "--format", "avro", "--label-column", "y",
+                     *train_options(frame, encoding), "--model", folder / "avro.model")  # fmt: skip
+    models["cli avro"] = Model.load(str(folder / "avro.model")) if code == 0 else said.strip().splitlines()[-1]
     with beam.Pipeline(runner="FnApiRunner") as p:
         read = p | ReadExamples(
             str(csv), format="csv", label_column="y", categorical_columns=tuple(text), labels=kind,
@@ -153,6 +158,22 @@ def json_rows(frame: pd.DataFrame) -> list[dict]:
         return value.item() if isinstance(value, np.generic) else value
 
     return [{name: plain(value) for name, value in row.items()} for row in frame.to_dict("records")]
+
+
+def write_avro(frame: pd.DataFrame, path) -> None:
+    """The frame as an Avro file whose schema types each column by its values (long, double or string, nullable)."""
+    import fastavro
+
+    rows = json_rows(frame)
+
+    def avro_type(name):
+        kinds = {type(row[name]) for row in rows if row[name] is not None}
+        kind = "string" if str in kinds else "double" if float in kinds else "long"
+        return ["null", kind]
+
+    fields = [{"name": name, "type": avro_type(name)} for name in frame.columns]
+    with open(path, "wb") as sink:
+        fastavro.writer(sink, {"type": "record", "name": "Table", "fields": fields}, rows)
 
 
 def scores(model, frame: pd.DataFrame) -> np.ndarray:

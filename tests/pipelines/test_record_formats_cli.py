@@ -139,3 +139,38 @@ def test_the_python_door_reads_each_format_as_the_command_line(tables, tmp_path,
             read = p | ReadExamples(str(folder / name), format=fmt, label_column="y", labels="binary")
             _ = read | Train(loss="logistic") | WriteModel(str(written))
         np.testing.assert_array_equal(read_model(str(written)).weights, read_model(str(model)).weights, err_msg=name)
+
+
+RECORD_FORMATS_YAML = """
+pipeline:
+  transforms:
+    - {name: Read, type: PolybeamReadExamples,
+       config: {path: "{{ data }}", format: "{{ format }}", label_column: y, labels: binary, bits: 16}}
+    - {name: Train, type: PolybeamTrain, input: {examples: Read.examples, origin: Read.origin},
+       config: {model: "{{ model }}", loss: logistic}}
+providers:
+  - include: "{{ providers }}"
+"""
+
+
+@pytest.mark.subprocess
+def test_beam_yaml_reads_json_lines_and_avro_as_the_command_line(tables, tmp_path, capsys):
+    """A Beam YAML pipeline (as its users run it) reading each format trains the command line's model; the
+    read step's bits are the learner's (given once)."""
+    pytest.importorskip("docstring_parser", reason="Beam YAML needs apache-beam[yaml] (polybeam's test extra has it)")
+    from tests.pipelines.test_beam_yaml import run_yaml
+
+    folder, _ = tables
+    pipeline = tmp_path / "formats.yaml"
+    pipeline.write_text(RECORD_FORMATS_YAML)
+    for name, fmt in (("iris.jsonl", "jsonl"), ("iris.avro", "avro")):
+        cli_model, yaml_model = tmp_path / f"{fmt}.cli.model", tmp_path / f"{fmt}.yaml.model"
+        code, _, stderr = run(capsys, "train", "--input", folder / name, "--format", fmt, "--label-column", "y",
+                              "--loss", "logistic", "--bits", "16", "--model", cli_model)  # fmt: skip
+        assert code == 0, stderr
+        variables = {"data": str(folder / name), "format": fmt, "model": str(yaml_model)}
+        done = run_yaml(str(pipeline), variables, tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        from_yaml, from_cli = read_model(str(yaml_model)), read_model(str(cli_model))
+        assert from_yaml.config.bits == 16 and from_yaml.input["format"] == fmt
+        np.testing.assert_array_equal(from_yaml.weights, from_cli.weights, err_msg=name)
