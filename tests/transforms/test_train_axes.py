@@ -38,15 +38,7 @@ def _by_key(batch):
 
 def _trained(transform, folder) -> list:
     """The elements ``transform`` emits, as bytes (sorted: per key, their order is the runner's)."""
-
-    def save(element, folder=str(folder)):
-        with open(os.path.join(folder, uuid.uuid4().hex), "wb") as file:
-            pickle.dump(element, file)
-
-    folder.mkdir()
-    with beam.Pipeline(runner="FnApiRunner") as p:
-        _ = p | beam.Create(_batches()) | transform | beam.Map(save)
-    elements = [pickle.loads((folder / name).read_bytes()) for name in os.listdir(folder)]
+    elements = _trained_from(lambda p: p | beam.Create(_batches()) | transform, folder)
     return sorted(
         str(element[0]).encode() + element[1].to_bytes() if isinstance(element, tuple) else element.to_bytes()
         for element in elements
@@ -128,6 +120,8 @@ def test_the_hashing_is_given_once_to_the_read(tmp_path):
 
 
 def _trained_from(build, folder) -> list:
+    """What ``build(pipeline)`` emits (written by the workers, read back here)."""
+
     def save(element, folder=str(folder)):
         with open(os.path.join(folder, uuid.uuid4().hex), "wb") as file:
             pickle.dump(element, file)
