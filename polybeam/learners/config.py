@@ -17,19 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from polybeam.learners.choices import (  # noqa: F401  (re-exported: the settings' names live there)
-    DEFAULT_BITS,
-    DEFAULT_EARLY_TERMINATE,
-    DEFAULT_GSA_TARGET,
-    DEFAULT_HOLDOUT_MIN_EXAMPLES,
-    DEFAULT_HOLDOUT_PERIOD,
-    DEFAULT_STEP_RULES,
-    EXPANSION_RULES,
-    EXPANSIONS,
-    LOSSES,
-    SPARSITY,
-    STEP_RULES,
-)
+from polybeam.learners.choices import DEFAULT_BITS, LOSSES
 from polybeam.learners.config_parts import (
     GROUPS,
     ExpansionSettings,

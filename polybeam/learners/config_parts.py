@@ -255,8 +255,6 @@ class ExpansionSettings:
 
     def __post_init__(self) -> None:
         check_settings(self)
-        from polybeam.learners.expansion import check_interactions  # (it imports numba)
-
         object.__setattr__(self, "interactions", check_interactions(self.interactions, self.expand))
 
 
@@ -361,3 +359,26 @@ GROUPS = {
     "finishing": FinishingSettings,
     "multitask": MultitaskSettings,
 }
+
+
+def check_interactions(interactions, kind: str) -> tuple[str, ...]:
+    """Validated namespace interactions (strings of 2 or 3 namespace letters) for a quadratic / cubic expansion."""
+    if isinstance(interactions, str):
+        interactions = tuple(part for part in interactions.split(",") if part)
+    interactions = tuple(str(text) for text in interactions)
+    if not interactions:
+        return ()
+    if kind not in ("quadratic", "cubic"):
+        raise ValueError(f"namespace interactions restrict the quadratic or cubic expansion, not {kind!r}")
+    largest = 2 if kind == "quadratic" else 3
+    for text in interactions:
+        if ":" in text:
+            raise ValueError(
+                f"interaction {text!r}: no ':' wildcard; expand all pairs / triples without interactions instead"
+            )
+        if not 2 <= len(text.encode("utf-8")) <= largest:
+            raise ValueError(
+                f"interaction {text!r} must name {'2' if largest == 2 else '2 or 3'} namespaces by their first "
+                f"letter (like VW's -q ab{' or --cubic abc' if largest == 3 else ''}); a 3-letter interaction needs the cubic expansion"
+            )
+    return interactions
