@@ -23,6 +23,7 @@ from polybeam.learners.config_parts import (
     ExpansionSettings,
     FinishingSettings,
     HoldoutSettings,
+    LossParameters,
     MultitaskSettings,
     SparsitySettings,
     StepSettings,
@@ -41,7 +42,7 @@ SETTINGS_ORDER = (
     "classes", "class_names", "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every",
     "truncate_threshold", "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after",
     "apple_guard", "examples_per_pass", "repeat_factors", "interactions", "lbfgs_passes", "lbfgs_l2",
-    "offset_prior", "quantile_tau",
+    "offset_prior", *(parameter.name for parameter in loss_parameters()),
 )  # fmt: skip
 # A grouped setting's flat name -> the group that holds it.
 GROUP_OF = {field.name: group for group, cls in GROUPS.items() for field in dataclasses.fields(cls)}
@@ -74,9 +75,12 @@ class LearnerConfig:
         ``quantile_tau`` quantile of real labels (pinball loss); ``poisson``
         predicts the mean of counts (labels >= 0) as ``exp(w . x + b)``. What each
         needs and gives is its entry in :mod:`polybeam.learners.loss_specs`.
-    quantile_tau : float, optional
-        ``quantile``: the quantile predicted (0 < tau < 1; default 0.5, the
-        median), VW's ``--quantile_tau``. Other losses take none.
+    quantile_tau (and any loss's own number) : float, optional
+        A number the loss takes, a setting named by its entry's
+        ``LossParameter`` in :mod:`polybeam.learners.loss_specs` (held in
+        ``config.loss_parameters``): ``quantile_tau``, the quantile ``quantile``
+        predicts (0 < tau < 1; default 0.5, the median), VW's
+        ``--quantile_tau``. A loss that takes none refuses it.
     bits : int
         Weights live in ``2**bits`` hashed slots (1..30).
     seed : int
@@ -125,7 +129,6 @@ class LearnerConfig:
     """
 
     loss: str = setting("squared", Rule.choice(LOSSES))
-    quantile_tau: float | None = None
     bits: int = DEFAULT_BITS
     seed: int = setting(
         0, Rule.whole(low=0, high=2**32 - 1, message="seed must be an integer in [0, 2**32); got {value!r}")
@@ -142,6 +145,7 @@ class LearnerConfig:
     holdout: HoldoutSettings = HoldoutSettings()
     finishing: FinishingSettings = FinishingSettings()
     multitask: MultitaskSettings = MultitaskSettings()
+    loss_parameters: LossParameters = LossParameters()
 
     def __init__(self, **settings: Any) -> None:
         own = {field.name for field in dataclasses.fields(self)}
@@ -193,7 +197,8 @@ class LearnerConfig:
         for parameter in loss_parameters():
             value = getattr(self, parameter.name)
             if parameter is spec.parameter:
-                set_field(parameter.name, parameter.check(parameter.default if value is None else value))
+                checked = parameter.check(parameter.default if value is None else value)
+                set_field("loss_parameters", replace(self.loss_parameters, **{parameter.name: checked}))
             elif value is not None:
                 owner = next(name for name, entry in LOSS_SPECS.items() if entry.parameter is parameter)
                 raise ValueError(f"{parameter.name} is for loss {owner!r}, not {self.loss!r}")

@@ -18,7 +18,7 @@ ValueError: holdout_period must be a whole number >= 2 (one example in that many
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, make_dataclass, replace
 
 from polybeam.learners.choices import (
     DEFAULT_EARLY_TERMINATE,
@@ -31,7 +31,7 @@ from polybeam.learners.choices import (
     SPARSITY,
     STEP_RULES,
 )
-from polybeam.learners.loss_specs import loss_spec
+from polybeam.learners.loss_specs import loss_parameters, loss_spec
 from polybeam.learners.setting_rules import Rule, check_settings, setting
 
 # The sparsity settings that do not go together: (refused when, the message; {sparsity} is the method).
@@ -350,8 +350,21 @@ class MultitaskSettings:
         check_settings(self)
 
 
+# The losses' own numbers (quantile's tau), a setting each, named by the loss table's entry: a loss
+# that takes a number adds its setting here by its LossParameter alone.
+LossParameters = make_dataclass(
+    "LossParameters",
+    [(parameter.name, "float | None", None) for parameter in loss_parameters()],
+    frozen=True,
+    namespace={
+        "__doc__": "The losses' own numbers (``LearnerConfig.loss_parameters``), None unless the loss takes it."
+    },
+)
+LossParameters.__module__ = __name__  # (so that pickle finds the class here)
+
 # LearnerConfig's groups: its attribute -> the group's class.
 GROUPS = {
+    "loss_parameters": LossParameters,
     "steps": StepSettings,
     "truncation": SparsitySettings,
     "expansion": ExpansionSettings,
