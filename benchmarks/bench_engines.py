@@ -4,23 +4,28 @@
     python benchmarks/bench_engines.py --tolerance
     python benchmarks/bench_engines.py --suite flink-embedded,flink-cluster,spark-embedded,spark-cluster,prism
 
-``--engines``: each engine is started as the engine suite starts it
-(``tests/engines/running.py``: job server, cluster, the external worker pool
-with a private /tmp); then ``polybeam train`` (logistic, defaults) on
+``--engines``: each engine is started as the engine suite and ``polybeam
+engines start`` start it (``polybeam.engines.running``: job server, cluster,
+the external worker pool with a private /tmp where the machine allows it);
+then ``polybeam train`` (logistic, defaults) on
 ``--examples`` examples of spam (the bundled file repeated, in 8 shards) runs
 on it and in process, best of ``--repeats``. Throughput is examples per
 second of the whole command, and of the job alone (``job_seconds``: from
 submission to the end, without the launcher's start).
 
 ``--tolerance``: what re-bundling alone does to a trained model, measured in
-process. Each training command of the engine suite (``tests/engines/
-runs.py``) runs with 1, 2 and 4 workers on its training split whole or in 2,
-4 and 8 shards; each model is evaluated on the held-out split; the largest
-change of each metric from the one-worker, whole-file model is what an
-engine's bundling may do, and ``tests/engines/tolerance.py`` allows twice it.
+process. Each training command of the engine suite (:data:`TRAINS`, the
+suite's ``tests/engines/runs.py`` commands, which a test holds equal) runs
+with 1, 2 and 4 workers on its training split whole or in 2, 4 and 8 shards;
+each model is evaluated on the held-out split; the largest change of each
+metric from the one-worker, whole-file model is what an engine's bundling may
+do, and ``tests/engines/tolerance.py`` allows twice it.
 
-``--suite``: the engine suite (``tests/engines``) on each engine in turn, with
-its outcome, the engine's start-up and the time of its runs.
+``--suite``: the engine suite (``tests/engines``, run by pytest in a
+subprocess) on each engine in turn, with its outcome, the engine's start-up
+and the time of its runs.
+
+Nothing here imports from ``tests/``: starting an engine is the package's.
 
 Each writes ``benchmarks/results/engines.json`` and its section of
 ``engines.md`` (the other sections are kept).
@@ -48,6 +53,23 @@ RESULTS = HERE / "results"
 COMMAND = [sys.executable, "-m", "polybeam.pipelines.cli"]
 SHARDS = 8
 WORKER_SETTINGS = ((1, 1), (2, 2), (2, 4), (4, 4), (4, 8))  # (workers, shards); (1, 1) is the reference
+# The engine suite's training commands (tests/engines/runs.py TRAINS: tests/benchmarks/test_bench_engines.py
+# holds the two equal), by name: (bundled dataset, options). tests/engines/tolerance.py keys its
+# measurements by these names.
+TRAINS = {
+    "linear": ("spam", ("--loss", "logistic")),
+    "apple": ("spam", ("--loss", "logistic", "--expand", "apple")),
+    "softmax": ("satellite", ("--loss", "softmax", "--classes", "6")),
+    "three-passes": ("spam", ("--loss", "logistic", "--passes", "3", "--holdout-min-examples", "0")),
+}
+
+
+def write_shards(lines: list[bytes], stem: Path, count: int) -> str:
+    """``lines`` in ``count`` consecutive files ``STEM-INDEX.libsvm``; their glob."""
+    for index in range(count):
+        part = lines[index * len(lines) // count : (index + 1) * len(lines) // count]
+        Path(f"{stem}-{index}.libsvm").write_bytes(b"".join(part))
+    return f"{stem}-*.libsvm"
 
 
 def write_spam_shards(folder: Path, examples: int) -> str:
@@ -55,11 +77,7 @@ def write_spam_shards(folder: Path, examples: int) -> str:
     from polybeam import datasets
 
     lines = datasets.lines("spam")
-    repeated = [lines[index % len(lines)] for index in range(examples)]
-    for shard in range(SHARDS):
-        part = repeated[shard * len(repeated) // SHARDS : (shard + 1) * len(repeated) // SHARDS]
-        (folder / f"spam-{shard}.libsvm").write_bytes(b"".join(part))
-    return str(folder / "spam-*.libsvm")
+    return write_shards([lines[index % len(lines)] for index in range(examples)], folder / "spam", SHARDS)
 
 
 def train(options: list[str], train_glob: str, model: Path, env: dict | None = None) -> dict:
@@ -82,8 +100,8 @@ def best(runs: list[dict]) -> dict:
 
 
 def measure_engines(names: list[str], examples: int, repeats: int) -> dict:
-    from tests.engines import running
-    from tests.portable import services
+    from polybeam.engines import processes, running
+    from polybeam.engines.pools import start_worker_pool
 
     root = Path(tempfile.mkdtemp(prefix="polybeam-bench-engines-", dir="/var/tmp"))
     launcher_env = {**os.environ, "TMPDIR": tempfile.mkdtemp(prefix="polybeam-bench-launcher-")}
@@ -99,7 +117,7 @@ def measure_engines(names: list[str], examples: int, repeats: int) -> dict:
                 ),
             }
         }
-        pool, _ = services.start_worker_pool(root, shared=True)
+        pool, _ = start_worker_pool(root, private_tmp=True)
         try:
             for name in names:
                 engine = running.start(name, root / "engines", pool.address)
@@ -117,7 +135,7 @@ def measure_engines(names: list[str], examples: int, repeats: int) -> dict:
                     engine.stop()
                 print(name, results[name], flush=True)
         finally:
-            services.stop(pool)
+            processes.stop(pool)
         return results
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -219,21 +237,23 @@ def suite_markdown(results: dict) -> str:
 
 
 def measure_tolerance() -> dict:
-    from tests.engines.runs import TRAINS
-    from tests.portable import data as portable_data
+    from polybeam import datasets
 
     root = Path(tempfile.mkdtemp(prefix="polybeam-bench-tolerance-", dir="/var/tmp"))
     try:
         splits = {}
         for name in ("spam", "satellite"):
             (root / name).mkdir()
-            splits[name] = portable_data.write_split(name, root / name)
+            splits[name] = [Path(path) for path in datasets.write_split(name, str(root / name))]
         results = {}
         for variant, (dataset, options) in TRAINS.items():
-            split = splits[dataset]
+            train_file, test_file = splits[dataset]
+            lines = train_file.read_bytes().splitlines(keepends=True)
             metrics = {}
             for workers, shards in WORKER_SETTINGS:
-                train_input = str(split.train) if shards == 1 else portable_data.shard(split.train, shards)
+                train_input = (
+                    str(train_file) if shards == 1 else write_shards(lines, root / dataset / f"train-{shards}", shards)
+                )
                 model = root / f"{variant}-{workers}w-{shards}s.model"
                 threads = (
                     []
@@ -243,7 +263,7 @@ def measure_tolerance() -> dict:
                 trained = measured_run(
                     [*COMMAND, "train", "--input", train_input, "--model", str(model), *options, *threads]
                 )
-                evaluated = measured_run([*COMMAND, "evaluate", "--input", str(split.test), "--model", str(model)])
+                evaluated = measured_run([*COMMAND, "evaluate", "--input", str(test_file), "--model", str(model)])
                 if trained.returncode or evaluated.returncode:
                     raise RuntimeError((trained.stderr + evaluated.stderr)[-3000:])
                 report = json.loads(evaluated.stdout.strip().splitlines()[-1])
@@ -292,7 +312,9 @@ def update_markdown(section: str, heading: str) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engines", default="", help="comma-separated engines of tests/engines/running.py")
+    from polybeam.engines.running import SETUPS
+
+    parser.add_argument("--engines", default="", help=f"comma-separated engines: {', '.join(SETUPS)}")
     parser.add_argument("--examples", type=int, default=184_040, help="training examples (spam repeated)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tolerance", action="store_true", help="measure re-bundling's effect in process")

@@ -1,21 +1,31 @@
 """The house rules, as tests: no import cycle anywhere in the package (imports inside functions count too),
 the pure layers (learners, formats, selection) never import Beam, even through another module, no module
-of the package takes another module's private names (``from x import _name`` or ``x._name``), and fault
-injection stays in the tests (``tests/faults``), out of the package's code paths."""
+of the package takes another module's private names (``from x import _name`` or ``x._name``), fault
+injection stays in the tests (``tests/faults``), out of the package's code paths, nothing outside ``tests/``
+imports from it (the package, benchmarks and tools stand without the tests), and every engine's entry
+(``polybeam/engines/specs.py``) is whole: its module gives what the entry says."""
 
 from __future__ import annotations
 
 import ast
+import inspect
+import os
 import pathlib
 import re
 import subprocess
 import sys
 
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
 import polybeam
+from polybeam.engines import running
+from polybeam.engines.specs import ARTIFACTS, ENGINE_SPECS, PROGRAM_TITLES
+from polybeam.engines.tools import INSTALL_HINTS
+from polybeam.pipelines.runners import engine_of
 
 PACKAGE = pathlib.Path(polybeam.__file__).parent
+ROOT = PACKAGE.parent
 MODULES = sorted(PACKAGE.rglob("*.py"))
 # Layers that are pure numpy/numba/scipy/pyarrow: usable without Beam, in a worker or a notebook.
 PURE_LAYERS = ("learners", "formats", "selection")
@@ -162,3 +172,89 @@ def test_the_fault_word_finder_sees_the_hooks_of_old_and_nothing_else():
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_no_module_carries_fault_injection(path):
     assert FAULT_WORDS.findall(path.read_text()) == []
+
+
+# Folders of the checkout that hold no code of the project's own (scratch, builds, environments).
+NOT_SOURCE = {"tests", "build", "dist", "out", "node_modules", "__pycache__"}
+
+
+def files_outside_tests(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+    """The checkout's Python files outside ``tests/`` (hidden folders, builds and scratch left out)."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if name not in NOT_SOURCE and not name.startswith(".") and not name.endswith(".egg-info")
+        ]
+        found += [pathlib.Path(folder, name) for name in files if name.endswith(".py")]
+    return sorted(found)
+
+
+def imports_of_tests(path: pathlib.Path) -> list[str]:
+    """Where the file imports from ``tests`` (``import tests.x``, ``from tests.x import y``, or by name with
+    ``importlib.import_module("tests.x")``), as ``module (line N)``."""
+    found = [
+        f"{module}{'.' + name if name and not module else ''} (line {line})"
+        for module, name, line in imports(path)
+        if module == "tests" or module.startswith("tests.") or (not module and name == "tests")
+    ]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and re.match(r"tests(\.|$)", str(node.args[0].value))
+        ):
+            found.append(f"{node.args[0].value} (line {node.lineno})")
+    return found
+
+
+def test_the_tests_import_finder_sees_every_spelling(tmp_path):
+    source = tmp_path / "bench.py"
+    source.write_text(
+        "import importlib\nfrom tests.engines import running\nimport tests.portable.services as s\n"
+        "def f():\n    from tests.engines.runs import TRAINS\n    importlib.import_module('tests.portable.data')\n"
+        "from polybeam.engines import running as r\nfrom testsuite import x\n"
+    )
+    assert imports_of_tests(source) == [
+        "tests.engines (line 2)",
+        "tests.portable.services (line 3)",
+        "tests.engines.runs (line 5)",
+        "tests.portable.data (line 6)",
+    ]
+    assert pathlib.Path(__file__) not in files_outside_tests()
+    assert ROOT / "benchmarks" / "bench_engines.py" in files_outside_tests()
+
+
+def test_nothing_outside_the_tests_imports_from_them():
+    """The package, the benchmarks and the checkout's tools run without ``tests/`` (what starts an engine is
+    the package's: ``polybeam.engines.running``)."""
+    found = {str(path.relative_to(ROOT)): where for path in files_outside_tests() if (where := imports_of_tests(path))}
+    assert found == {}
+
+
+# What every engine's module gives (polybeam/engines/specs.py says what each does).
+ENGINE_MODULES_GIVE = ("fetch", "fetched", "polybeam_options", "versions", "serve", "served_options")
+
+
+@pytest.mark.parametrize("name", list(ENGINE_SPECS))
+def test_every_engine_entry_is_whole(name):
+    spec = ENGINE_SPECS[name]
+    assert spec.name == name and engine_of(f"{spec.title}Runner") == name  # Beam's runner named after it
+    module = spec.load()
+    missing = [function for function in ENGINE_MODULES_GIVE if not callable(getattr(module, function, None))]
+    assert missing == [], f"{spec.module} lacks {missing}"
+    inspect.signature(module.serve).bind(ROOT, spec.default_master)  # as running.start calls them
+    inspect.signature(module.served_options).bind(spec.default_master, 2)
+    assert callable(getattr(module, "standalone", None)) == spec.cluster  # a cluster setup iff it can start one
+    assert set(spec.needs) <= INSTALL_HINTS.keys() & PROGRAM_TITLES.keys()  # each says how to get it
+    assert spec.artifact in ARTIFACTS
+    if spec.artifact == "job server":  # Beam runs it with java
+        assert "java" in spec.needs
+    assert spec.artifact_option in PipelineOptions([f"--{spec.artifact_option}=x"]).get_all_options()
+    assert spec.jobs_at_once is None or spec.jobs_at_once >= 1
+    assert set(spec.setups) <= running.SETUPS.keys()
+    # The engines page's table has its row.
+    assert f"| `{name}` |" in (ROOT / "docs" / "engines.md").read_text()

@@ -12,12 +12,20 @@ package builds them from the registries instead, into a cache:
 - ``prism``: Prism built by ``go install`` from the Go module proxy and put
   where Beam looks for a downloaded one;
 - ``flink`` and ``spark``: standalone clusters (a master and two workers, each
-  its own JVM) started and stopped by the caller.
+  its own JVM) started and stopped by the caller;
+- ``running``: an engine started for many jobs (a job server, a standalone
+  cluster, an external worker pool from ``pools``), and stopped with all it
+  started.
 
-``polybeam engines fetch flink spark prism`` fetches and builds all three
-(:mod:`~polybeam.engines.command`), and ``polybeam engines options ENGINE``
-prints the options that run a polybeam command on one; ``tools.require`` says
-what is missing (Java, Maven, Go) in one line. It ships in the wheel; the
-learning code never imports it (only the command line, and the launcher to
-say what to pass when Beam cannot download a job server).
+Each engine is one entry of ``specs.ENGINE_SPECS`` (its module, the programs
+it needs, its master, what ``fetch`` builds, whether it has a standalone
+cluster), which everything here reads. ``polybeam engines fetch flink spark
+prism`` fetches and builds all three (:mod:`~polybeam.engines.command`),
+``polybeam engines options ENGINE`` prints the options that run a polybeam
+command on one, and ``polybeam engines start ENGINE`` starts one here and
+prints the options that send a job to it; ``tools.require`` says what is
+missing (Java, Maven, Go) in one line. It ships in the wheel; the learning
+code never imports it (only the command line, and the launcher to say what
+to pass when Beam cannot download a job server). The engine suite
+(``tests/engines``) and ``benchmarks/bench_engines.py`` start engines with it.
 """

@@ -104,9 +104,30 @@ def runner_options(jar: Path, master: str = "[local]", parallelism: int | None =
     return options
 
 
+def versions() -> str:
+    """What a started Flink runs (:mod:`polybeam.engines.running`)."""
+    return VERSIONS
+
+
 def serve(workdir: Path, master: str = "[local]") -> processes.Service:
     """Beam's Flink job server for many jobs, on ``master`` (``[local]``: each job on an embedded Flink)."""
     return jobserver.serve(job_server_jar(), ["--flink-master", master], workdir, "flink-job-server")
+
+
+def served_options(master: str, parallelism: int) -> list[str]:
+    """What a job sent to :func:`serve`'s job server adds to the portable runner's options: its workers kept
+    for the whole job (``jobserver.KEEP_WORKERS``) and its ``parallelism``."""
+    return [*jobserver.KEEP_WORKERS, "--parallelism", str(parallelism)]
+
+
+def standalone(workdir: Path, workers: int) -> StandaloneFlink:
+    """A standalone Flink cluster of ``workers`` TaskManagers (not started), for :func:`serve` on its master.
+
+    Two slots a TaskManager: two jobs of parallelism ``workers`` run at once
+    (the engine suite sends two), and a larger heap than Flink's default, for
+    Beam's portable operators.
+    """
+    return StandaloneFlink(workdir, task_managers=workers, slots=2, memory_mb=2560)
 
 
 @dataclass

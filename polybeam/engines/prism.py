@@ -79,13 +79,25 @@ def install_for_beam(version: str | None = None) -> Path:
     return archive
 
 
-def serve(workdir: Path, version: str | None = None) -> processes.Service:
-    """Prism as a job service for many jobs (``--runner PortableRunner --job_endpoint localhost:PORT``)."""
+def versions() -> str:
+    """What a started Prism runs (:mod:`polybeam.engines.running`)."""
+    return f"Prism v{beam_version()} (go install)"
+
+
+def serve(workdir: Path, master: None = None, *, version: str | None = None) -> processes.Service:
+    """Prism as a job service for many jobs (``--runner PortableRunner --job_endpoint localhost:PORT``), at
+    Beam ``version`` (the installed one by default); it has no master."""
     port = processes.free_port()
     argv = [str(binary(version)), "--job_port", str(port), "--serve_http=false", "--log_level", "warn"]
     service = processes.start("prism", argv, port, workdir / "prism")
     processes.wait_until_listening(service)
     return service
+
+
+def served_options(master: None, parallelism: int) -> list[str]:
+    """What a job sent to :func:`serve`'s Prism adds to the portable runner's options: nothing (the engine
+    suite's jobs ran on Prism with the portable runner's defaults)."""
+    return []
 
 
 def fetched() -> bool:

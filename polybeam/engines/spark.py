@@ -213,9 +213,26 @@ def serve(workdir: Path, master_url: str, *, host: str = "127.0.0.1") -> process
     )
 
 
+def served_options(master_url: str, parallelism: int) -> list[str]:
+    """What a job sent to :func:`serve`'s job server adds to the portable runner's options: its workers kept
+    for the whole job (``jobserver.KEEP_WORKERS``) and, on a cluster, Beam's jars (:func:`job_options`).
+    (Spark's parallelism is its master's: ``local[N]``, or the cluster's cores.)"""
+    return [*jobserver.KEEP_WORKERS, *job_options(master_url)]
+
+
+def versions() -> str:
+    """What a started Spark runs (:mod:`polybeam.engines.running`)."""
+    return VERSIONS
+
+
 def fetch() -> list[Path]:
     """Everything Spark needs: pyspark's jars and the job-server jar (what ``polybeam engines fetch spark`` does)."""
     return [spark_home(fetch=True), job_server_jar()]
+
+
+def standalone(workdir: Path, workers: int) -> StandaloneSpark:
+    """A standalone Spark cluster of a master and ``workers`` workers (not started), for :func:`serve`."""
+    return StandaloneSpark(workdir, workers=workers)
 
 
 class StandaloneSpark:
@@ -245,9 +262,14 @@ class StandaloneSpark:
     def __exit__(self, *exc_info) -> None:
         self.stop()
 
+    @property
+    def master(self) -> str:
+        """The master's URL (``spark://127.0.0.1:PORT``), what :func:`serve` takes."""
+        return self.master_url
+
     def start(self, timeout: float = STARTUP_SECONDS) -> StandaloneSpark:
         java = require("java")["java"]
-        home = spark_home()
+        home = spark_home(fetch=True)
         class_path = f"{home / 'conf'}:{home / 'jars'}/*"
         # A worker starts executors with Spark's launcher library, which needs the Spark home and, outside
         # Spark's own scripts (load-spark-env.sh), the Scala version of its jars.

@@ -147,7 +147,8 @@ COMMANDS = {
         ),
         Command(
             "engines",
-            "fetch Beam's Flink and Spark job servers and Prism into a cache; print the options that run on them",
+            "fetch Beam's Flink and Spark job servers and Prism into a cache; print the options that run on them; "
+            "start one here",
         ),
     )
 }

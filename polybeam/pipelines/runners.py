@@ -28,11 +28,9 @@ import urllib.parse
 
 from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions, StandardOptions
 
+from polybeam.engines.specs import ENGINE_SPECS
 from polybeam.pipelines.errors import OptionError
 
-# Beam's runners by the engine they run on; the option naming each one's job server or binary.
-JAR_OPTIONS = {"flink": "flink_job_server_jar", "spark": "spark_job_server_jar"}
-ENGINE_NAMES = {"flink": "Flink", "spark": "Spark", "prism": "Prism"}
 # Beam's messages when a download it needs fails (apache_beam.utils.subprocess_server, prism_runner).
 _DOWNLOAD_FAILED = re.compile(r"Unable to fetch remote (?:job server jar|prism binary) at (\S+?):? ")
 
@@ -52,19 +50,26 @@ def _is_missing_file(path: str) -> bool:
 
 def _fetch_hint(engine: str) -> str:
     """How to get what ``engine`` needs without Beam's download (naming it when it is built already)."""
-    from polybeam.engines.command import engine as engine_module
-
+    spec = ENGINE_SPECS[engine]
     try:
-        fetched = engine_module(engine).fetched()
+        fetched = spec.load().fetched()
     except Exception:  # a cache that cannot be looked at: say how to build it
         fetched = False
     if fetched:
         return f"polybeam engines fetch {engine} built one: add $(polybeam engines options {engine})"
-    needs = "Go" if engine == "prism" else "Java 17 and Maven"
     return (
-        f"polybeam engines fetch {engine} builds one from package registries (needs {needs}), "
+        f"polybeam engines fetch {engine} builds one from package registries (needs {spec.needs_text}), "
         f"then $(polybeam engines options {engine}) passes it"
     )
+
+
+def _artifact(engine: str, *, downloaded: bool = False) -> str:
+    """What Beam runs ``engine`` with, for messages: its job server, or its binary."""
+    spec = ENGINE_SPECS[engine]
+    if spec.artifact == "job server":
+        owner = "its" if downloaded else "Beam's"
+        return f"{owner} {spec.title} job server"
+    return spec.title if downloaded else f"{spec.title}'s binary"
 
 
 def check_runner(options: PipelineOptions) -> None:
@@ -72,17 +77,11 @@ def check_runner(options: PipelineOptions) -> None:
     server jar or Prism binary that is not there, or the portable runner without a job service."""
     engine = engine_of(options.view_as(StandardOptions).runner)
     given = options.get_all_options(retain_unknown_options=True)
-    if engine in JAR_OPTIONS:
-        jar = given.get(JAR_OPTIONS[engine])
-        if jar and _is_missing_file(jar):
-            raise OptionError(
-                f"--{JAR_OPTIONS[engine]} {jar}: no such file (Beam's {ENGINE_NAMES[engine]} job server); "
-                + _fetch_hint(engine)
-            )
-    elif engine == "prism":
-        location = given.get("prism_location")
-        if location and _is_missing_file(location):
-            raise OptionError(f"--prism_location {location}: no such file (Prism's binary); {_fetch_hint('prism')}")
+    if engine in ENGINE_SPECS:
+        option = ENGINE_SPECS[engine].artifact_option
+        path = given.get(option)
+        if path and _is_missing_file(path):
+            raise OptionError(f"--{option} {path}: no such file ({_artifact(engine)}); {_fetch_hint(engine)}")
     elif engine == "portable" and not options.view_as(PortableOptions).job_endpoint:
         raise OptionError(
             "--runner PortableRunner submits to a running job service: give its --job_endpoint HOST:PORT "
@@ -95,19 +94,21 @@ def runner_failure(error: BaseException, options: PipelineOptions) -> str | None
     not a runner's failure to start (a download that failed, ``java`` missing)."""
     runner = options.view_as(StandardOptions).runner
     engine = engine_of(runner)
-    if engine not in ENGINE_NAMES:
+    if engine not in ENGINE_SPECS:
         return None
+    spec = ENGINE_SPECS[engine]
     text = str(error)
     download = _DOWNLOAD_FAILED.search(text)
     if download:
-        what = "Prism" if engine == "prism" else f"its {ENGINE_NAMES[engine]} job server"
-        option = "--prism_location PATH" if engine == "prism" else f"--{JAR_OPTIONS[engine]} PATH"
         return (
-            f"--runner {runner}: Beam could not download {what} from {download.group(1)} "
-            f"({_reason(text, download)}); pass {option}: {_fetch_hint(engine)}"
+            f"--runner {runner}: Beam could not download {_artifact(engine, downloaded=True)} from "
+            f"{download.group(1)} ({_reason(text, download)}); pass --{spec.artifact_option} PATH: "
+            f"{_fetch_hint(engine)}"
         )
-    if isinstance(error, FileNotFoundError) and engine in JAR_OPTIONS and "java" in text:
-        return f"--runner {runner} starts Beam's {ENGINE_NAMES[engine]} job server with java, which is not on PATH: install a Java 17 runtime"
+    if isinstance(error, FileNotFoundError) and spec.artifact == "job server" and "java" in text:
+        return (
+            f"--runner {runner} starts {_artifact(engine)} with java, which is not on PATH: install a Java 17 runtime"
+        )
     return None
 
 

@@ -1,5 +1,6 @@
 """Fixtures of the engine suite: one worker pool, the data and the in-process reference for the session,
-and each selected engine (``running.py``), started before its tests and stopped after them.
+and each selected engine (``selection.py``), started by the package (``polybeam.engines.running``) before
+its tests and stopped after them.
 
 Everything lives in a fresh folder under /var/tmp (the pool's workers have a
 private /tmp), removed at the end unless ``POLYBEAM_ENGINES_KEEP=1``. Each
@@ -19,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from polybeam.engines import processes, running
+from polybeam.engines.pools import start_worker_pool
 from tests.engines import data as engine_data
-from tests.engines import running
 from tests.engines.runs import define_runs, subset
-from tests.portable import services
+from tests.engines.selection import selected
 from tests.portable.cluster import SharedFolders, keep_or_remove, summary
 from tests.portable.plan import Plan
 
@@ -58,7 +60,8 @@ def engines_root():
 @pytest.fixture(scope="session")
 def engine_pool(engines_root):
     root, _ = engines_root
-    pool, reason = services.start_worker_pool(root, shared=True)
+    # The pool's workers have a private /tmp where the machine allows it, as a cluster's cannot see the launcher's.
+    pool, reason = start_worker_pool(root, private_tmp=True)
     SUMMARY.append(
         f"engine suite: worker pool at {pool.address}, "
         + ("private /tmp" if reason is None else f"SHARES the launcher's /tmp: {reason}")
@@ -66,7 +69,7 @@ def engine_pool(engines_root):
     try:
         yield pool
     finally:
-        services.stop(pool)
+        processes.stop(pool)
 
 
 @pytest.fixture(scope="session")
@@ -90,7 +93,7 @@ def reference_plan(engines_root, engine_data_files):
 
 def pytest_generate_tests(metafunc):
     if "engine" in metafunc.fixturenames:
-        metafunc.parametrize("engine", running.selected() or ["none"], indirect=True, scope="session")
+        metafunc.parametrize("engine", selected() or ["none"], indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")
@@ -101,8 +104,8 @@ def engine(request, engines_root, engine_pool, engine_data_files, reference_plan
         pytest.skip("POLYBEAM_ENGINES=none: no engine selected")
     missing = running.missing_for(name)
     if missing:
-        SUMMARY.append(missing)
-        pytest.skip(missing)
+        SUMMARY.append(f"{name} engine skipped: {missing}")
+        pytest.skip(f"{name} engine skipped: {missing}")
     root, launcher_tmp = engines_root
     started = running.start(name, root / "engines", engine_pool.address)
     plan = Plan(EngineSession(root / name, started.options, launcher_tmp), parallel=started.parallel or PARALLEL)

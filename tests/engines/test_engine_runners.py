@@ -11,8 +11,7 @@ import sys
 import pytest
 
 from polybeam import datasets
-from polybeam.engines import flink, prism
-from tests.engines import running
+from polybeam.engines import flink, prism, running
 
 pytestmark = pytest.mark.engines
 
@@ -51,7 +50,7 @@ def train(train_file: str, model, *options: str, logs: list | None = None) -> di
 def needs(engine: str) -> None:
     missing = running.missing_for(engine)
     if missing:
-        pytest.skip(missing)
+        pytest.skip(f"{engine} engine skipped: {missing}")
 
 
 @pytest.fixture(scope="module")

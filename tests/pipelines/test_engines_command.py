@@ -62,7 +62,7 @@ def test_polybeam_engines_works_from_the_built_package_without_the_checkout(tmp_
         return subprocess.run(cli, cwd=tmp_path, env=installed, capture_output=True, text=True, timeout=120)
 
     done = polybeam("engines", "--help")
-    assert done.returncode == 0 and "{fetch,options}" in done.stdout
+    assert done.returncode == 0 and "{fetch,options,start}" in done.stdout
     done = polybeam("engines", "fetch", "--help")
     assert done.returncode == 0 and "usage: polybeam engines fetch [-h] ENGINE [ENGINE ...]" in done.stdout
     done = polybeam("engines", "options", "flink")
@@ -89,6 +89,7 @@ def test_engines_fetch_through_polybeam_says_how_to_run_on_what_it_built(monkeyp
     assert capsys.readouterr().out.splitlines() == [
         "flink: /cache/flink.jar",
         "to run a polybeam command on one: polybeam COMMAND ... $(polybeam engines options ENGINE), ENGINE: flink",
+        "or start one here for many commands: polybeam engines start ENGINE",
     ]
 
 
@@ -130,6 +131,22 @@ def test_options_of_an_engine_not_fetched_say_how_to_fetch_it(cache, capsys):
     assert capsys.readouterr().err.strip() == (
         f"polybeam engines: error: prism: Prism v{prism.beam_version()} is not fetched: run polybeam engines fetch "
         "prism (needs Go 1.22+)"
+    )
+
+
+def test_starting_an_engine_not_fetched_says_how_to_fetch_it(cache, capsys):
+    assert main(["engines", "start", "flink"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "polybeam engines: error: flink: Flink is not fetched: run polybeam engines fetch flink (needs Java 17 and "
+        "Maven)"
+    )
+
+
+def test_only_an_engine_with_a_standalone_cluster_starts_as_one(capsys):
+    assert main(["engines", "start", "prism", "--cluster"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "polybeam engines: error: --cluster: Prism has no standalone cluster (engines with one: flink, spark) (see "
+        "polybeam engines --help)"
     )
 
 

@@ -2,7 +2,8 @@
 
 :func:`start_cluster` starts the three services (see :mod:`services`) with
 their folders under one shared root, which must be outside ``/tmp`` because
-the pool's ``/tmp`` may be private, then runs ``probe_job.py`` through both job
+the pool's ``/tmp`` may be private (the pool is Beam's own, started by
+``polybeam.engines.pools``), then runs ``probe_job.py`` through both job
 services to learn what a job's workers really are: their process ids (one per
 job on Beam's service, two on the wrapper) and whether a file the launcher
 created in ``/tmp`` is visible to them (it must not be, for the pool to stand
@@ -19,8 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.portable import services
+from polybeam.engines import processes
+from polybeam.engines.pools import start_worker_pool
 from tests.portable.commands import run_command
+from tests.portable.services import start_job_service
 
 PROBE = Path(__file__).resolve().parent / "probe_job.py"
 
@@ -99,8 +102,8 @@ class PortableCluster(SharedFolders):
     """
 
     root: Path
-    pool: services.Service
-    job_services: dict[int, services.Service]
+    pool: processes.Service
+    job_services: dict[int, processes.Service]
     no_private_tmp_reason: str | None
     launcher_tmp: Path
     probes: dict[int, dict] = field(default_factory=dict)
@@ -144,30 +147,30 @@ class PortableCluster(SharedFolders):
 
     def stop(self) -> None:
         for service in [*self.job_services.values(), self.pool]:
-            services.stop(service)
+            processes.stop(service)
         shutil.rmtree(self.launcher_tmp, ignore_errors=True)
 
 
 def start_cluster(root: Path) -> PortableCluster:
     """Start the worker pool and both job services under ``root``, then probe them; stop all if anything fails."""
-    started: list[services.Service] = []
+    started: list[processes.Service] = []
     launcher_tmp = Path(tempfile.mkdtemp(prefix="polybeam-portable-launchers-", dir="/tmp"))
     try:
         # The job services start while the pool does (each takes seconds to import Beam).
         job_services = {}
         for workers in (1, 2):
-            job_services[workers] = services.start_job_service(root, workers=workers, wait=False)
+            job_services[workers] = start_job_service(root, workers=workers, wait=False)
             started.append(job_services[workers])
-        pool, reason = services.start_worker_pool(root)
+        pool, reason = start_worker_pool(root, shared=False, private_tmp=True)
         started.append(pool)
         for service in job_services.values():
-            services.wait_until_listening(service)
+            processes.wait_until_listening(service)
         cluster = PortableCluster(root, pool, job_services, reason, launcher_tmp)
         cluster.probes = probe(cluster)
         return cluster
     except BaseException:
         for service in reversed(started):
-            services.stop(service)
+            processes.stop(service)
         shutil.rmtree(launcher_tmp, ignore_errors=True)
         raise
 

@@ -27,10 +27,12 @@ import shutil
 import pytest
 
 from polybeam import datasets
+from polybeam.engines import processes
+from polybeam.engines.pools import start_worker_pool
 from tests.faults import hooks
-from tests.portable import services
 from tests.portable.commands import IN_PROCESS_OPTIONS, polybeam
 from tests.portable.compare import assert_close, assert_same_model
+from tests.portable.services import start_job_service
 
 pytestmark = pytest.mark.portable
 
@@ -44,15 +46,15 @@ def faulty(portable_cluster):
     markers = root / "markers"
     markers.mkdir(parents=True)
     env = hooks.environment(",".join(f"{step}:1" for step in STEPS), markers)
-    service = services.start_job_service(root, workers=2, bundle_attempts=3, wait=False)
+    service = start_job_service(root, workers=2, bundle_attempts=3, wait=False)
     pool = None
     try:
-        pool, _ = services.start_worker_pool(root, env=env, name="faulty-worker-pool")
-        services.wait_until_listening(service)
+        pool, _ = start_worker_pool(root, env=env, name="faulty-worker-pool", shared=False, private_tmp=True)
+        processes.wait_until_listening(service)
         yield {"service": service, "pool": pool, "markers": markers}
     finally:
-        services.stop(service)
-        services.stop(pool)
+        processes.stop(service)
+        processes.stop(pool)
 
 
 def run_both(cluster, faulty, args, name: str):
