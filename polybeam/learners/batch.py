@@ -301,16 +301,20 @@ class ExampleBatch:
         >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (2.0, {2: 1.0}), (3.0, {3: 1.0})])
         >>> [(key, part.labels.tolist()) for key, part in batch.split_by(["b", "a", "b"])]
         [('a', [2.0]), ('b', [1.0, 3.0])]
+        >>> [key for key, _ in batch.split_by(np.array(["b", "a", "b"], dtype=object))]  # a key function's objects
+        ['a', 'b']
         """
         keys = np.asarray(keys)
         if len(keys) != len(self):
             raise ValueError(f"got {len(keys)} keys for a batch of {len(self)} examples")
         distinct, inverse = np.unique(keys, return_inverse=True)
+        # (plain Python keys: NumPy's scalars give theirs by .item(); an object array's are Python objects)
+        distinct = [key.item() if isinstance(key, np.generic) else key for key in distinct]
         if len(distinct) == 1:
-            return [(distinct[0].item(), self)]
+            return [(distinct[0], self)]
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(len(distinct) + 1))
-        return [(key.item(), self.take(order[bounds[i] : bounds[i + 1]])) for i, key in enumerate(distinct)]
+        return [(key, self.take(order[bounds[i] : bounds[i + 1]])) for i, key in enumerate(distinct)]
 
     @property
     def keys(self) -> np.ndarray | None:

@@ -23,7 +23,7 @@ import math
 import numba
 
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
-from polybeam.learners.losses import HINGE, LOGISTIC, QUANTILE, SQUARED, loss_derivative
+from polybeam.learners.losses import HINGE, LOGISTIC, SQUARED, loss_derivative
 
 E = math.e
 
@@ -46,19 +46,25 @@ def sigmoid(z):
 @numba.njit(cache=True)
 def greedy_step(loss, p, y, xx, target, exact, parameter=0.0):
     """The greedy step of one example with score ``p``, label ``y`` and ``xx = x . x`` (``parameter``: the
-    loss's number, quantile's tau)."""
+    loss's number, quantile's tau). Squared, hinge and logistic loss have steps of their own; any other
+    loss that greedy step averaging learns (its entry's ``greedy``) takes the step that fits the label along
+    its gradient, ``p - step * loss' * xx = y``, as quantile loss does."""
     if not xx > 0.0:
         return 0.0
     if loss == SQUARED:
         # p - step * 2 (p - y) * xx = y
         return _clean(1.0 / (2.0 * xx))
-    if loss == QUANTILE:
-        # p - step * loss' * xx = y (Poisson loss has no greedy step: loss_specs.LossSpec.greedy)
-        gradient = loss_derivative(loss, p, y, parameter)
-        return _clean((p - y) / gradient / xx) if gradient != 0.0 else 0.0
     if loss == HINGE:
         margin = 1.0 - y * p
         return _clean(margin / xx) if margin > 0.0 else 0.0
+    if loss == LOGISTIC:
+        return _logistic_step(p, y, xx, target, exact)
+    gradient = loss_derivative(loss, p, y, parameter)
+    return _clean((p - y) / gradient / xx) if gradient != 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _logistic_step(p, y, xx, target, exact):
     if exact:
         # Section 3.2: the step that puts the score exactly at +-logit(target).
         gradient = loss_derivative(LOGISTIC, p, y, 0.0)
