@@ -32,6 +32,7 @@ from polybeam.formats.acceptance import guess_format
 from polybeam.formats.formats import is_file_format
 from polybeam.formats.labels import infer_classes
 from polybeam.formats.text import record_lines
+from polybeam.transforms.sources import open_decompressed
 
 SAMPLE_BYTES = 64 << 10
 SAMPLED_FILES = 8
@@ -124,7 +125,7 @@ def text_ends(path: str, size: int | None, limit: int = SAMPLE_BYTES) -> list[Te
     if not compressed and size is not None and size <= 2 * limit:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
             return [TextPiece(handle.read())]
-    with FileSystems.open(path) as handle:
+    with open_decompressed(path) as handle:  # (gzip: at most limit + 1 bytes decompressed, whatever it expands to)
         head = handle.read(limit + 1)
     if len(head) <= limit:
         return [TextPiece(head)]

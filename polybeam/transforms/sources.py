@@ -345,6 +345,19 @@ class CorruptInputError(OSError):
     """
 
 
+def open_decompressed(path: str, gzip: bool | None = None):
+    """``path`` opened for reading its text: a gzip file (``gzip``, or by its name when None) through
+    :class:`GzipStream` (which notices a truncated file, and decompresses no more than each read asks for:
+    a file that expands a thousandfold never sits decompressed in memory), other compressions by Beam,
+    plain files as they are."""
+    if gzip is None:
+        gzip = CompressionTypes.detect_compression_type(path) == CompressionTypes.GZIP
+    if gzip:
+        raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        return GzipStream(raw, path)
+    return FileSystems.open(path)
+
+
 class GzipStream:
     """A gzip file, decompressed as it is read, that tells a truncated file from a complete one.
 
@@ -570,8 +583,7 @@ class TextBlockSource(filebasedsource.FileBasedSource):
         if compression == CompressionTypes.AUTO:
             compression = CompressionTypes.detect_compression_type(file_name)
         if compression == CompressionTypes.GZIP:
-            raw = FileSystems.open(file_name, compression_type=CompressionTypes.UNCOMPRESSED)
-            return GzipStream(raw, file_name)
+            return open_decompressed(file_name, gzip=True)
         return super().open_file(file_name)
 
     def read_records(self, file_name, range_tracker):
