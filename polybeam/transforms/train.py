@@ -42,6 +42,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.holdout_passes import JudgePass, held_out, without_record
+from polybeam.transforms.in_memory import TrainInMemory
 from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.lbfgs_stage import FinishWithLbfgs
@@ -331,6 +332,13 @@ class TrainGlobally(_Training):
         pass; the holdout keeps the same examples. 0: in the order they come.
     shuffle_seed : int, default 0
         The seed of the shuffle buffer's orders.
+    in_memory : bool, default False
+        Gather the input (per window) into one worker's memory and run every
+        pass there (:mod:`polybeam.transforms.in_memory`): read and hashed
+        once, no Beam stage per pass, the same model as the streaming passes
+        learn on one bundle. For an input that fits a worker's memory; no
+        checkpoints between passes, no merge tree; a shuffle buffer becomes a
+        new order of each batch's rows every pass.
 
     With ``lbfgs_passes`` > 0 in the config (``Train(loss="logistic", lbfgs_passes=10)``), the online
     passes end with the finishing stage of :mod:`polybeam.learners.lbfgs`
@@ -344,13 +352,38 @@ class TrainGlobally(_Training):
     """
 
     def __init__(
-        self, config: LearnerConfig | None = None, *, shuffle_buffer: int = 0, shuffle_seed: int = 0, **options
+        self,
+        config: LearnerConfig | None = None,
+        *,
+        shuffle_buffer: int = 0,
+        shuffle_seed: int = 0,
+        in_memory: bool = False,
+        **options,
     ):
         super().__init__(config, **options)
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be 0 (no shuffling) or a number of examples, got {shuffle_buffer}")
         self.shuffle_buffer = shuffle_buffer
         self.shuffle_seed = shuffle_seed
+        if in_memory and (self.checkpoint_dir is not None or self.first_pass > 1 or self.fanout is not None):
+            raise ValueError(
+                "in_memory runs every pass in one worker: it writes no checkpoint between passes, resumes "
+                "none and merges no partial learners (leave checkpoint_dir, first_pass and fanout out)"
+            )
+        self.in_memory = in_memory
+
+    def _models(self, batches):
+        if not self.in_memory:
+            return super()._models(batches)
+        # Every pass in one worker's memory (polybeam.transforms.in_memory); a shuffle buffer becomes a new
+        # order of each batch's rows every pass.
+        self.label_order = batches | "LabelOrder" >> LabelOrderOf()
+        initial = self.initial
+        if initial is not None:  # a warm start: this run's passes are judged afresh
+            initial = initial | "ForgetPasses" >> beam.Map(without_record, False)
+        shuffle_seed = self.shuffle_seed if self.shuffle_buffer else None
+        states = batches | "TrainInMemory" >> TrainInMemory(self.config, initial, shuffle_seed)
+        return states | "ToModel" >> beam.Map(_to_model, self.metadata, False)
 
     def expand(self, batches):
         batches, checks = self._read(batches)
