@@ -163,3 +163,15 @@ class JudgePass(beam.PTransform):
 
 def _keyed_none(state):
     return None, state
+
+
+def report_selection(selection: PassSelection, stopped) -> None:
+    """Publish the holdout losses of a learner's judged passes (and whether it stopped early) as metrics."""
+    if not selection.judged or selection.released:
+        return
+    for record in selection.history:
+        loss = record["holdout_loss"]
+        if loss == loss:  # not NaN
+            holdout_metric(record["pass"]).update(int(round(loss * 1e6)))
+    if selection.stopped:
+        stopped.inc()

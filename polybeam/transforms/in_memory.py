@@ -30,9 +30,9 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import PassSelection, train_passes
+from polybeam.learners.holdout import train_passes
 from polybeam.learners.polynomial import make_learner
-from polybeam.transforms.holdout_passes import holdout_metric
+from polybeam.transforms.holdout_passes import report_selection
 from polybeam.transforms.passes import continue_from
 from polybeam.transforms.windows import combine_globally
 
@@ -80,18 +80,6 @@ class TrainAllPasses(beam.DoFn):
         train_passes(learner, batches, config.passes, expect=bool(expect), shuffle=shuffle)
         report_selection(learner.selection_, self._stopped)
         yield learner.compact()
-
-
-def report_selection(selection: PassSelection, stopped) -> None:
-    """Publish the holdout losses of a learner's judged passes (and whether it stopped early) as metrics."""
-    if not selection.judged or selection.released:
-        return
-    for record in selection.history:
-        loss = record["holdout_loss"]
-        if loss == loss:  # not NaN
-            holdout_metric(record["pass"]).update(int(round(loss * 1e6)))
-    if selection.stopped:
-        stopped.inc()
 
 
 class TrainInMemory(beam.PTransform):

@@ -8,10 +8,10 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import PassSelection, train_passes
+from polybeam.learners.holdout import train_passes
 from polybeam.learners.model_shards import shard_of
 from polybeam.learners.polynomial import make_learner
-from polybeam.transforms.holdout_passes import holdout_metric, without_record
+from polybeam.transforms.holdout_passes import report_selection, without_record
 from polybeam.transforms.key_shards import KeyShard, SplitByShard, feature_names, key_segments
 from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn
@@ -71,18 +71,8 @@ class TrainShard(beam.DoFn):
             origin = initial.get(key)
             learner = make_learner(config, sparse=True) if origin is None else continue_from(origin)
             train_passes(learner, [examples], config.passes, expect=expect and origin is None)
-            self._report(learner.selection_)
+            report_selection(learner.selection_, self._stopped)
             self._keys.inc()
             models.append((key, learner.to_model(self.metadata)))
         if models:
             yield KeyShard(shard, self.shards, models, names=feature_names(batches))
-
-    def _report(self, selection: PassSelection) -> None:
-        if not selection.judged or selection.released:
-            return
-        for record in selection.history:
-            loss = record["holdout_loss"]
-            if loss == loss:
-                holdout_metric(record["pass"]).update(int(round(loss * 1e6)))
-        if selection.stopped:
-            self._stopped.inc()
