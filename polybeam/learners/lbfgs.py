@@ -82,54 +82,143 @@ def design_matrix(batch: ExampleBatch, slots: int) -> scipy.sparse.csr_matrix:
     return scipy.sparse.csr_matrix((batch.values, batch.indices, batch.indptr), shape=(len(batch), slots))
 
 
-def _margins(matrix, weights: np.ndarray, bias: bool) -> np.ndarray:
-    margins = matrix @ weights
-    if bias:
-        margins = margins + weights[0]
-    return margins
+@dataclasses.dataclass(frozen=True)
+class SparseWeights:
+    """Weights on some slots only: ``rows[k]`` (one entry per output) is slot ``slots[k]``'s, ``slots``
+    sorted; every other slot's weight is 0. What the stage evaluates: the slots its data use, never a
+    dense ``2**bits x outputs`` array."""
+
+    slots: np.ndarray
+    rows: np.ndarray
+
+    @classmethod
+    def of(cls, weights) -> SparseWeights:
+        """``weights`` as SparseWeights: already, or a dense array (one row per slot)."""
+        if isinstance(weights, SparseWeights):
+            return weights
+        rows = np.asarray(weights, dtype=np.float64)
+        rows = rows.reshape(len(rows), -1)
+        return cls(np.arange(len(rows), dtype=np.int64), rows)
+
+    @property
+    def outputs(self) -> int:
+        return self.rows.shape[1]
+
+    def rows_at(self, slots: np.ndarray) -> np.ndarray:
+        """The weights of ``slots`` (sorted), 0 where this holds none."""
+        found, positions = _positions(self.slots, slots)
+        rows = np.zeros((len(slots), self.outputs))
+        rows[found] = self.rows[positions[found]]
+        return rows
 
 
-@dataclasses.dataclass
+def _positions(universe: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(found, positions)``: which of ``slots`` are in the sorted ``universe``, and where."""
+    positions = np.searchsorted(universe, slots)
+    inside = positions < len(universe)
+    found = np.zeros(len(slots), dtype=bool)
+    found[inside] = universe[positions[inside]] == slots[inside]
+    return found, positions
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchDesign:
+    """A batch's features over the slots it uses (and slot 0, the bias's, always): ``matrix`` has one
+    column per entry of ``slots``, so that its products cost what the batch holds, not ``2**bits``."""
+
+    slots: np.ndarray
+    matrix: scipy.sparse.csr_matrix
+    squares: scipy.sparse.csr_matrix  # the matrix's entries squared (the Hessian diagonal's sums)
+
+    @classmethod
+    def of(cls, batch: ExampleBatch) -> BatchDesign:
+        used, columns = np.unique(np.concatenate(([0], batch.indices)), return_inverse=True)
+        matrix = scipy.sparse.csr_matrix((batch.values, columns[1:], batch.indptr), shape=(len(batch), len(used)))
+        return cls(used.astype(np.int64), matrix, matrix.multiply(matrix).tocsr())
+
+    def margins(self, point: SparseWeights, bias: bool) -> np.ndarray:
+        """Each example's margins under ``point``, shape (examples, outputs)."""
+        rows = point.rows_at(self.slots)
+        margins = self.matrix @ rows
+        if bias:  # (slot 0 is the first of the sorted slots)
+            margins = margins + rows[0]
+        return margins
+
+
 class LossGradient:
     """The importance-weighted sum of losses and their gradient over the weights, over some examples.
 
     Additive: ``a.merge([b])`` is the sum over the examples of both, so that workers
-    sum it in any order. ``gradient`` has the shape of the dense weights (slots, outputs).
+    sum it in any order. ``gradient`` (and ``curvature``, the diagonal of the loss's Hessian: the
+    optimiser's preconditioner) has a row per slot of ``slots`` and a column per output; ``slots``
+    None: a row per slot of the whole weight space, in order (dense). Sparse sums grow their slots
+    as examples bring new ones.
     """
 
-    loss: float
-    gradient: np.ndarray
-    curvature: np.ndarray  # the diagonal of the loss's Hessian: the optimiser's preconditioner
-    weight: float = 0.0
-    examples: int = 0
+    def __init__(
+        self,
+        loss: float,
+        gradient: np.ndarray,
+        curvature: np.ndarray,
+        weight: float = 0.0,
+        examples: int = 0,
+        slots: np.ndarray | None = None,
+    ):
+        self.loss, self.gradient, self.curvature = loss, gradient, curvature
+        self.weight, self.examples, self.slots = weight, examples, slots
+
+    def __repr__(self) -> str:
+        where = "dense" if self.slots is None else f"{len(self.slots)} slots"
+        return f"LossGradient(loss={self.loss}, {where}, examples={self.examples})"
 
     @classmethod
     def zero(cls, shape: tuple[int, ...]) -> LossGradient:
+        """The empty sum over the whole weight space (dense rows)."""
         return cls(0.0, np.zeros(shape), np.zeros(shape))
 
     @classmethod
+    def on(cls, slots: np.ndarray, outputs: int) -> LossGradient:
+        """The empty sum with rows for ``slots`` (sorted; more join as examples use them)."""
+        slots = np.asarray(slots, dtype=np.int64)
+        return cls(0.0, np.zeros((len(slots), outputs)), np.zeros((len(slots), outputs)), slots=slots)
+
+    @classmethod
     def of(
-        cls, weights: np.ndarray, batches: Iterable[ExampleBatch], loss: str, bias: bool, parameter: float = 0.0
+        cls, weights, batches: Iterable[ExampleBatch], loss: str, bias: bool, parameter: float = 0.0
     ) -> LossGradient:
-        total = cls.zero(weights.shape)
+        """The sum over ``batches`` at ``weights`` (a dense array: dense rows; SparseWeights: their slots'
+        rows, and those the batches use)."""
+        if isinstance(weights, SparseWeights):
+            total = cls.on(weights.slots, weights.outputs)
+        else:
+            total = cls.zero(np.shape(weights))
         for batch in batches:
             total.add(weights, batch, loss, bias, parameter)
         return total
 
     def add(
-        self, weights: np.ndarray, batch: ExampleBatch, loss: str, bias: bool, parameter: float = 0.0
+        self,
+        weights,
+        batch: ExampleBatch,
+        loss: str,
+        bias: bool,
+        parameter: float = 0.0,
+        design: BatchDesign | None = None,
     ) -> LossGradient:
-        """Add the examples of ``batch`` at ``weights`` (shape (slots, outputs); softmax: one column per
-        class). ``parameter``: the loss's number (see ``LearnerConfig.loss_parameter``)."""
+        """Add the examples of ``batch`` at ``weights`` (a dense array, shape (slots, outputs), or
+        :class:`SparseWeights`; softmax: one column per class). ``parameter``: the loss's number (see
+        ``LearnerConfig.loss_parameter``); ``design``: the batch's :class:`BatchDesign`, when already
+        made (one for every point a pass evaluates)."""
         check_loss(loss)
         if len(batch) == 0:
             return self
-        matrix = design_matrix(batch, weights.shape[0])
+        design = design if design is not None else BatchDesign.of(batch)
+        point = SparseWeights.of(weights)
+        margins = design.margins(point, bias)
         importance = batch.weights
         spec = loss_spec(loss)
         if spec.labels == "multiclass":
-            scores = _margins(matrix, weights, bias)
-            scores = scores - scores.max(axis=1, keepdims=True)
+            scores = margins - margins.max(axis=1, keepdims=True)
             log_norm = np.log(np.exp(scores).sum(axis=1))
             truth = batch.labels.astype(np.int64) - 1
             rows = np.arange(len(batch))
@@ -139,7 +228,7 @@ class LossGradient:
             derivative[rows, truth] -= 1.0
         else:
             # The learner's own arithmetic (polybeam.learners.losses), on the unclamped margins.
-            margins = np.ascontiguousarray(_margins(matrix, weights[:, 0], bias), dtype=np.float64)
+            margins = np.ascontiguousarray(margins[:, 0], dtype=np.float64)
             labels = np.where(batch.labels > 0, 1.0, -1.0) if spec.labels == "binary" else batch.labels
             labels = np.ascontiguousarray(labels, dtype=np.float64)
             values, derivative, second = (np.empty((len(batch), 1)) for _ in range(3))
@@ -148,22 +237,56 @@ class LossGradient:
             self.loss += float(importance @ values[:, 0])
         derivative *= importance[:, None]
         second *= importance[:, None]
-        self.gradient += matrix.T @ derivative
-        self.curvature += matrix.multiply(matrix).T @ second
+        gradient = design.matrix.T @ derivative
+        curvature = design.squares.T @ second
         if bias:
-            self.gradient[0] += derivative.sum(axis=0)
-            self.curvature[0] += second.sum(axis=0)
+            gradient[0] += derivative.sum(axis=0)
+            curvature[0] += second.sum(axis=0)
+        self._add_rows(design.slots, gradient, curvature)
         self.weight += float(importance.sum())
         self.examples += len(batch)
         return self
+
+    def _add_rows(self, slots: np.ndarray, gradient: np.ndarray, curvature: np.ndarray) -> None:
+        if self.slots is None:  # dense
+            self.gradient[slots] += gradient
+            self.curvature[slots] += curvature
+            return
+        found, positions = _positions(self.slots, slots)
+        if not found.all():  # slots this sum has no row for yet: make room (rare once the slots settle)
+            self._grow(slots[~found])
+            positions = np.searchsorted(self.slots, slots)
+        self.gradient[positions] += gradient
+        self.curvature[positions] += curvature
+
+    def _grow(self, new: np.ndarray) -> None:
+        slots = np.union1d(self.slots, new)
+        positions = np.searchsorted(slots, self.slots)
+        gradient, curvature = (np.zeros((len(slots), self.gradient.shape[1])) for _ in range(2))
+        gradient[positions], curvature[positions] = self.gradient, self.curvature
+        self.slots, self.gradient, self.curvature = slots, gradient, curvature
+
+    def aligned(self, slots: np.ndarray) -> LossGradient:
+        """This sum with a row for each of ``slots`` (sorted; rows of other slots left out)."""
+        if self.slots is None:
+            gradient, curvature = self.gradient[slots], self.curvature[slots]
+        else:
+            found, positions = _positions(self.slots, slots)
+            gradient, curvature = (np.zeros((len(slots), self.gradient.shape[1])) for _ in range(2))
+            gradient[found], curvature[found] = self.gradient[positions[found]], self.curvature[positions[found]]
+        return LossGradient(self.loss, gradient, curvature, self.weight, self.examples, np.asarray(slots))
 
     def merge(self, others: Iterable[LossGradient]) -> LossGradient:
         for other in others:
             if other is self:
                 continue
             self.loss += other.loss
-            self.gradient += other.gradient
-            self.curvature += other.curvature
+            if other.slots is None and self.slots is None:
+                self.gradient += other.gradient
+                self.curvature += other.curvature
+            else:
+                slots = other.slots if other.slots is not None else np.arange(len(other.gradient))
+                self._add_rows(slots, other.gradient, other.curvature)
             self.weight += other.weight
             self.examples += other.examples
         return self
@@ -276,20 +399,21 @@ class Lbfgs:
         return {"evaluations": self.evaluations, "l2": self.l2, "objective": self.history}
 
 
-def finish_model(model, weights: np.ndarray, summary: dict):
-    """``model`` with the finishing stage's dense ``weights`` (its values then unclipped: the stage
-    optimised the plain linear function of the (expanded) features) and ``summary`` in its metadata."""
+def finish_model(model, weights, summary: dict):
+    """``model`` with the finishing stage's ``weights`` (dense, shape (slots, outputs), or
+    :class:`SparseWeights`; its values then unclipped: the stage optimised the plain linear function of
+    the (expanded) features) and ``summary`` in its metadata."""
 
-    weights = np.asarray(weights).reshape((1 << model.config.bits, model.config.outputs))
-    slots = np.flatnonzero(np.any(weights != 0, axis=1))
+    point = SparseWeights.of(weights)
+    nonzero = np.any(point.rows != 0, axis=1)
+    slots, rows = point.slots[nonzero], point.rows[nonzero]
     metadata = dict(model.metadata)
     metadata["lbfgs"] = summary
-    kept = weights[slots] if model.config.outputs > 1 else weights[slots, 0]
     kept_slots = set(slots.tolist())
     return dataclasses.replace(
         model,
         slots=slots,
-        weights=kept,
+        weights=rows if model.config.outputs > 1 else rows[:, 0],
         metadata=metadata,
         names={s: n for s, n in model.names.items() if s in kept_slots},
         clip_low=None,
@@ -303,8 +427,17 @@ def model_features(model, batch: ExampleBatch) -> ExampleBatch:
 
 
 def start_weights(model) -> np.ndarray:
-    """The model's dense weights, shape (slots, outputs): where the finishing stage starts."""
+    """The model's dense weights, shape (slots, outputs)."""
     return model.dense_weights.reshape((1 << model.config.bits, model.config.outputs)).copy()
+
+
+def start_point(model) -> SparseWeights:
+    """The model's weights on the slots it holds and slot 0 (the bias's): where the finishing stage starts."""
+    slots = np.union1d([0], np.asarray(model.slots, dtype=np.int64))
+    held = SparseWeights(
+        np.asarray(model.slots, dtype=np.int64), np.asarray(model.weights).reshape(len(model.slots), -1)
+    )
+    return SparseWeights(slots, held.rows_at(slots))
 
 
 # -- the holdout: the stage never returns a model worse than the online one ---------------------------------
@@ -329,19 +462,23 @@ def stage_holdout_period(config) -> int:
     return int(config.holdout_period)
 
 
-def held_out_losses(model, held: ExampleBatch, weights: np.ndarray | None = None) -> np.ndarray:
+def held_out_losses(
+    model, held: ExampleBatch, weights: SparseWeights | None = None, design: BatchDesign | None = None
+) -> np.ndarray:
     """Each example's loss over ``held`` of ``model`` as it predicts (``weights`` None: its expansion, its
     values clipped), or of the model ``weights`` make (``held`` expanded as they see it; values unclipped,
-    as the stage optimised them). Squared loss on predictions clamped to the labels' range, as the
-    learner and ``polybeam.learners.holdout`` count it."""
+    as the stage optimised them; ``design``: ``held``'s :class:`BatchDesign` when already made). Squared
+    loss on predictions clamped to the labels' range, as the learner and ``polybeam.learners.holdout``
+    count it."""
     from polybeam.learners.evaluation import pointwise_loss
     from polybeam.learners.model import finalize_predictions
 
     if weights is None:
         margins = model.margins(held)
     else:
-        matrix = design_matrix(held, weights.shape[0])
-        margins = _margins(matrix, weights if weights.shape[1] > 1 else weights[:, 0], model.config.bias)
+        design = design if design is not None else BatchDesign.of(held)
+        margins = design.margins(SparseWeights.of(weights), model.config.bias)
+        margins = margins if margins.shape[1] > 1 else margins[:, 0]
     low, high = float(model.metadata.get("label_min", 0.0)), float(model.metadata.get("label_max", 0.0))
     predictions = finalize_predictions(model.config.loss, margins, low, high)
     return pointwise_loss(model.config.loss, held.labels, margins, predictions, model.config.loss_parameter)
@@ -362,10 +499,13 @@ class PassSums:
     held_count: int = 0
 
     @classmethod
-    def zero(cls, shape: tuple[int, ...], points: int) -> PassSums:
-        return cls([LossGradient.zero(shape) for _ in range(points)], np.zeros(points + 1), np.zeros(points))
+    def zero(cls, points: list[SparseWeights]) -> PassSums:
+        """The empty sums of a pass evaluating ``points`` (each training sum with rows for its point's
+        slots)."""
+        totals = [LossGradient.on(point.slots, point.outputs) for point in points]
+        return cls(totals, np.zeros(len(points) + 1), np.zeros(len(points)))
 
-    def add(self, model, points: list[np.ndarray], batch: ExampleBatch, period: int, seed: int):
+    def add(self, model, points: list[SparseWeights], batch: ExampleBatch, period: int, seed: int):
         """Add ``batch``: its held-out rows (one in ``period``) to the held-out losses, the others to the
         training sums."""
         from polybeam.learners.holdout import holdout_rows
@@ -373,14 +513,16 @@ class PassSums:
         held_rows = holdout_rows(batch, period, seed) if period > 0 else np.zeros(len(batch), dtype=bool)
         train = batch if not held_rows.any() else batch.take(~held_rows)
         expanded = model_features(model, train)
+        design = BatchDesign.of(expanded) if len(expanded) else None
         for total, point in zip(self.totals, points):
-            total.add(point, expanded, model.config.loss, model.config.bias, model.config.loss_parameter)
+            total.add(point, expanded, model.config.loss, model.config.bias, model.config.loss_parameter, design)
         if held_rows.any():
             held = batch.take(held_rows)
             expanded_held = model_features(model, held)
+            held_design = BatchDesign.of(expanded_held)
             online = held_out_losses(model, held)
             for k, point in enumerate(points):
-                losses = held_out_losses(model, expanded_held, point)
+                losses = held_out_losses(model, expanded_held, point, held_design)
                 self.held_out[k] += float(held.weights @ losses)
                 self.squared_differences[k] += float(held.weights @ (losses - online) ** 2)
             self.held_out[-1] += float(held.weights @ online)
@@ -424,7 +566,7 @@ class Finishing:
         self.model = model
         self.period, self.seed = int(period), int(seed)
         self.grid = (l2,) if l2 is not None else (L2_GRID if self.period > 0 else (10.0,))
-        self.start = start_weights(model)
+        self.start = start_point(model)
         # The optimisers work on the rows the first pass found active (a slot some training example has,
         # or a weight of the online model): the others' gradient and weight stay 0 for every L2, and
         # leaving them out keeps each optimiser's memory to the data's size, not 2**bits (times classes).
@@ -437,26 +579,20 @@ class Finishing:
         self.held_weight = 0.0
         self.history: list[list[float]] = []  # per pass, each point's mean held-out loss
 
-    def points(self) -> list[np.ndarray]:
+    def points(self) -> list[SparseWeights]:
         """The weights each optimiser evaluates in the next pass (the first pass: the online weights,
         one point for every L2)."""
         if not self.optimisers:
             return [self.start]
-        return [self._full(optimiser.point()) for optimiser in self.optimisers]
+        return [self._on_active(optimiser.point()) for optimiser in self.optimisers]
 
-    def _full(self, rows: np.ndarray) -> np.ndarray:
-        weights = np.zeros_like(self.start)
-        weights[self.active] = rows
-        return weights
-
-    def _active_part(self, total: LossGradient) -> LossGradient:
-        rows = self.active
-        return LossGradient(total.loss, total.gradient[rows], total.curvature[rows], total.weight, total.examples)
+    def _on_active(self, rows: np.ndarray) -> SparseWeights:
+        return SparseWeights(self.active, rows.reshape(len(self.active), -1))
 
     def sums(self, batches: Iterable[ExampleBatch]) -> PassSums:
         """The pass's sums over ``batches`` in this process (``Train`` sums them across workers)."""
         points = self.points()
-        total = PassSums.zero(points[0].shape, len(points))
+        total = PassSums.zero(points)
         for batch in batches:
             total.add(self.model, points, batch, self.period, self.seed)
         return total
@@ -465,7 +601,7 @@ class Finishing:
         """Take a pass's sums: each optimiser its training part's, the holdout its candidates'."""
         points = self.points()
         if sums is None:  # no example reached the stage: the empty sums
-            sums = PassSums.zero(points[0].shape, len(points))
+            sums = PassSums.zero(points)
         weight = sums.held_weight
         if weight > 0:
             means = sums.held_out / weight
@@ -483,19 +619,20 @@ class Finishing:
                     and differences[k] < -STANDARD_ERRORS * errors[k]
                 )
                 if beats and (self.best is None or mean < self.best[0]):
-                    self.best = (mean, k, np.array(point, copy=True))
+                    self.best = (mean, k, point)
         if not self.optimisers:  # the first pass: the online weights' sums serve every L2
-            total = sums.totals[0]
-            active = np.any(total.curvature != 0, axis=1) | np.any(self.start != 0, axis=1)
-            active[0] = True  # (the bias: row 0 of every optimiser's vector)
-            self.active = np.flatnonzero(active)
+            total = sums.totals[0].aligned(np.union1d(sums.totals[0].slots, self.start.slots))
+            start = self.start.rows_at(total.slots)
+            active = np.any(total.curvature != 0, axis=1) | np.any(start != 0, axis=1)
+            active[0] = True  # (the bias, slot 0: row 0 of every optimiser's vector)
+            self.active = total.slots[active]
             bias = self.model.config.bias
-            self.optimisers = [Lbfgs(self.start[self.active], l2=value, bias=bias) for value in self.grid]
+            self.optimisers = [Lbfgs(start[active], l2=value, bias=bias) for value in self.grid]
             totals = [total] * len(self.optimisers)
         else:
             totals = sums.totals
         for optimiser, total in zip(self.optimisers, totals):
-            optimiser.told(self._active_part(total))
+            optimiser.told(total.aligned(self.active))
         self.passes += 1
         return self
 
@@ -532,7 +669,7 @@ class Finishing:
             metadata["lbfgs"] = self.summary()
             return dataclasses.replace(self.model, metadata=metadata)
         if self.period <= 0 or self.online_loss is None:
-            weights = self._full(chosen.weights.reshape(len(self.active), -1))
+            weights = self._on_active(chosen.weights)
         else:
             weights = self.best[2]
         return finish_model(self.model, weights, self.summary())

@@ -7,7 +7,11 @@ about half a second a pass on the local runner whatever the data. Gathered,
 the batches are read and hashed once and every pass runs in process, as one
 learner's ``fit`` does (:func:`polybeam.learners.holdout.train_passes`: the
 holdout judges each pass and keeps the best), in milliseconds for a thousand
-rows. ``Train.Globally(..., in_memory=True)`` trains this way.
+rows. ``Train.Globally(..., in_memory=True)`` trains this way, and so does
+``polybeam train`` on an input small enough (``--in-memory``, see
+:func:`in_memory_choice`). The finishing stage (``lbfgs_passes``) then runs
+in the same memory too (:class:`FinishInMemory`): each L-BFGS evaluation a
+loop over the gathered batches, not a Beam stage.
 
 >>> import apache_beam as beam
 >>> import numpy as np
@@ -25,15 +29,19 @@ True
 
 from __future__ import annotations
 
+import sys
+
 import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
+from polybeam.learners import lbfgs
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import train_passes
+from polybeam.learners.holdout import holdout_progress_line, train_passes
 from polybeam.learners.polynomial import make_learner
 from polybeam.transforms.holdout_passes import report_selection
 from polybeam.transforms.passes import continue_from
+from polybeam.transforms.progress import Progress
 from polybeam.transforms.windows import combine_globally
 
 
@@ -62,37 +70,87 @@ class TrainAllPasses(beam.DoFn):
     """Learns a window's gathered batches for every pass of ``config`` with one learner (a fresh one, or
     going on from ``start``, a side input), the holdout judging each pass; emits the learner (its state,
     as the streaming passes do). ``shuffle_seed``: every pass learns each batch's rows in a new order
-    drawn from it (None: in their order)."""
+    drawn from it (None: in their order). ``progress``: print the learning curve's lines and each judged
+    pass's holdout line on the worker's stderr, as the streaming passes do (the metrics are counted
+    either way); ``progress_every``: their schedule (see :mod:`polybeam.transforms.progress`)."""
 
-    def __init__(self, config: LearnerConfig, shuffle_seed: int | None = None):
+    def __init__(
+        self, config: LearnerConfig, shuffle_seed: int | None = None, progress: bool = False, progress_every: int = 0
+    ):
         self.config = config
         self.shuffle_seed = shuffle_seed
+        self.progress, self.progress_every = progress, progress_every
 
     def setup(self):
         self._stopped = Metrics.counter("polybeam.train", "learners_stopped_early")
 
     def process(self, batches, start=None):
         config = self.config
-        learner = make_learner(config) if start is None else continue_from(start)
+        reporter = Progress(quiet=not self.progress, every=self.progress_every)
+        learner = reporter.attach(make_learner(config) if start is None else continue_from(start))
         # Apple spaces its epochs over what it will learn, as the streaming passes do when they count it.
         expect = start is None and config.expand == "apple" and (config.passes > 1 or config.examples_per_pass)
         shuffle = None if self.shuffle_seed is None else np.random.RandomState(self.shuffle_seed)
-        train_passes(learner, batches, config.passes, expect=bool(expect), shuffle=shuffle)
+
+        def after_pass(learner, number, learned):
+            reporter.learned(learned["examples"])
+            reporter.publish()
+            history = learner.selection_.history
+            if self.progress and history and history[-1]["pass"] == number:
+                print(holdout_progress_line(learner.selection_), file=sys.stderr, flush=True)
+
+        train_passes(learner, batches, config.passes, expect=bool(expect), shuffle=shuffle, after_pass=after_pass)
         report_selection(learner.selection_, self._stopped)
         yield learner.compact()
 
 
 class TrainInMemory(beam.PTransform):
     """The learner after every pass of ``config`` over the input batches, gathered in one worker's memory
-    (per window); ``initial``: a PCollection of one learner to go on from (a warm start)."""
+    (per window); ``initial``: a PCollection of one learner to go on from (a warm start). Once applied,
+    ``gathered`` is the PCollection of the gathered batches (one list per window), for
+    :class:`FinishInMemory`."""
 
-    def __init__(self, config: LearnerConfig, initial=None, shuffle_seed: int | None = None):
+    def __init__(
+        self,
+        config: LearnerConfig,
+        initial=None,
+        shuffle_seed: int | None = None,
+        progress: bool = False,
+        progress_every: int = 0,
+    ):
         super().__init__()
         self.config, self.initial, self.shuffle_seed = config, initial, shuffle_seed
+        self.progress, self.progress_every = progress, progress_every
+        self.gathered = None
 
     def expand(self, batches):
-        gathered = batches | "Gather" >> combine_globally(GatherBatches(), batches)
-        train = TrainAllPasses(self.config, self.shuffle_seed)
+        self.gathered = gathered = batches | "Gather" >> combine_globally(GatherBatches(), batches)
+        train = TrainAllPasses(self.config, self.shuffle_seed, self.progress, self.progress_every)
         if self.initial is None:
             return gathered | "TrainAllPasses" >> beam.ParDo(train)
         return gathered | "TrainAllPasses" >> beam.ParDo(train, beam.pvalue.AsSingleton(self.initial))
+
+
+def _finish(model, batches: list, config: LearnerConfig):
+    return lbfgs.finish(
+        model,
+        batches,
+        config.lbfgs_passes,
+        config.lbfgs_l2,
+        period=lbfgs.stage_holdout_period(config),
+        seed=config.seed,
+    )
+
+
+class FinishInMemory(beam.PTransform):
+    """The finishing stage (:mod:`polybeam.learners.lbfgs`) over batches already gathered in memory
+    (``gathered``: :attr:`TrainInMemory.gathered`): every evaluation a loop in the worker, the same model
+    as :class:`~polybeam.transforms.lbfgs_stage.FinishWithLbfgs` makes from the same batches."""
+
+    def __init__(self, gathered, config: LearnerConfig):
+        super().__init__()
+        self.gathered, self.config = gathered, config
+
+    def expand(self, models):
+        # (the model and its window's batches meet by window: the side input is the window's list)
+        return models | "Finish" >> beam.Map(_finish, beam.pvalue.AsSingleton(self.gathered), self.config)

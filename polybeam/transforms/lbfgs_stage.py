@@ -17,7 +17,7 @@ from polybeam.transforms.windows import combine_globally, in_window
 
 class _LossGradientFn(beam.DoFn):
     """Sums the finishing stage's loss and gradient over a bundle's training examples at the point of the
-    pass (a side input: ``(model, dense weights)``), one :class:`~polybeam.learners.lbfgs.LossGradient`
+    pass (a side input: ``(model, points)``, each :class:`~polybeam.learners.lbfgs.SparseWeights`), one :class:`~polybeam.learners.lbfgs.LossGradient`
     per bundle."""
 
     def __init__(self, config: LearnerConfig):
@@ -31,7 +31,7 @@ class _LossGradientFn(beam.DoFn):
         if batch is None or len(batch) == 0:
             return
         if window not in self._totals:
-            self._totals[window] = lbfgs.PassSums.zero(points[0].shape, len(points))
+            self._totals[window] = lbfgs.PassSums.zero(points)
         # (the stage's holdout: the examples the learner's holdout period holds out, see lbfgs.Finishing)
         period = lbfgs.stage_holdout_period(self.config)
         self._totals[window].add(model, points, batch, period, self.config.seed)

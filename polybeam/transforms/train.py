@@ -42,7 +42,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.holdout_passes import JudgePass, held_out, without_record
-from polybeam.transforms.in_memory import TrainInMemory
+from polybeam.transforms.in_memory import FinishInMemory, TrainInMemory
 from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.lbfgs_stage import FinishWithLbfgs
@@ -382,7 +382,8 @@ class TrainGlobally(_Training):
         if initial is not None:  # a warm start: this run's passes are judged afresh
             initial = initial | "ForgetPasses" >> beam.Map(without_record, False)
         shuffle_seed = self.shuffle_seed if self.shuffle_buffer else None
-        states = batches | "TrainInMemory" >> TrainInMemory(self.config, initial, shuffle_seed)
+        self._in_memory = TrainInMemory(self.config, initial, shuffle_seed, self.progress, self.progress_every)
+        states = batches | "TrainInMemory" >> self._in_memory
         return states | "ToModel" >> beam.Map(_to_model, self.metadata, False)
 
     def expand(self, batches):
@@ -392,6 +393,8 @@ class TrainGlobally(_Training):
     def _finished(self, batches):
         """The model of the online passes, finished with L-BFGS when the config asks for it."""
         models = self._models(batches)
+        if self.config.lbfgs_passes and self.in_memory:
+            return models | "FinishInMemory" >> FinishInMemory(self._in_memory.gathered, self.config)
         if self.config.lbfgs_passes:
             models = models | "FinishWithLbfgs" >> FinishWithLbfgs(batches, self.config)
         return models
