@@ -397,6 +397,8 @@ def _describe_train(report: dict) -> str:
         lines.append(f"resumed after pass {report['resumed_from_pass']} from {report['checkpoint_dir']}")
     elif report.get("checkpoint_dir"):
         lines.append(f"learner state after each pass in {report['checkpoint_dir']}")
+    if report.get("in_memory"):
+        lines.append(f"passes in one worker's memory: {report.get('in_memory_reason')} (--in-memory off: streaming)")
     lines += [f"report: {report['report']}", f"wall time: {report['wall_seconds']:.1f} s"]
     return "\n".join(lines)
 

@@ -33,7 +33,7 @@ from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.learners.predictions import check_kind, prediction_columns
 from polybeam.learners.state_file import is_learner_state
 from polybeam.learners.warm_start import APPLE_SETTINGS, FIXED_SETTINGS, check_compatible, source_config
-from polybeam.pipelines import windowed
+from polybeam.pipelines import memory_choice, windowed
 from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.input_choices import InputChoices, settle_input
@@ -157,6 +157,20 @@ def first_pass_learners(options: PipelineOptions) -> int | None:
     if workers and workers > 1:
         return workers
     return 1 if runner_name(options) in LOCAL_RUNNERS else None
+
+
+def _in_memory(job: JobSettings, config: LearnerConfig, *, key, window) -> tuple[bool, str]:
+    """Whether the job's passes run in one worker's memory, and why (see polybeam.pipelines.memory_choice)."""
+    given = {
+        "--key": key is not None,
+        "--window": window is not None,
+        "--checkpoint-dir": job.checkpoint_dir is not None,
+        "--resume": job.resume,
+        "--merge-fanout": job.merge_fanout is not None,
+    }
+    needs = [name for name, present in given.items() if present]
+    size = None if job.in_memory != "auto" or job.input == STDIN_NAME else memory_choice.input_bytes(job.input)
+    return memory_choice.in_memory_reason(job.in_memory, config, input_bytes=size, streaming_needs=needs)
 
 
 def _initial_source(job: JobSettings, config: LearnerConfig, model_path: str, keyed: bool):
@@ -332,7 +346,10 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     if window is not None:
         windowed.check_sample_times(job.input, settings, config.label_kind, job.timestamp)
     settings = with_columns(job.input, settings)
+    in_memory, in_memory_why = _in_memory(job, config, key=key, window=window)
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
+    if in_memory:  # (every pass in one worker: no checkpoint between passes)
+        checkpoint_dir = None
     folder = keyed or window is not None  # a folder of models (per key, per window)
     inside = (lambda name: join(model_path, name)) if folder else (lambda name: f"{model_path}.{name}")
     dead_path = job.dead_letters or inside("dead_letters.jsonl")
@@ -355,6 +372,8 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         "input_notes": list(choices.notes),
         "window_spec": window.text() if window else None,
         "shuffle_buffer": job.shuffle_buffer,
+        "in_memory": in_memory,
+        "in_memory_reason": in_memory_why,
     }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
@@ -384,6 +403,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         shared_keys=shared,
         shuffle_buffer=job.shuffle_buffer,
         shuffle_seed=shuffle_seed,
+        **({"in_memory": True} if in_memory else {}),
     )
     models = examples | "Train" >> trainer
     if trainer.label_order is not None:  # (its windows' counts add up in the report)
