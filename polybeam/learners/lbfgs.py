@@ -163,9 +163,17 @@ class LossGradient:
         weight: float = 0.0,
         examples: int = 0,
         slots: np.ndarray | None = None,
+        cross: np.ndarray | None = None,
+        feature_sums: np.ndarray | None = None,
     ):
         self.loss, self.gradient, self.curvature = loss, gradient, curvature
         self.weight, self.examples, self.slots = weight, examples, slots
+        # The Hessian's entries between each slot and the bias (sum of second derivatives times the value),
+        # and the importance-weighted sum of each slot's values: what centring the features needs (see Lbfgs).
+        self.cross = np.zeros_like(gradient) if cross is None else cross
+        self.feature_sums = np.zeros((len(gradient), 1)) if feature_sums is None else feature_sums
+
+    ROWS = ("gradient", "curvature", "cross", "feature_sums")
 
     def __repr__(self) -> str:
         where = "dense" if self.slots is None else f"{len(self.slots)} slots"
@@ -181,6 +189,9 @@ class LossGradient:
         """The empty sum with rows for ``slots`` (sorted; more join as examples use them)."""
         slots = np.asarray(slots, dtype=np.int64)
         return cls(0.0, np.zeros((len(slots), outputs)), np.zeros((len(slots), outputs)), slots=slots)
+
+    def rows(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in self.ROWS}
 
     @classmethod
     def of(
@@ -239,42 +250,48 @@ class LossGradient:
         second *= importance[:, None]
         gradient = design.matrix.T @ derivative
         curvature = design.squares.T @ second
+        cross = design.matrix.T @ second
         if bias:
             gradient[0] += derivative.sum(axis=0)
             curvature[0] += second.sum(axis=0)
-        self._add_rows(design.slots, gradient, curvature)
+        sums = (design.matrix.T @ importance)[:, None]
+        self._add_rows(design.slots, dict(gradient=gradient, curvature=curvature, cross=cross, feature_sums=sums))
         self.weight += float(importance.sum())
         self.examples += len(batch)
         return self
 
-    def _add_rows(self, slots: np.ndarray, gradient: np.ndarray, curvature: np.ndarray) -> None:
+    def _add_rows(self, slots: np.ndarray, rows: dict[str, np.ndarray]) -> None:
         if self.slots is None:  # dense
-            self.gradient[slots] += gradient
-            self.curvature[slots] += curvature
+            for name, values in rows.items():
+                getattr(self, name)[slots] += values
             return
         found, positions = _positions(self.slots, slots)
         if not found.all():  # slots this sum has no row for yet: make room (rare once the slots settle)
             self._grow(slots[~found])
             positions = np.searchsorted(self.slots, slots)
-        self.gradient[positions] += gradient
-        self.curvature[positions] += curvature
+        for name, values in rows.items():
+            getattr(self, name)[positions] += values
 
     def _grow(self, new: np.ndarray) -> None:
         slots = np.union1d(self.slots, new)
         positions = np.searchsorted(slots, self.slots)
-        gradient, curvature = (np.zeros((len(slots), self.gradient.shape[1])) for _ in range(2))
-        gradient[positions], curvature[positions] = self.gradient, self.curvature
-        self.slots, self.gradient, self.curvature = slots, gradient, curvature
+        for name, values in self.rows().items():
+            grown = np.zeros((len(slots), values.shape[1]))
+            grown[positions] = values
+            setattr(self, name, grown)
+        self.slots = slots
 
     def aligned(self, slots: np.ndarray) -> LossGradient:
         """This sum with a row for each of ``slots`` (sorted; rows of other slots left out)."""
         if self.slots is None:
-            gradient, curvature = self.gradient[slots], self.curvature[slots]
+            rows = {name: values[slots] for name, values in self.rows().items()}
         else:
             found, positions = _positions(self.slots, slots)
-            gradient, curvature = (np.zeros((len(slots), self.gradient.shape[1])) for _ in range(2))
-            gradient[found], curvature[found] = self.gradient[positions[found]], self.curvature[positions[found]]
-        return LossGradient(self.loss, gradient, curvature, self.weight, self.examples, np.asarray(slots))
+            rows = {}
+            for name, values in self.rows().items():
+                rows[name] = np.zeros((len(slots), values.shape[1]))
+                rows[name][found] = values[positions[found]]
+        return LossGradient(self.loss, weight=self.weight, examples=self.examples, slots=np.asarray(slots), **rows)
 
     def merge(self, others: Iterable[LossGradient]) -> LossGradient:
         for other in others:
@@ -282,11 +299,11 @@ class LossGradient:
                 continue
             self.loss += other.loss
             if other.slots is None and self.slots is None:
-                self.gradient += other.gradient
-                self.curvature += other.curvature
+                for name, values in other.rows().items():
+                    getattr(self, name)[...] += values
             else:
                 slots = other.slots if other.slots is not None else np.arange(len(other.gradient))
-                self._add_rows(slots, other.gradient, other.curvature)
+                self._add_rows(slots, other.rows())
             self.weight += other.weight
             self.examples += other.examples
         return self
@@ -307,18 +324,45 @@ class Lbfgs:
     ``point()`` is where the objective must be evaluated next; ``told(total)``
     takes the :class:`LossGradient` summed there (the L2 term is added here).
     ``weights`` is the best point so far (the warm start until another is accepted).
+
+    ``centre`` (with a bias; one number per row, 0 for the bias's row 0): the optimiser works in
+    coordinates where each feature is centred on it, ``u`` with ``w = u`` but for the bias ``b = u_0 -
+    centre . u``: the same objective (the penalty is on ``w``, not the bias), but the mean direction,
+    which makes unscaled features with large means (a year, a price) ill-conditioned for any diagonal
+    preconditioner, is taken out, as standardising does for scikit-learn (whose L-BFGS on unscaled
+    columns needs thousands of iterations).
+
+    ``shift_invariant`` (softmax): the loss does not change when the same number is added to every
+    class's weight of a slot, so the penalised optimum has class weights that sum to 0 in every row; the
+    start is moved there (the same loss, a smaller penalty) and every step kept there. Else that
+    direction's curvature is the penalty's alone, which the Hessian's diagonal (the loss's) hides: on
+    scikit-learn's digits at L2 0.1 the objective was still 37% above the optimum after 30 evaluations.
     """
 
-    def __init__(self, start: np.ndarray, l2: float, bias: bool = True, memory: int = DEFAULT_MEMORY):
+    def __init__(
+        self,
+        start: np.ndarray,
+        l2: float,
+        bias: bool = True,
+        memory: int = DEFAULT_MEMORY,
+        centre: np.ndarray | None = None,
+        shift_invariant: bool = False,
+    ):
         if not (l2 >= 0 and math.isfinite(l2)):
             raise ValueError(f"lbfgs_l2 must be a finite number >= 0; got {l2}")
         self.shape = np.shape(start)
         self.l2 = float(l2)
         self.bias = bias
         self.memory = memory
-        self.weights = np.array(start, dtype=np.float64).reshape(-1)
+        self.centre = None
+        if centre is not None and bias:
+            self.centre = np.asarray(centre, dtype=np.float64).reshape(-1).copy()
+            self.centre[0] = 0.0
+        self.shift_invariant = shift_invariant and len(self.shape) == 2 and self.shape[1] > 1
+        start = self._zero_sum(np.array(start, dtype=np.float64).reshape(-1))
+        self.coordinates = self._to_coordinates(start)
         self.objective: float | None = None
-        self.gradient: np.ndarray | None = None
+        self.gradient: np.ndarray | None = None  # in the optimiser's coordinates
         self.direction: np.ndarray | None = None
         self.step = 0.0
         self.pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
@@ -326,28 +370,78 @@ class Lbfgs:
         self.evaluations = 0
         self.history: list[float] = []  # the objective at each accepted point
 
+    # -- the change of coordinates (identity without a centre)
+
+    def _zero_sum(self, flat: np.ndarray) -> np.ndarray:
+        """``flat`` with each row's class weights summing to 0 (with ``shift_invariant``; else itself)."""
+        if not self.shift_invariant:
+            return flat
+        rows = self._rows(flat)
+        return (rows - rows.mean(axis=1, keepdims=True)).reshape(-1)
+
+    def _rows(self, flat: np.ndarray) -> np.ndarray:
+        return flat.reshape(self.shape[0], -1)
+
+    def _to_weights(self, coordinates: np.ndarray) -> np.ndarray:
+        if self.centre is None:
+            return coordinates
+        weights = self._rows(coordinates.copy())
+        weights[0] -= self.centre @ weights
+        return weights.reshape(-1)
+
+    def _to_coordinates(self, weights: np.ndarray) -> np.ndarray:
+        if self.centre is None:
+            return weights
+        coordinates = self._rows(weights.copy())
+        coordinates[0] += self.centre @ coordinates
+        return coordinates.reshape(-1)
+
+    def _gradient_in_coordinates(self, gradient: np.ndarray) -> np.ndarray:
+        """The chain rule: ``d F / d u_j = d F / d w_j - centre_j d F / d b``."""
+        if self.centre is None:
+            return gradient
+        rows = self._rows(gradient)
+        return (rows - self.centre[:, None] * rows[0][None, :]).reshape(-1)
+
+    def _curvature_in_coordinates(self, total: LossGradient) -> np.ndarray:
+        """The Hessian's diagonal in the optimiser's coordinates (with the penalty's): ``sum h (x_j -
+        centre_j)**2`` from the sums of ``h x**2``, ``h x`` and ``h``."""
+        curvature = total.curvature.reshape(self.shape[0], -1)
+        if self.centre is not None:
+            c = self.centre[:, None]
+            centred = curvature - 2.0 * c * total.cross.reshape(curvature.shape) + c * c * curvature[0][None, :]
+            centred[0] = curvature[0]
+            # (rounding can leave a centred sum at or below 0 where the values barely vary: keep the plain one)
+            curvature = np.where(centred > 1e-9 * curvature, centred, curvature)
+        return curvature.reshape(-1) + self.l2 * self._penalised_mask()
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The best point so far, flat (``point()``'s shape flattened)."""
+        return self._to_weights(self.coordinates)
+
     def point(self) -> np.ndarray:
         """The weights (shape of the start) to evaluate in the next pass."""
         if self.direction is None:
             return self.weights.reshape(self.shape)
-        return (self.weights + self.step * self.direction).reshape(self.shape)
+        return self._to_weights(self.coordinates + self.step * self.direction).reshape(self.shape)
 
     def told(self, total: LossGradient) -> Lbfgs:
         """Take the loss and gradient at ``point()`` and choose the next point."""
-        trial = self.point().reshape(-1)
-        value, gradient = regularised(total, trial.reshape(self.shape), self.l2, self.bias)
-        gradient = gradient.reshape(-1)
+        trial = self.coordinates if self.direction is None else self.coordinates + self.step * self.direction
+        value, gradient = regularised(total, self._to_weights(trial).reshape(self.shape), self.l2, self.bias)
+        gradient = self._gradient_in_coordinates(gradient.reshape(-1))
         self.evaluations += 1
-        curvature = total.curvature.reshape(-1) + self.l2 * self._penalised_mask()
+        curvature = self._curvature_in_coordinates(total)
         if self.direction is None:  # the warm start
             self._accept(trial, value, gradient, curvature)
             return self
         slope = float(self.gradient @ self.direction)
         if math.isfinite(value) and value <= self.objective + SUFFICIENT_DECREASE * self.step * slope:
-            s, y = trial - self.weights, gradient - self.gradient
-            curvature = float(s @ y)
-            if curvature > 1e-12 * float(y @ y):
-                self.pairs = (self.pairs + [(s, y, curvature)])[-self.memory :]
+            s, y = trial - self.coordinates, gradient - self.gradient
+            sy = float(s @ y)
+            if sy > 1e-12 * float(y @ y):
+                self.pairs = (self.pairs + [(s, y, sy)])[-self.memory :]
             self._accept(trial, value, gradient, curvature)
             return self
         # Backtrack: the minimiser of the quadratic through f(0), f'(0) and f(step), kept within [0.1, 0.5] step.
@@ -362,8 +456,8 @@ class Lbfgs:
             mask[0] = 0.0
         return mask.reshape(-1)
 
-    def _accept(self, weights: np.ndarray, value: float, gradient: np.ndarray, curvature: np.ndarray) -> None:
-        self.weights, self.objective, self.gradient = weights, value, gradient
+    def _accept(self, coordinates: np.ndarray, value: float, gradient: np.ndarray, curvature: np.ndarray) -> None:
+        self.coordinates, self.objective, self.gradient = coordinates, value, gradient
         self.history.append(value)
         # Hashed sparse features are seen from a few times to every example (the bias): the Hessian's
         # diagonal spans orders of magnitude, and scaling by it (rather than one number) is what
@@ -373,7 +467,8 @@ class Lbfgs:
         if float(direction @ gradient) >= 0:  # not a descent direction: forget the curvature pairs
             self.pairs = []
             direction = -self.scaling * gradient
-        self.direction = direction
+        # (the gradient sums to 0 across classes, so the projection keeps the slope: still a descent)
+        self.direction = self._zero_sum(direction)
         self.step = 1.0
 
     def _inverse_hessian_times(self, gradient: np.ndarray) -> np.ndarray:
@@ -627,7 +722,13 @@ class Finishing:
             active[0] = True  # (the bias, slot 0: row 0 of every optimiser's vector)
             self.active = total.slots[active]
             bias = self.model.config.bias
-            self.optimisers = [Lbfgs(start[active], l2=value, bias=bias) for value in self.grid]
+            # The optimisers centre the features on their means over the training part (see Lbfgs).
+            centre = total.feature_sums[active, 0] / total.weight if total.weight > 0 else None
+            shift_invariant = loss_spec(self.model.config.loss).labels == "multiclass"
+            self.optimisers = [
+                Lbfgs(start[active], l2=value, bias=bias, centre=centre, shift_invariant=shift_invariant)
+                for value in self.grid
+            ]
             totals = [total] * len(self.optimisers)
         else:
             totals = sums.totals

@@ -742,6 +742,8 @@ class LinearLearner:
         if verdict is not None:
             metadata = {"centring": verdict, **(metadata or {})}
             if self.uncentred_ is not None and not verdict["kept"]:
+                if self.selection_.judged:  # (the passes were judged on this learner: the race's loser)
+                    metadata = {"holdout": self.selection_.summary(self.config.holdout_period), **metadata}
                 model = self.uncentred_.to_model(metadata)
                 return dataclasses.replace(model, config=self.config)
         weights = self.stats_[kernels.SCALE] * self.raw_in_force()

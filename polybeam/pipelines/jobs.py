@@ -159,7 +159,7 @@ def first_pass_learners(options: PipelineOptions) -> int | None:
     return 1 if runner_name(options) in LOCAL_RUNNERS else None
 
 
-def _in_memory(job: JobSettings, config: LearnerConfig, *, key, window) -> tuple[bool, str]:
+def _in_memory(job: JobSettings, config: LearnerConfig, *, key, window, runner) -> tuple[bool, str]:
     """Whether the job's passes run in one worker's memory, and why (see polybeam.pipelines.memory_choice)."""
     given = {
         "--key": key is not None,
@@ -170,7 +170,9 @@ def _in_memory(job: JobSettings, config: LearnerConfig, *, key, window) -> tuple
     }
     needs = [name for name, present in given.items() if present]
     size = None if job.in_memory != "auto" or job.input == STDIN_NAME else memory_choice.input_bytes(job.input)
-    return memory_choice.in_memory_reason(job.in_memory, config, input_bytes=size, streaming_needs=needs)
+    return memory_choice.in_memory_reason(
+        job.in_memory, config, input_bytes=size, streaming_needs=needs, local=runner in LOCAL_RUNNERS
+    )
 
 
 def _initial_source(job: JobSettings, config: LearnerConfig, model_path: str, keyed: bool):
@@ -346,7 +348,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     if window is not None:
         windowed.check_sample_times(job.input, settings, config.label_kind, job.timestamp)
     settings = with_columns(job.input, settings)
-    in_memory, in_memory_why = _in_memory(job, config, key=key, window=window)
+    in_memory, in_memory_why = _in_memory(job, config, key=key, window=window, runner=runner_name(options))
     initial_path, first_pass, checkpoint_dir, resumed_from = _initial_source(job, config, model_path, keyed)
     if in_memory:  # (every pass in one worker: no checkpoint between passes)
         checkpoint_dir = None

@@ -4,8 +4,9 @@ Each streaming pass is a Beam stage that re-reads its input and pays a fixed cos
 on the local runner whatever the data); an input that fits a worker's memory is better read and hashed
 once, every pass then a loop over it (:mod:`polybeam.transforms.in_memory`): twenty passes over a
 thousand rows take a fraction of a second instead of ten. ``auto`` does so when the job has passes to
-save (more than one, or an L-BFGS stage) and an input small enough by its files' sizes, and nothing that
-needs the streaming passes asks otherwise: one model per key, windows, checkpoints between passes
+save (more than one, or an L-BFGS stage), runs on the local runner (a distributed job keeps its
+checkpoints between passes and its retries; ``--in-memory on`` asks there too) and has an input small
+enough by its files' sizes, and nothing that needs the streaming passes asks otherwise: one model per key, windows, checkpoints between passes
 (``--checkpoint-dir``, ``--resume``) or a merge tree. The decision is the launcher's, from the files'
 sizes (no record is read), and is recorded in the report.
 
@@ -48,10 +49,11 @@ def input_bytes(pattern: str) -> int | None:
 
 
 def in_memory_reason(
-    choice: str, config: LearnerConfig, *, input_bytes: int | None, streaming_needs: list[str]
+    choice: str, config: LearnerConfig, *, input_bytes: int | None, streaming_needs: list[str], local: bool = True
 ) -> tuple[bool, str]:
     """``(in memory?, why)`` for ``--in-memory choice``; ``streaming_needs``: the options given that need the
-    streaming passes (``on`` with any of them fails, naming them)."""
+    streaming passes (``on`` with any of them fails, naming them); ``local``: the job runs on the local
+    runner (``auto`` keeps the streaming passes, their checkpoints and retries, on the others)."""
     if choice == "off":
         return False, "--in-memory off"
     if choice == "on":
@@ -63,6 +65,8 @@ def in_memory_reason(
         return True, "--in-memory on"
     if streaming_needs:
         return False, f"streaming passes: {', '.join(streaming_needs)} needs them"
+    if not local:
+        return False, "streaming: auto keeps the input in memory on the local runner only (--in-memory on: here too)"
     if config.passes <= 1 and not config.lbfgs_passes:
         return False, "streaming: one pass has no passes to save"
     if input_bytes is None:

@@ -752,13 +752,13 @@ TABLE = (
         _T,
         "passes",
         "keep the input in one worker's memory, read and hashed once, and run every pass and the L-BFGS stage "
-        "there, not as a Beam stage each: auto (default) does so with --passes > 1 or --lbfgs-passes for an "
-        "input of at most 64 MB (gzip counted 8 times its size) and one model (no --key, --window, "
+        "there, not as a Beam stage each: auto (default) does so on the local runner with --passes > 1 or "
+        "--lbfgs-passes for an input of at most 64 MB (gzip counted 8 times its size) and one model (no --key, --window, "
         "--checkpoint-dir, --resume or --merge-fanout); on: always (refused with those); off: never",
         choices=("auto", "on", "off"),
         default="auto",
         readme="train: run every pass in one worker's memory (read once, milliseconds a pass on small data): "
-        "`auto` for inputs up to 64 MB with more than one pass, `on`, `off`",
+        "`auto` on the local runner for inputs up to 64 MB with more than one pass, `on`, `off`",
     ),
     Option(
         "lbfgs-passes",

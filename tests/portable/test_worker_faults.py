@@ -191,7 +191,8 @@ def test_a_failed_local_job_rerun_from_its_last_pass_gives_the_fault_free_model(
     markers.mkdir()
     launcher = portable_cluster.launcher_env
     env = {**launcher, **hooks.environment("learn:1", markers, base=launcher)}
-    args = ["train", "--input", train, "--loss", "logistic", "--passes", "3", "--quiet"]
+    # (--in-memory off: the streaming passes, whose state after each pass the re-run resumes from)
+    args = ["train", "--input", train, "--loss", "logistic", "--passes", "3", "--quiet", "--in-memory", "off"]
     failed = polybeam([*args, "--model", tmp_path / "m.model"], [], cwd=tmp_path, env=env)
     assert failed.returncode != 0 and "injected fault (POLYBEAM_FAULT=learn:1)" in failed.stderr
     assert not (tmp_path / "m.model").exists()
