@@ -108,7 +108,7 @@ def train_like_train(config, batch):
     from polybeam.learners.polynomial import make_learner
 
     learner = make_learner(config)
-    if config.passes == 1:
+    if config.passes == 1 and not config.lbfgs_passes:  # (with the finishing stage one pass holds out too)
         return learner.learn(batch).to_model()
     return learner.fit([batch]).to_model()
 

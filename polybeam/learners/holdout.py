@@ -105,10 +105,18 @@ def _file_name(source: str | None) -> str:
     return re.split(r"[/\\]", source or "")[-1]
 
 
+def judging_minimum(config: LearnerConfig) -> int:
+    """The fewest held-out examples the passes are judged on (``holdout_min_examples``); 0 when the
+    finishing stage follows, so that the held-out examples are never released to the passes (the stage
+    judges its points against the online model on them, and needs them unseen)."""
+    return 0 if config.lbfgs_passes else config.holdout_min_examples
+
+
 def held_out_rows(batch: ExampleBatch, config: LearnerConfig, passes: int | None = None) -> np.ndarray | None:
     """The mask of ``batch``'s examples held out under ``config``'s holdout for training of ``passes``
-    passes (default: the config's; one pass holds nothing out), or None when none is."""
-    if (config.passes if passes is None else passes) < 2 or config.holdout_period <= 0:
+    passes (default: the config's; one pass holds nothing out, unless the L-BFGS finishing stage follows:
+    it judges its points against the online model on examples neither learned), or None when none is."""
+    if ((config.passes if passes is None else passes) < 2 and not config.lbfgs_passes) or config.holdout_period <= 0:
         return None
     held = holdout_rows(batch, config.holdout_period, config.seed)
     return held if held.any() else None
@@ -254,7 +262,7 @@ class PassSelection:
     @classmethod
     def of(cls, config: LearnerConfig) -> PassSelection:
         """An empty record for a learner with ``config``."""
-        return cls(config.early_terminate, config.holdout_min_examples)
+        return cls(config.early_terminate, judging_minimum(config))
 
     @property
     def holding_out(self) -> bool:

@@ -45,7 +45,7 @@ from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new_product_trace, unpack_factors
-from polybeam.learners.holdout import PassSelection, train_passes
+from polybeam.learners.holdout import PassSelection, judging_minimum, train_passes
 from polybeam.learners.linear import LinearLearner, check_values
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
@@ -518,7 +518,7 @@ class PolynomialLearner:
         self.frozen = bool(state["frozen"])
         self.grow_pending = bool(state.get("grow_pending", False))  # states saved before it existed: False
         self.selection_ = PassSelection.from_state(
-            state.get("selection"), self.config.early_terminate, self.config.holdout_min_examples
+            state.get("selection"), self.config.early_terminate, judging_minimum(self.config)
         )
         residuals = state["residuals"]
         if self.frozen:

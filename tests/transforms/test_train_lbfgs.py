@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from polybeam.learners import lbfgs
+from polybeam.learners.holdout import training_part
+from polybeam.learners.polynomial import make_learner
 from polybeam.transforms.train import Train
 from tests.learners.test_linear import random_batch
 from tests.transforms.test_train_evaluate_predict import run_collect
@@ -25,8 +27,10 @@ def test_train_with_the_finishing_stage_matches_it_in_one_process(batches, passe
     """The stage sums its training part over the examples the holdout period does not hold out, and
     judges every point on those it does, across workers as in one process."""
     settings = dict(loss="logistic", bits=BITS, passes=passes, holdout_min_examples=min_held)
-    (online,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings))
     (finished,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings, lbfgs_passes=6, lbfgs_l2=0.5))
+    # The online passes as Train runs them on one bundle: with the stage to follow, even one pass holds out
+    # (and the holdout is never released), so that the stage judges on examples the online model never saw.
+    online = make_learner(finished.config).fit(batches).to_model()
     assert finished.config.lbfgs_passes == 6 and finished.config.lbfgs_l2 == 0.5
     summary = finished.metadata["lbfgs"]
     assert summary["evaluations"] == 6 and summary["l2_grid"] == [0.5] and summary["decided_on"] == "holdout"
@@ -43,8 +47,11 @@ def test_the_finishing_stage_is_not_per_key():
 
 def test_the_finishing_stage_optimises_apples_expanded_features(batches):
     settings = dict(loss="logistic", bits=BITS, expand="apple", expand_after=50, apple_guard=False)
-    (online,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings))
     (finished,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings, lbfgs_passes=5))
+    learner = make_learner(finished.config)  # (one streaming pass: apple on its doubling schedule)
+    for batch in batches:
+        learner.learn(training_part(batch, finished.config))
+    online = learner.to_model()
     assert online.expansion is not None and finished.expansion == online.expansion
     expected = lbfgs.finish(online, batches, passes=5, l2=finished.config.lbfgs_l2)
     np.testing.assert_allclose(finished.dense_weights, expected.dense_weights, rtol=1e-7, atol=1e-9)
