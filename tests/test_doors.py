@@ -350,3 +350,36 @@ def test_beam_yaml_rows_score_as_the_cli_model_reads_its_file(tmp_path):
     by_row = {(row["x0"], row["c0"]): row["inference"] for row in scored}
     got = [by_row[(x0, c0)] for x0, c0 in zip(frame["x0"], frame["c0"])]
     assert np.allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_passes_and_the_finishing_stage_agree_at_every_door(tmp_path):
+    """Several passes and the L-BFGS stage: the command line keeps a small input in memory (and streams
+    it with --in-memory off), Python's Train streams it; one model, the stage judging on the examples
+    every door held out alike. (The estimators hold out other rows: a frame's rows have no file and line
+    to place them by, so with passes they learn another model; see the closing note.)"""
+    rng = np.random.default_rng(2)
+    x = np.round(rng.normal(size=(400, 2)) * [1.0, 30.0] + [0.0, 100.0], 3)
+    signal = x[:, 0] + 0.05 * (x[:, 1] - 100.0) + rng.normal(size=400)
+    frame = pd.DataFrame({"x0": x[:, 0], "x1": x[:, 1], "y": np.where(signal > 0, "yes", "no")})
+    csv = tmp_path / "table.csv"
+    frame.to_csv(csv, index=False)
+    settings = {"passes": 3, "lbfgs_passes": 4, "holdout_min_examples": 0}
+    flags = [f"--{name.replace('_', '-')}" for name in settings]
+    options = [value for pair in zip(flags, map(str, settings.values())) for value in pair]
+    common = ["train", "--input", csv, "--format", "csv", "--label-column", "y", "--loss", "logistic", *options]
+    models, reports = {}, {}
+    for mode in ("auto", "off"):
+        code, said = cli(*common, "--in-memory", mode, "--model", tmp_path / f"{mode}.model")
+        assert code == 0, said
+        models[f"cli {mode}"] = Model.load(str(tmp_path / f"{mode}.model"))
+        reports[mode] = json.loads((tmp_path / f"{mode}.model.report.json").read_text())
+    assert reports["auto"]["in_memory"] and not reports["off"]["in_memory"]
+    with beam.Pipeline(runner="FnApiRunner") as p:
+        read = p | ReadExamples(str(csv), format="csv", label_column="y", labels="binary")
+        read | Train(loss="logistic", **settings) | WriteModel(str(tmp_path / "py.model"))
+    models["python"] = Model.load(str(tmp_path / "py.model"))
+    kept = {door: getattr(model, "model_", model).metadata["lbfgs"]["kept"] for door, model in models.items()}
+    assert len(set(kept.values())) == 1 and reports["auto"]["lbfgs"]["evaluations"] == 4, kept
+    reference = scores(models["cli auto"], frame)
+    for door, model in models.items():
+        assert np.allclose(scores(model, frame), reference, rtol=0, atol=1e-9), door
