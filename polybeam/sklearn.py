@@ -37,10 +37,11 @@ rows as the estimator did, or refuse rows they cannot read so.
   learns mostly the last class); ``shuffle=False`` learns them in order;
   with several passes, one row in ``holdout_period`` is held out (the same
   rows whatever the order), every pass is
-  scored on them, and the estimator keeps the best pass, stopping after
-  ``early_terminate`` passes without improvement (as ``SGDClassifier``'s
-  ``early_stopping``, with VW's defaults: see
-  :mod:`polybeam.learners.holdout`); fewer than ``holdout_min_examples``
+  scored on them, and the estimator keeps the best pass; after
+  ``early_terminate`` passes without improvement it starts again at half the
+  rate until that no longer helps (``pass_schedule="restart"``), or stops
+  (``"constant"``, as ``SGDClassifier``'s ``early_stopping``, with VW's
+  defaults: see :mod:`polybeam.learners.holdout`); fewer than ``holdout_min_examples``
   held out (small data) are learned too from the second pass on;
   ``partial_fit`` learns one pass over a mini-batch (its rows shuffled as
   ``fit``'s), going on from the previous ones (a stream: apple then expands
@@ -407,6 +408,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         holdout_period=_DEFAULTS["holdout_period"],
         early_terminate=_DEFAULTS["early_terminate"],
         holdout_min_examples=_DEFAULTS["holdout_min_examples"],
+        pass_schedule=_DEFAULTS["pass_schedule"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
         scale_labels=_DEFAULTS["scale_labels"],
@@ -446,6 +448,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         self.holdout_period = holdout_period
         self.early_terminate = early_terminate
         self.holdout_min_examples = holdout_min_examples
+        self.pass_schedule = pass_schedule
         self.bias = bias
         self.center = center
         self.scale_labels = scale_labels
@@ -630,6 +633,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         holdout_period=_DEFAULTS["holdout_period"],
         early_terminate=_DEFAULTS["early_terminate"],
         holdout_min_examples=_DEFAULTS["holdout_min_examples"],
+        pass_schedule=_DEFAULTS["pass_schedule"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
         scale_labels=_DEFAULTS["scale_labels"],
@@ -671,6 +675,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         self.holdout_period = holdout_period
         self.early_terminate = early_terminate
         self.holdout_min_examples = holdout_min_examples
+        self.pass_schedule = pass_schedule
         self.bias = bias
         self.center = center
         self.scale_labels = scale_labels

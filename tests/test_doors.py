@@ -352,6 +352,38 @@ def test_beam_yaml_rows_score_as_the_cli_model_reads_its_file(tmp_path):
     assert np.allclose(got, expected, rtol=0, atol=1e-9)
 
 
+def test_passes_that_restart_at_a_lower_rate_agree_at_every_door(tmp_path):
+    """The restart schedule (a run of passes without a better holdout loss starts learning again at half
+    the rate) gives one model whether the passes run in memory, streamed, or through Python's Train."""
+    rng = np.random.default_rng(3)  # two signals among 60 rare 0/1 columns of noise, which a high rate overfits
+    x = np.hstack([np.round(rng.normal(size=(300, 2)), 3), (rng.random(size=(300, 60)) < 0.1).astype(float)])
+    signal = x[:, 0] - x[:, 1] + 1.5 * rng.normal(size=300)
+    frame = pd.DataFrame({**{f"x{j}": x[:, j] for j in range(62)}, "y": np.where(signal > 0, "yes", "no")})
+    csv = tmp_path / "table.csv"
+    frame.to_csv(csv, index=False)
+    settings = {"passes": 8, "holdout_min_examples": 0, "early_terminate": 1, "learning_rate": 8.0}
+    flags = [f"--{name.replace('_', '-')}" for name in settings]
+    options = [value for pair in zip(flags, map(str, settings.values())) for value in pair]
+    common = ["train", "--input", csv, "--format", "csv", "--label-column", "y", "--loss", "logistic", *options]
+    models = {}
+    for mode in ("auto", "off"):
+        code, said = cli(*common, "--in-memory", mode, "--model", tmp_path / f"{mode}.model")
+        assert code == 0, said
+        models[f"cli {mode}"] = Model.load(str(tmp_path / f"{mode}.model"))
+    with beam.Pipeline(runner="FnApiRunner") as p:
+        read = p | ReadExamples(str(csv), format="csv", label_column="y", labels="binary")
+        read | Train(loss="logistic", **settings) | WriteModel(str(tmp_path / "py.model"))
+    models["python"] = Model.load(str(tmp_path / "py.model"))
+    records = {door: model.metadata["holdout"] for door, model in models.items()}
+    assert records["cli auto"]["restarts"] >= 1, records["cli auto"]
+    assert "started again at rate 4" in said
+    for door, record in records.items():
+        assert record["passes"] == records["cli auto"]["passes"], door
+    reference = scores(models["cli auto"], frame)
+    for door, model in models.items():
+        assert np.allclose(scores(model, frame), reference, rtol=0, atol=1e-9), door
+
+
 def test_passes_and_the_finishing_stage_agree_at_every_door(tmp_path):
     """Several passes and the L-BFGS stage: the command line keeps a small input in memory (and streams
     it with --in-memory off), Python's Train streams it; one model, the stage judging on the examples

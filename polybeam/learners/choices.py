@@ -61,3 +61,10 @@ DEFAULT_EARLY_TERMINATE = 3
 # several percent of it, more than later passes change it) and are worth more as training data: a learner
 # whose first pass held out fewer learns every example from its second pass on and keeps its last pass.
 DEFAULT_HOLDOUT_MIN_EXAMPLES = 1000
+# What several passes do when the holdout says a pass did no better (polybeam.learners.holdout): ``restart``
+# learning from the start at RESTART_RATE_FACTOR times the rate, or go on at one ``constant`` rate.
+PASS_SCHEDULES = ("restart", "constant")
+DEFAULT_PASS_SCHEDULE = "restart"
+RESTART_RATE_FACTOR = 0.5
+# The step rules whose learning rate a restart can lower (gsa and inverse take none).
+RATED_STEP_RULES = ("adaptive", "constant", "decay")

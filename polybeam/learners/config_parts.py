@@ -25,9 +25,11 @@ from polybeam.learners.choices import (
     DEFAULT_GSA_TARGET,
     DEFAULT_HOLDOUT_MIN_EXAMPLES,
     DEFAULT_HOLDOUT_PERIOD,
+    DEFAULT_PASS_SCHEDULE,
     DEFAULT_STEP_RULES,
     EXPANSION_RULES,
     EXPANSIONS,
+    PASS_SCHEDULES,
     SPARSITY,
     STEP_RULES,
 )
@@ -274,8 +276,21 @@ class HoldoutSettings:
         it. 0 holds nothing out (VW's ``--holdout_off``): every pass trains on
         everything and the last pass's model is kept.
     early_terminate : int
-        With a holdout: stop after this many passes in a row without a lower
-        holdout loss than the best so far (VW's ``--early_terminate``).
+        With a holdout: this many passes in a row without a lower holdout loss
+        end a run of passes at one rate (VW's ``--early_terminate``, which then
+        stops training).
+    pass_schedule : {"restart", "constant"}
+        With a holdout that judges, what ends a run of passes at one rate
+        (``early_terminate`` passes without a lower holdout loss than the run's
+        best) leads to. ``restart``: learning starts again from the beginning at
+        half the learning rate, and training stops once a restart's best pass is
+        no better than the run's before it; the holdout keeps the best pass of
+        all. A lower rate is what more passes need where the first rate overfits
+        (short texts, many rare or noisy features), and learning from the
+        beginning undoes what the higher rate fitted to noise. ``constant``: one
+        rate throughout; training stops (VW's ``--passes``). Step rules without
+        a rate (``gsa``, ``inverse``) and warm starts from a model file go on at
+        one rate.
     holdout_min_examples : int
         A holdout judges passes only when the first pass held out at least this
         many examples (per learner: per key with ``key``). With fewer, their
@@ -295,6 +310,7 @@ class HoldoutSettings:
     )
     early_terminate: int = setting(DEFAULT_EARLY_TERMINATE, Rule.whole(low=1))
     holdout_min_examples: int = setting(DEFAULT_HOLDOUT_MIN_EXAMPLES, Rule.whole(low=0))
+    pass_schedule: str = setting(DEFAULT_PASS_SCHEDULE, Rule.choice(PASS_SCHEDULES))
 
     def __post_init__(self) -> None:
         check_settings(self)

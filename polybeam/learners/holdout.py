@@ -4,9 +4,17 @@ More passes over the same data can make an online model worse: it fits the
 noise of the training examples (softmax on short texts), or apple's products,
 young in the first pass, win or lose only later. As VW does with ``--passes``,
 a multi-pass learner holds one example in ``holdout_period`` out of training in
-every pass, scores each pass's model on them, keeps the best pass's model and
-stops after ``early_terminate`` passes in a row without a better holdout loss
-(VW: ``--holdout_period 10``, ``--early_terminate 3``).
+every pass, scores each pass's model on them and keeps the best pass's model
+(VW: ``--holdout_period 10``). After ``early_terminate`` passes in a row
+without a better holdout loss (VW: ``--early_terminate 3``), VW stops; here,
+under the default ``restart`` pass schedule, learning starts again from the
+beginning at half the learning rate, and stops once a restart does no better
+than the passes before it. A rate that learns one pass fast overfits the
+next ones where features are many and rare (short texts, noise): on the
+suite's text task, 20 passes kept the first pass at 1.41 held-out log loss,
+and with restarts reach 1.23 at a quarter of the rate, where scikit-learn's
+LogisticRegression on the same features is at 1.233. Learning from the
+beginning, not from the best pass, undoes what the higher rate fitted to noise.
 
 Which examples are held out is a hash of where each example sits in its file
 (the byte offset or row the readers record, the file's name without its
@@ -42,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.choices import RATED_STEP_RULES, RESTART_RATE_FACTOR
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import pointwise_loss
 from polybeam.learners.model import Model, finalize_predictions
@@ -232,6 +241,15 @@ class PassSelection:
     and ``kept`` (the candidate with the lowest loss: ``"apple"`` or
     ``"linear"`` under apple's guard; ties go to the first, apple).
 
+    Passes at one learning rate form a *run*. A run ends after ``patience``
+    passes in a row without a lower holdout loss than the run's best. Under the
+    ``restart`` schedule (``LearnerConfig.pass_schedule``) the learner then starts
+    again from the beginning at half the rate (:func:`record_pass` does it;
+    ``restart_due`` says one is due), and training stops once a run's best is no
+    better than the best of the run before it. Under ``constant`` the end of the
+    first run stops training, as VW's ``--early_terminate``. Either way the best
+    pass of all is kept.
+
     A first pass that held out fewer than ``min_examples`` examples
     *releases* the holdout: so few cannot tell passes apart, and are worth
     more as training data, so the learner learns every example from then on,
@@ -242,15 +260,23 @@ class PassSelection:
     ...     _ = selection.record(number, HoldoutScore(("linear",), np.array([loss * 10]), 10.0, 10))
     >>> selection.best_pass, selection.stopped
     (2, True)
+    >>> rounds = PassSelection(patience=1, schedule="restart")
+    >>> for number, loss in enumerate([0.5, 0.6, 0.45, 0.4, 0.42, 0.43, 0.44], 1):
+    ...     _ = rounds.record(number, HoldoutScore(("linear",), np.array([loss * 10]), 10.0, 10))
+    ...     if rounds.restart_due:
+    ...         rounds.begin_run()
+    >>> rounds.best_pass, rounds.restarts, rounds.stopped
+    (4, 2, True)
     >>> few = PassSelection(patience=2, min_examples=100)
     >>> _ = few.record(1, HoldoutScore(("linear",), np.array([5.0]), 10.0, 10))
     >>> few.released, few.stopped
     (True, False)
     """
 
-    def __init__(self, patience: int, min_examples: int = 0):
+    def __init__(self, patience: int, min_examples: int = 0, schedule: str = "constant"):
         self.patience = int(patience)
         self.min_examples = int(min_examples)
+        self.schedule = schedule
         self.history: list[dict] = []
         self.best_pass = 0
         self.best_loss = math.nan
@@ -258,11 +284,18 @@ class PassSelection:
         self.snapshot: dict | None = None
         self.stopped = False
         self.released = False
+        # The current run of passes at one rate: its best pass and loss, and the best of the run before.
+        self.run_best_pass = 0
+        self.run_best_loss = math.nan
+        self.previous_run_loss = math.nan
+        self.restarts = 0
+        self.restart_due = False
 
     @classmethod
     def of(cls, config: LearnerConfig) -> PassSelection:
-        """An empty record for a learner with ``config``."""
-        return cls(config.early_terminate, judging_minimum(config))
+        """An empty record for a learner with ``config`` (a step rule without a rate: one rate throughout)."""
+        schedule = config.pass_schedule if config.step in RATED_STEP_RULES else "constant"
+        return cls(config.early_terminate, judging_minimum(config), schedule)
 
     @property
     def holding_out(self) -> bool:
@@ -299,9 +332,24 @@ class PassSelection:
         improved = unjudged or not math.isfinite(self.best_loss) or loss < self.best_loss
         if improved:
             self.best_pass, self.best_loss, self.best_kept = int(pass_number), loss, kept
-        elif pass_number - self.best_pass >= self.patience:
-            self.stopped = True
+        if unjudged or not math.isfinite(self.run_best_loss) or loss < self.run_best_loss:
+            self.run_best_pass, self.run_best_loss = int(pass_number), loss
+        elif pass_number - self.run_best_pass >= self.patience:  # the run at this rate is over
+            better_than_before = (
+                not math.isfinite(self.previous_run_loss) or self.run_best_loss < self.previous_run_loss
+            )
+            if self.schedule == "restart" and better_than_before:
+                self.restart_due = True
+            else:
+                self.stopped = True
         return improved
+
+    def begin_run(self) -> None:
+        """Start a new run of passes (the learner has restarted at a lower rate)."""
+        self.previous_run_loss = self.run_best_loss
+        self.run_best_pass, self.run_best_loss = 0, math.nan
+        self.restarts += 1
+        self.restart_due = False
 
     def summary(self, period: int) -> dict:
         """What a model records of its passes' holdout (JSON-able)."""
@@ -309,6 +357,8 @@ class PassSelection:
             "period": int(period),
             "early_terminate": self.patience,
             "min_examples": self.min_examples,
+            "schedule": self.schedule,
+            "restarts": self.restarts,
             "passes": [dict(entry) for entry in self.history],
             "released": self.released,
             "best_pass": None if self.released else self.best_pass,
@@ -319,7 +369,7 @@ class PassSelection:
 
     def copy(self) -> PassSelection:
         """An independent record (the snapshot, never changed in place, is shared)."""
-        return PassSelection.from_state(self.to_state(), self.patience, self.min_examples)
+        return PassSelection.from_state(self.to_state(), self.patience, self.min_examples, self.schedule)
 
     def to_state(self) -> dict:
         return {
@@ -331,12 +381,19 @@ class PassSelection:
             "stopped": self.stopped,
             "released": self.released,
             "snapshot": self.snapshot,
+            "schedule": self.schedule,
+            "run": [self.run_best_pass, _finite_or_none(self.run_best_loss), _finite_or_none(self.previous_run_loss)],
+            "restarts": self.restarts,
+            "restart_due": self.restart_due,
         }
 
     @classmethod
-    def from_state(cls, state: dict | None, patience: int, min_examples: int = 0) -> PassSelection:
-        """From :meth:`to_state`; a state saved before holdouts existed has judged no pass."""
-        selection = cls(patience, min_examples)
+    def from_state(
+        cls, state: dict | None, patience: int, min_examples: int = 0, schedule: str = "constant"
+    ) -> PassSelection:
+        """From :meth:`to_state`; a state saved before holdouts existed has judged no pass, and one saved
+        before schedules went on at one rate."""
+        selection = cls(patience, min_examples, schedule)
         if state:
             selection.history = [dict(entry) for entry in state["history"]]
             selection.best_pass = int(state["best_pass"])
@@ -346,7 +403,18 @@ class PassSelection:
             selection.stopped = bool(state["stopped"])
             selection.released = bool(state.get("released", False))
             selection.snapshot = state.get("snapshot")
+            selection.schedule = state.get("schedule", "constant")
+            run_pass, run_loss, previous = state.get("run") or (selection.best_pass, best, None)
+            selection.run_best_pass = int(run_pass)
+            selection.run_best_loss = math.nan if run_loss is None else float(run_loss)
+            selection.previous_run_loss = math.nan if previous is None else float(previous)
+            selection.restarts = int(state.get("restarts", 0))
+            selection.restart_due = bool(state.get("restart_due", False))
         return selection
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def holdout_progress_line(selection) -> str:
@@ -369,7 +437,19 @@ def holdout_progress_line(selection) -> str:
         f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among} over {entry['examples']} "
         f"held-out examples; best: pass {selection.best_pass}"
     )
-    if selection.stopped:
+    if "rate" in entry:
+        line = line.replace(" over ", f" at rate {entry['rate']:.4g} over ", 1)
+    if "restart_rate" in entry:
+        line += (
+            f"; no better loss in {selection.patience} passes at this rate: learning starts again from the "
+            f"beginning at rate {entry['restart_rate']:.4g}"
+        )
+    if selection.stopped and selection.restarts:
+        line += (
+            f"; the passes at this rate did no better than those before: training stops and keeps pass "
+            f"{selection.best_pass}"
+        )
+    elif selection.stopped:
         line += f"; no better loss in {selection.patience} passes: training stops and keeps pass {selection.best_pass}"
     return line
 
@@ -394,11 +474,29 @@ def record_pass(learner, score: HoldoutScore, pass_number: int, *, final: bool =
     if selection.record(pass_number, score):
         # The last pass needs no snapshot: nothing comes after it to be worse.
         selection.snapshot = None if final else _state_without_selection(learner)
-    if (final or selection.stopped) and selection.best_pass != pass_number:
+    if not selection.released:
+        selection.history[-1]["rate"] = learner.config.learning_rate
+    if selection.restart_due and not final:
+        restart(learner)
+    elif (final or selection.stopped) and selection.best_pass != pass_number:
         restore_best(learner)
     if final or selection.stopped:
         selection.snapshot = None  # the learner is the best pass's now: the snapshot is spent
     return learner
+
+
+def restart(learner) -> None:
+    """Make ``learner`` a fresh learner at ``RESTART_RATE_FACTOR`` times its rate, keeping its record of the
+    passes (whose snapshot holds the best pass so far): the ``restart`` pass schedule."""
+    selection = learner.selection_
+    config = dataclasses.replace(learner.config, learning_rate=learner.config.learning_rate * RESTART_RATE_FACTOR)
+    linear = getattr(learner, "linear", learner)
+    progress = linear.curve_.progress  # (where the learner reports its learning curve)
+    learner.__setstate__(learner.restarted(config).__getstate__())
+    getattr(learner, "linear", learner).curve_.progress = progress
+    selection.history[-1]["restart_rate"] = config.learning_rate
+    selection.begin_run()
+    learner.selection_ = selection
 
 
 def restore_best(learner) -> None:
@@ -448,7 +546,7 @@ def train_passes(
     if expect:  # apple spreads its epochs over what it will learn, as Train does when it counts the examples
         learner.expect(sum(len(part) for part, _ in split) * passes)
     for number in range(1, passes + 1):
-        if number > 1:
+        if number > 1 and learner.examples_seen:  # (a learner the holdout restarted starts afresh)
             learner.start_pass()
         for part, _ in split:
             learner.learn(shuffled(part, shuffle))

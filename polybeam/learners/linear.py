@@ -711,6 +711,11 @@ class LinearLearner:
             laid_out.append(other)
         return laid_out
 
+    def restarted(self, config: LearnerConfig) -> LinearLearner:
+        """A fresh learner of this kind (per key or not) with ``config``: see holdout.restart."""
+        sparse = self.table_ is not None
+        return LinearLearner(config, sparse=sparse, per_key=sparse)
+
     def copy(self) -> LinearLearner:
         """An independent copy (e.g. to start several workers from one averaged state)."""
         clone = LinearLearner.__new__(LinearLearner)
@@ -897,7 +902,10 @@ class LinearLearner:
             self.uncentred_.race_ = RaceBlocks.start(self.uncentred_.stats_)
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.from_state(
-            state.get("selection"), self.config.early_terminate, judging_minimum(self.config)
+            state.get("selection"),
+            self.config.early_terminate,
+            judging_minimum(self.config),
+            PassSelection.of(self.config).schedule,
         )
         if not self.config.center and self.uncentred_ is not None:  # continued without centring: no race
             self.uncentred_, self.race_ = None, None

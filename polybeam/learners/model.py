@@ -590,7 +590,14 @@ def holdout_line(holdout: Mapping[str, Any]) -> str:
         f"holdout (1 example in {holdout['period']}): loss {losses} after pass{'es' if len(passes) > 1 else ''} "
         f"{span}; kept pass {holdout['best_pass']}"
     )
-    if holdout.get("stopped_after"):
+    restarts = [entry for entry in passes if entry.get("restart_rate") is not None]
+    if restarts:
+        line += "; started again at " + ", ".join(
+            f"rate {entry['restart_rate']:.4g} after pass {entry['pass']}" for entry in restarts
+        )
+    if holdout.get("stopped_after") and restarts:
+        line += f"; stopped after pass {holdout['stopped_after']} (no better than the rate before)"
+    elif holdout.get("stopped_after"):
         line += (
             f"; stopped after pass {holdout['stopped_after']} ({holdout['early_terminate']} passes without improvement)"
         )

@@ -447,6 +447,11 @@ class PolynomialLearner:
                 learner.compact()
         return self
 
+    def restarted(self, config: LearnerConfig) -> PolynomialLearner:
+        """A fresh learner of this kind with ``config``, spacing its epochs as this one: see holdout.restart."""
+        sparse = self.linear.table_ is not None
+        return PolynomialLearner(config, total=self.schedule.total, sparse=sparse, per_key=sparse)
+
     def copy(self) -> PolynomialLearner:
         """An independent copy (e.g. to start several workers from one averaged state)."""
         clone = PolynomialLearner.__new__(PolynomialLearner)
@@ -518,7 +523,10 @@ class PolynomialLearner:
         self.frozen = bool(state["frozen"])
         self.grow_pending = bool(state.get("grow_pending", False))  # states saved before it existed: False
         self.selection_ = PassSelection.from_state(
-            state.get("selection"), self.config.early_terminate, judging_minimum(self.config)
+            state.get("selection"),
+            self.config.early_terminate,
+            judging_minimum(self.config),
+            PassSelection.of(self.config).schedule,
         )
         residuals = state["residuals"]
         if self.frozen:

@@ -29,12 +29,14 @@ m.model does not fit this run: loss is logistic there, squared here; step is ada
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
 
 from polybeam.learners import kernels
 from polybeam.learners.centring import Centring
+from polybeam.learners.choices import RESTART_RATE_FACTOR
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import Model, ModelFileError
@@ -82,7 +84,11 @@ def check_compatible(source: LearnerConfig, config: LearnerConfig, what: str) ->
 
 
 def continue_learner(learner, config: LearnerConfig):
-    """``learner`` (from a state file) set to learn on with ``config``'s settings."""
+    """``learner`` (from a state file) set to learn on with ``config``'s settings (at the lower rate of its
+    restarts, when the holdout restarted it: see polybeam.learners.holdout.restart)."""
+    restarts = learner.selection_.restarts
+    if restarts and config.learning_rate is not None:
+        config = dataclasses.replace(config, learning_rate=config.learning_rate * RESTART_RATE_FACTOR**restarts)
     learner.config = config
     if isinstance(learner, PolynomialLearner):
         learner.linear.config = config
@@ -133,6 +139,8 @@ def learner_from_model(
         stats[kernels.GREEDY_SUM] = float(meta["greedy_step"]) * weight
         stats[kernels.GREEDY_WEIGHT] = weight
     linear.mark_pass_start()
+    # Passes go on at one rate: a restart would start from nothing and drop the model it continues.
+    learner.selection_.schedule = "constant"
     if isinstance(learner, PolynomialLearner):
         _restore_products(learner, model)
         # Apple's guard would start from nothing while apple starts from the model: no fair race.

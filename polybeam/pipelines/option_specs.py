@@ -686,11 +686,12 @@ TABLE = (
         type=int,
         config="holdout_period",
         metavar="K",
-        readme_with=("holdout-off", "early-terminate", "holdout-min-examples"),
+        readme_with=("holdout-off", "early-terminate", "holdout-min-examples", "pass-schedule"),
         readme="with `--passes` > 1: one example in K ({default}) is held out of training in every pass, each "
-        "pass's model is scored on them, the best pass's model is written, and training stops after E "
-        "({early-terminate}) passes without a lower holdout loss, as VW's `--holdout_period`, `--holdout_off` and "
-        "`--early_terminate`; when the first pass held out fewer than M ({holdout-min-examples}) examples, every "
+        "pass's model is scored on them, and the best pass's model is written; after E ({early-terminate}) passes "
+        "without a lower holdout loss, learning starts again from the beginning at half the rate, until a restart "
+        "does no better than the passes before it (`--pass-schedule constant`: training stops there instead, as "
+        "VW's `--holdout_period`, `--holdout_off` and `--early_terminate`); when the first pass held out fewer than M ({holdout-min-examples}) examples, every "
         "later pass learns every example and the last pass is written; `--holdout-off` learns every example in "
         "every pass",
     ),
@@ -718,11 +719,23 @@ TABLE = (
         "early-terminate",
         _L,
         "passes",
-        "with a holdout: stop after this many passes in a row without a lower "
-        "holdout loss than the best pass's (default: {default}, as VW's --early_terminate)",
+        "with a holdout: this many passes in a row without a lower holdout loss end the passes at one rate "
+        "(default: {default}, as VW's --early_terminate); see --pass-schedule for what follows",
         type=int,
         config="early_terminate",
         metavar="E",
+    ),
+    Option(
+        "pass-schedule",
+        _L,
+        "passes",
+        "with a holdout that judges: 'restart' (the default) starts learning again from the beginning at half "
+        "the rate when --early-terminate passes bring no lower holdout loss, and stops once a restart's best "
+        "pass is no better than the passes before it (where the first rate overfits: short texts, rare or noisy "
+        "features); 'constant' keeps one rate and stops there, as VW does. Either way the best pass is written",
+        choices=("restart", "constant"),
+        config="pass_schedule",
+        metavar="S",
     ),
     Option(
         "shuffle-buffer",

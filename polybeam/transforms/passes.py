@@ -188,6 +188,7 @@ def continue_from(origin):
     """
     learner = origin.copy()
     learner.selection_ = PassSelection.of(learner.config)
+    learner.selection_.schedule = origin.selection_.schedule  # (a warm start from a model never restarts)
     return learner.start_pass() if linear_part(learner).examples_seen else learner
 
 

@@ -21,8 +21,10 @@ from polybeam.learners.holdout import (
     training_count,
 )
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.model import holdout_line
 from polybeam.learners.polynomial import PolynomialLearner, make_learner
 from polybeam.learners.state_file import learner_from_bytes, learner_to_bytes
+from polybeam.learners.warm_start import learner_from_model
 
 BITS = 12
 
@@ -163,7 +165,9 @@ def test_apple_wins_ties_and_the_lower_candidate_is_kept():
 
 def test_fit_stops_early_and_ends_exactly_as_the_best_pass_left_it():
     batch = noisy_logistic(2)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=12, holdout_min_examples=0, learning_rate=1.0)
+    config = LearnerConfig(
+        loss="logistic", bits=BITS, passes=12, holdout_min_examples=0, learning_rate=1.0, pass_schedule="constant"
+    )
     learner = LinearLearner(config).fit(batch)
     selection = learner.selection_
     losses = [entry["holdout_loss"] for entry in selection.history]
@@ -212,7 +216,9 @@ def test_a_later_pass_is_kept_when_the_last_is_worse_without_stopping():
 
 def test_the_record_and_its_snapshot_survive_a_state_file():
     batch = noisy_logistic(2)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=12, holdout_min_examples=0, learning_rate=1.0)
+    config = LearnerConfig(
+        loss="logistic", bits=BITS, passes=12, holdout_min_examples=0, learning_rate=1.0, pass_schedule="constant"
+    )
     learned, _ = split_holdout(batch, config)
     learner = LinearLearner(config, centring_guard=False)  # (as above)
     for number in range(1, 6):  # five passes, then saved: pass 4 is the best and its snapshot is kept
@@ -231,6 +237,89 @@ def test_the_record_and_its_snapshot_survive_a_state_file():
     assert again.selection_.stopped and again.selection_.best_pass == 4
     np.testing.assert_array_equal(again.weights, learner.weights)
     np.testing.assert_array_equal(again.weights, LinearLearner(config, centring_guard=False).fit(batch).weights)
+
+
+# -- the restart schedule: a lower rate from the beginning -------------------------------------------------
+
+
+def restarting_config(**settings) -> LearnerConfig:
+    return LearnerConfig(loss="logistic", bits=BITS, passes=20, holdout_min_examples=0, learning_rate=4.0, **settings)
+
+
+def test_restarts_learn_from_the_beginning_at_half_the_rate_and_keep_the_best_pass_of_all():
+    batch = noisy_logistic(2)
+    config = restarting_config()
+    learner = LinearLearner(config).fit(batch)
+    history = learner.selection_.history
+    rates = [entry["rate"] for entry in history]
+    assert learner.selection_.restarts >= 2 and rates[0] == 4.0 and min(rates) <= 1.0
+    # Each run at one rate ends after early_terminate passes without a better loss than the run's best.
+    runs = [[entry for entry in history if entry["rate"] == rate] for rate in sorted(set(rates), reverse=True)]
+    for run in runs[:-1]:
+        losses = [entry["holdout_loss"] for entry in run]
+        assert len(losses) - 1 - int(np.argmin(losses)) == config.early_terminate
+        assert run[-1]["restart_rate"] == run[0]["rate"] / 2
+    best = learner.selection_.best_pass
+    assert history[best - 1]["holdout_loss"] == min(entry["holdout_loss"] for entry in history)
+    # The learner is exactly a fresh learner at the best pass's rate, run for its place in its run.
+    best_rate = history[best - 1]["rate"]
+    place = sum(1 for entry in history[:best] if entry["rate"] == best_rate)
+    learned, _ = split_holdout(batch, config)
+    by_hand = LinearLearner(config.replace(learning_rate=best_rate))
+    for number in range(place):
+        if number:
+            by_hand.start_pass()
+        by_hand.learn(learned)
+    np.testing.assert_array_equal(learner.weights, by_hand.weights)
+    assert learner.config.learning_rate == best_rate
+    # More passes at a lower rate beat the one rate's best pass on the holdout.
+    constant = LinearLearner(config.replace(pass_schedule="constant")).fit(batch)
+    assert learner.selection_.best_loss < constant.selection_.best_loss
+    line = holdout_line(learner.to_model().metadata["holdout"])
+    assert "started again at rate 2 after pass" in line
+
+
+def test_a_restart_survives_a_state_file_and_goes_on_at_its_rate():
+    batch = noisy_logistic(2)
+    config = restarting_config()
+    learned, _ = split_holdout(batch, config)
+    learner = LinearLearner(config)
+    number = 0
+    while learner.selection_.restarts == 0:  # until the first restart
+        number += 1
+        if learner.examples_seen:
+            learner.start_pass()
+        learner.learn(learned)
+        record_pass(learner, score_holdout(learner, [batch]), number)
+    assert learner.examples_seen == 0 and learner.config.learning_rate == 2.0
+    again = learner_from_bytes(learner_to_bytes(learner))
+    assert again.config.learning_rate == 2.0 and again.selection_.restarts == 1
+    for resumed in (learner, again):
+        for later in range(number + 1, 21):
+            if resumed.examples_seen:
+                resumed.start_pass()
+            resumed.learn(learned)
+            record_pass(resumed, score_holdout(resumed, [batch]), later, final=later == 20)
+            if resumed.selection_.stopped:
+                break
+    assert again.selection_.history == learner.selection_.history
+    np.testing.assert_array_equal(again.weights, learner.weights)
+    np.testing.assert_array_equal(learner.weights, LinearLearner(config).fit(batch).weights)
+
+
+def test_step_rules_without_a_rate_and_the_constant_schedule_never_restart():
+    batch = noisy_logistic(2)
+    for config in (
+        restarting_config(pass_schedule="constant"),
+        restarting_config().replace(step="gsa", learning_rate=None),
+    ):
+        learner = LinearLearner(config).fit(batch)
+        assert learner.selection_.restarts == 0
+        assert {entry.get("rate") for entry in learner.selection_.history} == {config.learning_rate}
+    # A warm start from a model file: a restart would start from nothing and drop the model.
+    model = LinearLearner(restarting_config().replace(passes=1)).learn(batch).to_model()
+    warm = learner_from_model(model, restarting_config()).fit(batch)
+    assert warm.selection_.restarts == 0 and warm.selection_.stopped
 
 
 # -- apple's guard on the holdout -------------------------------------------------------------------------
