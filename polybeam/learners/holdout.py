@@ -492,8 +492,10 @@ def restart(learner) -> None:
     config = dataclasses.replace(learner.config, learning_rate=learner.config.learning_rate * RESTART_RATE_FACTOR)
     linear = getattr(learner, "linear", learner)
     progress = linear.curve_.progress  # (where the learner reports its learning curve)
+    passes_before = linear.passes_before_ + len(linear.passes_) + 1  # (this pass is not closed yet)
     learner.__setstate__(learner.restarted(config).__getstate__())
-    getattr(learner, "linear", learner).curve_.progress = progress
+    linear = getattr(learner, "linear", learner)
+    linear.curve_.progress, linear.passes_before_ = progress, passes_before
     selection.history[-1]["restart_rate"] = config.learning_rate
     selection.begin_run()
     learner.selection_ = selection

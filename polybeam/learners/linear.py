@@ -166,6 +166,9 @@ class LinearLearner:
         self.pass_start_ = np.zeros(kernels.N_STATS)
         self.names_: dict[int, str] = {}
         self.passes_: list[dict[str, float]] = []
+        # Passes run before the holdout restarted this learner at a lower rate (holdout.restart): its
+        # learning curve numbers passes as the job does.
+        self.passes_before_ = 0
         self.curve_ = LearningCurve()
         self.selection_ = PassSelection.of(self.config)
 
@@ -412,7 +415,7 @@ class LinearLearner:
     def _record_point(self) -> None:
         nonzero = self.nonzero_slots()
         self.curve_.record(
-            pass_number=len(self.passes_) + 1,
+            pass_number=self.passes_before_ + len(self.passes_) + 1,
             examples=self.curve_.in_pass,
             weight=float(self.stats_[kernels.WEIGHT_SUM]),
             loss=float(self.stats_[kernels.LOSS_SUM]),
@@ -679,7 +682,9 @@ class LinearLearner:
         stats[kernels.LABEL_MAX] = max(learner.stats_[kernels.LABEL_MAX] for learner in learners)
         self.centring_ = centring
         progress = self.curve_.progress
-        self.curve_ = LearningCurve.merged([learner.curve_ for learner in learners], len(self.passes_) + 1)
+        self.curve_ = LearningCurve.merged(
+            [learner.curve_ for learner in learners], self.passes_before_ + len(self.passes_) + 1
+        )
         self.curve_.progress = progress
         weights = weights.result()
         weights[0] += self.centring_.bias_offset(weights)
@@ -867,6 +872,7 @@ class LinearLearner:
             "pass_start": self.pass_start_,
             "names": self.names_,
             "passes": self.passes_,
+            "passes_before": self.passes_before_,
             "centring": self.centring_.to_state(),
             "uncentred": None if self.uncentred_ is None else self.uncentred_.__getstate__(),
             "centring_verdict": self.centring_verdict_,
@@ -890,6 +896,7 @@ class LinearLearner:
         self.pass_start_ = kernels.padded_stats(state["pass_start"])
         self.names_ = dict(state["names"])
         self.passes_ = list(state["passes"])
+        self.passes_before_ = int(state.get("passes_before", 0))
         self.centring_ = Centring.from_state(state.get("centring"))
         self.uncentred_ = None  # (a state saved before centring's guard: no race)
         if state.get("uncentred") is not None:

@@ -79,6 +79,8 @@ def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
         "2",
         "--holdout-min-examples",
         "0",
+        "--pass-schedule",
+        "constant",
         "--model",
         model,
     )
@@ -89,6 +91,23 @@ def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
     assert f"training stops and keeps pass {holdout['best_pass']}" in stderr
     assert f"kept pass {holdout['best_pass']}; stopped after pass {last} (2 passes without improvement)" in stdout
     assert len(last_json(stdout)["passes"]) == holdout["best_pass"]  # the model is the best pass's
+
+    # The default schedule: the same two passes end the run at rate 5, and learning starts again at 2.5.
+    code, stdout, stderr = run(
+        capsys, "train", "--input", train, "--loss", "logistic", "--learning-rate", "5", "--passes", "20",
+        "--early-terminate", "2", "--holdout-min-examples", "0", "--model", model,
+    )  # fmt: skip
+    assert code == 0, stderr
+    restarted = last_json(stdout)["holdout"]
+    assert [entry["holdout_loss"] for entry in restarted["passes"][:last]] == [
+        entry["holdout_loss"] for entry in holdout["passes"]
+    ]  # (the first run is the constant schedule's, pass for pass)
+    assert restarted["restarts"] >= 1 and restarted["passes"][last - 1]["restart_rate"] == 2.5
+    assert f"pass {last} " in stderr and "learning starts again from the beginning at rate 2.5" in stderr
+    assert restarted["best_loss"] <= holdout["best_loss"]
+    best = restarted["passes"][restarted["best_pass"] - 1]
+    kept_run = [entry for entry in restarted["passes"][: restarted["best_pass"]] if entry["rate"] == best["rate"]]
+    assert len(last_json(stdout)["passes"]) == len(kept_run)  # the model: the best pass's learner's passes
 
 
 @pytest.mark.slow

@@ -1,0 +1,233 @@
+"""The restart pass schedule against one constant rate, on the evaluation suite's tasks.
+
+Protocol (fixed before the schedule's default was set): for each suite data
+set and each seed's 80/20 split, the defaults (``polybeam train`` with the
+loss the task needs) run ``--passes 5`` and ``--passes 20`` twice, as
+``Train`` runs a small input in memory:
+
+* ``constant``: ``--pass-schedule constant``, one rate; training stops after
+  ``early_terminate`` passes without a lower holdout loss (VW's behaviour);
+* ``restart`` (the default): those passes end a run, and learning starts again
+  from the beginning at half the rate, until a run does no better than the one
+  before.
+
+Part 1, **where the holdout judges by default** (the first pass holds out at
+least ``holdout_min_examples`` = 1000 examples: 10,000 training rows and more):
+every such task. Part 2, **small data with the holdout forced on**
+(``--holdout-min-examples 0``; by default their passes learn every example and
+no schedule applies): the classification tasks under ``--max-small-rows``
+training rows, 20 passes, to show what the schedule does where the holdout is
+a few dozen examples.
+
+Measured on the test part: mean log loss (relative MSE for regression) and
+0-1 error over the seeds, seconds, the passes run and the restarts. A task
+counts as better or worse when the mean differs by more than ``--margin``.
+
+``python benchmarks/bench_pass_schedule.py --cache CACHE`` writes
+``benchmarks/results/pass_schedule.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "suite"), os.path.dirname(HERE)]
+
+import numpy as np  # noqa: E402
+from harness import machine_info, markdown_table, write_report  # noqa: E402
+
+SCHEDULES = ("constant", "restart")
+JUDGED_PASSES = (5, 20)
+SMALL_PASSES = 20
+
+
+def measure(task, model, test) -> tuple[float, float | None]:
+    """``(log loss or relative MSE, 0-1 error or None)`` of ``model`` on ``test``."""
+    from runners import log_loss, task_error
+
+    if task.kind == "regression":
+        return task_error(task, test.labels, model.predict(test)), None
+    margins = model.margins(test)
+    predicted = margins if task.kind == "binary" else np.argmax(margins, axis=1) + 1.0  # (classes 1..K)
+    return log_loss(task, test.labels, margins), task_error(task, test.labels, predicted)
+
+
+def run_task(meta: dict, seeds, splits: str, passes_list, **settings) -> list[dict]:
+    """One row per (passes, schedule): the means over ``seeds``."""
+    from runners import Task, polybeam_config, polybeam_flags, read_batch, train_like_train
+    from splits import make_split
+
+    task = Task.of(meta)
+    runs: dict = {}
+    for seed in seeds:
+        split = make_split(
+            os.path.join(meta["folder"], "data.libsvm"), os.path.join(splits, task.name, str(seed)), seed
+        )
+        config = polybeam_config(polybeam_flags(task))
+        train, test = read_batch(split.train, config), read_batch(split.test, config)
+        for passes in passes_list:
+            for schedule in SCHEDULES:
+                chosen = dataclasses.replace(config, passes=passes, pass_schedule=schedule, **settings)
+                started = time.perf_counter()
+                model = train_like_train(chosen, train)
+                seconds = time.perf_counter() - started
+                loss, error = measure(task, model, test)
+                holdout = model.metadata.get("holdout") or {}
+                judged = holdout.get("passes") or []
+                runs.setdefault((passes, schedule), []).append(
+                    {
+                        "loss": loss,
+                        "error": error,
+                        "seconds": seconds,
+                        "passes run": len(judged) if not holdout.get("released") else passes,
+                        "restarts": holdout.get("restarts", 0),
+                        "rate kept": model.config.learning_rate,
+                    }
+                )
+    rows = []
+    for (passes, schedule), seeds_runs in runs.items():
+        errors = [run["error"] for run in seeds_runs if run["error"] is not None]
+        rows.append(
+            {
+                "task": task.name,
+                "kind": task.kind,
+                "rows": meta["rows"],
+                "passes": passes,
+                "schedule": schedule,
+                "loss": float(np.mean([run["loss"] for run in seeds_runs])),
+                "error": float(np.mean(errors)) if errors else None,
+                "seconds": float(np.mean([run["seconds"] for run in seeds_runs])),
+                "passes run": [run["passes run"] for run in seeds_runs],
+                "restarts": [run["restarts"] for run in seeds_runs],
+                "rate kept": [run["rate kept"] for run in seeds_runs],
+            }
+        )
+    return rows
+
+
+def tally(rows: list[dict], passes: int, margin: float) -> dict:
+    """How many tasks ``restart`` beats ``constant`` on, and loses on, by more than ``margin`` at ``passes``."""
+    by_task: dict = {}
+    for row in rows:
+        if row["passes"] == passes:
+            by_task.setdefault(row["task"], {})[row["schedule"]] = row["loss"]
+    differences = {task: pair["restart"] - pair["constant"] for task, pair in by_task.items()}
+    return {
+        "passes": passes,
+        "better": sorted(task for task, d in differences.items() if d < -margin),
+        "worse": sorted(task for task, d in differences.items() if d > margin),
+        "tasks": len(differences),
+    }
+
+
+def table(rows: list[dict]) -> str:
+    def listed(values):
+        return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+    return markdown_table(
+        [
+            "task",
+            "kind",
+            "rows",
+            "passes",
+            "schedule",
+            "loss",
+            "error",
+            "seconds",
+            "passes run",
+            "restarts",
+            "rate kept",
+        ],
+        [
+            [
+                r["task"],
+                r["kind"],
+                r["rows"],
+                r["passes"],
+                r["schedule"],
+                f"{r['loss']:.4f}",
+                "" if r["error"] is None else f"{r['error']:.4f}",
+                f"{r['seconds']:.2f}",
+                listed(r["passes run"]),
+                listed(r["restarts"]),
+                listed(r["rate kept"]),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def render(report: dict) -> str:
+    lines = [
+        "# Passes at one rate, or restarted at half the rate",
+        "",
+        f"`python benchmarks/bench_pass_schedule.py` (see its docstring; seeds {report['seeds']}). Test log loss "
+        "(relative MSE for regression) and 0-1 error, means over the seeds; per seed: the passes run, the "
+        "restarts, and the learning rate of the pass kept.",
+        "",
+        "## Where the holdout judges by default (10,000 training rows and more)",
+        "",
+    ]
+    for count in report["judged tally"]:
+        lines.append(
+            f"- {count['passes']} passes: restart lower by more than {report['margin']} on "
+            f"{len(count['better'])} of {count['tasks']} tasks ({', '.join(count['better']) or 'none'}), higher on "
+            f"{len(count['worse'])} ({', '.join(count['worse']) or 'none'})."
+        )
+    lines += ["", table(report["judged"]), ""]
+    if report["small"]:
+        count = report["small tally"]
+        lines += [
+            f"## Small data with the holdout forced on (--holdout-min-examples 0, {SMALL_PASSES} passes)",
+            "",
+            f"Restart lower by more than {report['margin']} on {len(count['better'])} of {count['tasks']} tasks, "
+            f"higher on {len(count['worse'])} ({', '.join(count['worse']) or 'none'}). By default these tasks' "
+            "passes learn every example after the first (too few held out to judge by), and no schedule applies.",
+            "",
+            table(report["small"]),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import suite_data
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", default=os.path.join(HERE, "suite", "cache"), help="the suite's data sets")
+    parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where pass_schedule.* go")
+    parser.add_argument("--splits", default=os.path.join(HERE, "out", "pass_schedule"), help="the splits")
+    parser.add_argument("--only", default=None, help="comma-separated data sets (default: all)")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--judged-rows", type=int, default=12_500, help="part 1: data sets with this many rows")
+    parser.add_argument("--max-small-rows", type=int, default=12_500, help="part 2: data sets under this")
+    parser.add_argument("--no-small", action="store_true", help="skip part 2")
+    parser.add_argument("--margin", type=float, default=0.002)
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    metas = suite_data.assemble(args.cache, names=args.only.split(",") if args.only else None)
+    judged, small = [], []
+    for meta in metas:
+        meta = {**meta, "folder": meta.get("folder") or os.path.join(args.cache, meta["name"])}
+        if meta["rows"] >= args.judged_rows:
+            judged += run_task(meta, seeds, args.splits, JUDGED_PASSES)
+        elif not args.no_small and meta["task"] != "regression" and meta["rows"] < args.max_small_rows:
+            small += run_task(meta, seeds, args.splits, (SMALL_PASSES,), holdout_min_examples=0)
+        else:
+            continue
+        print(f"{meta['name']}: done", file=sys.stderr, flush=True)
+    report = {"machine": machine_info(), "seeds": seeds, "margin": args.margin, "judged": judged, "small": small}
+    report["judged tally"] = [tally(judged, passes, args.margin) for passes in JUDGED_PASSES]
+    report["small tally"] = tally(small, SMALL_PASSES, args.margin)
+    write_report(args.out, "pass_schedule", report, render(report))
+    print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
