@@ -17,7 +17,9 @@ every such task. Part 2, **small data with the holdout forced on**
 (``--holdout-min-examples 0``; by default their passes learn every example and
 no schedule applies): the classification tasks under ``--max-small-rows``
 training rows, 20 passes, to show what the schedule does where the holdout is
-a few dozen examples.
+a few dozen examples; beside them the default 20 passes (no judging), one
+pass, and the restart schedule's choice (the best pass's rate and its place in
+its run) learned again from the start on every row.
 
 Measured on the test part: mean log loss (relative MSE for regression) and
 0-1 error over the seeds, seconds, the passes run and the restarts. A task
@@ -42,6 +44,8 @@ import numpy as np  # noqa: E402
 from harness import machine_info, markdown_table, write_report  # noqa: E402
 
 SCHEDULES = ("constant", "restart")
+# Part 2's other rows: the default (no judging), one pass, and the restart schedule's choice refitted.
+SMALL_VARIANTS = ("default", "1 pass", "restart, refit")
 JUDGED_PASSES = (5, 20)
 SMALL_PASSES = 20
 
@@ -57,8 +61,20 @@ def measure(task, model, test) -> tuple[float, float | None]:
     return log_loss(task, test.labels, margins), task_error(task, test.labels, predicted)
 
 
-def run_task(meta: dict, seeds, splits: str, passes_list, **settings) -> list[dict]:
-    """One row per (passes, schedule): the means over ``seeds``."""
+def refitted(config, judged, train):
+    """A fresh learner at the rate of ``judged``'s best pass, run on every row of ``train`` (no holdout) for
+    as many passes as that pass's run had taken."""
+    from runners import train_like_train
+
+    history = judged.metadata["holdout"]["passes"]
+    best = history[judged.metadata["holdout"]["best_pass"] - 1]
+    place = sum(1 for entry in history[: best["pass"]] if entry["rate"] == best["rate"])
+    again = dataclasses.replace(config, passes=place, learning_rate=best["rate"], holdout_period=0)
+    return train_like_train(again, train)
+
+
+def run_task(meta: dict, seeds, splits: str, passes_list, *, small: bool = False, **settings) -> list[dict]:
+    """One row per (passes, schedule): the means over ``seeds`` (``small``: the small-data variants too)."""
     from runners import Task, polybeam_config, polybeam_flags, read_batch, train_like_train
     from splits import make_split
 
@@ -71,10 +87,19 @@ def run_task(meta: dict, seeds, splits: str, passes_list, **settings) -> list[di
         config = polybeam_config(polybeam_flags(task))
         train, test = read_batch(split.train, config), read_batch(split.test, config)
         for passes in passes_list:
-            for schedule in SCHEDULES:
-                chosen = dataclasses.replace(config, passes=passes, pass_schedule=schedule, **settings)
+            for schedule in (*SCHEDULES, *(SMALL_VARIANTS if small else ())):
                 started = time.perf_counter()
-                model = train_like_train(chosen, train)
+                if schedule in SCHEDULES:
+                    model = train_like_train(
+                        dataclasses.replace(config, passes=passes, pass_schedule=schedule, **settings), train
+                    )
+                elif schedule == "default":  # too few held out: every pass learns every example
+                    model = train_like_train(dataclasses.replace(config, passes=passes), train)
+                elif schedule == "1 pass":
+                    model = train_like_train(config, train)
+                else:  # the restart schedule's rate and passes, learned again from the start on every row
+                    judged = train_like_train(dataclasses.replace(config, passes=passes, **settings), train)
+                    model = refitted(config, judged, train)
                 seconds = time.perf_counter() - started
                 loss, error = measure(task, model, test)
                 holdout = model.metadata.get("holdout") or {}
@@ -84,7 +109,7 @@ def run_task(meta: dict, seeds, splits: str, passes_list, **settings) -> list[di
                         "loss": loss,
                         "error": error,
                         "seconds": seconds,
-                        "passes run": len(judged) if not holdout.get("released") else passes,
+                        "passes run": len(judged) if judged and not holdout.get("released") else model.config.passes,
                         "restarts": holdout.get("restarts", 0),
                         "rate kept": model.config.learning_rate,
                     }
@@ -110,14 +135,16 @@ def run_task(meta: dict, seeds, splits: str, passes_list, **settings) -> list[di
     return rows
 
 
-def tally(rows: list[dict], passes: int, margin: float) -> dict:
-    """How many tasks ``restart`` beats ``constant`` on, and loses on, by more than ``margin`` at ``passes``."""
+def tally(rows: list[dict], passes: int, margin: float, new: str = "restart", old: str = "constant") -> dict:
+    """How many tasks ``new`` beats ``old`` on, and loses on, by more than ``margin`` at ``passes``."""
     by_task: dict = {}
     for row in rows:
         if row["passes"] == passes:
             by_task.setdefault(row["task"], {})[row["schedule"]] = row["loss"]
-    differences = {task: pair["restart"] - pair["constant"] for task, pair in by_task.items()}
+    differences = {task: pair[new] - pair[old] for task, pair in by_task.items()}
     return {
+        "new": new,
+        "old": old,
         "passes": passes,
         "better": sorted(task for task, d in differences.items() if d < -margin),
         "worse": sorted(task for task, d in differences.items() if d > margin),
@@ -181,17 +208,21 @@ def render(report: dict) -> str:
         )
     lines += ["", table(report["judged"]), ""]
     if report["small"]:
-        count = report["small tally"]
         lines += [
             f"## Small data with the holdout forced on (--holdout-min-examples 0, {SMALL_PASSES} passes)",
             "",
-            f"Restart lower by more than {report['margin']} on {len(count['better'])} of {count['tasks']} tasks, "
-            f"higher on {len(count['worse'])} ({', '.join(count['worse']) or 'none'}). By default these tasks' "
-            "passes learn every example after the first (too few held out to judge by), and no schedule applies.",
-            "",
-            table(report["small"]),
+            "By default these tasks' passes learn every example after the first (too few held out to judge by) "
+            "and no schedule applies: that is the `default` row. `restart, refit`: a fresh learner at the rate "
+            "of the restart schedule's best pass, run on every row for as many passes as that pass's run took.",
             "",
         ]
+        for count in report["small tally"]:
+            lines.append(
+                f"- {count['new']} against {count['old']}: lower by more than {report['margin']} on "
+                f"{len(count['better'])} of {count['tasks']} tasks, higher on {len(count['worse'])} "
+                f"({', '.join(count['worse']) or 'none'})."
+            )
+        lines += ["", table(report["small"]), ""]
     return "\n".join(lines)
 
 
@@ -217,13 +248,19 @@ def main(argv: list[str] | None = None) -> int:
         if meta["rows"] >= args.judged_rows:
             judged += run_task(meta, seeds, args.splits, JUDGED_PASSES)
         elif not args.no_small and meta["task"] != "regression" and meta["rows"] < args.max_small_rows:
-            small += run_task(meta, seeds, args.splits, (SMALL_PASSES,), holdout_min_examples=0)
+            small += run_task(meta, seeds, args.splits, (SMALL_PASSES,), small=True, holdout_min_examples=0)
         else:
             continue
         print(f"{meta['name']}: done", file=sys.stderr, flush=True)
     report = {"machine": machine_info(), "seeds": seeds, "margin": args.margin, "judged": judged, "small": small}
     report["judged tally"] = [tally(judged, passes, args.margin) for passes in JUDGED_PASSES]
-    report["small tally"] = tally(small, SMALL_PASSES, args.margin)
+    pairs = [
+        ("restart", "constant"),
+        ("default", "1 pass"),
+        ("restart, refit", "default"),
+        ("restart, refit", "1 pass"),
+    ]
+    report["small tally"] = [tally(small, SMALL_PASSES, args.margin, new, old) for new, old in pairs] if small else []
     write_report(args.out, "pass_schedule", report, render(report))
     print(render(report))
     return 0
