@@ -189,6 +189,15 @@ def table(rows: list[dict]) -> str:
     )
 
 
+def tally_line(count: dict, margin: float, lead: str = "") -> str:
+    """One line of a :func:`tally`: where ``new`` was lower and higher than ``old``."""
+    return (
+        f"- {lead}{count['new']} against {count['old']}: lower by more than {margin} on {len(count['better'])} of "
+        f"{count['tasks']} tasks ({', '.join(count['better']) or 'none'}), higher on {len(count['worse'])} "
+        f"({', '.join(count['worse']) or 'none'})."
+    )
+
+
 def render(report: dict) -> str:
     lines = [
         "# Passes at one rate, or restarted at half the rate",
@@ -200,12 +209,7 @@ def render(report: dict) -> str:
         "## Where the holdout judges by default (10,000 training rows and more)",
         "",
     ]
-    for count in report["judged tally"]:
-        lines.append(
-            f"- {count['passes']} passes: restart lower by more than {report['margin']} on "
-            f"{len(count['better'])} of {count['tasks']} tasks ({', '.join(count['better']) or 'none'}), higher on "
-            f"{len(count['worse'])} ({', '.join(count['worse']) or 'none'})."
-        )
+    lines += [tally_line(count, report["margin"], f"{count['passes']} passes: ") for count in report["judged tally"]]
     lines += ["", table(report["judged"]), ""]
     if report["small"]:
         lines += [
@@ -216,12 +220,7 @@ def render(report: dict) -> str:
             "of the restart schedule's best pass, run on every row for as many passes as that pass's run took.",
             "",
         ]
-        for count in report["small tally"]:
-            lines.append(
-                f"- {count['new']} against {count['old']}: lower by more than {report['margin']} on "
-                f"{len(count['better'])} of {count['tasks']} tasks, higher on {len(count['worse'])} "
-                f"({', '.join(count['worse']) or 'none'})."
-            )
+        lines += [tally_line(count, report["margin"]) for count in report["small tally"]]
         lines += ["", table(report["small"]), ""]
     return "\n".join(lines)
 

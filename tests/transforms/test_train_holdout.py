@@ -30,9 +30,9 @@ def in_batches(batch, size=100):
 
 def run_with_metrics(build):
     """``(elements, {metric name: result})`` of a pipeline whose last PCollection ``build(p)`` returns."""
-    found = []
+    _KEPT.clear()  # (the in-process runner's workers append here; each run starts empty)
     pipeline = beam.Pipeline(runner=RUNNER)
-    build(pipeline) | beam.Map(lambda element: _keep(found, element))
+    build(pipeline) | beam.Map(_keep)
     result = pipeline.run()
     result.wait_until_finish()
     metrics = result.metrics().query(MetricsFilter().with_namespace("polybeam.train"))
@@ -47,7 +47,7 @@ def run_with_metrics(build):
 _KEPT: list = []
 
 
-def _keep(found, element):
+def _keep(element):
     _KEPT.append(element)
 
 
@@ -86,7 +86,9 @@ def training_count_of(batches, config):
 @pytest.mark.slow
 def test_a_learner_stopped_early_learns_no_more_and_its_best_pass_is_written():
     batches = in_batches(noisy_logistic(2))
-    config = LearnerConfig(loss="logistic", bits=12, passes=12, learning_rate=1.0, holdout_min_examples=0)
+    config = LearnerConfig(
+        loss="logistic", bits=12, passes=12, learning_rate=1.0, holdout_min_examples=0, pass_schedule="constant"
+    )
     (model,), metrics = run_with_metrics(lambda p: p | beam.Create(batches) | Train(config))
     fitted = LinearLearner(config).fit(batches)
     holdout = model.metadata["holdout"]
@@ -102,6 +104,14 @@ def test_a_learner_stopped_early_learns_no_more_and_its_best_pass_is_written():
     assert "holdout_loss_micros_pass_9" not in metrics
     best = metrics["holdout_loss_micros_pass_5"]
     assert best.count == 1 and best.sum == round(holdout["best_loss"] * 1e6)
+
+    # The restart schedule, streamed pass by pass, is fit's: the same runs, rates and best pass.
+    restarting = config.replace(pass_schedule="restart")
+    (model,), metrics = run_with_metrics(lambda p: p | beam.Create(batches) | Train(restarting))
+    fitted = LinearLearner(restarting).fit(batches)
+    assert fitted.selection_.restarts >= 1
+    assert model.metadata["holdout"]["passes"] == fitted.to_model().metadata["holdout"]["passes"]
+    np.testing.assert_allclose(model.weights, fitted.to_model().weights, rtol=1e-9)
 
 
 def test_per_key_learners_each_keep_their_own_holdout(spam):
