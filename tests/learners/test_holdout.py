@@ -24,7 +24,7 @@ from polybeam.learners.linear import LinearLearner
 from polybeam.learners.model import holdout_line
 from polybeam.learners.polynomial import PolynomialLearner, make_learner
 from polybeam.learners.state_file import learner_from_bytes, learner_to_bytes
-from polybeam.learners.warm_start import learner_from_model
+from polybeam.learners.warm_start import initial_learner, learner_from_model
 
 BITS = 12
 
@@ -305,6 +305,24 @@ def test_a_restart_survives_a_state_file_and_goes_on_at_its_rate():
     assert again.selection_.history == learner.selection_.history
     np.testing.assert_array_equal(again.weights, learner.weights)
     np.testing.assert_array_equal(learner.weights, LinearLearner(config).fit(batch).weights)
+
+
+def test_a_job_resumed_after_a_restart_goes_on_at_the_restarted_rate():
+    batch = noisy_logistic(2)
+    config = restarting_config()
+    learned, _ = split_holdout(batch, config)
+    learner = LinearLearner(config)
+    number = 0
+    while learner.selection_.restarts < 2:
+        number += 1
+        if learner.examples_seen:
+            learner.start_pass()
+        learner.learn(learned)
+        record_pass(learner, score_holdout(learner, [batch]), number)
+    # --resume reads the checkpoint with the job's own settings (its rate 4): the restarts' rate goes on.
+    resumed = initial_learner(learner_to_bytes(learner), config, "checkpoint")
+    assert resumed.config.learning_rate == 1.0 and resumed.kernel_settings.learning_rate == 1.0
+    assert resumed.selection_.restarts == 2
 
 
 def test_step_rules_without_a_rate_and_the_constant_schedule_never_restart():
