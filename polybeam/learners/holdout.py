@@ -367,6 +367,13 @@ class PassSelection:
             "stopped_after": self.last_pass if self.stopped else None,
         }
 
+    @classmethod
+    def restored(cls, state: dict | None, config: LearnerConfig) -> PassSelection:
+        """The record in a learner state (:meth:`to_state`) of a learner with ``config``; an empty one's
+        settings where the state predates them."""
+        empty = cls.of(config)
+        return cls.from_state(state, empty.patience, empty.min_examples, empty.schedule)
+
     def copy(self) -> PassSelection:
         """An independent record (the snapshot, never changed in place, is shared)."""
         return PassSelection.from_state(self.to_state(), self.patience, self.min_examples, self.schedule)
@@ -433,12 +440,11 @@ def holdout_progress_line(selection) -> str:
     among = ""
     if len(candidates) > 1:
         among = " (" + ", ".join(f"{name} {value:.6f}" for name, value in candidates.items()) + ")"
+    rate = f" at rate {entry['rate']:.4g}" if entry.get("rate") is not None else ""
     line = (
-        f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among} over {entry['examples']} "
+        f"polybeam[{os.getpid()}] pass {entry['pass']} holdout loss {shown}{among}{rate} over {entry['examples']} "
         f"held-out examples; best: pass {selection.best_pass}"
     )
-    if "rate" in entry:
-        line = line.replace(" over ", f" at rate {entry['rate']:.4g} over ", 1)
     if "restart_rate" in entry:
         line += (
             f"; no better loss in {selection.patience} passes at this rate: learning starts again from the "

@@ -31,7 +31,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import RAW_ROWS, Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import LearningCurve
-from polybeam.learners.holdout import PassSelection, judging_minimum, train_passes
+from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.kernel_settings import KernelSettings
 from polybeam.learners.model import Model
 from polybeam.learners.multitask import seed_offset_sums
@@ -908,12 +908,7 @@ class LinearLearner:
             self.race_ = RaceBlocks.start(self.stats_)
             self.uncentred_.race_ = RaceBlocks.start(self.uncentred_.stats_)
         self.curve_ = LearningCurve.from_state(state.get("curve"))
-        self.selection_ = PassSelection.from_state(
-            state.get("selection"),
-            self.config.early_terminate,
-            judging_minimum(self.config),
-            PassSelection.of(self.config).schedule,
-        )
+        self.selection_ = PassSelection.restored(state.get("selection"), self.config)
         if not self.config.center and self.uncentred_ is not None:  # continued without centring: no race
             self.uncentred_, self.race_ = None, None
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away

@@ -45,7 +45,7 @@ from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new_product_trace, unpack_factors
-from polybeam.learners.holdout import PassSelection, judging_minimum, train_passes
+from polybeam.learners.holdout import PassSelection, train_passes
 from polybeam.learners.linear import LinearLearner, check_values
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
@@ -522,12 +522,7 @@ class PolynomialLearner:
         self.stages_done = list(state["stages_done"])
         self.frozen = bool(state["frozen"])
         self.grow_pending = bool(state.get("grow_pending", False))  # states saved before it existed: False
-        self.selection_ = PassSelection.from_state(
-            state.get("selection"),
-            self.config.early_terminate,
-            judging_minimum(self.config),
-            PassSelection.of(self.config).schedule,
-        )
+        self.selection_ = PassSelection.restored(state.get("selection"), self.config)
         residuals = state["residuals"]
         if self.frozen:
             self.residuals = None

@@ -14,6 +14,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import (
     HoldoutScore,
     PassSelection,
+    holdout_progress_line,
     holdout_rows,
     record_pass,
     score_holdout,
@@ -279,27 +280,36 @@ def test_restarts_learn_from_the_beginning_at_half_the_rate_and_keep_the_best_pa
     assert "started again at rate 2 after pass" in line
 
 
+def judged_pass(learner, learned, batch, number: int, *, final: bool = False) -> None:
+    """Pass ``number`` by hand, as ``fit`` runs it: learn ``learned`` (after closing the pass before, unless
+    the learner starts afresh), then record its holdout score on ``batch``'s held-out examples."""
+    if learner.examples_seen:
+        learner.start_pass()
+    learner.learn(learned)
+    record_pass(learner, score_holdout(learner, [batch]), number, final=final)
+
+
+def learned_until_restarts(config: LearnerConfig, batch, restarts: int) -> tuple[LinearLearner, int]:
+    """A learner after the pass that restarted it the ``restarts``-th time, and that pass's number."""
+    learned, _ = split_holdout(batch, config)
+    learner, number = LinearLearner(config), 0
+    while learner.selection_.restarts < restarts:
+        number += 1
+        judged_pass(learner, learned, batch, number)
+    return learner, number
+
+
 def test_a_restart_survives_a_state_file_and_goes_on_at_its_rate():
     batch = noisy_logistic(2)
     config = restarting_config()
     learned, _ = split_holdout(batch, config)
-    learner = LinearLearner(config)
-    number = 0
-    while learner.selection_.restarts == 0:  # until the first restart
-        number += 1
-        if learner.examples_seen:
-            learner.start_pass()
-        learner.learn(learned)
-        record_pass(learner, score_holdout(learner, [batch]), number)
+    learner, number = learned_until_restarts(config, batch, 1)
     assert learner.examples_seen == 0 and learner.config.learning_rate == 2.0
     again = learner_from_bytes(learner_to_bytes(learner))
     assert again.config.learning_rate == 2.0 and again.selection_.restarts == 1
     for resumed in (learner, again):
         for later in range(number + 1, 21):
-            if resumed.examples_seen:
-                resumed.start_pass()
-            resumed.learn(learned)
-            record_pass(resumed, score_holdout(resumed, [batch]), later, final=later == 20)
+            judged_pass(resumed, learned, batch, later, final=later == 20)
             if resumed.selection_.stopped:
                 break
     assert again.selection_.history == learner.selection_.history
@@ -308,17 +318,8 @@ def test_a_restart_survives_a_state_file_and_goes_on_at_its_rate():
 
 
 def test_a_job_resumed_after_a_restart_goes_on_at_the_restarted_rate():
-    batch = noisy_logistic(2)
     config = restarting_config()
-    learned, _ = split_holdout(batch, config)
-    learner = LinearLearner(config)
-    number = 0
-    while learner.selection_.restarts < 2:
-        number += 1
-        if learner.examples_seen:
-            learner.start_pass()
-        learner.learn(learned)
-        record_pass(learner, score_holdout(learner, [batch]), number)
+    learner, _ = learned_until_restarts(config, noisy_logistic(2), 2)
     # --resume reads the checkpoint with the job's own settings (its rate 4): the restarts' rate goes on.
     resumed = initial_learner(learner_to_bytes(learner), config, "checkpoint")
     assert resumed.config.learning_rate == 1.0 and resumed.kernel_settings.learning_rate == 1.0
@@ -334,6 +335,9 @@ def test_step_rules_without_a_rate_and_the_constant_schedule_never_restart():
         learner = LinearLearner(config).fit(batch)
         assert learner.selection_.restarts == 0
         assert {entry.get("rate") for entry in learner.selection_.history} == {config.learning_rate}
+        rate = "" if config.learning_rate is None else f" at rate {config.learning_rate:g}"
+        assert "held-out examples; best: pass" in holdout_progress_line(learner.selection_)
+        assert f"{rate} over " in holdout_progress_line(learner.selection_)
     # A warm start from a model file: a restart would start from nothing and drop the model.
     model = LinearLearner(restarting_config().replace(passes=1)).learn(batch).to_model()
     warm = learner_from_model(model, restarting_config()).fit(batch)
