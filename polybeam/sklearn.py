@@ -41,8 +41,11 @@ rows as the estimator did, or refuse rows they cannot read so.
   ``early_terminate`` passes without improvement it starts again at half the
   rate until that no longer helps (``pass_schedule="restart"``), or stops
   (``"constant"``, as ``SGDClassifier``'s ``early_stopping``, with VW's
-  defaults: see :mod:`polybeam.learners.holdout`); fewer than ``holdout_min_examples``
-  held out (small data) are learned too from the second pass on;
+  defaults: see :mod:`polybeam.learners.holdout`); with fewer than ``holdout_min_examples``
+  held out (small data) the rate and passes are chosen by 10-fold
+  cross-validation over every row and learned again on all of them
+  (``small_holdout="cross-validate"``; ``"release"`` learns every row from
+  the second pass on: see :mod:`polybeam.learners.fitting`);
   ``partial_fit`` learns one pass over a mini-batch (its rows shuffled as
   ``fit``'s), going on from the previous ones (a stream: apple then expands
   after ``expand_after``, twice that, ... examples, unless
@@ -94,7 +97,7 @@ from polybeam.learners import lbfgs
 from polybeam.learners.arrays import batch_from_arrays, column_slots, is_table, text_columns
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import progress_line
-from polybeam.learners.holdout import PassSelection, holdout_progress_line, shuffled
+from polybeam.learners.holdout import PassSelection, shuffled
 from polybeam.learners.label_order import LabelOrder
 from polybeam.learners.loss_specs import loss_spec, losses_where
 from polybeam.learners.model import finalize_predictions, softmax_probabilities
@@ -314,13 +317,13 @@ class _Progress:
         print(progress_line(point, point["examples"] / seconds if seconds > 0 else float("nan")))
 
     def after_pass(self, learner, number: int, learned: dict) -> None:
-        """The line of ``fit``'s pass ``number`` (see polybeam.learners.holdout.train_passes), and its holdout's."""
+        """The line of ``fit``'s pass ``number`` (see polybeam.learners.fitting.train_passes), and its holdout's."""
         if self.verbose < 1:
             return
         self._line(f"pass {number}", learned)
-        selection = learner.selection_
-        if selection.history and selection.history[-1]["pass"] == number:
-            print(holdout_progress_line(selection))
+        line = learner.selection_.line_after(number)
+        if line:
+            print(line)
 
     def after_partial_fit(self, learner) -> None:
         """The line of a ``partial_fit`` call: the stream's one pass so far."""
@@ -409,6 +412,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         early_terminate=_DEFAULTS["early_terminate"],
         holdout_min_examples=_DEFAULTS["holdout_min_examples"],
         pass_schedule=_DEFAULTS["pass_schedule"],
+        small_holdout=_DEFAULTS["small_holdout"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
         scale_labels=_DEFAULTS["scale_labels"],
@@ -449,6 +453,7 @@ class PolybeamClassifier(ClassifierMixin, _PolybeamEstimator):
         self.early_terminate = early_terminate
         self.holdout_min_examples = holdout_min_examples
         self.pass_schedule = pass_schedule
+        self.small_holdout = small_holdout
         self.bias = bias
         self.center = center
         self.scale_labels = scale_labels
@@ -634,6 +639,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         early_terminate=_DEFAULTS["early_terminate"],
         holdout_min_examples=_DEFAULTS["holdout_min_examples"],
         pass_schedule=_DEFAULTS["pass_schedule"],
+        small_holdout=_DEFAULTS["small_holdout"],
         bias=_DEFAULTS["bias"],
         center=_DEFAULTS["center"],
         scale_labels=_DEFAULTS["scale_labels"],
@@ -676,6 +682,7 @@ class PolybeamRegressor(RegressorMixin, _PolybeamEstimator):
         self.early_terminate = early_terminate
         self.holdout_min_examples = holdout_min_examples
         self.pass_schedule = pass_schedule
+        self.small_holdout = small_holdout
         self.bias = bias
         self.center = center
         self.scale_labels = scale_labels

@@ -66,5 +66,14 @@ DEFAULT_HOLDOUT_MIN_EXAMPLES = 1000
 PASS_SCHEDULES = ("restart", "constant")
 DEFAULT_PASS_SCHEDULE = "restart"
 RESTART_RATE_FACTOR = 0.5
+# What several passes do when the first pass held out fewer than holdout_min_examples (a small input):
+# ``cross-validate`` chooses the rate and the passes on every example's loss, each learned by a learner of the
+# other folds, then learns them again on every example (polybeam.learners.folds); ``release`` learns every
+# example from the second pass on, at one rate, and keeps the last pass.
+SMALL_HOLDOUT_RULES = ("cross-validate", "release")
+DEFAULT_SMALL_HOLDOUT = "cross-validate"
+# The folds of that cross-validation: 10 chose better than 5 on the suite's small tasks (fewer tasks worse
+# than the passes it replaced; benchmarks/results/pass_schedule.md).
+CROSS_VALIDATION_FOLDS = 10
 # The step rules whose learning rate a restart can lower (gsa and inverse take none).
 RATED_STEP_RULES = ("adaptive", "constant", "decay")

@@ -38,7 +38,7 @@ DEFAULT_LEARNING_RATES = {name: spec.default_rate for name, spec in LOSS_SPECS.i
 # dataclass the groups came from: files written since read back the same, byte for byte).
 SETTINGS_ORDER = (
     "loss", "step", "learning_rate", "power_t", "l2", "bits", "seed", "passes", "holdout_period",
-    "early_terminate", "holdout_min_examples", "pass_schedule", "bias", "center", "scale_labels", "normalized", "safe_updates",
+    "early_terminate", "holdout_min_examples", "pass_schedule", "small_holdout", "bias", "center", "scale_labels", "normalized", "safe_updates",
     "classes", "class_names", "gsa_target", "gsa_exact", "sparsity", "gravity", "truncate_every",
     "truncate_threshold", "expand", "alpha", "expand_rule", "max_degree", "expansions", "expand_after",
     "apple_guard", "examples_per_pass", "repeat_factors", "interactions", "lbfgs_passes", "lbfgs_l2",

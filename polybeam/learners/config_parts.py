@@ -26,10 +26,12 @@ from polybeam.learners.choices import (
     DEFAULT_HOLDOUT_MIN_EXAMPLES,
     DEFAULT_HOLDOUT_PERIOD,
     DEFAULT_PASS_SCHEDULE,
+    DEFAULT_SMALL_HOLDOUT,
     DEFAULT_STEP_RULES,
     EXPANSION_RULES,
     EXPANSIONS,
     PASS_SCHEDULES,
+    SMALL_HOLDOUT_RULES,
     SPARSITY,
     STEP_RULES,
 )
@@ -294,9 +296,19 @@ class HoldoutSettings:
     holdout_min_examples : int
         A holdout judges passes only when the first pass held out at least this
         many examples (per learner: per key with ``key``). With fewer, their
-        mean loss is too noisy to tell passes apart and they are worth more as
-        training data: from the second pass on the learner learns every example
-        and keeps its last pass, as with ``holdout_period=0``. 0 always judges.
+        mean loss is too noisy to tell passes apart; ``small_holdout`` says
+        what the passes do instead. 0 always judges.
+    small_holdout : {"cross-validate", "release"}
+        With fewer than ``holdout_min_examples`` held out. ``cross-validate``
+        (one learner's passes over a gathered input): every example is held
+        out once, in one of ten folds by where it sits; a learner per fold
+        learns the other nine, pass by pass, and their losses on their own
+        folds judge each pass (the runs and restarts of ``pass_schedule``);
+        the best pass's rate and its place in its run are then learned again
+        from the beginning on every example (see :mod:`polybeam.learners.folds`).
+        ``release``, and always per key: from the second pass on the learner
+        learns every example at one rate and keeps its last pass, as with
+        ``holdout_period=0``.
     """
 
     holdout_period: int = setting(
@@ -311,6 +323,7 @@ class HoldoutSettings:
     early_terminate: int = setting(DEFAULT_EARLY_TERMINATE, Rule.whole(low=1))
     holdout_min_examples: int = setting(DEFAULT_HOLDOUT_MIN_EXAMPLES, Rule.whole(low=0))
     pass_schedule: str = setting(DEFAULT_PASS_SCHEDULE, Rule.choice(PASS_SCHEDULES))
+    small_holdout: str = setting(DEFAULT_SMALL_HOLDOUT, Rule.choice(SMALL_HOLDOUT_RULES))
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -44,7 +44,7 @@ import math
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,8 +82,13 @@ def holdout_rows(batch: ExampleBatch, period: int, seed: int = 0) -> np.ndarray:
     """
     if period <= 0 or len(batch) == 0:
         return np.zeros(len(batch), dtype=bool)
-    keys = _places(batch) ^ np.uint64(int(seed) & 0xFFFFFFFF)
-    return _mixed(keys) % np.uint64(period) == 0
+    return place_hashes(batch, seed) % np.uint64(period) == 0
+
+
+def place_hashes(batch: ExampleBatch, seed: int = 0) -> np.ndarray:
+    """A well-mixed 64-bit hash of where each example of ``batch`` sits (see :func:`holdout_rows`), with
+    ``seed``: the holdout takes one in ``period`` of them, cross-validation's folds their remainders."""
+    return _mixed(_places(batch) ^ np.uint64(int(seed) & 0xFFFFFFFF))
 
 
 def _places(batch: ExampleBatch) -> np.ndarray:
@@ -290,6 +295,8 @@ class PassSelection:
         self.previous_run_loss = math.nan
         self.restarts = 0
         self.restart_due = False
+        # Set when the passes were chosen by cross-validation (polybeam.learners.folds): what it chose.
+        self.cross_validation: dict | None = None
 
     @classmethod
     def of(cls, config: LearnerConfig) -> PassSelection:
@@ -351,6 +358,16 @@ class PassSelection:
         self.restarts += 1
         self.restart_due = False
 
+    def line_after(self, pass_number: int) -> str | None:
+        """The holdout's progress line after pass ``pass_number`` of one learner's passes, if it has one
+        (:func:`holdout_progress_line`): the pass's judgement, or cross-validation's choice before the
+        passes it chose."""
+        if self.cross_validation:
+            return holdout_progress_line(self) if pass_number == 1 else None
+        if self.history and self.history[-1]["pass"] == pass_number:
+            return holdout_progress_line(self)
+        return None
+
     def summary(self, period: int) -> dict:
         """What a model records of its passes' holdout (JSON-able)."""
         return {
@@ -365,6 +382,7 @@ class PassSelection:
             "best_loss": self.best_loss if math.isfinite(self.best_loss) else None,
             "kept": self.best_kept,
             "stopped_after": self.last_pass if self.stopped else None,
+            **({"cross_validation": dict(self.cross_validation)} if self.cross_validation else {}),
         }
 
     @classmethod
@@ -392,6 +410,7 @@ class PassSelection:
             "run": [self.run_best_pass, _finite_or_none(self.run_best_loss), _finite_or_none(self.previous_run_loss)],
             "restarts": self.restarts,
             "restart_due": self.restart_due,
+            "cross_validation": self.cross_validation,
         }
 
     @classmethod
@@ -417,6 +436,7 @@ class PassSelection:
             selection.previous_run_loss = math.nan if previous is None else float(previous)
             selection.restarts = int(state.get("restarts", 0))
             selection.restart_due = bool(state.get("restart_due", False))
+            selection.cross_validation = state.get("cross_validation")
         return selection
 
 
@@ -428,6 +448,15 @@ def holdout_progress_line(selection) -> str:
     """The line a judged pass prints: its holdout loss, the best pass so far, and whether training
     stops (see polybeam.learners.holdout.PassSelection)."""
     entry = selection.history[-1]
+    if selection.cross_validation:
+        chosen = selection.cross_validation
+        rate = f" at rate {chosen['rate']:.4g}" if chosen.get("rate") is not None else ""
+        return (
+            f"polybeam[{os.getpid()}] fewer than {selection.min_examples} examples to hold out: "
+            f"{chosen['folds']}-fold cross-validation over {chosen['examples']} examples chose pass "
+            f"{selection.best_pass} (loss {selection.best_loss:.6f}){rate}; learning its {chosen['passes']} "
+            "pass(es) again from the beginning on every example"
+        )
     if selection.released:
         return (
             f"polybeam[{os.getpid()}] pass {entry['pass']}: {entry['examples']} examples held out, fewer than "
@@ -514,65 +543,6 @@ def restore_best(learner) -> None:
         return
     learner.__setstate__(selection.snapshot)
     learner.selection_ = selection
-
-
-def train_passes(
-    learner,
-    batches: Iterable[ExampleBatch],
-    passes: int,
-    *,
-    expect: bool = True,
-    shuffle: np.random.RandomState | np.random.Generator | None = None,
-    after_pass: Callable[[object, int, dict], None] | None = None,
-):
-    """Learn ``batches`` for ``passes`` passes with one learner (``fit``): with a holdout (see
-    :class:`~polybeam.learners.config.LearnerConfig`), each batch's held-out examples score every
-    pass instead of being learned, and training keeps the best pass and stops early as Beam's
-    ``Train`` does. ``expect``: tell the learner how many examples it will learn (apple spaces its
-    epochs over them).
-
-    ``shuffle``: a random generator; every pass then learns each batch's examples in a new random
-    order drawn from it (a permutation of the batch's rows: no Python per example). The held-out
-    examples are set apart first, by where they sit, so the same examples are held out in every
-    pass whatever the order. ``after_pass(learner, number, learned)`` is called after each pass,
-    once it is judged (the learner may then be the best pass's); ``learned`` holds the pass's
-    ``examples`` and ``progressive_loss``.
-
-    >>> from polybeam.learners.linear import LinearLearner
-    >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0})] * 50 + [(-1.0, {2: 1.0})] * 50)
-    >>> config = LearnerConfig(loss="logistic", passes=3, holdout_min_examples=0)
-    >>> held = [train_passes(LinearLearner(config), [batch], 3, shuffle=np.random.RandomState(seed))
-    ...         .selection_.history[0]["examples"] for seed in (0, 1)]
-    >>> held == [int(holdout_rows(batch, config.holdout_period).sum())] * 2
-    True
-    """
-    config = learner.config
-    batches = list(batches)
-    holding = passes > 1 and config.holdout_period > 0
-    split = [split_holdout(batch, config, passes) for batch in batches]
-    held = [part for _, part in split if part is not None]
-    if expect:  # apple spreads its epochs over what it will learn, as Train does when it counts the examples
-        learner.expect(sum(len(part) for part, _ in split) * passes)
-    for number in range(1, passes + 1):
-        if number > 1 and learner.examples_seen:  # (a learner the holdout restarted starts afresh)
-            learner.start_pass()
-        for part, _ in split:
-            learner.learn(shuffled(part, shuffle))
-        weights = getattr(learner, "linear", learner)  # (a polynomial learner's linear part counts the pass)
-        learned = {"examples": weights.examples_seen, "progressive_loss": weights.progressive_loss}
-        if holding:
-            models = learner.candidate_models()
-            score = HoldoutScore()
-            for part in held:
-                score.add(models, part)
-            record_pass(learner, score, number, final=number == passes)
-            if learner.selection_.released:  # too few held out to judge by: learn them too from now on
-                holding, split = False, [(batch, None) for batch in batches]
-        if after_pass is not None:
-            after_pass(learner, number, learned)
-        if learner.selection_.stopped:
-            break
-    return learner
 
 
 def shuffled(batch: ExampleBatch, random: np.random.RandomState | np.random.Generator | None) -> ExampleBatch:

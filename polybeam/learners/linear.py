@@ -31,7 +31,8 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import RAW_ROWS, Centring
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import LearningCurve
-from polybeam.learners.holdout import PassSelection, train_passes
+from polybeam.learners.fitting import train_passes
+from polybeam.learners.holdout import PassSelection
 from polybeam.learners.kernel_settings import KernelSettings
 from polybeam.learners.model import Model
 from polybeam.learners.multitask import seed_offset_sums
@@ -256,7 +257,7 @@ class LinearLearner:
     def every_slot(self, array: np.ndarray) -> np.ndarray:
         """A per-row array (``raw_``, ``feature_scale_``, ...) as every slot's: a sparse state's rows
         scattered into ``2**bits`` slots, a dense state's array itself."""
-        if self.table_ is None:
+        if self.table_ is None or len(array) == 0:  # (an empty array stands for "none kept": no scale)
             return array
         dense = np.zeros(((1 << self.config.bits),) + array.shape[1:])
         dense[self.table_.slots] = array[: len(self.table_)]
@@ -462,7 +463,7 @@ class LinearLearner:
         out, every pass is scored on them, and the learner ends as the best pass left
         it, stopping early as ``Train`` does (see :mod:`polybeam.learners.holdout`).
         ``shuffle`` (a random generator: every pass in a new order) and ``after_pass``: see
-        :func:`~polybeam.learners.holdout.train_passes`.
+        :func:`~polybeam.learners.fitting.train_passes`.
         """
         batches = training_batches(batches, passes, bits=self.config.bits, seed=self.config.seed)
         return train_passes(self, batches, passes or self.config.passes, shuffle=shuffle, after_pass=after_pass)
@@ -577,6 +578,11 @@ class LinearLearner:
     def examples_seen(self) -> int:
         """Examples learned in the current pass."""
         return int(self.stats_[kernels.EXAMPLES])
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the learner has learned nothing yet: no example in any pass, no weights from a model."""
+        return not self.passes_ and not self.stats_[kernels.EXAMPLES] and not self.stats_[kernels.LIFETIME_EXAMPLES]
 
     @property
     def progressive_loss(self) -> float:
@@ -716,10 +722,11 @@ class LinearLearner:
             laid_out.append(other)
         return laid_out
 
-    def restarted(self, config: LearnerConfig) -> LinearLearner:
-        """A fresh learner of this kind (per key or not) with ``config``: see holdout.restart."""
-        sparse = self.table_ is not None
-        return LinearLearner(config, sparse=sparse, per_key=sparse)
+    def restarted(self, config: LearnerConfig, *, sparse: bool | None = None) -> LinearLearner:
+        """A fresh learner of this kind (per key or not) with ``config``: see holdout.restart. ``sparse``: a
+        state of the slots touched only (default: as this learner's), the same weights either way."""
+        per_key = self.table_ is not None
+        return LinearLearner(config, sparse=per_key if sparse is None else sparse, per_key=per_key)
 
     def copy(self) -> LinearLearner:
         """An independent copy (e.g. to start several workers from one averaged state)."""

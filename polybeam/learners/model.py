@@ -573,6 +573,16 @@ def holdout_line(holdout: Mapping[str, Any]) -> str:
     'holdout (1 example in 10): loss 0.4, 0.3, 0.32, 0.33, 0.31 after passes 1-5; kept pass 2; stopped after pass 5 (3 passes without improvement)'
     """
     passes = holdout["passes"]
+    chosen = holdout.get("cross_validation")
+    if chosen:
+        rate = f" at rate {chosen['rate']:.4g}" if chosen.get("rate") is not None else ""
+        restarts = sum(1 for entry in passes if entry.get("restart_rate") is not None)
+        return (
+            f"holdout: fewer than {holdout['min_examples']} examples to hold out, so {chosen['folds']}-fold "
+            f"cross-validation over {chosen['examples']} examples judged passes 1-{passes[-1]['pass']}"
+            f"{f' ({restarts} restart(s) at half the rate)' if restarts else ''} and chose pass "
+            f"{holdout['best_pass']}: its {chosen['passes']} pass(es){rate} were learned again on every example"
+        )
     if holdout.get("released"):
         return (
             f"holdout (1 example in {holdout['period']}): {passes[0]['examples']} examples held out of pass "

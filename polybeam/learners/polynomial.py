@@ -45,7 +45,8 @@ from polybeam.learners.background import available_cores
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new_product_trace, unpack_factors
-from polybeam.learners.holdout import PassSelection, train_passes
+from polybeam.learners.fitting import train_passes
+from polybeam.learners.holdout import PassSelection
 from polybeam.learners.linear import LinearLearner, check_values
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
@@ -447,10 +448,12 @@ class PolynomialLearner:
                 learner.compact()
         return self
 
-    def restarted(self, config: LearnerConfig) -> PolynomialLearner:
-        """A fresh learner of this kind with ``config``, spacing its epochs as this one: see holdout.restart."""
-        sparse = self.linear.table_ is not None
-        return PolynomialLearner(config, total=self.schedule.total, sparse=sparse, per_key=sparse)
+    def restarted(self, config: LearnerConfig, *, sparse: bool | None = None) -> PolynomialLearner:
+        """A fresh learner of this kind with ``config``, spacing its epochs as this one: see holdout.restart.
+        ``sparse``: a state of the slots touched only (default: as this learner's)."""
+        per_key = self.linear.table_ is not None
+        sparse = per_key if sparse is None else sparse
+        return PolynomialLearner(config, total=self.schedule.total, sparse=sparse, per_key=per_key)
 
     def copy(self) -> PolynomialLearner:
         """An independent copy (e.g. to start several workers from one averaged state)."""

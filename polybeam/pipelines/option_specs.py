@@ -686,14 +686,15 @@ TABLE = (
         type=int,
         config="holdout_period",
         metavar="K",
-        readme_with=("holdout-off", "early-terminate", "holdout-min-examples", "pass-schedule"),
+        readme_with=("holdout-off", "early-terminate", "holdout-min-examples", "pass-schedule", "small-holdout"),
         readme="with `--passes` > 1: one example in K ({default}) is held out of training in every pass, each "
         "pass's model is scored on them, and the best pass's model is written; after E ({early-terminate}) passes "
         "without a lower holdout loss, learning starts again from the beginning at half the rate, until a restart "
         "does no better than the passes before it (`--pass-schedule constant`: training stops there instead, as "
-        "VW's `--holdout_period`, `--holdout_off` and `--early_terminate`); when the first pass held out fewer than M ({holdout-min-examples}) examples, every "
-        "later pass learns every example and the last pass is written; `--holdout-off` learns every example in "
-        "every pass",
+        "VW's `--holdout_period`, `--holdout_off` and `--early_terminate`); when the first pass held out fewer than M ({holdout-min-examples}) examples, "
+        "the rate and passes are chosen by 10-fold cross-validation over every example and learned again on all "
+        "of them (`--small-holdout release`: every later pass learns every example and the last pass is written); "
+        "`--holdout-off` learns every example in every pass",
     ),
     Option(
         "holdout-off",
@@ -708,9 +709,8 @@ TABLE = (
         _L,
         "passes",
         "with a holdout: judge passes only when the first pass held out at "
-        "least this many examples (per key with --key); with fewer, they cannot tell passes apart and are worth "
-        "more as training data, so every later pass learns every example and the last pass's model is written "
-        "(default: {default}; 0 always judges)",
+        "least this many examples (per key with --key); with fewer, they cannot tell passes apart: see "
+        "--small-holdout (default: {default}; 0 always judges)",
         type=int,
         config="holdout_min_examples",
         metavar="M",
@@ -736,6 +736,19 @@ TABLE = (
         choices=("restart", "constant"),
         config="pass_schedule",
         metavar="S",
+    ),
+    Option(
+        "small-holdout",
+        _L,
+        "passes",
+        "with fewer than --holdout-min-examples held out (a small input): 'cross-validate' (the default) holds "
+        "every example out once in one of 10 folds, a learner per fold learns the others, their losses judge "
+        "each pass (with --pass-schedule's restarts), and the best pass's rate and passes are learned again "
+        "from the beginning on every example; 'release' learns every example from the second pass on and "
+        "writes the last pass. Per key (--key), always 'release'",
+        choices=("cross-validate", "release"),
+        config="small_holdout",
+        metavar="R",
     ),
     Option(
         "shuffle-buffer",

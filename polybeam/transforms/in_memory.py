@@ -5,7 +5,7 @@ For an input that fits a worker's memory, the streaming passes of
 previous state, a learner per bundle, an average, the holdout's judgement):
 about half a second a pass on the local runner whatever the data. Gathered,
 the batches are read and hashed once and every pass runs in process, as one
-learner's ``fit`` does (:func:`polybeam.learners.holdout.train_passes`: the
+learner's ``fit`` does (:func:`polybeam.learners.fitting.train_passes`: the
 holdout judges each pass and keeps the best), in milliseconds for a thousand
 rows. ``Train.Globally(..., in_memory=True)`` trains this way, and so does
 ``polybeam train`` on an input small enough (``--in-memory``, see
@@ -37,7 +37,8 @@ from apache_beam.metrics import Metrics
 
 from polybeam.learners import lbfgs
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import holdout_progress_line, train_passes
+from polybeam.learners.fitting import cross_validates, train_passes
+from polybeam.learners.holdout import held_out_rows
 from polybeam.learners.polynomial import make_learner
 from polybeam.transforms.holdout_passes import report_selection
 from polybeam.transforms.passes import continue_from
@@ -75,29 +76,41 @@ class TrainAllPasses(beam.DoFn):
     either way); ``progress_every``: their schedule (see :mod:`polybeam.transforms.progress`)."""
 
     def __init__(
-        self, config: LearnerConfig, shuffle_seed: int | None = None, progress: bool = False, progress_every: int = 0
+        self,
+        config: LearnerConfig,
+        shuffle_seed: int | None = None,
+        progress: bool = False,
+        progress_every: int = 0,
+        *,
+        only_cross_validated: bool = False,
     ):
         self.config = config
         self.shuffle_seed = shuffle_seed
         self.progress, self.progress_every = progress, progress_every
+        self.only_cross_validated = only_cross_validated
 
     def setup(self):
         self._stopped = Metrics.counter("polybeam.train", "learners_stopped_early")
 
     def process(self, batches, start=None):
         config = self.config
-        reporter = Progress(quiet=not self.progress, every=self.progress_every)
-        learner = reporter.attach(make_learner(config) if start is None else continue_from(start))
+        if self.only_cross_validated and not (batches and cross_validates_input(config, batches)):
+            return
+        # (after the streamed passes, which counted their own work: cross-validation's only prints its choice)
+        reporter = Progress(quiet=not self.progress or self.only_cross_validated, every=self.progress_every)
+        learner = make_learner(config) if start is None else continue_from(start)
+        learner = learner if self.only_cross_validated else reporter.attach(learner)
         # Apple spaces its epochs over what it will learn, as the streaming passes do when they count it.
         expect = start is None and config.expand == "apple" and (config.passes > 1 or config.examples_per_pass)
         shuffle = None if self.shuffle_seed is None else np.random.RandomState(self.shuffle_seed)
 
         def after_pass(learner, number, learned):
-            reporter.learned(learned["examples"])
-            reporter.publish()
-            history = learner.selection_.history
-            if self.progress and history and history[-1]["pass"] == number:
-                print(holdout_progress_line(learner.selection_), file=sys.stderr, flush=True)
+            if not self.only_cross_validated:
+                reporter.learned(learned["examples"])
+                reporter.publish()
+            line = learner.selection_.line_after(number)
+            if self.progress and line:
+                print(line, file=sys.stderr, flush=True)
 
         train_passes(learner, batches, config.passes, expect=bool(expect), shuffle=shuffle, after_pass=after_pass)
         report_selection(learner.selection_, self._stopped)
@@ -129,6 +142,48 @@ class TrainInMemory(beam.PTransform):
         if self.initial is None:
             return gathered | "TrainAllPasses" >> beam.ParDo(train)
         return gathered | "TrainAllPasses" >> beam.ParDo(train, beam.pvalue.AsSingleton(self.initial))
+
+
+def cross_validates_input(config: LearnerConfig, batches: list) -> bool:
+    """Whether a fresh learner's passes over ``batches`` are chosen by cross-validation (see
+    :func:`polybeam.learners.fitting.cross_validates`)."""
+    if config.passes < 2 or config.holdout_period <= 0:
+        return False
+    held = sum(int(mask.sum()) for mask in (held_out_rows(batch, config) for batch in batches) if mask is not None)
+    return cross_validates(make_learner(config), held, sum(len(batch) for batch in batches))
+
+
+def _released(batch, first):
+    """``batch`` when the first pass's holdout was released (too few held out to judge by)."""
+    if first is not None and first.selection_.released:
+        yield batch
+
+
+def _chosen(streamed, cross_validated: list):
+    return cross_validated[0] if cross_validated else streamed
+
+
+class CrossValidateSmallInput(beam.PTransform):
+    """Takes ``(batches, learners)``: the streamed passes' input and their learner (per window). Where the
+    first pass (``first``, a PCollection of its judged learner) held out too few examples to judge by, the
+    input is small: it is gathered in one worker and its passes are chosen by cross-validation and learned
+    again (:mod:`polybeam.learners.folds`), as the passes in memory do, and that learner replaces the
+    streamed one. Elsewhere nothing is gathered and the streamed learner stays."""
+
+    def __init__(self, config: LearnerConfig, first, shuffle_seed=None, progress=False, progress_every=0):
+        super().__init__()
+        self.config, self.first, self.shuffle_seed = config, first, shuffle_seed
+        self.progress, self.progress_every = progress, progress_every
+
+    def expand(self, inputs):
+        batches, learners = inputs
+        small = batches | "KeepIfReleased" >> beam.FlatMap(_released, beam.pvalue.AsSingleton(self.first))
+        gathered = small | "Gather" >> combine_globally(GatherBatches(), small)
+        train = TrainAllPasses(
+            self.config, self.shuffle_seed, self.progress, self.progress_every, only_cross_validated=True
+        )
+        chosen = gathered | "CrossValidate" >> beam.ParDo(train)
+        return learners | "Choose" >> beam.Map(_chosen, beam.pvalue.AsList(chosen))
 
 
 def _finish(model, batches: list, config: LearnerConfig):

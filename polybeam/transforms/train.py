@@ -26,7 +26,8 @@ Example
 >>> def show(model):  # examples learned in pass 1, examples held out to judge each pass, non-zero weights
 ...     print(model.metadata["examples"], model.metadata["holdout"]["passes"][0]["examples"], model.nonzero)
 >>> with beam.Pipeline(runner="FnApiRunner") as p:
-...     _ = p | beam.Create([batch, batch]) | Train(loss="logistic", bits=10, passes=2) | beam.Map(show)
+...     train = Train(loss="logistic", bits=10, passes=2, holdout_min_examples=0)  # (judged however few)
+...     _ = p | beam.Create([batch, batch]) | train | beam.Map(show)
 70 10 3
 """
 
@@ -42,7 +43,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.checkpoints import WriteCheckpoint
 from polybeam.transforms.holdout_passes import JudgePass, held_out, without_record
-from polybeam.transforms.in_memory import FinishInMemory, TrainInMemory
+from polybeam.transforms.in_memory import CrossValidateSmallInput, FinishInMemory, TrainInMemory
 from polybeam.transforms.key_shards import KEY_SHARDS, KeyShard
 from polybeam.transforms.keys import KeyFn, split_by_key
 from polybeam.transforms.lbfgs_stage import FinishWithLbfgs
@@ -232,10 +233,21 @@ class _Training(beam.PTransform):
         config, keyed = self.config, self.keyed
         held = batches | "HeldOut" >> beam.FlatMap(held_out, config, keyed) if config.holds_out else None
         states, done = self._start(batches, held)
+        # The first pass's judged learners: this job's, or when resuming, the initial ones (their record of the
+        # passes holds the first pass's judgement); a warm start's passes are its own and are never chosen.
+        first = states if self.initial is None else self.initial if self.first_pass > 1 else None
+        first = first if config.passes > 1 else None
         for number in range(done + 1, config.passes + 1):
             states = self._judged(held, self._later_pass(batches, states, number), states, number)
             self._checkpoint(states, number)
+        if first is not None:
+            states = self._small_input_passes(batches, first, states)
         return states | "ToModel" >> beam.Map(_to_model, self.metadata, keyed)
+
+    def _small_input_passes(self, batches, first, states):
+        """The learners after every pass when the first pass (``first``, judged) held out too few examples
+        to judge by (``small_holdout``): ``states`` here, which released the holdout."""
+        return states
 
     def _start(self, batches, held) -> tuple:
         """``(states, passes done)``: afresh, the first pass (judged and checkpointed); in a warm start
@@ -385,6 +397,16 @@ class TrainGlobally(_Training):
         self._in_memory = TrainInMemory(self.config, initial, shuffle_seed, self.progress, self.progress_every)
         states = batches | "TrainInMemory" >> self._in_memory
         return states | "ToModel" >> beam.Map(_to_model, self.metadata, False)
+
+    def _small_input_passes(self, batches, first, states):
+        """The streamed passes' learner, or, when the first pass held out too few examples to judge by, the
+        learner whose passes cross-validation chose over the input gathered in one worker, as the
+        passes in memory choose them (:class:`~polybeam.transforms.in_memory.CrossValidateSmallInput`)."""
+        if self.config.small_holdout != "cross-validate":
+            return states
+        shuffle_seed = self.shuffle_seed if self.shuffle_buffer else None
+        choose = CrossValidateSmallInput(self.config, first, shuffle_seed, self.progress, self.progress_every)
+        return (batches, states) | "CrossValidateSmallInput" >> choose
 
     def expand(self, batches):
         batches, checks = self._read(batches)

@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.holdout import train_passes
+from polybeam.learners.fitting import train_passes
 from polybeam.learners.model_shards import shard_of
 from polybeam.learners.polynomial import make_learner
 from polybeam.transforms.holdout_passes import report_selection, without_record
@@ -46,7 +46,7 @@ class TrainKeyShards(beam.PTransform):
 class TrainShard(beam.DoFn):
     """Trains every key of a shard, one after the other, each key's learner with a state of the slots it
     touches: all passes at once (a key's examples are all here), with the holdout judging each pass as
-    ``Train`` does (:func:`polybeam.learners.holdout.train_passes`). A key of the initial learners
+    ``Train`` does (:func:`polybeam.learners.fitting.train_passes`). A key of the initial learners
     goes on from its learner; a key without examples keeps nothing. Emits a :class:`KeyShard` of the
     shard's models."""
 
@@ -70,7 +70,8 @@ class TrainShard(beam.DoFn):
         for key, examples in key_segments(batches):
             origin = initial.get(key)
             learner = make_learner(config, sparse=True) if origin is None else continue_from(origin)
-            train_passes(learner, [examples], config.passes, expect=expect and origin is None)
+            # (a key's small holdout is released, as in its streamed passes: not cross-validated per key)
+            train_passes(learner, [examples], config.passes, expect=expect and origin is None, cross_validate=False)
             report_selection(learner.selection_, self._stopped)
             self._keys.inc()
             models.append((key, learner.to_model(self.metadata)))

@@ -393,7 +393,7 @@ def test_too_few_held_out_examples_release_the_holdout_after_the_first_pass():
     # 400 examples hold out about 40, fewer than the default 1000: the first pass is scored, then every
     # later pass learns every example and the last pass is kept (no best pass, no early stop).
     batch = noisy_logistic(2)
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=6, learning_rate=1.0)
+    config = LearnerConfig(loss="logistic", bits=BITS, passes=6, learning_rate=1.0, small_holdout="release")
     learner = LinearLearner(config).fit(batch)
     selection = learner.selection_
     assert selection.released and not selection.stopped and [e["pass"] for e in selection.history] == [1]
@@ -410,7 +410,9 @@ def test_too_few_held_out_examples_release_the_holdout_after_the_first_pass():
 
 
 def test_a_released_holdout_leaves_apple_guard_to_the_progressive_loss():
-    config = LearnerConfig(loss="logistic", bits=BITS, passes=3, expand="apple", repeat_factors=False)
+    config = LearnerConfig(
+        loss="logistic", bits=BITS, passes=3, expand="apple", repeat_factors=False, small_holdout="release"
+    )
     model = PolynomialLearner(config).fit(xor_task(0)).to_model()
     assert model.metadata["holdout"]["released"]
     assert model.metadata["apple_guard"]["decided_on"] == "progressive loss"
