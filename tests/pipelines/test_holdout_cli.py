@@ -113,9 +113,8 @@ def test_training_stops_early_and_keeps_the_best_pass(tmp_path, capsys):
 @pytest.mark.slow
 def test_a_small_holdout_is_released_after_the_first_pass(tmp_path, capsys):
     train, _ = datasets.write_split("spam", str(tmp_path))
-    code, stdout, stderr = run(
-        capsys, "train", "--input", train, "--loss", "logistic", "--passes", "3", "--model", tmp_path / "m.model"
-    )
+    common = ("train", "--input", train, "--loss", "logistic", "--passes", "3", "--model", tmp_path / "m.model")
+    code, stdout, stderr = run(capsys, *common, "--small-holdout", "release")
     assert code == 0, stderr
     report = last_json(stdout)
     held = report["examples_held_out"]
@@ -124,6 +123,18 @@ def test_a_small_holdout_is_released_after_the_first_pass(tmp_path, capsys):
     assert f"{held} examples held out of pass 1, fewer than 1000 to judge passes by" in stdout
     # Pass 1 learned all but the held-out examples, passes 2 and 3 every one.
     assert [entry["examples"] for entry in report["passes"]] == [report["examples"] - held] + [report["examples"]] * 2
+
+    # By default such passes are chosen by cross-validation over every example, then learned again on all.
+    code, stdout, stderr = run(capsys, *common)
+    assert code == 0, stderr
+    report = last_json(stdout)
+    chosen = report["holdout"]["cross_validation"]
+    assert chosen["folds"] == 10 and chosen["examples"] == report["examples"] and not report["holdout"]["released"]
+    assert len(report["passes"]) == chosen["passes"] and {e["examples"] for e in report["passes"]} == {
+        chosen["examples"]
+    }
+    assert f"10-fold cross-validation over {chosen['examples']} examples chose pass" in stderr
+    assert "cross-validation over" in stdout  # (the model's holdout line)
 
 
 @pytest.mark.parametrize(

@@ -161,7 +161,7 @@ def test_without_a_holdout_every_pass_learns_every_example_and_the_last_is_kept(
 @pytest.mark.slow
 def test_too_few_held_out_examples_release_the_holdout_as_fit_does(spam):
     # Spam holds out ~460 examples, fewer than the default 1000: pass 1 is scored, then every example is learned.
-    config = LearnerConfig(loss="logistic", passes=3)
+    config = LearnerConfig(loss="logistic", passes=3, small_holdout="release")
     (model,), metrics = run_with_metrics(lambda p: p | beam.Create(spam) | Train(config))
     fitted = LinearLearner(config).fit(spam).to_model()
     assert model.metadata["holdout"]["released"] and model.metadata["holdout"] == fitted.metadata["holdout"]
