@@ -19,7 +19,7 @@ def test_iris_runs_both_schedules_with_the_holdout_forced_on(tmp_path):
     report = json.loads((out / "pass_schedule.json").read_text())
     assert report["judged"] == [] and {count["tasks"] for count in report["small tally"]} == {1}
     rows = {row["schedule"]: row for row in report["small"]}
-    assert set(rows) == {"constant", "restart", "default", "1 pass", "restart, refit"}
+    assert set(rows) == {"constant", "restart", "default", "release", "1 pass", "restart, refit"}
     for row in rows.values():
         assert row["passes"] == 20 and 0.0 < row["loss"] < 0.5 and 0.0 <= row["error"] < 0.2
         assert 1 <= row["passes run"][0] <= 20
