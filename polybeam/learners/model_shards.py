@@ -102,6 +102,8 @@ def _record(model: Model) -> bytes:
         )
     if model.clip_low is not None:
         arrays.update(clip_low=model.clip_low.astype("<f8"), clip_high=model.clip_high.astype("<f8"))
+    if model.fill_slots is not None:
+        arrays.update(fill_slots=model.fill_slots.astype("<i8"), fill_values=model.fill_values.astype("<f8"))
     own = {
         name: value
         for name, value in model.metadata.items()
@@ -230,6 +232,8 @@ class ShardReader:
             monomials=monomials,
             clip_low=arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None,
             clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
+            fill_slots=arrays["fill_slots"].astype(np.int64) if "fill_slots" in arrays else None,
+            fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
         )
 
     def models(self) -> Iterable[tuple[str, Model]]:
