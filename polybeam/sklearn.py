@@ -320,7 +320,8 @@ class _Progress:
         """The line of ``fit``'s pass ``number`` (see polybeam.learners.fitting.train_passes), and its holdout's."""
         if self.verbose < 1:
             return
-        self._line(f"pass {number}", learned)
+        if number:  # (pass 0: cross-validation's choice, before the passes it chose)
+            self._line(f"pass {number}", learned)
         line = learner.selection_.line_after(number)
         if line:
             print(line)

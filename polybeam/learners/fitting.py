@@ -176,6 +176,8 @@ def cross_validated_passes(
     selection = choice.selection
     selection.cross_validation = choice.summary()
     learner.selection_ = selection
+    if after_pass is not None:  # (pass 0: the choice is made, before the passes it chose)
+        after_pass(learner, 0, {"examples": 0, "progressive_loss": float("nan")})
     for number in range(1, choice.passes + 1):
         if number > 1:
             learner.start_pass()
@@ -210,7 +212,8 @@ def train_passes(
     examples are set apart first, by where they sit, so the same examples are held out in every
     pass whatever the order. ``after_pass(learner, number, learned)`` is called after each pass,
     once it is judged (the learner may then be the best pass's); ``learned`` holds the pass's
-    ``examples`` and ``progressive_loss``.
+    ``examples`` and ``progressive_loss``; with cross-validation, also once with ``number`` 0 when it
+    has chosen, before the passes it chose.
 
     A fresh learner whose holdout is too small to judge by (``holdout_min_examples``) has its rate and
     passes chosen by cross-validation (``small_holdout``, :func:`cross_validated_passes`);

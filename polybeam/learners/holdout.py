@@ -362,8 +362,8 @@ class PassSelection:
         """The holdout's progress line after pass ``pass_number`` of one learner's passes, if it has one
         (:func:`holdout_progress_line`): the pass's judgement, or cross-validation's choice before the
         passes it chose."""
-        if self.cross_validation:
-            return holdout_progress_line(self) if pass_number == 1 else None
+        if self.cross_validation:  # (pass 0: announced before the passes it chose)
+            return holdout_progress_line(self) if pass_number == 0 else None
         if self.history and self.history[-1]["pass"] == pass_number:
             return holdout_progress_line(self)
         return None

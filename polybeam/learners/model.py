@@ -16,7 +16,9 @@ Loading refuses, with a message that says what is wrong, a file that is not a
 model, comes from a newer format version, is truncated or fails its checksum.
 Version 1 files (array lengths instead of shapes), version 2 files (no
 polynomial expansion), version 3 files (products' factors in the JSON
-header) and version 4 files (no value ranges) still load. Version 6 is the
+header) and version 4 files (no value ranges) still load. Version 7 adds,
+after the value ranges, a centred model's fills (``fill_slots``, int64;
+``fill_values``, float64). Version 6 is the
 format of version 5 for shared per-key models (see
 :mod:`polybeam.learners.multitask`), which older readers must refuse. A model trained on expanded features records
 its expansion (for apple: the parent monomials) and the factors of its weighted
@@ -82,11 +84,14 @@ from polybeam.learners.softmax import predict_batch_softmax
 from polybeam.learners.values import check_finite_weights
 
 MAGIC = b"POLYBEAM-MODEL\n"
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 # Version 6 is version 5 written by a shared per-key model (its metadata's key_model: shared), so that a
 # polybeam that cannot cross examples with their keys refuses it instead of predicting with hash noise.
 SHARED_KEYS_VERSION = 6
 PLAIN_VERSION = 5
+# Version 7 adds a centred model's fills (fill_slots, fill_values): a polybeam that would score a missing
+# value as 0 refuses the file instead.
+FILLED_VERSION = 7
 # The arrays after the header, in order (version 5; earlier versions have the first two or five).
 _ARRAYS = (
     "slots",
@@ -553,6 +558,8 @@ class Model:
             "expansion": None if self.expansion is None else self.expansion.to_dict(),
         }
         version = SHARED_KEYS_VERSION if self.shared_keys is not None else PLAIN_VERSION
+        if self.fill_slots is not None:
+            version = FILLED_VERSION
         return container.pack(MAGIC, version, header, arrays)
 
     @classmethod

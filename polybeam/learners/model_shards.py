@@ -54,7 +54,10 @@ _RECORD_MAGIC = b"PBKEY\n"
 _INDEX_MAGIC = b"POLYBEAM-KEY-INDEX\n"
 _TAIL = struct.Struct("<Q8s")
 _TAIL_MARK = b"PBKEYEND"
-VERSION = 1
+VERSION = 2
+# Version 2 records may hold a centred model's fills (see polybeam.learners.model); a record without them
+# is written as version 1, which older readers read.
+PLAIN_RECORD_VERSION = 1
 # Metadata every key of a run shares, written once per shard.
 SHARED_METADATA = ("input", "provenance", "input_format")
 # Metadata a per-key model leaves out (see the module docstring).
@@ -110,7 +113,7 @@ def _record(model: Model) -> bytes:
         if name not in SHARED_METADATA and name not in DROPPED_METADATA
     }
     header = {"metadata": own, "expansion": None if model.expansion is None else model.expansion.to_dict()}
-    return container.pack(_RECORD_MAGIC, VERSION, header, arrays)
+    return container.pack(_RECORD_MAGIC, VERSION if "fill_slots" in arrays else PLAIN_RECORD_VERSION, header, arrays)
 
 
 def shard_bytes(models: Iterable[tuple[str, Model]], *, names: dict | None = None, shared: dict | None = None) -> bytes:
@@ -148,7 +151,7 @@ def encode_shard(
         "keys": [key for key, _ in models],
         "entries": entries,
     }
-    index = container.pack(_INDEX_MAGIC, VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
+    index = container.pack(_INDEX_MAGIC, PLAIN_RECORD_VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
     parts.append(index)
     parts.append(_TAIL.pack(len(index), _TAIL_MARK))
     return b"".join(parts), entries

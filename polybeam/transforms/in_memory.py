@@ -105,7 +105,7 @@ class TrainAllPasses(beam.DoFn):
         shuffle = None if self.shuffle_seed is None else np.random.RandomState(self.shuffle_seed)
 
         def after_pass(learner, number, learned):
-            if not self.only_cross_validated:
+            if number and not self.only_cross_validated:
                 reporter.learned(learned["examples"])
                 reporter.publish()
             line = learner.selection_.line_after(number)

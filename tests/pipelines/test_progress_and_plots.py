@@ -39,7 +39,11 @@ def spam_split(tmp_path_factory):
 def test_training_prints_vw_like_progress_at_doubling_counts(tmp_path, capsys, spam_split):
     train, _ = spam_split
     model = tmp_path / "m.model"
-    assert main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "--model", str(model)]) == 0
+    # (--small-holdout release: every example in pass 2; by default cross-validation chooses the passes)
+    release = ["--small-holdout", "release"]
+    assert (
+        main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "--model", str(model), *release]) == 0
+    )
     err = capsys.readouterr().err
     holdout = [text for text in err.splitlines() if text.startswith("polybeam[") and " held out" in text]
     lines = [PROGRESS.match(text) for text in err.splitlines() if text.startswith("polybeam[") and text not in holdout]
@@ -62,7 +66,10 @@ def test_progress_every_n_examples_as_vw_minus_p(tmp_path, capsys, spam_split):
     train, _ = spam_split
     model = tmp_path / "m.model"
     assert (
-        main(["train", "--input", train, "--loss", "logistic", "--passes", "2", "-P", "1000", "--model", str(model)])
+        main(
+            ["train", "--input", train, "--loss", "logistic", "--passes", "2", "-P", "1000", "--model", str(model)]
+            + ["--small-holdout", "release"]
+        )
         == 0
     )
     err = capsys.readouterr().err
