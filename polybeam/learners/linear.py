@@ -805,19 +805,7 @@ class LinearLearner:
             names=names,
             clip_low=low,
             clip_high=high,
-            **self._fills(),
         )
-
-    def _fills(self) -> dict:
-        """The model's fills: the slots every example had (the centred ones, the bias aside) and their
-        means, for an example that lacks one (see polybeam.learners.model); none without centring."""
-        centring = self.centring_
-        if not centring.centring or not len(centring.slots):
-            return {}
-        keep = centring.slots != 0
-        if not keep.any():
-            return {}
-        return {"fill_slots": centring.slots[keep], "fill_values": centring.centres()[keep]}
 
     @property
     def _clips_values(self) -> bool:

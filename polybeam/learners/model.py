@@ -16,9 +16,7 @@ Loading refuses, with a message that says what is wrong, a file that is not a
 model, comes from a newer format version, is truncated or fails its checksum.
 Version 1 files (array lengths instead of shapes), version 2 files (no
 polynomial expansion), version 3 files (products' factors in the JSON
-header) and version 4 files (no value ranges) still load. Version 7 adds,
-after the value ranges, a centred model's fills (``fill_slots``, int64;
-``fill_values``, float64). Version 6 is the
+header) and version 4 files (no value ranges) still load. Version 6 is the
 format of version 5 for shared per-key models (see
 :mod:`polybeam.learners.multitask`), which older readers must refuse. A model trained on expanded features records
 its expansion (for apple: the parent monomials) and the factors of its weighted
@@ -31,18 +29,6 @@ same way, so that a value far outside what training saw (a house ten times
 larger, and apple's products of such values) cannot make a prediction that
 training never made: on the suite's ames task one split's apple model
 predicted 755,000 for a 79,000 house without it.
-
-A learner that centred its features (:mod:`polybeam.learners.centring`)
-knows which slots every training example had, and their means; its model
-keeps them (``fill_slots``, ``fill_values``), and an example that lacks one
-is given its mean: a missing value (a CSV cell in ``--na-values``, a key
-absent from a dict, a feature a sparse file leaves out) of a feature that
-training always saw. Taken as 0 instead, it sits as many spreads from the
-mean as the mean is large, and a centred model, whose weights are fitted to
-the spread, extrapolates there: on the suite's penguins data a row with no
-measurements got log loss 51 (the whole split's mean went from 0.01 to 0.75).
-Training examples always have these slots, so no fill changes a prediction
-on them; the rows that lack one get the centred model's neutral value.
 
 Examples
 --------
@@ -84,26 +70,13 @@ from polybeam.learners.softmax import predict_batch_softmax
 from polybeam.learners.values import check_finite_weights
 
 MAGIC = b"POLYBEAM-MODEL\n"
-FORMAT_VERSION = 7
+FORMAT_VERSION = 6
 # Version 6 is version 5 written by a shared per-key model (its metadata's key_model: shared), so that a
 # polybeam that cannot cross examples with their keys refuses it instead of predicting with hash noise.
 SHARED_KEYS_VERSION = 6
 PLAIN_VERSION = 5
-# Version 7 adds a centred model's fills (fill_slots, fill_values): a polybeam that would score a missing
-# value as 0 refuses the file instead.
-FILLED_VERSION = 7
 # The arrays after the header, in order (version 5; earlier versions have the first two or five).
-_ARRAYS = (
-    "slots",
-    "weights",
-    "monomial_slots",
-    "monomial_offsets",
-    "monomial_factors",
-    "clip_low",
-    "clip_high",
-    "fill_slots",
-    "fill_values",
-)
+_ARRAYS = ("slots", "weights", "monomial_slots", "monomial_offsets", "monomial_factors", "clip_low", "clip_high")
 
 # A model (or learner-state) file that cannot be used, with the reason.
 ModelFileError = container.FormatError
@@ -158,15 +131,6 @@ class Model:
         Per slot (as ``slots``), the range its values are clipped to before the
         weights apply: the range the learner predicted with (see the module
         docstring). None: values are used as they are.
-    fill_slots, fill_values : arrays, optional
-        Slots every training example had and the value an example that lacks
-        one is given (their means; see the module docstring). None: none.
-
-    >>> model = Model(LearnerConfig(loss="squared"), np.array([0, 3]), np.array([1.0, 2.0]),
-    ...               fill_slots=np.array([3]), fill_values=np.array([10.0]))
-    >>> from polybeam.learners.batch import ExampleBatch
-    >>> model.margins(ExampleBatch.from_rows([(0.0, {3: 1.0}), (0.0, {})])).tolist()
-    [3.0, 21.0]
     """
 
     config: LearnerConfig
@@ -178,8 +142,6 @@ class Model:
     monomials: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     clip_low: np.ndarray | None = None
     clip_high: np.ndarray | None = None
-    fill_slots: np.ndarray | None = None
-    fill_values: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         slots = np.asarray(self.slots, dtype=np.int64)
@@ -201,16 +163,6 @@ class Model:
                 object.__setattr__(self, name, bounds[order])
         if len(slots) and (slots[0] < 0 or slots[-1] >= 1 << self.config.bits):
             raise ValueError(f"model slots must lie in [0, 2**{self.config.bits})")
-        if (self.fill_slots is None) != (self.fill_values is None):
-            raise ValueError("a model's fills need both fill_slots and fill_values")
-        if self.fill_slots is not None:
-            fill_slots = np.asarray(self.fill_slots, dtype=np.int64)
-            fill_values = np.asarray(self.fill_values, dtype=np.float64)
-            if fill_slots.shape != fill_values.shape or fill_slots.ndim != 1:
-                raise ValueError(f"model has {fill_slots.shape} fill slots but {fill_values.shape} fill values")
-            fill_order = np.argsort(fill_slots, kind="stable")
-            object.__setattr__(self, "fill_slots", fill_slots[fill_order])
-            object.__setattr__(self, "fill_values", fill_values[fill_order])
         object.__setattr__(self, "monomials", FactorTable.from_mapping(self.monomials))
 
     # -- prediction -----------------------------------------------------------
@@ -258,33 +210,6 @@ class Model:
         values = batch.values if low is None else np.clip(batch.values, low[rows], high[rows])
         return dataclasses.replace(batch, indices=rows.astype(batch.indices.dtype), values=values), weights
 
-    def filled(self, batch: ExampleBatch) -> ExampleBatch:
-        """``batch`` with every fill slot an example lacks added at its fill value (see the module
-        docstring); ``batch`` itself when no example lacks one."""
-        fills = self.fill_slots
-        if fills is None or not len(fills) or len(batch) == 0:
-            return batch
-        rows = np.repeat(np.arange(len(batch)), np.diff(batch.indptr))
-        position = np.minimum(np.searchsorted(fills, batch.indices), len(fills) - 1)
-        found = fills[position] == batch.indices
-        present = np.zeros((len(batch), len(fills)), dtype=bool)
-        present[rows[found], position[found]] = True
-        missing_rows, missing = np.nonzero(~present)
-        if not len(missing_rows):
-            return batch
-        order = np.argsort(np.concatenate([rows, missing_rows]), kind="stable")
-        counts = np.diff(batch.indptr) + np.bincount(missing_rows, minlength=len(batch))
-        namespaces = batch.namespaces
-        if namespaces is not None:  # (a filled value has no namespace of its own: the first)
-            namespaces = np.concatenate([namespaces, np.zeros(len(missing), namespaces.dtype)])[order]
-        return dataclasses.replace(
-            batch,
-            indptr=np.concatenate([[0], np.cumsum(counts)]).astype(batch.indptr.dtype),
-            indices=np.concatenate([batch.indices, fills[missing].astype(batch.indices.dtype)])[order],
-            values=np.concatenate([batch.values, self.fill_values[missing]])[order],
-            namespaces=namespaces,
-        )
-
     def within_ranges(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` (expanded, when the model expands) with each value clipped to its slot's range."""
         if self.dense_ranges is None:
@@ -324,7 +249,6 @@ class Model:
                 f"batch is hashed into {batch.bits} bits but the model uses {self.config.bits}; "
                 "read the data with the model's bits and seed"
             )
-        batch = self.filled(batch)
         if self.expansion is not None:
             batch = self.expansion.expand(batch)
         batch = self.crossed(batch, keys)
@@ -549,8 +473,6 @@ class Model:
         }
         if self.clip_low is not None:
             arrays.update(clip_low=self.clip_low.astype("<f8"), clip_high=self.clip_high.astype("<f8"))
-        if self.fill_slots is not None:
-            arrays.update(fill_slots=self.fill_slots.astype("<i8"), fill_values=self.fill_values.astype("<f8"))
         header = {
             "config": self.config.to_dict(),
             "metadata": _jsonable(self.metadata),
@@ -558,8 +480,6 @@ class Model:
             "expansion": None if self.expansion is None else self.expansion.to_dict(),
         }
         version = SHARED_KEYS_VERSION if self.shared_keys is not None else PLAIN_VERSION
-        if self.fill_slots is not None:
-            version = FILLED_VERSION
         return container.pack(MAGIC, version, header, arrays)
 
     @classmethod
@@ -590,8 +510,6 @@ class Model:
                 monomials=monomials,
                 clip_low=arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None,
                 clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
-                fill_slots=arrays["fill_slots"].astype(np.int64) if "fill_slots" in arrays else None,
-                fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
             )
         except (KeyError, TypeError) as error:
             raise ModelFileError(f"model file is corrupt: incomplete header ({error})") from None

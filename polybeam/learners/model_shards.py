@@ -54,10 +54,7 @@ _RECORD_MAGIC = b"PBKEY\n"
 _INDEX_MAGIC = b"POLYBEAM-KEY-INDEX\n"
 _TAIL = struct.Struct("<Q8s")
 _TAIL_MARK = b"PBKEYEND"
-VERSION = 2
-# Version 2 records may hold a centred model's fills (see polybeam.learners.model); a record without them
-# is written as version 1, which older readers read.
-PLAIN_RECORD_VERSION = 1
+VERSION = 1
 # Metadata every key of a run shares, written once per shard.
 SHARED_METADATA = ("input", "provenance", "input_format")
 # Metadata a per-key model leaves out (see the module docstring).
@@ -105,15 +102,13 @@ def _record(model: Model) -> bytes:
         )
     if model.clip_low is not None:
         arrays.update(clip_low=model.clip_low.astype("<f8"), clip_high=model.clip_high.astype("<f8"))
-    if model.fill_slots is not None:
-        arrays.update(fill_slots=model.fill_slots.astype("<i8"), fill_values=model.fill_values.astype("<f8"))
     own = {
         name: value
         for name, value in model.metadata.items()
         if name not in SHARED_METADATA and name not in DROPPED_METADATA
     }
     header = {"metadata": own, "expansion": None if model.expansion is None else model.expansion.to_dict()}
-    return container.pack(_RECORD_MAGIC, VERSION if "fill_slots" in arrays else PLAIN_RECORD_VERSION, header, arrays)
+    return container.pack(_RECORD_MAGIC, VERSION, header, arrays)
 
 
 def shard_bytes(models: Iterable[tuple[str, Model]], *, names: dict | None = None, shared: dict | None = None) -> bytes:
@@ -151,7 +146,7 @@ def encode_shard(
         "keys": [key for key, _ in models],
         "entries": entries,
     }
-    index = container.pack(_INDEX_MAGIC, PLAIN_RECORD_VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
+    index = container.pack(_INDEX_MAGIC, VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
     parts.append(index)
     parts.append(_TAIL.pack(len(index), _TAIL_MARK))
     return b"".join(parts), entries
@@ -235,8 +230,6 @@ class ShardReader:
             monomials=monomials,
             clip_low=arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None,
             clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
-            fill_slots=arrays["fill_slots"].astype(np.int64) if "fill_slots" in arrays else None,
-            fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
         )
 
     def models(self) -> Iterable[tuple[str, Model]]:
