@@ -55,8 +55,10 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import (
     HoldoutScore,
     PassSelection,
+    judging_minimum,
     place_hashes,
     record_pass,
+    renew,
     shuffled,
     split_holdout,
 )
@@ -150,7 +152,6 @@ def choose_passes(
 
     current = config
     fold_learners = fresh(current)
-    rates: list[float | None] = []
     for number in range(1, passes + 1):
         score = HoldoutScore()
         for fold_learner, part in zip(fold_learners, parts):
@@ -163,7 +164,6 @@ def choose_passes(
                 score.add(models, held)
         selection.record(number, score)
         selection.history[-1]["rate"] = current.learning_rate
-        rates.append(current.learning_rate)
         if selection.restart_due and number < passes:
             current = dataclasses.replace(current, learning_rate=current.learning_rate * RESTART_RATE_FACTOR)
             selection.history[-1]["restart_rate"] = current.learning_rate
@@ -173,7 +173,7 @@ def choose_passes(
             break
     selection.min_examples = learner.selection_.min_examples
     best = selection.best_pass
-    rate = rates[best - 1]
+    rate = selection.history[best - 1]["rate"]
     place = best - max((n for n in range(1, best) if "restart_rate" in selection.history[n - 1]), default=0)
     examples = sum(len(batch) for batch in batches)
     return PassChoice(rate, place, selection, folds, examples)
@@ -193,11 +193,7 @@ def cross_validated_passes(
     place; fresh) learn them from the beginning on every example of ``batches``; its record of the passes
     is the cross-validation's, with ``cross_validation`` (:meth:`PassChoice.summary`)."""
     choice = choose_passes(learner, batches, passes, folds=folds, expect=expect, shuffle=shuffle)
-    config = dataclasses.replace(learner.config, learning_rate=choice.rate)
-    linear = getattr(learner, "linear", learner)
-    progress = linear.curve_.progress  # (where the learner reports its learning curve)
-    learner.__setstate__(learner.restarted(config).__getstate__())
-    getattr(learner, "linear", learner).curve_.progress = progress
+    renew(learner, dataclasses.replace(learner.config, learning_rate=choice.rate))
     if expect:
         learner.expect(choice.examples * choice.passes)
     selection = choice.selection
@@ -293,13 +289,18 @@ def train_passes(
 
 def cross_validates(learner, held_out: int, examples: int) -> bool:
     """Whether ``learner``'s passes over ``examples`` examples, ``held_out`` of them held out, are chosen by
-    cross-validation (``small_holdout``, :func:`cross_validated_passes`): too few held out to judge by, a
-    fresh learner (a warm start goes on from what it learned), and enough examples for the folds."""
-    selection = learner.selection_
+    cross-validation (``small_holdout``, :func:`cross_validated_passes`): a fresh learner (a warm start
+    goes on from what it learned) of an input :func:`small_input_cross_validates` chooses for."""
     return (
-        learner.config.small_holdout == "cross-validate"
-        and held_out < selection.min_examples
-        and getattr(learner, "linear", learner).fresh
-        and not selection.judged
-        and can_cross_validate(examples)
+        getattr(learner, "linear", learner).fresh
+        and not learner.selection_.judged
+        and small_input_cross_validates(learner.config, held_out, examples)
+    )
+
+
+def small_input_cross_validates(config: LearnerConfig, held_out: int, examples: int) -> bool:
+    """Whether a fresh learner with ``config`` chooses its passes over ``examples`` examples, ``held_out`` of
+    them held out, by cross-validation: too few held out to judge by, and enough examples for the folds."""
+    return (
+        config.small_holdout == "cross-validate" and held_out < judging_minimum(config) and can_cross_validate(examples)
     )

@@ -526,14 +526,19 @@ def restart(learner) -> None:
     selection = learner.selection_
     config = dataclasses.replace(learner.config, learning_rate=learner.config.learning_rate * RESTART_RATE_FACTOR)
     linear = getattr(learner, "linear", learner)
-    progress = linear.curve_.progress  # (where the learner reports its learning curve)
-    passes_before = linear.passes_before_ + len(linear.passes_) + 1  # (this pass is not closed yet)
-    learner.__setstate__(learner.restarted(config).__getstate__())
-    linear = getattr(learner, "linear", learner)
-    linear.curve_.progress, linear.passes_before_ = progress, passes_before
+    renew(learner, config, passes_before=linear.passes_before_ + len(linear.passes_) + 1)  # (this pass not closed)
     selection.history[-1]["restart_rate"] = config.learning_rate
     selection.begin_run()
     learner.selection_ = selection
+
+
+def renew(learner, config: LearnerConfig, passes_before: int = 0) -> None:
+    """Make ``learner`` (in place) a fresh learner of its kind with ``config``, still reporting its learning
+    curve where it did; ``passes_before``: the passes its curve numbers before its own."""
+    progress = getattr(learner, "linear", learner).curve_.progress
+    learner.__setstate__(learner.restarted(config).__getstate__())
+    linear = getattr(learner, "linear", learner)
+    linear.curve_.progress, linear.passes_before_ = progress, passes_before
 
 
 def restore_best(learner) -> None:

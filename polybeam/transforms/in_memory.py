@@ -37,7 +37,7 @@ from apache_beam.metrics import Metrics
 
 from polybeam.learners import lbfgs
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.fitting import cross_validates, train_passes
+from polybeam.learners.fitting import small_input_cross_validates, train_passes
 from polybeam.learners.holdout import held_out_rows
 from polybeam.learners.polynomial import make_learner
 from polybeam.transforms.holdout_passes import report_selection
@@ -146,11 +146,11 @@ class TrainInMemory(beam.PTransform):
 
 def cross_validates_input(config: LearnerConfig, batches: list) -> bool:
     """Whether a fresh learner's passes over ``batches`` are chosen by cross-validation (see
-    :func:`polybeam.learners.fitting.cross_validates`)."""
+    :func:`polybeam.learners.fitting.small_input_cross_validates`)."""
     if config.passes < 2 or config.holdout_period <= 0:
         return False
     held = sum(int(mask.sum()) for mask in (held_out_rows(batch, config) for batch in batches) if mask is not None)
-    return cross_validates(make_learner(config), held, sum(len(batch) for batch in batches))
+    return small_input_cross_validates(config, held, sum(len(batch) for batch in batches))
 
 
 def _released(batch, first):
