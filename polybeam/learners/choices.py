@@ -68,7 +68,7 @@ DEFAULT_PASS_SCHEDULE = "restart"
 RESTART_RATE_FACTOR = 0.5
 # What several passes do when the first pass held out fewer than holdout_min_examples (a small input):
 # ``cross-validate`` chooses the rate and the passes on every example's loss, each learned by a learner of the
-# other folds, then learns them again on every example (polybeam.learners.folds); ``release`` learns every
+# other folds, then learns them again on every example (polybeam.learners.fitting); ``release`` learns every
 # example from the second pass on, at one rate, and keeps the last pass.
 SMALL_HOLDOUT_RULES = ("cross-validate", "release")
 DEFAULT_SMALL_HOLDOUT = "cross-validate"

@@ -305,7 +305,7 @@ class HoldoutSettings:
         learns the other nine, pass by pass, and their losses on their own
         folds judge each pass (the runs and restarts of ``pass_schedule``);
         the best pass's rate and its place in its run are then learned again
-        from the beginning on every example (see :mod:`polybeam.learners.folds`).
+        from the beginning on every example (see :mod:`polybeam.learners.fitting`).
         ``release``, and always per key: from the second pass on the learner
         learns every example at one rate and keeps its last pass, as with
         ``holdout_period=0``.

@@ -295,7 +295,7 @@ class PassSelection:
         self.previous_run_loss = math.nan
         self.restarts = 0
         self.restart_due = False
-        # Set when the passes were chosen by cross-validation (polybeam.learners.folds): what it chose.
+        # Set when the passes were chosen by cross-validation (polybeam.learners.fitting): what it chose.
         self.cross_validation: dict | None = None
 
     @classmethod

@@ -155,7 +155,7 @@ def cross_validates_input(config: LearnerConfig, batches: list) -> bool:
 
 def _released(batch, first):
     """``batch`` when the first pass's holdout was released (too few held out to judge by)."""
-    if first is not None and first.selection_.released:
+    if first.selection_.released:
         yield batch
 
 
@@ -167,7 +167,7 @@ class CrossValidateSmallInput(beam.PTransform):
     """Takes ``(batches, learners)``: the streamed passes' input and their learner (per window). Where the
     first pass (``first``, a PCollection of its judged learner) held out too few examples to judge by, the
     input is small: it is gathered in one worker and its passes are chosen by cross-validation and learned
-    again (:mod:`polybeam.learners.folds`), as the passes in memory do, and that learner replaces the
+    again (:mod:`polybeam.learners.fitting`), as the passes in memory do, and that learner replaces the
     streamed one. Elsewhere nothing is gathered and the streamed learner stays."""
 
     def __init__(self, config: LearnerConfig, first, shuffle_seed=None, progress=False, progress_every=0):
