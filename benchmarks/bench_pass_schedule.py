@@ -29,6 +29,15 @@ counts as better or worse when the mean differs by more than ``--margin``.
 
 ``python benchmarks/bench_pass_schedule.py --cache CACHE`` writes
 ``benchmarks/results/pass_schedule.{json,md}``.
+
+Part 2 also gives, per task, the default's loss minus ``release``'s seed by
+seed, with its standard error: a test part of 20-70 rows moves a mean over
+three seeds by more than the margin. ``benchmarks/results/pass_schedule_seeds.*``
+re-measures the tasks where the default was higher on twenty further seeds
+(regression tasks too)::
+
+    python benchmarks/bench_pass_schedule.py --cache CACHE --no-judged --small-regression \
+        --only Ozone,Sonar,HouseVotes84,promotergene,sk_wine,Glass --seeds 3,4,...,22 --name pass_schedule_seeds
 """
 
 from __future__ import annotations
@@ -130,6 +139,7 @@ def run_task(meta: dict, seeds, splits: str, passes_list, *, small: bool = False
                 "passes": passes,
                 "schedule": schedule,
                 "loss": float(np.mean([run["loss"] for run in seeds_runs])),
+                "losses": [run["loss"] for run in seeds_runs],
                 "error": float(np.mean(errors)) if errors else None,
                 "seconds": float(np.mean([run["seconds"] for run in seeds_runs])),
                 "passes run": [run["passes run"] for run in seeds_runs],
@@ -155,6 +165,45 @@ def tally(rows: list[dict], passes: int, margin: float, new: str = "restart", ol
         "worse": sorted(task for task, d in differences.items() if d > margin),
         "tasks": len(differences),
     }
+
+
+def paired(rows: list[dict], new: str, old: str) -> list[dict]:
+    """Per task, ``new``'s loss minus ``old``'s seed by seed: their mean, its standard error over the seeds
+    and the seeds where ``new`` was lower. A test part of a few dozen rows moves the mean of three seeds by
+    more than the tally's margin; many seeds say whether a difference is the task's or the splits'."""
+    by_task: dict = {}
+    for row in rows:
+        by_task.setdefault(row["task"], {})[row["schedule"]] = row["losses"]
+    out = []
+    for task, losses in by_task.items():
+        if new in losses and old in losses:
+            differences = np.subtract(losses[new], losses[old])
+            error = float(np.std(differences, ddof=1) / np.sqrt(len(differences))) if len(differences) > 1 else None
+            out.append(
+                {
+                    "task": task,
+                    "mean": float(differences.mean()),
+                    "standard error": error,
+                    "lower": int((differences < 0).sum()),
+                    "seeds": len(differences),
+                }
+            )
+    return out
+
+
+def paired_table(pairs: list[dict]) -> str:
+    return markdown_table(
+        ["task", "mean difference", "standard error", "seeds lower"],
+        [
+            [
+                p["task"],
+                f"{p['mean']:+.4f}",
+                "" if p["standard error"] is None else f"{p['standard error']:.4f}",
+                f"{p['lower']} of {p['seeds']}",
+            ]
+            for p in pairs
+        ],
+    )
 
 
 def table(rows: list[dict]) -> str:
@@ -211,11 +260,13 @@ def render(report: dict) -> str:
         "(relative MSE for regression) and 0-1 error, means over the seeds; per seed: the passes run, the "
         "restarts, and the learning rate of the pass kept.",
         "",
-        "## Where the holdout judges by default (10,000 training rows and more)",
-        "",
     ]
-    lines += [tally_line(count, report["margin"], f"{count['passes']} passes: ") for count in report["judged tally"]]
-    lines += ["", table(report["judged"]), ""]
+    if report["judged"]:
+        lines += ["## Where the holdout judges by default (10,000 training rows and more)", ""]
+        lines += [
+            tally_line(count, report["margin"], f"{count['passes']} passes: ") for count in report["judged tally"]
+        ]
+        lines += ["", table(report["judged"]), ""]
     if report["small"]:
         lines += [
             f"## Small data with the holdout forced on (--holdout-min-examples 0, {SMALL_PASSES} passes)",
@@ -229,7 +280,16 @@ def render(report: dict) -> str:
             "",
         ]
         lines += [tally_line(count, report["margin"]) for count in report["small tally"]]
-        lines += ["", table(report["small"]), ""]
+        lines += [
+            "",
+            "`default` minus `release`, seed by seed (mean, its standard error over the seeds, and the seeds "
+            "where the default was lower):",
+            "",
+            paired_table(report["small paired"]),
+            "",
+            table(report["small"]),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -245,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judged-rows", type=int, default=12_500, help="part 1: data sets with this many rows")
     parser.add_argument("--max-small-rows", type=int, default=12_500, help="part 2: data sets under this")
     parser.add_argument("--no-small", action="store_true", help="skip part 2")
+    parser.add_argument("--no-judged", action="store_true", help="skip part 1")
+    parser.add_argument("--small-regression", action="store_true", help="part 2 takes regression tasks too")
+    parser.add_argument("--name", default="pass_schedule", help="the report's name in --out")
     parser.add_argument("--margin", type=float, default=0.002)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -253,8 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     for meta in metas:
         meta = {**meta, "folder": meta.get("folder") or os.path.join(args.cache, meta["name"])}
         if meta["rows"] >= args.judged_rows:
+            if args.no_judged:
+                continue
             judged += run_task(meta, seeds, args.splits, JUDGED_PASSES)
-        elif not args.no_small and meta["task"] != "regression" and meta["rows"] < args.max_small_rows:
+        elif (
+            not args.no_small
+            and (args.small_regression or meta["task"] != "regression")
+            and meta["rows"] < args.max_small_rows
+        ):
             small += run_task(meta, seeds, args.splits, (SMALL_PASSES,), small=True, holdout_min_examples=0)
         else:
             continue
@@ -269,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         ("default", "restart, refit"),
     ]
     report["small tally"] = [tally(small, SMALL_PASSES, args.margin, new, old) for new, old in pairs] if small else []
-    write_report(args.out, "pass_schedule", report, render(report))
+    report["small paired"] = paired(small, "default", "release")
+    write_report(args.out, args.name, report, render(report))
     print(render(report))
     return 0
 
