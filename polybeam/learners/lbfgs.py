@@ -53,13 +53,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.loss_specs import loss_spec, losses_where
 from polybeam.learners.losses import batch_derivatives, batch_losses
+
+if TYPE_CHECKING:  # (scipy.sparse loads with the stage's first design: a command without it starts faster)
+    import scipy.sparse
 
 # Pairs (s, y) the L-BFGS two-loop recursion keeps: each pair costs two dense weight vectors (the state
 # that travels between passes holds 20 of them: 40 MB at 18 bits). Warm-started from 64 workers' average
@@ -79,6 +82,8 @@ def check_loss(loss: str) -> None:
 def design_matrix(batch: ExampleBatch, slots: int) -> scipy.sparse.csr_matrix:
     """The batch's features as a sparse matrix with ``slots`` columns (duplicate entries add up, as the
     kernels' margins do)."""
+    import scipy.sparse
+
     return scipy.sparse.csr_matrix((batch.values, batch.indices, batch.indptr), shape=(len(batch), slots))
 
 
@@ -132,6 +137,8 @@ class BatchDesign:
 
     @classmethod
     def of(cls, batch: ExampleBatch) -> BatchDesign:
+        import scipy.sparse
+
         used, columns = np.unique(np.concatenate(([0], batch.indices)), return_inverse=True)
         matrix = scipy.sparse.csr_matrix((batch.values, columns[1:], batch.indptr), shape=(len(batch), len(used)))
         return cls(used.astype(np.int64), matrix, matrix.multiply(matrix).tocsr())

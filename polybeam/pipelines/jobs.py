@@ -34,7 +34,6 @@ from polybeam.learners.predictions import check_kind, prediction_columns
 from polybeam.learners.state_file import is_learner_state
 from polybeam.learners.warm_start import APPLE_SETTINGS, FIXED_SETTINGS, check_compatible, source_config
 from polybeam.pipelines import memory_choice, windowed
-from polybeam.pipelines.anytime import run_anytime_predict
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.input_choices import InputChoices, settle_input
 from polybeam.pipelines.job_parts import (
@@ -606,7 +605,12 @@ def run_predict(options: PipelineOptions) -> dict:
     job_settings(options, "predict")  # (paths made absolute, required options there)
     with standard_streams(options, "predict") as streams:
         job = job_settings(options, "predict")
-        report = run_anytime_predict(options, job) if job.prefixes else _run_predict(options, job, started, streams)
+        if job.prefixes:  # (the anytime models' modules, scipy's among them, load only for them)
+            from polybeam.pipelines.anytime import run_anytime_predict
+
+            report = run_anytime_predict(options, job)
+        else:
+            report = _run_predict(options, job, started, streams)
     return streamed(report, streams)
 
 
