@@ -288,6 +288,7 @@ class Centring:
         before_fold: Callable[[np.ndarray], None] | None = None,
         feature_scale: np.ndarray | None = None,
         on_centre: Callable[[np.ndarray], None] | None = None,
+        before_centre: Callable[[int], None] | None = None,
     ) -> Iterator[tuple[int, int, np.ndarray]]:
         """Split ``batch`` into runs of rows ``(start, stop, values)`` to learn in turn, with the
         centred values. Between two runs (after the caller learned the first) the slots the next
@@ -299,7 +300,9 @@ class Centring:
         step would carry it. AdaGrad is better off with the zeros: raw first values would set
         each feature's normalising scale to a magnitude far above its centred values'.
 
-        ``before_fold`` and ``feature_scale`` are passed on to :meth:`drop`.
+        ``before_fold`` and ``feature_scale`` are passed on to :meth:`drop`. ``before_centre(stop)`` is
+        called as the raw rows end, after the caller learned the batch's rows up to ``stop`` and
+        before anything is centred (a learner per key makes its uncentred twin there).
         """
         n = len(batch)
         if not self.started:
@@ -349,6 +352,8 @@ class Centring:
             if stop > row:
                 yield row, stop, out
             if counted_before < self.raw_rows <= self.count:
+                if before_centre is not None:
+                    before_centre(stop)
                 self._start_centring(raw, before_fold, on_centre)
             if stop < n:  # (a row that lacks a centred slot, or the end of the raw rows)
                 lacking = ~np.isin(self.slots, batch.indices[batch.indptr[stop] : batch.indptr[stop + 1]])

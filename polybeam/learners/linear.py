@@ -19,9 +19,11 @@ array([0.97, 0.03])
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -70,6 +72,14 @@ _FIRST_ROWS = 32
 # By then the slots that stay centred are the dense columns, and the race costs one more learner for a
 # tenth of a pass of a million examples.
 CENTRING_RACE_EXAMPLES = 100_000
+
+
+@functools.lru_cache(maxsize=32)
+def uncentred_settings(config: LearnerConfig) -> tuple[LearnerConfig, KernelSettings]:
+    """``config`` without centring and its kernel settings: centring's racing twin's (made once per
+    config: a learner per key makes a twin per key)."""
+    uncentred = dataclasses.replace(config, center=False)
+    return uncentred, KernelSettings.from_config(uncentred)
 
 
 def state_bytes(config: LearnerConfig) -> int:
@@ -150,17 +160,20 @@ class LinearLearner:
         raw_rows = RAW_ROWS if per_key else 0
         self.centring_ = Centring.empty(raw_rows) if self.config.center and self.config.bias else Centring.off()
         # Centring's guard: the same learner without centring, racing it over the first pass (see
-        # centring_verdict); None when nothing is centred, or once the race is decided.
+        # centring_verdict); None when nothing is centred, or once the race is decided. A learner that
+        # learns its first rows raw *is* that learner until it centres, and makes it then
+        # (``twin_due_``, see _begin_twin): a key of a few rows pays for one learner, not two.
+        racing = centring_guard and self.centring_.active
+        self.twin_due_ = racing and raw_rows > 0 and not self._cumulative
         self.uncentred_ = (
-            LinearLearner(dataclasses.replace(self.config, center=False), sparse=sparse)
-            if centring_guard and self.centring_.active
-            else None
+            LinearLearner(uncentred_settings(self.config)[0], sparse=sparse) if racing and not self.twin_due_ else None
         )
         self.centring_verdict_: dict | None = None
-        # Both racers' losses block by block, to tell centring's gain from noise (see polybeam.learners.race).
-        self.race_: RaceBlocks | None = None
+        # Both racers' losses block by block, to tell centring's gain from noise (see polybeam.learners.race);
+        # until the twin is made, this learner's blocks are its too.
+        self.race_: RaceBlocks | None = RaceBlocks.start() if racing else None
         if self.uncentred_ is not None:
-            self.race_, self.uncentred_.race_ = RaceBlocks.start(), RaceBlocks.start()
+            self.uncentred_.race_ = RaceBlocks.start()
         self.stats_ = kernels.new_stats()
         # Additive statistics at the start of the current pass, so that merging
         # learners that continued one averaged state counts that state once.
@@ -299,7 +312,7 @@ class LinearLearner:
         if self.uncentred_ is not None:
             self.uncentred_.curve_.every = self.curve_.every  # (its curve is the model's if it wins)
             self.uncentred_.learn_checked(batch)
-        names = batch.names
+        names, given = batch.names, batch
         batch = self._rows_batch(batch)
         if config.offset_prior and len(self.sum_sq_grad_):  # a shared per-key model's key-crossed batch
             seed_offset_sums(self.sum_sq_grad_, batch, config.offset_prior, self.feature_scale_)
@@ -310,6 +323,7 @@ class LinearLearner:
             before_fold=self._fold_hook(),
             feature_scale=self._normalising_scales(),
             on_centre=self._restart_steps,
+            before_centre=self._twin_hook(given, batch) if self.twin_due_ else None,
         )
         for start, stop, values in segments:
             self._learn_counted(batch, start, stop, values)
@@ -317,15 +331,56 @@ class LinearLearner:
         if names:
             for slot, name in names.items():
                 self.names_.setdefault(slot, name)
-        if self.uncentred_ is not None and self.examples_seen >= CENTRING_RACE_EXAMPLES:
+        if self.racing and self.examples_seen >= CENTRING_RACE_EXAMPLES:
             self.decide_centring()
         return self
+
+    @property
+    def racing(self) -> bool:
+        """Whether centring's race is on (its twin made or due)."""
+        return self.uncentred_ is not None or self.twin_due_
+
+    def _twin_hook(self, given: ExampleBatch, rows: ExampleBatch) -> Callable[[int], None]:
+        """What centring calls as it starts centring after row ``stop`` of the batch ``given`` (``rows``:
+        in this learner's rows): make the twin, which learns the rest of the batch raw."""
+
+        def begin(stop: int) -> None:
+            self._begin_twin(rows.rows_between(0, stop))
+            if stop < len(given):
+                self.uncentred_.curve_.every = self.curve_.every
+                self.uncentred_.learn_checked(given.rows_between(stop, len(given)))
+
+        return begin
+
+    def _begin_twin(self, learned: ExampleBatch | None = None) -> None:
+        """Make the uncentred learner that races this one. Until centring starts, a learner that learns
+        its first rows raw has learned what that learner would have (the same values in the same order;
+        a slot that drops out before centring folds nothing), so its twin is a copy of it without
+        centring. ``learned``: rows of the current batch already learned (in this learner's rows), whose
+        mass the batch adds only at its end."""
+        twin = LinearLearner.__new__(LinearLearner)  # (field by field: a key's learner is small)
+        twin.__dict__.update(self.__dict__)
+        for name in (*_SLOT_ARRAYS, "stats_", "pass_start_"):
+            setattr(twin, name, getattr(self, name).copy())
+        twin.table_ = None if self.table_ is None else SlotTable(self.table_.slots.copy())
+        twin.names_, twin.passes_ = dict(self.names_), list(self.passes_)
+        twin.curve_, twin.race_ = copy.deepcopy(self.curve_), copy.deepcopy(self.race_)
+        twin.config, twin.kernel_settings = uncentred_settings(self.config)
+        twin.centring_, twin.twin_due_, twin.uncentred_ = Centring.off(), False, None
+        twin.selection_ = PassSelection.of(twin.config)
+        if learned is not None and len(learned):
+            averaging.add_mass(
+                twin.slot_mass_, learned.weights, learned.indptr, learned.indices, learned.values, self.config.bias
+            )
+        self.uncentred_, self.twin_due_ = twin, False
 
     # -- centring's guard -------------------------------------------------------
 
     def _centring_gain(self) -> tuple[bool, float, float]:
         """``(shown, gain, standard_error)`` of centring's race so far (see polybeam.learners.race)."""
         centred, weights = self.race_.closed(self.stats_)
+        if self.uncentred_ is None:  # (the twin is not made yet: it would have learned the same)
+            return gain_shown(centred, centred.copy(), weights)
         uncentred, _ = self.uncentred_.race_.closed(self.uncentred_.stats_)
         return gain_shown(centred, uncentred, weights)
 
@@ -335,7 +390,7 @@ class LinearLearner:
         progressive loss estimates the loss on new data; where the race shows no clear gain (few
         examples, or both learners alike, as a key's first rows are: see
         polybeam.learners.centring.RAW_ROWS), the simpler learner, without centring, goes on."""
-        if self.uncentred_ is None:
+        if not self.racing:
             return self.centring_verdict_ is None or self.centring_verdict_["kept"]
         return self._centring_gain()[0]
 
@@ -348,15 +403,16 @@ class LinearLearner:
         pass without centring, up to :data:`CENTRING_RACE_EXAMPLES` examples, and goes on centred only
         where its progressive loss was lower by more than a standard error
         (:mod:`polybeam.learners.race`; :meth:`decide_centring`)."""
-        if self.uncentred_ is None:
+        if not self.racing:
             return self.centring_verdict_
         shown, gain, error = self._centring_gain()
+        uncentred = self.uncentred_ or self  # (a twin not made yet: this learner)
         return {
             "kept": shown,
             "decided_on": "progressive loss",
             "examples": float(self.stats_[kernels.WEIGHT_SUM]),
             "progressive_loss": self.progressive_loss,
-            "uncentred_progressive_loss": self.uncentred_.progressive_loss,
+            "uncentred_progressive_loss": uncentred.progressive_loss,
             "standard_error": error,
             "standard_errors_needed": GAIN_STANDARD_ERRORS,
         }
@@ -364,16 +420,18 @@ class LinearLearner:
     def decide_centring(self) -> LinearLearner:
         """End centring's race: go on as the uncentred learner when it predicted better (its state
         becomes this learner's, centring off), and drop the other."""
-        if self.uncentred_ is None:
+        if not self.racing:
             return self
         verdict = self.centring_verdict()
-        if not verdict["kept"]:
+        if not verdict["kept"] and self.uncentred_ is None:  # (no twin yet: this learner is it)
+            self.centring_ = Centring.off()
+        elif not verdict["kept"]:
             winner = self.uncentred_
             winner.curve_.progress = self.curve_.progress  # (where this learner reports its points)
             for name in (*_SLOT_ARRAYS, "table_", "stats_", "pass_start_", "curve_"):
                 setattr(self, name, getattr(winner, name))
             self.centring_ = Centring.off()
-        self.uncentred_ = None
+        self.uncentred_, self.twin_due_ = None, False
         self.race_ = None
         self.centring_verdict_ = verdict
         return self
@@ -643,6 +701,10 @@ class LinearLearner:
                 raise ValueError("cannot merge learners with different configurations")
         if len(learners) == 1:
             return self
+        if any(learner.uncentred_ is not None for learner in learners):
+            for learner in learners:  # (a twin not made yet is made: the race they would all have run)
+                if learner.twin_due_:
+                    learner._begin_twin()
         if all(learner.uncentred_ is not None for learner in learners):
             # Still racing: the uncentred learners average as the centred ones do (their sums add up).
             self.uncentred_.merge([learner.uncentred_ for learner in learners[1:]])
@@ -882,6 +944,7 @@ class LinearLearner:
             "passes_before": self.passes_before_,
             "centring": self.centring_.to_state(),
             "uncentred": None if self.uncentred_ is None else self.uncentred_.__getstate__(),
+            "twin_due": self.twin_due_,
             "centring_verdict": self.centring_verdict_,
             "race": None if self.race_ is None else self.race_.to_state(),
             "curve": self.curve_.to_state(),
@@ -910,14 +973,15 @@ class LinearLearner:
             self.uncentred_ = LinearLearner.__new__(LinearLearner)
             self.uncentred_.__setstate__(state["uncentred"])
         self.centring_verdict_ = state.get("centring_verdict")
+        self.twin_due_ = bool(state.get("twin_due", False))
         self.race_ = RaceBlocks.from_state(state.get("race"))
         if self.uncentred_ is not None and self.race_ is None:  # (a race saved before its blocks: from here on)
             self.race_ = RaceBlocks.start(self.stats_)
             self.uncentred_.race_ = RaceBlocks.start(self.uncentred_.stats_)
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.restored(state.get("selection"), self.config)
-        if not self.config.center and self.uncentred_ is not None:  # continued without centring: no race
-            self.uncentred_, self.race_ = None, None
+        if not self.config.center and self.racing:  # continued without centring: no race
+            self.uncentred_, self.race_, self.twin_due_ = None, None, False
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
             self.centring_.drop(
                 np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(), self._normalising_scales()

@@ -1,6 +1,8 @@
 """Defaults that never lose: centring against no centring on repeated words, keys of few rows and values
 near the largest a learner takes; its guard, which races the uncentred learner over the first pass."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -179,3 +181,55 @@ def test_a_race_saved_before_its_blocks_goes_on_from_where_it_was():
     verdict = again.centring_verdict()
     assert verdict["examples"] == 600 and np.isfinite(verdict["standard_error"])
     assert np.isfinite(again.to_model().dense_weights).all()
+
+
+def same(a, b) -> bool:
+    """Equal records, NaN equal to NaN (a race of one block has no standard error)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def key_rows(rng, n: int) -> ExampleBatch:
+    """``n`` rows of one key: dense unscaled columns (centred once the raw rows are past) and a word."""
+    rows = []
+    for _ in range(n):
+        x = rng.normal(size=3) * [1.0, 40.0, 0.2] + [0.0, 300.0, 5.0]
+        features = {1: x[0], 2: x[1], 3: x[2]}
+        if rng.random() < 0.5:
+            features[9] = 1.0
+        rows.append((1.0 if x[0] + rng.normal() > 0 else -1.0, features))
+    return ExampleBatch.from_rows(rows, bits=BITS)
+
+
+@pytest.mark.parametrize("rows", [3, 10, 11, 40])
+@pytest.mark.parametrize("chunk", [1, 4, 64])
+def test_a_key_learner_makes_its_racing_twin_when_it_starts_centring(rows, chunk):
+    # A learner per key learns its first rows raw, as its uncentred twin would: it makes the twin (a
+    # copy) only then, so that a key of fewer rows pays for one learner. Its model, verdict and state
+    # are those of a learner that raced its twin from the first row.
+    rng = np.random.default_rng(rows * 7 + chunk)
+    batch = key_rows(rng, rows)
+    config = LearnerConfig(loss="logistic", bits=BITS)
+    lazy = make_learner(config, sparse=True)
+    eager = make_learner(config, sparse=True)
+    eager._begin_twin()  # (the twin from the start: the race as it was run before)
+    for start in range(0, rows, chunk):
+        part = batch.rows_between(start, min(rows, start + chunk))
+        lazy.learn(part)
+        eager.learn(part)
+        saved = LinearLearner.__new__(LinearLearner)
+        saved.__setstate__(lazy.__getstate__())
+        lazy = saved  # (the race survives a saved state, twin made or due)
+    assert (lazy.uncentred_ is None) == (rows < 10) and lazy.twin_due_ == (rows < 10)
+    assert same(lazy.centring_verdict(), eager.centring_verdict())
+    ours, theirs = lazy.to_model(), eager.to_model()
+    np.testing.assert_array_equal(ours.slots, theirs.slots)
+    np.testing.assert_array_equal(ours.weights, theirs.weights)
+    assert same(ours.metadata, theirs.metadata)
+    if lazy.uncentred_ is not None:  # the twins too, every array (a merge weighs slots by their mass)
+        used = len(eager.uncentred_.table_)  # (the rows in use: a saved state keeps no spare ones)
+        np.testing.assert_array_equal(lazy.uncentred_.table_.slots, eager.uncentred_.table_.slots)
+        np.testing.assert_array_equal(lazy.uncentred_.stats_, eager.uncentred_.stats_)
+        for name in ("raw_", "sum_sq_grad_", "feature_scale_", "slot_mass_"):
+            np.testing.assert_array_equal(getattr(lazy.uncentred_, name)[:used], getattr(eager.uncentred_, name)[:used])
+    merged = lazy.copy().merge([eager.copy()])  # (a learner whose twin is due makes it to merge)
+    assert merged.uncentred_ is not None and merged.centring_verdict()["examples"] == 2 * rows
