@@ -19,7 +19,6 @@ array([0.97, 0.03])
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import os
@@ -79,7 +78,13 @@ def uncentred_settings(config: LearnerConfig) -> tuple[LearnerConfig, KernelSett
     """``config`` without centring and its kernel settings: centring's racing twin's (made once per
     config: a learner per key makes a twin per key)."""
     uncentred = dataclasses.replace(config, center=False)
-    return uncentred, KernelSettings.from_config(uncentred)
+    return uncentred, kernel_settings(uncentred)
+
+
+@functools.lru_cache(maxsize=32)
+def kernel_settings(config: LearnerConfig) -> KernelSettings:
+    """``KernelSettings.from_config(config)``, made once per config (a learner per key is made per key)."""
+    return KernelSettings.from_config(config)
 
 
 def state_bytes(config: LearnerConfig) -> int:
@@ -148,7 +153,7 @@ class LinearLearner:
     ):
         self.config = config or LearnerConfig()
         # What the learning kernels read of the config, as numbers: built once, passed with every batch.
-        self.kernel_settings = KernelSettings.from_config(self.config)
+        self.kernel_settings = kernel_settings(self.config)
         # A sparse state keeps a row per slot touched (a learner per key: see polybeam.learners.slot_table);
         # it turns dense past dense_limit(bits) rows.
         self.table_ = SlotTable() if sparse else None
@@ -364,7 +369,8 @@ class LinearLearner:
             setattr(twin, name, getattr(self, name).copy())
         twin.table_ = None if self.table_ is None else SlotTable(self.table_.slots.copy())
         twin.names_, twin.passes_ = dict(self.names_), list(self.passes_)
-        twin.curve_, twin.race_ = copy.deepcopy(self.curve_), copy.deepcopy(self.race_)
+        twin.curve_ = LearningCurve.from_state(self.curve_.to_state())
+        twin.race_ = self.race_.copy()
         twin.config, twin.kernel_settings = uncentred_settings(self.config)
         twin.centring_, twin.twin_due_, twin.uncentred_ = Centring.off(), False, None
         twin.selection_ = PassSelection.of(twin.config)
@@ -823,8 +829,11 @@ class LinearLearner:
             if self.uncentred_ is not None and not verdict["kept"]:
                 if self.selection_.judged:  # (the passes were judged on this learner: the race's loser)
                     metadata = {"holdout": self.selection_.summary(self.config.holdout_period), **metadata}
-                model = self.uncentred_.to_model(metadata)
-                return dataclasses.replace(model, config=self.config)
+                return self.uncentred_._model(metadata, self.config)
+        return self._model(metadata, self.config)
+
+    def _model(self, metadata: Mapping[str, object] | None, config: LearnerConfig) -> Model:
+        """This learner's weights as a model with ``config`` (centring's twin writes its racer's)."""
         weights = self.stats_[kernels.SCALE] * self.raw_in_force()
         weights[0] -= self.centring_.bias_offset(weights)  # centred slots' means into the bias
         check_finite_weights(
@@ -860,7 +869,7 @@ class LinearLearner:
         names = {int(s): self.names_[int(s)] for s in slots if int(s) in self.names_}
         low, high = self._row_ranges(rows) if self._clips_values else (None, None)
         return Model(
-            config=self.config,
+            config=config,
             slots=slots,
             weights=self._output_shape(weights[rows]),
             metadata=info,

@@ -136,6 +136,16 @@ class Monomial:
         return "*".join(parts)
 
 
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+# The empty table's arrays, shared by every table without products (read-only).
+_NO_SLOTS = _frozen(np.zeros(0, dtype=np.int64))
+_NO_OFFSETS = _frozen(np.zeros(1, dtype=np.int64))
+
+
 class FactorTable(Mapping):
     """Read-only mapping of weight slot -> factor slots of the product it holds, kept as three arrays.
 
@@ -162,7 +172,10 @@ class FactorTable(Mapping):
 
     @classmethod
     def empty(cls) -> FactorTable:
-        return cls(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        """No products (every linear model's table: made without the checks, once per model)."""
+        table = cls.__new__(cls)
+        table.slots, table.offsets, table.factors = _NO_SLOTS, _NO_OFFSETS, _NO_SLOTS
+        return table
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[int, Iterable[int]]) -> FactorTable:

@@ -79,6 +79,10 @@ class RaceBlocks:
         """A record whose first block starts at the pass statistics ``stats`` (None: zero)."""
         return cls(block=block, mark=_sums(stats) if stats is not None else (0.0, 0.0))
 
+    def copy(self) -> RaceBlocks:
+        """An independent record (its block lists copied)."""
+        return dataclasses.replace(self, losses=list(self.losses), weights=list(self.weights))
+
     def room(self) -> int:
         """Examples to learn before the open block closes."""
         return self._length() - self.in_block
