@@ -707,8 +707,10 @@ class LinearLearner:
                 raise ValueError("cannot merge learners with different configurations")
         if len(learners) == 1:
             return self
-        if any(learner.uncentred_ is not None for learner in learners):
-            for learner in learners:  # (a twin not made yet is made: the race they would all have run)
+        if any(learner.racing for learner in learners):
+            # A twin not made yet is made: the merged race is the one they would all have run, and the
+            # merged learner may centre (its raw rows counted together) while its twin must not.
+            for learner in learners:
                 if learner.twin_due_:
                     learner._begin_twin()
         if all(learner.uncentred_ is not None for learner in learners):

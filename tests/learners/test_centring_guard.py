@@ -233,3 +233,29 @@ def test_a_key_learner_makes_its_racing_twin_when_it_starts_centring(rows, chunk
             np.testing.assert_array_equal(getattr(lazy.uncentred_, name)[:used], getattr(eager.uncentred_, name)[:used])
     merged = lazy.copy().merge([eager.copy()])  # (a learner whose twin is due makes it to merge)
     assert merged.uncentred_ is not None and merged.centring_verdict()["examples"] == 2 * rows
+
+
+@pytest.mark.parametrize("split", [(6, 6), (3, 4, 5), (2, 12)])
+def test_key_learners_merged_before_their_twins_race_as_if_made_from_the_start(split):
+    # A key's rows spread over bundles: partial learners, none of which reached its raw rows, merge
+    # into one that has (6 + 6 > 10) and centres; its twin must be the merged uncentred learners.
+    rng = np.random.default_rng(sum(split))
+    parts = [key_rows(rng, n) for n in split]
+    config = LearnerConfig(loss="logistic", bits=BITS)
+
+    def partials(eager: bool):
+        learners = []
+        for part in parts:
+            learner = make_learner(config, sparse=True)
+            if eager:
+                learner._begin_twin()
+            learners.append(learner.learn(part))
+        return learners[0].merge(learners[1:])
+
+    lazy, eager = partials(False), partials(True)
+    more = key_rows(rng, 5)
+    lazy.learn(more)
+    eager.learn(more)
+    assert same(lazy.centring_verdict(), eager.centring_verdict())
+    np.testing.assert_array_equal(lazy.to_model().weights, eager.to_model().weights)
+    assert same(lazy.to_model().metadata, eager.to_model().metadata)
