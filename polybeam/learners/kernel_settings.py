@@ -21,6 +21,7 @@ Every field has one type whatever the configuration (codes ``int``, rates
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, NamedTuple
 
 from polybeam.learners import kernels, sparsity
@@ -80,3 +81,9 @@ class KernelSettings(NamedTuple):
             gsa_exact=bool(config.gsa_exact),
             scale_labels=bool(config.scale_labels),
         )
+
+
+@functools.lru_cache(maxsize=32)
+def settings_of(config: LearnerConfig) -> KernelSettings:
+    """``KernelSettings.from_config(config)``, made once per config: a learner per key is made per key."""
+    return KernelSettings.from_config(config)

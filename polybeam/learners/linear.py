@@ -34,7 +34,7 @@ from polybeam.learners.config import LearnerConfig
 from polybeam.learners.curve import LearningCurve
 from polybeam.learners.fitting import train_passes
 from polybeam.learners.holdout import PassSelection
-from polybeam.learners.kernel_settings import KernelSettings
+from polybeam.learners.kernel_settings import KernelSettings, settings_of
 from polybeam.learners.model import Model
 from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.race import GAIN_STANDARD_ERRORS, RaceBlocks, gain_shown
@@ -78,13 +78,7 @@ def uncentred_settings(config: LearnerConfig) -> tuple[LearnerConfig, KernelSett
     """``config`` without centring and its kernel settings: centring's racing twin's (made once per
     config: a learner per key makes a twin per key)."""
     uncentred = dataclasses.replace(config, center=False)
-    return uncentred, kernel_settings(uncentred)
-
-
-@functools.lru_cache(maxsize=32)
-def kernel_settings(config: LearnerConfig) -> KernelSettings:
-    """``KernelSettings.from_config(config)``, made once per config (a learner per key is made per key)."""
-    return KernelSettings.from_config(config)
+    return uncentred, settings_of(uncentred)
 
 
 def state_bytes(config: LearnerConfig) -> int:
@@ -153,7 +147,7 @@ class LinearLearner:
     ):
         self.config = config or LearnerConfig()
         # What the learning kernels read of the config, as numbers: built once, passed with every batch.
-        self.kernel_settings = kernel_settings(self.config)
+        self.kernel_settings = settings_of(self.config)
         # A sparse state keeps a row per slot touched (a learner per key: see polybeam.learners.slot_table);
         # it turns dense past dense_limit(bits) rows.
         self.table_ = SlotTable() if sparse else None
@@ -437,9 +431,13 @@ class LinearLearner:
             for name in (*_SLOT_ARRAYS, "table_", "stats_", "pass_start_", "curve_"):
                 setattr(self, name, getattr(winner, name))
             self.centring_ = Centring.off()
-        self.uncentred_, self.twin_due_ = None, False
-        self.race_ = None
+        self.drop_race()
         self.centring_verdict_ = verdict
+        return self
+
+    def drop_race(self) -> LinearLearner:
+        """No centring's race from here on: no twin (made or due) and no race blocks."""
+        self.uncentred_, self.race_, self.twin_due_ = None, None, False
         return self
 
     def _learn_counted(self, batch: ExampleBatch, start: int, stop: int, values: np.ndarray) -> None:
@@ -992,7 +990,7 @@ class LinearLearner:
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.restored(state.get("selection"), self.config)
         if not self.config.center and self.racing:  # continued without centring: no race
-            self.uncentred_, self.race_, self.twin_due_ = None, None, False
+            self.drop_race()
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away
             self.centring_.drop(
                 np.ones(len(self.centring_.slots), dtype=bool), self.raw_, self._fold_hook(), self._normalising_scales()

@@ -125,11 +125,7 @@ def learner_from_model(
     # A model keeps no feature means: centring afresh would move the function (the means of the
     # first examples are not the ones the weights were learned with), so this learner centres nothing.
     linear.centring_ = Centring.off()
-    linear.uncentred_, linear.race_, linear.twin_due_ = (
-        None,
-        None,
-        False,
-    )  # (nor races it: see LinearLearner.centring_verdict)
+    linear.drop_race()  # (nor races it: see LinearLearner.centring_verdict)
     stats, meta = linear.stats_, model.metadata
     stats[kernels.LABEL_MIN] = float(meta.get("label_min", 0.0))
     stats[kernels.LABEL_MAX] = float(meta.get("label_max", 0.0))
