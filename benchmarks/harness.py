@@ -149,12 +149,13 @@ def vw_version() -> str:
 
 
 def libsvm_to_vw(source: str, target: str, namespace: str = "f") -> str:
-    """Convert a LIBSVM file to VW text, each feature named by its index: ``label |f 3:0.5 7:2``.
+    """Convert a LIBSVM file to VW text, each feature named by its index: ``label |f 3:0.5 7:2``. VW has
+    no missing values: a missing one (``4:nan``) is left out, an absent feature.
 
     >>> import tempfile
     >>> from pathlib import Path
     >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "a.libsvm").write_text("+1 3:0.5 7:2\\n-1 2:1\\n")
+    >>> _ = (folder / "a.libsvm").write_text("+1 3:0.5 4:nan 7:2\\n-1 2:1\\n")
     >>> print(Path(libsvm_to_vw(str(folder / "a.libsvm"), str(folder / "a.vw"))).read_text(), end="")
     1 |f 3:0.5 7:2
     -1 |f 2:1
@@ -162,7 +163,8 @@ def libsvm_to_vw(source: str, target: str, namespace: str = "f") -> str:
     with open(source) as reader, open(target, "w") as writer:
         for line in reader:
             label, _, features = line.strip().partition(" ")
-            writer.write(f"{float(label):g} |{namespace} {features}\n")
+            present = " ".join(token for token in features.split() if not token.lower().endswith(":nan"))
+            writer.write(f"{float(label):g} |{namespace} {present}\n")
     return target
 
 

@@ -19,7 +19,6 @@ import pytest
 from apache_beam.ml.inference.base import RunInference
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
-from sklearn.datasets import dump_svmlight_file
 
 from polybeam.learners.model import Model
 from polybeam.pipelines.cli import main
@@ -132,9 +131,11 @@ def train_doors(frame: pd.DataFrame, encoding: str, folder) -> dict[str, Model]:
     numbers = [column for column in frame.columns if column.startswith("x")]
     if not text and (kind != "multiclass" or encoding == "from-zero"):
         if all(isinstance(label, (int, float, np.integer, np.floating)) for label in frame["y"]):
-            libsvm = folder / "table.libsvm"  # (features numbered 1, 2, ... in column order; missing: absent)
-            dump_svmlight_file(frame[numbers].fillna(0.0).to_numpy(), frame["y"].astype(float), str(libsvm),
-                               zero_based=False)  # fmt: skip
+            libsvm = folder / "table.libsvm"  # (features numbered 1, 2, ... in column order; missing: j:nan)
+            values, labels = frame[numbers].to_numpy(dtype=float), frame["y"].astype(float)
+            libsvm.write_text("".join(  # (scikit-learn's dump_svmlight_file takes no NaN)
+                " ".join([repr(float(label))] + [f"{j + 1}:{float(value)!r}" for j, value in enumerate(row) if value != 0]) + "\n"
+                for label, row in zip(labels, values)))  # fmt: skip
             code, said = cli("train", "--input", libsvm, *train_options(frame, encoding), "--model",
                              folder / "libsvm.model")  # fmt: skip
             models["cli libsvm"] = Model.load(str(folder / "libsvm.model")) if code == 0 else said.strip()

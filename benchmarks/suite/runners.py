@@ -213,10 +213,13 @@ def run_vw(task: Task, split, extra: tuple[str, ...] = ()) -> dict:
 
 
 def load_svmlight(path: str, features: int):
-    """``(matrix, labels)`` of a LIBSVM file: column i - 1 holds feature index i."""
+    """``(matrix, labels)`` of a LIBSVM file: column i - 1 holds feature index i; a missing value
+    (``i:nan``) is absent, as scikit-learn's estimators take no NaN (PROTOCOL.md)."""
     from sklearn.datasets import load_svmlight_file
 
     matrix, labels = load_svmlight_file(path, n_features=features, zero_based=False)
+    matrix.data[np.isnan(matrix.data)] = 0.0
+    matrix.eliminate_zeros()
     return matrix, labels
 
 

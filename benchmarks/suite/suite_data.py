@@ -656,7 +656,8 @@ def encode_column(name: str, column: pd.Series) -> tuple[np.ndarray, np.ndarray,
     PROTOCOL.md's encoding: numbers unscaled; an ordered factor as its level
     code (1..L); any other factor or character column one-hot, one feature per
     level (a factor's level order; sorted values for characters); a logical
-    as 0/1. Missing values and zeros are absent.
+    as 0/1. Zeros and missing categories are absent; a missing number (or ordered level) is NaN,
+    written ``index:nan`` (polybeam's missing value; peers without one read it as absent).
     """
     dtype = column.dtype
     if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
@@ -664,15 +665,16 @@ def encode_column(name: str, column: pd.Series) -> tuple[np.ndarray, np.ndarray,
         dtype = column.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy().astype(np.int64)
-        rows = np.flatnonzero(codes >= 0)
         if dtype.ordered:
-            return rows, np.zeros(len(rows), np.int64), codes[rows] + 1.0, [name]
+            rows = np.arange(len(codes))
+            return rows, np.zeros(len(rows), np.int64), np.where(codes >= 0, codes + 1.0, np.nan), [name]
+        rows = np.flatnonzero(codes >= 0)
         return rows, codes[rows], np.ones(len(rows)), [f"{name}={level}" for level in dtype.categories]
     if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
         values = column.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
         if np.isinf(values).any():
             raise ValueError(f"column {name} has infinite values")
-        rows = np.flatnonzero(~np.isnan(values) & (values != 0))
+        rows = np.flatnonzero(values != 0)  # (NaN != 0: a missing number is written, as nan)
         return rows, np.zeros(len(rows), np.int64), values[rows], [name]
     raise TypeError(f"column {name} has type {dtype}, which the protocol does not encode")
 
@@ -737,7 +739,9 @@ def encode_labels(dataset: Dataset, labels: pd.Series) -> tuple[np.ndarray, list
 
 
 def number(value: float) -> str:
-    """A value as short as it round-trips (integers without a decimal point)."""
+    """A value as short as it round-trips (integers without a decimal point; NaN as ``nan``)."""
+    if value != value:
+        return "nan"
     if value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return repr(value)

@@ -10,7 +10,9 @@ an ``array`` of integers named ``indices`` (with an ``array`` named
 ``values``) holds numbered features, as in LIBSVM. Timestamps
 (``timestamp-millis``, ``timestamp-micros``, ``date``) are event times for
 ``timestamp_column``. A union of numbers and text gives each record what its
-own value is (see :mod:`polybeam.formats.row_tables`).
+own value is (see :mod:`polybeam.formats.row_tables`); its null is a missing
+number, as a null of a field of numbers is (the value NaN, which the
+learners fill with the feature's mean).
 
 A file is read whole, by blocks of ``rows`` records, with ``fastavro`` (which
 Beam depends on); dead letters are numbered by record, from 1.
@@ -80,7 +82,7 @@ class AvroFormat(FileTableFormat):
 
         reader = fastavro.reader(stream)
         schema = arrow_schema(reader.writer_schema)
-        return _chunks(reader, rows, schema)
+        return _chunks(reader, rows, schema, number_fields(reader.writer_schema))
 
     @staticmethod
     def schema(stream: BinaryIO) -> pa.Schema:
@@ -96,13 +98,39 @@ class AvroFormat(FileTableFormat):
         return list(itertools.islice(cls.record_batches(stream, SAMPLE_ROWS), 1))
 
 
-def _chunks(reader, rows: int, schema: pa.Schema | None) -> Iterator[pa.Table]:
+def _chunks(reader, rows: int, schema: pa.Schema | None, numbers: tuple[str, ...] = ()) -> Iterator[pa.Table]:
     while True:
         records = list(itertools.islice(reader, rows))
         if not records:
             return
         # A schema of one type per field: Arrow converts the records in C++; else each value is typed by itself.
-        yield pa.Table.from_pylist(records, schema=schema) if schema is not None else table_of_records(records)
+        if schema is not None:
+            yield pa.Table.from_pylist(records, schema=schema)
+        else:
+            yield table_of_records(records, number_fields=numbers)
+
+
+def number_fields(avro_schema: dict) -> tuple[str, ...]:
+    """The fields whose type is, or whose union holds, a number: their nulls are missing numbers.
+
+    >>> number_fields({"type": "record", "name": "R", "fields": [{"name": "zip", "type": ["null", "long", "string"]},
+    ...                                                          {"name": "city", "type": ["null", "string"]}]})
+    ('zip',)
+    """
+    numeric = {"boolean", "int", "long", "float", "double"}
+
+    def holds_number(kind) -> bool:
+        if isinstance(kind, list):
+            return any(holds_number(member) for member in kind)
+        if isinstance(kind, dict):
+            return kind.get("logicalType") == "decimal" or (
+                kind.get("type") in numeric and kind.get("logicalType") not in _LOGICAL
+            )
+        return kind in numeric
+
+    if not isinstance(avro_schema, dict) or avro_schema.get("type") != "record":
+        return ()
+    return tuple(field["name"] for field in avro_schema.get("fields", []) if holds_number(field["type"]))
 
 
 def arrow_schema(avro_schema: dict) -> pa.Schema | None:

@@ -10,16 +10,19 @@ file:
 
 * a numeric column's value is a number; a string that reads as one is that
   number (as a CSV cell is text), a string that does not is refused naming
-  the column; a missing value (None, NaN, an empty string, one of the
-  contract's ``na_values``) is an absent feature, as an empty cell;
-* a categorical column's value is a category, even when it is a number; for
-  a model of typed values (Parquet, Avro, JSON Lines), a text value is a
-  category in any column, as its reader reads it;
+  the column; a missing value (None, NaN, pandas' ``NA``, an empty string,
+  one of the contract's ``na_values``) is a missing number, NaN, as an empty
+  cell: the model predicts it at the feature's mean over its training
+  examples;
+* a categorical column's value is a category, even when it is a number; a
+  missing value is no category (``""``); for a model of typed values
+  (Parquet, Avro, JSON Lines), a text value is a category in any column, as
+  its reader reads it;
 * a feature column the row does not have at all is **refused** by default,
   naming it: a row without the column is not the row the model was trained
   on (scoring it as if every such value were missing silently gives another
   prediction); ``missing_columns="allow"`` reads each absent column as a
-  missing value instead.
+  missing value instead (NaN, or no category).
 
 >>> from polybeam.formats.input_settings import InputSettings
 >>> settings = InputSettings("csv", {"label_column": "y", "categorical_columns": ("zip",)}, columns=("y", "age", "zip"))
@@ -28,6 +31,8 @@ file:
 (('age', 'zip'), ['zip'])
 >>> roles.features_of({"y": 1, "age": "41", "zip": 10115})
 {'age': 41.0, 'zip': '10115'}
+>>> roles.features_of({"age": "NA", "zip": None}), ColumnRoles.of(settings, missing_columns="allow").features_of({})
+({'age': nan, 'zip': ''}, {'age': nan, 'zip': ''})
 >>> roles.features_of({"age": 41})
 Traceback (most recent call last):
 ...
@@ -45,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from polybeam.formats.formats import format_spec
+from polybeam.formats.mappings import as_category, is_missing
 from polybeam.learners.choices import MISSING_COLUMNS
 
 MISSING_COLUMN_POLICIES = MISSING_COLUMNS  # (the option schema's --missing-columns, for files too)
@@ -56,8 +62,6 @@ ROLE_SETTINGS = {
     "id_column": "id",
     "timestamp_column": "timestamp",
 }
-# pandas' and Arrow's missing values, known by their type's name (neither is imported here).
-_MISSING_TYPES = ("NAType", "NaTType")
 
 
 class MissingColumns(ValueError):
@@ -74,19 +78,15 @@ def check_missing_columns(policy: str) -> str:
     return policy
 
 
-def _is_missing(value) -> bool:
-    if value is None or type(value).__name__ in _MISSING_TYPES:
-        return True
-    return isinstance(value, float) and math.isnan(value)
-
-
 @dataclass(frozen=True)
 class ColumnRoles:
     """The columns of a table-shaped input and what each is for (see the module docstring).
 
     ``features`` are the feature columns in their order, ``categorical`` those whose values are
     categories, ``roles`` the other columns' roles (``{"y": "label"}``), ``na_values`` the texts that
-    mean a missing value, ``missing_columns`` the policy for absent feature columns.
+    mean a missing value, ``missing_columns`` the policy for absent feature columns, ``untyped`` the
+    numeric columns whose missing value is no feature rather than NaN (a JSON Lines model's, but for its
+    ``feature_columns``: as its reader reads a null or a field left out).
     """
 
     features: tuple[str, ...]
@@ -95,6 +95,7 @@ class ColumnRoles:
     na_values: frozenset[str] = frozenset()
     missing_columns: str = "refuse"
     text_is_category: bool = False
+    untyped: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         check_missing_columns(self.missing_columns)
@@ -126,9 +127,15 @@ class ColumnRoles:
         features = tuple(column for column in columns if column not in roles)
         na_values = frozenset(options.get("na_values") or ())
         # Formats of typed values (Parquet, Avro, JSON Lines) read a text value as a category; CSV cells are text.
-        typed = hasattr(format_spec(settings.format).format_class, "parse_table")
+        format_class = format_spec(settings.format).format_class
+        typed = hasattr(format_class, "parse_table")
         text_is_category = typed and options.get("infer_categorical", True) is not False
-        return cls(features, categorical & set(features), roles, na_values, missing_columns, text_is_category)
+        untyped = frozenset()
+        if getattr(format_class, "partial_rows", False):  # (see TableFormat's named layout)
+            named = {*(options.get("feature_columns") or ()), *(options.get("number_columns") or ())}
+            untyped = frozenset(features) - named
+        categorical &= set(features)
+        return cls(features, categorical, roles, na_values, missing_columns, text_is_category, untyped)
 
     def ignoring(self, columns) -> ColumnRoles:
         """These roles with ``columns`` also ignored (neither features nor required)."""
@@ -140,6 +147,7 @@ class ColumnRoles:
             self.na_values,
             self.missing_columns,
             self.text_is_category,
+            self.untyped - ignored,
         )
 
     def absent(self, fields) -> list[str]:
@@ -164,32 +172,36 @@ class ColumnRoles:
 
     def features_of(self, record: Mapping) -> dict:
         """The row's features as :func:`~polybeam.formats.mappings.batch_from_mappings` reads them: numeric
-        columns' values as numbers (or None when missing), categorical ones' as categories; other fields that
-        are not label, weight, key, ID, time or ignored are features as they are (as a CSV file's extra
-        columns are). A row lacking a feature column is refused (see the policy)."""
+        columns' values as numbers (NaN when missing), categorical ones' as categories (``""``, no category,
+        when missing); other fields that are not label, weight, key, ID, time or ignored are features as they
+        are (as a CSV file's extra columns are). A row lacking a feature column is refused (see the policy)."""
         self.check_fields(record.keys())
         features = {}
         for column in self.features:
-            value = record.get(column)
+            value = record.get(column)  # (None for a column the row lacks, which the policy allows: missing)
             if column in self.categorical or (self.text_is_category and isinstance(value, (str, bytes, bytearray))):
                 category = _category(value)
-                features[column] = None if category is not None and category.strip() in self.na_values else category
+                features[column] = "" if category.strip() in self.na_values else category
             else:
                 features[column] = self._number(column, value)
+                if column in self.untyped and features[column] != features[column]:
+                    features[column] = ""  # (no feature, as batch_from_mappings reads an empty category)
         for name, value in record.items():
-            if name not in features and name not in self.roles:
+            # A field the model never saw: as it is, but a missing value is none (NaN there would move nothing).
+            if name not in features and name not in self.roles and not is_missing(value):
                 features[name] = value
         return features
 
     def _number(self, column: str, value):
-        if _is_missing(value):
-            return None
+        """A numeric column's value as a number, NaN when missing."""
+        if is_missing(value):
+            return math.nan
         if isinstance(value, (bytes, bytearray)):
             value = value.decode("utf-8", "replace")
         if isinstance(value, str):
             text = value.strip()
             if not text or text in self.na_values:
-                return None
+                return math.nan
             from polybeam.formats.numbers import parse_number
 
             try:
@@ -199,13 +211,11 @@ class ColumnRoles:
         return value
 
 
-def _category(value):
-    """A categorical column's value as a category (a number's text, as its CSV cell), or None."""
-    if _is_missing(value):
-        return None
+def _category(value) -> str:
+    """A categorical column's value as a category (a number's text, as its CSV cell), ``""`` when missing."""
     if isinstance(value, (bytes, bytearray)):
         return value.decode("utf-8", "replace")
-    return value if isinstance(value, str) else str(value)
+    return as_category(value)
 
 
 def feature_columns(settings) -> Sequence[str]:

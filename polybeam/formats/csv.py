@@ -6,8 +6,10 @@ the weight and the ignored ones becomes a feature:
 
 * a **numeric** column ``x`` gives feature ``x`` at slot
   ``feature_slot("x", bits, seed=seed)`` with the cell's value; a missing cell
-  is no feature, a zero is dropped, and a cell that is not a finite number
-  rejects the line;
+  (and a NaN, ``nan`` in any case) gives it with the value NaN, a missing
+  value the learners fill with the feature's mean over the training examples;
+  a zero is dropped, and a cell that is neither a number nor missing, an
+  infinite one or one too large rejects the line;
 * a **categorical** column ``c`` gives feature ``c=value`` with value 1, at slot
   ``hash_token(value, hash_string("c", seed)) & (2**bits - 1)``, as if ``c``
   were a VW namespace holding the feature ``value``; a missing or blank cell
@@ -40,8 +42,8 @@ Examples
 >>> parsed.dead_letters[0].reason
 "column 'size': not a number: 'x'"
 >>> parsed = fmt.parse(b'y,size,color\\n1,NA,?\\n"NA",2,red\\n')
->>> parsed.batch.indptr.tolist(), [letter.reason for letter in parsed.dead_letters]
-([0, 0], ['missing label'])
+>>> parsed.batch.values.tolist(), [letter.reason for letter in parsed.dead_letters]
+([nan], ['missing label'])
 >>> fmt = CsvFormat(labels="multiclass", label_names=("cat", "dog", "dark, blue"))
 >>> parsed = fmt.parse(b'y,size\\ndog,1\\n"dark, blue",2\\n1,3\\ncow,4\\n')
 >>> parsed.batch.labels.tolist(), parsed.dead_letters[0].reason
@@ -161,6 +163,18 @@ def _is_missing(text, start, stop, escaped, scratch, scratch_pos, na_count, na_t
 
 
 @numba.njit(cache=True)
+def _emit_number(column, value, column_slots, slots, values, feature_columns, first_use, nnz):
+    """Write numeric column ``column``'s feature (its number, or NaN for a missing one) as entry ``nnz``;
+    returns the next entry."""
+    slots[nnz] = column_slots[column]
+    values[nnz] = value
+    feature_columns[nnz] = column
+    if first_use[column] < 0:
+        first_use[column] = nnz
+    return nnz + 1
+
+
+@numba.njit(cache=True)
 def _parse_record(
     text,
     start,
@@ -240,9 +254,14 @@ def _parse_record(
             while inner_stop > inner_start and _is_padding(text[inner_stop - 1], delimiter):
                 inner_stop -= 1
         field_stop = pos
-        if pending == EXAMPLE and column < n_columns and inner_stop > inner_start:
+        if pending == EXAMPLE and column < n_columns:
             kind = kinds[column]
-            if kind == CATEGORICAL:
+            if inner_stop == inner_start:
+                # An empty cell: a missing number (an empty label is a missing label, an empty weight 1, an empty
+                # category none).
+                if kind == NUMERIC:
+                    nnz = _emit_number(column, np.nan, column_slots, slots, values, feature_columns, first_use, nnz)
+            elif kind == CATEGORICAL:
                 value_start = scratch_pos
                 value_stop = _copy(text, inner_start, inner_stop, scratch, scratch_pos, escaped)
                 # A blank value (hashed as nothing) or a missing-value spelling is no category.
@@ -276,22 +295,22 @@ def _parse_record(
                         na_offsets,
                         na_first,
                     )
-                if missing:
-                    pass  # as an empty cell: no feature, no label, weight 1
-                elif kind == NUMERIC:
-                    if not parsed:
+                if kind == NUMERIC:
+                    # A missing spelling, a NaN (nan, any case) and a blank quoted cell are a missing number: the
+                    # entry NaN, which the learners fill with the feature's mean.
+                    blank = not parsed and is_blank_value(text, inner_start, inner_stop)  # (quoted blanks)
+                    if missing or blank or (parsed and np.isnan(number)):
+                        nnz = _emit_number(column, np.nan, column_slots, slots, values, feature_columns, first_use, nnz)
+                    elif not parsed:
                         pending = BAD_NUMBER
                     elif not np.isfinite(number):
                         pending = NON_FINITE_NUMBER
                     elif not learnable(number):  # (polybeam.learners.values)
                         pending = TOO_LARGE_NUMBER
                     elif number != 0.0:
-                        slots[nnz] = column_slots[column]
-                        values[nnz] = number
-                        feature_columns[nnz] = column
-                        if first_use[column] < 0:
-                            first_use[column] = nnz
-                        nnz += 1
+                        nnz = _emit_number(column, number, column_slots, slots, values, feature_columns, first_use, nnz)
+                elif missing:
+                    pass  # as an empty cell: no label, weight 1
                 elif kind == LABEL:
                     label = number
                     labelled = True
@@ -381,8 +400,10 @@ def scan_csv(
     has_label = np.empty(n_lines, dtype=np.bool_)
     indptr = np.empty(n_lines + 1, dtype=np.int64)
     indptr[0] = 0
-    # Every feature takes a non-empty cell and a delimiter (or the line end).
-    capacity = n // 2 + 1
+    # A line emits at most one entry per column, and an empty numeric cell emits one (NaN): every entry's field
+    # ends at a byte of its own (a delimiter or the line's end; the last line may lack one), so the bytes bound
+    # the entries, as do columns x lines (the smaller bound on any file but one of empty fields).
+    capacity = min(n, n_columns * n_lines) + 1
     slots = np.empty(capacity, dtype=np.int32)
     values = np.empty(capacity, dtype=np.float64)
     feature_columns = np.empty(capacity, dtype=np.int32)
@@ -579,9 +600,10 @@ class CsvFormat(HashedFormat):
         :data:`~polybeam.formats.missing.DEFAULT_NA_VALUES`: pandas' ``NA``,
         ``NaN``, ``null``, ``#N/A``, ... and ``?``). A cell is compared trimmed
         and unquoted, so ``"NA"`` is missing too; a missing cell is what an
-        empty cell is: no feature (numeric or categorical), a missing label, a
-        weight of 1 (see :mod:`polybeam.formats.missing`). ``()``: only the
-        empty cell is missing.
+        empty cell is: a missing number (the value NaN) in a numeric column, no
+        category in a categorical one, a missing label, a weight of 1 (see
+        :mod:`polybeam.formats.missing`). ``()``: only the empty cell (and, in
+        a numeric column, a NaN) is missing.
     key_column : str or int, optional
         A column whose value is each example's key (``batch.key_codes``;
         ``--key column:NAME``), not a feature. An empty cell is the empty key.

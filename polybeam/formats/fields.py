@@ -15,7 +15,9 @@ as the same record does when ``polybeam predict`` reads it from a file:
 - for any other model, each row is a mapping as a CSV record is (see
   :mod:`polybeam.formats.mappings`): a number is a value, a string a
   category, a null, NaN, empty string or one of the model's ``na_values``
-  (``"NA"``, ...) a missing feature; the model's
+  (``"NA"``, ...) a missing value (in a numeric field the value NaN, which
+  the model predicts at the feature's training mean; in a categorical one
+  no category); the model's
   categorical columns' values are categories even when numbers, and its
   label, weight, key, ID, timestamp and ignored columns are not features.
 
@@ -36,15 +38,15 @@ weight, key, ID, timestamp or ignored field.
 ([1.0, 0.0], True)
 >>> read = RowReading(settings, features=("size",)).examples(rows + [{"y": 7, "size": 1.0}], bits=18, seed=0,
 ...                                                           labels="binary")
->>> read.batch.indptr.tolist(), read.rows.tolist(), read.refused
-([0, 1, 1], [0, 1], [(2, 'label 7 is not a class of this task: a binary task takes -1, 0 or +1 (name its two classes to use other labels)')])
+>>> read.batch.values.tolist(), read.rows.tolist(), read.refused
+([2.5, nan], [0, 1], [(2, 'label 7 is not a class of this task: a binary task takes -1, 0 or +1 (name its two classes to use other labels)')])
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,7 +56,7 @@ from polybeam.formats.columns import ColumnRoles, check_missing_columns
 from polybeam.formats.formats import format_class
 from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.labels import read_labels
-from polybeam.formats.mappings import SlotTable, batch_from_mappings
+from polybeam.formats.mappings import SlotTable, as_category, batch_from_mappings, is_missing
 from polybeam.learners.batch import ExampleBatch
 
 # Settings of a CSV read that name columns which are never features of a row.
@@ -209,14 +211,17 @@ class RowReading:
             return tuple(dict.fromkeys(f for f in chosen if f in fields and f not in not_features))
         return tuple(f for f in fields if f not in not_features)
 
-    def feature_mapper(self, fields: Sequence[str]) -> Callable[[Mapping], dict]:
+    def feature_mapper(self, fields: Sequence[str], text_fields: Collection[str] = ()) -> Callable[[Mapping], dict]:
         """A function from a row with these ``fields`` to its features as :mod:`polybeam.formats.mappings`
         reads them. Which fields are features and which are categories is worked out here, once for the
         rows' schema, not per row.
 
         For a model trained on Parquet, as its reader reads a row: numbers are values, text and the model's
         categorical columns' values are categories, and ``indices``/``values`` list fields are LIBSVM indices
-        and their values (an index given twice adds up).
+        and their values (an index given twice adds up). A missing value (None, NaN) is a missing number, the
+        value NaN, but in ``text_fields`` (the fields the rows' schema types as text), where it is no category;
+        for a model of JSON Lines it is no feature, as its reader reads a null (unless ``feature_columns``
+        name the field).
 
         >>> from polybeam.formats.csv import CsvFormat
         >>> reading = RowReading(InputSettings.of(CsvFormat(label_column="y", categorical_columns=("zip",))))
@@ -241,7 +246,16 @@ class RowReading:
             values=self._option("values_column") or "values",
             categorical=self._categorical(fields),
             text_is_categorical=self._option("infer_categorical") is not False,
+            missing_numbers=self._missing_numbers(features, set(text_fields)),
         )
+
+    def _missing_numbers(self, features: Sequence[str], text_fields: set) -> frozenset:
+        """The features whose missing value is a missing number (NaN), for a model of typed values (see
+        :meth:`feature_mapper`)."""
+        if getattr(format_class(self._format), "partial_rows", False):  # (JSON Lines: see TableFormat)
+            named = {*(self._option("feature_columns") or ()), *(self._option("number_columns") or ())}
+            return frozenset(named) - text_fields
+        return frozenset(features) - text_fields
 
     def _categorical(self, fields: Sequence[str]) -> set:
         return {self._named(column, fields) for column in self._option("categorical_columns") or ()}
@@ -318,13 +332,30 @@ class RowReading:
         options.pop("timestamp_column", None)  # event times are the pipeline's, not the model's business here
         if not records:
             return RowsRead(ExampleBatch.empty(bits), np.zeros(0, dtype=np.int64))
-        table = table_of_records([dict(record) for record in records])
+        rows = [dict(record) for record in records]
+        # A field null in every row has no type of its own: read as a number, its nulls are missing numbers
+        # (as a file's column of numbers holds them), whichever rows are read together.
+        table = table_of_records(rows, number_fields=tuple(_null_fields(rows)))
         parsed = format_class(self._format)(**options).parse_table(table, source="<rows>")
         refused = sorted((letter.offset, letter.reason) for letter in parsed.dead_letters)
         if refused and labels == "any":  # a row that cannot be scored cannot be skipped silently
             position, reason = refused[0]
             raise ValueError(f"row {position} ({dict(records[position])!r:.200}): {reason}")
         return RowsRead(parsed.batch, np.asarray(parsed.batch.row_ids, dtype=np.int64), refused)
+
+
+def _null_fields(rows: list[dict]) -> list[str]:
+    """The fields that are None (or pandas' ``NA``) in every row.
+
+    >>> _null_fields([{"a": None, "b": 1, "c": None}, {"a": None, "b": None, "c": None}])
+    ['a', 'c']
+    """
+    fields = list(rows[0]) if rows else []
+    for row in rows:
+        fields = [name for name in fields if is_missing(row.get(name)) and not isinstance(row.get(name), float)]
+        if not fields:
+            break
+    return fields
 
 
 def _label_value(value, names, missing: frozenset = frozenset()) -> tuple[float, str | None]:
@@ -364,26 +395,44 @@ def _weight_value(value, missing: frozenset = frozenset()) -> tuple[float, str |
 
 
 def _mapped_features(record: Mapping, features: Sequence[str], categorical: set, missing: frozenset = frozenset()):
-    """A row's features, categorical fields' values as categories, strings among ``missing`` missing (see
-    :meth:`RowReading.feature_mapper`)."""
+    """A row's features as a CSV record's (see :meth:`RowReading.feature_mapper`): categorical fields' values
+    are categories (``""`` when missing: no category); in the other fields an empty string or one among
+    ``missing`` is a missing number, NaN, as an empty cell of a numeric column.
+
+    >>> _mapped_features({"a": "NA", "b": " ", "c": None, "d": "red"}, ["a", "b", "c", "d"], {"c"}, frozenset({"NA"}))
+    {'a': nan, 'b': nan, 'c': '', 'd': 'red'}
+    """
     found = {name: _feature_value(record.get(name), name in categorical) for name in features}
-    if missing:
-        for name, value in found.items():
-            if isinstance(value, str) and value.strip() in missing:
-                found[name] = None
+    for name, value in found.items():
+        if isinstance(value, str) and (value.strip() in missing or not value.strip()):
+            found[name] = "" if name in categorical else math.nan
     return found
 
 
 def _parquet_row_features(
-    record: Mapping, features: Sequence[str], indices: str, values: str, categorical: set, text_is_categorical: bool
+    record: Mapping,
+    features: Sequence[str],
+    indices: str,
+    values: str,
+    categorical: set,
+    text_is_categorical: bool,
+    missing_numbers: frozenset = frozenset(),
 ) -> dict:
-    """A row's features as the Parquet reader reads them (see :meth:`RowReading.feature_mapper`)."""
+    """A row's features as the Parquet reader reads them (see :meth:`RowReading.feature_mapper`): a missing
+    value (None, NaN) of ``missing_numbers`` is a missing number, NaN, as a null of a numeric column; of
+    another field no feature (``""``).
+
+    >>> fields = ["a", "b", "c", "d"]
+    >>> _parquet_row_features({"a": None, "b": None, "c": 2, "d": None}, fields, "indices", "values", {"b"}, True,
+    ...                       frozenset({"a", "c"}))
+    {'a': nan, 'b': '', 'c': 2, 'd': ''}
+    """
     if isinstance(record.get(indices), (list, tuple)):
         weights = record.get(values)
         weights = [1.0] * len(record[indices]) if weights is None else weights
         sparse: dict = {}
         for index, value in zip(record[indices], weights):
-            sparse[int(index)] = sparse.get(int(index), 0.0) + (0.0 if value is None else float(value))
+            sparse[int(index)] = sparse.get(int(index), 0.0) + (math.nan if value is None else float(value))
         return sparse
     found = {}
     for name in features:
@@ -394,16 +443,15 @@ def _parquet_row_features(
             found[name] = _feature_value(value, True)
         elif isinstance(value, (bool, int, float, np.number)):
             found[name] = value
+        elif is_missing(value):
+            found[name] = math.nan if name in missing_numbers else ""
     return found
 
 
 def _feature_value(value, categorical: bool):
-    """A field's value as a mapping holds it: a categorical column's number is a category, as its CSV cell is."""
-    if categorical and value is not None and not isinstance(value, str):
-        if isinstance(value, float) and value != value:
-            return None
-        return str(value)
-    return value
+    """A field's value as a mapping holds it: a categorical column's number is a category, as its CSV cell is,
+    and its missing value (None, NaN, pandas' ``NA``) no category, ``""``."""
+    return as_category(value) if categorical else value
 
 
 def _with_weights(batch: ExampleBatch, weights: np.ndarray) -> ExampleBatch:

@@ -43,7 +43,7 @@ SHARED = ("bits", "seed", "labels", "classes", "label_names")
 
 
 # Format settings recorded only when set (newer than the records of older models).
-OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit", "column_names"})
+OPTIONAL_RECORDS = frozenset({"timestamp_column", "timestamp_unit", "column_names", "number_columns"})
 
 # Format settings newer than some records, whose default changed how input is read: a record without one
 # read its input as this value does (CSV: only an empty cell was missing; Parquet: only numeric columns

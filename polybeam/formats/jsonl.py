@@ -7,7 +7,10 @@ RunInference:
 
 * **values are typed by JSON**: a number (or ``true``/``false``) is a numeric
   feature named after its field, a string is a category (``field=value``),
-  ``null`` or a field left out is a missing value; a field of
+  ``null`` or a field left out is a missing value, but no feature: it has
+  no type of its own, and a line reads alike whichever lines share its block
+  (named in ``feature_columns``, a field is a number, and its missing value
+  the value NaN, which the learners fill with its mean); a field of
   ``categorical_columns`` makes numbers categories too, spelled as a CSV file
   spells them. A field holding numbers on some lines and strings on others
   gives each line what its own value is, whichever block the line is in.

@@ -7,7 +7,10 @@ values into preallocated arrays; Python only touches the rare bad lines.
 * Indices are positive integers; an index below ``2**bits`` is its own slot,
   larger ones are hashed (see :mod:`polybeam.learners.hashing`).
 * Values are finite numbers; explicit zeros are dropped. Repeated indices are
-  kept, and the learners sum them.
+  kept, and the learners sum them. ``nan`` (in any case: ``NaN``, ``NAN``) is
+  a missing value, kept as the value NaN, which the learners fill with the
+  feature's mean over the training examples; an infinite value rejects the
+  line.
 * ``qid:N`` right after the label is accepted and ignored; ``#`` starts a
   comment anywhere in a line.
 
@@ -25,6 +28,9 @@ Examples
 (3, 33, '0 -2:1', 'feature index must be >= 1')
 >>> LibsvmFormat(bits=18, zero_based=True).parse(b"1 0:0.5 6:2\\n").batch.row(0)  # the same features
 (array([1, 7], dtype=int32), array([0.5, 2. ]))
+>>> missing = LibsvmFormat(bits=18).parse(b"1 3:nan 7:2\\n1 3:inf\\n")
+>>> missing.batch.row(0), missing.dead_letters[0].reason
+((array([3, 7], dtype=int32), array([nan,  2.])), "non-finite feature value: '3:inf'")
 """
 
 from __future__ import annotations
@@ -183,11 +189,12 @@ def _parse_line(data, start, stop, mask, seed, first_index, slots, values, nnz):
             value, end = scan_number(data, pos, stop)
         if end == pos or not _ends_token(data, end, stop):
             return BAD_VALUE, token, _token_stop(data, token, stop), 0.0, nnz
-        if not np.isfinite(value):
+        if np.isinf(value):
             return NON_FINITE_VALUE, token, end, 0.0, nnz
-        if not learnable(value):  # (polybeam.learners.values: its square would overflow an update)
+        # (NaN, ``nan`` in any case, is a missing value: kept as the entry NaN, which learners fill)
+        if not (learnable(value) or np.isnan(value)):  # (polybeam.learners.values: its square would overflow)
             return TOO_LARGE_VALUE, token, end, 0.0, nnz
-        if value != 0.0:
+        if value != 0.0:  # (NaN != 0)
             slots[nnz] = libsvm_slot_kernel(index - first_index + 1, mask, seed)
             values[nnz] = value
             nnz += 1

@@ -10,18 +10,23 @@ formats, so a model trained on files scores the mappings the same way:
 - a ``str`` value is a category, as a CSV categorical column's cell
   (``{"colour": "red"}`` is the feature ``colour=red`` with value 1);
 - other values are numbers (``bool`` and NumPy's included);
-- a missing value is an absent feature, as an empty CSV cell: a key left out,
-  ``None``, NaN, pandas' ``NA`` and ``NaT``, an empty or blank category; so
-  is a zero. A row of a table with nullable columns (a Beam ``Row``, a JSON
-  record, a pandas row) is thus an example as it is.
+- a missing value (``None``, NaN, pandas' ``NA`` and ``NaT``) is a missing
+  number, as an empty cell of a numeric CSV column: the feature with the
+  value NaN, which the learners fill with the feature's mean over the
+  training examples. A row of a table with nullable columns (a Beam ``Row``,
+  a JSON record, a pandas row) is thus an example as it is;
+- an empty or blank category is no feature, as an empty cell of a
+  categorical CSV column (so a categorical column's missing value is ``""``);
+  a key left out and a zero are absent features.
 
 >>> from polybeam.formats.csv import CsvFormat
 >>> batch = batch_from_mappings([{"x1": 2.0, "c": "red"}, {"x1": 0.5}], bits=18, seed=3)
 >>> parsed = CsvFormat(labels="any", bits=18, seed=3, categorical_columns=("c",)).parse(b"y,x1,c\\n0,2,red\\n").batch
 >>> batch.indices[:2].tolist() == parsed.indices.tolist(), batch.values.tolist()
 (True, [2.0, 1.0, 0.5])
->>> batch_from_mappings([{"x1": None, "c": ""}, {"x1": float("nan"), "c": "red"}], bits=18).indptr.tolist()
-[0, 0, 1]
+>>> missing = batch_from_mappings([{"x1": None, "c": ""}, {"x1": float("nan"), "c": "red"}, {"x1": 0}], bits=18)
+>>> missing.indptr.tolist(), missing.values.tolist()
+([0, 1, 3, 3], [nan, nan, 1.0])
 """
 
 from __future__ import annotations
@@ -80,6 +85,29 @@ class SlotTable:
         return libsvm_slot(int(key), self.bits, self.seed)
 
 
+def is_missing(value) -> bool:
+    """Whether a mapping's value is a missing one: None, NaN, pandas' ``NA`` or ``NaT``.
+
+    >>> [is_missing(value) for value in (None, float("nan"), 0.0, "")]
+    [True, True, False, False]
+    """
+    if value is None or type(value).__name__ in _MISSING_TYPES:
+        return True
+    return isinstance(value, (float, np.floating)) and value != value
+
+
+def as_category(value) -> str:
+    """A categorical column's value as a mapping holds it: text as it is, a number as its CSV cell spells it
+    (``10115``), a missing value as ``""``, no category.
+
+    >>> as_category(10115), as_category("red"), as_category(None), as_category(float("nan"))
+    ('10115', 'red', '', '')
+    """
+    if isinstance(value, str):
+        return value
+    return "" if is_missing(value) else str(value)
+
+
 def batch_from_mappings(
     examples: Iterable[Mapping], *, bits: int, seed: int = 0, table: SlotTable | None = None
 ) -> ExampleBatch:
@@ -92,7 +120,9 @@ def batch_from_mappings(
         if not isinstance(example, Mapping):
             raise MappingError(f"example {position} is a {type(example).__name__}, not a mapping of feature to value")
         for key, value in example.items():
-            if value is None or type(value).__name__ in _MISSING_TYPES:
+            if value is None or type(value).__name__ in _MISSING_TYPES:  # (NaN: a number, below)
+                slots.append(table.slot(key))  # a missing number
+                values.append(np.nan)
                 continue
             if isinstance(value, str):
                 if value.strip():  # blank: an empty cell (hashing would ignore the blanks anyway)
@@ -105,9 +135,9 @@ def batch_from_mappings(
                     "(None or NaN for a missing one)"
                 )
             number = float(value)
-            if number == number and value_problem(number):  # (NaN: missing)
+            if number == number and value_problem(number):  # (NaN: a missing number, kept)
                 raise MappingError(f"example {position}: feature {key!r}: {value_problem(number)}")
-            if number != 0.0 and number == number:
+            if number != 0.0:  # (NaN != 0)
                 slots.append(table.slot(key))
                 values.append(number)
         indptr.append(len(slots))

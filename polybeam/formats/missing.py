@@ -12,9 +12,11 @@ quoted ``"NA"`` is missing too (as in pandas and Arrow's CSV reader); to keep
 ``NA`` as text, leave it out of ``na_values``. Comparisons are exact, byte
 for byte (``na`` is not ``NA``).
 
-A missing cell is no feature (numeric or categorical), a missing label (only
-prediction accepts it), a weight of 1, no key (the empty key), no ID and no
-time (a dead letter when event times are needed), exactly as an empty cell.
+A missing cell is a missing number in a numeric column (the value NaN, which
+the learners fill with the feature's mean over the training examples), no
+category in a categorical one, a missing label (only prediction accepts it), a
+weight of 1, no key (the empty key), no ID and no time (a dead letter when
+event times are needed), exactly as an empty cell.
 
 The text kernels look a cell up without leaving numba: the spellings sit in
 one byte array, and a table of the bytes they start with rejects most cells

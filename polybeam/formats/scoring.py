@@ -9,7 +9,10 @@ and reads that file as the model needs:
 
 * a **feature column of the model that the file lacks** is refused, in one error
   naming the missing columns (``missing="refuse"``, the default), or read as
-  missing in every row, as an empty cell (``missing="allow"``);
+  missing in every row, as an empty cell (``missing="allow"``): a numeric
+  column is the value NaN in every row (after the row's other features),
+  which the model predicts at the feature's training mean; a categorical one
+  is no category;
 * a **column the model never saw** is left out (read as an ignored column): a
   feature the model has no weight for could only move predictions through a
   hash collision, so a file's extra columns never change a prediction;
@@ -34,6 +37,13 @@ Examples
 ...     print(error)
 new.csv: lacks 2 of the model's 3 feature columns: b, c (the model was trained with them: give the file those columns, or read each as missing in every row with --missing-columns allow, missing_columns='allow' in Python)
 
+With ``missing="allow"``, a numeric column the file lacks is missing in every row:
+
+>>> lenient = ScoringFormat(CsvFormat(label_column="y", labels="any"), dataclasses.replace(model, missing="allow"))
+>>> batch = lenient.parse(b"y,a,c\\n1,2,3\\n").batch
+>>> batch.values.tolist(), batch.names[batch.indices[-1]]
+([2.0, 3.0, nan], 'b')
+
 Without a header, the count of columns tells a file with its label from one without:
 
 >>> headerless = ScoringColumns(("1", "2", "3"), label="1", header=False, optional=("label",))
@@ -56,8 +66,10 @@ import numpy as np
 
 from polybeam.formats.columns import check_missing_columns
 from polybeam.formats.formats import is_file_format, spec_of
-from polybeam.formats.records import InputFileError
+from polybeam.formats.records import InputFileError, ParsedBlock
+from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.choices import MISSING_COLUMNS
+from polybeam.learners.hashing import feature_slot
 
 # Roles a scoring file may lack (prediction needs neither a label nor a weight).
 OPTIONAL_ROLES = ("label", "weight")
@@ -147,12 +159,31 @@ class ScoringColumns:
                 "(the model was trained with them: give the file those columns, or read each as missing in every "
                 "row with --missing-columns allow, missing_columns='allow' in Python)"
             )
+        categorical = tuple(getattr(fmt, "categorical_columns", ()) or ())
+        if lacking and any(column in lacking for column in categorical):
+            # (a categorical column the file lacks is missing in every row: no category, nothing to read)
+            changes["categorical_columns"] = tuple(column for column in categorical if column not in lacking)
         named = _named_columns(fmt)
         extra = tuple(name for name in names if name not in self.columns and name not in named)
         sparse = getattr(fmt, "indices_column", None) in names  # (Parquet's sparse lists: features by index)
         if extra and getattr(fmt, "feature_columns", None) is None and not sparse:
             changes["ignore_columns"] = tuple(fmt.ignore_columns) + tuple(dict.fromkeys(extra))
         return changes
+
+    def absent_numbers(self, names, fmt) -> tuple[str, ...]:
+        """The model's numeric feature columns that a file with columns ``names``, read by ``fmt``, lacks and
+        reads as missing in every row (``missing="allow"``): not its categorical columns, which are then no
+        category, and not columns that ``fmt``'s ``feature_columns`` leave out."""
+        if self.missing != "allow" or not self.header or getattr(fmt, "partial_rows", False):
+            return ()  # (JSON Lines: a field no line of a block has is no feature there, as a field left out)
+        categorical = {
+            self.columns[column] if isinstance(column, (int, np.integer)) and column < len(self.columns) else column
+            for column in getattr(fmt, "categorical_columns", ()) or ()
+        }
+        chosen = getattr(fmt, "feature_columns", None)
+        return tuple(
+            name for name in self.lacking(names) if name not in categorical and (chosen is None or name in chosen)
+        )
 
     def _by_count(self, count: int, fmt) -> dict[str, Any]:
         """Header-less CSV: which of the optional label and weight columns a file of ``count`` columns has."""
@@ -299,10 +330,20 @@ class ScoringFormat:
             )
         names = self._csv_names(bytes(data), offset, header)
         fmt = self.format if names is None else self.reader_for(names, source)
-        return fmt.parse(data, source=source, offset=offset, first_line=first_line, header=header)
+        parsed = fmt.parse(data, source=source, offset=offset, first_line=first_line, header=header)
+        return parsed if names is None else self._with_absent(parsed, names)
 
     def _parse_table(self, table, *, source: str = "<memory>", first_row: int = 0):
-        return self.reader_for(table.column_names, source).parse_table(table, source=source, first_row=first_row)
+        parsed = self.reader_for(table.column_names, source).parse_table(table, source=source, first_row=first_row)
+        return self._with_absent(parsed, table.column_names)
+
+    def _with_absent(self, parsed: ParsedBlock, names) -> ParsedBlock:
+        """``parsed`` with the numeric columns the file lacks missing in every row (``missing="allow"``)."""
+        absent = self.columns.absent_numbers(tuple(names), self.format)
+        if not absent or not len(parsed.batch):
+            return parsed
+        slots = [feature_slot(name, self.format.bits, "", self.format.seed) for name in absent]
+        return dataclasses.replace(parsed, batch=missing_in_every_row(parsed.batch, slots, absent))
 
     def _csv_names(self, data: bytes, offset: int, header: bytes | None) -> tuple[str, ...] | None:
         """The names of a CSV file's columns (``"1"`` ... ``"d"`` without a header), or None when the block
@@ -319,6 +360,34 @@ class ScoringFormat:
         if record is None:
             return None
         return tuple(str(i + 1) for i in range(len(split_fields(record, fmt.delimiter))))
+
+
+def missing_in_every_row(batch: ExampleBatch, slots, names) -> ExampleBatch:
+    """``batch`` with the features at ``slots`` (named ``names``) missing in every row: each row gets the
+    entries ``(slot, NaN)`` after its own.
+
+    >>> batch = ExampleBatch.from_rows([(1.0, {3: 1.0}), (0.0, {})])
+    >>> more = missing_in_every_row(batch, [5, 9], ["b", "c"])
+    >>> more.indptr.tolist(), more.indices.tolist(), more.values.tolist(), more.names
+    ([0, 3, 5], [3, 5, 9, 5, 9], [1.0, nan, nan, nan, nan], {5: 'b', 9: 'c'})
+    """
+    n, added = len(batch), len(slots)
+    counts = np.diff(batch.indptr)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts + added, out=indptr[1:])
+    indices = np.empty(indptr[-1], dtype=batch.indices.dtype)
+    values = np.empty(indptr[-1], dtype=np.float64)
+    own = np.arange(batch.nnz) + added * np.repeat(np.arange(n), counts)  # (each earlier row adds ``added``)
+    indices[own], values[own] = batch.indices, batch.values
+    extra = (indptr[1:, None] - added + np.arange(added)).ravel()
+    indices[extra] = np.tile(np.asarray(slots, dtype=batch.indices.dtype), n)
+    values[extra] = np.nan
+    names = {**dict(zip((int(slot) for slot in slots), names)), **(batch.names or {})}  # (the batch's own first)
+    namespaces = batch.namespaces
+    if namespaces is not None:
+        namespaces = np.full(indptr[-1], ord(" "), dtype=namespaces.dtype)
+        namespaces[own] = batch.namespaces
+    return dataclasses.replace(batch, indptr=indptr, indices=indices, values=values, names=names, namespaces=namespaces)
 
 
 def _line_end(data: bytes, start: int) -> int:
@@ -342,4 +411,4 @@ def _is_record(line: bytes) -> bool:
     return bool(text) and not text.startswith(b"#")
 
 
-__all__ = ["MISSING_COLUMNS", "ColumnsMismatch", "ScoringColumns", "ScoringFormat"]
+__all__ = ["MISSING_COLUMNS", "ColumnsMismatch", "ScoringColumns", "ScoringFormat", "missing_in_every_row"]

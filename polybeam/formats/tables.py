@@ -11,14 +11,19 @@ Two layouts are understood:
 * **Named columns**: otherwise every numeric (integer, floating, decimal or
   boolean) column other than the label and weight -- or just
   ``feature_columns`` -- is a feature named after its column, at slot
-  ``feature_slot(name, bits, seed=seed)``. Nulls are missing values and zeros
-  are dropped. Other columns (strings, lists, structs, ...) are left out; a
-  table with no feature column at all is refused, as it is surely not what
-  was meant (features in a struct, or sparse lists under another name). Two
-  feature columns of the same name are two features of that name (their
-  values add up, like repeated LIBSVM indices).
+  ``feature_slot(name, bits, seed=seed)``. A null or NaN is a missing value,
+  the entry NaN (which the learners fill with the feature's mean over the
+  training examples), and zeros are dropped; a column of nulls only has no
+  type, and no feature. In rows that may leave fields out (JSON Lines), a
+  null or a field left out is no feature, unless ``feature_columns`` name
+  the column: such a value has no type, and a line must read alike whichever
+  lines are read with it. Other columns (strings, lists, structs, ...) are
+  left out; a table with no feature column at all is refused, as it is
+  surely not what was meant (features in a struct, or sparse lists under
+  another name). Two feature columns of the same name are two features of
+  that name (their values add up, like repeated LIBSVM indices).
 
-A row with a NaN or infinite value, an index below 1, or an impossible weight
+A row with an infinite value, an index below 1, or an impossible weight
 becomes a dead letter whose ``raw`` is the row as JSON; its ``line`` is the
 1-based row number and its ``offset`` the 0-based one. A null label is a
 missing label, which only ``labels="any"`` (prediction) accepts.
@@ -85,7 +90,7 @@ from polybeam.formats.timestamps import (
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import INDEX_DTYPE, ExampleBatch
 from polybeam.learners.hashing import feature_slot, hash_string, hash_token, slot_mask
-from polybeam.learners.values import TOO_LARGE_REASON, unlearnable
+from polybeam.learners.values import NON_FINITE_REASON, TOO_LARGE_REASON, unlearnable
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,11 @@ class TableFormat(HashedFormat):
         The list columns of the sparse layout.
     feature_columns : tuple of str, optional
         The feature columns of the named layout (default: every numeric one).
+    number_columns : tuple of str
+        Rows that may leave fields out (JSON Lines): the fields whose null or
+        absence is a missing number, the value NaN (``polybeam train`` records
+        the fields that hold numbers in its input's first lines). Elsewhere a
+        numeric column's null is a missing number anyway.
     key_column : str, optional
         A column whose value (as text) is each example's key
         (``batch.key_codes``; ``--key column:NAME``), never a feature; a null
@@ -151,6 +161,7 @@ class TableFormat(HashedFormat):
     indices_column: str = "indices"
     values_column: str = "values"
     feature_columns: tuple[str, ...] | None = None
+    number_columns: tuple[str, ...] = ()
     key_column: str | None = None
     id_column: str | None = None
     ignore_columns: tuple[str, ...] = ()
@@ -165,6 +176,8 @@ class TableFormat(HashedFormat):
         if self.feature_columns is not None:
             columns = (self.feature_columns,) if isinstance(self.feature_columns, str) else tuple(self.feature_columns)
             object.__setattr__(self, "feature_columns", columns)
+        numbers = (self.number_columns,) if isinstance(self.number_columns, str) else tuple(self.number_columns)
+        object.__setattr__(self, "number_columns", numbers)
         ignored = (self.ignore_columns,) if isinstance(self.ignore_columns, str) else tuple(self.ignore_columns)
         object.__setattr__(self, "ignore_columns", ignored)
         categorical = self.categorical_columns
@@ -212,6 +225,20 @@ class TableFormat(HashedFormat):
                 "the key, the ID, a feature or ignored"
             )
 
+    def number_fields(self, table: pa.Table) -> tuple[str, ...]:
+        """The columns of ``table`` (a sample of the input's first rows) that hold numbers and are features:
+        the ``number_columns`` a reader of rows that may leave fields out records, so that every block, and
+        every door that scores the model's rows, reads their nulls as missing numbers."""
+        roles = {self.label_column, self.weight_column, self.key_column, self.id_column, self.timestamp_column}
+        roles |= {*self.ignore_columns, *self.categorical_columns, self.indices_column, self.values_column}
+        return tuple(
+            field.name
+            for field in table.schema
+            if (pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or pa.types.is_boolean(field.type))
+            and field.name not in roles
+            and (self.feature_columns is None or field.name in self.feature_columns)
+        )
+
     def table_label_texts(self, table: pa.Table | pa.RecordBatch) -> list[str]:
         """The labels of ``table``'s rows as text (missing ones left out), for a launcher's sample (see
         :func:`polybeam.formats.labels.infer_classes`).
@@ -257,6 +284,7 @@ class TableFormat(HashedFormat):
             self.timestamp_column: numbers,
             **{name: texts for name in self.categorical_columns},
             **{name: numbers for name in self.feature_columns or ()},
+            **{name: numbers for name in self.number_columns},
         }
         for name, kind in wanted.items():
             if name is None:
@@ -491,7 +519,8 @@ class TableFormat(HashedFormat):
         else:
             mismatched = np.zeros(n, dtype=bool)
             values = np.ones(len(indices))
-        _flag(reasons, entry_row[~np.isfinite(values)], "non-finite or null feature value")
+        # A null or NaN value is a missing one (the entry NaN, as LIBSVM's ``3:nan``); infinity is refused.
+        _flag(reasons, entry_row[np.isinf(values)], NON_FINITE_REASON.rstrip(": "))
         _flag(reasons, entry_row[unlearnable(values) & np.isfinite(values)], TOO_LARGE_REASON.rstrip(": "))
         _flag(reasons, entry_row[indices < 1], "feature index must be >= 1")
         _flag(reasons, entry_row[_null_mask(flat_indices)], "null feature index")
@@ -523,7 +552,12 @@ class TableFormat(HashedFormat):
             too_large = unlearnable(numbers) & np.isfinite(numbers)
             if too_large.any():
                 _flag(reasons, np.flatnonzero(too_large), f"column {name!r}: {TOO_LARGE_REASON.rstrip(': ')}")
-            rows = np.flatnonzero(np.isfinite(numbers) & (numbers != 0.0))
+            # A missing value (NaN) is the entry NaN, which the learners fill with the feature's mean; a zero is
+            # no entry. (Infinite values are their rows' dead letters, whatever they give.)
+            present = ~infinite & (numbers != 0.0)
+            if not self._missing_is_number(name):
+                present &= ~np.isnan(numbers)
+            rows = np.flatnonzero(present)
             slot = feature_slot(name, self.bits, "", self.seed)
             parts.append((rows, np.full(len(rows), slot, dtype=INDEX_DTYPE), numbers[rows], names.name(name, rows)))
         counts = np.zeros(n, dtype=np.int64)
@@ -549,6 +583,13 @@ class TableFormat(HashedFormat):
             return dict(zip(slots[first].tolist(), names.names(name_ids[first])))
 
         return indptr, slots, values, names_of
+
+    def _missing_is_number(self, name: str) -> bool:
+        """Whether a null of numeric column ``name`` is a missing number (the entry NaN). In rows that may leave
+        fields out (JSON Lines) a null or a field left out has no type of its own, and whether the block holds
+        the column at all depends on the other rows: it is no feature, unless ``feature_columns`` or
+        ``number_columns`` name it."""
+        return not self.partial_rows or name in (self.feature_columns or ()) or name in self.number_columns
 
     def _feature_plan(self, table: pa.Table) -> list[tuple[int, str, bool]]:
         """``(position, name, categorical)`` of every feature column of the named layout, in table order."""

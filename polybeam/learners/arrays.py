@@ -9,8 +9,12 @@ are their own slot ``j + 1``; larger ones are hashed as the LIBSVM reader
 hashes large indices, and one hashed onto slot 0 moves to the last slot,
 ``2**bits - 1``.
 
-Entries mean what cells of a CSV file mean: a zero is an absent feature, and
-so is NaN (a missing value, or pandas' ``NA``); an infinite value is refused.
+Entries mean what cells of a CSV file mean: a zero is an absent feature; NaN
+(a missing value, or pandas' ``NA``) is the feature with the value NaN, a
+missing value, which the learners fill with the feature's mean over the
+training examples that have one (a zero counts as one); an infinite value is
+refused. In a SciPy sparse matrix the entries it leaves out are zeros, and a
+NaN it stores is a missing value.
 
 A pandas frame whose column names are all strings is a **table**, read as a
 CSV file with that header is read (see :mod:`polybeam.formats.csv`), so that a
@@ -18,7 +22,8 @@ model fitted on the frame scores the frame written as CSV alike: a column of
 numbers or booleans (True is 1) is the feature named after the column; a
 column of text (``object``, ``string`` or ``category`` dtype) is categorical,
 each value ``v`` of column ``c`` the feature ``c=v`` (blank space around a
-value trimmed, as CSV trims cells); a missing or empty value is no feature.
+value trimmed, as CSV trims cells); a missing or empty value is no category,
+while a missing number is the value NaN, as in a matrix.
 A frame with other column labels (pandas' default 0, 1, ...) is a matrix, by
 column position, and must hold numbers or booleans. pandas is never imported
 here: a frame is recognised by its ``to_numpy`` and ``columns``.
@@ -26,9 +31,9 @@ here: a frame is recognised by its ``to_numpy`` and ``columns``.
 >>> import numpy as np
 >>> batch = batch_from_arrays(np.array([[0.0, 2.0, np.nan], [5.0, 0.0, 1.0]]), [1, -1], bits=18)
 >>> batch.indptr.tolist(), batch.indices.tolist(), batch.values.tolist()
-([0, 1, 3], [2, 1, 3], [2.0, 5.0, 1.0])
+([0, 2, 4], [2, 3, 1, 3], [2.0, nan, 5.0, 1.0])
 >>> from scipy import sparse
->>> same = batch_from_arrays(sparse.csr_matrix(np.array([[0.0, 2.0, 0.0], [5.0, 0.0, 1.0]])), [1, -1], bits=18)
+>>> same = batch_from_arrays(sparse.csr_matrix(np.array([[0.0, 2.0, np.nan], [5.0, 0.0, 1.0]])), [1, -1], bits=18)
 >>> same.indices.tolist() == batch.indices.tolist()
 True
 >>> column_slots(3, bits=18).tolist()   # never 0: that is the bias
@@ -136,7 +141,7 @@ def _table_csr(frame, bits: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.
             values.append(np.ones(len(row_ids)))
         else:
             data = column.to_numpy(dtype=np.float64, na_value=np.nan)
-            row_ids = np.flatnonzero((data != 0) & ~np.isnan(data))
+            row_ids = np.flatnonzero(data != 0)  # (NaN, a missing number, included)
             slot = feature_slot(name, bits, "", seed)
             names.setdefault(int(slot), name)
             slots.append(np.full(len(row_ids), slot, dtype=np.int64))
@@ -166,8 +171,8 @@ def _frame_values(frame) -> np.ndarray:
 
 
 def _dense_csr(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(indptr, columns, values)`` of the entries that are features: not zero, not NaN."""
-    present = (matrix != 0) & ~np.isnan(matrix)
+    """``(indptr, columns, values)`` of the entries that are features: not zero (NaN, a missing value, is one)."""
+    present = matrix != 0
     rows, columns = np.nonzero(present)  # row-major: each row's columns ascending
     indptr = np.zeros(matrix.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=matrix.shape[0]), out=indptr[1:])
@@ -178,7 +183,7 @@ def _sparse_csr(matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     matrix = matrix.tocsr(copy=True)
     matrix.sum_duplicates()  # also sorts each row's columns
     values = np.asarray(matrix.data, dtype=np.float64)
-    kept = (values != 0) & ~np.isnan(values)
+    kept = values != 0  # (NaN, a missing value, kept)
     indptr = np.asarray(matrix.indptr, dtype=np.int64)
     if not kept.all():
         rows = np.repeat(np.arange(matrix.shape[0]), np.diff(indptr))
@@ -235,7 +240,7 @@ def batch_from_arrays(features, labels=None, *, bits: int, seed: int = 0, weight
         )
     n, d = matrix.shape
     indptr, columns, values = _sparse_csr(matrix) if is_sparse(matrix) else _dense_csr(matrix)
-    refused = unlearnable(values)  # (the same rule as every parser's: polybeam.learners.values)
+    refused = _refused(values)  # (the same rule as every parser's: polybeam.learners.values)
     if refused.any():
         entry = int(np.flatnonzero(refused)[0])
         row = int(np.searchsorted(indptr, entry, side="right") - 1)
@@ -251,7 +256,7 @@ def batch_from_arrays(features, labels=None, *, bits: int, seed: int = 0, weight
 def _table_batch(frame, labels, *, bits: int, seed: int, weights) -> ExampleBatch:
     """A table's rows as examples (see the module docstring)."""
     indptr, slots, values, names = _table_csr(frame, bits, seed)
-    refused = unlearnable(values)
+    refused = _refused(values)
     if refused.any():
         entry = int(np.flatnonzero(refused)[0])
         row = int(np.searchsorted(indptr, entry, side="right") - 1)
@@ -260,6 +265,11 @@ def _table_batch(frame, labels, *, bits: int, seed: int, weights) -> ExampleBatc
             "missing feature; rescale larger values)"
         )
     return _assembled(len(frame), indptr, slots, values, labels, weights, bits=bits, names=names)
+
+
+def _refused(values: np.ndarray) -> np.ndarray:
+    """The mask of the values no learner takes: infinite or too large (NaN is a missing value, kept)."""
+    return unlearnable(values) & ~np.isnan(values)
 
 
 def _assembled(n: int, indptr, slots, values, labels, weights, *, bits: int, names) -> ExampleBatch:

@@ -524,7 +524,9 @@ def finish_model(model, weights, summary: dict):
 
 
 def model_features(model, batch: ExampleBatch) -> ExampleBatch:
-    """``batch`` as the model's weights see it: expanded when the model expands its input."""
+    """``batch`` as the model's weights see it: its missing values filled (see
+    polybeam.learners.missing), and expanded when the model expands its input."""
+    batch = model.filled(batch)
     return model.expansion.expand(batch) if model.expansion is not None else batch
 
 

@@ -35,6 +35,7 @@ from polybeam.learners.curve import LearningCurve
 from polybeam.learners.fitting import train_passes
 from polybeam.learners.holdout import PassSelection
 from polybeam.learners.kernel_settings import KernelSettings, settings_of
+from polybeam.learners.missing import MissingValues, with_fills
 from polybeam.learners.model import Model
 from polybeam.learners.multitask import seed_offset_sums
 from polybeam.learners.race import GAIN_STANDARD_ERRORS, RaceBlocks, gain_shown
@@ -109,14 +110,15 @@ def check_memory(config: LearnerConfig) -> None:
 
 def check_values(batch: ExampleBatch) -> None:
     """Refuse ``batch`` in one line when a value of it cannot be learned (see polybeam.learners.values):
-    every door's parser makes such rows dead letters, so only a batch built by hand gets here.
+    every door's parser makes such rows dead letters, so only a batch built by hand gets here. NaN is a
+    missing value, which learners fill (see polybeam.learners.missing).
 
     >>> check_values(ExampleBatch.from_rows([(1.0, {1: 1e300})]))
     Traceback (most recent call last):
     ...
     ValueError: example 0 has the feature value 1e+300: a learner takes finite values within +-3.4e+38 (rescale it)
     """
-    found = first_unlearnable(batch.indptr, batch.values)
+    found = first_unlearnable(batch.indptr, batch.values, missing_ok=True)
     if found is not None:
         row, value = found
         raise ValueError(
@@ -174,6 +176,9 @@ class LinearLearner:
         if self.uncentred_ is not None:
             self.uncentred_.race_ = RaceBlocks.start()
         self.stats_ = kernels.new_stats()
+        # The means missing values are filled with (see polybeam.learners.missing): learned by `learn`
+        # (and by a polynomial learner for this one) in the first pass.
+        self.missing_ = MissingValues(self.config.bits)
         # Additive statistics at the start of the current pass, so that merging
         # learners that continued one averaged state counts that state once.
         self.pass_start_ = np.zeros(kernels.N_STATS)
@@ -290,14 +295,15 @@ class LinearLearner:
     # -- learning -------------------------------------------------------------
 
     def learn(self, batch: ExampleBatch) -> LinearLearner:
-        """Learn from every example of ``batch``, in order. A value no learner can take (NaN, infinite,
+        """Learn from every example of ``batch``, in order, a missing value (NaN) filled with its
+        feature's mean so far (see polybeam.learners.missing). A value no learner can take (infinite,
         or beyond ``polybeam.learners.values.LARGEST_VALUE``: its square would overflow an update) is
         refused, naming its row, before anything is learned."""
         check_values(batch)
-        return self.learn_checked(batch)
+        return self.learn_checked(self.missing_.fill(batch))
 
     def learn_checked(self, batch: ExampleBatch) -> LinearLearner:
-        """:meth:`learn` for a batch whose values were checked (or are products of checked ones)."""
+        """:meth:`learn` for a batch whose values were checked and filled (or are products of such)."""
         config = self.config
         if batch.bits != config.bits:
             raise ValueError(
@@ -366,6 +372,7 @@ class LinearLearner:
         twin.curve_ = LearningCurve.from_state(self.curve_.to_state())
         twin.race_ = self.race_.copy()
         twin.config, twin.kernel_settings = uncentred_settings(self.config)
+        twin.missing_ = MissingValues(self.config.bits)  # (it learns filled batches: the means are this one's)
         twin.centring_, twin.twin_due_, twin.uncentred_ = Centring.off(), False, None
         twin.selection_ = PassSelection.of(twin.config)
         if learned is not None and len(learned):
@@ -534,6 +541,7 @@ class LinearLearner:
         """Close the current pass's statistics and start counting a new pass (centring's race ends with
         the first pass)."""
         self.decide_centring()
+        self.missing_.freeze()
         self.passes_.append(self._pass_summary())
         for index in (kernels.EXAMPLES, kernels.WEIGHT_SUM, kernels.LOSS_SUM):
             self.stats_[index] = 0.0
@@ -705,6 +713,7 @@ class LinearLearner:
                 raise ValueError("cannot merge learners with different configurations")
         if len(learners) == 1:
             return self
+        self.missing_ = MissingValues.merged([learner.missing_ for learner in learners])
         if any(learner.racing for learner in learners):
             # A twin not made yet is made: the merged race is the one they would all have run, and the
             # merged learner may centre (its raw rows counted together) while its twin must not.
@@ -829,8 +838,8 @@ class LinearLearner:
             if self.uncentred_ is not None and not verdict["kept"]:
                 if self.selection_.judged:  # (the passes were judged on this learner: the race's loser)
                     metadata = {"holdout": self.selection_.summary(self.config.holdout_period), **metadata}
-                return self.uncentred_._model(metadata, self.config)
-        return self._model(metadata, self.config)
+                return with_fills(self.uncentred_._model(metadata, self.config), self.missing_)
+        return with_fills(self._model(metadata, self.config), self.missing_)
 
     def _model(self, metadata: Mapping[str, object] | None, config: LearnerConfig) -> Model:
         """This learner's weights as a model with ``config`` (centring's twin writes its racer's)."""
@@ -958,6 +967,7 @@ class LinearLearner:
             "race": None if self.race_ is None else self.race_.to_state(),
             "curve": self.curve_.to_state(),
             "selection": self.selection_.to_state(),
+            "missing": self.missing_.to_state(),
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -989,6 +999,7 @@ class LinearLearner:
             self.uncentred_.race_ = RaceBlocks.start(self.uncentred_.stats_)
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.restored(state.get("selection"), self.config)
+        self.missing_ = MissingValues.from_state(state.get("missing"), self.config.bits)
         if not self.config.center and self.racing:  # continued without centring: no race
             self.drop_race()
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away

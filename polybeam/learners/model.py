@@ -9,7 +9,8 @@ A model file is one self-checking binary file::
     array bytes                   slots (int64) then weights (float64; slots x classes for softmax),
                                   then (version 4) the products' factor table: monomial_slots,
                                   monomial_offsets, monomial_factors (int64), then (version 5,
-                                  when the learner clipped its values) clip_low, clip_high (float64)
+                                  when the learner clipped its values) clip_low, clip_high (float64),
+                                  then (version 7) fill_slots (int64), fill_values (float64)
     32 bytes                      SHA-256 of everything above
 
 Loading refuses, with a message that says what is wrong, a file that is not a
@@ -18,7 +19,10 @@ Version 1 files (array lengths instead of shapes), version 2 files (no
 polynomial expansion), version 3 files (products' factors in the JSON
 header) and version 4 files (no value ranges) still load. Version 6 is the
 format of version 5 for shared per-key models (see
-:mod:`polybeam.learners.multitask`), which older readers must refuse. A model trained on expanded features records
+:mod:`polybeam.learners.multitask`), which older readers must refuse.
+Version 7 adds the means a model fills missing values with (see
+:mod:`polybeam.learners.missing`); older readers refuse it, as they cannot
+score a missing value. A model trained on expanded features records
 its expansion (for apple: the parent monomials) and the factors of its weighted
 products, and expands its input the same way before predicting.
 
@@ -70,13 +74,25 @@ from polybeam.learners.softmax import predict_batch_softmax
 from polybeam.learners.values import check_finite_weights
 
 MAGIC = b"POLYBEAM-MODEL\n"
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 # Version 6 is version 5 written by a shared per-key model (its metadata's key_model: shared), so that a
 # polybeam that cannot cross examples with their keys refuses it instead of predicting with hash noise.
 SHARED_KEYS_VERSION = 6
 PLAIN_VERSION = 5
+# Version 7: a model (shared per key or not) that fills missing values with its features' means.
+FILLS_VERSION = 7
 # The arrays after the header, in order (version 5; earlier versions have the first two or five).
-_ARRAYS = ("slots", "weights", "monomial_slots", "monomial_offsets", "monomial_factors", "clip_low", "clip_high")
+_ARRAYS = (
+    "slots",
+    "weights",
+    "monomial_slots",
+    "monomial_offsets",
+    "monomial_factors",
+    "clip_low",
+    "clip_high",
+    "fill_slots",
+    "fill_values",
+)
 
 # A model (or learner-state) file that cannot be used, with the reason.
 ModelFileError = container.FormatError
@@ -131,6 +147,11 @@ class Model:
         Per slot (as ``slots``), the range its values are clipped to before the
         weights apply: the range the learner predicted with (see the module
         docstring). None: values are used as they are.
+    fill_slots, fill_values : int and float arrays, optional
+        The value a missing value (NaN) of each of these slots is predicted
+        with: its mean over the training examples (see
+        :mod:`polybeam.learners.missing`); other slots' missing values are 0.
+        None: every missing value is 0 (a model that learned none).
     """
 
     config: LearnerConfig
@@ -142,6 +163,8 @@ class Model:
     monomials: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     clip_low: np.ndarray | None = None
     clip_high: np.ndarray | None = None
+    fill_slots: np.ndarray | None = None
+    fill_values: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         slots = np.asarray(self.slots, dtype=np.int64)
@@ -163,6 +186,16 @@ class Model:
                 object.__setattr__(self, name, bounds[order])
         if len(slots) and (slots[0] < 0 or slots[-1] >= 1 << self.config.bits):
             raise ValueError(f"model slots must lie in [0, 2**{self.config.bits})")
+        if (self.fill_slots is None) != (self.fill_values is None):
+            raise ValueError("a model's fills need both fill_slots and fill_values")
+        if self.fill_slots is not None:
+            fill_slots = np.asarray(self.fill_slots, dtype=np.int64)
+            fill_values = np.asarray(self.fill_values, dtype=np.float64)
+            if fill_slots.ndim != 1 or fill_values.shape != fill_slots.shape:
+                raise ValueError(f"model has {fill_slots.shape} fill slots for {fill_values.shape} fill values")
+            order = np.argsort(fill_slots, kind="stable")
+            object.__setattr__(self, "fill_slots", fill_slots[order])
+            object.__setattr__(self, "fill_values", fill_values[order])
         object.__setattr__(self, "monomials", FactorTable.from_mapping(self.monomials))
 
     # -- prediction -----------------------------------------------------------
@@ -210,6 +243,32 @@ class Model:
         values = batch.values if low is None else np.clip(batch.values, low[rows], high[rows])
         return dataclasses.replace(batch, indices=rows.astype(batch.indices.dtype), values=values), weights
 
+    def filled(self, batch: ExampleBatch) -> ExampleBatch:
+        """``batch`` with each missing value (NaN) replaced by its slot's fill (0 for a slot without one),
+        as the learner filled it (see :mod:`polybeam.learners.missing`); the batch itself when it has none.
+
+        >>> from polybeam.learners.config import LearnerConfig
+        >>> model = Model(LearnerConfig(), np.array([0, 3]), np.array([0.5, 2.0]),
+        ...               fill_slots=np.array([3]), fill_values=np.array([1.5]))
+        >>> nan = float("nan")
+        >>> model.filled(ExampleBatch.from_rows([(0.0, {3: nan, 4: nan}), (0.0, {3: 1.0})])).values.tolist()
+        [1.5, 0.0, 1.0]
+        >>> model.predict(ExampleBatch.from_rows([(0.0, {3: nan})])).tolist()   # 0.5 + 2 x 1.5
+        [3.5]
+        """
+        missing = np.isnan(batch.values)
+        if not missing.any():
+            return batch
+        values = batch.values.copy()
+        slots = batch.indices[missing]
+        fills = np.zeros(len(slots))
+        if self.fill_slots is not None and len(self.fill_slots):
+            position = np.minimum(np.searchsorted(self.fill_slots, slots), len(self.fill_slots) - 1)
+            found = self.fill_slots[position] == slots
+            fills[found] = self.fill_values[position[found]]
+        values[missing] = fills
+        return dataclasses.replace(batch, values=values)
+
     def within_ranges(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` (expanded, when the model expands) with each value clipped to its slot's range."""
         if self.dense_ranges is None:
@@ -249,9 +308,11 @@ class Model:
                 f"batch is hashed into {batch.bits} bits but the model uses {self.config.bits}; "
                 "read the data with the model's bits and seed"
             )
+        # Where the learner filled its input's missing values: after crossing with keys (a shared per-key
+        # model is linear), before expanding (products of the filled values).
+        batch = self.filled(self.crossed(batch, keys))
         if self.expansion is not None:
             batch = self.expansion.expand(batch)
-        batch = self.crossed(batch, keys)
         if self.few_slots:  # a per-key model: its rows, not 2**bits of mostly zeros
             batch, weights = self._on_rows(batch)
         else:
@@ -471,15 +532,21 @@ class Model:
             "monomial_offsets": self.monomials.offsets.astype("<i8"),
             "monomial_factors": self.monomials.factors.astype("<i8"),
         }
-        if self.clip_low is not None:
-            arrays.update(clip_low=self.clip_low.astype("<f8"), clip_high=self.clip_high.astype("<f8"))
+        if self.clip_low is not None or self.fill_slots is not None:  # (version 7 files have both, or none)
+            low, high = (self.clip_low, self.clip_high) if self.clip_low is not None else (np.zeros(0), np.zeros(0))
+            arrays.update(clip_low=low.astype("<f8"), clip_high=high.astype("<f8"))
+        if self.fill_slots is not None:
+            arrays.update(fill_slots=self.fill_slots.astype("<i8"), fill_values=self.fill_values.astype("<f8"))
         header = {
             "config": self.config.to_dict(),
             "metadata": _jsonable(self.metadata),
             "names": {str(k): v for k, v in self.names.items()},
             "expansion": None if self.expansion is None else self.expansion.to_dict(),
         }
-        version = SHARED_KEYS_VERSION if self.shared_keys is not None else PLAIN_VERSION
+        if self.fill_slots is not None:
+            version = FILLS_VERSION
+        else:
+            version = SHARED_KEYS_VERSION if self.shared_keys is not None else PLAIN_VERSION
         return container.pack(MAGIC, version, header, arrays)
 
     @classmethod
@@ -499,6 +566,10 @@ class Model:
                 raise ModelFileError(f"model file is corrupt: bad factor table ({error})") from None
         else:  # version 3: in the header
             monomials = {int(k): tuple(v) for k, v in header.get("monomials", {}).items()}
+        clip_low = arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None
+        clip_high = arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None
+        if clip_low is not None and len(clip_low) == 0 and len(arrays["slots"]):  # (version 7: no ranges)
+            clip_low = clip_high = None
         try:
             return cls(
                 config=LearnerConfig.from_dict(header["config"]),
@@ -508,8 +579,10 @@ class Model:
                 names={int(k): v for k, v in header["names"].items()},
                 expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
                 monomials=monomials,
-                clip_low=arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None,
-                clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
+                clip_low=clip_low,
+                clip_high=clip_high,
+                fill_slots=arrays["fill_slots"].astype(np.int64) if "fill_slots" in arrays else None,
+                fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
             )
         except (KeyError, TypeError) as error:
             raise ModelFileError(f"model file is corrupt: incomplete header ({error})") from None

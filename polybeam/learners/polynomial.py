@@ -48,6 +48,7 @@ from polybeam.learners.expansion import NO_TRACE, RING, Expander, Expansion, new
 from polybeam.learners.fitting import train_passes
 from polybeam.learners.holdout import PassSelection
 from polybeam.learners.linear import LinearLearner, check_values
+from polybeam.learners.missing import with_fills
 from polybeam.learners.model import Model
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.ssm import ResidualStatistics
@@ -154,8 +155,9 @@ class PolynomialLearner:
 
     def learn(self, batch: ExampleBatch) -> PolynomialLearner:
         """Learn from ``batch`` in order, growing the feature set at every epoch's end inside it (a value
-        no learner can take is refused first: see :meth:`LinearLearner.learn`)."""
+        no learner can take is refused first, and a missing value filled: see :meth:`LinearLearner.learn`)."""
         check_values(batch)
+        batch = self.linear.missing_.fill(batch)  # (before expanding: products of the filled values)
         position = 0
         while position < len(batch):
             if self.grow_pending and not self.frozen:
@@ -367,7 +369,8 @@ class PolynomialLearner:
         """The guard's linear model, as a model of this config that expands nothing."""
         model = self.shadow.to_model(metadata)
         no_parents = dataclasses.replace(self.expansion, parents=())
-        return dataclasses.replace(model, config=self.config, expansion=no_parents)
+        model = dataclasses.replace(model, config=self.config, expansion=no_parents)
+        return with_fills(model, self.linear.missing_, np.flatnonzero(self.base_slots))
 
     def _expanded_model(self, metadata: Mapping[str, object]) -> Model:
         model = self.linear.to_model(metadata)
@@ -382,7 +385,9 @@ class PolynomialLearner:
             trace = self.product_trace[model.slots]
             traced = trace != 0
             monomials = FactorTable.from_matrix(model.slots[traced], unpack_factors(trace[traced], self.config.bits))
-        return dataclasses.replace(model, expansion=self.expansion, monomials=monomials)
+        model = dataclasses.replace(model, expansion=self.expansion, monomials=monomials)
+        # Every base feature's fill: a product's factor may have no weight of its own.
+        return with_fills(model, self.linear.missing_, np.flatnonzero(self.base_slots))
 
     @property
     def progressive_loss(self) -> float:

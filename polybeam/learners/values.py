@@ -62,13 +62,18 @@ def value_problem(value: float) -> str | None:
     return f"{NON_FINITE_REASON}{value}"
 
 
-def first_unlearnable(indptr: np.ndarray, values: np.ndarray) -> tuple[int, float] | None:
-    """``(row, value)`` of the first value of a CSR batch a learner cannot take, or None.
+def first_unlearnable(indptr: np.ndarray, values: np.ndarray, *, missing_ok: bool = False) -> tuple[int, float] | None:
+    """``(row, value)`` of the first value of a CSR batch a learner cannot take, or None. ``missing_ok``:
+    NaN is a missing value, which learners fill (see polybeam.learners.missing), not a bad one.
 
     >>> first_unlearnable(np.array([0, 1, 3]), np.array([1.0, 2.0, 1e300]))
     (1, 1e+300)
+    >>> first_unlearnable(np.array([0, 1, 3]), np.array([np.nan, 2.0, 1.0]), missing_ok=True) is None
+    True
     """
     bad = unlearnable(values)
+    if missing_ok:
+        bad &= ~np.isnan(np.asarray(values, dtype=np.float64))
     if not bad.any():
         return None
     entry = int(np.argmax(bad))

@@ -123,6 +123,8 @@ def with_columns(pattern: str, settings: InputSettings) -> InputSettings:
     columns = header_columns(pattern, settings)
     settings = settings.replace(columns=columns)
     options = settings.options
+    if getattr(format_spec(settings.format).format_class, "partial_rows", False) and columns:
+        settings = _with_number_fields(pattern, settings)
     if not format_spec(settings.format).typed or not columns or not options.get("infer_categorical", True):
         return settings
     if options["indices_column"] in columns:  # (sparse lists: no named features)
@@ -149,6 +151,22 @@ def with_columns(pattern: str, settings: InputSettings) -> InputSettings:
     if not text:
         return settings
     return settings.replace(categorical_columns=tuple(dict.fromkeys([*options["categorical_columns"], *text])))
+
+
+def _with_number_fields(pattern: str, settings: InputSettings) -> InputSettings:
+    """JSON Lines: ``settings`` with the fields that hold numbers in the first file's first lines as its
+    ``number_columns``, whose null or absence is then a missing number (NaN) on every line, whichever lines
+    share its block (see :class:`~polybeam.formats.tables.TableFormat`), as a CSV or Parquet file's empty
+    numeric cell is; recorded in the model, every door that scores its rows reads them alike."""
+    options = settings.options
+    if options.get("number_columns") or options.get("indices_column") in settings.columns:
+        return settings
+    reader = settings.reader("any")
+    try:
+        numbers = reader.number_fields(reader.sample_table(text_sample(first_file(pattern))))
+    except Exception:  # the job's read reports a file it cannot read
+        return settings
+    return settings.replace(number_columns=numbers) if numbers else settings
 
 
 def scoring_reader(

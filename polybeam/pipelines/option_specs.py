@@ -335,7 +335,8 @@ TABLE = (
         type=columns,
         metavar="NA,?",
         readme="CSV spellings of a missing value besides the empty cell (default: pandas' `NA`, `NaN`, `null`, "
-        "`#N/A`, ... and `?`; `''`: none); a missing cell is no feature, a missing label, a weight of 1",
+        "`#N/A`, ... and `?`; `''`: none); a missing cell is a missing number (NaN: predicted at the feature's "
+        "training mean), no category, a missing label, a weight of 1",
     ),
     Option(
         "feature-names",

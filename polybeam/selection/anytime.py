@@ -261,7 +261,7 @@ class AnytimeModel:
                 f"read the input with --bits {self.bits}"
             )
         matrix, intercepts = self._weights()
-        return (batch.to_csr() @ matrix[:, prefixes]).toarray() + intercepts[prefixes]
+        return (batch.missing_as_zero().to_csr() @ matrix[:, prefixes]).toarray() + intercepts[prefixes]
 
     def _weights(self):
         """A sparse (2^bits x prefixes+1) matrix of every prefix's weights, and their intercepts."""

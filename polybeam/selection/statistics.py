@@ -94,6 +94,7 @@ class GramStatistics:
                 f"batch is hashed into {batch.bits} bits but the statistics use "
                 f"{len(self.column_of_slot).bit_length() - 1}"
             )
+        batch = batch.missing_as_zero()
         columns = self.column_of_slot[batch.indices]
         unknown = columns < 0
         if unknown.any():

@@ -76,7 +76,7 @@ from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, Predi
 from polybeam.formats import make_format
 from polybeam.formats.columns import ColumnRoles, check_missing_columns
 from polybeam.formats.input_settings import InputSettings, readable_by
-from polybeam.formats.mappings import SlotTable, batch_from_mappings
+from polybeam.formats.mappings import SlotTable, as_category, batch_from_mappings
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.loss_specs import loss_spec
 from polybeam.learners.model import Model
@@ -252,9 +252,7 @@ class _Examples:
                 continue
             features.append(
                 {
-                    key: str(value)
-                    if key in self.categorical and value is not None and not isinstance(value, str)
-                    else value
+                    key: as_category(value) if key in self.categorical else value
                     for key, value in example.items()
                     if key not in self.not_features
                 }

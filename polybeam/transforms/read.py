@@ -518,7 +518,9 @@ class ReadExamples(beam.PTransform):
         return read._replace(checked=read | "CheckInput" >> CheckInput(self.policy))
 
     def _settle_format(self) -> None:
-        """Read the class names and the LIBSVM numbering a sample of the input shows (see ``infer``)."""
+        """Read the class names and the LIBSVM numbering a sample of the input shows (see ``infer``), and for
+        JSON Lines the fields that hold numbers (as ``polybeam train`` records them)."""
+        self._settle_number_fields()
         fmt = self.format
         kind = getattr(fmt, "labels", "any")
         if kind not in ("binary", "multiclass") and not self._numbering_open:
@@ -541,6 +543,23 @@ class ReadExamples(beam.PTransform):
         if changes:
             self.format = dataclasses.replace(fmt, **changes)
         self.notes = decided.notes
+
+    def _settle_number_fields(self) -> None:
+        """Rows that may leave fields out (JSON Lines): the fields holding numbers in the first lines of the
+        first file are ``number_columns``, whose null or absence is a missing number on every line (see
+        :meth:`~polybeam.formats.tables.TableFormat.number_fields`)."""
+        fmt = self.format
+        if not getattr(fmt, "partial_rows", False) or fmt.number_columns:
+            return
+        first = InputSample.of(self.file_pattern, fmt, max_files=1).pieces
+        if not first:
+            return
+        try:
+            numbers = fmt.number_fields(fmt.sample_table(first[0].data))
+        except Exception:  # (a first file the read refuses says so itself)
+            return
+        if numbers:
+            self.format = dataclasses.replace(fmt, number_columns=numbers)
 
     def _read_text(self, pbegin) -> ReadResult:
         source = TextBlockSource(

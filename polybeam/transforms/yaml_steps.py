@@ -454,6 +454,20 @@ def _row_fields(pcollection) -> list[tuple[str, object]] | None:
         return None
 
 
+def _is_text_type(kind) -> bool:
+    """Whether a schema field's type is text (``str``, ``bytes``, or either optional).
+
+    >>> from typing import Optional
+    >>> _is_text_type(Optional[str]), _is_text_type(bytes), _is_text_type(Optional[float])
+    (True, True, False)
+    """
+    members = getattr(kind, "__args__", None) if getattr(kind, "__origin__", None) is not None else None
+    if members is not None and type(None) in members:  # Optional[T]: T
+        members = [member for member in members if member is not type(None)]
+        kind = members[0] if len(members) == 1 else kind
+    return kind in (str, bytes)
+
+
 def _score_rows(rows, model, fields: _RowFields):
     records = [row._asdict() for row in rows]
     # As a file's records are read for the model (its label, non-feature and categorical columns); every row is
@@ -520,13 +534,15 @@ class _RowMappings(beam.DoFn):
     """Each row as ``(row, what the handler scores)``: its features' mapping, and for a shared per-key model
     (``keyed_model``) the row's key with it, as the handler takes ``(key, example)`` pairs."""
 
-    def __init__(self, reading: RowReading, field_names: list[str], keyed_model=None):
+    def __init__(self, reading: RowReading, field_names: list[str], keyed_model=None, text_fields=()):
         self.reading = reading
         self.field_names = field_names
         self.keyed_model = keyed_model
+        self.text_fields = tuple(text_fields)  # (a missing value there is no category, not a missing number)
 
     def setup(self):
-        self.features_of = self.reading.feature_mapper(self.field_names)  # the schema's, once: not per row
+        # The schema's, once: not per row.
+        self.features_of = self.reading.feature_mapper(self.field_names, self.text_fields)
 
     def process(self, row):
         record = row._asdict()
@@ -596,9 +612,11 @@ class PolybeamRunInference(beam.PTransform):
                 "name the inference another (inference_tag)"
             )
         keyed_model = self.model if self.model.shared_keys is not None else None
-        mappings = _RowMappings(self.fields.reading(self.model), [name for name, _ in fields], keyed_model)
-        # The rows' features, already held against the model's columns (missing values left out): the handler
-        # must not take a feature a row left out for missing for a column the row lacks.
+        text_fields = [name for name, kind in fields if _is_text_type(kind)]
+        mappings = _RowMappings(self.fields.reading(self.model), [name for name, _ in fields], keyed_model, text_fields)
+        # The rows' features, already held against the model's columns (a missing value spelled NaN, or "" for no
+        # category): the handler must not refuse a row for a field its mapping leaves out, nor for a column the
+        # step's own policy let it lack.
         handler = KeyedModelHandler(
             PolybeamModelHandler(self.path, output=self.output, missing_columns="allow", **self.batching)
         )

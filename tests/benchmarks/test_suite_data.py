@@ -151,16 +151,21 @@ def test_encoding_follows_the_protocol(suite):
     )
     matrix, names = suite.encode_frame(frame)
     assert names == ["colour=red", "colour=green", "colour=blue", "flag", "size", "weight", "city=Lyon", "city=Paris"]
-    assert matrix.toarray().tolist() == [
-        [1, 0, 0, 1, 1, 2.5, 0, 1],
-        [0, 0, 0, 0, 3, 0, 1, 0],  # missing colour: no feature; False and 0: omitted
-        [0, 0, 1, 0, 0, 0, 0, 0],  # missing flag, size, weight and city: absent
-        [1, 0, 0, 1, 2, -1, 0, 1],
-    ]
-    # Absent, not stored as zeros or NaN.
-    assert matrix.nnz == np.count_nonzero(matrix.toarray()) and np.isfinite(matrix.data).all()
+    nan = np.nan
+    np.testing.assert_array_equal(
+        matrix.toarray(),
+        [
+            [1, 0, 0, 1, 1, 2.5, 0, 1],
+            [0, 0, 0, 0, 3, 0, 1, 0],  # missing colour: no feature; False and 0: omitted
+            [0, 0, 1, nan, nan, nan, 0, 0],  # missing flag, size (ordered) and weight: NaN; city: absent
+            [1, 0, 0, 1, 2, -1, 0, 1],
+        ],
+    )
+    # Zeros absent, not stored; missing numbers stored as NaN.
+    assert matrix.nnz == np.count_nonzero(matrix.toarray()) and np.isnan(matrix.data).sum() == 3
     lines = list(suite.libsvm_lines("multiclass", np.array([1.0, 2, 3, 1]), matrix))
     assert lines[1] == "2 5:3 7:1\n" and lines[3] == "1 1:1 4:1 5:2 6:-1 8:1\n"
+    assert lines[2] == "3 3:1 4:nan 5:nan 6:nan\n"
 
 
 def test_text_becomes_lower_cased_word_counts(suite):

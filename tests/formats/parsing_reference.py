@@ -157,7 +157,7 @@ def _libsvm_line(offset: int, raw: bytes, bits: int, seed: int, zero_based: bool
         value = ref_number(token[match.end() :])
         if value is None:
             return dead("feature value is not a number: ", token)
-        if not math.isfinite(value):
+        if math.isinf(value):  # (NaN is a missing value: the entry NaN)
             return dead("non-finite feature value: ", token)
         if abs(value) > LARGEST_VALUE:
             return dead(TOO_LARGE_REASON, token)
@@ -319,7 +319,8 @@ def ref_csv(
     """``kinds[j]`` is one of "numeric", "categorical", "label", "weight", "ignore", "id".
 
     A cell whose value (unquoted and trimmed) is empty or one of ``na_values`` is missing; a categorical
-    value of nothing but bytes up to the space is missing too."""
+    value of nothing but bytes up to the space is missing too, and so is a numeric one, or a NaN. A missing
+    numeric value is the entry NaN at the column's slot; a missing category is no entry."""
     mask = (1 << bits) - 1
     missing = {value.encode("utf-8") for value in na_values} | {b""}
     lines = []
@@ -343,7 +344,16 @@ def ref_csv(
                 blank = value.strip(bytes(range(33))) == b""
                 line.tag = None if blank or value in missing else value.decode("utf-8", errors="replace")
                 continue
-            if value in missing or kind == "ignore":
+            if kind == "ignore":
+                continue
+            number = None if (quoted and b'"' in value) else ref_number(value)
+            blank = value.strip(bytes(range(33))) == b""
+            if kind == "numeric" and (value in missing or blank or (number is not None and math.isnan(number))):
+                line.slots.append(ref_hash(name.encode(), mmh3.hash(b"", seed, signed=False)) & mask)
+                line.values.append(math.nan)
+                line.names.append(name)
+                continue
+            if value in missing:
                 continue
             if kind == "categorical":
                 if value.strip(bytes(range(33))) == b"":
@@ -352,7 +362,6 @@ def ref_csv(
                 line.values.append(1.0)
                 line.names.append(f"{name}={value.decode('utf-8', errors='replace')}")
                 continue
-            number = None if (quoted and b'"' in value) else ref_number(value)
             if kind == "numeric":
                 if number is None:
                     line = Line(offset, raw, "dead", f"column {name!r}: not a number: {token_text(raw_field)}")

@@ -203,7 +203,7 @@ def test_rows_for_a_csv_model_take_its_missing_value_spellings():
             assert [position for position, _ in read.refused] == [0, 1]
             assert len(parsed.dead_letters) == 2
     mapped = RowReading(InputSettings.of(CsvFormat(**options))).feature_mapper(list(rows[0]))(rows[2])
-    assert mapped == {"x": 2.0, "colour": None, "zip": "20095"}
+    assert mapped == {"x": 2.0, "colour": "", "zip": "20095"}  # (a missing category: "", none)
 
 
 def test_rows_for_a_parquet_model_read_its_categorical_columns():
@@ -212,8 +212,12 @@ def test_rows_for_a_parquet_model_read_its_categorical_columns():
     reading = RowReading(InputSettings.of(fmt))
     expected = fmt.parse_table(pa.Table.from_pylist(rows)).batch
     assert_same_examples(reading.examples(rows, bits=18, seed=0, labels="binary").batch, expected)
-    features_of = reading.feature_mapper(["label", "zip", "size", "city"])
+    # The rows' schema says city is text: its missing value is no category (a missing number without it).
+    features_of = reading.feature_mapper(["label", "zip", "size", "city"], text_fields=("city",))
     mapped = batch_from_mappings([features_of(row) for row in rows], bits=18, seed=0)
     for name in ("indptr", "indices", "values"):
         np.testing.assert_array_equal(getattr(mapped, name), getattr(expected, name))
     assert features_of(rows[0]) == {"zip": "10115", "size": 2.5, "city": "Berlin"}
+    assert features_of(rows[1]) == {"zip": "", "size": 1.0, "city": ""}
+    untyped = reading.feature_mapper(["label", "zip", "size", "city"])({"label": 1, "size": None, "city": None})
+    assert untyped["zip"] == "" and np.isnan(untyped["size"]) and np.isnan(untyped["city"])

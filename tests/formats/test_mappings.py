@@ -1,5 +1,6 @@
-"""Examples as mappings (polybeam.formats.mappings): a missing value (None, NaN, pandas' NA, an empty category) is
-an absent feature, as an empty CSV cell is, never a failed job."""
+"""Examples as mappings (polybeam.formats.mappings): a missing value (None, NaN, pandas' NA) is a missing number,
+the value NaN, as an empty cell of a numeric CSV column is; an empty category is no feature, as an empty cell of a
+categorical column is; never a failed job."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from polybeam.formats.columns import ColumnRoles
 from polybeam.formats.csv import CsvFormat
-from polybeam.formats.mappings import MappingError, batch_from_mappings
+from polybeam.formats.input_settings import InputSettings
+from polybeam.formats.mappings import MappingError, as_category, batch_from_mappings, is_missing
 
 pd = pytest.importorskip("pandas")  # (its NA and NaT are among the missing values; the test extra installs it)
 
@@ -26,28 +29,37 @@ MISSING = st.sampled_from([None, math.nan, np.float32("nan"), pd.NA, pd.NaT, "",
 
 
 def same(a, b) -> bool:
-    return all(np.array_equal(getattr(a, name), getattr(b, name)) for name in ("indptr", "indices", "values"))
+    return all(
+        np.array_equal(getattr(a, name), getattr(b, name), equal_nan=name == "values")
+        for name in ("indptr", "indices", "values")
+    )
 
 
 @pytest.mark.slow
 @settings(max_examples=300)
 @given(st.lists(st.dictionaries(KEYS, st.one_of(PRESENT, MISSING), max_size=8), max_size=6), st.integers(4, 24))
-def test_a_missing_value_is_the_key_left_out(examples, bits):
-    def present(value) -> bool:
-        if value is None or value is pd.NA or value is pd.NaT:
-            return False
+def test_a_missing_number_is_nan_and_a_blank_category_or_a_zero_the_key_left_out(examples, bits):
+    def spelled(value):
+        """The value as the plainest mapping spells it: NaN for a missing number, None for no feature."""
+        if value is None or value is pd.NA or value is pd.NaT or (not isinstance(value, str) and value != value):
+            return math.nan
         if isinstance(value, str):
-            return bool(value.strip())
-        return bool(value == value and value != 0)
+            return value if value.strip() else None
+        return value if value != 0 else None
 
-    kept = [{key: value for key, value in example.items() if present(value)} for example in examples]
-    assert same(batch_from_mappings(examples, bits=bits), batch_from_mappings(kept, bits=bits))
+    plain = [{key: spelled(value) for key, value in example.items()} for example in examples]
+    kept = [{key: value for key, value in example.items() if value is not None} for example in plain]
+    batch = batch_from_mappings(examples, bits=bits)
+    assert same(batch, batch_from_mappings(kept, bits=bits))
+    assert np.isnan(batch.values).sum() == sum(value != value for example in kept for value in example.values())
 
 
 def test_a_table_row_with_empty_cells_is_the_csv_line():
     csv = CsvFormat(labels="any", categorical_columns=("colour",))
     parsed = csv.parse(b"y,age,income,colour\n1,41,,red\n0,,3.5,\n").batch
-    rows = [{"age": 41, "income": None, "colour": "red"}, {"age": np.nan, "income": 3.5, "colour": None}]
+    assert np.isnan(parsed.values).sum() == 2  # (income of the first row, age of the second)
+    # A categorical column's missing value is "" (no category): a mapping cannot tell which keys are categories.
+    rows = [{"age": 41, "income": None, "colour": "red"}, {"age": np.nan, "income": 3.5, "colour": ""}]
     assert same(batch_from_mappings(rows, bits=18), parsed)
     frame = pd.DataFrame(
         {
@@ -56,7 +68,22 @@ def test_a_table_row_with_empty_cells_is_the_csv_line():
             "colour": pd.array(["red", None], dtype="string"),
         }
     )
-    assert same(batch_from_mappings(frame.to_dict("records"), bits=18), parsed)
+    # Read through the columns a model of the CSV file records, which know colour is categorical.
+    settings = InputSettings.of(csv).replace(columns=("y", "age", "income", "colour"))
+    roles = ColumnRoles.of(settings)
+    mappings = [roles.features_of(record) for record in frame.to_dict("records")]
+    assert same(batch_from_mappings(mappings, bits=18), parsed)
+
+
+def test_missing_values_and_categories_spelled_for_mappings():
+    assert [is_missing(value) for value in (None, math.nan, np.float32("nan"), pd.NA, pd.NaT, 0.0, "", "NA")] == [
+        *[True] * 5,
+        *[False] * 3,
+    ]
+    assert [as_category(value) for value in (None, pd.NA, math.nan, 10115, 2.5, True, "red")] == [
+        *[""] * 3,
+        *["10115", "2.5", "True", "red"],
+    ]
 
 
 def test_what_is_not_a_value_still_fails_saying_so():

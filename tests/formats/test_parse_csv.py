@@ -27,10 +27,10 @@ def test_reads_numeric_and_categorical_columns():
     assert (parsed.records, parsed.skipped, len(batch), parsed.dead_letters) == (4, 1, 3, [])
     assert batch.labels.tolist() == [1.0, 0.0, -1.0]
     assert batch.weights.tolist() == [2.0, 1.0, 0.5]
-    assert batch.indptr.tolist() == [0, 2, 3, 4]
+    assert batch.indptr.tolist() == [0, 2, 4, 5]
     size, red, blue = feature_slot("size"), category_slot("color", "red"), category_slot("color", "dark, blue")
-    assert batch.indices.tolist() == [size, red, blue, red]
-    assert batch.values.tolist() == [2.5, 1.0, 1.0, 1.0]
+    assert batch.indices.tolist() == [size, red, size, blue, red]  # (an empty size: missing, the entry NaN)
+    np.testing.assert_array_equal(batch.values, [2.5, 1.0, np.nan, 1.0, 1.0])
     assert batch.names == {size: "size", red: "color=red", blue: "color=dark, blue"}
     assert batch.row_ids.tolist() == [data.index(b"1,2.5"), data.index(b"0,,"), data.index(b"-1,0")]
 
@@ -91,7 +91,7 @@ def test_first_block_header_wins_even_when_header_is_passed():
         (b'1,"2"x,3', "text after the closing double quote in column 'a': '\"2\"x'"),
         (b"1,abc,3", "column 'a': not a number: 'abc'"),
         (b"1, 2x ,3", "column 'a': not a number: ' 2x '"),
-        (b"1,NAN,3", "column 'a': non-finite value: 'NAN'"),  # (not one of the default na_values)
+        (b"1,-Inf,3", "column 'a': non-finite value: '-Inf'"),  # (a NaN, NAN too, is a missing value)
         (b"1,2,1e999", "column 'b': non-finite value: '1e999'"),
         (b"x,2,3", "label column 'y': not a number: 'x'"),
         (b",2,3", "missing label"),
@@ -188,12 +188,17 @@ def test_bom_in_header_is_ignored():
 
 
 def batch_arrays(batch) -> tuple:
+    """A batch's arrays as lists, NaN as "nan" (equal to itself)."""
+
+    def listed(array) -> list:
+        return ["nan" if value != value else value for value in array.tolist()]
+
     return (
-        batch.labels.tolist(),
-        batch.weights.tolist(),
+        listed(batch.labels),
+        listed(batch.weights),
         batch.indptr.tolist(),
         batch.indices.tolist(),
-        batch.values.tolist(),
+        listed(batch.values),
         batch.names,
     )
 
@@ -208,6 +213,8 @@ def test_missing_value_spellings_read_as_empty_cells(spelling):
     empty = fmt.parse(template.replace(b"{m}", b""))
     assert spelled.dead_letters == [] and empty.dead_letters == []
     assert batch_arrays(spelled.batch) == batch_arrays(empty.batch)
+    x, red = feature_slot("x"), category_slot("c", "red")  # (x missing: NaN; c missing: no category)
+    assert batch_arrays(spelled.batch)[3:5] == ([x, red, x, x], ["nan", 1.0, 1.5, "nan"])
     assert spelled.batch.tags.tolist() == [None, "r2", "r3"]
     assert spelled.batch.weights.tolist() == [2.0, 1.0, 0.5]
 
@@ -231,14 +238,16 @@ def test_na_values_say_which_spellings_are_missing():
     assert [letter.reason for letter in none.dead_letters] == ["column 'x': not a number: 'NA'"]
     assert none.batch.names == {feature_slot("x"): "x", category_slot("c", "?"): "c=?"}  # "?" is a category
     sentinel = CsvFormat(categorical_columns=("c",), na_values=("-999", "?", "NA")).parse(data)
-    assert sentinel.dead_letters == [] and sentinel.batch.indptr.tolist() == [0, 0, 0]
+    assert sentinel.dead_letters == [] and sentinel.batch.indptr.tolist() == [0, 1, 2]  # x missing; c no category
+    assert sentinel.batch.indices.tolist() == [feature_slot("x")] * 2 and np.isnan(sentinel.batch.values).all()
     assert CsvFormat(na_values=[" NA ", "", "NA"]).na_values == ("NA",)  # trimmed, no empty one, no repeats
 
 
 def test_a_record_may_start_with_a_missing_value_spelled_with_a_hash():
     """#N/A first on a line (or after an empty first cell) is a missing value, not the start of a comment."""
     parsed = CsvFormat(label_column="y").parse(b"x,y\n#N/A,1\n# a comment\n#NA,0\n")
-    assert (len(parsed.batch), parsed.skipped) == (2, 2) and parsed.batch.indptr.tolist() == [0, 0, 0]
+    assert (len(parsed.batch), parsed.skipped) == (2, 2) and parsed.batch.indptr.tolist() == [0, 1, 2]
+    assert np.isnan(parsed.batch.values).all()
     tabbed = CsvFormat(label_column="y", delimiter="\t").parse(b"a\tx\ty\n\t#N/A\t1\n\t# not a value\t1\n")
     assert (len(tabbed.batch), tabbed.skipped) == (1, 2)
 
@@ -479,7 +488,8 @@ def test_fuzzed_input_never_raises_and_accounts_for_every_line(case, options):
     parsed, _ = check_against_reference(spec, data, options)
     assert parsed.records == len(split_lines(data))
     assert parsed.records == len(parsed.batch) + len(parsed.dead_letters) + parsed.skipped
-    assert np.isfinite(parsed.batch.values).all() and (parsed.batch.values != 0).all()
+    values = parsed.batch.values  # (NaN: a missing value)
+    assert not np.isinf(values).any() and (values != 0).all()
 
 
 def test_a_file_without_the_header_of_a_glob_says_its_first_line_is_a_record():

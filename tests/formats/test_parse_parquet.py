@@ -59,13 +59,14 @@ def test_sparse_layout_dead_letters():
         }
     )
     parsed = ParquetFormat().parse_table(table, source="s", first_row=10)
-    assert len(parsed.batch) == 1 and parsed.batch.row_ids.tolist() == [10]
+    # A NaN or null value is a missing value (the entry NaN, as LIBSVM's 3:nan), not a dead letter.
+    assert parsed.batch.row_ids.tolist() == [10, 12, 14]
+    np.testing.assert_array_equal(parsed.batch.values, [1.0, np.nan, 1.0, 1.0, np.nan])
+    assert parsed.batch.indices.tolist() == [1, 1, 2, 1, 2]
     assert [(letter.line, letter.offset, letter.reason) for letter in parsed.dead_letters] == [
         (12, 11, "feature index must be >= 1"),
-        (13, 12, "non-finite or null feature value"),
         (14, 13, "'indices' and 'values' have different lengths"),
-        (15, 14, "non-finite or null feature value"),
-        (16, 15, "non-finite or null feature value"),
+        (16, 15, "non-finite feature value"),
         (17, 16, "feature index must be >= 1"),
     ]
     assert json.loads(parsed.dead_letters[0].raw) == {"label": 1.0, "indices": [0, 2], "values": [1.0, 1.0]}
@@ -117,13 +118,14 @@ def test_named_layout_reads_numbers_and_categories():
     batch = parsed.batch
     age, income, member = (feature_slot(name) for name in ("age", "income", "member"))
     a, b = category_slot("city", "a"), category_slot("city", "b")
-    assert batch.indptr.tolist() == [0, 4, 6, 7]
-    assert batch.indices.tolist() == [age, income, a, member, income, b, member]
-    assert batch.values.tolist() == [30.0, 0.5, 1.0, 1.0, 2.0, 1.0, 1.0]
+    # A null number is missing (the entry NaN, in its column's place); a null category is none; zeros are none.
+    assert batch.indptr.tolist() == [0, 4, 7, 8]
+    assert batch.indices.tolist() == [age, income, a, member, age, income, b, member]
+    np.testing.assert_array_equal(batch.values, [30.0, 0.5, 1.0, 1.0, np.nan, 2.0, 1.0, 1.0])
     assert batch.names == {age: "age", income: "income", member: "member", a: "city=a", b: "city=b"}
     # Read as models recorded before Parquet had categories: the text column is left out.
     before = ParquetFormat(infer_categorical=False).parse_table(table).batch
-    assert before.indices.tolist() == [age, income, member, income, member]
+    assert before.indices.tolist() == [age, income, member, age, income, member]
 
 
 def test_named_layout_with_chosen_columns_and_dead_letters():
@@ -131,7 +133,8 @@ def test_named_layout_with_chosen_columns_and_dead_letters():
     table = pa.table({"y": [1.0, 1.0, 1.0], "a": [1.0, nan, 2.0], "b": [1.0, 1.0, -inf], "c": [5, 5, 5]})
     parsed = ParquetFormat(label_column="y", feature_columns=("a", "b")).parse_table(table)
     a, b = feature_slot("a"), feature_slot("b")
-    assert parsed.batch.indices.tolist() == [a, b, b]  # NaN is a missing value, as null
+    assert parsed.batch.indices.tolist() == [a, b, a, b]  # NaN is a missing value, as null: the entry NaN
+    assert np.isnan(parsed.batch.values[2]) and not np.isnan(parsed.batch.values[[0, 1, 3]]).any()
     assert [letter.reason for letter in parsed.dead_letters] == ["non-finite value in column 'b'"]
     assert parsed.dead_letters[0].raw == '{"y": 1.0, "a": 2.0, "b": -Infinity, "c": 5}'
 

@@ -1,6 +1,7 @@
 """Scoring files held against a model's columns (polybeam.formats.scoring): missing feature columns refused
-or read as empty cells, extra columns left out, files without the label (or weight) column read without it,
-and header-less files told apart by their number of columns."""
+or read as empty cells (a numeric one the value NaN in every row, a categorical one no category), extra columns
+left out, files without the label (or weight) column read without it, and header-less files told apart by their
+number of columns."""
 
 from __future__ import annotations
 
@@ -26,8 +27,12 @@ def csv_text(columns, rows) -> bytes:
 
 
 def features(batch) -> list[dict[int, float]]:
-    """Each example's features, slot -> value (the order of a row's features aside)."""
-    return [dict(zip(*batch.row(i))) for i in range(len(batch))]
+    """Each example's features, slot -> value (the order of a row's features aside; NaN, a missing value, as
+    "nan", equal to itself)."""
+    return [
+        {int(slot): "nan" if value != value else float(value) for slot, value in zip(*batch.row(i))}
+        for i in range(len(batch))
+    ]
 
 
 def reader(optional=PREDICT, missing="refuse", **options) -> ScoringFormat:

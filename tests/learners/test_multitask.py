@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import mmh3
@@ -145,7 +146,10 @@ def test_a_shared_model_file_keeps_its_crossing_and_older_readers_refuse_it():
     again = Model.from_bytes(data)
     assert again.shared_keys.key == "column:store" and len(again.shared_keys.trained) == 2
     assert np.array_equal(again.predict(batch), model.predict(batch))
-    assert int.from_bytes(data[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 6  # plain models stay version 5
+    # Version 7 (it fills missing values); without fills version 6, and plain models stay version 5.
+    assert int.from_bytes(data[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 7
+    unfilled = dataclasses.replace(model, fill_slots=None, fill_values=None)
+    assert int.from_bytes(unfilled.to_bytes()[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 6
     plain = Model(model.config, model.slots, model.weights)
     assert int.from_bytes(plain.to_bytes()[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 5
     from polybeam.learners import container

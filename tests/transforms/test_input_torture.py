@@ -29,8 +29,9 @@ no final newline              the last line is read
 labels NaN, inf, -inf, 1e309  dead letter "label must be a finite number" (the VW importance
                               weight: "importance weight must be finite and >= 0, got ...")
 values 3.4e38                 read exactly; 1e308: dead letter "feature value beyond +-3.4e+38"
-                              (its square overflows an update); 1e309, inf, nan: dead letter
-                              "non-finite ..."; 1e-400 underflows to 0 and is dropped, as zeros are
+                              (its square overflows an update); 1e309, inf: dead letter
+                              "non-finite ..."; nan (LIBSVM, a CSV or Parquet number): a missing
+                              value, the entry NaN; 1e-400 underflows to 0 and is dropped, as zeros are
 repeated feature index/name   kept, each entry with its value (the learners add them up)
 line > max_line_bytes         dead letter "line of N bytes is longer than max_line_bytes
 (default 64 MiB)              (M): not parsed ...", read past without holding it whole
@@ -53,6 +54,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import os
 import pickle
 import random
@@ -76,6 +78,7 @@ from tests.transforms.torture_corpus import (
     CSV_HEADER,
     CSV_OPTIONS,
     GOOD,
+    MISSING,
     SKIP,
     TRUNCATED,
     corrupt_gzip,
@@ -103,6 +106,11 @@ def expected_raw(raw: bytes) -> str:
     return text if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS] + "..."
 
 
+def comparable(values) -> tuple:
+    """Values as a tuple that compares equal when they are equal, a missing value (NaN) as MISSING."""
+    return tuple(MISSING if math.isnan(value) else value for value in values.tolist())
+
+
 def example_rows(batch, key):
     for i in range(len(batch)):
         slots, values = batch.row(i)
@@ -112,7 +120,7 @@ def example_rows(batch, key):
             float(batch.labels[i]),
             float(batch.weights[i]),
             tuple(slots.tolist()),
-            tuple(values.tolist()),
+            comparable(values),
             tag,
         )
         yield key, "examples", row
@@ -211,7 +219,7 @@ def test_text_file(corpus, key, compressed):
             clean.labels[0],
             clean.weights[0],
             tuple(clean_slots.tolist()),
-            tuple(clean_values.tolist()),
+            comparable(clean_values),
             clean_tag,
         )
         # ...and as stated, where the corpus states it.
@@ -232,7 +240,12 @@ def test_crlf_files_read_as_lf_files(corpus):
         lf = make_format(fmt, **crlf.options).parse(crlf.content().replace(b"\r\n", b"\n"))
         _, got = corpus[f"{fmt}-crlf"]
         assert [row[1:5] for row in got["examples"]] == [
-            (lf.batch.labels[i], lf.batch.weights[i], *(tuple(a.tolist()) for a in lf.batch.row(i)))
+            (
+                lf.batch.labels[i],
+                lf.batch.weights[i],
+                tuple(lf.batch.row(i)[0].tolist()),
+                comparable(lf.batch.row(i)[1]),
+            )
             for i in range(len(lf.batch))
         ]
 
