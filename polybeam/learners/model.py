@@ -532,9 +532,8 @@ class Model:
             "monomial_offsets": self.monomials.offsets.astype("<i8"),
             "monomial_factors": self.monomials.factors.astype("<i8"),
         }
-        if self.clip_low is not None or self.fill_slots is not None:  # (version 7 files have both, or none)
-            low, high = (self.clip_low, self.clip_high) if self.clip_low is not None else (np.zeros(0), np.zeros(0))
-            arrays.update(clip_low=low.astype("<f8"), clip_high=high.astype("<f8"))
+        if self.clip_low is not None:
+            arrays.update(clip_low=self.clip_low.astype("<f8"), clip_high=self.clip_high.astype("<f8"))
         if self.fill_slots is not None:
             arrays.update(fill_slots=self.fill_slots.astype("<i8"), fill_values=self.fill_values.astype("<f8"))
         header = {
@@ -566,10 +565,6 @@ class Model:
                 raise ModelFileError(f"model file is corrupt: bad factor table ({error})") from None
         else:  # version 3: in the header
             monomials = {int(k): tuple(v) for k, v in header.get("monomials", {}).items()}
-        clip_low = arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None
-        clip_high = arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None
-        if clip_low is not None and len(clip_low) == 0 and len(arrays["slots"]):  # (version 7: no ranges)
-            clip_low = clip_high = None
         try:
             return cls(
                 config=LearnerConfig.from_dict(header["config"]),
@@ -579,8 +574,8 @@ class Model:
                 names={int(k): v for k, v in header["names"].items()},
                 expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
                 monomials=monomials,
-                clip_low=clip_low,
-                clip_high=clip_high,
+                clip_low=arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None,
+                clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
                 fill_slots=arrays["fill_slots"].astype(np.int64) if "fill_slots" in arrays else None,
                 fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
             )

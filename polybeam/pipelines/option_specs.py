@@ -394,12 +394,13 @@ TABLE = (
         _SC,
         "input",
         f"evaluate/predict, {COLUMNS}: a file that lacks some of the model's feature columns is refused, naming "
-        "them (refuse, the default), or each absent column is missing in every row, as an empty cell (allow). "
+        "them (refuse, the default), or each absent column is missing in every row, as an empty cell: a number at its training mean (allow). "
         "Columns the model never saw are left out either way",
         choices=MISSING_COLUMNS,
         default="refuse",
         readme=f"`evaluate`/`predict`, {COLUMNS}: a file lacking some of the model's feature columns is refused, "
-        "naming them (`refuse`, default), or each is missing in every row (`allow`); columns the model never "
+        "naming them (`refuse`, default), or each is missing in every row, a number at its training mean (`allow`); "
+        "columns the model never "
         "saw are left out",
     ),
     # -- per-key models

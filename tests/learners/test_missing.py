@@ -214,6 +214,15 @@ def test_a_polynomial_model_fills_before_its_products():
     assert nan_row == pytest.approx(mean_row, abs=1e-12)
 
 
+def test_a_model_file_keeps_fills_without_value_ranges():
+    model = Model(
+        LearnerConfig(loss="squared"), np.array([0, 3]), np.array([0.5, 2.0]), fill_slots=[3], fill_values=[1.5]
+    )
+    loaded = Model.from_bytes(model.to_bytes())
+    assert loaded.clip_low is None and loaded.fill_values.tolist() == [1.5]
+    assert loaded.predict(ExampleBatch.from_rows([(0.0, {3: NAN})])).tolist() == [3.5]
+
+
 def test_a_model_file_without_fills_reads_a_missing_value_as_zero():
     model = Model(LearnerConfig(loss="squared"), np.array([0, 3]), np.array([0.5, 2.0]))
     loaded = Model.from_bytes(model.to_bytes())
