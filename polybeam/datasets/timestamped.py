@@ -24,7 +24,7 @@ from polybeam.datasets import lines
 
 def _cells(line: bytes, features: int) -> tuple[str, list[str]]:
     label, *pairs = line.split()
-    dense = [""] * features
+    dense = ["0"] * features  # absent in LIBSVM means 0 (an empty cell would be a missing value)
     for pair in pairs:
         index, _, value = pair.partition(b":")
         dense[int(index) - 1] = value.decode()
