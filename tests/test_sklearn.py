@@ -26,6 +26,7 @@ from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 from polybeam import datasets  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
+from polybeam.learners.missing import indicator_slots  # noqa: E402
 from polybeam.learners.polynomial import PolynomialLearner  # noqa: E402
 from polybeam.pipelines.cli import main  # noqa: E402
 from polybeam.sklearn import (  # noqa: E402
@@ -184,7 +185,9 @@ def test_nan_is_a_missing_value_predicted_at_the_columns_training_mean():
     X, _, y, _ = bundled("spam")
     dense = X[:500].toarray()
     rng = np.random.default_rng(0)
-    holes = np.where(rng.random(dense.shape) < 0.1, np.nan, dense)
+    # Few holes per column (at most 9: a column missing more often also learns an indicator, below).
+    holes = np.where(rng.random(dense.shape) < 0.008, np.nan, dense)
+    assert np.isnan(holes).sum(axis=0).max() < 10
     fitted = PolybeamClassifier(random_state=0).fit(holes, y[:500])
     model = fitted.model_
     # The model's fills are the columns' means over the rows that had a value (zeros count), column j
@@ -195,6 +198,12 @@ def test_nan_is_a_missing_value_predicted_at_the_columns_training_mean():
     assert weighted and all(fills[j + 1] == pytest.approx(means[j]) for j in weighted)
     filled = np.where(np.isnan(holes), [fills.get(j + 1, 0.0) for j in range(dense.shape[1])], holes)
     np.testing.assert_allclose(fitted.decision_function(holes), fitted.decision_function(filled), rtol=1e-12)
+    # A column missing in a fifth of the rows: its missing value is the mean and an indicator, learned.
+    often = holes.copy()
+    often[rng.random(len(often)) < 0.2, 51] = np.nan
+    model = PolybeamClassifier(random_state=0).fit(often, y[:500]).model_
+    indicated = model.fill_slots[model.fill_indicated].tolist()
+    assert indicated == [52] and int(indicator_slots(np.array([52]), model.config.bits)[0]) in model.slots
     with pytest.raises(ValueError, match="infinity"):
         fitted.predict(np.where(np.isnan(holes), np.inf, holes))
 

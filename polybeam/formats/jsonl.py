@@ -6,13 +6,14 @@ rules as Parquet and Avro, and the same as rows of dicts given to
 RunInference:
 
 * **values are typed by JSON**: a number (or ``true``/``false``) is a numeric
-  feature named after its field, a string is a category (``field=value``),
-  ``null`` or a field left out is a missing value, but no feature: it has
-  no type of its own, and a line reads alike whichever lines share its block
-  (named in ``feature_columns``, a field is a number, and its missing value
-  the value NaN, which the learners fill with its mean); a field of
-  ``categorical_columns`` makes numbers categories too, spelled as a CSV file
-  spells them. A field holding numbers on some lines and strings on others
+  feature named after its field, a string is a category (``field=value``);
+  ``null`` or a field left out is a missing number (the value NaN, which the
+  learners fill with the feature's mean) in a field of ``number_columns``
+  (``polybeam train`` and ``ReadExamples`` record there the fields that hold
+  numbers in the first lines of the input) or ``feature_columns``, and no
+  feature in others: a null has no type of its own, and a line must read
+  alike whichever lines share its block; a field of ``categorical_columns``
+  makes numbers categories too, spelled as a CSV file spells them. A field holding numbers on some lines and strings on others
   gives each line what its own value is, whichever block the line is in.
 * **sparse lists**: an ``indices`` list of integers (and a ``values`` list of
   numbers) holds a line's numbered features, as in LIBSVM.

@@ -24,6 +24,19 @@ are learned in a learner's first pass (later passes see the same rows:
 their means are frozen), and merging learners of a first pass adds their
 sums and counts.
 
+A mean says that a value is unknown, not that it was missing, and where
+missing says something (an income left blank on a credit application) the
+mean loses it: read as 0 it had been a signal. So once a feature has been
+missing in :data:`INDICATED_AFTER` examples, each later missing value also
+brings an indicator, a feature of value 1 at a slot of its own
+(:func:`indicator_slots`, named ``NAME missing``), whose weight learns what
+missing says beyond the mean. Fewer than that, and its weight would be
+learned from a row or two: the suite's penguins have two rows without any
+measurement, of two species, and an indicator for each column made one
+species' row predict the other's (0.081 log loss against 0.043 with means
+alone); credit_data has 414 rows with missing values, and the indicators
+took it from 0.461 with means alone to 0.452 (0.458 read as 0).
+
 >>> from polybeam.learners.batch import ExampleBatch
 >>> nan = float("nan")
 >>> batch = ExampleBatch.from_rows([(1.0, {3: 10.0}), (0.0, {3: 30.0}), (1.0, {3: nan, 5: 2.0})], bits=4)
@@ -32,6 +45,10 @@ sums and counts.
 [10.0, 30.0, 20.0, 2.0]
 >>> missing.means(np.array([3, 5, 7])).tolist()   # slot 3: (10 + 30) / 2; slot 5: 2 / 3 examples
 [20.0, 0.6666666666666666, 0.0]
+>>> often = MissingValues(bits=4)
+>>> filled = often.fill(ExampleBatch.from_rows([(1.0, {3: 4.0})] + [(0.0, {3: nan})] * 11, bits=4))
+>>> filled.indices.tolist()[-3:], filled.values.tolist()[-3:]   # the 11th missing value: its indicator
+([3, 3, 6], [4.0, 4.0, 1.0])
 """
 
 from __future__ import annotations
@@ -46,14 +63,17 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.model import Model
 from polybeam.learners.slot_table import SlotTable, dense_limit
 
+# A feature missing in this many examples gets an indicator for each later missing value (see above).
+INDICATED_AFTER = 10
+
 
 # nogil: Beam runs several bundles per worker process in threads.
 @numba.njit(cache=True, nogil=True)
-def fill_rows(indptr, rows, values, sums, missing, examples, learning, out):
+def fill_rows(indptr, rows, values, sums, missing, examples, learning, out, indicated, after):
     """Fill ``out`` (the batch's values; empty: none to write) row by row: a NaN takes its row's mean over
-    the examples before it (0 before any), other values themselves. While ``learning``, each value adds
-    to its row's sum, each NaN to its row's missing count and each example to ``examples``. Returns the
-    examples counted."""
+    the examples before it (0 before any), other values themselves, and is marked in ``indicated`` when
+    its row was missing ``after`` times before. While ``learning``, each value adds to its row's sum, each
+    NaN to its row's missing count and each example to ``examples``. Returns the examples counted."""
     write = out.shape[0] > 0
     for example in range(indptr.shape[0] - 1):
         for entry in range(indptr[example], indptr[example + 1]):
@@ -61,6 +81,7 @@ def fill_rows(indptr, rows, values, sums, missing, examples, learning, out):
             value = values[entry]
             if value != value:  # NaN: a missing value
                 present = examples - missing[row]
+                indicated[entry] = missing[row] >= after
                 if write:
                     out[entry] = sums[row] / present if present > 0.0 else 0.0
                 if learning:
@@ -73,6 +94,49 @@ def fill_rows(indptr, rows, values, sums, missing, examples, learning, out):
         if learning:
             examples += 1.0
     return examples
+
+
+def indicator_slots(slots: np.ndarray, bits: int) -> np.ndarray:
+    """The slot of each slot's missing-value indicator: a hash of the slot (never the bias, slot 0).
+
+    >>> indicator_slots(np.array([3, 3, 7]), bits=18).tolist()
+    [223590, 223590, 172182]
+    """
+    mask = np.uint64((1 << bits) - 1)
+    mixed = (np.asarray(slots, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x5BD1E995)) >> np.uint64(
+        29
+    )
+    out = (mixed & mask).astype(np.int64)
+    return np.where(out == 0, int(mask), out)
+
+
+def with_indicators(batch: ExampleBatch, indicated: np.ndarray) -> ExampleBatch:
+    """``batch`` with an indicator (value 1, at :func:`indicator_slots`) right after each entry that
+    ``indicated`` marks; the batch itself when none is."""
+    if not indicated.any():
+        return batch
+    repeat = 1 + indicated.astype(np.int64)
+    source = np.repeat(np.arange(len(indicated)), repeat)
+    places = (np.cumsum(repeat) - 1)[indicated]
+    slots = batch.indices[indicated]
+    indices, values = batch.indices[source], batch.values[source]
+    indices[places] = indicator_slots(slots, batch.bits)
+    values[places] = 1.0
+    before = np.concatenate([[0], np.cumsum(indicated)])
+    names = batch.names
+    if names:
+        names = dict(names)
+        for slot, indicator in zip(slots.tolist(), indices[places].tolist()):
+            if slot in batch.names:
+                names.setdefault(indicator, f"{batch.names[slot]} missing")
+    return dataclasses.replace(
+        batch,
+        indptr=batch.indptr + before[batch.indptr],
+        indices=indices,
+        values=values,
+        names=names,
+        namespaces=None if batch.namespaces is None else batch.namespaces[source],
+    )
 
 
 def has_missing(batch: ExampleBatch) -> bool:
@@ -122,8 +186,9 @@ class MissingValues:
         self.table, self.sums, self.missing = None, sums, missing
 
     def fill(self, batch: ExampleBatch) -> ExampleBatch:
-        """``batch`` with each missing value filled (the batch itself when it has none), learning the
-        means from it unless frozen."""
+        """``batch`` with each missing value filled, and indicated once its feature was missing
+        :data:`INDICATED_AFTER` times (the batch itself when it has none), learning the means from it
+        unless frozen."""
         learning = not self.frozen
         nan = has_missing(batch)
         if not (learning or nan) or len(batch) == 0:
@@ -132,10 +197,10 @@ class MissingValues:
         if not learning:  # (a slot never seen has no row: its mean is 0)
             rows, batch = self._with_unseen(rows, batch)
         out = np.empty_like(batch.values) if nan else np.empty(0)
-        self.examples = float(
-            fill_rows(batch.indptr, rows, batch.values, self.sums, self.missing, self.examples, learning, out)
-        )
-        return dataclasses.replace(batch, values=out) if nan else batch
+        indicated = np.zeros(len(out), dtype=np.bool_)
+        arrays = (batch.indptr, rows, batch.values, self.sums, self.missing)
+        self.examples = float(fill_rows(*arrays, self.examples, learning, out, indicated, float(INDICATED_AFTER)))
+        return with_indicators(dataclasses.replace(batch, values=out), indicated) if nan else batch
 
     def _with_unseen(self, rows: np.ndarray, batch: ExampleBatch) -> tuple[np.ndarray, ExampleBatch]:
         """Frozen: a missing value of a slot that was never seen is 0 (its rows point past the arrays)."""
@@ -155,17 +220,26 @@ class MissingValues:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(known & (present > 0), self.sums[rows] / np.where(present > 0, present, 1.0), 0.0)
 
+    def indicated(self, slots: np.ndarray) -> np.ndarray:
+        """Whether each slot's missing values bring an indicator (it was missing often enough)."""
+        rows = self._rows(np.asarray(slots, dtype=np.int64), add=False)
+        return (rows >= 0) & (self.missing[np.maximum(rows, 0)] >= INDICATED_AFTER)
+
     def freeze(self) -> MissingValues:
         """Stop learning the means (the first pass is over: later passes see the same rows)."""
         self.frozen = True
         return self
 
-    def seeded(self, slots: np.ndarray, fills: np.ndarray) -> MissingValues:
-        """Start from a model's means, as one example that had them (a warm start): the data's own
-        examples soon outweigh it."""
+    def seeded(self, slots: np.ndarray, fills: np.ndarray, indicated: np.ndarray | None = None) -> MissingValues:
+        """Start from a model's means and indicators (a warm start), as a few examples that had them: one
+        past :data:`INDICATED_AFTER`, an indicated slot missing in all but one. The data's own examples
+        soon outweigh them."""
         rows = self._rows(np.asarray(slots, dtype=np.int64), add=True)
-        self.sums[rows] += np.asarray(fills, dtype=np.float64)
-        self.examples += 1.0
+        indicated = np.zeros(len(rows), dtype=bool) if indicated is None else np.asarray(indicated, dtype=bool)
+        seen = INDICATED_AFTER + 1.0
+        self.missing[rows] += np.where(indicated, float(INDICATED_AFTER), 0.0)
+        self.sums[rows] += np.asarray(fills, dtype=np.float64) * np.where(indicated, 1.0, seen)
+        self.examples += seen
         return self
 
     @classmethod
@@ -222,9 +296,9 @@ class MissingValues:
 
 def with_fills(model: Model, missing: MissingValues, base_slots: np.ndarray | None = None) -> Model:
     """``model`` filling the missing values of its weighted slots (and of ``base_slots``: a polynomial
-    model's input features, which its products multiply) with ``missing``'s means (a slot whose mean is
-    0 needs no fill)."""
+    model's input features, which its products multiply) with ``missing``'s means, and indicating those
+    it indicated (a slot whose mean is 0 and which brings no indicator needs no entry)."""
     slots = model.slots if base_slots is None else np.union1d(model.slots, base_slots)
-    means = missing.means(slots)
-    kept = means != 0.0
-    return dataclasses.replace(model, fill_slots=slots[kept], fill_values=means[kept])
+    means, indicated = missing.means(slots), missing.indicated(slots)
+    kept = (means != 0.0) | indicated
+    return dataclasses.replace(model, fill_slots=slots[kept], fill_values=means[kept], fill_indicated=indicated[kept])

@@ -10,7 +10,8 @@ A model file is one self-checking binary file::
                                   then (version 4) the products' factor table: monomial_slots,
                                   monomial_offsets, monomial_factors (int64), then (version 5,
                                   when the learner clipped its values) clip_low, clip_high (float64),
-                                  then (version 7) fill_slots (int64), fill_values (float64)
+                                  then (version 7) fill_slots (int64), fill_values (float64),
+                                  fill_indicated (int64: 1 where a missing value brings an indicator)
     32 bytes                      SHA-256 of everything above
 
 Loading refuses, with a message that says what is wrong, a file that is not a
@@ -92,6 +93,7 @@ _ARRAYS = (
     "clip_high",
     "fill_slots",
     "fill_values",
+    "fill_indicated",
 )
 
 # A model (or learner-state) file that cannot be used, with the reason.
@@ -147,11 +149,12 @@ class Model:
         Per slot (as ``slots``), the range its values are clipped to before the
         weights apply: the range the learner predicted with (see the module
         docstring). None: values are used as they are.
-    fill_slots, fill_values : int and float arrays, optional
+    fill_slots, fill_values, fill_indicated : int, float and bool arrays, optional
         The value a missing value (NaN) of each of these slots is predicted
-        with: its mean over the training examples (see
-        :mod:`polybeam.learners.missing`); other slots' missing values are 0.
-        None: every missing value is 0 (a model that learned none).
+        with: its mean over the training examples, and whether it also brings
+        its indicator feature (see :mod:`polybeam.learners.missing`); other
+        slots' missing values are 0. None: every missing value is 0 (a model
+        that learned none).
     """
 
     config: LearnerConfig
@@ -165,6 +168,7 @@ class Model:
     clip_high: np.ndarray | None = None
     fill_slots: np.ndarray | None = None
     fill_values: np.ndarray | None = None
+    fill_indicated: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         slots = np.asarray(self.slots, dtype=np.int64)
@@ -193,9 +197,14 @@ class Model:
             fill_values = np.asarray(self.fill_values, dtype=np.float64)
             if fill_slots.ndim != 1 or fill_values.shape != fill_slots.shape:
                 raise ValueError(f"model has {fill_slots.shape} fill slots for {fill_values.shape} fill values")
+            indicated = np.zeros(len(fill_slots), dtype=bool) if self.fill_indicated is None else self.fill_indicated
+            indicated = np.asarray(indicated, dtype=bool)
+            if indicated.shape != fill_slots.shape:
+                raise ValueError(f"model has {fill_slots.shape} fill slots for {indicated.shape} indicator flags")
             order = np.argsort(fill_slots, kind="stable")
             object.__setattr__(self, "fill_slots", fill_slots[order])
             object.__setattr__(self, "fill_values", fill_values[order])
+            object.__setattr__(self, "fill_indicated", indicated[order])
         object.__setattr__(self, "monomials", FactorTable.from_mapping(self.monomials))
 
     # -- prediction -----------------------------------------------------------
@@ -245,7 +254,8 @@ class Model:
 
     def filled(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` with each missing value (NaN) replaced by its slot's fill (0 for a slot without one),
-        as the learner filled it (see :mod:`polybeam.learners.missing`); the batch itself when it has none.
+        followed by its indicator where the slot has one, as the learner filled it (see
+        :mod:`polybeam.learners.missing`); the batch itself when it has none.
 
         >>> from polybeam.learners.config import LearnerConfig
         >>> model = Model(LearnerConfig(), np.array([0, 3]), np.array([0.5, 2.0]),
@@ -261,13 +271,18 @@ class Model:
             return batch
         values = batch.values.copy()
         slots = batch.indices[missing]
-        fills = np.zeros(len(slots))
+        fills, indicated = np.zeros(len(slots)), np.zeros(len(slots), dtype=bool)
         if self.fill_slots is not None and len(self.fill_slots):
             position = np.minimum(np.searchsorted(self.fill_slots, slots), len(self.fill_slots) - 1)
             found = self.fill_slots[position] == slots
             fills[found] = self.fill_values[position[found]]
+            indicated[found] = self.fill_indicated[position[found]]
         values[missing] = fills
-        return dataclasses.replace(batch, values=values)
+        marks = np.zeros(len(values), dtype=bool)
+        marks[missing] = indicated
+        from polybeam.learners.missing import with_indicators  # (it builds models: imported here, not above)
+
+        return with_indicators(dataclasses.replace(batch, values=values), marks)
 
     def within_ranges(self, batch: ExampleBatch) -> ExampleBatch:
         """``batch`` (expanded, when the model expands) with each value clipped to its slot's range."""
@@ -536,6 +551,7 @@ class Model:
             arrays.update(clip_low=self.clip_low.astype("<f8"), clip_high=self.clip_high.astype("<f8"))
         if self.fill_slots is not None:
             arrays.update(fill_slots=self.fill_slots.astype("<i8"), fill_values=self.fill_values.astype("<f8"))
+            arrays.update(fill_indicated=self.fill_indicated.astype("<i8"))
         header = {
             "config": self.config.to_dict(),
             "metadata": _jsonable(self.metadata),
@@ -578,6 +594,7 @@ class Model:
                 clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
                 fill_slots=arrays["fill_slots"].astype(np.int64) if "fill_slots" in arrays else None,
                 fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
+                fill_indicated=arrays["fill_indicated"].astype(bool) if "fill_indicated" in arrays else None,
             )
         except (KeyError, TypeError) as error:
             raise ModelFileError(f"model file is corrupt: incomplete header ({error})") from None

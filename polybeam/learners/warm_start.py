@@ -123,7 +123,7 @@ def learner_from_model(
     linear.set_weights(model.slots, model.weights.reshape(len(model.slots), -1))
     linear.names_ = dict(model.names)
     if model.fill_slots is not None:  # missing values start at the model's means (see polybeam.learners.missing)
-        linear.missing_.seeded(model.fill_slots, model.fill_values)
+        linear.missing_.seeded(model.fill_slots, model.fill_values, model.fill_indicated)
     # A model keeps no feature means: centring afresh would move the function (the means of the
     # first examples are not the ones the weights were learned with), so this learner centres nothing.
     linear.centring_ = Centring.off()

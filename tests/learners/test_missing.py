@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.missing import MissingValues
+from polybeam.learners.missing import INDICATED_AFTER, MissingValues, indicator_slots
 from polybeam.learners.model import Model
 from polybeam.learners.polynomial import PolynomialLearner
 from polybeam.learners.warm_start import learner_from_model
@@ -32,20 +32,25 @@ rows_strategy = st.lists(
 )
 
 
-def reference_fill(rows: list[dict[int, float]]) -> tuple[list[dict[int, float]], dict[int, float]]:
+def reference_fill(
+    rows: list[dict[int, float]], bits: int = 8
+) -> tuple[list[list[tuple[int, float]]], dict[int, float]]:
     """Slow reference: each missing value is the mean of its slot's values over the rows before it
-    (a row without the slot counts 0, one where it was missing does not count); and the final means."""
+    (a row without the slot counts 0, one where it was missing does not count), followed by its indicator
+    (value 1) once the slot was missing INDICATED_AFTER times before; and the final means."""
     sums: dict[int, float] = {}
     missing: dict[int, int] = {}
     filled = []
     for seen, row in enumerate(rows):
-        out = {}
+        out = []
         for slot, value in row.items():
             if math.isnan(value):
                 present = seen - missing.get(slot, 0)
-                out[slot] = sums.get(slot, 0.0) / present if present > 0 else 0.0
+                out.append((slot, sums.get(slot, 0.0) / present if present > 0 else 0.0))
+                if missing.get(slot, 0) >= INDICATED_AFTER:
+                    out.append((int(indicator_slots(np.array([slot]), bits)[0]), 1.0))
             else:
-                out[slot] = value
+                out.append((slot, value))
         for slot, value in row.items():
             if math.isnan(value):
                 missing[slot] = missing.get(slot, 0) + 1
@@ -63,8 +68,8 @@ def batch_of(rows, bits=6) -> ExampleBatch:
     return ExampleBatch.from_rows([(0.0, row) for row in rows], bits=bits)
 
 
-def values_of(rows) -> list[float]:
-    return [value for row in rows for _, value in sorted(row.items())]
+def entries_of(rows) -> list[tuple[int, float]]:
+    return [entry for row in rows for entry in row]
 
 
 @settings(max_examples=60, deadline=None)
@@ -72,14 +77,18 @@ def values_of(rows) -> list[float]:
 def test_fill_matches_the_reference_over_any_batching(rows, cut, bits):
     """Filled values and final means as the slow reference gives them, whatever the batches' bounds and
     whether the slots fit a sparse table or turn it dense (3 bits: 8 slots, past its limit at once)."""
-    expected, means = reference_fill(rows)
+    rows = [dict(sorted(row.items())) for row in rows]
+    expected, means = reference_fill(rows, bits)
     missing = MissingValues(bits=bits)
     cut = min(cut, len(rows))
-    got = []
+    slots, values = [], []
     for part in (rows[:cut], rows[cut:]):
         if part:
-            got.extend(missing.fill(batch_of([dict(sorted(r.items())) for r in part], bits)).values.tolist())
-    np.testing.assert_allclose(got, values_of(expected), rtol=1e-12, atol=1e-12)
+            filled = missing.fill(batch_of(part, bits))
+            slots.extend(filled.indices.tolist())
+            values.extend(filled.values.tolist())
+    assert slots == [slot for slot, _ in entries_of(expected)]
+    np.testing.assert_allclose(values, [value for _, value in entries_of(expected)], rtol=1e-12, atol=1e-12)
     slots = np.arange(1, 7)
     np.testing.assert_allclose(missing.means(slots), [means.get(int(s), 0.0) for s in slots], atol=1e-12)
 
@@ -104,8 +113,16 @@ def test_merged_first_passes_add_up_and_frozen_means_stay(parts):
     again = merged.copy()
     filled = again.fill(batch_of(parts[0]))
     np.testing.assert_allclose(again.means(slots), expected, atol=1e-9)
-    for value, slot, original in zip(filled.values, filled.indices, batch_of(parts[0]).values):
-        assert value == (merged.means(np.array([slot]))[0] if math.isnan(original) else original)
+    original = batch_of(parts[0])
+    expected_entries = []
+    for slot, value in zip(original.indices.tolist(), original.values.tolist()):
+        if not math.isnan(value):
+            expected_entries.append((slot, value))
+            continue
+        expected_entries.append((slot, merged.means(np.array([slot]))[0]))
+        if merged.indicated(np.array([slot]))[0]:  # (frozen: every missing value of an indicated slot)
+            expected_entries.append((indicator(slot, 6), 1.0))
+    assert list(zip(filled.indices.tolist(), filled.values.tolist())) == expected_entries
     np.testing.assert_allclose(MissingValues.merged([merged, again]).means(slots), expected, atol=1e-9)
 
 
@@ -145,21 +162,42 @@ def column_data(rows=400, seed=0, missing_share=0.2):
     return data
 
 
+def indicator(slot: int, bits: int) -> int:
+    return int(indicator_slots(np.array([slot]), bits)[0])
+
+
 def test_a_learner_fills_as_the_reference_and_its_model_predicts_a_missing_value_at_the_mean():
     data = column_data()
     filled, means = reference_fill([row for _, row in data])
     config = LearnerConfig(loss="logistic", bits=8)
     with_nan = LinearLearner(config).learn(ExampleBatch.from_rows(data, bits=8))
     prefilled = LinearLearner(config).learn(
-        ExampleBatch.from_rows([(label, row) for (label, _), row in zip(data, filled)], bits=8)
+        ExampleBatch.from_rows([(label, dict(row)) for (label, _), row in zip(data, filled)], bits=8)
     )
     model = with_nan.to_model()
     assert np.array_equal(model.weights, prefilled.to_model().weights)
     assert dict(zip(model.fill_slots.tolist(), model.fill_values.tolist())) == pytest.approx(means)
-    blank = ExampleBatch.from_rows([(0.0, {1: NAN, 2: NAN}), (0.0, {1: means[1], 2: means[2]})], bits=8)
-    first, second = model.predict(blank)
+    # Both columns were missing in ~80 rows: their missing values bring indicators, which the model learned.
+    assert model.fill_indicated.tolist() == [True, True]
+    assert {indicator(1, 8), indicator(2, 8)} <= set(model.slots.tolist())
+    as_means = {1: means[1], indicator(1, 8): 1.0, 2: means[2], indicator(2, 8): 1.0}
+    first, second = model.predict(ExampleBatch.from_rows([(0.0, {1: NAN, 2: NAN}), (0.0, as_means)], bits=8))
     assert first == pytest.approx(second, abs=1e-12)
     assert 0.2 < first < 0.8  # an average row, not a 0-gram one from year 0
+
+
+def test_a_feature_missing_in_few_examples_brings_no_indicator():
+    """The penguins case: a row or two without measurements would teach an indicator's weight their labels."""
+    data = column_data(missing_share=0.0)
+    data[5][1][1] = NAN
+    data[50][1][1] = data[50][1][2] = NAN
+    config = LearnerConfig(loss="logistic", bits=8)
+    model = LinearLearner(config).learn(ExampleBatch.from_rows(data, bits=8)).to_model()
+    assert not model.fill_indicated.any()
+    assert indicator(1, 8) not in set(model.slots.tolist())
+    _, means = reference_fill([row for _, row in data])
+    first, second = model.predict(ExampleBatch.from_rows([(0.0, {1: NAN, 2: NAN}), (0.0, means)], bits=8))
+    assert first == pytest.approx(second, abs=1e-12)
 
 
 def test_a_missing_row_scores_as_an_average_one_where_absent_would_be_extreme():
@@ -208,9 +246,8 @@ def test_a_polynomial_model_fills_before_its_products():
     _, means = reference_fill([row for _, row in data])
     model = learner.to_model()
     assert {1, 2} <= set(model.fill_slots.tolist())
-    nan_row, mean_row = model.predict(
-        ExampleBatch.from_rows([(0.0, {1: NAN, 2: 3000.0}), (0.0, {1: means[1], 2: 3000.0})], bits=10)
-    )
+    as_mean = {1: means[1], indicator(1, 10): 1.0, 2: 3000.0}
+    nan_row, mean_row = model.predict(ExampleBatch.from_rows([(0.0, {1: NAN, 2: 3000.0}), (0.0, as_mean)], bits=10))
     assert nan_row == pytest.approx(mean_row, abs=1e-12)
 
 
@@ -237,5 +274,8 @@ def test_a_warm_start_begins_at_the_models_means():
     learner = learner_from_model(model, config)
     means = dict(zip(model.fill_slots.tolist(), model.fill_values.tolist()))
     assert learner.missing_.means(np.array([1, 2])) == pytest.approx([means[1], means[2]])
+    assert learner.missing_.indicated(np.array([1, 2])).tolist() == model.fill_indicated.tolist() == [True, True]
     learner.learn(ExampleBatch.from_rows([(1.0, {1: NAN, 2: NAN})], bits=8))
-    assert learner.to_model().fill_values == pytest.approx(model.fill_values)
+    continued = learner.to_model()
+    assert continued.fill_values == pytest.approx(model.fill_values)
+    assert continued.fill_indicated.tolist() == [True, True]
