@@ -25,8 +25,8 @@ from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 
 from polybeam import datasets  # noqa: E402
 from polybeam.learners.config import LearnerConfig  # noqa: E402
+from polybeam.learners.indicators import indicator_slots  # noqa: E402
 from polybeam.learners.linear import LinearLearner  # noqa: E402
-from polybeam.learners.missing import indicator_slots  # noqa: E402
 from polybeam.learners.polynomial import PolynomialLearner  # noqa: E402
 from polybeam.pipelines.cli import main  # noqa: E402
 from polybeam.sklearn import (  # noqa: E402

@@ -68,6 +68,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.expansion import Expansion
 from polybeam.learners.hashing import BIAS_SLOT
+from polybeam.learners.indicators import with_indicators
 from polybeam.learners.loss_specs import MAX_LOG_MEAN, loss_spec
 from polybeam.learners.monomials import FactorTable, Monomial
 from polybeam.learners.multitask import SharedKeys, cross_batch, key_hashes
@@ -280,8 +281,6 @@ class Model:
         values[missing] = fills
         marks = np.zeros(len(values), dtype=bool)
         marks[missing] = indicated
-        from polybeam.learners.missing import with_indicators  # (it builds models: imported here, not above)
-
         return with_indicators(dataclasses.replace(batch, values=values), marks)
 
     def within_ranges(self, batch: ExampleBatch) -> ExampleBatch:

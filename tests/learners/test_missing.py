@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.indicators import indicator_slots
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.missing import INDICATED_AFTER, MissingValues, indicator_slots
+from polybeam.learners.missing import INDICATED_AFTER, MissingValues
 from polybeam.learners.model import Model
 from polybeam.learners.polynomial import PolynomialLearner
 from polybeam.learners.warm_start import learner_from_model
