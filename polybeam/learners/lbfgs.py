@@ -681,6 +681,7 @@ class Finishing:
         # (mean held-out loss, optimiser, weights) of the best point that beat the online model
         self.best: tuple[float, int, np.ndarray] | None = None
         self.held_weight = 0.0
+        self.held_count = 0
         self.history: list[list[float]] = []  # per pass, each point's mean held-out loss
 
     def points(self) -> list[SparseWeights]:
@@ -710,6 +711,7 @@ class Finishing:
         if weight > 0:
             means = sums.held_out / weight
             self.online_loss, self.held_weight = float(means[-1]), weight
+            self.held_count = int(sums.held_count)
             self.history.append(means[:-1].tolist())
             differences = means[:-1] - means[-1]
             spread = np.maximum(sums.squared_differences / weight - differences**2, 0.0)
@@ -757,6 +759,8 @@ class Finishing:
             "kept": "lbfgs" if chosen is not None else "online",
             "decided_on": "holdout" if self.period > 0 else "nothing (no holdout)",
             "holdout_examples_weight": self.held_weight,
+            "holdout_examples": self.held_count,
+            "holdout_judges_from": MIN_HELD_OUT,
             "online_holdout_loss": self.online_loss,
             "holdout_loss": self.best[0] if self.best is not None and chosen is not None else self.online_loss,
             "holdout_losses": self.history,

@@ -649,6 +649,24 @@ def guard_line(guard: Mapping[str, Any]) -> str:
     )
 
 
+def unjudged_finishing_line(finishing: Mapping[str, Any]) -> str:
+    """Why the finishing stage kept the online model (a model's ``lbfgs`` metadata, ``kept`` "online").
+
+    >>> unjudged_finishing_line({"online_holdout_loss": 0.25, "holdout_examples": 15, "holdout_judges_from": 30})
+    'the online model is kept: 15 held-out examples are too few to judge by (the stage judges from 30)'
+    >>> unjudged_finishing_line({"online_holdout_loss": 0.25, "holdout_examples": 80, "holdout_judges_from": 30})
+    'no point beat the online model on the holdout (its loss 0.25 over 80 examples): the online model is kept'
+    """
+    held, needed = finishing.get("holdout_examples"), finishing.get("holdout_judges_from")
+    if held is not None and needed is not None and held < needed:
+        return f"the online model is kept: {held} held-out examples are too few to judge by (the stage judges from {needed})"
+    over = f" over {held} examples" if held is not None else ""
+    return (
+        f"no point beat the online model on the holdout (its loss {finishing['online_holdout_loss']:.6g}{over}): "
+        "the online model is kept"
+    )
+
+
 def holdout_line(holdout: Mapping[str, Any]) -> str:
     """One line on the passes' holdout losses and the pass kept (a model's ``holdout`` metadata).
 

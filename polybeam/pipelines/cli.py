@@ -430,7 +430,7 @@ def _warning_lines(report: dict) -> list[str]:
 
 def _kept_model_lines(report: dict) -> list[str]:
     """What train kept and why: the model's kind, apple's guard and the passes' holdout."""
-    from polybeam.learners.model import guard_line, holdout_line
+    from polybeam.learners.model import guard_line, holdout_line, unjudged_finishing_line
 
     lines = []
     if report.get("model_kind"):
@@ -448,10 +448,7 @@ def _kept_model_lines(report: dict) -> list[str]:
         )
     finishing = report.get("lbfgs")
     if finishing and finishing.get("kept") == "online":
-        lines.append(
-            f"L-BFGS finishing stage: {finishing['evaluations']} passes; no point beat the online model on the "
-            f"holdout (its loss {finishing['online_holdout_loss']:.6g}): the online model is kept"
-        )
+        lines.append(f"L-BFGS finishing stage: {finishing['evaluations']} passes; {unjudged_finishing_line(finishing)}")
     elif finishing and finishing.get("objective"):
         objective = finishing["objective"]
         held = finishing.get("holdout_loss")

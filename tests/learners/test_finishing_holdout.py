@@ -9,6 +9,7 @@ from polybeam.learners import lbfgs
 from polybeam.learners.arrays import batch_from_arrays
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import holdout_rows
+from polybeam.learners.model import unjudged_finishing_line
 from polybeam.learners.polynomial import make_learner
 
 datasets = pytest.importorskip("sklearn.datasets")
@@ -62,6 +63,19 @@ def test_the_online_model_is_kept_and_said_so_when_no_point_beats_it():
     assert summary["kept"] == "online" and summary["decided_on"] == "holdout"
     np.testing.assert_array_equal(finished.dense_weights, online.dense_weights)
     assert finished.clip_low is not None  # the online model as it was, its value ranges too
+
+
+def test_too_few_held_out_examples_keep_the_online_model_and_the_line_says_why():
+    config, train, _ = split("iris", 0)
+    online = make_learner(config).learn(train).to_model()
+    finished = lbfgs.finish(online, [train], passes=3, l2=None, seed=config.seed)
+    summary = finished.metadata["lbfgs"]
+    held = int(np.count_nonzero(holdout_rows(train, config.holdout_period, config.seed)))
+    assert summary["holdout_examples"] == held < lbfgs.MIN_HELD_OUT == summary["holdout_judges_from"]
+    assert summary["kept"] == "online"
+    assert unjudged_finishing_line(summary).startswith(
+        f"the online model is kept: {held} held-out examples are too few"
+    )
 
 
 def test_every_point_is_judged_on_the_held_out_examples_only():
