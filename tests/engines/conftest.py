@@ -89,6 +89,7 @@ def reference_plan(engines_root, engine_data_files):
         yield plan
     finally:
         plan.shutdown()
+        SUMMARY.append(f"engine suite: the in-process reference: {plan.timings()}")
 
 
 def pytest_generate_tests(metafunc):
@@ -120,4 +121,5 @@ def engine(request, engines_root, engine_pool, engine_data_files, reference_plan
             f"engine suite: {name} ({started.versions}) started in {started.startup_seconds:.1f} s; "
             f"its runs took {time.monotonic() - began:.0f} s"
         )
+        SUMMARY.append(f"engine suite: {name}: {plan.timings()}")
         started.stop()

@@ -86,3 +86,4 @@ def portable_plan(portable_cluster, portable_data):
         yield plan
     finally:
         plan.shutdown()
+        SUMMARY.append(f"portable suite: {plan.timings()}")

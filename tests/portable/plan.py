@@ -154,6 +154,21 @@ class Plan:
         """Drop runs not started yet and wait for the running ones (before the services stop)."""
         self.executor.shutdown(wait=True, cancel_futures=True)
 
+    def timings(self, slowest: int = 8) -> str:
+        """One line on what the finished commands cost (the suite's share of a CI run): their count, the
+        sum of their wall times, and the slowest ones."""
+        done = [
+            (future.result().seconds, f"{run.name} ({kind})")
+            for run in self.runs.values()
+            for kind, future in run.futures.items()
+            if future.done() and not future.cancelled() and future.exception() is None
+        ]
+        done.sort(reverse=True)
+        listed = ", ".join(f"{name} {seconds:.0f} s" for seconds, name in done[:slowest])
+        return (
+            f"{len(done)} commands, {sum(seconds for seconds, _ in done):.0f} s of wall time in all; slowest: {listed}"
+        )
+
 
 def _not_run(args: Sequence, why: str) -> CommandRun:
     """The record of a command that was not started, saying why (its test fails with that)."""
