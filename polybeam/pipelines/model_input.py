@@ -33,6 +33,7 @@ from polybeam.formats.input_settings import InputSettings
 from polybeam.formats.scoring import OPTIONAL_ROLES, ColumnsMismatch, ScoringColumns, ScoringFormat
 from polybeam.pipelines.input_choices import settle_scoring_input
 from polybeam.pipelines.options import given_input_settings, input_settings
+from polybeam.transforms.samples import number_fields
 
 SAMPLE_BYTES = 64 << 10
 SAMPLE_ROWS = 256
@@ -161,11 +162,7 @@ def _with_number_fields(pattern: str, settings: InputSettings) -> InputSettings:
     options = settings.options
     if options.get("number_columns") or options.get("indices_column") in settings.columns:
         return settings
-    reader = settings.reader("any")
-    try:
-        numbers = reader.number_fields(reader.sample_table(text_sample(first_file(pattern))))
-    except Exception:  # the job's read reports a file it cannot read
-        return settings
+    numbers = number_fields(pattern, settings.reader("any"))
     return settings.replace(number_columns=numbers) if numbers else settings
 
 

@@ -52,7 +52,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.files import absolute_path
 from polybeam.transforms.input_check import CheckInput
-from polybeam.transforms.samples import InputSample, decide
+from polybeam.transforms.samples import InputSample, decide, number_fields
 from polybeam.transforms.sources import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_BLOCK_LINES,
@@ -551,13 +551,7 @@ class ReadExamples(beam.PTransform):
         fmt = self.format
         if not getattr(fmt, "partial_rows", False) or fmt.number_columns:
             return
-        first = InputSample.of(self.file_pattern, fmt, max_files=1).pieces
-        if not first:
-            return
-        try:
-            numbers = fmt.number_fields(fmt.sample_table(first[0].data))
-        except Exception:  # (a first file the read refuses says so itself)
-            return
+        numbers = number_fields(self.file_pattern, fmt)
         if numbers:
             self.format = dataclasses.replace(fmt, number_columns=numbers)
 

@@ -100,6 +100,29 @@ class InputSample:
         return texts
 
 
+def number_fields(pattern: str, fmt) -> tuple[str, ...]:
+    """For rows that may leave fields out (JSON Lines): the fields that hold numbers in the first lines of
+    the first file ``pattern`` matches, by name (see
+    :meth:`~polybeam.formats.tables.TableFormat.number_fields`); empty when there is no such file or it
+    cannot be read (the read itself reports that). The command line and ``ReadExamples`` both settle a
+    JSON Lines input's ``number_columns`` here, so that they read the same nulls as missing numbers.
+
+    >>> import os, tempfile
+    >>> from polybeam.formats.jsonl import JsonLinesFormat
+    >>> path = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
+    >>> _ = open(path, "w").write('{"y": 1, "a": 2.5, "c": "red"}\\n{"y": 0, "a": null, "b": 4}\\n')
+    >>> number_fields(path, JsonLinesFormat(label_column="y"))
+    ('a', 'b')
+    """
+    first = InputSample.of(pattern, fmt, max_files=1).pieces
+    if not first:
+        return ()
+    try:
+        return tuple(fmt.number_fields(fmt.sample_table(first[0].data)))
+    except Exception:  # (a first file the read refuses says so itself)
+        return ()
+
+
 def sampled_paths(pattern: str, max_files: int = SAMPLED_FILES) -> list[tuple[str, int | None]]:
     """``(path, size)`` of the first and the last file ``pattern`` matches, by name, and of evenly spaced ones
     between them: ``max_files`` at most."""
