@@ -165,7 +165,8 @@ class ParseLines(beam.PTransform):
             raise TypeError("columns is a sequence of column names, not a string")
         return self.format.delimiter.join(columns).encode("utf-8")
 
-    def expand(self, lines) -> ReadResult:
+    # No return annotation: Beam takes it for the output's type hint and warns that a ReadResult is none.
+    def expand(self, lines):
         unbounded = not lines.is_bounded
         if self.policy is not None and (unbounded or not is_global(lines)):
             raise ValueError(

@@ -506,7 +506,8 @@ class ReadExamples(beam.PTransform):
                 spelling="python",
             )
 
-    def expand(self, pbegin) -> ReadResult:
+    # No return annotation: Beam takes it for the output's type hint and warns that a ReadResult is none.
+    def expand(self, pbegin):
         require_match(self.file_pattern)
         if self.infer:
             self._settle_format()
