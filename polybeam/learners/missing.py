@@ -99,7 +99,16 @@ def fill_rows(indptr, rows, values, sums, missing, examples, learning, out, indi
 
 def has_missing(batch: ExampleBatch) -> bool:
     """Whether ``batch`` holds a missing value (a NaN entry)."""
-    return bool(np.isnan(batch.values).any())
+    return _any_nan(batch.values)
+
+
+@numba.njit(cache=True, nogil=True)
+def _any_nan(values):
+    """(Without the temporary mask of ``np.isnan(values).any()``; a count, which the compiler vectorises.)"""
+    count = 0
+    for entry in range(values.shape[0]):
+        count += values[entry] != values[entry]
+    return count > 0
 
 
 @dataclasses.dataclass
@@ -120,8 +129,8 @@ class MissingValues:
 
     def _rows(self, slots: np.ndarray, *, add: bool) -> np.ndarray:
         """The rows of ``slots`` (new slots get rows when ``add``, else -1)."""
-        if self.table is None:
-            return np.asarray(slots, dtype=np.int64)
+        if self.table is None:  # (a batch's int32 slots as they are: a copy per batch costs)
+            return slots if isinstance(slots, np.ndarray) and slots.dtype.kind == "i" else np.asarray(slots, np.int64)
         if not add:
             return self.table.find(slots)
         rows = self.table.rows_of(slots)
