@@ -16,9 +16,9 @@ rather than the minutes a loop over Python strings takes.
 Examples
 --------
 >>> print(ZipfTexts(seed=1).lines(3).decode(), end="")
-1 |a w1 w24646 w201 w3 |b w0 w3485 w7 |c w3032 w0 w37 w8 w0 w0
--1 |a w2145 |b w36133 w9 w1 |c w2216 w6927 w42 w0 w950 w890
-1 |a w1 w16696 w56 |b w64 w52 w17 w13 |c w12164 w44 w11
+1 |a w1022 w0 w10 w23 |b w92 w3 w4 w23720 w139 w335 |c w4 w106 w28
+1 |a w119 w754 w1 w1794 |b w1448 w12676 w193 w3 w11071 w441
+-1 |a w177 w0 w1705 w3713 |b w1683 w5683 w8508 w0 w462 w0
 """
 
 from __future__ import annotations
@@ -57,24 +57,30 @@ class ZipfTexts:
         return path
 
     def _block(self, number: int, rows: int) -> bytes:
+        """Block ``number``'s first ``rows`` rows (each block draws all its rows: a block's first rows are
+        the same however many of them are asked for)."""
         weights = np.random.default_rng((self.seed, 0))  # the task: the same in every block
         word_weights = weights.normal(0.0, 1.0, (len(NAMESPACES), self.vocabulary))
         pair_weights = weights.normal(0.0, self.pair_scale, 97 * 89)
         rng = np.random.default_rng((self.seed, number + 1))
         frequency = 1.0 / np.arange(1, self.vocabulary + 1) ** self.zipf_exponent
-        counts = rng.integers(self.words[0], self.words[1] + 1, rows)
-        spaces = rng.integers(2, len(NAMESPACES) + 1, rows)
-        row_of = np.repeat(np.arange(rows), counts)
+        counts = rng.integers(self.words[0], self.words[1] + 1, BLOCK_ROWS)
+        spaces = rng.integers(2, len(NAMESPACES) + 1, BLOCK_ROWS)
+        indptr = np.zeros(BLOCK_ROWS + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        row_of = np.repeat(np.arange(BLOCK_ROWS), counts)
         words = rng.choice(self.vocabulary, size=len(row_of), p=frequency / frequency.sum()).astype(np.int64)
-        namespaces = (rng.random(len(row_of)) * spaces[row_of]).astype(np.int64)
+        # A row's first words go one to each of its namespaces (every one of them is used), the rest at random.
+        position = np.arange(len(row_of)) - indptr[row_of]
+        drawn = (rng.random(len(row_of)) * spaces[row_of]).astype(np.int64)
+        namespaces = np.where(position < spaces[row_of], position, drawn)
         order = np.lexsort((namespaces, row_of))  # stable: each namespace's words in drawn order
         words, namespaces = words[order], namespaces[order]
-        indptr = np.zeros(rows + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
         scores = _scores(indptr, words, namespaces, word_weights, pair_weights)
-        labels = np.where(rng.random(rows) < 1.0 / (1.0 + np.exp(-scores)), 1, -1).astype(np.int8)
-        out = np.empty(int(rows * 16 + len(words) * (3 + len(str(self.vocabulary)))), dtype=np.uint8)
-        used = _format_texts(labels, indptr, words, namespaces, np.frombuffer(NAMESPACES, np.uint8), out)
+        labels = np.where(rng.random(BLOCK_ROWS) < 1.0 / (1.0 + np.exp(-scores)), 1, -1).astype(np.int8)
+        out = np.empty(int(rows * 16 + indptr[rows] * (3 + len(str(self.vocabulary)))), dtype=np.uint8)
+        letters = np.frombuffer(NAMESPACES, np.uint8)
+        used = _format_texts(labels[:rows], indptr[: rows + 1], words, namespaces, letters, out)
         return out[:used].tobytes()
 
 
