@@ -64,4 +64,10 @@ def test_a_small_run_measures_vw_and_polybeam_side_by_side(bench, tmp_path):
         assert pair["vw"]["examples"] == pair["polybeam"]["examples"] == 2000, name
         assert 0.3 < pair["polybeam"]["progressive_loss"] < 1.0, name
     # The same examples, the same update (adaptive, normalised) and VW's rate: polybeam learns as VW.
-    assert abs(measured["LIBSVM numbers"]["polybeam"]["progressive_loss"] - measured["LIBSVM numbers"]["vw"]["progressive_loss"]) < 0.05
+    assert (
+        abs(
+            measured["LIBSVM numbers"]["polybeam"]["progressive_loss"]
+            - measured["LIBSVM numbers"]["vw"]["progressive_loss"]
+        )
+        < 0.05
+    )
