@@ -42,6 +42,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from polybeam.formats.records import MAX_RAW_CHARS
+from polybeam.formats.text import newline_ends
 
 __all__ = [
     "CorruptInputError",
@@ -131,12 +132,6 @@ def _split_on_newline(data: bytes) -> list[bytes]:
     return lines
 
 
-def _newline_ends(chunk, base: int) -> np.ndarray:
-    """Offsets just past each newline in ``chunk``, shifted by ``base``."""
-    found = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == _NEWLINE)
-    return found + (base + 1)
-
-
 class _BlockScanner:
     """Cuts a byte stream, positioned at a line start, into blocks of complete lines.
 
@@ -161,7 +156,7 @@ class _BlockScanner:
         self._buffer = bytearray(initial)
         self._buffer_offset = offset  # file offset of _buffer[0]
         self._position = 0  # next unconsumed byte in _buffer, always a line start
-        self._ends = _newline_ends(self._buffer, 0)  # line ends in _buffer, ascending
+        self._ends = newline_ends(self._buffer, 0)  # line ends in _buffer, ascending
         self._next_end = 0  # index in _ends of the first line end past _position
         self._eof = False
         self._damage: str | None = None  # why the stream ended early, once it has
@@ -252,7 +247,7 @@ class _BlockScanner:
         self._buffer = bytearray(rest)
         self._buffer_offset = offset + size
         self._position = self._next_end = 0
-        self._ends = _newline_ends(self._buffer, 0)
+        self._ends = newline_ends(self._buffer, 0)
         reason = _too_long_reason(length, self._max_line_bytes)
         if self._eof and self._damage is not None:
             # The stream broke inside the long line: it is also the damaged tail.
@@ -292,7 +287,7 @@ class _BlockScanner:
             return
         base = len(self._buffer)
         self._buffer += chunk
-        self._ends = np.concatenate([self._ends, _newline_ends(chunk, base)])
+        self._ends = np.concatenate([self._ends, newline_ends(chunk, base)])
 
 
 def _too_long_reason(length: int, limit: int) -> str:

@@ -137,3 +137,25 @@ def test_merging_workers_counts_is_counting_their_batches_together(labels, cuts,
     # Neighbours are counted within batches only, each pair once.
     assert together.pairs == len(labels) - len(batches)
     assert together.changes == sum(int(np.count_nonzero(np.diff(batch))) for batch in batches)
+
+
+def reference_counts(labels: np.ndarray) -> tuple[int, int, dict, dict]:
+    """Rises, falls, counts and squares of one batch, in plain numpy (as the counts were first taken)."""
+    rises = int(np.count_nonzero(labels[1:] > labels[:-1]))
+    falls = int(np.count_nonzero(labels[1:] < labels[:-1]))
+    distinct, counts = np.unique(labels, return_counts=True)
+    squares = dict(zip(distinct.tolist(), (counts**2 / len(labels)).tolist()))
+    return rises, falls, dict(zip(distinct.tolist(), counts.tolist())), squares
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-3, 200), min_size=1, max_size=300).map(lambda values: np.array(values, dtype=float)),
+)
+def test_the_compiled_count_of_a_batch_is_the_sorted_one(labels):
+    """Few values (counted in one pass) or many (by sorting): the same counts, in the same order."""
+    order = LabelOrder().add(labels)
+    rises, falls, counts, squares = reference_counts(labels)
+    assert (order.rises, order.falls) == (rises, falls)
+    assert list(order.values.items()) == list(counts.items())
+    assert order.squares == pytest.approx(squares, rel=1e-12)
