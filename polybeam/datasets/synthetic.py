@@ -512,14 +512,20 @@ def write_number(out, pos, value):
 
 
 @numba.njit(cache=True)
+def write_sign(out, pos, label):
+    """Write a +-1 label as ``1`` or ``-1`` at ``pos``; return the position after it."""
+    if label < 0:
+        out[pos] = _MINUS
+        pos += 1
+    out[pos] = _ONE
+    return pos + 1
+
+
+@numba.njit(cache=True)
 def _format_kernel(labels, indptr, indices, row_prefix, feature_suffix, out):
     pos = 0
     for row in range(len(labels)):
-        if labels[row] < 0:
-            out[pos] = _MINUS
-            pos += 1
-        out[pos] = _ONE
-        pos += 1
+        pos = write_sign(out, pos, labels[row])
         for byte in row_prefix:
             out[pos] = byte
             pos += 1

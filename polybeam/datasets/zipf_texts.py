@@ -28,11 +28,12 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from polybeam.datasets.synthetic import write_number, write_sign
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernel below)
 
 BLOCK_ROWS = 100_000
 NAMESPACES = b"abc"
-_MINUS, _ONE, _SPACE, _BAR, _W, _NEWLINE, _ZERO = (ord(c) for c in "-1 |w\n0")
+_SPACE, _BAR, _W, _NEWLINE = (ord(c) for c in " |w\n")
 
 
 @dataclass(frozen=True)
@@ -111,11 +112,7 @@ def _scores(indptr, words, namespaces, word_weights, pair_weights):
 def _format_texts(labels, indptr, words, namespaces, letters, out):
     pos = 0
     for row in range(len(labels)):
-        if labels[row] < 0:
-            out[pos] = _MINUS
-            pos += 1
-        out[pos] = _ONE
-        pos += 1
+        pos = write_sign(out, pos, labels[row])
         previous = -1
         for k in range(indptr[row], indptr[row + 1]):
             if namespaces[k] != previous:
@@ -126,16 +123,7 @@ def _format_texts(labels, indptr, words, namespaces, letters, out):
                 pos += 3
             out[pos] = _SPACE
             out[pos + 1] = _W
-            pos += 2
-            digits, rest = 1, words[k] // 10
-            while rest > 0:
-                digits += 1
-                rest //= 10
-            value = words[k]
-            for d in range(digits):
-                out[pos + digits - 1 - d] = _ZERO + value % 10
-                value //= 10
-            pos += digits
+            pos = write_number(out, pos + 2, words[k])
         out[pos] = _NEWLINE
         pos += 1
     return pos
