@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from polybeam.engines.running import SETUPS
 
 # CI runs embedded Flink; the standalone cluster (POLYBEAM_ENGINES=flink-cluster, or all) adds several minutes
@@ -26,3 +28,10 @@ def selected() -> list[str]:
     if unknown:
         raise ValueError(f"POLYBEAM_ENGINES: unknown engines {unknown}; known: {sorted(SETUPS)}")
     return names
+
+
+def skip_unless_selected(*engines: str) -> None:
+    """Skip the calling test unless one of ``engines`` is selected: a test that builds or starts an engine
+    CI does not run (Prism's Go build, Spark's job-server jar) runs where that engine is asked for."""
+    if not set(engines) & set(selected()):
+        pytest.skip(f"{' or '.join(engines)} not selected (POLYBEAM_ENGINES={engines[0]}, or all, runs it)")

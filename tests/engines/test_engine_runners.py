@@ -12,6 +12,7 @@ import pytest
 
 from polybeam import datasets
 from polybeam.engines import flink, prism, running
+from tests.engines.selection import skip_unless_selected
 
 pytestmark = pytest.mark.engines
 
@@ -48,6 +49,7 @@ def train(train_file: str, model, *options: str, logs: list | None = None) -> di
 
 
 def needs(engine: str) -> None:
+    skip_unless_selected(engine)
     missing = running.missing_for(engine)
     if missing:
         pytest.skip(f"{engine} engine skipped: {missing}")

@@ -14,6 +14,7 @@ import pytest
 from polybeam.engines import command as cli
 from polybeam.engines import jobserver, spark
 from polybeam.engines.tools import EngineUnavailable, require
+from tests.engines.selection import skip_unless_selected
 
 SPARK_JARS = [
     f"spark-core_2.12-{spark.SPARK_VERSION}.jar",
@@ -166,6 +167,7 @@ def test_fetch_is_dispatched_by_engine_name(monkeypatch, capsys):
 
 def test_the_real_job_server_jar_names_beams_runner_and_spark():
     """Builds (or reuses from the cache) the real launcher: Java and Maven needed, and the registries."""
+    skip_unless_selected("spark-embedded", "spark-cluster")
     try:
         require("java", "mvn")
     except EngineUnavailable as missing:
