@@ -41,6 +41,10 @@ from harness import load_average, machine_info, markdown_table, measured_run, ru
 
 from polybeam.datasets.synthetic import PlantedPolynomial, write_dataset  # noqa: E402
 from polybeam.datasets.zipf_texts import ZipfTexts  # noqa: E402
+from polybeam.formats.libsvm import LibsvmFormat  # noqa: E402
+from polybeam.formats.vw import VWFormat  # noqa: E402
+from polybeam.learners.config import LearnerConfig  # noqa: E402
+from polybeam.learners.linear import LinearLearner  # noqa: E402
 
 BITS = 18
 TWO_WORKERS = ("--direct_num_workers", "2", "--direct_running_mode", "multi_processing")
@@ -117,6 +121,39 @@ def time_work(inputs: dict, folder: str, repeats: int, suffix: str = "") -> dict
             f"{results[name + suffix]['polybeam']['seconds']:.2f} s (job "
             f"{results[name + suffix]['polybeam']['job_seconds']:.2f} s)"
         )
+    return results
+
+
+# The linear works timed part by part in this process: (input kind, format, loss).
+PARTS = {"text": ("text", VWFormat, "logistic"), "LIBSVM numbers": ("numbers", LibsvmFormat, "squared")}
+BLOCK_LINES = 4096  # the readers' blocks (a batch each)
+
+
+def time_parts(inputs: dict) -> dict:
+    """The parser alone and the learner alone (defaults) on the polybeam input of each :data:`PARTS` work, in
+    this process, blocks of :data:`BLOCK_LINES` lines: what a job's stage would cost without Beam, threads
+    or start-up."""
+    results = {}
+    for name, (kind, format_class, loss) in PARTS.items():
+        with open(inputs[kind]["polybeam"], "rb") as handle:
+            lines = handle.read().split(b"\n")
+        blocks = [
+            b"\n".join(lines[start : start + BLOCK_LINES]) + b"\n" for start in range(0, len(lines) - 1, BLOCK_LINES)
+        ]
+        parser = format_class(bits=BITS)
+        parser.parse(blocks[0])  # (the compiled kernels loaded)
+        began = time.perf_counter()
+        batches = [parser.parse(block).batch for block in blocks]
+        parse_seconds = time.perf_counter() - began
+        LinearLearner(LearnerConfig(loss=loss, bits=BITS)).learn(batches[0])
+        learner = LinearLearner(LearnerConfig(loss=loss, bits=BITS))
+        began = time.perf_counter()
+        for batch in batches:
+            learner.learn(batch)
+        learn_seconds = time.perf_counter() - began
+        examples = sum(len(batch) for batch in batches)
+        results[name] = {"examples": examples, "parse_seconds": parse_seconds, "learn_seconds": learn_seconds}
+        log(f"{name} alone: parse {parse_seconds:.2f} s, learn {learn_seconds:.2f} s ({examples:,} examples)")
     return results
 
 
@@ -232,6 +269,16 @@ def render(report: dict, arguments: str) -> str:
         for name, run in cores.items()
     ]
     startup = [[name, f"{run['median']:.2f}"] for name, run in report["startup"].items()]
+    parts = [
+        [
+            name,
+            f"{part['examples'] / part['parse_seconds'] / 1e6:.2f}",
+            f"{part['examples'] / part['learn_seconds'] / 1e6:.2f}",
+            f"{rate(report['work'][name]['polybeam'], 'job_seconds') / 1e6:.2f}",
+            f"{rate(report['work'][name]['vw'], 'seconds') / 1e6:.2f}",
+        ]
+        for name, part in report.get("parts", {}).items()
+    ]
     return "\n".join(
         [
             "# Speed: polybeam against Vowpal Wabbit",
@@ -257,6 +304,10 @@ def render(report: dict, arguments: str) -> str:
                 ],
                 rows,
             ),
+            "",
+            f"The parts alone (in one process, {BLOCK_LINES:,}-line blocks, M examples/s), against the job and VW:",
+            "",
+            markdown_table(["work", "parse", "learn", "polybeam job", "VW whole run"], parts),
             "",
             "Two cores (LIBSVM numbers):",
             "",
@@ -290,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             options = [option if option != "libsvm" else "vw" for option in options]
             time_polybeam(warm, os.path.join(folder, "warm.model"), options)
         report["work"] = time_work(inputs, folder, args.repeats)
+        report["parts"] = time_parts(inputs)
         report["cores"] = time_cores(inputs, folder, args.repeats)
         report["startup"] = time_startup(folder, max(args.repeats, 3))
         if args.large:

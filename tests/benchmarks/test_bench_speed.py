@@ -63,6 +63,11 @@ def test_a_small_run_measures_vw_and_polybeam_side_by_side(bench, tmp_path):
     for name, pair in measured.items():
         assert pair["vw"]["examples"] == pair["polybeam"]["examples"] == 2000, name
         assert 0.3 < pair["polybeam"]["progressive_loss"] < 1.0, name
+    parts = bench.time_parts(inputs)
+    assert {name: part["examples"] for name, part in parts.items()} == {"text": 2000, "LIBSVM numbers": 2000}
+    assert all(part["parse_seconds"] > 0 and part["learn_seconds"] > 0 for part in parts.values())
+    text = bench.render({**report(), "work": {**report()["work"], **measured}, "parts": parts}, "--rows 2000")
+    assert "| text | " in text.split("The parts alone")[1]
     # The same examples, the same update (adaptive, normalised) and VW's rate: polybeam learns as VW.
     assert (
         abs(
