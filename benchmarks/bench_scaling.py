@@ -44,7 +44,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
 import statistics
 import sys
@@ -53,10 +52,17 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from harness import load_average, machine_info, markdown_table, measured_run, run_vw, write_report  # noqa: E402
+from harness import (  # noqa: E402
+    compile_bytecode,
+    load_average,
+    machine_info,
+    markdown_table,
+    measured_run,
+    run_vw,
+    write_report,
+)
 from profile_scaling import breakdown  # noqa: E402
 
-import polybeam as polybeam_package  # noqa: E402
 from polybeam.datasets.synthetic import PlantedPolynomial, write_dataset  # noqa: E402
 
 TWO_WORKERS = ("--direct_num_workers", "2", "--direct_running_mode", "multi_processing")
@@ -108,11 +114,6 @@ def best_of(runs: list[dict]) -> dict:
     best["whole_seconds"] = min(run["whole_seconds"] for run in runs)
     best["cpu_seconds"] = min(run["cpu_seconds"] for run in runs)
     return best
-
-
-def compile_bytecode() -> None:
-    """Compile polybeam's modules, as pip does at install (see the module's docstring)."""
-    compileall.compile_dir(os.path.dirname(polybeam_package.__file__), quiet=1)
 
 
 def profile_once(path: str, model: str, prefix, options, env_extra, events: str) -> dict:

@@ -19,6 +19,7 @@ and times, as whole commands in fresh processes, runs alternated and the best of
 For each polybeam run it reports the whole command, the job (from the launch to the report, without the
 interpreter's start and imports: the report's ``job_seconds``), examples per second of the job, progressive
 loss and peak memory; VW's whole run stands beside it. The targets are printed with their verdicts.
+polybeam's modules are compiled to bytecode first, as an installed package's are.
 ``benchmarks/results/speed.{json,md}``.
 """
 
@@ -37,7 +38,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from bench_startup import CLI, write_input  # noqa: E402
-from harness import load_average, machine_info, markdown_table, measured_run, run_vw, write_report  # noqa: E402
+from harness import (  # noqa: E402
+    compile_bytecode,
+    load_average,
+    machine_info,
+    markdown_table,
+    measured_run,
+    run_vw,
+    write_report,
+)
 
 from polybeam.datasets.synthetic import PlantedPolynomial, write_dataset  # noqa: E402
 from polybeam.datasets.zipf_texts import ZipfTexts  # noqa: E402
@@ -332,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args(argv)
+    compile_bytecode()  # (as installed: see harness.compile_bytecode)
     report = {"machine": machine_info(), "rows": args.rows, "repeats": args.repeats, "load_start": load_average()}
     with tempfile.TemporaryDirectory(prefix="polybeam-speed-") as folder:
         inputs = write_inputs(folder, args.rows)

@@ -31,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from harness import machine_info, markdown_table, write_report  # noqa: E402
+from harness import compile_bytecode, machine_info, markdown_table, write_report  # noqa: E402
 
 TARGET_SECONDS = 0.4
 CLI = "import sys; from polybeam.pipelines.cli import main; sys.exit(main())"
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args(argv)
     python = sys.executable
+    compile_bytecode()  # (as installed: see harness.compile_bytecode)
     with tempfile.TemporaryDirectory() as folder:
         data = write_input(folder)
         model = os.path.join(folder, "model")
