@@ -24,6 +24,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -57,20 +58,26 @@ class ZipfTexts:
                 handle.write(self._block(number, min(BLOCK_ROWS, rows - start)))
         return path
 
+    @cached_property
+    def _task(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(word_weights, pair_weights, probability)``: the task, the same in every block."""
+        weights = np.random.default_rng((self.seed, 0))
+        word_weights = weights.normal(0.0, 1.0, (len(NAMESPACES), self.vocabulary))
+        pair_weights = weights.normal(0.0, self.pair_scale, 97 * 89)
+        frequency = 1.0 / np.arange(1, self.vocabulary + 1) ** self.zipf_exponent
+        return word_weights, pair_weights, frequency / frequency.sum()
+
     def _block(self, number: int, rows: int) -> bytes:
         """Block ``number``'s first ``rows`` rows (each block draws all its rows: a block's first rows are
         the same however many of them are asked for)."""
-        weights = np.random.default_rng((self.seed, 0))  # the task: the same in every block
-        word_weights = weights.normal(0.0, 1.0, (len(NAMESPACES), self.vocabulary))
-        pair_weights = weights.normal(0.0, self.pair_scale, 97 * 89)
+        word_weights, pair_weights, probability = self._task
         rng = np.random.default_rng((self.seed, number + 1))
-        frequency = 1.0 / np.arange(1, self.vocabulary + 1) ** self.zipf_exponent
         counts = rng.integers(self.words[0], self.words[1] + 1, BLOCK_ROWS)
         spaces = rng.integers(2, len(NAMESPACES) + 1, BLOCK_ROWS)
         indptr = np.zeros(BLOCK_ROWS + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         row_of = np.repeat(np.arange(BLOCK_ROWS), counts)
-        words = rng.choice(self.vocabulary, size=len(row_of), p=frequency / frequency.sum()).astype(np.int64)
+        words = rng.choice(self.vocabulary, size=len(row_of), p=probability).astype(np.int64)
         # A row's first words go one to each of its namespaces (every one of them is used), the rest at random.
         position = np.arange(len(row_of)) - indptr[row_of]
         drawn = (rng.random(len(row_of)) * spaces[row_of]).astype(np.int64)

@@ -59,9 +59,9 @@ from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba ca
 
 # Distinct label values counted; beyond this many, the labels are taken as continuous.
 MAX_VALUES = 1000
-# A batch of at most this many label values is counted in one compiled pass (classes, mostly); one of
-# more, by sorting (np.unique), which a batch of each label counted that way cost the main thread of a
-# job about a fifth of a second a million examples.
+# A batch of at most this many label values (classes, mostly) is counted in one compiled pass; a batch of
+# more, by sorting (np.unique). Sorting every batch cost a job's main thread about a fifth of a second a
+# million examples.
 FEW_VALUES = 64
 # A random order changes label about as often as expected: on the bundled data in file order and the
 # benchmark suite's training files (three seeds each; batches of 256 to 4,096), the ratio is 0.87 at the

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from polybeam.formats.text import LineBlock, count_lines, decode_spans, is_skippable, line_spans
+from polybeam.formats.text import LineBlock, count_lines, decode_spans, is_skippable, line_spans, newline_ends
 
 
 @pytest.mark.parametrize(
@@ -45,3 +47,13 @@ def test_decode_spans_replaces_invalid_utf8():
     assert decode_spans(buffer, np.array([0, 4, 4, 5]), np.array([4, 4, 5, 8])) == ["é\xff", "", "\ufffd", "名"]
     assert decode_spans(np.frombuffer(b"\xffa", np.uint8), np.array([0]), np.array([2])) == ["\ufffda"]
     assert decode_spans(buffer, np.array([], dtype=np.int64), np.array([], dtype=np.int64)) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 10**9), st.booleans())
+def test_newline_ends_are_where_numpy_finds_them(data, base, as_bytearray):
+    """The readers' compiled scan for line ends, against numpy's mask of the newline bytes."""
+    chunk = bytearray(data) if as_bytearray else data
+    expected = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")) + base + 1
+    found = newline_ends(chunk, base)
+    assert found.dtype == np.int64 and found.tolist() == expected.tolist()

@@ -7,6 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polybeam.formats.csv import CsvFormat
 from polybeam.formats.libsvm import LibsvmFormat
@@ -17,9 +19,10 @@ from polybeam.learners.arrays import batch_from_arrays
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.missing import has_missing
 from polybeam.learners.model import Model
 from polybeam.learners.polynomial import make_learner
-from polybeam.learners.values import LARGEST_VALUE, NonFiniteModel
+from polybeam.learners.values import LARGEST_VALUE, NonFiniteModel, first_unlearnable, unlearnable
 
 TOO_LARGE = "feature value beyond +-3.4e+38"
 
@@ -77,3 +80,36 @@ def test_a_learner_whose_state_overflowed_fails_naming_the_likely_cause():
     learner = LinearLearner(LearnerConfig(loss="squared", bits=8)).learn(ExampleBatch.from_rows(rows, bits=8))
     with pytest.raises(NonFiniteModel, match=r"no model is written; likely cause: labels as large as"):
         learner.to_model()
+
+
+_VALUES = st.lists(
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True, width=64),
+        st.sampled_from([3.4e38, 3.5e38, -1e300, float("nan"), 0.0]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.booleans())
+def test_the_compiled_check_finds_the_first_value_numpys_masks_find(values, missing_ok):
+    """The learners' one-pass check and missing-value scan, against the numpy masks they replaced."""
+    values = np.array(values, dtype=np.float64)
+    indptr = np.array([0, len(values) // 2, len(values)])
+    bad = unlearnable(values) & ~(np.isnan(values) if missing_ok else np.zeros(len(values), dtype=bool))
+    found = first_unlearnable(indptr, values, missing_ok=missing_ok)
+    if not bad.any():
+        assert found is None
+    else:
+        entry = int(np.argmax(bad))
+        assert found[0] == int(np.searchsorted(indptr, entry, side="right") - 1)
+        assert found[1] == values[entry] or (np.isnan(found[1]) and np.isnan(values[entry]))
+    batch = ExampleBatch(
+        labels=np.zeros(2),
+        weights=np.ones(2),
+        indptr=indptr,
+        indices=np.arange(len(values), dtype=np.int32),
+        values=values,
+    )
+    assert has_missing(batch) == bool(np.isnan(values).any())
