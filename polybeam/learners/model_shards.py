@@ -8,7 +8,8 @@ shard file is::
     b"POLYBEAM-KEYS\\n"
     one record per key            a self-checking container (polybeam.learners.container)
                                   with the key's own metadata and arrays (slots, weights,
-                                  clip ranges, the factor table of apple's products)
+                                  clip ranges, the factor table of apple's products, the
+                                  means its missing values are filled with: version 2)
     the shard's index             a container: the config, the metadata and feature names
                                   every key shares, the keys, one entry per key (examples,
                                   progressive loss, non-zero weights, holdout), record offsets
@@ -54,7 +55,9 @@ _RECORD_MAGIC = b"PBKEY\n"
 _INDEX_MAGIC = b"POLYBEAM-KEY-INDEX\n"
 _TAIL = struct.Struct("<Q8s")
 _TAIL_MARK = b"PBKEYEND"
-VERSION = 1
+# Version 2: a key's record holds its missing values' fills (fill_slots, fill_values, fill_indicated), so
+# that a polybeam which would score them as zeros (version 1 had none) refuses the file instead.
+VERSION = 2
 # Metadata every key of a run shares, written once per shard.
 SHARED_METADATA = ("input", "provenance", "input_format")
 # Metadata a per-key model leaves out (see the module docstring).
@@ -102,6 +105,12 @@ def _record(model: Model) -> bytes:
         )
     if model.clip_low is not None:
         arrays.update(clip_low=model.clip_low.astype("<f8"), clip_high=model.clip_high.astype("<f8"))
+    if model.fill_slots is not None:
+        arrays.update(
+            fill_slots=model.fill_slots.astype("<i8"),
+            fill_values=model.fill_values.astype("<f8"),
+            fill_indicated=model.fill_indicated.astype("|b1"),
+        )
     own = {
         name: value
         for name, value in model.metadata.items()
@@ -230,6 +239,9 @@ class ShardReader:
             monomials=monomials,
             clip_low=arrays["clip_low"].astype(np.float64) if "clip_low" in arrays else None,
             clip_high=arrays["clip_high"].astype(np.float64) if "clip_high" in arrays else None,
+            fill_slots=arrays["fill_slots"].astype(np.int64) if "fill_slots" in arrays else None,
+            fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
+            fill_indicated=arrays["fill_indicated"].astype(bool) if "fill_indicated" in arrays else None,
         )
 
     def models(self) -> Iterable[tuple[str, Model]]:

@@ -40,8 +40,9 @@ from polybeam.transforms.train import Train
 KEYS = ["a", "../b", "", "café", "k" * 300]
 
 
-def _batches(seed: int, rows: int = 240, parts: int = 4, loss: str = "logistic", bits: int = 10):
-    """Batches whose examples carry tags (the key) in an interleaved order."""
+def _batches(seed: int, rows: int = 240, parts: int = 4, loss: str = "logistic", bits: int = 10, missing: float = 0.0):
+    """Batches whose examples carry tags (the key) in an interleaved order (a share ``missing`` of their
+    values missing: NaN)."""
     rng = np.random.default_rng(seed)
     out = []
     for part in range(parts):
@@ -50,6 +51,7 @@ def _batches(seed: int, rows: int = 240, parts: int = 4, loss: str = "logistic",
             labels = 1.0 + (x[:, 0] > 0) + (x[:, 1] > 0.5)
         else:
             labels = np.where(x @ np.array([1.0, -2.0, 0.5, 0.0, 1.0]) > 0, 1.0, -1.0)
+        x[rng.random(x.shape) < missing] = np.nan
         batch = ExampleBatch.from_rows(
             [(y, {i + 1: v for i, v in enumerate(row)}) for y, row in zip(labels, x)], bits=bits
         )
@@ -81,6 +83,19 @@ def _train(batches, config, initial_folder=None, **options):
     return {key: keyed.model(key) for key, _ in keyed.entries()}
 
 
+def assert_same_model(got: Model, expected: Model) -> None:
+    """Two models of one key alike in everything a shard file keeps (weights to rounding)."""
+    np.testing.assert_array_equal(got.slots, expected.slots)
+    np.testing.assert_allclose(got.weights, expected.weights, rtol=1e-12, atol=1e-12)
+    for name in ("clip_low", "clip_high", "fill_slots", "fill_values", "fill_indicated"):
+        mine, theirs = getattr(got, name), getattr(expected, name)
+        assert (mine is None) == (theirs is None), name
+        if mine is not None:
+            np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12, err_msg=name)
+    kept = {name: value for name, value in expected.metadata.items() if name != "learning_curve"}
+    assert json.loads(json.dumps(got.metadata, default=str)) == json.loads(json.dumps(kept, default=str))
+
+
 @pytest.mark.parametrize(
     "settings_",
     [
@@ -98,10 +113,19 @@ def test_each_keys_model_is_one_learner_fitting_that_keys_examples(settings_):
     got, expected = _train(batches, config, key_shards=3), _reference(batches, config)
     assert sorted(got) == sorted(expected) == sorted(KEYS)
     for key in KEYS:
-        np.testing.assert_array_equal(got[key].slots, expected[key].slots)
-        np.testing.assert_allclose(got[key].weights, expected[key].weights, rtol=1e-12, atol=1e-12)
-        assert got[key].metadata.get("holdout") == expected[key].metadata.get("holdout")
-        assert got[key].metadata["examples"] == expected[key].metadata["examples"]
+        assert_same_model(got[key], expected[key])
+
+
+def test_per_key_models_fill_missing_values_with_their_keys_means_after_a_shard_file():
+    # A shard record once dropped the fills: a key's missing value then scored as 0, not as its mean.
+    config = LearnerConfig(bits=10, loss="logistic")
+    batches = _batches(2, missing=0.1)
+    got, expected = _train(batches, config, key_shards=3), _reference(batches, config)
+    probe = ExampleBatch.from_rows([(1.0, {1: np.nan, 2: 0.5}), (1.0, {1: 0.2, 2: np.nan})], bits=10)
+    for key in KEYS:
+        assert expected[key].fill_slots is not None and len(expected[key].fill_slots)
+        assert_same_model(got[key], expected[key])
+        np.testing.assert_allclose(got[key].predict(probe), expected[key].predict(probe), rtol=1e-12)
 
 
 def test_key_segments_gather_each_keys_rows_in_order_whatever_order_the_parts_come_in():
@@ -145,6 +169,7 @@ def _model(rng, config: LearnerConfig) -> Model:
     shape = (len(slots),) if config.outputs == 1 else (len(slots), config.outputs)
     clipped = bool(rng.integers(0, 2))
     low = -rng.random(len(slots)) if clipped else None
+    filled = slots[rng.random(len(slots)) < 0.5] if rng.integers(0, 2) else None
     return Model(
         config,
         slots,
@@ -157,6 +182,9 @@ def _model(rng, config: LearnerConfig) -> Model:
         names={int(s): f"f{s}" for s in slots[:3]},
         clip_low=low,
         clip_high=None if low is None else -low,
+        fill_slots=filled,
+        fill_values=None if filled is None else rng.normal(size=len(filled)),
+        fill_indicated=None if filled is None else rng.random(len(filled)) < 0.3,
     )
 
 
@@ -182,7 +210,7 @@ def test_a_shard_gives_back_every_model_written_into_it(keys, seed, softmax):
             and back.config == model.config
         )
         assert back.metadata == model.metadata
-        assert (back.clip_low is None) == (model.clip_low is None)
+        assert_same_model(back, model)
         assert reader.entry(key)["examples"] == model.metadata["examples"]
     assert reader.model("\x00 not a key") is None or "\x00 not a key" in keys
 
