@@ -40,6 +40,7 @@ learning curve (a line per doubling of a key's few examples).
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -48,15 +49,18 @@ import numpy as np
 
 from polybeam.learners import container
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.key_table import KeyTableModels
 from polybeam.learners.model import Expansion, FactorTable, Model, ModelFileError
 
 SHARD_MAGIC = b"POLYBEAM-KEYS\n"
 _RECORD_MAGIC = b"PBKEY\n"
 _INDEX_MAGIC = b"POLYBEAM-KEY-INDEX\n"
+_TABLE_MAGIC = b"PBKEYTABLE\n"
 _TAIL = struct.Struct("<Q8s")
 _TAIL_MARK = b"PBKEYEND"
 # Version 2: a key's record holds its missing values' fills (fill_slots, fill_values, fill_indicated), so
-# that a polybeam which would score them as zeros (version 1 had none) refuses the file instead.
+# that a polybeam which would score them as zeros (version 1 had none) refuses the file instead; and keys'
+# models may be rows of a table instead of records of their own.
 VERSION = 2
 # Metadata every key of a run shares, written once per shard.
 SHARED_METADATA = ("input", "provenance", "input_format")
@@ -120,24 +124,45 @@ def _record(model: Model) -> bytes:
     return container.pack(_RECORD_MAGIC, VERSION, header, arrays)
 
 
-def shard_bytes(models: Iterable[tuple[str, Model]], *, names: dict | None = None, shared: dict | None = None) -> bytes:
-    """The bytes of a shard file holding ``(key text, Model)`` pairs (keys in sorted order; one config).
+def shard_bytes(
+    models: Iterable[tuple[str, Model]],
+    *,
+    names: dict | None = None,
+    shared: dict | None = None,
+    table: KeyTableModels | None = None,
+) -> bytes:
+    """The bytes of a shard file holding ``(key text, Model)`` pairs and the models of ``table`` (whose keys
+    are key texts) (keys in sorted order; one config).
 
     ``names`` (slot -> feature name) and ``shared`` (metadata such as ``input`` and ``provenance``): what
     the keys share when their models do not carry it themselves (else the first model's is written)."""
-    return encode_shard(models, names=names, shared=shared)[0]
+    return encode_shard(models, names=names, shared=shared, table=table)[0]
+
+
+def _own_metadata(metadata: dict) -> dict:
+    return {name: value for name, value in metadata.items() if name not in SHARED_METADATA + DROPPED_METADATA}
 
 
 def encode_shard(
-    models: Iterable[tuple[str, Model]], *, names: dict | None = None, shared: dict | None = None
+    models: Iterable[tuple[str, Model]],
+    *,
+    names: dict | None = None,
+    shared: dict | None = None,
+    table: KeyTableModels | None = None,
 ) -> tuple[bytes, list[dict]]:
     """``(bytes, entries)``: :func:`shard_bytes`, and the index entry of each key (in key order)."""
-    models = sorted(models, key=lambda pair: pair[0])
-    if not models:
+    models = list(models)
+    tabled = len(table) if table is not None else 0
+    if not models and not tabled:
         raise ValueError("a shard holds at least one key's model")
-    config = models[0][1].config
+    config = models[0][1].config if models else table.config
+    if tabled and table.config != config:
+        raise ValueError("the models of one folder share one config; the table's differs")
     names = {str(slot): name for slot, name in (names or {}).items()}
-    parts, offsets, entries = [SHARD_MAGIC], [len(SHARD_MAGIC)], []
+    parts, offsets = [SHARD_MAGIC], [len(SHARD_MAGIC)]
+    models.sort(key=lambda pair: pair[0])
+    # Each key: (key, its record's number, or -1 - its row of the table).
+    keys = [(key, number) for number, (key, _) in enumerate(models)]
     for key, model in models:
         if model.config != config:
             raise ValueError(f"the models of one folder share one config; {key!r}'s differs")
@@ -146,16 +171,27 @@ def encode_shard(
         record = _record(model)
         parts.append(record)
         offsets.append(offsets[-1] + len(record))
-        entries.append(entry_of(model))
-    first = {**models[0][1].metadata, **(shared or {})}
+    header_table = None
+    if tabled:
+        keys += [(key, -1 - row) for row, key in enumerate(table.key_list)]
+        record = container.pack(_TABLE_MAGIC, VERSION, {"metadata": _own_metadata(table.metadata)}, table.arrays())
+        header_table = [offsets[-1], len(record)]
+        parts.append(record)
+    keys.sort(key=lambda pair: pair[0])
+    if len({key for key, _ in keys}) != len(keys):
+        raise ValueError("a shard holds one model per key")
+    entries = [entry_of(models[where][1]) if where >= 0 else table.entry(-1 - where) for _, where in keys]
+    first = {**(models[0][1].metadata if models else table.metadata), **(shared or {})}
     header = {
         "config": config.to_dict(),
         "shared": {name: first[name] for name in SHARED_METADATA if name in first},
         "names": names,
-        "keys": [key for key, _ in models],
+        "keys": [key for key, _ in keys],
         "entries": entries,
+        "table": header_table,
     }
-    index = container.pack(_INDEX_MAGIC, VERSION, header, {"offsets": np.array(offsets, dtype="<i8")})
+    arrays = {"offsets": np.array(offsets, dtype="<i8"), "where": np.array([w for _, w in keys], dtype="<i8")}
+    index = container.pack(_INDEX_MAGIC, VERSION, header, arrays)
     parts.append(index)
     parts.append(_TAIL.pack(len(index), _TAIL_MARK))
     return b"".join(parts), entries
@@ -187,6 +223,10 @@ class ShardReader:
         self._position = {key: i for i, key in enumerate(self._keys)}
         self._entries: list[dict] = header["entries"]
         self._offsets = arrays["offsets"].astype(np.int64)
+        # Where each key's model is: its record's number, or -1 - its row of the table (version 1: records).
+        self._where = arrays["where"].astype(np.int64) if "where" in arrays else np.arange(len(self._keys))
+        self._table_at = header.get("table")
+        self._table: KeyTableModels | None = None
 
     @classmethod
     def of_bytes(cls, data: bytes, what: str = "shard file") -> ShardReader:
@@ -209,11 +249,16 @@ class ShardReader:
         return zip(self._keys, self._entries)
 
     def model(self, key: str) -> Model | None:
-        """``key``'s model (None when the shard has none), read from its record alone."""
+        """``key``'s model (None when the shard has none), read from its record alone (or from the table)."""
         position = self._position.get(key)
         if position is None:
             return None
-        data = self.read_range(int(self._offsets[position]), int(self._offsets[position + 1]))
+        where = int(self._where[position])
+        if where < 0:
+            _, model = self.table().pair(-1 - where)
+            names = {int(slot): self.names[int(slot)] for slot in model.slots if int(slot) in self.names}
+            return dataclasses.replace(model, names=names, metadata={**self.shared, **model.metadata})
+        data = self.read_range(int(self._offsets[where]), int(self._offsets[where + 1]))
         try:
             _, header, arrays = container.unpack(data, _RECORD_MAGIC, newest=VERSION, what=f"{self.what}, key {key!r}")
         except container.FormatError as error:
@@ -243,6 +288,22 @@ class ShardReader:
             fill_values=arrays["fill_values"].astype(np.float64) if "fill_values" in arrays else None,
             fill_indicated=arrays["fill_indicated"].astype(bool) if "fill_indicated" in arrays else None,
         )
+
+    def table(self) -> KeyTableModels | None:
+        """The models of the shard's keys learned as a table (None when it has none), read once."""
+        if self._table is None and self._table_at is not None:
+            start, length = self._table_at
+            data = self.read_range(int(start), int(start) + int(length))
+            try:
+                _, header, arrays = container.unpack(data, _TABLE_MAGIC, newest=VERSION, what=f"{self.what}, table")
+            except container.FormatError as error:
+                raise ModelFileError(str(error)) from None
+            rows = np.flatnonzero(self._where < 0)
+            keys = [None] * len(rows)
+            for position in rows:
+                keys[-1 - int(self._where[position])] = self._keys[position]
+            self._table = KeyTableModels.from_arrays(self.config, keys, arrays, header["metadata"])
+        return self._table
 
     def models(self) -> Iterable[tuple[str, Model]]:
         """Every key's model, in key order."""

@@ -3,9 +3,10 @@
 A per-key job hashes each example's key into one of ``shards`` shards
 (:func:`polybeam.learners.model_shards.shard_of`, the same hash the model
 folder's shard files use). Each shard's examples meet on one worker, which
-trains its keys one after the other (``Train``), and its models leave as one
-element, a :class:`KeyShard`, which becomes one shard file of the model folder
-(``WriteKeyedModels``): no Beam element, no file and no dense state per key.
+trains its keys (``Train``: those of few rows together, as a table), and its
+models leave as one element, a :class:`KeyShard`, which becomes one shard file
+of the model folder (``WriteKeyedModels``): no Beam element, no file and no
+dense state per key.
 
 >>> from polybeam.learners.batch import ExampleBatch
 >>> batch = ExampleBatch.from_rows([(1.0, {1: 1.0}), (0.0, {2: 1.0}), (1.0, {3: 1.0})])
@@ -25,6 +26,7 @@ import apache_beam as beam
 import numpy as np
 
 from polybeam.learners.batch import ExampleBatch
+from polybeam.learners.key_table import KeyTableModels
 from polybeam.learners.model import Model
 from polybeam.learners.model_shards import shard_of
 from polybeam.transforms.keyed_files import key_text
@@ -37,30 +39,59 @@ KEY_SHARDS = 64
 
 @dataclasses.dataclass
 class KeyShard:
-    """The models of one shard's keys: ``shard`` of ``shards``, ``models`` as ``(key, Model)`` pairs, and
-    what the models share without carrying it each: ``names`` (slot -> feature name) and ``shared``
-    metadata (``input``, ``provenance``; see :mod:`polybeam.learners.model_shards`)."""
+    """The models of one shard's keys: ``shard`` of ``shards``, ``models`` as ``(key, Model)`` pairs and
+    ``table``, the models of keys learned as a table (:class:`~polybeam.learners.key_table.KeyTableModels`,
+    or None), and what the models share without carrying it each: ``names`` (slot -> feature name) and
+    ``shared`` metadata (``input``, ``provenance``; see :mod:`polybeam.learners.model_shards`)."""
 
     shard: int
     shards: int
     models: list[tuple[object, Model]]
     names: dict = dataclasses.field(default_factory=dict)
     shared: dict = dataclasses.field(default_factory=dict)
+    table: KeyTableModels | None = None
+
+    @property
+    def config(self):
+        """The models' learner settings (one per folder)."""
+        return self.models[0][1].config if self.models else self.table.config
+
+    @property
+    def first_input(self) -> dict | None:
+        """How the first model's input was read, as recorded in it (None: it does not say)."""
+        return self.models[0][1].input if self.models else self.table.metadata.get("input")
 
     def model_pairs(self):
         """``(key, Model)`` pairs, each model with its own names and the shared metadata."""
-        for key, model in self.models:
+        for key, model in self:
             names = {int(slot): self.names[slot] for slot in model.slots if int(slot) in self.names}
             yield (
                 key,
                 dataclasses.replace(model, names={**names, **model.names}, metadata={**model.metadata, **self.shared}),
             )
 
+    def figures(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(examples, non-zero weights)`` of every model of the shard (the table's without making its models)."""
+        examples = [int(model.metadata.get("examples", 0)) for _, model in self.models]
+        nonzero = [model.nonzero for _, model in self.models]
+        if self.table is not None:
+            examples.extend(self.table.examples().tolist())
+            nonzero.extend(self.table.nonzero_weights().tolist())
+        return np.array(examples, dtype=np.int64), np.array(nonzero, dtype=np.int64)
+
+    def with_metadata(self, stamped) -> KeyShard:
+        """This shard with ``stamped(metadata)`` as every model's metadata (the table's too)."""
+        models = [(key, dataclasses.replace(model, metadata=stamped(model.metadata))) for key, model in self.models]
+        table = None if self.table is None else dataclasses.replace(self.table, metadata=stamped(self.table.metadata))
+        return dataclasses.replace(self, models=models, table=table)
+
     def __iter__(self):
-        return iter(self.models)
+        yield from self.models
+        if self.table is not None:
+            yield from self.table
 
     def __len__(self) -> int:
-        return len(self.models)
+        return len(self.models) + (len(self.table) if self.table is not None else 0)
 
 
 class SplitByShard(beam.DoFn):
@@ -82,15 +113,28 @@ class SplitByShard(beam.DoFn):
             yield int(shards[0]), keyed
             return
         order = np.argsort(shards, kind="stable")
-        for rows in np.split(order, np.flatnonzero(np.diff(shards[order])) + 1):
+        # One gather; each shard's part is then a view of it, naming its own features.
+        gathered = dataclasses.replace(keyed, names=None).take(order)
+        names = keyed.names
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(shards[order])) + 1, [len(order)]])
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            part = gathered.rows_between(int(start), int(stop))
             # The part names its own keys only (a batch of many keys would carry them all to every shard).
-            present, codes_of_rows = np.unique(keyed.key_codes[rows], return_inverse=True)
-            part = dataclasses.replace(
-                keyed.take(rows),
-                key_codes=codes_of_rows.astype(np.int32),
-                key_names=tuple(keys[code] for code in present),
+            present, codes_of_rows = np.unique(part.key_codes, return_inverse=True)
+            yield (
+                int(shards[order[start]]),
+                dataclasses.replace(
+                    part,
+                    key_codes=codes_of_rows.astype(np.int32),
+                    key_names=tuple(keys[code] for code in present),
+                    names=None if names is None else _names_of(part, names),
+                ),
             )
-            yield int(shards[rows[0]]), part
+
+
+def _names_of(batch: ExampleBatch, names: dict) -> dict:
+    """The entries of ``names`` (slot -> feature name) of the slots ``batch`` holds."""
+    return {int(slot): names[int(slot)] for slot in np.unique(batch.indices) if int(slot) in names}
 
 
 def _batch_order(batch: ExampleBatch) -> tuple:
@@ -102,6 +146,14 @@ def key_segments(batches: Iterable[ExampleBatch]):
     first come, each key's examples in the order of the batches sorted by source and first row (a
     runner hands a group's values in any order). The examples carry no feature names (see
     :func:`feature_names`)."""
+    keys, by_key, bounds = gathered_by_key(batches)
+    for key, start, stop in zip(keys, bounds[:-1], bounds[1:]):
+        yield key, by_key.rows_between(int(start), int(stop))
+
+
+def gathered_by_key(batches: Iterable[ExampleBatch]) -> tuple[list, ExampleBatch | None, np.ndarray]:
+    """``(keys, by_key, bounds)``: the examples of ``batches`` gathered key by key into one batch (in one
+    gather), key ``keys[k]``'s rows ``bounds[k]:bounds[k + 1]``, as :func:`key_segments` orders them."""
     batches = sorted(batches, key=_batch_order)
     index: dict = {}
     codes = []
@@ -111,15 +163,14 @@ def key_segments(batches: Iterable[ExampleBatch]):
         )
         codes.append(local[batch.key_codes])
     if not batches:
-        return
+        return [], None, np.zeros(1, dtype=np.int64)
     every = ExampleBatch.concat([dataclasses.replace(b, key_codes=None, key_names=(), names=None) for b in batches])
     codes = np.concatenate(codes)
     order = np.argsort(codes, kind="stable")
-    by_key, codes = every.take(order), codes[order]  # one gather; each key's examples are then a view
+    by_key, codes = every.take(order), codes[order]
     keys = list(index)
-    bounds = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1, [len(codes)]]) if len(codes) else ()
-    for start, stop in zip(bounds[:-1], bounds[1:]):
-        yield keys[codes[start]], by_key.rows_between(int(start), int(stop))
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1, [len(codes)]]) if len(codes) else np.zeros(1)
+    return [keys[code] for code in codes[bounds[:-1]]], by_key, bounds.astype(np.int64)
 
 
 def feature_names(batches: Iterable[ExampleBatch]) -> dict:

@@ -11,6 +11,7 @@ when there is one, else become dead letters that say so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import OrderedDict
 from typing import NamedTuple
@@ -163,20 +164,22 @@ def shard_count(keys: int) -> int:
 def _write_shard(shard: KeyShard, folder: str, window=beam.DoFn.WindowParam) -> dict:
     folder = window_folder(folder, window)
     file = shard_name(shard.shard, shard.shards)
+    table = shard.table
+    if table is not None:  # (a folder names keys by their text)
+        table = dataclasses.replace(table, key_list=[key_text(key) for key in table.key_list])
     data, entries = encode_shard(
-        ((key_text(key), model) for key, model in shard), names=shard.names, shared=shard.shared
+        ((key_text(key), model) for key, model in shard.models), names=shard.names, shared=shard.shared, table=table
     )
     write_atomically(join(folder, file), data)
-    first = shard.models[0][1]
     # How the models' input was read (RecordOrigin stamps it on each model, or once on a shard), for an
     # index whose writer did not say (WriteKeyedModels from Python).
-    recorded = shard.shared.get("input", first.input)
+    recorded = shard.shared.get("input", shard.first_input)
     return {
         "shard": shard.shard,
         "shards": shard.shards,
         "file": file,
         "summary": summarise(entries),
-        "config": first.config.to_dict(),
+        "config": shard.config.to_dict(),
         "input": recorded,
     }
 

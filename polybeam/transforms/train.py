@@ -588,12 +588,13 @@ class _ReportModel(beam.DoFn):
 
     def process(self, element):
         if isinstance(element, KeyShard):
-            models = [model for _, model in element]
+            examples, nonzero = element.figures()
         else:
-            models = [element[1] if self.keyed else element]
-        for model in models:
-            self.nonzero.update(model.nonzero)
-            self.examples.inc(int(model.metadata.get("examples", 0)))
+            model = element[1] if self.keyed else element
+            examples, nonzero = [int(model.metadata.get("examples", 0))], [model.nonzero]
+        for count in nonzero:
+            self.nonzero.update(int(count))
+        self.examples.inc(int(sum(examples)))
         yield element
 
 

@@ -154,4 +154,4 @@ class RecordWindow(beam.DoFn):
         elif isinstance(element, tuple):
             yield element[0], stamped(element[1])
         else:  # a KeyShard
-            yield dataclasses.replace(element, models=[(key, stamped(model)) for key, model in element.models])
+            yield element.with_metadata(lambda metadata: {**metadata, "window": record})

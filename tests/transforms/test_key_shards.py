@@ -24,8 +24,9 @@ from polybeam.learners import kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.fitting import train_passes
+from polybeam.learners.key_table import train_table
 from polybeam.learners.model import Model, ModelFileError
-from polybeam.learners.model_shards import ShardReader, add_summaries, shard_bytes, shard_of, summarise
+from polybeam.learners.model_shards import ShardReader, add_summaries, entry_of, shard_bytes, shard_of, summarise
 from polybeam.learners.polynomial import make_learner
 from polybeam.learners.warm_start import learner_from_model
 from polybeam.pipelines.cli import main
@@ -36,6 +37,7 @@ from polybeam.transforms.keyed_files import KeyedFolder
 from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.routing import WriteKeyedModels, shard_count
 from polybeam.transforms.train import Train
+from tests.learners.model_equality import assert_same_model
 
 KEYS = ["a", "../b", "", "café", "k" * 300]
 
@@ -83,19 +85,6 @@ def _train(batches, config, initial_folder=None, **options):
     return {key: keyed.model(key) for key, _ in keyed.entries()}
 
 
-def assert_same_model(got: Model, expected: Model) -> None:
-    """Two models of one key alike in everything a shard file keeps (weights to rounding)."""
-    np.testing.assert_array_equal(got.slots, expected.slots)
-    np.testing.assert_allclose(got.weights, expected.weights, rtol=1e-12, atol=1e-12)
-    for name in ("clip_low", "clip_high", "fill_slots", "fill_values", "fill_indicated"):
-        mine, theirs = getattr(got, name), getattr(expected, name)
-        assert (mine is None) == (theirs is None), name
-        if mine is not None:
-            np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12, err_msg=name)
-    kept = {name: value for name, value in expected.metadata.items() if name != "learning_curve"}
-    assert json.loads(json.dumps(got.metadata, default=str)) == json.loads(json.dumps(kept, default=str))
-
-
 @pytest.mark.parametrize(
     "settings_",
     [
@@ -114,6 +103,36 @@ def test_each_keys_model_is_one_learner_fitting_that_keys_examples(settings_):
     assert sorted(got) == sorted(expected) == sorted(KEYS)
     for key in KEYS:
         assert_same_model(got[key], expected[key])
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_keys_of_few_rows_learn_as_a_table_and_each_model_is_its_own_learners(loss):
+    # 300 keys of 1 to 14 rows in a random order: those of at most 10 rows learn as one table per shard.
+    rng = np.random.default_rng(5)
+    counts = rng.integers(1, 15, size=300)
+    order = rng.permutation(np.repeat(np.arange(300), counts))
+    x = rng.normal(size=(len(order), 6)) * [1, 10, 100, 1, 1, 1] + [0, 50, 0, 0, 0, 3]
+    x[rng.random(x.shape) < 0.05] = np.nan
+    labels = np.where(np.nan_to_num(x[:, 0]) + 0.1 * (order % 7) > 0.3, 1.0, -1.0)
+    rows = [(y, {i + 1: v for i, v in enumerate(row) if v != 0}) for y, row in zip(labels, x)]
+    whole = ExampleBatch.from_rows(rows, bits=10)
+    tags = np.array([f"k{key}" for key in order], dtype=object)
+    batches = [
+        dataclasses.replace(
+            whole.take(np.arange(start, min(start + 500, len(order)))),
+            tags=tags[start : start + 500],
+            row_ids=np.arange(start, min(start + 500, len(order))),
+        )
+        for start in range(0, len(order), 500)
+    ]
+    config = LearnerConfig(bits=10, loss=loss)
+    got = _train(batches, config, key_shards=3)
+    assert len(got) == 300
+    for key in range(300):
+        mine = np.flatnonzero(order == key)
+        alone = make_learner(config, per_key=True)
+        expected = train_passes(alone, [whole.take(mine)], 1, cross_validate=False).to_model()
+        assert_same_model(got[f"k{key}"], expected)
 
 
 def test_per_key_models_fill_missing_values_with_their_keys_means_after_a_shard_file():
@@ -213,6 +232,35 @@ def test_a_shard_gives_back_every_model_written_into_it(keys, seed, softmax):
         assert_same_model(back, model)
         assert reader.entry(key)["examples"] == model.metadata["examples"]
     assert reader.model("\x00 not a key") is None or "\x00 not a key" in keys
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    record_keys=st.sets(st.text(max_size=12), max_size=6),
+    table_rows=st.lists(st.integers(1, 10), min_size=1, max_size=8),
+    seed=st.integers(0, 10_000),
+)
+def test_a_shard_gives_back_the_models_of_a_table_beside_its_records(record_keys, table_rows, seed):
+    rng = np.random.default_rng(seed)
+    config = LearnerConfig(loss="logistic", bits=12)
+    table_keys = [f"t{k}" for k in range(len(table_rows))]
+    rows = [
+        (float(rng.choice([-1.0, 1.0])), {int(s): float(v) for s, v in zip(rng.integers(0, 40, 4), rng.normal(size=4))})
+        for _ in range(sum(table_rows))
+    ]
+    batch = ExampleBatch.from_rows(rows, bits=12)
+    batch.values[rng.random(len(batch.values)) < 0.1] = np.nan
+    table = train_table(config, batch, np.concatenate([[0], np.cumsum(table_rows)]), table_keys, {"input_format": "vw"})
+    records = {key: _model(rng, config) for key in record_keys - set(table_keys)}
+    # (what a shard's keys share, such as how their input was read, is written once)
+    records = {key: dataclasses.replace(m, metadata={**m.metadata, "input_format": "vw"}) for key, m in records.items()}
+    reader = ShardReader.of_bytes(shard_bytes(records.items(), table=table))
+    expected = {**records, **dict(table)}
+    assert reader.keys() == sorted(expected)
+    for key, model in expected.items():
+        back = reader.model(key)
+        assert_same_model(back, model)
+        assert reader.entry(key) == json.loads(json.dumps(entry_of(model)))
 
 
 @settings(max_examples=30, deadline=None)
