@@ -241,6 +241,10 @@ class ShardReader:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def record_keys(self) -> list[str]:
+        """The keys whose models have records of their own (not rows of the table), in key order."""
+        return [key for key, where in zip(self._keys, self._where) if where >= 0]
+
     def entry(self, key: str) -> dict | None:
         position = self._position.get(key)
         return None if position is None else self._entries[position]

@@ -66,6 +66,7 @@ from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
+from polybeam.transforms.key_scoring import EvaluateKeys
 from polybeam.transforms.keyed_files import KeyedFolder, join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
@@ -567,14 +568,23 @@ def _run_evaluate(options: PipelineOptions, started: float) -> dict:
     }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, key=key, settings=settings, reader=reader)
-    scored, unrouted = _routed(read, source, key)
-    # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
-    model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    dead_files = write_dead_letters(read, dead_path, extra=unrouted)
-    parts = {"counts": checked_read(read, job, dead_files, facts, settings=settings, expected=expected)}
-    metrics = note_workers(scored, parts) | "Evaluate" >> Evaluate(
-        model, routed=key is not None, overall=key is not None
-    )
+    if isinstance(source, ModelLibrary) and source.keyed.sharded:
+        # Whole batches against each shard's models at once (see polybeam.transforms.key_scoring).
+        parts = {}
+        examples = note_workers(read.examples, parts)
+        metrics, unrouted = examples | "EvaluateKeys" >> EvaluateKeys(source, ParsedKeys(key))
+        unrouted = unrouted | "FillUnrouted" >> beam.ParDo(FillLineNumbers())
+        dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+        parts["counts"] = checked_read(read, job, dead_files, facts, settings=settings, expected=expected)
+    else:
+        scored, unrouted = _routed(read, source, key)
+        # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
+        model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
+        dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+        parts = {"counts": checked_read(read, job, dead_files, facts, settings=settings, expected=expected)}
+        metrics = note_workers(scored, parts) | "Evaluate" >> Evaluate(
+            model, routed=key is not None, overall=key is not None
+        )
     parts["metrics"] = metrics
     if unrouted is not None:
         parts["unrouted"] = count(unrouted, "CountUnrouted")

@@ -110,6 +110,10 @@ class KeyedFolder:
         self.sharded = self.index.get("layout") == "shards"
         self._readers: dict = {}
 
+    def shard_reader(self, number: int):
+        """The reader of shard file ``number`` (None: the folder has no such shard), opened once."""
+        return self._reader(number)
+
     def _reader(self, number: int):
         from polybeam.learners.model_shards import ShardReader
 
