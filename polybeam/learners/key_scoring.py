@@ -16,7 +16,8 @@ key's crossing and whose missing values bring no indicator
 
 >>> from polybeam.learners.batch import ExampleBatch
 >>> from polybeam.learners.config import LearnerConfig
->>> from polybeam.learners.model import Model
+>>> from polybeam.learners.loss_specs import loss_spec
+from polybeam.learners.model import Model, finalize_predictions
 >>> config = LearnerConfig(loss="logistic", bits=8)
 >>> a = Model(config, np.array([0, 3]), np.array([0.5, 2.0]), fill_slots=np.array([3]), fill_values=np.array([1.5]))
 >>> b = Model(config, np.array([4]), np.array([-1.0]))
@@ -38,7 +39,8 @@ from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba ca
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.key_table import KeyTableModels
-from polybeam.learners.model import Model
+from polybeam.learners.loss_specs import loss_spec
+from polybeam.learners.model import Model, finalize_predictions
 
 
 def scorable(model: Model) -> bool:
@@ -209,3 +211,19 @@ class ScoringTable:
             self.fill_values,
             bool(self.config.bias),
         )
+
+
+def row_values(config: LearnerConfig, margins: np.ndarray, kind: str | None, label_min, label_max) -> np.ndarray:
+    """What ``predict`` writes for rows of models of one output with ``config`` whose margins are ``margins``
+    and whose models' label ranges are ``label_min``/``label_max`` (row by row): ``kind`` as
+    :func:`polybeam.learners.predictions.values_of` reads it (None: ``Model.predict``'s)."""
+    from polybeam.learners.predictions import binary_labels, values_of
+
+    if kind == "score":
+        return margins
+    clamped = margins
+    if loss_spec(config.loss).clamps:  # each row within its own model's label range
+        clamped = np.where(label_max > label_min, np.clip(margins, label_min, label_max), margins)
+    if kind is None:
+        return finalize_predictions(config.loss, clamped, 0.0, 0.0)
+    return values_of(config, clamped, kind, binary=binary_labels(config))

@@ -66,7 +66,7 @@ from polybeam.transforms.checkpoints import ReadLearners, last_complete_pass
 from polybeam.transforms.dead_letters import FillLineNumbers
 from polybeam.transforms.evaluate import OVERALL, Evaluate
 from polybeam.transforms.files import exists, read_bytes
-from polybeam.transforms.key_scoring import EvaluateKeys
+from polybeam.transforms.key_scoring import EvaluateKeys, PredictKeys
 from polybeam.transforms.keyed_files import KeyedFolder, join, read_index
 from polybeam.transforms.keys import ParsedKeys, split_by_key
 from polybeam.transforms.model_io import ReadModel, WriteModel, read_model
@@ -513,6 +513,12 @@ def _routed(read, source, key: str | None):
     return routed.routed, routed.unrouted | "FillUnrouted" >> beam.ParDo(FillLineNumbers())
 
 
+def _scores_by_shards(source, config: LearnerConfig) -> bool:
+    """Whether a job scores with ``source`` by shards of models (see polybeam.transforms.key_scoring): a folder
+    of per-key models in shard files, of one output (softmax models are scored key by key)."""
+    return isinstance(source, ModelLibrary) and source.keyed.sharded and config.outputs == 1
+
+
 def _reconciled(counts: ReadCounts, unrouted: int) -> dict:
     """The read counts, with examples that had no model moved to the dead letters."""
     moved = ReadCounts(counts.records, counts.examples - unrouted, counts.dead_letters + unrouted, counts.skipped)
@@ -568,7 +574,7 @@ def _run_evaluate(options: PipelineOptions, started: float) -> dict:
     }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, key=key, settings=settings, reader=reader)
-    if isinstance(source, ModelLibrary) and source.keyed.sharded:
+    if _scores_by_shards(source, config):
         # Whole batches against each shard's models at once (see polybeam.transforms.key_scoring).
         parts = {}
         examples = note_workers(read.examples, parts)
@@ -651,13 +657,24 @@ def _run_predict(options: PipelineOptions, job: JobSettings, started: float, str
     }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, labels="any", key=key, settings=settings, reader=reader)
-    scored_input, unrouted = _routed(read, source, key)
-    # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
-    model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
-    dead_files = write_dead_letters(read, dead_path, extra=unrouted)
-    checked = checked_read(read, job, dead_files, facts, settings=settings, expected=expected)
-    parts = {"counts": checked}
-    scored = note_workers(scored_input, parts) | "Predict" >> Predict(model, routed=key is not None, predictions=kind)
+    if _scores_by_shards(source, config):
+        # Whole batches against each shard's models at once (see polybeam.transforms.key_scoring).
+        parts = {}
+        examples = note_workers(read.examples, parts)
+        scored, unrouted = examples | "PredictKeys" >> PredictKeys(source, ParsedKeys(key), predictions=kind)
+        unrouted = unrouted | "FillUnrouted" >> beam.ParDo(FillLineNumbers())
+        dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+        checked = parts["counts"] = checked_read(read, job, dead_files, facts, settings=settings, expected=expected)
+    else:
+        scored_input, unrouted = _routed(read, source, key)
+        # A single model is read by a worker (not shipped in the job's graph); a library loads its own.
+        model = source if key is not None else pipeline | "Model" >> ReadModel(model_path)
+        dead_files = write_dead_letters(read, dead_path, extra=unrouted)
+        checked = checked_read(read, job, dead_files, facts, settings=settings, expected=expected)
+        parts = {"counts": checked}
+        scored = note_workers(scored_input, parts) | "Predict" >> Predict(
+            model, routed=key is not None, predictions=kind
+        )
     if "input" in streams:  # examples from standard input: their source is that, not the launcher's copy
         scored = scored | "NameStdin" >> beam.Map(renamed_source, streams["input"], STDIN_NAME)
     writer = WritePredictions(

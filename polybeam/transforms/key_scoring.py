@@ -1,4 +1,4 @@
-"""Per-key evaluation by shards of models: whole batches scored against many keys' models in one pass.
+"""Per-key evaluation and prediction by shards of models: whole batches scored against many keys' models.
 
 Routing a batch to per-key models splits it by key into one element per key and
 batch, each scored and evaluated on its own: tens of microseconds of Python per
@@ -17,6 +17,8 @@ become dead letters, as :class:`~polybeam.transforms.routing.RouteByKey` does.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
@@ -24,7 +26,7 @@ from apache_beam.metrics import Metrics
 from polybeam.formats.records import DeadLetter
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
-from polybeam.learners.key_scoring import ScoringTable, scorable
+from polybeam.learners.key_scoring import ScoringTable, row_values, scorable
 from polybeam.learners.keyed_evaluation import KeyedEvaluation
 from polybeam.learners.model import Model
 from polybeam.learners.model_shards import shard_of
@@ -33,6 +35,7 @@ from polybeam.transforms.evaluate import OVERALL
 from polybeam.transforms.keyed_files import key_text
 from polybeam.transforms.keys import KeyFn, key_codes
 from polybeam.transforms.model_io import read_model
+from polybeam.transforms.predict import ScoredBatch
 from polybeam.transforms.routing import UNROUTED, ModelLibrary
 
 # What a key's entry says when its model is not in the scoring table.
@@ -102,9 +105,54 @@ class KeyScorer:
         return self.fallback
 
 
-class _EvaluateKeysFn(beam.DoFn):
-    """Scores each batch's rows with their keys' models; emits a KeyedEvaluation per batch and a dead letter
-    per row whose key has no model (and no fallback)."""
+class ScoredRows(NamedTuple):
+    """A batch scored by its keys' models: example ``i`` has key ``keys[codes[i]]`` (text ``names[...]``),
+    margin ``margins[i]`` and its model's label range; ``scored`` marks the examples whose key had a model
+    (or the fallback), ``unrouted`` lists the others."""
+
+    codes: np.ndarray
+    keys: tuple
+    names: list
+    margins: np.ndarray
+    label_min: np.ndarray
+    label_max: np.ndarray
+    scored: np.ndarray
+    unrouted: np.ndarray
+
+
+def score_rows(scorer: KeyScorer, key: KeyFn, batch: ExampleBatch) -> ScoredRows:
+    """Each example of ``batch`` scored by its key's model (see the module docstring)."""
+    codes, keys = key_codes(key, batch)
+    names = [key_text(value) for value in keys]
+    where = np.fromiter((scorer.where(name) for name in names), dtype=np.int64, count=len(names))
+    rows_where = where[codes] if len(batch) else np.zeros(0, np.int64)
+    margins = np.zeros(len(batch))
+    label_min, label_max = np.zeros(len(batch)), np.zeros(len(batch))
+    scored = rows_where >= 0
+    if scored.any():
+        margins = scorer.table.margins(batch, np.where(scored, rows_where, -1))
+        label_min[scored] = scorer.table.label_min[rows_where[scored]]
+        label_max[scored] = scorer.table.label_max[rows_where[scored]]
+
+    def score_own(model: Model, rows: np.ndarray) -> None:
+        margins[rows] = model.margins(batch.take(rows))
+        label_min[rows] = float(model.metadata.get("label_min", 0.0))
+        label_max[rows] = float(model.metadata.get("label_max", 0.0))
+        scored[rows] = True
+
+    for code in np.flatnonzero(where == _OWN_MODEL):
+        score_own(scorer.own[names[code]], np.flatnonzero(codes == code))
+    unrouted = np.flatnonzero(~scored)
+    fallback = scorer.fallback_model() if len(unrouted) else None
+    if fallback is not None:
+        score_own(fallback, unrouted)
+        unrouted = unrouted[:0]
+    return ScoredRows(codes, keys, names, margins, label_min, label_max, scored, unrouted)
+
+
+class _KeyScoringFn(beam.DoFn):
+    """What evaluating and predicting by shards of models share: a worker's :class:`KeyScorer`, and a dead
+    letter for each example whose key has no model (and no fallback)."""
 
     def __init__(self, library: ModelLibrary, key: KeyFn):
         self.library = library
@@ -114,58 +162,68 @@ class _EvaluateKeysFn(beam.DoFn):
         self._scorer = KeyScorer(self.library)
         self._unrouted = Metrics.counter("polybeam.route", "examples_without_model")
 
-    def process(self, batch: ExampleBatch):
-        scorer = self._scorer
-        codes, keys = key_codes(self.key, batch)
-        names = [key_text(key) for key in keys]
-        where = np.fromiter((scorer.where(name) for name in names), dtype=np.int64, count=len(names))
-        rows_where = where[codes] if len(batch) else np.zeros(0, np.int64)
-        margins = np.zeros(len(batch))
-        label_min, label_max = np.zeros(len(batch)), np.zeros(len(batch))
-        tabled = rows_where >= 0
-        if tabled.any():
-            margins = scorer.table.margins(batch, np.where(tabled, rows_where, -1))
-            label_min[tabled] = scorer.table.label_min[rows_where[tabled]]
-            label_max[tabled] = scorer.table.label_max[rows_where[tabled]]
-        scored = tabled.copy()
-        for code in np.flatnonzero(where == _OWN_MODEL):
-            rows = np.flatnonzero(codes == code)
-            model = scorer.own[names[code]]
-            self._score_own(model, batch, rows, margins, label_min, label_max)
-            scored[rows] = True
-        missing = ~scored
-        if missing.any():
-            fallback = scorer.fallback_model()
-            rows = np.flatnonzero(missing)
-            if fallback is not None:
-                self._score_own(fallback, batch, rows, margins, label_min, label_max)
-                scored[rows] = True
-            else:
-                yield from self._dead_letters(batch, rows, codes, names)
-        if not scored.any():
-            return
-        evaluation = KeyedEvaluation(scorer.config.loss, scorer.config.loss_parameter)
-        rows = np.flatnonzero(scored)
-        present = np.unique(codes[rows])  # (a key whose rows are all dead letters has no metrics)
-        ids = np.full(len(keys), -1, dtype=np.int64)
-        ids[present] = evaluation.key_ids(keys[code] for code in present)
-        yield evaluation.add(
-            ids[codes[rows]], batch.labels[rows], margins[rows], batch.weights[rows], label_min[rows], label_max[rows]
-        )
+    def scored_rows(self, batch: ExampleBatch) -> ScoredRows:
+        return score_rows(self._scorer, self.key, batch)
 
-    @staticmethod
-    def _score_own(model: Model, batch: ExampleBatch, rows, margins, label_min, label_max) -> None:
-        margins[rows] = model.margins(batch.take(rows))
-        label_min[rows] = float(model.metadata.get("label_min", 0.0))
-        label_max[rows] = float(model.metadata.get("label_max", 0.0))
-
-    def _dead_letters(self, batch: ExampleBatch, rows, codes, names):
-        self._unrouted.inc(len(rows))
-        for row in rows:
-            reason = f"no model for key {names[codes[row]]!r} (and no --fallback-model)"
+    def dead_letters(self, batch: ExampleBatch, scored: ScoredRows):
+        self._unrouted.inc(len(scored.unrouted))
+        for row in scored.unrouted:
+            reason = f"no model for key {scored.names[scored.codes[row]]!r} (and no --fallback-model)"
             row_id = int(batch.row_ids[row]) if batch.row_ids is not None else -1
             # Line number and text are filled in by the dead-letter path, which reads the file.
             yield beam.pvalue.TaggedOutput(UNROUTED, DeadLetter(batch.source or "", None, row_id, None, reason))
+
+
+class _EvaluateKeysFn(_KeyScoringFn):
+    """Emits a KeyedEvaluation per batch (and dead letters)."""
+
+    def process(self, batch: ExampleBatch):
+        scored = self.scored_rows(batch)
+        yield from self.dead_letters(batch, scored)
+        rows = np.flatnonzero(scored.scored)
+        if not len(rows):
+            return
+        config = self._scorer.config
+        evaluation = KeyedEvaluation(config.loss, config.loss_parameter)
+        present = np.unique(scored.codes[rows])  # (a key whose rows are all dead letters has no metrics)
+        ids = np.full(len(scored.keys), -1, dtype=np.int64)
+        ids[present] = evaluation.key_ids(scored.keys[code] for code in present)
+        yield evaluation.add(
+            ids[scored.codes[rows]],
+            batch.labels[rows],
+            scored.margins[rows],
+            batch.weights[rows],
+            scored.label_min[rows],
+            scored.label_max[rows],
+        )
+
+
+class _PredictKeysFn(_KeyScoringFn):
+    """Emits a ScoredBatch per batch, each example with its key (and dead letters)."""
+
+    def __init__(self, library: ModelLibrary, key: KeyFn, kind: str | None):
+        super().__init__(library, key)
+        self.kind = kind
+
+    def process(self, batch: ExampleBatch):
+        scored = self.scored_rows(batch)
+        yield from self.dead_letters(batch, scored)
+        rows = np.flatnonzero(scored.scored)
+        if not len(rows):
+            return
+        config = self._scorer.config
+        keys = np.empty(len(scored.keys), dtype=object)
+        keys[:] = scored.keys
+        yield ScoredBatch(
+            row_values(config, scored.margins[rows], self.kind, scored.label_min[rows], scored.label_max[rows]),
+            batch.labels[rows],
+            batch.source,
+            None if batch.row_ids is None else batch.row_ids[rows],
+            None if batch.tags is None else batch.tags[rows],
+            keys[scored.codes[rows]],
+            config.class_names,
+            kind=self.kind or "",
+        )
 
 
 class KeyedMetricsFn(MergeFn):
@@ -178,6 +236,24 @@ class KeyedMetricsFn(MergeFn):
         if accumulator is None:
             return [(OVERALL, {"examples": 0, "loss": None, "error": None, "auc": None, "mse": None})]
         return [*accumulator.results().items(), (OVERALL, accumulator.overall())]
+
+
+class PredictKeys(beam.PTransform):
+    """A :class:`~polybeam.transforms.predict.ScoredBatch` per input batch, each example scored by its key's
+    model in ``library`` (``predictions``: the kind written, see :class:`~polybeam.transforms.predict.Predict`);
+    ``.unrouted`` holds the dead letters of rows whose key has no model."""
+
+    def __init__(self, library: ModelLibrary, key: KeyFn, predictions: str | None = None):
+        super().__init__()
+        self.library = library
+        self.key = key
+        self.predictions = predictions
+
+    def expand(self, batches):
+        scored = batches | "ScoreKeys" >> beam.ParDo(
+            _PredictKeysFn(self.library, self.key, self.predictions)
+        ).with_outputs(UNROUTED, main="scored")
+        return scored.scored, scored[UNROUTED]
 
 
 class EvaluateKeys(beam.PTransform):

@@ -60,7 +60,7 @@ class ScoredBatch:
     source: str | None
     row_ids: np.ndarray | None
     tags: np.ndarray | None
-    key: object = None
+    key: object = None  # the examples' key, or an object array of each example's
     class_names: tuple[str, ...] = ()
     # Columns after the usual ones, the same for every example of the batch (an anytime prefix's size and cost).
     extra: tuple = ()
@@ -96,11 +96,14 @@ class ScoredBatch:
             labels = [self._class(label) if label == label else "" for label in self.labels.tolist()]
         else:
             labels = [f"{value:.9g}" if value == value else "" for value in self.labels.tolist()]
-        key = f"\t{self.key}" if with_key else ""
-        key += "".join(f"\t{value:.9g}" if isinstance(value, float) else f"\t{value}" for value in self.extra)
+        extra = "".join(f"\t{value:.9g}" if isinstance(value, float) else f"\t{value}" for value in self.extra)
+        if with_key and isinstance(self.key, np.ndarray):  # each example's own key
+            keys = [f"\t{key}{extra}" for key in self.key.tolist()]
+        else:
+            keys = [(f"\t{self.key}" if with_key else "") + extra] * n
         return "\n".join(
             f"{prediction}\t{label}\t{source}\t{row}\t{tag or ''}{key}"
-            for prediction, label, row, tag in zip(predicted, labels, rows.tolist(), tags)
+            for prediction, label, row, tag, key in zip(predicted, labels, rows.tolist(), tags, keys)
         )
 
 

@@ -17,11 +17,12 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.evaluation import Evaluation
 from polybeam.transforms.evaluate import OVERALL
-from polybeam.transforms.key_scoring import EvaluateKeys
+from polybeam.transforms.key_scoring import EvaluateKeys, PredictKeys
 from polybeam.transforms.keyed_files import KeyedFolder
 from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.model_io import WriteModel
-from polybeam.transforms.routing import ModelLibrary, WriteKeyedModels
+from polybeam.transforms.predict import Predict
+from polybeam.transforms.routing import ModelLibrary, RouteByKey, WriteKeyedModels
 from polybeam.transforms.train import Train
 
 
@@ -135,3 +136,48 @@ def test_keys_without_a_model_are_dead_letters_or_the_fallbacks():
     got, unrouted = _evaluated(batches, library)
     expected, overall = _reference(batches, library, sorted({k for b in batches for k in b.tags}))
     assert not unrouted and _close(got["k3"], expected["k3"]) and _close(got[OVERALL], overall)
+
+
+def _predicted(batches, build) -> dict:
+    """``{(source, row): (prediction, key)}`` of the ScoredBatches ``build(batches PCollection)`` gives."""
+    _COLLECTED.clear()
+    with beam.Pipeline(runner="FnApiRunner") as p:
+        _ = build(p | beam.Create(batches)) | beam.Map(_collect, "scored")
+    found = [element for _, element in _COLLECTED]
+    _COLLECTED.clear()
+    out = {}
+    for batch in found:
+        keys = batch.key.tolist() if isinstance(batch.key, np.ndarray) else [batch.key] * len(batch.predictions)
+        for prediction, row, key in zip(batch.predictions.tolist(), batch.row_ids.tolist(), keys):
+            out[(batch.source, row)] = (prediction, key)
+    return out
+
+
+@pytest.mark.parametrize(
+    "settings_, kinds",
+    [
+        (dict(loss="logistic"), [None, "label", "probability", "score"]),
+        (dict(loss="squared"), [None, "label", "score"]),
+        (dict(loss="logistic", expand="apple", expand_after=5), [None, "label"]),
+    ],
+    ids=["logistic", "squared", "apple-keeps-own-models"],
+)
+def test_each_rows_prediction_is_its_own_keys_models(settings_, kinds):
+    config = LearnerConfig(bits=10, **settings_)
+    batches = _batches(3, 50, config.loss)
+    library = ModelLibrary(_folder(batches, config))
+    for kind in kinds:
+
+        def routed(pcoll, kind=kind):
+            return RouteByKey(library, ParsedKeys("tag")).expand(pcoll).routed | Predict(
+                library, routed=True, predictions=kind
+            )
+
+        expected = _predicted(batches, routed)
+        got = _predicted(batches, lambda pcoll, kind=kind: (pcoll | PredictKeys(library, ParsedKeys("tag"), kind))[0])
+        assert got.keys() == expected.keys() and len(got) == sum(len(b) for b in batches)
+        for where, (prediction, key) in expected.items():
+            if isinstance(prediction, str):
+                assert got[where] == (prediction, key), (kind, where)
+            else:
+                assert got[where][0] == pytest.approx(prediction, rel=1e-12, abs=1e-15) and got[where][1] == key
