@@ -173,6 +173,28 @@ def hash_string(name: str | bytes, seed: int = 0) -> int:
     return int(hash_token(np.frombuffer(raw, dtype=np.uint8), 0, len(raw), int(seed)))
 
 
+def hash_strings(names, seed: int = 0) -> np.ndarray:
+    """:func:`hash_string` of each of ``names`` (str), as int64, in one compiled pass over their bytes.
+
+    >>> hash_strings(["a", " b ", ""], 7).tolist() == [hash_string(name, 7) for name in ["a", " b ", ""]]
+    True
+    """
+    encoded = [str(name).encode("utf-8") for name in names]
+    ends = np.cumsum([len(raw) for raw in encoded], dtype=np.int64)
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    return _hash_segments(data, ends, int(seed))
+
+
+@numba.njit(cache=True, nogil=True)
+def _hash_segments(data, ends, seed):
+    out = np.empty(ends.shape[0], dtype=np.int64)
+    start = 0
+    for i in range(ends.shape[0]):
+        out[i] = hash_token(data, start, ends[i], seed)
+        start = ends[i]
+    return out
+
+
 def namespace_seed(namespace: str | bytes, seed: int = 0) -> int:
     """The seed for features of a VW namespace.
 

@@ -16,8 +16,7 @@ key's crossing and whose missing values bring no indicator
 
 >>> from polybeam.learners.batch import ExampleBatch
 >>> from polybeam.learners.config import LearnerConfig
->>> from polybeam.learners.loss_specs import loss_spec
-from polybeam.learners.model import Model, finalize_predictions
+>>> from polybeam.learners.model import Model
 >>> config = LearnerConfig(loss="logistic", bits=8)
 >>> a = Model(config, np.array([0, 3]), np.array([0.5, 2.0]), fill_slots=np.array([3]), fill_values=np.array([1.5]))
 >>> b = Model(config, np.array([4]), np.array([-1.0]))

@@ -57,7 +57,7 @@ import numpy as np
 from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.batch import INDEX_DTYPE, VALUE_DTYPE, ExampleBatch
 from polybeam.learners.choices import DEFAULT_OFFSET_PRIOR, KEY_MODELS  # noqa: F401  (re-exported)
-from polybeam.learners.hashing import BIAS_SLOT, hash_string, murmur3_32
+from polybeam.learners.hashing import BIAS_SLOT, hash_string, hash_strings, murmur3_32
 from polybeam.learners.key_spec import KeySpec
 
 # Keys are hashed apart from feature names (a key "a" and a feature "a" must not share a seed).
@@ -79,7 +79,7 @@ def key_hashes(keys, seed: int = 0) -> np.ndarray:
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int64)
     distinct, inverse = np.unique(np.where(keys == None, MISSING_KEY, keys).astype(str), return_inverse=True)  # noqa: E711
-    return np.array([key_hash(key, seed) for key in distinct.tolist()], dtype=np.int64)[inverse.reshape(-1)]
+    return hash_strings(distinct.tolist(), KEY_SEED ^ int(seed))[inverse.reshape(-1)]
 
 
 @numba.njit(cache=True)
@@ -271,7 +271,7 @@ def batch_key_hashes(batch: ExampleBatch, spec: str | KeySpec, seed: int = 0) ->
     """:func:`key_hashes` of :func:`batch_keys`, hashing each of a batch's key names once."""
     spec = KeySpec.parse(spec)
     if spec.read_by_parser and batch.key_codes is not None:
-        per_name = np.array([key_hash(name, seed) for name in batch.key_names], dtype=np.int64)
+        per_name = hash_strings(batch.key_names, KEY_SEED ^ int(seed))  # (key_hash of each name, in one pass)
         return per_name[batch.key_codes] if len(batch) else np.zeros(0, dtype=np.int64)
     return key_hashes(batch_keys(batch, spec), seed)
 

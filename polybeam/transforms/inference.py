@@ -70,6 +70,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import KeyedModelHandler, ModelHandler, PredictionResult
 
@@ -305,6 +306,23 @@ def _model_outputs(model: Model, batch: ExampleBatch, output: str | None, keys=N
     if not loss_spec(loss).classes:
         return labels
     return labels.tolist() if model.config.class_names else [int(label) for label in labels]
+
+
+def _table_outputs(config, margins: np.ndarray, output: str | None, label_min, label_max):
+    """:func:`_model_outputs` for rows of a scoring table's models (margins and each row's label range)."""
+    from polybeam.learners.key_scoring import row_values
+
+    loss = config.loss
+    if output == "probability" and not loss_spec(loss).probability:
+        raise InferenceError(f"output='probability' needs a {' or '.join(PROBABILISTIC)} model; this one is {loss}")
+    if output in (None, "probability"):
+        return row_values(config, margins, None, label_min, label_max)
+    if output == "score":
+        return margins
+    labels = row_values(config, margins, "label", label_min, label_max)
+    if not loss_spec(loss).classes:
+        return labels
+    return labels.tolist() if config.class_names else [int(label) for label in labels]
 
 
 def keys_of(elements: Sequence, model: Model, input_format: str) -> tuple[Sequence, list | None]:
@@ -550,10 +568,12 @@ class PerKeyModelHandler(_PolybeamHandler):
         return library
 
     def run_inference(self, batch: Sequence, model, inference_args: dict | None = None) -> Iterable:
+        results: list = [None] * len(batch)
+        tabled = self._score_tabled(batch, model, results)
         by_key: dict = {}
         for position, (key, example) in enumerate(batch):
-            by_key.setdefault(key, []).append((position, example))
-        results: list = [None] * len(batch)
+            if position not in tabled:
+                by_key.setdefault(key, []).append((position, example))
         for key, members in by_key.items():
             keyed = model.model(key)
             if keyed is None:
@@ -569,6 +589,49 @@ class PerKeyModelHandler(_PolybeamHandler):
             for (position, _), result in zip(members, scored):
                 results[position] = (key, result)
         return results
+
+    def _score_tabled(self, batch: Sequence, library, results: list) -> set:
+        """Score the examples whose keys' models a scoring table holds all at once (see
+        polybeam.transforms.key_scoring: one read of their examples, one compiled pass), writing their
+        results; the positions scored. Other examples (their keys' models apple's, or none) go key by key."""
+        scorer = self._key_scorer(library)
+        if scorer is None:
+            return set()
+        names = [key_text(key) for key, _ in batch]
+        where = np.array([scorer.where(name) for name in names], dtype=np.int64)
+        positions = np.flatnonzero(where >= 0)
+        if not len(positions):
+            return set()
+        config = scorer.config
+        examples = [batch[position][1] for position in positions]
+        reader = self._reader(library.index.get("input"))
+        parsed = reader.batch(examples, bits=config.bits, seed=config.seed)
+        self._scored.inc(len(parsed))
+        self._batch_sizes.update(len(parsed))
+        rows = where[positions]
+        margins = scorer.table.margins(parsed, rows)
+        outputs = _table_outputs(
+            config, margins, self._output, scorer.table.label_min[rows], scorer.table.label_max[rows]
+        )
+        ids = reader.ids(examples, parsed)
+        for position, output, identity in zip(positions.tolist(), outputs, ids):
+            key, example = batch[position]
+            model_id = f"{self._uri}#{key}"
+            results[position] = (key, IdentifiedPrediction(example, output, model_id, identity))
+        return set(positions.tolist())
+
+    def _key_scorer(self, library):
+        """A scoring table over ``library``'s shards (None when its models are scored key by key: an
+        unsharded folder, softmax models, or whole batches as input)."""
+        from polybeam.transforms.key_scoring import KeyScorer
+
+        if self._input_format == "batch" or not library.keyed.sharded:
+            return None
+        held = getattr(self, "_key_scorer_of", None)
+        if held is None or held[0] is not library:  # (one per loaded library: a refreshed model gets its own)
+            held = self._key_scorer_of = (library, KeyScorer(library))
+        scorer = held[1]
+        return scorer if scorer.config.outputs == 1 else None
 
     def get_num_bytes(self, batch: Sequence) -> int:
         return super().get_num_bytes([example for _, example in batch])

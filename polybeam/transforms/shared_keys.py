@@ -40,20 +40,33 @@ class CrossedBatches(NamedTuple):
     trained: beam.PCollection  # one sorted int64 array: the hashes of the keys that training learns
 
 
+# Waiting key hashes folded into the sorted union at once, at least.
+_FOLD_AT = 1 << 22
+
+
 class _UnionKeys(beam.CombineFn):
-    """The distinct key hashes of many arrays, as one sorted array."""
+    """The distinct key hashes of many arrays, as one sorted array. The accumulator is a list whose first
+    array is sorted and distinct and the rest wait: they are folded in when they outgrow it, so adding a
+    million keys a batch at a time costs O(n log n), not a sort of every key so far per batch (and a few
+    million waiting keys, tens of megabytes, are folded at once: each key comes in every batch it has rows in)."""
 
     def create_accumulator(self):
-        return np.zeros(0, dtype=np.int64)
+        return [np.zeros(0, dtype=np.int64)]
 
     def add_input(self, keys, more):
-        return np.union1d(keys, more)
+        keys.append(np.asarray(more, dtype=np.int64))
+        if sum(len(part) for part in keys[1:]) > max(len(keys[0]), _FOLD_AT):
+            keys[:] = [np.unique(np.concatenate(keys))]
+        return keys
 
     def merge_accumulators(self, accumulators):
-        return np.unique(np.concatenate([np.asarray(keys, dtype=np.int64) for keys in accumulators]))
+        return [np.unique(np.concatenate([part for keys in accumulators for part in keys]))]
+
+    def compact(self, keys):
+        return [np.unique(np.concatenate(keys))] if len(keys) > 1 else keys
 
     def extract_output(self, keys):
-        return np.asarray(keys, dtype=np.int64)
+        return self.compact(keys)[0]
 
 
 def _learned_keys(batch: ExampleBatch, shared: SharedKeys, config: LearnerConfig) -> np.ndarray:

@@ -220,3 +220,11 @@ def test_only_shared_models_take_an_offset_prior_and_plain_configs_do_not_record
         shared_config(LearnerConfig(expand="quadratic"), True)
     with pytest.raises(ValueError, match="offset_prior must be >= 0"):
         LearnerConfig(offset_prior=-1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(st.text(max_size=12), max_size=20), seed=st.integers(0, 2**31))
+def test_many_key_names_hash_in_one_pass_as_each_alone(names, seed):
+    from polybeam.learners.hashing import hash_string, hash_strings
+
+    assert hash_strings(names, seed).tolist() == [hash_string(name, seed) for name in names]

@@ -181,3 +181,39 @@ def test_each_rows_prediction_is_its_own_keys_models(settings_, kinds):
                 assert got[where] == (prediction, key), (kind, where)
             else:
                 assert got[where][0] == pytest.approx(prediction, rel=1e-12, abs=1e-15) and got[where][1] == key
+
+
+@pytest.mark.parametrize("output", [None, "label", "score", "probability"])
+def test_the_per_key_handler_scores_each_example_as_its_keys_model_does(output):
+    from apache_beam.ml.inference.base import RunInference
+
+    from polybeam.transforms.inference import PerKeyModelHandler, _model_outputs
+
+    config = LearnerConfig(bits=10, loss="logistic")
+    batches = _batches(4, 40, "logistic")
+    library = ModelLibrary(_folder(batches, config))
+    rng = np.random.default_rng(0)
+    pairs = [
+        (f"k{int(k)}", {int(s): float(v) for s, v in zip(rng.integers(1, 6, 3), rng.normal(size=3) * 5)})
+        for k in rng.integers(0, 40, size=300)
+    ]
+    _COLLECTED.clear()
+    with beam.Pipeline(runner="FnApiRunner") as p:
+        _ = (
+            p
+            | beam.Create(pairs)
+            | RunInference(PerKeyModelHandler(library.folder, output=output, max_batch_size=64))
+            | beam.Map(_collect, "result")
+        )
+    found = [element for _, element in _COLLECTED]
+    _COLLECTED.clear()
+    assert len(found) == len(pairs)
+    for key, result in found:
+        model = library.model(key)
+        expected = _model_outputs(model, ExampleBatch.from_rows([(0.0, result.example)], bits=10), output)
+        expected = expected[0] if not isinstance(expected, list) else expected[0]
+        assert result.model_id.endswith(f"#{key}")
+        if isinstance(expected, (int, str)):
+            assert result.inference == expected
+        else:
+            assert result.inference == pytest.approx(expected, rel=1e-12, abs=1e-15)
