@@ -12,6 +12,8 @@ process; the figures are the wall time and the peak memory of the process
 Targets: 10,000 keys x 10 rows at most 3x the global model's time and at most
 1 GiB; 100,000 keys x 10 rows at most 2x the global model's time; 1,000,000
 keys x 10 rows (10M rows) at most 3x the global model's time and at most 4 GiB.
+``polybeam evaluate --key`` of the same rows with the per-key models is timed
+too: scoring keys should cost no more than training them.
 
 Usage::
 
@@ -107,12 +109,16 @@ def measure(size: str, folder: str, repeats: int) -> dict:
         "logistic",
         "--quiet",
     ]
-    runs: dict[str, list[dict]] = {"global": [], "per_key": []}
-    for _ in range(repeats):  # interleaved, so that a busy moment of the machine hits both
+    runs: dict[str, list[dict]] = {"global": [], "per_key": [], "evaluate": []}
+    models = os.path.join(folder, f"keys-{size}")
+    scoring = ["polybeam", "evaluate", "--input", data, "--format", "csv", "--label-column", "label", "--quiet"]
+    for _ in range(repeats):  # interleaved, so that a busy moment of the machine hits all
         runs["global"].append(
             run(common + ["--ignore-columns", "key", "--model", os.path.join(folder, "global.model")])
         )
-        runs["per_key"].append(run(common + ["--key", "column:key", "--model", os.path.join(folder, f"keys-{size}")]))
+        runs["per_key"].append(run(common + ["--key", "column:key", "--model", models]))
+        # Scoring the same rows with their keys' models (the report, with every key's metrics, beside the folder).
+        runs["evaluate"].append(run(scoring + ["--key", "column:key", "--model", models]))
     best = {kind: min(found, key=lambda r: r["seconds"]) for kind, found in runs.items()}
     result = {
         "size": size,
@@ -122,7 +128,9 @@ def measure(size: str, folder: str, repeats: int) -> dict:
         "data_seconds": made,
         "global": best["global"],
         "per_key": best["per_key"],
+        "evaluate": best["evaluate"],
         "time_ratio": best["per_key"]["seconds"] / best["global"]["seconds"],
+        "evaluate_ratio": best["evaluate"]["seconds"] / best["per_key"]["seconds"],
         "memory_ratio": best["per_key"]["peak_rss_bytes"] / best["global"]["peak_rss_bytes"],
         "runs": runs,
     }
@@ -137,7 +145,8 @@ def measure(size: str, folder: str, repeats: int) -> dict:
     print(
         f"{size}: global {best['global']['seconds']:.1f} s {best['global']['peak_rss_bytes'] / 2**20:.0f} MiB; "
         f"per key {best['per_key']['seconds']:.1f} s {best['per_key']['peak_rss_bytes'] / 2**20:.0f} MiB; "
-        f"time ratio {result['time_ratio']:.2f}"
+        f"time ratio {result['time_ratio']:.2f}; evaluate {best['evaluate']['seconds']:.1f} s "
+        f"({result['evaluate_ratio']:.2f}x training; target <= 1x)"
         + (
             f" (target {_target_text(target[0], target[1])}: {'met' if result['target']['met'] else 'NOT met'})"
             if target
@@ -161,6 +170,8 @@ def markdown(report: dict) -> str:
                 f"{r['per_key']['seconds']:.1f}",
                 f"{r['per_key']['peak_rss_bytes'] / 2**20:.0f}",
                 f"{r['time_ratio']:.2f}",
+                f"{r['evaluate']['seconds']:.1f}" if "evaluate" in r else "-",
+                f"{r['evaluate_ratio']:.2f}" if "evaluate_ratio" in r else "-",
                 f"{r['global']['progressive_loss']:.4f}",
                 f"{r['per_key']['progressive_loss']:.4f}",
                 "-"
@@ -178,6 +189,8 @@ def markdown(report: dict) -> str:
             "per key s",
             "per key MiB",
             "time ratio",
+            "per-key evaluate s",
+            "evaluate / per-key train",
             "global loss",
             "per-key loss",
             "target",
@@ -189,7 +202,8 @@ def markdown(report: dict) -> str:
         f"`benchmarks/bench_keys.py` on {report['machine'].get('cpus')} CPUs (load average {report['load_start']} at "
         f"the start, {report['load_end']} at the end). Whole `polybeam train` commands (logistic, defaults) on the "
         "same CSV rows (20 numeric features, keys in random order), best of "
-        f"{report['repeats']}; seconds and peak memory of the process.\n\n{table}\n"
+        f"{report['repeats']}; seconds and peak memory of the process. `polybeam evaluate --key` scores the same "
+        f"rows with the per-key models (target: no slower than training them).\n\n{table}\n"
     )
 
 

@@ -608,11 +608,8 @@ class PerKeyModelHandler(_PolybeamHandler):
         parsed = reader.batch(examples, bits=config.bits, seed=config.seed)
         self._scored.inc(len(parsed))
         self._batch_sizes.update(len(parsed))
-        rows = where[positions]
-        margins = scorer.table.margins(parsed, rows)
-        outputs = _table_outputs(
-            config, margins, self._output, scorer.table.label_min[rows], scorer.table.label_max[rows]
-        )
+        margins, label_min, label_max = scorer.margins(parsed, where[positions])
+        outputs = _table_outputs(config, margins, self._output, label_min, label_max)
         ids = reader.ids(examples, parsed)
         for position, output, identity in zip(positions.tolist(), outputs, ids):
             key, example = batch[position]

@@ -41,12 +41,14 @@ from polybeam.transforms.routing import UNROUTED, ModelLibrary
 # What a key's entry says when its model is not in the scoring table.
 _OWN_MODEL = -2  # a model the table cannot hold: it scores its own rows
 _NO_MODEL = -1
+_PART_SHIFT = 32  # a key's place in the scoring tables: its table's number above these bits, its row below
 
 
 class KeyScorer:
     """A worker's view of a sharded folder of per-key models for scoring: each shard's models loaded
-    once (see the module docstring). ``where(name)`` is a key's row of :attr:`table`, or
-    ``_OWN_MODEL`` (its Model in :attr:`own`), or ``_NO_MODEL``."""
+    once (see the module docstring). ``where(name)`` is a key's place in :attr:`tables` (its table's
+    number shifted by ``_PART_SHIFT``, and its row), or ``_OWN_MODEL`` (its Model in :attr:`own`), or
+    ``_NO_MODEL``."""
 
     def __init__(self, library: ModelLibrary):
         self.library = library
@@ -57,8 +59,9 @@ class KeyScorer:
         self._loaded: set[int] = set()
         self._where: dict[str, int] = {}
         self.own: dict[str, Model] = {}
-        self._parts: list[ScoringTable] = []
-        self.table: ScoringTable | None = None
+        # One scoring table per part of a shard loaded (its keys learned as a table; its other records):
+        # a key's place is PART << 32 | ROW, so that loading a shard never copies the tables loaded before.
+        self.tables: list[ScoringTable] = []
         self.fallback: Model | None = None
 
     def where(self, name: str) -> int:
@@ -75,28 +78,37 @@ class KeyScorer:
         reader = self._folder.shard_reader(shard)
         if reader is None:
             return
-        first = len(self.table) if self.table is not None else 0
-        parts = []
         table = reader.table()
         if table is not None:
-            parts.append(ScoringTable.from_key_table(table))
+            part = len(self.tables) << _PART_SHIFT
+            self.tables.append(ScoringTable.from_key_table(table))
             for row, name in enumerate(table.key_list):
-                self._where[name] = first + row
-            first += len(table)
+                self._where[name] = part | row
         models = []
         for name in reader.record_keys():
             model = reader.model(name)
             if scorable(model):
-                self._where[name] = first + len(models)
+                self._where[name] = (len(self.tables) << _PART_SHIFT) | len(models)
                 models.append(model)
             else:
                 self._where[name] = _OWN_MODEL
                 self.own[name] = model
         if models:
-            parts.append(ScoringTable.from_models(self.config, models))
-        if parts:
-            self._parts.extend(parts)
-            self.table = ScoringTable.joined(self._parts)
+            self.tables.append(ScoringTable.from_models(self.config, models))
+
+    def margins(self, batch: ExampleBatch, places: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(margins, label_min, label_max)`` of each row of ``batch`` with the model at its place (from
+        :meth:`where`; a negative place: 0)."""
+        margins, label_min, label_max = np.zeros(len(batch)), np.zeros(len(batch)), np.zeros(len(batch))
+        placed = places >= 0
+        parts, rows = places >> _PART_SHIFT, places & ((1 << _PART_SHIFT) - 1)
+        for part in np.unique(parts[placed]):  # (each table scores its own rows and skips the others)
+            mine = placed & (parts == part)
+            table = self.tables[part]
+            margins[mine] = table.margins(batch, np.where(mine, rows, -1))[mine]
+            label_min[mine] = table.label_min[rows[mine]]
+            label_max[mine] = table.label_max[rows[mine]]
+        return margins, label_min, label_max
 
     def fallback_model(self) -> Model | None:
         """The model of keys without one of their own (``--fallback-model``), read once; None without."""
@@ -130,9 +142,7 @@ def score_rows(scorer: KeyScorer, key: KeyFn, batch: ExampleBatch) -> ScoredRows
     label_min, label_max = np.zeros(len(batch)), np.zeros(len(batch))
     scored = rows_where >= 0
     if scored.any():
-        margins = scorer.table.margins(batch, np.where(scored, rows_where, -1))
-        label_min[scored] = scorer.table.label_min[rows_where[scored]]
-        label_max[scored] = scorer.table.label_max[rows_where[scored]]
+        margins, label_min, label_max = scorer.margins(batch, rows_where)
 
     def score_own(model: Model, rows: np.ndarray) -> None:
         margins[rows] = model.margins(batch.take(rows))
