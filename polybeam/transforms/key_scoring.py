@@ -172,10 +172,18 @@ class _KeyScoringFn(beam.DoFn):
         self._scorer = KeyScorer(self.library)
         self._unrouted = Metrics.counter("polybeam.route", "examples_without_model")
 
-    def scored_rows(self, batch: ExampleBatch) -> ScoredRows:
-        return score_rows(self._scorer, self.key, batch)
+    def process(self, batch: ExampleBatch):
+        scored = score_rows(self._scorer, self.key, batch)
+        yield from self._dead_letters(batch, scored)
+        rows = np.flatnonzero(scored.scored)
+        if len(rows):
+            yield self.output(batch, scored, rows)
 
-    def dead_letters(self, batch: ExampleBatch, scored: ScoredRows):
+    def output(self, batch: ExampleBatch, scored: ScoredRows, rows: np.ndarray):
+        """What the examples ``rows`` of ``batch``, scored, become (one element)."""
+        raise NotImplementedError
+
+    def _dead_letters(self, batch: ExampleBatch, scored: ScoredRows):
         self._unrouted.inc(len(scored.unrouted))
         for row in scored.unrouted:
             reason = f"no model for key {scored.names[scored.codes[row]]!r} (and no --fallback-model)"
@@ -187,18 +195,13 @@ class _KeyScoringFn(beam.DoFn):
 class _EvaluateKeysFn(_KeyScoringFn):
     """Emits a KeyedEvaluation per batch (and dead letters)."""
 
-    def process(self, batch: ExampleBatch):
-        scored = self.scored_rows(batch)
-        yield from self.dead_letters(batch, scored)
-        rows = np.flatnonzero(scored.scored)
-        if not len(rows):
-            return
+    def output(self, batch: ExampleBatch, scored: ScoredRows, rows: np.ndarray) -> KeyedEvaluation:
         config = self._scorer.config
         evaluation = KeyedEvaluation(config.loss, config.loss_parameter)
         present = np.unique(scored.codes[rows])  # (a key whose rows are all dead letters has no metrics)
         ids = np.full(len(scored.keys), -1, dtype=np.int64)
         ids[present] = evaluation.key_ids(scored.keys[code] for code in present)
-        yield evaluation.add(
+        return evaluation.add(
             ids[scored.codes[rows]],
             batch.labels[rows],
             scored.margins[rows],
@@ -215,16 +218,11 @@ class _PredictKeysFn(_KeyScoringFn):
         super().__init__(library, key)
         self.kind = kind
 
-    def process(self, batch: ExampleBatch):
-        scored = self.scored_rows(batch)
-        yield from self.dead_letters(batch, scored)
-        rows = np.flatnonzero(scored.scored)
-        if not len(rows):
-            return
+    def output(self, batch: ExampleBatch, scored: ScoredRows, rows: np.ndarray) -> ScoredBatch:
         config = self._scorer.config
         keys = np.empty(len(scored.keys), dtype=object)
         keys[:] = scored.keys
-        yield ScoredBatch(
+        return ScoredBatch(
             row_values(config, scored.margins[rows], self.kind, scored.label_min[rows], scored.label_max[rows]),
             batch.labels[rows],
             batch.source,
