@@ -75,12 +75,12 @@ class TrainShard(beam.DoFn):
         tabled = table_keys(config, counts) & np.array([key not in initial for key in keys], dtype=bool)
         models, table = [], None
         if tabled.any():
-            rows = np.repeat(tabled, counts)
+            every = tabled.all()  # (then the gathered rows are the table's as they are)
             table = train_table(
                 config,
-                by_key.take(rows),
-                np.concatenate([[0], np.cumsum(counts[tabled])]),
-                [key for key, chosen in zip(keys, tabled) if chosen],
+                by_key if every else by_key.take(np.repeat(tabled, counts)),
+                bounds if every else np.concatenate([[0], np.cumsum(counts[tabled])]),
+                keys if every else [key for key, chosen in zip(keys, tabled) if chosen],
                 self.metadata,
             )
             self._table_keys.inc(len(table))
