@@ -104,10 +104,10 @@ class KeyedEvaluation:
         for other in others:
             if other is self:
                 continue
-            ids = self.key_ids(other.keys)
-            np.add.at(self.examples, ids, other.examples)
+            ids = self.key_ids(other.keys)  # (distinct: an evaluation's keys are, so += adds each once)
+            self.examples[ids] += other.examples
             for name, sums in other.sums.items():
-                np.add.at(self.sums[name], ids, sums)
+                self.sums[name][ids] += sums
             self.binary[ids] &= other.binary
             self._scores.extend(
                 (ids[rows], scores, positive, negative) for rows, scores, positive, negative in other._scores
@@ -157,18 +157,17 @@ class KeyedEvaluation:
         loss = self.sums["loss_sum"] / weights
         error = np.where(self.binary, self.sums["error_sum"] / weights, mse)
         metrics = {name: self.sums[name] / weights for name in self.spec.metrics}
-        out = {}
-        for i, key in enumerate(self.keys):
-            auc = aucs[i] if self.binary[i] and aucs[i] == aucs[i] else None
-            out[key] = {
-                "examples": int(self.examples[i]),
-                "loss": float(loss[i]),
-                "error": float(error[i]),
-                "auc": None if auc is None else float(auc),
-                "mse": float(mse[i]),
-                **{name: float(values[i]) for name, values in metrics.items()},
-            }
-        return out
+        aucs = np.where(self.binary, aucs, np.nan)
+        columns = {
+            "examples": self.examples.tolist(),
+            "loss": loss.tolist(),
+            "error": error.tolist(),
+            "auc": [None if auc != auc else auc for auc in aucs.tolist()],
+            "mse": mse.tolist(),
+            **{name: values.tolist() for name, values in metrics.items()},
+        }
+        names = list(columns)
+        return {key: dict(zip(names, row)) for key, row in zip(self.keys, zip(*columns.values()))}
 
     def overall(self) -> dict:
         """The metrics of every key's rows together, as merging every key's Evaluation gives them."""
