@@ -283,6 +283,25 @@ def warm_learners(batches: dict[str, list]) -> None:
         learners[0].merge(learners[1:]).to_model()
         first = batches[kind][0]
         cross_batch(first, key_hashes([str(row % 3) for row in range(len(first))]), bits=BITS)
+        _warm_key_table(config, batches[kind])
+
+
+def _warm_key_table(config, batches: list) -> None:
+    """Keys of few rows learned as a table and scored by it (every format's slots and values)."""
+    from polybeam.learners.key_scoring import ScoringTable, scorable
+    from polybeam.learners.key_table import learns_as_table, train_table
+
+    if not learns_as_table(config):
+        return
+    for batch in batches:
+        if not len(batch):
+            continue
+        bounds = np.append(np.arange(0, len(batch), 2), len(batch))  # keys of two rows (the last maybe one)
+        table = train_table(config, batch, bounds, list(range(len(bounds) - 1)))
+        models = [model for _, model in table if scorable(model)]
+        ScoringTable.from_key_table(table).margins(batch, np.arange(len(batch)) % len(table))
+        if models:
+            ScoringTable.from_models(config, models).margins(batch, np.zeros(len(batch), dtype=np.int64))
 
 
 def warm_expansions(batches: dict[str, list]) -> None:
