@@ -447,3 +447,53 @@ def test_passes_and_the_finishing_stage_agree_at_every_door(tmp_path):
     reference = scores(models["cli auto"], frame)
     for door, model in models.items():
         assert np.allclose(scores(model, frame), reference, rtol=0, atol=1e-9), door
+
+
+def test_per_key_models_score_alike_through_the_cli_run_inference_and_their_own_model(tmp_path):
+    # Keys of 3 to 14 rows (those of at most 10 learn as a table, the others with a learner each), numbers with
+    # missing values and a text column: predict by shards, PerKeyModelHandler and each key's own model agree.
+    from polybeam.transforms.inference import PerKeyModelHandler
+    from polybeam.transforms.keyed_files import KeyedFolder
+
+    rng = np.random.default_rng(11)
+    keys = np.repeat([f"k{k}" for k in range(30)], rng.integers(3, 15, size=30))
+    rng.shuffle(keys)
+    n = len(keys)
+    frame = pd.DataFrame(
+        {
+            "key": keys,
+            "x0": np.round(rng.normal(2, 1, n), 3),
+            "c0": rng.choice(COLOURS, n).astype(object),
+            "y": rng.choice(["no", "yes"], n),
+        }
+    )
+    frame.loc[::6, "x0"] = np.nan
+    csv = tmp_path / "t.csv"
+    frame.to_csv(csv, index=False)
+    folder = tmp_path / "models"
+    code, said = cli("train", "--input", csv, "--format", "csv", "--label-column", "y", "--categorical-columns",
+                     "c0", "--key", "column:key", "--loss", "logistic", "--model", folder, "--quiet")  # fmt: skip
+    assert code == 0, said
+    written = tmp_path / "scores.tsv"
+    code, said = cli("predict", "--input", csv, "--model", folder, "--output", written, "--predictions", "score",
+                     "--quiet")  # fmt: skip
+    assert code == 0, said
+    header, *lines = written.read_text().splitlines()
+    columns = header.split("\t")
+    cells = [line.split("\t") for line in lines]
+    by_offset = {int(c[columns.index("row")]): float(c[columns.index("prediction")]) for c in cells}
+    from_cli = [by_offset[offset] for offset in sorted(by_offset)]  # (rows in file order)
+    library = KeyedFolder(str(folder))
+    own = np.array([scores(library.model(key), frame.iloc[[row]].drop(columns="key"))[0] for row, key in
+                    enumerate(keys)])  # fmt: skip
+    features = frame.drop(columns=["y", "key"])
+    dicts = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in
+             features.to_dict("records")]  # fmt: skip
+    results = []
+    with beam.Pipeline(runner="FnApiRunner") as p:
+        pairs = p | beam.Create(list(zip(keys.tolist(), dicts)))
+        collect(pairs | RunInference(PerKeyModelHandler(str(folder), output="score")), results)
+    by_example = {(key, json.dumps(r.example, sort_keys=True, default=str)): r.inference for key, r in results}
+    from_handler = [by_example[(key, json.dumps(d, sort_keys=True, default=str))] for key, d in zip(keys, dicts)]
+    np.testing.assert_allclose(from_cli, own, rtol=1e-8, atol=1e-9)  # (predict writes 9 significant digits)
+    np.testing.assert_allclose(from_handler, own, rtol=1e-12, atol=1e-12)
