@@ -34,11 +34,10 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from polybeam.learners import kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
+from polybeam.learners import kernel_cache, kernels  # noqa: F401  (kernel_cache first: where numba caches the kernels below)
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.key_table import KeyTableModels
-from polybeam.learners.loss_specs import loss_spec
 from polybeam.learners.model import Model, finalize_predictions
 
 
@@ -152,8 +151,6 @@ class ScoringTable:
     def from_key_table(cls, table: KeyTableModels) -> ScoringTable:
         """The models of keys learned as a table, without making a Model per key."""
         stats = table.stats
-        from polybeam.learners import kernels
-
         infinite = np.full(len(table.slots), np.inf)
         return cls(
             config=table.config,
@@ -167,30 +164,6 @@ class ScoringTable:
             fill_values=table.fill_values,
             label_min=stats[:, kernels.LABEL_MIN].copy(),
             label_max=stats[:, kernels.LABEL_MAX].copy(),
-        )
-
-    @classmethod
-    def joined(cls, tables: Sequence[ScoringTable]) -> ScoringTable:
-        """One table of ``tables``' models, in order (model ``m`` of the second after all the first's)."""
-        if not tables:
-            raise ValueError("nothing to join")
-
-        def offsets(name, size):
-            parts, shift = [np.zeros(1, np.int64)], 0
-            for table in tables:
-                parts.append(getattr(table, name)[1:] + shift)
-                shift += len(getattr(table, size))
-            return np.concatenate(parts)
-
-        concatenated = {
-            name: np.concatenate([getattr(table, name) for table in tables])
-            for name in ("slots", "weights", "low", "high", "fill_slots", "fill_values", "label_min", "label_max")
-        }
-        return cls(
-            config=tables[0].config,
-            starts=offsets("starts", "slots"),
-            fill_starts=offsets("fill_starts", "fill_slots"),
-            **concatenated,
         )
 
     def margins(self, batch: ExampleBatch, model_of_row: np.ndarray) -> np.ndarray:
@@ -214,15 +187,11 @@ class ScoringTable:
 
 def row_values(config: LearnerConfig, margins: np.ndarray, kind: str | None, label_min, label_max) -> np.ndarray:
     """What ``predict`` writes for rows of models of one output with ``config`` whose margins are ``margins``
-    and whose models' label ranges are ``label_min``/``label_max`` (row by row): ``kind`` as
+    and whose models' label ranges are ``label_min``/``label_max`` (arrays, row by row): ``kind`` as
     :func:`polybeam.learners.predictions.values_of` reads it (None: ``Model.predict``'s)."""
     from polybeam.learners.predictions import binary_labels, values_of
 
-    if kind == "score":
-        return margins
-    clamped = margins
-    if loss_spec(config.loss).clamps:  # each row within its own model's label range
-        clamped = np.where(label_max > label_min, np.clip(margins, label_min, label_max), margins)
+    ranges = (np.asarray(label_min), np.asarray(label_max))
     if kind is None:
-        return finalize_predictions(config.loss, clamped, 0.0, 0.0)
-    return values_of(config, clamped, kind, binary=binary_labels(config))
+        return finalize_predictions(config.loss, margins, *ranges)
+    return values_of(config, margins, kind, binary=binary_labels(config), label_range=ranges)

@@ -60,7 +60,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.centring import RAW_ROWS
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.kernel_settings import settings_of
-from polybeam.learners.linear import check_values
+from polybeam.learners.linear import check_values, label_moments_of
 from polybeam.learners.missing import INDICATED_AFTER, fill_rows
 from polybeam.learners.model import Model
 from polybeam.learners.race import BLOCK, GAIN_STANDARD_ERRORS
@@ -223,7 +223,7 @@ class KeyTableModels:
         if stats[kernels.GREEDY_WEIGHT] > 0:
             info["greedy_step"] = float(stats[kernels.GREEDY_SUM] / stats[kernels.GREEDY_WEIGHT])
         if self.config.scale_labels:
-            info.update(zip(("label_weight", "label_mean", "label_variance"), _label_moments(stats)))
+            info.update(zip(("label_weight", "label_mean", "label_variance"), label_moments_of(stats)))
         if self.config.center and self.config.bias:
             # Centring's race of one block between a learner and its twin, which learned alike: no gain shown.
             info["centring"] = {
@@ -302,14 +302,6 @@ class KeyTableModels:
             stats=arrays["stats"].astype(np.float64),
             metadata=dict(metadata),
         )
-
-
-def _label_moments(stats: np.ndarray) -> tuple[float, float, float]:
-    weight, total, squares = (float(stats[i]) for i in (kernels.LABEL_WEIGHT, kernels.LABEL_SUM, kernels.LABEL_SQUARES))
-    if not weight > 0:
-        return 0.0, 0.0, 0.0
-    mean = total / weight
-    return weight, mean, max(squares / weight - mean * mean, 0.0)
 
 
 def train_table(

@@ -71,10 +71,7 @@ class KeyedEvaluation:
         margins = np.asarray(margins, dtype=np.float64)
         weights = np.asarray(weights, dtype=np.float64)
         size = len(self.keys)
-        clamped = margins
-        if self.spec.clamps:  # each row within its own model's label range (as finalize_predictions clamps)
-            clamped = np.where(label_max > label_min, np.clip(margins, label_min, label_max), margins)
-        predictions = finalize_predictions(self.loss, clamped, 0.0, 0.0)
+        predictions = finalize_predictions(self.loss, margins, np.asarray(label_min), np.asarray(label_max))
         losses = pointwise_loss(self.loss, labels, margins, predictions, self.parameter)
         if self.spec.probability:
             target = (labels > 0).astype(np.float64)

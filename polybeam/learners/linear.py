@@ -127,6 +127,16 @@ def check_values(batch: ExampleBatch) -> None:
         )
 
 
+def label_moments_of(stats: np.ndarray) -> tuple[float, float, float]:
+    """``(weight, mean, variance)`` of the labels a learner's statistics ``stats`` counted (squared loss
+    with ``scale_labels``; zeros before any)."""
+    weight, total, squares = (float(stats[i]) for i in (kernels.LABEL_WEIGHT, kernels.LABEL_SUM, kernels.LABEL_SQUARES))
+    if not weight > 0:
+        return 0.0, 0.0, 0.0
+    mean = total / weight
+    return weight, mean, max(squares / weight - mean * mean, 0.0)
+
+
 class LinearLearner:
     """Online linear learner state; see the module docstring.
 
@@ -662,13 +672,7 @@ class LinearLearner:
 
     def label_moments(self) -> tuple[float, float, float]:
         """``(weight, mean, variance)`` of the labels counted (squared loss with ``scale_labels``)."""
-        weight, total, squares = (
-            float(self.stats_[i]) for i in (kernels.LABEL_WEIGHT, kernels.LABEL_SUM, kernels.LABEL_SQUARES)
-        )
-        if not weight > 0:
-            return 0.0, 0.0, 0.0
-        mean = total / weight
-        return weight, mean, max(squares / weight - mean * mean, 0.0)
+        return label_moments_of(self.stats_)
 
     @property
     def greedy_step(self) -> float | None:

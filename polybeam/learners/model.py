@@ -107,15 +107,18 @@ def softmax_probabilities(scores: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum(axis=1, keepdims=True)
 
 
-def finalize_predictions(loss: str, margins: np.ndarray, label_min: float, label_max: float) -> np.ndarray:
-    """Turn margins into predictions in the label's units, by the loss's link (``loss_specs``).
+def finalize_predictions(loss: str, margins: np.ndarray, label_min, label_max) -> np.ndarray:
+    """Turn margins into predictions in the label's units, by the loss's link (``loss_specs``). The label
+    range is the model's (numbers), or each row's model's (arrays, one per row).
 
     Squared and quantile loss clamp to the range of training labels (as VW does),
     logistic gives the probability of the positive class, hinge the margin itself,
     softmax the probability of every class (n x K) and Poisson the mean, exp(margin).
     """
     spec = loss_spec(loss)
-    if spec.clamps and label_max > label_min:
+    if spec.clamps and (np.ndim(label_min) or np.ndim(label_max)):  # a range per row (many keys' models)
+        margins = np.where(label_max > label_min, np.clip(margins, label_min, label_max), margins)
+    elif spec.clamps and label_max > label_min:
         margins = np.clip(margins, label_min, label_max)
     if spec.link == "sigmoid":
         return 0.5 * (1.0 + np.tanh(0.5 * margins))  # the logistic sigmoid, without overflow

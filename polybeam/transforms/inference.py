@@ -559,6 +559,7 @@ class PerKeyModelHandler(_PolybeamHandler):
         )
         self._output = output
         self._fallback = fallback_model_uri
+        self._key_scorer_of = None  # (library, its KeyScorer): the scoring tables of the loaded folder
 
     def load_model(self):
         from polybeam.transforms.routing import ModelLibrary
@@ -624,7 +625,7 @@ class PerKeyModelHandler(_PolybeamHandler):
 
         if self._input_format == "batch" or not library.keyed.sharded:
             return None
-        held = getattr(self, "_key_scorer_of", None)
+        held = self._key_scorer_of
         if held is None or held[0] is not library:  # (one per loaded library: a refreshed model gets its own)
             held = self._key_scorer_of = (library, KeyScorer(library))
         scorer = held[1]

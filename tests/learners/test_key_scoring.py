@@ -62,8 +62,6 @@ def test_each_row_gets_its_own_models_margin(seed, bias, models, rows):
     for row in range(rows):
         expected = 0.0 if which[row] < 0 else own[which[row]].margins(batch.rows_between(row, row + 1))[0]
         assert margins[row] == expected
-    halves = ScoringTable.joined([ScoringTable.from_models(config, own[:1]), ScoringTable.from_models(config, own[1:])])
-    np.testing.assert_array_equal(halves.margins(batch, which), margins)
 
 
 def test_a_table_of_trained_keys_scores_as_their_models():
