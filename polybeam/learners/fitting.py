@@ -62,6 +62,7 @@ from polybeam.learners.holdout import (
     shuffled,
     split_holdout,
 )
+from polybeam.learners.mixing import learner_total, mixed_pass, shares
 
 # Fewer examples per fold than this leave most folds' losses to one or two examples: the passes are then
 # released as before (every example learned, the last pass kept).
@@ -223,6 +224,7 @@ def train_passes(
     shuffle: np.random.RandomState | np.random.Generator | None = None,
     after_pass: Callable[[object, int, dict], None] | None = None,
     cross_validate: bool = True,
+    learners: int = 1,
 ):
     """Learn ``batches`` for ``passes`` passes with one learner (``fit``): with a holdout (see
     :class:`~polybeam.learners.config.LearnerConfig`), each batch's held-out examples score every
@@ -242,6 +244,12 @@ def train_passes(
     passes chosen by cross-validation (``small_holdout``, :func:`cross_validated_passes`);
     ``cross_validate=False`` releases the holdout instead (a learner per key does, as its streamed passes).
 
+    ``learners`` > 1: every pass is learned as that many workers would learn it, each its contiguous share
+    of the examples with its own copy of the learner, their average going on
+    (:func:`polybeam.learners.mixing.mixed_pass`); apple's learners then space their epochs over their
+    share of one pass, as known workers do; the holdout judges the average, and there is no
+    cross-validation (workers never do it).
+
     >>> from polybeam.learners.config import LearnerConfig
     >>> from polybeam.learners.holdout import holdout_rows
     >>> from polybeam.learners.linear import LinearLearner
@@ -260,16 +268,20 @@ def train_passes(
     if (
         holding
         and cross_validate
+        and learners == 1
         and cross_validates(learner, sum(len(part) for part in held), sum(len(batch) for batch in batches))
     ):
         return cross_validated_passes(learner, batches, passes, expect=expect, shuffle=shuffle, after_pass=after_pass)
     if expect:  # apple spreads its epochs over what it will learn, as Train does when it counts the examples
-        learner.expect(sum(len(part) for part, _ in split) * passes)
+        learner.expect(learner_total(sum(len(part) for part, _ in split), passes, learners))
     for number in range(1, passes + 1):
         if number > 1 and learner.examples_seen:  # (a learner the holdout restarted starts afresh)
             learner.start_pass()
-        for part, _ in split:
-            learner.learn(shuffled(part, shuffle))
+        if learners > 1:
+            mixed_pass(learner, shares([part for part, _ in split], learners), prepare=lambda b: shuffled(b, shuffle))
+        else:
+            for part, _ in split:
+                learner.learn(shuffled(part, shuffle))
         weights = getattr(learner, "linear", learner)  # (a polynomial learner's linear part counts the pass)
         learned = {"examples": weights.examples_seen, "progressive_loss": weights.progressive_loss}
         if holding:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -559,6 +560,58 @@ STANDARD_ERRORS = 2.0
 MIN_HELD_OUT = 30
 
 
+# -- after averaging: the finishing stage by default when a pass was learned by several learners -----------
+
+# The finishing passes that run by default after online passes each learned by more than
+# AVERAGE_LEFT_ALONE learners (``Train(lbfgs_after_averaging=...)``, ``--lbfgs-after-averaging``).
+# Measured by ``benchmarks/bench_workers.py``: the held-out loss of the average of 64 or 256 learners
+# after 5 online passes reached one learner's within the first 5 finishing passes on its tasks, and
+# 10 or 20 passes chose the same point.
+AFTER_AVERAGING_PASSES = 5
+# An average of this many learners or fewer is kept as it is: two learners' average was within 1% of
+# one learner's held-out loss after one pass (``benchmarks/results/mixing.md``), not worth passes.
+AVERAGE_LEFT_ALONE = 2
+
+
+def finishing_passes(config, learners: int | None, after_averaging: int = AFTER_AVERAGING_PASSES) -> tuple[int, str]:
+    """``(passes, why)``: how many finishing passes training with ``config`` runs when ``learners``
+    learners learn each pass (None: unknown, as on a remote runner), and why. ``lbfgs_passes`` when
+    given; else ``after_averaging`` when more than :data:`AVERAGE_LEFT_ALONE` learners (or an unknown
+    number) average each pass, the loss is smooth and a holdout can keep the average when the stage does
+    no better (``holdout_period`` > 0); else none.
+
+    >>> from polybeam.learners.config import LearnerConfig
+    >>> finishing_passes(LearnerConfig(loss="logistic"), 64)
+    (5, 'each pass averaged 64 learners')
+    >>> finishing_passes(LearnerConfig(loss="logistic"), 1)
+    (0, 'each pass learned by one learner')
+    >>> finishing_passes(LearnerConfig(loss="hinge"), None)[0]
+    0
+    """
+    if config.lbfgs_passes:
+        return int(config.lbfgs_passes), "asked for"
+    if learners is not None and learners <= AVERAGE_LEFT_ALONE:
+        one = "one learner" if learners <= 1 else f"{learners} learners, averaged as they are"
+        return 0, f"each pass learned by {one}"
+    if not after_averaging:
+        return 0, "not asked for (lbfgs_after_averaging 0)"
+    if not loss_spec(config.loss).finishing:
+        return 0, f"{config.loss} loss is not smooth"
+    if config.holdout_period <= 0:
+        return 0, "no holdout to judge the average by"
+    many = f"{learners} learners" if learners is not None else "learners the runner chooses"
+    return int(after_averaging), f"each pass averaged {many}"
+
+
+def with_finishing(config, learners: int | None, after_averaging: int = AFTER_AVERAGING_PASSES):
+    """``(config, why)``: ``config`` with ``lbfgs_passes`` the finishing passes :func:`finishing_passes`
+    chooses."""
+    passes, why = finishing_passes(config, learners, after_averaging)
+    if passes == config.lbfgs_passes:
+        return config, why
+    return dataclasses.replace(config, lbfgs_passes=passes), why
+
+
 def stage_holdout_period(config) -> int:
     """The holdout period of the finishing stage under ``config``: the learner's (one example in
     ``holdout_period``, the same examples its passes hold out); 0 (``--holdout-off``): none, and the
@@ -665,9 +718,11 @@ class Finishing:
     single L2 (``l2``, or 10 when None), as before.
     """
 
-    def __init__(self, model, l2: float | None, period: int = HOLDOUT_PERIOD, seed: int = 0):
+    def __init__(self, model, l2: float | None, period: int = HOLDOUT_PERIOD, seed: int = 0, why: str | None = None):
         check_loss(model.config.loss)
         self.model = model
+        self.why = why  # why the stage runs (see finishing_passes), for the summary
+        self.started, self.seconds = time.time(), 0.0  # (wall clock: a Beam stage's passes run anywhere)
         self.period, self.seed = int(period), int(seed)
         self.grid = (l2,) if l2 is not None else (L2_GRID if self.period > 0 else (10.0,))
         self.start = start_point(model)
@@ -746,6 +801,7 @@ class Finishing:
         for optimiser, total in zip(self.optimisers, totals):
             optimiser.told(total.aligned(self.active))
         self.passes += 1
+        self.seconds = time.time() - self.started
         return self
 
     def summary(self) -> dict:
@@ -764,6 +820,8 @@ class Finishing:
             "online_holdout_loss": self.online_loss,
             "holdout_loss": self.best[0] if self.best is not None and chosen is not None else self.online_loss,
             "holdout_losses": self.history,
+            "why": self.why,
+            "seconds": round(self.seconds, 3),
         }
 
     def _chosen(self) -> Lbfgs | None:
@@ -797,10 +855,11 @@ def finish(
     *,
     period: int = HOLDOUT_PERIOD,
     seed: int = 0,
+    why: str | None = None,
 ):
     """Run the finishing stage in one process (what ``Train`` does in passes over a PCollection): see
     :class:`Finishing`."""
-    stage = Finishing(model, l2, period, seed)
+    stage = Finishing(model, l2, period, seed, why)
     for _ in range(passes):
         stage.told(stage.sums(batches))
     return stage.finished()

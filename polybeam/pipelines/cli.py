@@ -397,7 +397,9 @@ def _describe_train(report: dict) -> str:
         lines.append(f"resumed after pass {report['resumed_from_pass']} from {report['checkpoint_dir']}")
     elif report.get("checkpoint_dir"):
         lines.append(f"learner state after each pass in {report['checkpoint_dir']}")
-    if report.get("in_memory"):
+    if report.get("in_memory") and (report.get("learners_per_pass") or 1) > 1:
+        lines.append(f"passes in one worker's memory: {report.get('in_memory_reason')}, each share by its own learner")
+    elif report.get("in_memory"):
         lines.append(f"passes in one worker's memory: {report.get('in_memory_reason')} (--in-memory off: streaming)")
     lines += [f"report: {report['report']}", f"wall time: {report['wall_seconds']:.1f} s"]
     return "\n".join(lines)
@@ -430,7 +432,7 @@ def _warning_lines(report: dict) -> list[str]:
 
 def _kept_model_lines(report: dict) -> list[str]:
     """What train kept and why: the model's kind, apple's guard and the passes' holdout."""
-    from polybeam.learners.model import guard_line, holdout_line, unjudged_finishing_line
+    from polybeam.learners.model import guard_line, holdout_line
 
     lines = []
     if report.get("model_kind"):
@@ -447,21 +449,38 @@ def _kept_model_lines(report: dict) -> list[str]:
             "to judge by and learned every example after their first pass"
         )
     finishing = report.get("lbfgs")
-    if finishing and finishing.get("kept") == "online":
-        lines.append(f"L-BFGS finishing stage: {finishing['evaluations']} passes; {unjudged_finishing_line(finishing)}")
-    elif finishing and finishing.get("objective"):
-        objective = finishing["objective"]
-        held = finishing.get("holdout_loss")
-        judged = (
-            f"; held-out loss {finishing['online_holdout_loss']:.6g} online -> {held:.6g}"
-            if held is not None and finishing.get("online_holdout_loss") is not None
-            else ""
-        )
-        lines.append(
-            f"L-BFGS finishing stage: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
-            f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g}{judged})"
-        )
+    if finishing:
+        lines.append(finishing_line(finishing))
     return lines
+
+
+def finishing_line(finishing: dict) -> str:
+    """The L-BFGS finishing stage's line of a report: what it did, why it ran, what it kept and its time.
+
+    >>> print(finishing_line({"evaluations": 5, "kept": "lbfgs", "objective": [320.5, 301.25], "l2": 1.0,
+    ...     "online_holdout_loss": 0.52, "holdout_loss": 0.47, "why": "each pass averaged 64 learners",
+    ...     "seconds": 3.5}))
+    L-BFGS finishing stage (each pass averaged 64 learners): 5 passes, objective 320.5 -> 301.25 (lbfgs_l2 1; held-out loss 0.52 online -> 0.47), 3.5 s
+    """
+    from polybeam.learners.model import unjudged_finishing_line
+
+    why = f" ({finishing['why']})" if finishing.get("why") else ""
+    took = f", {finishing['seconds']:.3g} s" if finishing.get("seconds") is not None else ""
+    if finishing.get("kept") == "online":
+        return f"L-BFGS finishing stage{why}: {finishing['evaluations']} passes{took}; {unjudged_finishing_line(finishing)}"
+    objective = finishing.get("objective") or []
+    if not objective:
+        return f"L-BFGS finishing stage{why}: {finishing['evaluations']} passes{took}"
+    held = finishing.get("holdout_loss")
+    judged = (
+        f"; held-out loss {finishing['online_holdout_loss']:.6g} online -> {held:.6g}"
+        if held is not None and finishing.get("online_holdout_loss") is not None
+        else ""
+    )
+    return (
+        f"L-BFGS finishing stage{why}: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
+        f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g}{judged}){took}"
+    )
 
 
 def _describe_predict(report: dict) -> str:

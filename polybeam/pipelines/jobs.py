@@ -169,6 +169,15 @@ def _in_memory(job: JobSettings, config: LearnerConfig, *, key, window, runner) 
         "--merge-fanout": job.merge_fanout is not None,
     }
     needs = [name for name, present in given.items() if present]
+    if job.learners < 1:
+        raise OptionError(f"--learners must be at least 1, got {job.learners}")
+    if job.learners > 1:
+        learners = f"--learners {job.learners} learns every pass in one worker's memory as {job.learners} workers would"
+        if job.in_memory == "off":
+            raise OptionError(f"{learners}; leave out --in-memory off (or --learners)")
+        if needs:
+            raise OptionError(f"{learners}; leave out {', '.join(needs)} (or --learners)")
+        return True, f"--learners {job.learners}: every pass learned as {job.learners} workers would"
     size = None if job.in_memory != "auto" or job.input == STDIN_NAME else memory_choice.input_bytes(job.input)
     return memory_choice.in_memory_reason(
         job.in_memory, config, input_bytes=size, streaming_needs=needs, local=runner in LOCAL_RUNNERS
@@ -321,6 +330,10 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     keyed = key is not None and shared is None
     if keyed and config.lbfgs_passes:
         raise OptionError("--lbfgs-passes trains one model; with --key and separate models per key, leave it out")
+    if job.lbfgs_after_averaging < 0:
+        raise OptionError(
+            f"--lbfgs-after-averaging must be 0 (never) or a number of passes, got {job.lbfgs_after_averaging}"
+        )
     if job.shuffle_buffer < 0:
         raise OptionError(
             f"--shuffle-buffer must be 0 (no shuffling) or a number of examples, got {job.shuffle_buffer}"
@@ -376,6 +389,7 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         "shuffle_buffer": job.shuffle_buffer,
         "in_memory": in_memory,
         "in_memory_reason": in_memory_why,
+        "learners_per_pass": job.learners if in_memory else None,
     }
     pipeline = beam.Pipeline(options=options)
     read = read_examples(pipeline, job, "Read", config, key=key, settings=settings)
@@ -395,7 +409,8 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         initial=initial,
         first_pass=first_pass,
         checkpoint_dir=checkpoint_dir,
-        learners=first_pass_learners(options),
+        learners=job.learners if in_memory else first_pass_learners(options),
+        lbfgs_after_averaging=job.lbfgs_after_averaging,
         fanout=job.merge_fanout,
         checkpoints_after=[checked],
         progress=not (job.quiet or keyed),

@@ -789,6 +789,33 @@ TABLE = (
         "`auto` on the local runner for inputs up to 64 MB with more than one pass, `on`, `off`",
     ),
     Option(
+        "learners",
+        _T,
+        "passes",
+        "learn every pass as N workers would, in one worker's memory: N contiguous shares of the input, each "
+        "learned by its own learner (fresh in the first pass, from the last average after), averaged as the "
+        "workers' learners are; to see on one machine what N workers' averages cost (default: {default}, one "
+        "learner; not with --key, --window, --checkpoint-dir, --resume, --merge-fanout or --in-memory off)",
+        type=int,
+        default=1,
+        metavar="N",
+        readme="train: learn every pass as N workers would (N shares, a learner each, averaged), in one "
+        "worker's memory; with N > 2 the L-BFGS finishing stage follows (`--lbfgs-after-averaging`). See "
+        "docs/scaling.md",
+    ),
+    Option(
+        "lbfgs-after-averaging",
+        _T,
+        "passes",
+        "when --lbfgs-passes is not given and each pass is averaged from more than two learners (--learners, "
+        "or the workers of a remote runner), run this many passes of the L-BFGS finishing stage, its L2 "
+        "chosen on the holdout; the average is kept when the stage does no better there; 0: never "
+        "(default: {default})",
+        type=int,
+        default=5,
+        metavar="P",
+    ),
+    Option(
         "lbfgs-passes",
         _L,
         "passes",

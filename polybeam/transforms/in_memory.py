@@ -83,11 +83,13 @@ class TrainAllPasses(beam.DoFn):
         progress_every: int = 0,
         *,
         only_cross_validated: bool = False,
+        learners: int = 1,
     ):
         self.config = config
         self.shuffle_seed = shuffle_seed
         self.progress, self.progress_every = progress, progress_every
         self.only_cross_validated = only_cross_validated
+        self.learners = learners
 
     def setup(self):
         self._stopped = Metrics.counter("polybeam.train", "learners_stopped_early")
@@ -112,14 +114,23 @@ class TrainAllPasses(beam.DoFn):
             if self.progress and line:
                 print(line, file=sys.stderr, flush=True)
 
-        train_passes(learner, batches, config.passes, expect=bool(expect), shuffle=shuffle, after_pass=after_pass)
+        train_passes(
+            learner,
+            batches,
+            config.passes,
+            expect=bool(expect),
+            shuffle=shuffle,
+            after_pass=after_pass,
+            learners=self.learners,
+        )
         report_selection(learner.selection_, self._stopped)
         yield learner.compact()
 
 
 class TrainInMemory(beam.PTransform):
     """The learner after every pass of ``config`` over the input batches, gathered in one worker's memory
-    (per window); ``initial``: a PCollection of one learner to go on from (a warm start). Once applied,
+    (per window); ``initial``: a PCollection of one learner to go on from (a warm start); ``learners``: how
+    many learners learn each pass, as that many workers would (see :class:`TrainAllPasses`). Once applied,
     ``gathered`` is the PCollection of the gathered batches (one list per window), for
     :class:`FinishInMemory`."""
 
@@ -130,15 +141,20 @@ class TrainInMemory(beam.PTransform):
         shuffle_seed: int | None = None,
         progress: bool = False,
         progress_every: int = 0,
+        *,
+        learners: int = 1,
     ):
         super().__init__()
         self.config, self.initial, self.shuffle_seed = config, initial, shuffle_seed
         self.progress, self.progress_every = progress, progress_every
+        self.learners = learners
         self.gathered = None
 
     def expand(self, batches):
         self.gathered = gathered = batches | "Gather" >> combine_globally(GatherBatches(), batches)
-        train = TrainAllPasses(self.config, self.shuffle_seed, self.progress, self.progress_every)
+        train = TrainAllPasses(
+            self.config, self.shuffle_seed, self.progress, self.progress_every, learners=self.learners
+        )
         if self.initial is None:
             return gathered | "TrainAllPasses" >> beam.ParDo(train)
         return gathered | "TrainAllPasses" >> beam.ParDo(train, beam.pvalue.AsSingleton(self.initial))
@@ -186,7 +202,7 @@ class CrossValidateSmallInput(beam.PTransform):
         return learners | "Choose" >> beam.Map(_chosen, beam.pvalue.AsList(chosen))
 
 
-def _finish(model, batches: list, config: LearnerConfig):
+def _finish(model, batches: list, config: LearnerConfig, why: str | None):
     return lbfgs.finish(
         model,
         batches,
@@ -194,6 +210,7 @@ def _finish(model, batches: list, config: LearnerConfig):
         config.lbfgs_l2,
         period=lbfgs.stage_holdout_period(config),
         seed=config.seed,
+        why=why,
     )
 
 
@@ -202,10 +219,10 @@ class FinishInMemory(beam.PTransform):
     (``gathered``: :attr:`TrainInMemory.gathered`): every evaluation a loop in the worker, the same model
     as :class:`~polybeam.transforms.lbfgs_stage.FinishWithLbfgs` makes from the same batches."""
 
-    def __init__(self, gathered, config: LearnerConfig):
+    def __init__(self, gathered, config: LearnerConfig, why: str | None = None):
         super().__init__()
-        self.gathered, self.config = gathered, config
+        self.gathered, self.config, self.why = gathered, config, why
 
     def expand(self, models):
         # (the model and its window's batches meet by window: the side input is the window's list)
-        return models | "Finish" >> beam.Map(_finish, beam.pvalue.AsSingleton(self.gathered), self.config)
+        return models | "Finish" >> beam.Map(_finish, beam.pvalue.AsSingleton(self.gathered), self.config, self.why)

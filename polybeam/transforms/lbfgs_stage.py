@@ -52,8 +52,9 @@ class _LbfgsState:
     """The finishing stage's state between passes: :class:`~polybeam.learners.lbfgs.Finishing` (the online
     model it started from, an optimiser per L2, the best candidate on the holdout)."""
 
-    def __init__(self, model, config: LearnerConfig):
-        self.stage = lbfgs.Finishing(model, config.lbfgs_l2, lbfgs.stage_holdout_period(config), config.seed)
+    def __init__(self, model, config: LearnerConfig, why: str | None = None):
+        period = lbfgs.stage_holdout_period(config)
+        self.stage = lbfgs.Finishing(model, config.lbfgs_l2, period, config.seed, why)
 
     def point(self):
         return self.stage.model, self.stage.points()
@@ -71,16 +72,18 @@ class _LbfgsState:
 class FinishWithLbfgs(beam.PTransform):
     """The finishing stage (:mod:`polybeam.learners.lbfgs`): ``config.lbfgs_passes`` passes over the
     training batches, each summing the loss and gradient at one point across workers, warm-started from
-    the one Model of the online passes (the input); outputs the finished Model."""
+    the one Model of the online passes (the input); outputs the finished Model. ``why``: why the stage
+    runs, for the model's summary (see :func:`polybeam.learners.lbfgs.finishing_passes`)."""
 
-    def __init__(self, batches, config: LearnerConfig):
+    def __init__(self, batches, config: LearnerConfig, why: str | None = None):
         super().__init__()
         self.batches = batches
         self.config = config
+        self.why = why
 
     def expand(self, models):
         config = self.config
-        state = models | "LbfgsStart" >> beam.Map(_LbfgsState, config)
+        state = models | "LbfgsStart" >> beam.Map(_LbfgsState, config, self.why)
         for number in range(1, config.lbfgs_passes + 1):
             point = state | f"LbfgsPoint{number}" >> beam.Map(lambda s: s.point())
             parts = self.batches | f"LbfgsLossGradient{number}" >> beam.ParDo(

@@ -28,6 +28,7 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.holdout import PassSelection, training_count, training_part
 from polybeam.learners.linear import LinearLearner
+from polybeam.learners.mixing import learner_total
 from polybeam.learners.polynomial import linear_part, make_learner
 from polybeam.transforms.progress import Progress
 from polybeam.transforms.windows import combine_globally, in_window
@@ -265,26 +266,6 @@ class LearnKeyPass(_Learning):
         self._progress.publish()
         if learner is not None:
             yield key, learner.compact()
-
-
-def learner_total(count: int, passes: int, learners: int | None) -> int:
-    """The examples one pass-1 learner spaces apple's epochs over (0: the doubling schedule).
-
-    A lone learner spreads them over all passes. Several learners each see
-    their share of the first pass, and their parents freeze when they are
-    averaged after it (the paper's parallel apple), so each spreads its epochs
-    over its share; when nobody knows how many learners the runner will make
-    (a remote runner splits the input as it likes), each expands on the
-    doubling schedule (after 1000, 2000, 4000, ... examples), whatever its share.
-
-    >>> learner_total(1000, 3, 1), learner_total(1000, 3, 4), learner_total(1000, 3, None)
-    (3000, 250, 0)
-    """
-    if learners == 1:
-        return count * passes
-    if learners:
-        return max(1, count // learners)
-    return 0
 
 
 def with_total_examples(batches, config: LearnerConfig, keyed: bool, learners: int | None, known: int | None = None):

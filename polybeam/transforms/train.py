@@ -39,6 +39,7 @@ from apache_beam.transforms.util import WaitOn
 
 from polybeam.formats.acceptance import InputRejected
 from polybeam.formats.input_settings import InputSettings
+from polybeam.learners import lbfgs
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.multitask import SharedKeys, shared_config
 from polybeam.transforms.checkpoints import WriteCheckpoint
@@ -93,7 +94,7 @@ class _Training(beam.PTransform):
         How many learners the first pass will have (per key): the runner's
         bundles, 1 on the local runner's single worker, its worker count with
         several, None when unknown (remote runners). Apple spaces its epochs by
-        it (see :func:`~polybeam.transforms.passes.learner_total`).
+        it (see :func:`~polybeam.learners.mixing.learner_total`).
     fanout : int, optional
         Average the partial learners (one per bundle) in a tree of merges with
         this fan-out instead of all at once on one worker: with B bundles, no
@@ -370,9 +371,21 @@ class TrainGlobally(_Training):
         shuffle_buffer: int = 0,
         shuffle_seed: int = 0,
         in_memory: bool = False,
+        lbfgs_after_averaging: int = lbfgs.AFTER_AVERAGING_PASSES,
         **options,
     ):
         super().__init__(config, **options)
+        if lbfgs_after_averaging < 0:
+            raise ValueError(
+                f"lbfgs_after_averaging must be 0 (never) or a number of passes, got {lbfgs_after_averaging}"
+            )
+        if self.learners is not None and self.learners < 1:
+            raise ValueError(f"learners must be at least 1 (or None: unknown), got {self.learners}")
+        if self.learners is None and in_memory:
+            raise ValueError("in_memory learns every pass in one worker: give how many learners split it (learners=N)")
+        self.config, self.finishing_why = lbfgs.with_finishing(self.config, self.learners, lbfgs_after_averaging)
+        if in_memory and self.learners > 1:
+            self.metadata = {**(self.metadata or {}), "learners_per_pass": self.learners}
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be 0 (no shuffling) or a number of examples, got {shuffle_buffer}")
         self.shuffle_buffer = shuffle_buffer
@@ -394,7 +407,9 @@ class TrainGlobally(_Training):
         if initial is not None:  # a warm start: this run's passes are judged afresh
             initial = initial | "ForgetPasses" >> beam.Map(without_record, False)
         shuffle_seed = self.shuffle_seed if self.shuffle_buffer else None
-        self._in_memory = TrainInMemory(self.config, initial, shuffle_seed, self.progress, self.progress_every)
+        self._in_memory = TrainInMemory(
+            self.config, initial, shuffle_seed, self.progress, self.progress_every, learners=self.learners
+        )
         states = batches | "TrainInMemory" >> self._in_memory
         return states | "ToModel" >> beam.Map(_to_model, self.metadata, False)
 
@@ -416,9 +431,11 @@ class TrainGlobally(_Training):
         """The model of the online passes, finished with L-BFGS when the config asks for it."""
         models = self._models(batches)
         if self.config.lbfgs_passes and self.in_memory:
-            return models | "FinishInMemory" >> FinishInMemory(self._in_memory.gathered, self.config)
+            return models | "FinishInMemory" >> FinishInMemory(
+                self._in_memory.gathered, self.config, self.finishing_why
+            )
         if self.config.lbfgs_passes:
-            models = models | "FinishWithLbfgs" >> FinishWithLbfgs(batches, self.config)
+            models = models | "FinishWithLbfgs" >> FinishWithLbfgs(batches, self.config, self.finishing_why)
         return models
 
     def _first_pass(self, batches):
@@ -560,6 +577,7 @@ class Train:
                     "shuffle_buffer mixes the examples of one model; with a key (a model per key) leave it at 0"
                 )
             options.pop("shuffle_seed", None)
+            options.pop("lbfgs_after_averaging", None)  # (a key's passes have one learner each)
             return TrainPerKey(key, config, **options)
         options.pop("key_shards", None)
         options.pop("keyed_output", None)
