@@ -284,6 +284,20 @@ def warm_learners(batches: dict[str, list]) -> None:
         first = batches[kind][0]
         cross_batch(first, key_hashes([str(row % 3) for row in range(len(first))]), bits=BITS)
         _warm_key_table(config, batches[kind])
+        _warm_finishing(config, batches[kind])
+
+
+def _warm_finishing(config, batches: list) -> None:
+    """The L-BFGS finishing stage's sums (a smooth loss's), after a pass averaged from two learners."""
+    from polybeam.learners import lbfgs
+    from polybeam.learners.fitting import train_passes
+    from polybeam.learners.loss_specs import loss_spec
+    from polybeam.learners.polynomial import make_learner
+
+    if not loss_spec(config.loss).finishing:
+        return
+    model = train_passes(make_learner(config), batches, 1, learners=2).to_model()
+    lbfgs.finish(model, batches, 2, period=2)
 
 
 def _warm_key_table(config, batches: list) -> None:

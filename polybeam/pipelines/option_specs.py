@@ -799,8 +799,11 @@ TABLE = (
         type=int,
         default=1,
         metavar="N",
+        readme_with=("lbfgs-after-averaging",),
         readme="train: learn every pass as N workers would (N shares, a learner each, averaged), in one "
-        "worker's memory; with N > 2 the L-BFGS finishing stage follows (`--lbfgs-after-averaging`). See "
+        "worker's memory. When each pass is averaged from more than two learners (N > 2, or a remote runner's "
+        "workers) and `--lbfgs-passes` is not given, P passes (default 5; 0: never) of the L-BFGS finishing "
+        "stage follow, L2 chosen on the holdout, the average kept when they do no better there. See "
         "docs/scaling.md",
     ),
     Option(
