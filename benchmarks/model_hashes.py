@@ -17,6 +17,7 @@ bundled spam set in 300-row batches (per key: three keys by row number).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -69,12 +70,25 @@ def trained(transform, data) -> list:
     return [pickle.loads(Path(folder, name).read_bytes()) for name in os.listdir(folder)]
 
 
+def without_run_facts(model):
+    """``model`` without what differs from run to run whatever the code: the seconds the L-BFGS stage took
+    (and, from older checkouts, summaries without them hash alike)."""
+    finishing = model.metadata.get("lbfgs")
+    if not finishing or "seconds" not in finishing:
+        return model
+    metadata = {**model.metadata, "lbfgs": {k: v for k, v in finishing.items() if k not in ("seconds", "why")}}
+    return dataclasses.replace(model, metadata=metadata)
+
+
 def digest(elements) -> str:
-    """One hash of models (or ``(key, model)`` pairs, in key order) as their files' bytes."""
+    """One hash of models (or ``(key, model)`` pairs, in key order) as their files' bytes (but for the
+    run's own facts, :func:`without_run_facts`)."""
     pairs = sorted(
         (str(element[0]), element[1]) if isinstance(element, tuple) else ("", element) for element in elements
     )
-    return hashlib.sha256(b"".join(key.encode() + model.to_bytes() for key, model in pairs)).hexdigest()[:16]
+    return hashlib.sha256(
+        b"".join(key.encode() + without_run_facts(model).to_bytes() for key, model in pairs)
+    ).hexdigest()[:16]
 
 
 def settings(checkpoints: str) -> dict:

@@ -254,7 +254,11 @@ class MissingValues:
         if state is None:
             return restored
         slots = np.asarray(state["slots"], dtype=np.int64)
-        rows = restored._rows(slots, add=True)
+        if len(slots) > dense_limit(bits):  # dense at once (through the table it was most of a copy's time)
+            restored.table, restored.sums, restored.missing = None, np.zeros(1 << bits), np.zeros(1 << bits)
+            rows = slots
+        else:
+            rows = restored._rows(slots, add=True)
         restored.sums[rows] = state["sums"]
         restored.missing[rows] = state["missing"]
         restored.examples, restored.frozen = float(state["examples"]), bool(state["frozen"])

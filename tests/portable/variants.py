@@ -44,6 +44,13 @@ def _passes(count: int, holdout: bool = True):
     return check
 
 
+def _learners(model: Model, report: dict) -> None:
+    assert model.metadata["learners_per_pass"] == 8 and report["learners_per_pass"] == 8
+    finishing = model.metadata["lbfgs"]
+    assert finishing["why"] == "each pass averaged 8 learners" and finishing["evaluations"] == 5
+    assert finishing["holdout_loss"] <= finishing["online_holdout_loss"]
+
+
 def _apple(model: Model, report: dict) -> None:
     assert model.expansion is not None and len(model.monomials) > 0
     assert max(len(factors) for factors in model.monomials.values()) >= 2  # products of base features
@@ -84,6 +91,9 @@ TRAIN_VARIANTS = {
     "apple-guard": TrainVariant("spam", 3681, ("--loss", "logistic", "--expand", "apple"), _apple_guard),
     "truncated-gradient": TrainVariant("spam", 3681, ("--loss", "logistic", "--gravity", "0.05"), _sparse),
     "softmax": TrainVariant("satellite", 5148, ("--loss", "softmax", "--classes", "6"), _softmax),
+    # Every pass learned as 8 workers would, in one worker's memory, then the finishing stage the defaults
+    # run after averages of more than two learners.
+    "learners": TrainVariant("spam", 3681, ("--loss", "logistic", "--passes", "2", "--learners", "8"), _learners),
 }
 
 

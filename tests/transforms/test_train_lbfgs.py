@@ -76,3 +76,30 @@ def test_summing_losses_and_gradients_leaves_the_parts_unchanged():
     total = combine.extract_output(combine.merge_accumulators([total, combine.create_accumulator()]))
     assert total.loss == 3.0 and total.gradient.ravel().tolist() == [3.0] * 4 and total.examples == 2
     assert parts[0].loss == 1.0 and parts[0].gradient.ravel().tolist() == [1.0] * 4 and parts[0].examples == 1
+
+
+def test_averages_of_more_than_two_learners_are_finished_by_default(batches):
+    """The streamed passes of Train: with more than two learners a pass (or a number only the runner
+    knows), the finishing stage runs unless told not to, and the model says why; with one or two, it
+    does not."""
+    settings = dict(loss="logistic", bits=BITS)
+    for learners, after, why in (
+        (4, None, "each pass averaged 4 learners"),
+        (None, None, "each pass averaged learners the runner chooses"),
+        (2, None, None),
+        (4, 0, None),
+    ):
+        options = {} if after is None else {"lbfgs_after_averaging": after}
+        (model,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings, learners=learners, **options))
+        if why is None:
+            assert model.config.lbfgs_passes == 0 and "lbfgs" not in model.metadata
+            continue
+        assert model.config.lbfgs_passes == lbfgs.AFTER_AVERAGING_PASSES
+        summary = model.metadata["lbfgs"]
+        assert summary["why"] == why and summary["evaluations"] == lbfgs.AFTER_AVERAGING_PASSES
+        assert summary["kept"] == "online" or summary["holdout_loss"] < summary["online_holdout_loss"]
+
+
+def test_in_memory_learners_are_refused_when_unknown():
+    with pytest.raises(ValueError, match="learners=N"):
+        Train(loss="logistic", in_memory=True, learners=None)
