@@ -305,10 +305,32 @@ def _skip_ipython_probe() -> None:
     interactive_utils.is_in_ipython = pipeline.is_in_ipython = is_in_ipython
 
 
+# The most keys whose metrics the last line of stdout carries: past it, the line counts them and names the
+# report file that holds them (a million keys' metrics were 110 MB of one line).
+STDOUT_KEYS = 10_000
+
+
 def _print_json(report: dict) -> None:
     from polybeam.transforms.files import finite  # JSON cannot carry NaN: null instead
 
-    print(json.dumps(finite(report), sort_keys=True))
+    print(json.dumps(finite(stdout_report(report)), sort_keys=True))
+
+
+def stdout_report(report: dict) -> dict:
+    """What the last line of stdout carries of ``report``: all of it, but per-key metrics of more than
+    :data:`STDOUT_KEYS` keys, which stay in the report file (``keys_scored`` counts them, ``keys_in`` names it).
+
+    >>> stdout_report({"loss": 0.5, "keys": {"a": {"loss": 0.4}}, "report": "r.json"})["keys"]
+    {'a': {'loss': 0.4}}
+    >>> line = stdout_report({"keys": {str(k): {} for k in range(STDOUT_KEYS + 1)}, "report": "r.json"})
+    >>> line
+    {'report': 'r.json', 'keys_scored': 10001, 'keys_in': 'r.json'}
+    """
+    keys = report.get("keys")
+    if not isinstance(keys, dict) or len(keys) <= STDOUT_KEYS:
+        return report
+    rest = {name: value for name, value in report.items() if name != "keys"}
+    return {**rest, "keys_scored": len(keys), "keys_in": report.get("report")}
 
 
 def _is_folder(path: str) -> bool:

@@ -16,6 +16,7 @@ import pytest
 from polybeam import datasets
 from polybeam.datasets.per_key import PerKeyTask, write_per_key
 from polybeam.datasets.synthetic import PlantedPolynomial, write_dataset
+from polybeam.pipelines import cli
 from polybeam.pipelines.cli import main
 from polybeam.pipelines.launch import as_flags
 from polybeam.transforms.keyed_files import KeyedFolder
@@ -244,7 +245,7 @@ def per_key(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_key):
+def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_key, monkeypatch):
     common = ["--format", "vw", "--bits", "10"]
     code, trained, _ = run(
         capsys,
@@ -286,6 +287,15 @@ def test_a_thousand_per_key_models_beat_one_global_model(tmp_path, capsys, per_k
     )
     assert code == 0 and len(by_key["keys"]) == 1000 and by_key["examples"] == 30_000
     assert sum(metrics["examples"] for metrics in by_key["keys"].values()) == 30_000
+    # Past STDOUT_KEYS keys, the last line counts them and names the report that holds their metrics.
+    monkeypatch.setattr(cli, "STDOUT_KEYS", 999)
+    code, counted, _ = run(
+        capsys, "evaluate", "--input", per_key["test_vw"], "--format", "vw", "--model", tmp_path / "keys"
+    )
+    assert code == 0 and "keys" not in counted and counted["keys_scored"] == 1000
+    with open(counted["keys_in"]) as handle:
+        assert json.load(handle)["keys"] == by_key["keys"]
+    monkeypatch.undo()
     code, overall, _ = run(
         capsys, "evaluate", "--input", per_key["test_vw"], "--format", "vw", "--model", tmp_path / "global.model"
     )

@@ -89,8 +89,9 @@ def test_averages_of_more_than_two_learners_are_finished_by_default(batches):
         (2, None, None),
         (4, 0, None),
     ):
-        options = {} if after is None else {"lbfgs_after_averaging": after}
-        (model,) = run_collect(lambda p: p | beam.Create(batches) | Train(**settings, learners=learners, **options))
+        options = {"learners": learners} if after is None else {"learners": learners, "lbfgs_after_averaging": after}
+        train = Train(**settings, **options)
+        (model,) = run_collect(lambda p, train=train: p | beam.Create(batches) | train)
         if why is None:
             assert model.config.lbfgs_passes == 0 and "lbfgs" not in model.metadata
             continue
