@@ -6,7 +6,7 @@ learn it (N contiguous shares of the training examples, a learner each, fresh
 in pass 1 and a copy of the last average after, averaged by the learners' merge:
 :mod:`polybeam.learners.mixing`), the holdout judging each pass; then, as the
 defaults do when each pass is averaged from more than two learners, the L-BFGS
-finishing stage (:func:`polybeam.learners.lbfgs.with_finishing`: its passes, its
+finishing stage (:func:`polybeam.learners.lbfgs.finishing_plan`: its passes, its
 L2 chosen on the holdout, the average kept when it does no better there).
 Against one learner with the same defaults (N = 1: no finishing), on held-out
 examples nobody trained on, in the same run. The seconds the finishing stage
@@ -88,24 +88,27 @@ def held_out_loss(model, test) -> float:
 def run_workers(batches, test, bits: int, workers: int, passes: int) -> dict:
     """The defaults with ``workers`` learners a pass: the average, then the finishing stage when they call
     for it."""
-    config, why = lbfgs.with_finishing(LearnerConfig(loss="logistic", bits=bits, passes=passes), workers)
+    config = LearnerConfig(loss="logistic", bits=bits, passes=passes)
     started = time.perf_counter()
     learner = train_passes(make_learner(config), batches, passes, learners=workers)
     average = learner.to_model()
     online_seconds = time.perf_counter() - started
+    finishing, why = lbfgs.finishing_plan(config, workers)
+    why = why if why is not None else lbfgs.averaged_why(average)
+    finishing = finishing if why is not None else 0
     row = {
         "workers": workers,
-        "lbfgs_passes": config.lbfgs_passes,
-        "why": why,
+        "lbfgs_passes": finishing,
+        "why": why or "each pass learned by one or two learners: the average is kept",
         "average_loss": held_out_loss(average, test),
         "online_seconds": online_seconds,
-        "pass_kept": learner.selection_.best_pass if hasattr(learner.selection_, "best_pass") else None,
+        "pass_kept": learner.selection_.best_pass,
     }
     final = average
-    if config.lbfgs_passes:
+    if finishing:
         started = time.perf_counter()
         final = lbfgs.finish(
-            average, batches, config.lbfgs_passes, config.lbfgs_l2, period=config.holdout_period, seed=config.seed
+            average, batches, finishing, config.lbfgs_l2, period=config.holdout_period, seed=config.seed, why=why
         )
         row["finishing_seconds"] = time.perf_counter() - started
         summary = final.metadata["lbfgs"]

@@ -589,7 +589,7 @@ MIN_HELD_OUT = 30
 
 # -- after averaging: the finishing stage by default when a pass was learned by several learners -----------
 
-# The finishing passes that run by default after online passes each learned by more than
+# The finishing passes that run by default after online passes averaged from more than
 # AVERAGE_LEFT_ALONE learners (``Train(lbfgs_after_averaging=...)``, ``--lbfgs-after-averaging``).
 # Measured by ``benchmarks/bench_workers.py``: the held-out loss of the average of 64 or 256 learners
 # after 5 online passes reached one learner's within the first 5 finishing passes on its tasks, and
@@ -600,43 +600,39 @@ AFTER_AVERAGING_PASSES = 5
 AVERAGE_LEFT_ALONE = 2
 
 
-def finishing_passes(config, learners: int | None, after_averaging: int = AFTER_AVERAGING_PASSES) -> tuple[int, str]:
-    """``(passes, why)``: how many finishing passes training with ``config`` runs when ``learners``
-    learners learn each pass (None: unknown, as on a remote runner), and why. ``lbfgs_passes`` when
-    given; else ``after_averaging`` when more than :data:`AVERAGE_LEFT_ALONE` learners (or an unknown
-    number) average each pass, the loss is smooth and a holdout can keep the average when the stage does
-    no better (``holdout_period`` > 0); else none.
+def finishing_plan(
+    config, learners: int | None, after_averaging: int = AFTER_AVERAGING_PASSES
+) -> tuple[int, str | None]:
+    """``(passes, why)``: the finishing stage of training with ``config`` when ``learners`` learners learn each
+    pass (None: unknown, as on a remote runner). ``lbfgs_passes`` when given (why: "asked for"). Else
+    ``after_averaging`` passes that run only after online passes averaged from more than
+    :data:`AVERAGE_LEFT_ALONE` learners (the model's ``learners_averaged``, known once they ran; why None:
+    see :func:`averaged_why`), or none where no such average can come: ``learners`` known and at most
+    two, ``after_averaging`` 0, a loss that is not smooth, no holdout to keep the average by.
 
     >>> from polybeam.learners.config import LearnerConfig
-    >>> finishing_passes(LearnerConfig(loss="logistic"), 64)
-    (5, 'each pass averaged 64 learners')
-    >>> finishing_passes(LearnerConfig(loss="logistic"), 1)
-    (0, 'each pass learned by one learner')
-    >>> finishing_passes(LearnerConfig(loss="hinge"), None)[0]
-    0
+    >>> finishing_plan(LearnerConfig(loss="logistic"), 64), finishing_plan(LearnerConfig(loss="logistic"), None)
+    ((5, None), (5, None))
+    >>> finishing_plan(LearnerConfig(loss="logistic"), 2), finishing_plan(LearnerConfig(loss="hinge"), None)
+    ((0, None), (0, None))
+    >>> finishing_plan(LearnerConfig(loss="logistic", lbfgs_passes=3), 1)
+    (3, 'asked for')
     """
     if config.lbfgs_passes:
         return int(config.lbfgs_passes), "asked for"
     if learners is not None and learners <= AVERAGE_LEFT_ALONE:
-        one = "one learner" if learners <= 1 else f"{learners} learners, averaged as they are"
-        return 0, f"each pass learned by {one}"
-    if not after_averaging:
-        return 0, "not asked for (lbfgs_after_averaging 0)"
-    if not loss_spec(config.loss).finishing:
-        return 0, f"{config.loss} loss is not smooth"
-    if config.holdout_period <= 0:
-        return 0, "no holdout to judge the average by"
-    many = f"{learners} learners" if learners is not None else "learners the runner chooses"
-    return int(after_averaging), f"each pass averaged {many}"
+        return 0, None
+    if not after_averaging or not loss_spec(config.loss).finishing or config.holdout_period <= 0:
+        return 0, None
+    return int(after_averaging), None
 
 
-def with_finishing(config, learners: int | None, after_averaging: int = AFTER_AVERAGING_PASSES):
-    """``(config, why)``: ``config`` with ``lbfgs_passes`` the finishing passes :func:`finishing_passes`
-    chooses."""
-    passes, why = finishing_passes(config, learners, after_averaging)
-    if passes == config.lbfgs_passes:
-        return config, why
-    return dataclasses.replace(config, lbfgs_passes=passes), why
+def averaged_why(model) -> str | None:
+    """Why the finishing stage runs after ``model``'s online passes when it was not asked for: "each pass
+    averaged N learners" when its last pass averaged more than :data:`AVERAGE_LEFT_ALONE` (the runner's
+    bundles, or ``--learners``); None: it does not run (one or two learners' average is kept as it is)."""
+    averaged = int(model.metadata.get("learners_averaged", 1))
+    return f"each pass averaged {averaged} learners" if averaged > AVERAGE_LEFT_ALONE else None
 
 
 def stage_holdout_period(config) -> int:
@@ -748,7 +744,7 @@ class Finishing:
     def __init__(self, model, l2: float | None, period: int = HOLDOUT_PERIOD, seed: int = 0, why: str | None = None):
         check_loss(model.config.loss)
         self.model = model
-        self.why = why  # why the stage runs (see finishing_passes), for the summary
+        self.why = why  # why the stage runs (see finishing_plan), for the summary
         self.started, self.seconds = time.time(), 0.0  # (wall clock: a Beam stage's passes run anywhere)
         self.period, self.seed = int(period), int(seed)
         self.grid = (l2,) if l2 is not None else (L2_GRID if self.period > 0 else (10.0,))
@@ -861,17 +857,18 @@ class Finishing:
         return self.optimisers[self.best[1]]
 
     def finished(self):
-        """The model the stage returns (see the class docstring)."""
+        """The model the stage returns (see the class docstring); its config records the passes that ran."""
         chosen = self._chosen()
         if chosen is None:
             metadata = dict(self.model.metadata)
             metadata["lbfgs"] = self.summary()
-            return dataclasses.replace(self.model, metadata=metadata)
-        if self.period <= 0 or self.online_loss is None:
-            weights = self._on_active(chosen.weights)
+            finished = dataclasses.replace(self.model, metadata=metadata)
         else:
-            weights = self.best[2]
-        return finish_model(self.model, weights, self.summary())
+            weights = self._on_active(chosen.weights) if self.period <= 0 or self.online_loss is None else self.best[2]
+            finished = finish_model(self.model, weights, self.summary())
+        if finished.config.lbfgs_passes == self.passes:
+            return finished
+        return dataclasses.replace(finished, config=dataclasses.replace(finished.config, lbfgs_passes=self.passes))
 
 
 def finish(

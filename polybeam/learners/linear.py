@@ -197,6 +197,7 @@ class LinearLearner:
         # Passes run before the holdout restarted this learner at a lower rate (holdout.restart): its
         # learning curve numbers passes as the job does.
         self.passes_before_ = 0
+        self.averaged_ = 1  # how many learners were averaged into this pass's state (see merge)
         self.curve_ = LearningCurve()
         self.selection_ = PassSelection.of(self.config)
 
@@ -556,6 +557,7 @@ class LinearLearner:
         for index in (kernels.EXAMPLES, kernels.WEIGHT_SUM, kernels.LOSS_SUM):
             self.stats_[index] = 0.0
         self.curve_.start_pass()
+        self.averaged_ = 1
         return self.mark_pass_start()
 
     def restart_greedy_mean(self) -> LinearLearner:
@@ -717,6 +719,7 @@ class LinearLearner:
                 raise ValueError("cannot merge learners with different configurations")
         if len(learners) == 1:
             return self
+        averaged = sum(learner.averaged_ for learner in learners)
         self.missing_ = MissingValues.merged([learner.missing_ for learner in learners])
         if any(learner.racing for learner in learners):
             # A twin not made yet is made: the merged race is the one they would all have run, and the
@@ -782,6 +785,7 @@ class LinearLearner:
         if all(learner.race_ is not None for learner in learners):  # still racing: every worker's blocks
             self.race_ = RaceBlocks.merged([(learner.race_, learner.stats_) for learner in learners], stats)
         self.stats_ = stats
+        self.averaged_ = averaged
         return self
 
     def _laid_out_alike(self, others: list[LinearLearner]) -> list[LinearLearner]:
@@ -836,6 +840,8 @@ class LinearLearner:
         goes on (:meth:`centring_verdict`), the model is its winner's; ``centring`` in its
         metadata says which and why.
         """
+        if self.averaged_ > 1:  # (the finishing stage runs after averages of several learners)
+            metadata = {"learners_averaged": self.averaged_, **(metadata or {})}
         verdict = self.centring_verdict()
         if verdict is not None:
             metadata = {"centring": verdict, **(metadata or {})}
@@ -972,6 +978,7 @@ class LinearLearner:
             "curve": self.curve_.to_state(),
             "selection": self.selection_.to_state(),
             "missing": self.missing_.to_state(),
+            **({"averaged": self.averaged_} if self.averaged_ > 1 else {}),
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -1004,6 +1011,7 @@ class LinearLearner:
         self.curve_ = LearningCurve.from_state(state.get("curve"))
         self.selection_ = PassSelection.restored(state.get("selection"), self.config)
         self.missing_ = MissingValues.from_state(state.get("missing"), self.config.bits)
+        self.averaged_ = int(state.get("averaged", 1))
         if not self.config.center and self.racing:  # continued without centring: no race
             self.drop_race()
         if not self.config.center and self.centring_.active:  # continued without centring: fold it away

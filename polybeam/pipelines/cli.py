@@ -486,7 +486,7 @@ def finishing_line(finishing: dict) -> str:
     """
     from polybeam.learners.model import unjudged_finishing_line
 
-    why = f" ({finishing['why']})" if finishing.get("why") else ""
+    why = f" ({finishing['why']})" if finishing.get("why") not in (None, "asked for") else ""
     took = f", {finishing['seconds']:.3g} s" if finishing.get("seconds") is not None else ""
     if finishing.get("kept") == "online":
         return f"L-BFGS finishing stage{why}: {finishing['evaluations']} passes{took}; {unjudged_finishing_line(finishing)}"

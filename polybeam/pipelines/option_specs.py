@@ -801,8 +801,8 @@ TABLE = (
         metavar="N",
         readme_with=("lbfgs-after-averaging",),
         readme="train: learn every pass as N workers would (N shares, a learner each, averaged), in one "
-        "worker's memory. When each pass is averaged from more than two learners (N > 2, or a remote runner's "
-        "workers) and `--lbfgs-passes` is not given, P passes (default 5; 0: never) of the L-BFGS finishing "
+        "worker's memory. When the last pass averaged more than two learners (N > 2, or a runner's workers' "
+        "bundles: the model's learners_averaged) and `--lbfgs-passes` is not given, P passes (default 5; 0: never) of the L-BFGS finishing "
         "stage follow, L2 chosen on the holdout, the average kept when they do no better there. See "
         "docs/scaling.md",
     ),
@@ -810,8 +810,8 @@ TABLE = (
         "lbfgs-after-averaging",
         _T,
         "passes",
-        "when --lbfgs-passes is not given and each pass is averaged from more than two learners (--learners, "
-        "or the workers of a remote runner), run this many passes of the L-BFGS finishing stage, its L2 "
+        "when --lbfgs-passes is not given and the last pass averaged more than two learners (--learners, "
+        "or the bundles of a runner's workers), run this many passes of the L-BFGS finishing stage, its L2 "
         "chosen on the holdout; the average is kept when the stage does no better there; 0: never "
         "(default: {default})",
         type=int,

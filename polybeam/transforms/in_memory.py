@@ -202,11 +202,14 @@ class CrossValidateSmallInput(beam.PTransform):
         return learners | "Choose" >> beam.Map(_chosen, beam.pvalue.AsList(chosen))
 
 
-def _finish(model, batches: list, config: LearnerConfig, why: str | None):
+def _finish(model, batches: list, config: LearnerConfig, passes: int, why: str | None):
+    why = why if why is not None else lbfgs.averaged_why(model)
+    if why is None:  # (only after an average of more than two learners, and this is not one)
+        return model
     return lbfgs.finish(
         model,
         batches,
-        config.lbfgs_passes,
+        passes,
         config.lbfgs_l2,
         period=lbfgs.stage_holdout_period(config),
         seed=config.seed,
@@ -219,10 +222,13 @@ class FinishInMemory(beam.PTransform):
     (``gathered``: :attr:`TrainInMemory.gathered`): every evaluation a loop in the worker, the same model
     as :class:`~polybeam.transforms.lbfgs_stage.FinishWithLbfgs` makes from the same batches."""
 
-    def __init__(self, gathered, config: LearnerConfig, why: str | None = None):
+    def __init__(self, gathered, config: LearnerConfig, passes: int | None = None, why: str | None = "asked for"):
         super().__init__()
         self.gathered, self.config, self.why = gathered, config, why
+        self.passes = config.lbfgs_passes if passes is None else passes
 
     def expand(self, models):
         # (the model and its window's batches meet by window: the side input is the window's list)
-        return models | "Finish" >> beam.Map(_finish, beam.pvalue.AsSingleton(self.gathered), self.config, self.why)
+        return models | "Finish" >> beam.Map(
+            _finish, beam.pvalue.AsSingleton(self.gathered), self.config, self.passes, self.why
+        )

@@ -28,7 +28,7 @@ class _LossGradientFn(beam.DoFn):
 
     def process(self, batch: ExampleBatch, point, window=beam.DoFn.WindowParam):
         model, points = point
-        if batch is None or len(batch) == 0:
+        if batch is None or len(batch) == 0 or not points:  # (no points: the stage does not run)
             return
         if window not in self._totals:
             self._totals[window] = lbfgs.PassSums.zero(points)
@@ -50,41 +50,51 @@ class SumLossGradients(MergeFn):
 
 class _LbfgsState:
     """The finishing stage's state between passes: :class:`~polybeam.learners.lbfgs.Finishing` (the online
-    model it started from, an optimiser per L2, the best candidate on the holdout)."""
+    model it started from, an optimiser per L2, the best candidate on the holdout). ``why`` None: the stage
+    runs only when the online model is an average of more than two learners
+    (:func:`~polybeam.learners.lbfgs.averaged_why`), else its passes do nothing and it returns the model."""
 
     def __init__(self, model, config: LearnerConfig, why: str | None = None):
-        period = lbfgs.stage_holdout_period(config)
-        self.stage = lbfgs.Finishing(model, config.lbfgs_l2, period, config.seed, why)
+        why = why if why is not None else lbfgs.averaged_why(model)
+        self.model = model
+        self.stage = None
+        if why is not None:
+            period = lbfgs.stage_holdout_period(config)
+            self.stage = lbfgs.Finishing(model, config.lbfgs_l2, period, config.seed, why)
 
     def point(self):
-        return self.stage.model, self.stage.points()
+        return (self.model, []) if self.stage is None else (self.stage.model, self.stage.points())
 
     def told(self, total):
         """A new state (elements do not change) that took the pass's sums (None: no example reached it)."""
+        if self.stage is None:
+            return self
         state = pickle.loads(pickle.dumps(self))
         state.stage.told(total)
         return state
 
     def finished(self):
-        return self.stage.finished()
+        return self.model if self.stage is None else self.stage.finished()
 
 
 class FinishWithLbfgs(beam.PTransform):
     """The finishing stage (:mod:`polybeam.learners.lbfgs`): ``config.lbfgs_passes`` passes over the
     training batches, each summing the loss and gradient at one point across workers, warm-started from
-    the one Model of the online passes (the input); outputs the finished Model. ``why``: why the stage
-    runs, for the model's summary (see :func:`polybeam.learners.lbfgs.finishing_passes`)."""
+    the one Model of the online passes (the input); outputs the finished Model. ``passes``: how many
+    (default ``config.lbfgs_passes``); ``why``: why the stage runs, for the model's summary; None: only
+    after an average of more than two learners (see :func:`polybeam.learners.lbfgs.finishing_plan`)."""
 
-    def __init__(self, batches, config: LearnerConfig, why: str | None = None):
+    def __init__(self, batches, config: LearnerConfig, passes: int | None = None, why: str | None = "asked for"):
         super().__init__()
         self.batches = batches
         self.config = config
+        self.passes = config.lbfgs_passes if passes is None else passes
         self.why = why
 
     def expand(self, models):
         config = self.config
         state = models | "LbfgsStart" >> beam.Map(_LbfgsState, config, self.why)
-        for number in range(1, config.lbfgs_passes + 1):
+        for number in range(1, self.passes + 1):
             point = state | f"LbfgsPoint{number}" >> beam.Map(lambda s: s.point())
             parts = self.batches | f"LbfgsLossGradient{number}" >> beam.ParDo(
                 _LossGradientFn(config), beam.pvalue.AsSingleton(point)

@@ -383,9 +383,8 @@ class TrainGlobally(_Training):
             raise ValueError(f"learners must be at least 1 (or None: unknown), got {self.learners}")
         if self.learners is None and in_memory:
             raise ValueError("in_memory learns every pass in one worker: give how many learners split it (learners=N)")
-        self.config, self.finishing_why = lbfgs.with_finishing(self.config, self.learners, lbfgs_after_averaging)
-        if in_memory and self.learners > 1:
-            self.metadata = {**(self.metadata or {}), "learners_per_pass": self.learners}
+        # (passes, why): why None, they run only after an average of more than two learners
+        self.finishing = lbfgs.finishing_plan(self.config, self.learners, lbfgs_after_averaging)
         if shuffle_buffer < 0:
             raise ValueError(f"shuffle_buffer must be 0 (no shuffling) or a number of examples, got {shuffle_buffer}")
         self.shuffle_buffer = shuffle_buffer
@@ -430,12 +429,11 @@ class TrainGlobally(_Training):
     def _finished(self, batches):
         """The model of the online passes, finished with L-BFGS when the config asks for it."""
         models = self._models(batches)
-        if self.config.lbfgs_passes and self.in_memory:
-            return models | "FinishInMemory" >> FinishInMemory(
-                self._in_memory.gathered, self.config, self.finishing_why
-            )
-        if self.config.lbfgs_passes:
-            models = models | "FinishWithLbfgs" >> FinishWithLbfgs(batches, self.config, self.finishing_why)
+        passes, why = self.finishing
+        if passes and self.in_memory:
+            return models | "FinishInMemory" >> FinishInMemory(self._in_memory.gathered, self.config, passes, why)
+        if passes:
+            models = models | "FinishWithLbfgs" >> FinishWithLbfgs(batches, self.config, passes, why)
         return models
 
     def _first_pass(self, batches):

@@ -32,7 +32,7 @@ def test_many_learners_average_each_pass_then_the_finishing_stage_runs_and_says_
 
     many, report, stdout = _train(capsys, tmp_path, "many", "--learners", "16")
     assert report["in_memory"] and report["learners_per_pass"] == 16
-    assert many.metadata["learners_per_pass"] == 16
+    assert many.metadata["learners_averaged"] == 16
     finishing = many.metadata["lbfgs"]
     assert finishing["why"] == "each pass averaged 16 learners"
     assert finishing["evaluations"] == lbfgs.AFTER_AVERAGING_PASSES and finishing["seconds"] >= 0

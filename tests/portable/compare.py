@@ -128,25 +128,17 @@ def run_folders(portable_path, in_process_path) -> tuple[str, str]:
     return str(Path(*left[: len(left) - shared])), str(Path(*right[: len(right) - shared]))
 
 
-def with_folder(value, folder: str):
-    """``value`` with its run's folder written as OUT in every string (nothing dropped)."""
-    if isinstance(value, dict):
-        return {key: with_folder(item, folder) for key, item in value.items()}
-    if isinstance(value, list):
-        return [with_folder(item, folder) for item in value]
-    return value.replace(folder, OUT) if isinstance(value, str) else value
-
-
 def assert_same_model(portable_path, in_process_path, models=None) -> None:
     """Two model files hold the same model: settings, slots, names, polynomial structure exactly; weights to RTOL;
-    metadata by :func:`learned`, paths in their run folders. ``models``: the two models, when they were read
+    metadata by :func:`learned` without run-specific fields (the finishing stage's seconds), paths in their run
+    folders. ``models``: the two models, when they were read
     already (from a per-key folder's shards: then the paths are the two folders)."""
     portable, in_process = models or (read_model(str(portable_path)), read_model(str(in_process_path)))
     folders = run_folders(portable_path, in_process_path)
     assert portable.config.to_dict() == in_process.config.to_dict()
     np.testing.assert_array_equal(portable.slots, in_process.slots)
     np.testing.assert_allclose(portable.weights, in_process.weights, rtol=RTOL, atol=ATOL)
-    assert_close(with_folder(learned(portable), folders[0]), with_folder(learned(in_process), folders[1]), "metadata")
+    assert_close(normalised(learned(portable), folders[0]), normalised(learned(in_process), folders[1]), "metadata")
     assert dict(portable.names) == dict(in_process.names)
     assert (portable.expansion is None) == (in_process.expansion is None)
     if in_process.expansion is not None:

@@ -121,9 +121,9 @@ class Plan:
                 folders[kind] = self.folder(name, kind)
                 folders[kind].mkdir(parents=True)
                 args = definition.args_for(folders[kind])
-                if args and args[0] == "train":
+                if args and args[0] == "train" and "--learners" not in args:
                     # Both sides run the streaming passes (auto would keep a small input in memory on
-                    # the local runner only), and say so alike.
+                    # the local runner only), and say so alike. (--learners learns in memory on both.)
                     args = [*args, "--in-memory", "off"]
                 prepare = functools.partial(definition.prepare, kind, folders[kind]) if definition.prepare else None
                 futures[kind] = self.executor.submit(self._run, args, options[kind], needs, prepare)

@@ -45,7 +45,7 @@ def _passes(count: int, holdout: bool = True):
 
 
 def _learners(model: Model, report: dict) -> None:
-    assert model.metadata["learners_per_pass"] == 8 and report["learners_per_pass"] == 8
+    assert model.metadata["learners_averaged"] == 8 and report["learners_per_pass"] == 8
     finishing = model.metadata["lbfgs"]
     assert finishing["why"] == "each pass averaged 8 learners" and finishing["evaluations"] == 5
     assert finishing["holdout_loss"] <= finishing["online_holdout_loss"]

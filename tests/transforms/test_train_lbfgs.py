@@ -79,26 +79,31 @@ def test_summing_losses_and_gradients_leaves_the_parts_unchanged():
 
 
 def test_averages_of_more_than_two_learners_are_finished_by_default(batches):
-    """The streamed passes of Train: with more than two learners a pass (or a number only the runner
-    knows), the finishing stage runs unless told not to, and the model says why; with one or two, it
-    does not."""
-    settings = dict(loss="logistic", bits=BITS)
-    for learners, after, why in (
-        (4, None, "each pass averaged 4 learners"),
-        (None, None, "each pass averaged learners the runner chooses"),
-        (2, None, None),
-        (4, 0, None),
-    ):
-        options = {"learners": learners} if after is None else {"learners": learners, "lbfgs_after_averaging": after}
+    """The finishing stage runs unless told not to when the online model is an average of more than two
+    learners, says why and records its passes; after one learner it does nothing, even where its stages
+    were built because nobody knew how many learners the runner would make."""
+    settings = dict(loss="logistic", bits=BITS, passes=2)
+
+    def trained(**options):
         train = Train(**settings, **options)
-        (model,) = run_collect(lambda p, train=train: p | beam.Create(batches) | train)
-        if why is None:
-            assert model.config.lbfgs_passes == 0 and "lbfgs" not in model.metadata
-            continue
-        assert model.config.lbfgs_passes == lbfgs.AFTER_AVERAGING_PASSES
-        summary = model.metadata["lbfgs"]
-        assert summary["why"] == why and summary["evaluations"] == lbfgs.AFTER_AVERAGING_PASSES
-        assert summary["kept"] == "online" or summary["holdout_loss"] < summary["online_holdout_loss"]
+        (model,) = run_collect(lambda p: p | beam.Create(batches) | train)
+        return model
+
+    averaged = trained(in_memory=True, learners=4)
+    assert averaged.metadata["learners_averaged"] == 4
+    assert averaged.config.lbfgs_passes == lbfgs.AFTER_AVERAGING_PASSES
+    summary = averaged.metadata["lbfgs"]
+    assert summary["why"] == "each pass averaged 4 learners" and summary["evaluations"] == averaged.config.lbfgs_passes
+    assert summary["kept"] == "online" or summary["holdout_loss"] < summary["online_holdout_loss"]
+    plain = trained(in_memory=True, learners=4, lbfgs_after_averaging=0)
+    assert "lbfgs" not in plain.metadata and plain.config.lbfgs_passes == 0
+    assert Train(**settings, learners=2).finishing == (0, None)  # (no stages where at most two average)
+
+    one = trained()  # one bundle, one learner
+    unknown = trained(learners=None)  # stages built, nothing to finish
+    assert "lbfgs" not in unknown.metadata and "learners_averaged" not in unknown.metadata
+    np.testing.assert_array_equal(unknown.weights, one.weights)
+    assert unknown.config == one.config
 
 
 def test_in_memory_learners_are_refused_when_unknown():
