@@ -179,19 +179,40 @@ def hash_strings(names, seed: int = 0) -> np.ndarray:
     >>> hash_strings(["a", " b ", ""], 7).tolist() == [hash_string(name, 7) for name in ["a", " b ", ""]]
     True
     """
-    encoded = [str(name).encode("utf-8") for name in names]
-    ends = np.cumsum([len(raw) for raw in encoded], dtype=np.int64)
-    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-    return _hash_segments(data, ends, int(seed))
+    data, starts, stops = utf8_segments(names)
+    return _hash_segments(data, starts, stops, int(seed))
+
+
+def utf8_segments(texts, errors: str = "strict") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(data, starts, stops)``: the UTF-8 bytes of ``texts`` (each ``str(text)``) in one array, text ``i``
+    at ``data[starts[i]:stops[i]]``, encoded at once (no Python call per text) unless a text holds a line
+    break.
+
+    >>> data, starts, stops = utf8_segments(["ab", "", "é"])
+    >>> [bytes(data[a:b]).decode() for a, b in zip(starts, stops)]
+    ['ab', '', 'é']
+    """
+    try:
+        joined = "\n".join(texts)
+    except TypeError:  # some are not str
+        texts = [str(text) for text in texts]
+        joined = "\n".join(texts)
+    data = np.frombuffer(joined.encode("utf-8", errors), dtype=np.uint8)
+    breaks = np.flatnonzero(data == 10)
+    if len(breaks) == len(texts) - 1:
+        starts = np.concatenate([np.zeros(1, dtype=np.int64), breaks + 1])
+        return data, starts, np.concatenate([breaks, np.array([len(data)], dtype=np.int64)])
+    encoded = [text.encode("utf-8", errors) for text in texts]  # (none, or a text holds a line break)
+    lengths = np.array([len(raw) for raw in encoded], dtype=np.int64)
+    stops = np.cumsum(lengths, dtype=np.int64)
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), stops - lengths, stops
 
 
 @numba.njit(cache=True, nogil=True)
-def _hash_segments(data, ends, seed):
-    out = np.empty(ends.shape[0], dtype=np.int64)
-    start = 0
-    for i in range(ends.shape[0]):
-        out[i] = hash_token(data, start, ends[i], seed)
-        start = ends[i]
+def _hash_segments(data, starts, stops, seed):
+    out = np.empty(starts.shape[0], dtype=np.int64)
+    for i in range(starts.shape[0]):
+        out[i] = hash_token(data, starts[i], stops[i], seed)
     return out
 
 

@@ -25,6 +25,17 @@ KEY_KINDS = ("tag", "namespace", "column", "file")
 PARSED_KINDS = ("namespace", "column")
 
 
+def key_text(key) -> str:
+    """The key as a per-key model folder writes it (keys from the command line are strings already).
+
+    >>> key_text("a"), key_text(b"b"), key_text(7)
+    ('a', 'b', '7')
+    """
+    if isinstance(key, bytes):
+        return key.decode("utf-8", errors="surrogateescape")
+    return key if isinstance(key, str) else str(key)
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """``kind`` (one of :data:`KEY_KINDS`) and, for ``namespace`` and ``column``, the ``name``."""

@@ -45,10 +45,13 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 
+import numba
 import numpy as np
 
 from polybeam.learners import container
 from polybeam.learners.config import LearnerConfig
+from polybeam.learners.hashing import utf8_segments
+from polybeam.learners.key_spec import key_text
 from polybeam.learners.key_table import KeyTableModels
 from polybeam.learners.model import Expansion, FactorTable, Model, ModelFileError
 
@@ -76,6 +79,50 @@ def shard_of(key: str, shards: int) -> int:
     (1, 0)
     """
     return zlib.crc32(key.encode("utf-8", errors="surrogateescape")) % shards
+
+
+def shards_of(keys: Sequence[str], shards: int) -> np.ndarray:
+    """:func:`shard_of` of every key's text (:func:`key_text`), in one compiled pass over their UTF-8 bytes: a batch
+    of thousands of keys without a Python call per key.
+
+    >>> shards_of(["store 12", "", "b"], 16).tolist() == [shard_of(k, 16) for k in ["store 12", "", "b"]]
+    True
+    """
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    data, starts, stops = utf8_segments([key_text(key) for key in keys] if _not_text(keys) else keys, "surrogateescape")
+    return (_crc32_rows(data, starts, stops, _CRC32_TABLE) % np.uint32(shards)).astype(np.int64)
+
+
+def _not_text(keys) -> bool:
+    try:
+        "".join(keys)
+    except TypeError:
+        return True
+    return False
+
+
+def _crc32_table() -> np.ndarray:
+    """The table of the reflected CRC-32 (polynomial 0xEDB88320) that ``zlib.crc32`` computes."""
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1).astype(np.uint32)
+    return table
+
+
+_CRC32_TABLE = _crc32_table()
+
+
+@numba.njit(cache=True, nogil=True)
+def _crc32_rows(data, starts, stops, table):
+    """``zlib.crc32(data[starts[i]:stops[i]])`` for every ``i``."""
+    out = np.empty(len(starts), dtype=np.uint32)
+    for row in range(len(starts)):
+        crc = np.uint32(0xFFFFFFFF)
+        for position in range(starts[row], stops[row]):
+            crc = table[(crc ^ data[position]) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+        out[row] = crc ^ np.uint32(0xFFFFFFFF)
+    return out
 
 
 def shard_name(number: int, shards: int) -> str:

@@ -22,18 +22,12 @@ import hashlib
 import posixpath
 import re
 
+from polybeam.learners.key_spec import key_text
 from polybeam.transforms.files import read_json, write_json
 
 INDEX_NAME = "index.json"
 MAX_STEM = 120
 _SAFE = re.compile(rb"[A-Za-z0-9_-]")
-
-
-def key_text(key) -> str:
-    """The key as the index writes it (keys from the command line are strings already)."""
-    if isinstance(key, bytes):
-        return key.decode("utf-8", errors="surrogateescape")
-    return key if isinstance(key, str) else str(key)
 
 
 def key_file_stem(key) -> str:

@@ -17,6 +17,7 @@ import apache_beam as beam
 import numpy as np
 import pytest
 from apache_beam.ml.inference.base import RunInference
+from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,15 +25,24 @@ from polybeam.learners import kernels
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.fitting import train_passes
+from polybeam.learners.key_spec import key_text
 from polybeam.learners.key_table import train_table
 from polybeam.learners.model import Model, ModelFileError
-from polybeam.learners.model_shards import ShardReader, add_summaries, entry_of, shard_bytes, shard_of, summarise
+from polybeam.learners.model_shards import (
+    ShardReader,
+    add_summaries,
+    entry_of,
+    shard_bytes,
+    shard_of,
+    shards_of,
+    summarise,
+)
 from polybeam.learners.polynomial import make_learner
 from polybeam.learners.warm_start import learner_from_model
 from polybeam.pipelines.cli import main
 from polybeam.transforms.checkpoints import ReadLearners
 from polybeam.transforms.inference import InferenceError, PerKeyModelHandler
-from polybeam.transforms.key_shards import key_segments
+from polybeam.transforms.key_shards import SplitByShard, key_segments
 from polybeam.transforms.keyed_files import KeyedFolder
 from polybeam.transforms.keys import ParsedKeys
 from polybeam.transforms.routing import WriteKeyedModels, shard_count
@@ -149,14 +159,42 @@ def test_per_key_models_fill_missing_values_with_their_keys_means_after_a_shard_
 
 def test_key_segments_gather_each_keys_rows_in_order_whatever_order_the_parts_come_in():
     batches = _batches(2, rows=50, parts=3)
-    from polybeam.transforms.key_shards import SplitByShard
 
-    parts = [part for batch in batches for _, part in SplitByShard(ParsedKeys("tag"), 1).process(batch)]
+    parts = [part for batch in batches for _, part in SplitByShard(ParsedKeys("tag"), 1).split(batch)]
     forward = {key: examples.labels.tolist() for key, examples in key_segments(parts)}
     backward = {key: examples.labels.tolist() for key, examples in key_segments(parts[::-1])}
     assert forward == backward
     for key in KEYS:
         assert forward[key] == np.concatenate([b.labels[b.tags == key] for b in batches]).tolist()
+
+
+def test_blocks_of_batches_that_interleave_in_a_file_give_each_key_its_rows_in_read_order():
+    # Two bundles' blocks: batches 0 and 2 in one, 1 in the other (a block's first row says nothing of the
+    # rows after it), through the shards of a SplitByShard in a pipeline and straight from the batches.
+    batches = _batches(3, rows=50, parts=3)
+    split = SplitByShard(ParsedKeys("tag"), 3)
+    blocks = [ExampleBatch.concat([batches[0], batches[2]]), batches[1]]
+    by_shard: dict = {}
+    for shard, part in (pair for block in blocks for pair in split.split(block)):
+        by_shard.setdefault(shard, []).append(part)
+    for parts in by_shard.values():
+        segments = list(key_segments(parts))
+        present = {key for part in parts for key in part.key_names}
+        first_read = [key for key in dict.fromkeys(np.concatenate([b.tags for b in batches])) if key in present]
+        assert [key for key, _ in segments] == first_read
+        for key, examples in segments:
+            assert examples.labels.tolist() == np.concatenate([b.labels[b.tags == key] for b in batches]).tolist()
+    with beam.Pipeline() as pipeline:
+        counted = (
+            pipeline
+            | beam.Create(batches, reshuffle=False)
+            | beam.ParDo(SplitByShard(ParsedKeys("tag"), 3))
+            | beam.GroupByKey()
+            | beam.MapTuple(lambda shard, parts: sorted((key, len(rows)) for key, rows in key_segments(parts)))
+            | beam.FlatMap(lambda pairs: pairs)
+        )
+        expected = [(key, int(sum((b.tags == key).sum() for b in batches))) for key in KEYS]
+        assert_that(counted, equal_to(expected))
 
 
 @pytest.mark.slow
@@ -285,6 +323,17 @@ def test_a_damaged_shard_is_refused_clearly():
     flipped[len(b"POLYBEAM-KEYS\n") + 40] ^= 0xFF
     with pytest.raises(ModelFileError, match="checksum|corrupt"):
         ShardReader.of_bytes(bytes(flipped)).model("a")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.one_of(st.text(), st.binary(max_size=8), st.integers()), max_size=40),
+    shards=st.integers(1, 100),
+)
+def test_a_batch_of_keys_hashes_to_the_shards_one_key_at_a_time_does(keys, shards):
+    # (texts with line breaks, lone surrogates, bytes and numbers included: the compiled CRC-32 of the
+    # joined UTF-8 bytes must be zlib's of each key's text, or a key's model would be looked for in another shard)
+    assert shards_of(keys, shards).tolist() == [shard_of(key_text(key), shards) for key in keys]
 
 
 def test_shards_keep_keys_by_their_hash_and_the_folder_sums_them(tmp_path):
