@@ -24,6 +24,7 @@ key's Evaluation reports.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 import numpy as np
@@ -54,7 +55,14 @@ class KeyedEvaluation:
 
     def key_ids(self, keys: Iterable) -> np.ndarray:
         """The index of each of ``keys``, new keys added."""
-        ids = np.fromiter((self._index.setdefault(key, len(self._index)) for key in keys), dtype=np.int64)
+        keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+        if not self._index:  # (a fresh evaluation of distinct keys: numbered at once)
+            self._index = dict(zip(keys, itertools.count()))
+            if len(self._index) != len(keys):
+                self._index = {}
+        ids = np.fromiter(map(self._index.get, keys, itertools.repeat(-1)), dtype=np.int64, count=len(keys))
+        for position in np.flatnonzero(ids < 0):  # (new keys, one by one: each is new once)
+            ids[position] = self._index.setdefault(keys[position], len(self._index))
         grown = len(self._index) - len(self.keys)
         if grown:
             self.keys.extend(list(self._index)[len(self.keys) :])

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numba
 import numpy as np
 
-from polybeam.learners import container
+from polybeam.learners import container, kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.hashing import utf8_segments
 from polybeam.learners.key_spec import key_text

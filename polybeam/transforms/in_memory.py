@@ -36,6 +36,7 @@ import numpy as np
 from apache_beam.metrics import Metrics
 
 from polybeam.learners import lbfgs
+from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.fitting import small_input_cross_validates, train_passes
 from polybeam.learners.holdout import held_out_rows
@@ -47,7 +48,8 @@ from polybeam.transforms.windows import combine_globally
 
 
 class GatherBatches(beam.CombineFn):
-    """The batches of a window as one list (in the order the runner hands them over)."""
+    """The batches of a window as one list, in read order (by source and first row: a runner hands them
+    over in the order its workers' bundles finish, and the model must not depend on it)."""
 
     def create_accumulator(self) -> list:
         return []
@@ -64,7 +66,7 @@ class GatherBatches(beam.CombineFn):
         return first
 
     def extract_output(self, batches: list) -> list:
-        return batches
+        return sorted(batches, key=ExampleBatch.read_place)
 
 
 class TrainAllPasses(beam.DoFn):

@@ -17,6 +17,7 @@ become dead letters, as :class:`~polybeam.transforms.routing.RouteByKey` does.
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -41,6 +42,7 @@ from polybeam.transforms.routing import UNROUTED, ModelLibrary
 # What a key's entry says when its model is not in the scoring table.
 _OWN_MODEL = -2  # a model the table cannot hold: it scores its own rows
 _NO_MODEL = -1
+_UNKNOWN = -3  # (not looked up yet)
 _PART_SHIFT = 32  # a key's place in the scoring tables: its table's number above these bits, its row below
 
 
@@ -63,6 +65,14 @@ class KeyScorer:
         # a key's place is PART << 32 | ROW, so that loading a shard never copies the tables loaded before.
         self.tables: list[ScoringTable] = []
         self.fallback: Model | None = None
+
+    def places(self, names: list) -> np.ndarray:
+        """:meth:`where` of every name: known names in one C-level pass, the others one by one (each
+        loads its shard the first time)."""
+        found = np.fromiter(map(self._where.get, names, itertools.repeat(_UNKNOWN)), dtype=np.int64, count=len(names))
+        for position in np.flatnonzero(found == _UNKNOWN):
+            found[position] = self.where(names[position])
+        return found
 
     def where(self, name: str) -> int:
         found = self._where.get(name)
@@ -117,6 +127,14 @@ class KeyScorer:
         return self.fallback
 
 
+def _all_text(keys) -> bool:
+    try:
+        "".join(keys)
+    except TypeError:
+        return False
+    return True
+
+
 class ScoredRows(NamedTuple):
     """A batch scored by its keys' models: example ``i`` has key ``keys[codes[i]]`` (text ``names[...]``),
     margin ``margins[i]`` and its model's label range; ``scored`` marks the examples whose key had a model
@@ -135,8 +153,8 @@ class ScoredRows(NamedTuple):
 def score_rows(scorer: KeyScorer, key: KeyFn, batch: ExampleBatch) -> ScoredRows:
     """Each example of ``batch`` scored by its key's model (see the module docstring)."""
     codes, keys = key_codes(key, batch)
-    names = [key_text(value) for value in keys]
-    where = np.fromiter((scorer.where(name) for name in names), dtype=np.int64, count=len(names))
+    names = list(keys) if _all_text(keys) else [key_text(value) for value in keys]
+    where = scorer.places(names)
     rows_where = where[codes] if len(batch) else np.zeros(0, np.int64)
     margins = np.zeros(len(batch))
     label_min, label_max = np.zeros(len(batch)), np.zeros(len(batch))
@@ -200,7 +218,9 @@ class _EvaluateKeysFn(_KeyScoringFn):
         evaluation = KeyedEvaluation(config.loss, config.loss_parameter)
         present = np.unique(scored.codes[rows])  # (a key whose rows are all dead letters has no metrics)
         ids = np.full(len(scored.keys), -1, dtype=np.int64)
-        ids[present] = evaluation.key_ids(scored.keys[code] for code in present)
+        ids[present] = evaluation.key_ids(
+            np.fromiter(scored.keys, dtype=object, count=len(scored.keys))[present].tolist()
+        )
         return evaluation.add(
             ids[scored.codes[rows]],
             batch.labels[rows],

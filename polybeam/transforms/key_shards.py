@@ -189,10 +189,6 @@ def _names_of(batch: ExampleBatch, names: dict) -> dict:
     return {int(slot): names[int(slot)] for slot in np.unique(batch.indices) if int(slot) in names}
 
 
-def _batch_order(batch: ExampleBatch) -> tuple:
-    return batch.source or "", int(batch.row_ids[0]) if batch.row_ids is not None and len(batch) else 0
-
-
 def key_segments(batches: Iterable[ExampleBatch]):
     """``(key, examples)`` of every key of ``batches`` (the parts of one shard), keys in the order they
     first come, each key's examples in read order (see :func:`gathered_by_key`: a runner hands a group's
@@ -207,7 +203,7 @@ def gathered_by_key(batches: Iterable[ExampleBatch]) -> tuple[list, ExampleBatch
     gather), key ``keys[k]``'s rows ``bounds[k]:bounds[k + 1]``. Rows come in read order: by source, then
     row id when every batch has row ids (blocks of several batches may interleave in a file), else by the
     batches' first rows; keys in the order of their first rows."""
-    batches = sorted(batches, key=_batch_order)
+    batches = sorted(batches, key=ExampleBatch.read_place)
     if not batches:
         return [], None, np.zeros(1, dtype=np.int64)
     index: dict = {}
@@ -238,7 +234,7 @@ def gathered_by_key(batches: Iterable[ExampleBatch]) -> tuple[list, ExampleBatch
 
 
 def _read_order(batches: list[ExampleBatch]) -> np.ndarray | None:
-    """The rows of ``batches`` (joined, sorted by :func:`_batch_order`) in read order: by source, then row
+    """The rows of ``batches`` (joined, sorted by :meth:`ExampleBatch.read_place`) in read order: by source, then row
     id; None when some batch has no row ids, or when the rows are in read order already."""
     if any(batch.row_ids is None for batch in batches):
         return None
