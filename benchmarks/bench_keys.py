@@ -110,7 +110,8 @@ def measure(size: str, folder: str, repeats: int) -> dict:
         "logistic",
         "--quiet",
     ]
-    runs: dict[str, list[dict]] = {"global": [], "per_key": [], "evaluate": []}
+    runs: dict[str, list[dict]] = {"global": [], "per_key": [], "evaluate": [], "shared": []}
+    shared_model = os.path.join(folder, f"keys-{size}-shared.model")
     models = os.path.join(folder, f"keys-{size}")
     scoring = ["polybeam", "evaluate", "--input", data, "--format", "csv", "--label-column", "label", "--quiet"]
     for _ in range(repeats):  # interleaved, so that a busy moment of the machine hits all
@@ -120,6 +121,8 @@ def measure(size: str, folder: str, repeats: int) -> dict:
         runs["per_key"].append(run(common + ["--key", "column:key", "--model", models]))
         # Scoring the same rows with their keys' models (the report, with every key's metrics, beside the folder).
         runs["evaluate"].append(run(scoring + ["--key", "column:key", "--model", models]))
+        # One shared model of every key (shared weights plus an offset per key).
+        runs["shared"].append(run(common + ["--key", "column:key", "--key-model", "shared", "--model", shared_model]))
     best = {kind: min(found, key=lambda r: r["seconds"]) for kind, found in runs.items()}
     result = {
         "size": size,
@@ -130,6 +133,9 @@ def measure(size: str, folder: str, repeats: int) -> dict:
         "global": best["global"],
         "per_key": best["per_key"],
         "evaluate": best["evaluate"],
+        "shared": best["shared"],
+        "shared_ratio": best["shared"]["seconds"] / best["global"]["seconds"],
+        "shared_model": _shared_model_facts(shared_model),
         "time_ratio": best["per_key"]["seconds"] / best["global"]["seconds"],
         "evaluate_ratio": best["evaluate"]["seconds"] / best["per_key"]["seconds"],
         "memory_ratio": best["per_key"]["peak_rss_bytes"] / best["global"]["peak_rss_bytes"],
@@ -142,20 +148,37 @@ def measure(size: str, folder: str, repeats: int) -> dict:
             "peak_bytes": target[1],
             "met": result["time_ratio"] <= target[0]
             and (target[1] is None or best["per_key"]["peak_rss_bytes"] <= target[1]),
+            "shared_met": result["shared_ratio"] <= target[0]
+            and (target[1] is None or best["shared"]["peak_rss_bytes"] <= target[1]),
         }
     print(
         f"{size}: global {best['global']['seconds']:.1f} s {best['global']['peak_rss_bytes'] / 2**20:.0f} MiB; "
         f"per key {best['per_key']['seconds']:.1f} s {best['per_key']['peak_rss_bytes'] / 2**20:.0f} MiB; "
         f"time ratio {result['time_ratio']:.2f}; evaluate {best['evaluate']['seconds']:.1f} s "
-        f"({result['evaluate_ratio']:.2f}x training; target <= 1x)"
+        f"({result['evaluate_ratio']:.2f}x training; target <= 1x); shared {best['shared']['seconds']:.1f} s "
+        f"{best['shared']['peak_rss_bytes'] / 2**20:.0f} MiB ({result['shared_ratio']:.2f}x global; its model "
+        f"{result['shared_model']['bytes'] / 2**20:.1f} MiB, read in {result['shared_model']['read_seconds']:.2f} s)"
         + (
             f" (target {_target_text(target[0], target[1])}: {'met' if result['target']['met'] else 'NOT met'})"
             if target
             else ""
-        ),
+        )
+        + (f" (shared: {'met' if result['target']['shared_met'] else 'NOT met'})" if target else ""),
         flush=True,
     )
     return result
+
+
+def _shared_model_facts(path: str) -> dict:
+    """The shared model file's size and the seconds this process takes to read it (best of 3)."""
+    from polybeam.transforms.model_io import read_model
+
+    seconds = []
+    for _ in range(3):
+        started = time.perf_counter()
+        model = read_model(path)
+        seconds.append(time.perf_counter() - started)
+    return {"bytes": os.path.getsize(path), "read_seconds": min(seconds), "keys": len(model.shared_keys.trained)}
 
 
 def markdown(report: dict) -> str:
@@ -179,6 +202,14 @@ def markdown(report: dict) -> str:
                 if not target
                 else f"{_target_text(target['time_ratio'], target['peak_bytes'])}: "
                 + ("met" if target["met"] else "**not met**"),
+                f"{r['shared']['seconds']:.1f}, {r['shared']['peak_rss_bytes'] / 2**20:.0f}" if "shared" in r else "-",
+                f"{r['shared_ratio']:.2f}"
+                + ("" if not target else " (met)" if target["shared_met"] else " (**not met**)")
+                if "shared" in r
+                else "-",
+                f"{r['shared_model']['bytes'] / 2**20:.1f} MiB, {r['shared_model']['read_seconds']:.2f} s"
+                if "shared" in r
+                else "-",
             ]
         )
     table = markdown_table(
@@ -195,6 +226,9 @@ def markdown(report: dict) -> str:
             "global loss",
             "per-key loss",
             "target",
+            "shared s, MiB",
+            "shared / global",
+            "shared model file, read",
         ],
         rows,
     )
@@ -204,7 +238,8 @@ def markdown(report: dict) -> str:
         f"the start, {report['load_end']} at the end). Whole `polybeam train` commands (logistic, defaults) on the "
         "same CSV rows (20 numeric features, keys in random order), best of "
         f"{report['repeats']}; seconds and peak memory of the process. `polybeam evaluate --key` scores the same "
-        f"rows with the per-key models (target: no slower than training them).\n\n{table}\n"
+        f"rows with the per-key models (target: no slower than training them); `--key-model shared` trains one "
+        f"shared model of the same keys (shared weights and an offset per key; target as per key).\n\n{table}\n"
     )
 
 

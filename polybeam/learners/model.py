@@ -76,13 +76,16 @@ from polybeam.learners.softmax import predict_batch_softmax
 from polybeam.learners.values import check_finite_weights
 
 MAGIC = b"POLYBEAM-MODEL\n"
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 # Version 6 is version 5 written by a shared per-key model (its metadata's key_model: shared), so that a
 # polybeam that cannot cross examples with their keys refuses it instead of predicting with hash noise.
 SHARED_KEYS_VERSION = 6
 PLAIN_VERSION = 5
 # Version 7: a model (shared per key or not) that fills missing values with its features' means.
 FILLS_VERSION = 7
+# Version 8: a shared per-key model whose trained keys are an array after the header (8 bytes a key, read
+# at once) rather than a JSON list in its metadata (a million keys: ~12 MB of text to parse).
+TRAINED_KEYS_VERSION = 8
 # The arrays after the header, in order (version 5; earlier versions have the first two or five).
 _ARRAYS = (
     "slots",
@@ -95,6 +98,7 @@ _ARRAYS = (
     "fill_slots",
     "fill_values",
     "fill_indicated",
+    "trained_keys",
 )
 
 # A model (or learner-state) file that cannot be used, with the reason.
@@ -554,16 +558,20 @@ class Model:
         if self.fill_slots is not None:
             arrays.update(fill_slots=self.fill_slots.astype("<i8"), fill_values=self.fill_values.astype("<f8"))
             arrays.update(fill_indicated=self.fill_indicated.astype("<i8"))
+        metadata = self.metadata
+        if self.shared_keys is not None:  # (its trained keys go after the header, as an array)
+            metadata = {name: value for name, value in metadata.items() if name != "trained_keys"}
+            arrays.update(trained_keys=self.shared_keys.trained.astype("<i8"))
         header = {
             "config": self.config.to_dict(),
-            "metadata": _jsonable(self.metadata),
+            "metadata": _jsonable(metadata),
             "names": {str(k): v for k, v in self.names.items()},
             "expansion": None if self.expansion is None else self.expansion.to_dict(),
         }
-        if self.fill_slots is not None:
-            version = FILLS_VERSION
+        if self.shared_keys is not None:
+            version = TRAINED_KEYS_VERSION
         else:
-            version = SHARED_KEYS_VERSION if self.shared_keys is not None else PLAIN_VERSION
+            version = FILLS_VERSION if self.fill_slots is not None else PLAIN_VERSION
         return container.pack(MAGIC, version, header, arrays)
 
     @classmethod
@@ -583,12 +591,15 @@ class Model:
                 raise ModelFileError(f"model file is corrupt: bad factor table ({error})") from None
         else:  # version 3: in the header
             monomials = {int(k): tuple(v) for k, v in header.get("monomials", {}).items()}
+        metadata = header.get("metadata")
+        if "trained_keys" in arrays and isinstance(metadata, dict):
+            metadata["trained_keys"] = arrays["trained_keys"].astype(np.int64).tolist()
         try:
             return cls(
                 config=LearnerConfig.from_dict(header["config"]),
                 slots=arrays["slots"].astype(np.int64),
                 weights=arrays["weights"].astype(np.float64),
-                metadata=header["metadata"],
+                metadata=metadata,
                 names={int(k): v for k, v in header["names"].items()},
                 expansion=Expansion.from_dict(header["expansion"]) if header.get("expansion") else None,
                 monomials=monomials,

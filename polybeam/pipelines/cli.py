@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import gc
 import importlib
-import json
 import math
 import os
 import sys
@@ -311,9 +310,9 @@ STDOUT_KEYS = 10_000
 
 
 def _print_json(report: dict) -> None:
-    from polybeam.transforms.files import finite  # JSON cannot carry NaN: null instead
+    from polybeam.transforms.files import json_document  # (NaN, which JSON cannot carry, as null)
 
-    print(json.dumps(finite(stdout_report(report)), sort_keys=True))
+    print(json_document(stdout_report(report), None))
 
 
 def stdout_report(report: dict) -> dict:

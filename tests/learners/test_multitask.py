@@ -15,7 +15,7 @@ from polybeam.learners.arrays import batch_from_arrays
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.linear import LinearLearner
-from polybeam.learners.model import Model, ModelFileError
+from polybeam.learners.model import _ARRAYS, Model, ModelFileError
 from polybeam.learners.multitask import (
     KEY_SEED,
     SharedKeys,
@@ -146,13 +146,28 @@ def test_a_shared_model_file_keeps_its_crossing_and_older_readers_refuse_it():
     again = Model.from_bytes(data)
     assert again.shared_keys.key == "column:store" and len(again.shared_keys.trained) == 2
     assert np.array_equal(again.predict(batch), model.predict(batch))
-    # Version 7 (it fills missing values); without fills version 6, and plain models stay version 5.
-    assert int.from_bytes(data[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 7
+
+    # Version 8 (its trained keys an array after the header), with fills or without; plain models stay
+    # version 5, and a plain model that fills missing values is version 7.
+    def version(model):
+        return int.from_bytes(model.to_bytes()[len(b"POLYBEAM-MODEL\n") :][:4], "little")
+
     unfilled = dataclasses.replace(model, fill_slots=None, fill_values=None)
-    assert int.from_bytes(unfilled.to_bytes()[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 6
+    assert (version(model), version(unfilled)) == (8, 8)
     plain = Model(model.config, model.slots, model.weights)
-    assert int.from_bytes(plain.to_bytes()[len(b"POLYBEAM-MODEL\n") :][:4], "little") == 5
+    assert version(plain) == 5
+    assert version(dataclasses.replace(plain, fill_slots=model.fill_slots, fill_values=model.fill_values)) == 7
     from polybeam.learners import container
+
+    _, header, arrays = container.unpack(data, b"POLYBEAM-MODEL\n", newest=8, what="model file", names=_ARRAYS)
+    assert "trained_keys" not in header["metadata"]
+    assert arrays["trained_keys"].tolist() == model.shared_keys.trained.tolist()
+    # A file of version 7 (trained keys a list in the metadata) reads as it did.
+    old_header = {**header, "metadata": {**header["metadata"], "trained_keys": arrays["trained_keys"].tolist()}}
+    old_arrays = {name: array for name, array in arrays.items() if name != "trained_keys"}
+    older = Model.from_bytes(container.pack(b"POLYBEAM-MODEL\n", 7, old_header, old_arrays))
+    assert older.shared_keys.trained.tolist() == model.shared_keys.trained.tolist()
+    assert np.array_equal(older.predict(batch), model.predict(batch))
 
     with pytest.raises(ModelFileError, match="newer"):
         container.unpack(data, b"POLYBEAM-MODEL\n", newest=5, what="model file", names=("slots", "weights"))
