@@ -66,14 +66,27 @@ def _find(sorted_slots, start, stop, slot):
 
 @numba.njit(cache=True, nogil=True)
 def key_margins(
-    indptr, indices, values, model_of_row, starts, slots, weights, low, high, fill_starts, fill_slots, fill_values, bias
+    indptr,
+    indices,
+    values,
+    rows,
+    model_of_row,
+    starts,
+    slots,
+    weights,
+    low,
+    high,
+    fill_starts,
+    fill_slots,
+    fill_values,
+    bias,
 ):
-    """The margin of each row with its model (``model_of_row``; rows of model -1 are left at 0): what
+    """The margin of row ``rows[i]`` with model ``model_of_row[i]`` (-1: left at 0), for each ``i``: what
     ``Model.margins`` computes, term by term in the same order."""
-    rows = indptr.shape[0] - 1
-    out = np.zeros(rows)
-    for row in range(rows):
-        model = model_of_row[row]
+    out = np.zeros(rows.shape[0])
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        model = model_of_row[i]
         if model < 0:
             continue
         start, stop = starts[model], starts[model + 1]
@@ -93,7 +106,7 @@ def key_margins(
                 total += weights[at] * x
             else:
                 total += 0.0 * x
-        out[row] = total
+        out[i] = total
     return out
 
 
@@ -166,13 +179,16 @@ class ScoringTable:
             label_max=stats[:, kernels.LABEL_MAX].copy(),
         )
 
-    def margins(self, batch: ExampleBatch, model_of_row: np.ndarray) -> np.ndarray:
-        """Each row's margin with model ``model_of_row[row]`` (-1: left at 0)."""
+    def margins(self, batch: ExampleBatch, model_of_row: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Each row's margin with model ``model_of_row[row]`` (-1: left at 0); with ``rows``, the margins of
+        those rows only, row ``rows[i]`` with model ``model_of_row[i]``."""
+        model_of_row = np.asarray(model_of_row, dtype=np.int64)
         return key_margins(
             batch.indptr,
             batch.indices,
             batch.values,
-            np.asarray(model_of_row, dtype=np.int64),
+            np.arange(len(batch), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64),
+            model_of_row,
             self.starts,
             self.slots,
             self.weights,

@@ -30,13 +30,35 @@ from collections.abc import Callable
 import apache_beam as beam
 
 from polybeam.transforms.files import write_json
+from polybeam.transforms.windows import in_window
 
 Build = Callable[[dict], dict]
 
 
 def _write(path: str, build: Build, **parts) -> str:
-    write_json(path, build({name: [pickle.loads(packed) for packed in values] for name, values in parts.items()}))
+    write_json(path, build({name: _unpacked(packed) for name, packed in parts.items()}))
     return path
+
+
+def _unpacked(packed) -> list:
+    return [element for blob in packed for element in pickle.loads(blob)]
+
+
+class _PackBundle(beam.DoFn):
+    """The elements of a bundle, by window, as one pickled list: a side input's elements are weighed
+    object by object when a worker caches them, and a part of 100,000 keys' metrics is millions of
+    objects (seconds) where a few byte strings are nothing."""
+
+    def start_bundle(self):
+        self._elements: dict = {}
+
+    def process(self, element, window=beam.DoFn.WindowParam):
+        self._elements.setdefault(window, []).append(element)
+
+    def finish_bundle(self):
+        for window, elements in self._elements.items():
+            yield in_window(pickle.dumps(elements), window)
+        self._elements = {}
 
 
 class WriteReport(beam.PTransform):
@@ -62,10 +84,8 @@ class WriteReport(beam.PTransform):
         self.parts = parts
 
     def expand(self, pbegin):
-        # Each element goes to the report's side inputs pickled: a side input's elements are weighed object by
-        # object when a worker caches them, and the metrics of 100,000 keys are millions of objects (seconds).
         sides = {
-            name: beam.pvalue.AsList(part | f"Pack{name}" >> beam.Map(pickle.dumps))
+            name: beam.pvalue.AsList(part | f"Pack{name}" >> beam.ParDo(_PackBundle()))
             for name, part in self.parts.items()
         }
         return (
