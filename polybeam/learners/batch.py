@@ -9,7 +9,7 @@ batch rather than per example.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -104,6 +104,35 @@ class ExampleBatch:
                 raise ValueError(f"batch {name} has {len(extra)} entries for {n} examples")
         if self.namespaces is not None and len(self.namespaces) != nnz:
             raise ValueError(f"batch namespaces has {len(self.namespaces)} entries for {nnz} features")
+
+    def __reduce__(self):
+        """Pickled compactly, since a runner's shuffle moves batches as pickles: weights that are all 1 are
+        not written, nor every row's slots when all rows have the same ones (a table of numbers' columns:
+        a third of a CSV row's bytes). Unpickling gives back equal arrays of the same types.
+
+        >>> import pickle
+        >>> batch = ExampleBatch.from_rows([(1.0, {3: 1.0, 7: 2.0}), (0.0, {3: 0.5, 7: 1.0})])
+        >>> again = pickle.loads(pickle.dumps(batch))
+        >>> again.indices.tolist(), again.indptr.tolist(), again.weights.tolist()
+        ([3, 7, 3, 7], [0, 2, 4], [1.0, 1.0])
+        """
+        state = {name: getattr(self, name) for name in _FIELD_NAMES}
+        n = len(self.labels)
+        if n and self.weights.dtype == np.float64 and bool((self.weights == 1.0).all()):
+            state["weights"] = None
+        width = int(self.indptr[1] - self.indptr[0]) if n else 0
+        if (
+            width
+            and self.indptr.dtype == np.int64
+            and self.indices.dtype == INDEX_DTYPE
+            and int(self.indptr[0]) == 0
+            and len(self.indices) == n * width
+            and bool((np.diff(self.indptr) == width).all())
+            and bool((self.indices.reshape(n, width) == self.indices[:width]).all())
+        ):
+            state["indptr"] = None
+            state["indices"] = self.indices[:width].copy()  # (the slots of every row)
+        return _unpickled_batch, (n, state)
 
     # -- construction -------------------------------------------------------
 
@@ -387,3 +416,17 @@ def _joined_keys(batches: list[ExampleBatch]) -> tuple[np.ndarray | None, tuple[
         local = np.array([index.setdefault(name, len(index)) for name in batch.key_names], dtype=np.int32)
         codes.append(local[batch.key_codes] if len(batch) else np.zeros(0, dtype=np.int32))
     return np.concatenate(codes).astype(np.int32, copy=False), tuple(index)
+
+
+def _unpickled_batch(n: int, state: dict) -> ExampleBatch:
+    """The batch :meth:`ExampleBatch.__reduce__` wrote."""
+    if state["weights"] is None:
+        state["weights"] = np.ones(n)
+    if state["indptr"] is None:
+        width = len(state["indices"])
+        state["indptr"] = np.arange(n + 1, dtype=np.int64) * width
+        state["indices"] = np.tile(state["indices"], n)
+    return ExampleBatch(**state)
+
+
+_FIELD_NAMES = tuple(item.name for item in fields(ExampleBatch))
