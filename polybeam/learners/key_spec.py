@@ -36,6 +36,19 @@ def key_text(key) -> str:
     return key if isinstance(key, str) else str(key)
 
 
+def all_text(keys) -> bool:
+    """Whether every one of ``keys`` is a str (checked in C: joining them).
+
+    >>> all_text(["a", "b"]), all_text(["a", b"b"])
+    (True, False)
+    """
+    try:
+        "".join(keys)
+    except TypeError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """``kind`` (one of :data:`KEY_KINDS`) and, for ``namespace`` and ``column``, the ``name``."""

@@ -51,7 +51,7 @@ import numpy as np
 from polybeam.learners import container, kernel_cache  # noqa: F401  (first: where numba caches the kernels below)
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.hashing import utf8_segments
-from polybeam.learners.key_spec import key_text
+from polybeam.learners.key_spec import all_text, key_text
 from polybeam.learners.key_table import KeyTableModels
 from polybeam.learners.model import Expansion, FactorTable, Model, ModelFileError
 
@@ -90,16 +90,8 @@ def shards_of(keys: Sequence[str], shards: int) -> np.ndarray:
     """
     if not len(keys):
         return np.zeros(0, dtype=np.int64)
-    data, starts, stops = utf8_segments([key_text(key) for key in keys] if _not_text(keys) else keys, "surrogateescape")
+    data, starts, stops = utf8_segments(keys if all_text(keys) else [key_text(key) for key in keys], "surrogateescape")
     return (_crc32_rows(data, starts, stops, _CRC32_TABLE) % np.uint32(shards)).astype(np.int64)
-
-
-def _not_text(keys) -> bool:
-    try:
-        "".join(keys)
-    except TypeError:
-        return True
-    return False
 
 
 def _crc32_table() -> np.ndarray:

@@ -49,7 +49,9 @@ from polybeam.transforms.windows import combine_globally
 
 class GatherBatches(beam.CombineFn):
     """The batches of a window as one list, in read order (by source and first row: a runner hands them
-    over in the order its workers' bundles finish, and the model must not depend on it)."""
+    over in the order its workers' bundles finish, and the model must not depend on it). Batches with
+    event times keep the order they come in: a window learns its panes one after the other, and a pane's
+    rows are not in the order of their first row ids."""
 
     def create_accumulator(self) -> list:
         return []
@@ -66,6 +68,8 @@ class GatherBatches(beam.CombineFn):
         return first
 
     def extract_output(self, batches: list) -> list:
+        if any(batch.timestamps is not None for batch in batches):
+            return batches
         return sorted(batches, key=ExampleBatch.read_place)
 
 

@@ -29,6 +29,7 @@ from polybeam.formats.records import DeadLetter
 from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.key_scoring import ScoringTable, row_values, scorable
+from polybeam.learners.key_spec import all_text
 from polybeam.learners.keyed_evaluation import KeyedEvaluation
 from polybeam.learners.model import Model
 from polybeam.learners.model_shards import shard_of
@@ -133,14 +134,6 @@ class KeyScorer:
         return self.fallback
 
 
-def _all_text(keys) -> bool:
-    try:
-        "".join(keys)
-    except TypeError:
-        return False
-    return True
-
-
 class ScoredRows(NamedTuple):
     """A batch scored by its keys' models: example ``i`` has key ``keys[codes[i]]`` (text ``names[...]``),
     margin ``margins[i]`` and its model's label range; ``scored`` marks the examples whose key had a model
@@ -159,7 +152,7 @@ class ScoredRows(NamedTuple):
 def score_rows(scorer: KeyScorer, key: KeyFn, batch: ExampleBatch) -> ScoredRows:
     """Each example of ``batch`` scored by its key's model (see the module docstring)."""
     codes, keys = key_codes(key, batch)
-    names = list(keys) if _all_text(keys) else [key_text(value) for value in keys]
+    names = list(keys) if all_text(keys) else [key_text(value) for value in keys]
     where = scorer.places(names)
     rows_where = where[codes] if len(batch) else np.zeros(0, np.int64)
     margins = np.zeros(len(batch))
