@@ -701,6 +701,12 @@ class CsvFormat(HashedFormat):
             names = split_fields(header, self.delimiter)
             if not names:
                 raise ValueError("the CSV header line is empty")
+            if all(map(_is_number, names)):  # (read as names, the first record would be lost, its columns renamed)
+                raise RecordAsHeaderError(
+                    f"its first line looks like a record, not a header (every field a number: {_shortened(header)}):"
+                    " every file of a CSV input must start with the same header line (--no-csv-header, "
+                    "has_header=False, if none has one)"
+                )
         else:
             sample = header if header is not None else first_record
             if sample is None:
@@ -790,7 +796,8 @@ class CsvFormat(HashedFormat):
         except ValueError as error:
             # A header without the configured columns makes the whole file unreadable: say which file, and
             # when its first line is a record (a file of a glob without the header the others have), that too.
-            raise InputFileError(f"{source}: {error}{_headerless(header, self)}") from None
+            said = isinstance(error, RecordAsHeaderError)
+            raise InputFileError(f"{source}: {error}{'' if said else _headerless(header, self)}") from None
         (
             (status, starts, stops, bad_columns, bad_starts, bad_stops),
             (example_lines, labels, weights, has_label, indptr),
@@ -918,6 +925,28 @@ def _time_problems(scratch, spans, status, column: str, unit: str = "s") -> dict
     }
 
 
+class RecordAsHeaderError(ValueError):
+    """A CSV format with a header read a first line whose every field is a number."""
+
+
+def _is_number(text: str) -> bool:
+    """Whether a header field reads as a number (``"1.5"``, ``" -2"``, ``"nan"``).
+
+    >>> _is_number(" -2"), _is_number("x1")
+    (True, False)
+    """
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _shortened(line: bytes, limit: int = 60) -> str:
+    text = line.decode("utf-8", "replace").strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _headerless(header: bytes | None, fmt: CsvFormat) -> str:
     """``"; its first line looks like a record, ..."`` when most fields of a header line are numbers, else ``""``.
 
@@ -929,15 +958,7 @@ def _headerless(header: bytes | None, fmt: CsvFormat) -> str:
     if not fmt.has_header or not header:
         return ""
     fields = split_fields(header, fmt.delimiter)
-
-    def is_number(text: str) -> bool:
-        try:
-            float(text)
-        except ValueError:
-            return False
-        return True
-
-    if 2 * sum(map(is_number, fields)) <= len(fields):
+    if 2 * sum(map(_is_number, fields)) <= len(fields):
         return ""
     return (
         "; its first line looks like a record, not a header: every file of a CSV input must start with the "

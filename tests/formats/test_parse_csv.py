@@ -499,7 +499,14 @@ def test_a_file_without_the_header_of_a_glob_says_its_first_line_is_a_record():
     with pytest.raises(InputFileError) as refused:
         fmt.parse(b"1,1700536400,0.531,0.736\n0,1700540000,0.687,0.463\n", source="part-2.csv")
     assert str(refused.value) == (
-        "part-2.csv: label_column 'y' is not a column; the columns are ['1', '1700536400', '0.531', '0.736']; "
+        "part-2.csv: its first line looks like a record, not a header (every field a number: "
+        "1,1700536400,0.531,0.736): every file of a CSV input must start with the same header line "
+        "(--no-csv-header, has_header=False, if none has one)"
+    )
+    with pytest.raises(InputFileError) as refused:  # (a first line of mostly numbers: the column error says so)
+        fmt.parse(b"1,1700536400,0.531,x\n0,1700540000,0.687,0.463\n", source="part-3.csv")
+    assert str(refused.value) == (
+        "part-3.csv: label_column 'y' is not a column; the columns are ['1', '1700536400', '0.531', 'x']; "
         "its first line looks like a record, not a header: every file of a CSV input must start with the same "
         "header line (--no-csv-header if none has one)"
     )

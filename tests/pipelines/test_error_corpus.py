@@ -123,7 +123,13 @@ CASES = [
         "header-less file in a glob",
         (*TRAIN, "--input", "{folder}/glob/*.csv", *CSV, "--model", "{out}/m.model"),
         1,
-        "b.csv: label_column 'y' is not a column; the columns are ['1', '1700536400', '0.531', '0.736']; its first line looks like a record, not a header",
+        "b.csv: its first line looks like a record, not a header (every field a number: 1,1700536400,0.531,0.736)",
+    ),
+    Case(
+        "CSV of numbers read with the default header",  # (its first record was taken as the column names)
+        (*TRAIN, "--input", "{folder}/glob/b.csv", "--format", "csv", "--model", "{out}/m.model"),
+        2,
+        "b.csv: its first line looks like a record, not a header (every field a number: 1,1700536400,0.531,0.736)",
     ),
     Case(
         "CSV read as LIBSVM",
