@@ -323,7 +323,8 @@ TABLE = (
         "no-csv-header",
         _I,
         "input",
-        f"CSV: files have no header line; columns are named 1, 2, ...{AS_MODEL}",
+        f"CSV: files have no header line; columns are named 1, 2, ... (with a header, the default, a first "
+        f"line whose every field is a number is refused){AS_MODEL}",
         flag=True,
     ),
     Option(
