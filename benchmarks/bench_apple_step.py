@@ -23,7 +23,6 @@ wins more tasks than it loses and has the lower mean error over all tasks.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -50,17 +49,16 @@ DEFAULTS = {"squared, linear": "squared, linear", "squared, apple": "squared, ap
 LEFT_OUT = ("flights",)
 
 
-def binary_tasks(cache: str) -> list[dict]:
-    metas = []
-    for name in sorted(os.listdir(cache)):
-        path = os.path.join(cache, name, "meta.json")
-        if not os.path.exists(path) or "+" in name or name in LEFT_OUT:
-            continue
-        with open(path) as handle:
-            meta = json.load(handle)
-        if meta["task"] == "binary":
-            metas.append({**meta, "folder": os.path.join(cache, name)})
-    return metas
+def binary_tasks(cache: str, names: list[str] | None = None) -> list[dict]:
+    """The suite's binary tasks (``names``, or all but the left out and the ``+random1000`` variants), written
+    into ``cache`` when not there yet."""
+    import suite_data
+
+    metas = suite_data.assemble(cache, names=names, variants=False)
+    chosen = [meta for meta in metas if meta["task"] == "binary" and "+" not in meta["name"]]
+    if names is None:
+        chosen = [meta for meta in chosen if meta["name"] not in LEFT_OUT]
+    return [{**meta, "folder": meta.get("folder") or os.path.join(cache, meta["name"])} for meta in chosen]
 
 
 def run(meta: dict, seed: int, splits: str) -> dict:
@@ -130,12 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default="", help="comma-separated suite data sets (default: every binary one)")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated split seeds")
     args = parser.parse_args(argv)
-    import suite_data
-
-    suite_data.assemble(args.cache)
-    metas = binary_tasks(args.cache)
-    if args.tasks:
-        metas = [meta for meta in metas if meta["name"] in args.tasks.split(",")]
+    metas = binary_tasks(args.cache, args.tasks.split(",") if args.tasks else None)
     seeds = [int(s) for s in args.seeds.split(",")]
     results = {}
     for meta in metas:
