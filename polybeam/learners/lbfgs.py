@@ -39,8 +39,8 @@ is the best point evaluated (the last accepted one). Hinge loss is not
 differentiable and is refused.
 
 A model of few parameters over not too many examples
-(:func:`polybeam.learners.newton.affordable`, known after the first pass)
-steps by Newton's rule from the second pass on: the pass sums the loss's whole
+(:func:`polybeam.learners.newton.affordable`) steps by Newton's rule: the
+pass sums the loss's whole
 Hessian with its gradient (as additive over examples), the step solves it, and
 the optimiser stops asking for it once the step would gain less than
 :data:`NEWTON_TOLERANCE` of the objective. On
@@ -245,10 +245,11 @@ class LossGradient:
     @classmethod
     def on(cls, slots: np.ndarray, outputs: int, hessian: bool = False) -> LossGradient:
         """The empty sum with rows for ``slots`` (sorted; more join as examples use them); ``hessian``: with
-        the whole Hessian too while the slots stay few enough (:func:`polybeam.learners.newton.wants_hessian`)."""
+        the whole Hessian too while its slots and examples stay few enough
+        (:func:`polybeam.learners.newton.affordable`)."""
         slots = np.asarray(slots, dtype=np.int64)
         matrix = None
-        if hessian and newton.wants_hessian(len(slots), outputs):
+        if hessian and newton.affordable(0, len(slots) * outputs):
             matrix = np.zeros((len(slots) * outputs, len(slots) * outputs))
         return cls(0.0, np.zeros((len(slots), outputs)), np.zeros((len(slots), outputs)), slots=slots, hessian=matrix)
 
@@ -312,8 +313,9 @@ class LossGradient:
             probabilities = None
         derivative *= importance[:, None]
         second *= importance[:, None]
-        if self.hessian is not None and not newton.wants_hessian(len(design.slots), second.shape[1]):
-            self.hessian = None  # (the batch alone has too many slots: so will the sum)
+        outputs = second.shape[1]
+        if self.hessian is not None and not newton.affordable(self.examples + len(batch), len(design.slots) * outputs):
+            self.hessian = None  # (the batch alone has too many slots, or the examples too many: so will the sum)
         if self.hessian is not None:
             weights_of_rows = importance[:, None] if probabilities is not None else second
             batch_part = self._batch_hessian(design, weights_of_rows, probabilities, bias)
@@ -326,11 +328,18 @@ class LossGradient:
         sums = (design.matrix.T @ importance)[:, None]
         rows = dict(gradient=gradient, curvature=curvature, cross=cross, feature_sums=sums)
         positions = self._add_rows(design.slots, rows, design.located(self.slots) if self.slots is not None else None)
-        if self.hessian is not None:  # (still: the batch's slots may have outgrown the limit)
-            self._add_hessian(positions, batch_part)
         self.weight += float(importance.sum())
         self.examples += len(batch)
+        self._check_hessian()
+        if self.hessian is not None:  # (still: the batch's slots may have outgrown the limit)
+            self._add_hessian(positions, batch_part)
         return self
+
+    def _check_hessian(self) -> None:
+        """Drop the Hessian once the sum's slots or examples make it too costly (polybeam.learners.newton.
+        affordable): both only grow, so whether the whole keeps it does not depend on how parts merged."""
+        if self.hessian is not None and not newton.affordable(self.examples, self.hessian.shape[0]):
+            self.hessian = None
 
     def _add_rows(self, slots: np.ndarray, rows: dict[str, np.ndarray], located=None) -> np.ndarray:
         """Add ``rows`` (one per slot of ``slots``); the rows' positions in this sum."""
@@ -374,7 +383,7 @@ class LossGradient:
             setattr(self, name, grown)
         if self.hessian is not None:
             outputs = self.gradient.shape[1]
-            if newton.wants_hessian(len(slots), outputs):
+            if newton.affordable(self.examples, len(slots) * outputs):
                 grown = np.zeros((len(slots) * outputs, len(slots) * outputs))
                 flat = self._flat(positions)
                 grown[np.ix_(flat, flat)] = self.hessian
@@ -423,6 +432,7 @@ class LossGradient:
                 self.hessian = None
             self.weight += other.weight
             self.examples += other.examples
+            self._check_hessian()
         return self
 
 
@@ -680,7 +690,7 @@ def start_point(model) -> SparseWeights:
     held = SparseWeights(
         np.asarray(model.slots, dtype=np.int64), np.asarray(model.weights).reshape(len(model.slots), -1)
     )
-    return SparseWeights(slots, held.rows_at(slots))
+    return SparseWeights(slots, held.rows_at(slots), newton=True)
 
 
 # -- the holdout: the stage never returns a model worse than the online one ---------------------------------

@@ -44,11 +44,6 @@ BLOCK_ENTRIES = 1 << 22
 HESSIAN_BUDGET = 2e9
 
 
-def wants_hessian(slots: int, outputs: int) -> bool:
-    """Whether a sum over ``slots`` slots of ``outputs`` outputs carries the Hessian."""
-    return slots * outputs <= NEWTON_PARAMETERS
-
-
 def affordable(examples: int, parameters: int) -> bool:
     """Whether Newton steps suit a model of ``parameters`` parameters over ``examples`` examples a pass.
 
