@@ -61,7 +61,10 @@ CHECKPOINTS = (1, 5, 10, 20, 30)
 WITHIN = 1e-3  # the target: within 0.1% of the optimum
 ERROR_TARGET = 0.02  # 20 passes' mean test error within this of LogisticRegression's (small multiclass)
 LOG_LOSS_TARGET = 0.003  # 20 passes' mean test log loss within this of LogisticRegression's (text)
+# The peer each target is judged against: on standardised columns for the small numeric tasks, on the same
+# hashed word counts for text (standardised counts overfit: log loss 3.8)
 PEER = "scikit-learn LogisticRegression (standardised)"
+TEXT_PEER = "scikit-learn LogisticRegression (hashed)"
 COMMANDS = {
     "1 pass": (),
     "5 passes": ("--passes", "5"),
@@ -269,14 +272,16 @@ def summary(results: list[dict]) -> list[dict]:
 
         text = task in TEXT
         measure, target = ("log_loss", LOG_LOSS_TARGET) if text else ("error", ERROR_TARGET)
-        gap = mean("20 passes", measure) - mean(PEER, measure)
+        peer = TEXT_PEER if text else PEER
+        gap = mean("20 passes", measure) - mean(peer, measure)
         reached = [row["evaluations to 0.1%"] for result in mine for row in result["finishing"]]
         rows.append(
             {
                 "task": task,
                 "seeds": len(mine),
                 "20 passes": (mean("20 passes", "error"), mean("20 passes", "log_loss")),
-                "peer": (mean(PEER, "error"), mean(PEER, "log_loss")),
+                "peer": (mean(peer, "error"), mean(peer, "log_loss")),
+                "peer run": peer,
                 "measure": measure,
                 "gap": gap,
                 "met": gap <= target,
@@ -314,8 +319,9 @@ def render(report: dict) -> str:
         "",
         "## Summary",
         "",
-        f"Mean over each task's seeds. Targets: 20 passes within {ERROR_TARGET} of LogisticRegression's (standardised) "
-        f"test error on the small multiclass tasks and within {LOG_LOSS_TARGET} of its log loss on text; the "
+        f"Mean over each task's seeds. Targets: 20 passes within {ERROR_TARGET} of LogisticRegression's test error "
+        f"on the small multiclass tasks (on standardised columns) and within {LOG_LOSS_TARGET} of its log loss on "
+        "text (on the same hashed counts); the "
         "finishing stage within 0.1% of the optimum in at most 30 evaluations at every L2 of its grid.",
         "",
         markdown_table(
@@ -392,7 +398,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default=",".join(MULTICLASS + TEXT), help="comma-separated suite data sets")
     parser.add_argument("--seeds", default="0", help="comma-separated split seeds")
     parser.add_argument("--command-tasks", default="Vowel,austen_books", help="tasks timed as whole commands")
+    parser.add_argument("--render", action="store_true", help="rewrite the summary and markdown from the JSON")
     args = parser.parse_args(argv)
+    if args.render:
+        import json
+
+        with open(os.path.join(args.out, "convergence.json")) as handle:
+            report = json.load(handle)
+        report["summary"] = summary(report["results"])
+        write_report(args.out, "convergence", report, render(report))
+        print(render(report))
+        return 0
     names = args.tasks.split(",")
     command_tasks = [name for name in args.command_tasks.split(",") if name]
     metas = {meta["name"]: meta for meta in suite_data.assemble(args.cache, names=names + command_tasks)}
