@@ -44,7 +44,7 @@ pass sums the loss's whole
 Hessian with its gradient (as additive over examples), the step solves it, and
 the optimiser stops asking for it once the step would gain less than
 :data:`NEWTON_TOLERANCE` of the objective. On
-the suite's small multiclass tasks that reaches the optimum within 0.1% in 3-12
+the suite's small multiclass tasks that reaches the optimum within 0.1% in at most 16
 evaluations at every L2 of the grid, where L-BFGS took up to and past 30
 (``benchmarks/results/convergence.md``).
 
