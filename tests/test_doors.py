@@ -243,6 +243,31 @@ def test_a_table_whose_labels_need_telling_is_refused_at_every_door(tmp_path):
             _ = p | ReadExamples(str(csv), format="csv", label_column="y", labels="binary")
 
 
+def test_a_csv_whose_first_line_is_a_record_is_refused_at_every_door(tmp_path):
+    """A header is expected by default: a first line of numbers only is a record, and every door that reads
+    the file refuses it with the same words (it used to become the column names, the record lost)."""
+    frame = pd.DataFrame({"y": [1, -1] * 15, "x0": np.arange(30.0)})
+    headed, numbers = tmp_path / "headed.csv", tmp_path / "numbers.csv"
+    frame.to_csv(headed, index=False)
+    frame.to_csv(numbers, index=False, header=False)
+    said_once = "its first line looks like a record, not a header (every field a number: 1,0.0)"
+    code, said = cli(
+        "train", "--input", numbers, "--format", "csv", "--loss", "logistic", "--model", tmp_path / "n.model"
+    )
+    assert code == 2 and said_once in said
+    assert cli("train", "--input", headed, "--format", "csv", "--label-column", "y", "--loss", "logistic",
+               "--model", tmp_path / "m.model")[0] == 0  # fmt: skip
+    for command, more in (("predict", ("--output", tmp_path / "p.txt")), ("evaluate", ())):
+        code, said = cli(command, "--input", numbers, "--model", tmp_path / "m.model", *more)
+        assert code != 0 and said_once in said, (command, said)
+    with pytest.raises(Exception, match=r"its first line looks like a record, not a header"):
+        with beam.Pipeline(runner="FnApiRunner") as p:
+            _ = p | ReadExamples(str(numbers), format="csv", labels="binary")
+    code, said = cli("train", "--input", numbers, "--format", "csv", "--no-csv-header", "--loss", "logistic",
+                     "--model", tmp_path / "k.model")  # fmt: skip
+    assert code == 0 and "records read 30 = examples 30" in said
+
+
 def test_run_inference_on_dicts_and_rows_scores_as_the_cli_model_reads_its_file(tmp_path):
     rng = np.random.default_rng(3)
     frame = pd.DataFrame(

@@ -59,7 +59,7 @@ from typing import ClassVar
 import numba
 import numpy as np
 
-from polybeam.formats.classes import NO_CLASS, find_class
+from polybeam.formats.classes import NO_CLASS, _short, find_class
 from polybeam.formats.keys import key_codes
 from polybeam.formats.missing import (
     DEFAULT_NA_VALUES,
@@ -698,15 +698,9 @@ class CsvFormat(HashedFormat):
         if self.has_header:
             if header is None:
                 raise ValueError("this CSV format has a header: pass the file's first line as header")
-            names = split_fields(header, self.delimiter)
+            names = header_fields(header, self.delimiter)
             if not names:
                 raise ValueError("the CSV header line is empty")
-            if all(map(_is_number, names)):  # (read as names, the first record would be lost, its columns renamed)
-                raise RecordAsHeaderError(
-                    f"its first line looks like a record, not a header (every field a number: {_shortened(header)}):"
-                    " every file of a CSV input must start with the same header line (--no-csv-header, "
-                    "has_header=False, if none has one)"
-                )
         else:
             sample = header if header is not None else first_record
             if sample is None:
@@ -929,6 +923,23 @@ class RecordAsHeaderError(ValueError):
     """A CSV format with a header read a first line whose every field is a number."""
 
 
+def header_fields(header: bytes, delimiter: str) -> list[str]:
+    """The column names of a CSV header line; a line whose every field is a number is refused
+    (:class:`RecordAsHeaderError`): read as names, the first record would be lost and its columns renamed.
+
+    >>> header_fields(b"y,10,b", ",")
+    ['y', '10', 'b']
+    """
+    names = split_fields(header, delimiter)
+    if names and all(map(_is_number, names)):
+        raise RecordAsHeaderError(
+            "its first line looks like a record, not a header (every field a number: "
+            f"{_short(header.decode('utf-8', 'replace').strip(), 60)}): every file of a CSV input must start with "
+            "the same header line (--no-csv-header, has_header=False, if none has one)"
+        )
+    return names
+
+
 def _is_number(text: str) -> bool:
     """Whether a header field reads as a number (``"1.5"``, ``" -2"``, ``"nan"``).
 
@@ -940,11 +951,6 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _shortened(line: bytes, limit: int = 60) -> str:
-    text = line.decode("utf-8", "replace").strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _headerless(header: bytes | None, fmt: CsvFormat) -> str:

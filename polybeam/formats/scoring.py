@@ -348,14 +348,14 @@ class ScoringFormat:
     def _csv_names(self, data: bytes, offset: int, header: bytes | None) -> tuple[str, ...] | None:
         """The names of a CSV file's columns (``"1"`` ... ``"d"`` without a header), or None when the block
         holds no record to count them by."""
-        from polybeam.formats.csv import split_fields
+        from polybeam.formats.csv import header_fields, split_fields
 
         fmt = self.format
         if fmt.has_header:
             line = data[: _line_end(data, 0)] if offset == 0 else header
             if line is None or not line.strip():
                 return None  # (an empty file: nothing to hold against the model)
-            return tuple(split_fields(line, fmt.delimiter))
+            return tuple(header_fields(line, fmt.delimiter))
         record = header if header is not None and _is_record(header) else _first_record(data)
         if record is None:
             return None
