@@ -171,6 +171,17 @@ class BatchDesign:
     # they add to share one array of slots, so a batch looks its slots up once, not once per point and sum
     # (the lookups were most of a pass's time on 10**6 features).
     _located: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+    # the dense columns the Hessian's products take (made once for every point a pass evaluates)
+    _dense: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+
+    def dense_columns(self, bias: bool) -> np.ndarray:
+        """The matrix as a dense array, the bias a column of ones added to slot 0's (the first)."""
+        if not self._dense:
+            columns = self.matrix.toarray()
+            if bias:
+                columns[:, 0] += 1.0
+            self._dense.append(columns)
+        return self._dense[0]
 
     def located(self, universe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(found, positions)`` of this batch's slots in ``universe`` (sorted), remembered for the same
@@ -318,7 +329,7 @@ class LossGradient:
             self.hessian = None  # (the batch alone has too many slots, or the examples too many: so will the sum)
         if self.hessian is not None:
             weights_of_rows = importance[:, None] if probabilities is not None else second
-            batch_part = self._batch_hessian(design, weights_of_rows, probabilities, bias)
+            batch_part = newton.batch_hessian(design.dense_columns(bias), weights_of_rows, probabilities)
         gradient = design.matrix.T @ derivative
         curvature = design.squares.T @ second
         cross = design.matrix.T @ second
@@ -354,13 +365,6 @@ class LossGradient:
         for name, values in rows.items():
             _add_at(getattr(self, name), positions, values)
         return positions
-
-    @staticmethod
-    def _batch_hessian(design: BatchDesign, second: np.ndarray, probabilities: np.ndarray | None, bias: bool):
-        columns = design.matrix.toarray()
-        if bias:  # (the bias is a column of ones on slot 0, the first of the batch's slots)
-            columns[:, 0] += 1.0
-        return newton.batch_hessian(columns, second, probabilities)
 
     def _flat(self, positions: np.ndarray) -> np.ndarray:
         """The flattened rows (slot-major) of the rows at ``positions``."""
