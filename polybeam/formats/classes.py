@@ -162,7 +162,8 @@ def _number_or_none(text: str) -> float | None:
         return None
 
 
-def _short(text: str, limit: int = NAME_CHARS) -> str:
+def short_text(text: str, limit: int = NAME_CHARS) -> str:
+    """``text`` cut to ``limit`` characters and "..." for a message."""
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -193,10 +194,10 @@ class ClassNames:
 
     def unknown_reason(self, label: str) -> str:
         """Why ``label`` (the label's text) is a dead letter: it is neither a number nor a name."""
-        listed = ", ".join(_short(name) for name in self.names[:MAX_LISTED_NAMES])
+        listed = ", ".join(short_text(name) for name in self.names[:MAX_LISTED_NAMES])
         if len(self.names) > MAX_LISTED_NAMES:
             listed += f", ... ({len(self.names)} in all)"
-        return f"unknown class label {_short(label)!r}; known classes are {listed}"
+        return f"unknown class label {short_text(label)!r}; known classes are {listed}"
 
 
 @functools.lru_cache(maxsize=64)

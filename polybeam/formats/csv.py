@@ -59,7 +59,7 @@ from typing import ClassVar
 import numba
 import numpy as np
 
-from polybeam.formats.classes import NO_CLASS, _short, find_class
+from polybeam.formats.classes import NO_CLASS, find_class, short_text
 from polybeam.formats.keys import key_codes
 from polybeam.formats.missing import (
     DEFAULT_NA_VALUES,
@@ -934,7 +934,7 @@ def header_fields(header: bytes, delimiter: str) -> list[str]:
     if names and all(map(_is_number, names)):
         raise RecordAsHeaderError(
             "its first line looks like a record, not a header (every field a number: "
-            f"{_short(header.decode('utf-8', 'replace').strip(), 60)}): every file of a CSV input must start with "
+            f"{short_text(header.decode('utf-8', 'replace').strip(), 60)}): every file of a CSV input must start with "
             "the same header line (--no-csv-header, has_header=False, if none has one)"
         )
     return names
