@@ -440,13 +440,23 @@ class LossGradient:
         return self
 
 
-def regularised(total: LossGradient, weights: np.ndarray, l2: float, bias: bool) -> tuple[float, np.ndarray]:
-    """``(F(w), grad F(w))``: the summed loss and gradient plus the L2 term (not on the bias slot)."""
-    penalised = weights.copy()
+def regularised(
+    total: LossGradient,
+    weights: np.ndarray,
+    l2: float,
+    bias: bool,
+    anchor: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    """``(F(w), grad F(w))``: the summed loss and gradient plus the L2 term (not on the bias slot) on the
+    weights' distance from ``anchor`` (None: from 0), each coordinate's square weighed by ``scale`` (None:
+    by 1)."""
+    penalised = weights.copy() if anchor is None else weights - anchor.reshape(weights.shape)
     if bias:
         penalised[0] = 0.0
-    value = total.loss + 0.5 * l2 * float(np.sum(penalised * penalised))
-    return value, total.gradient + l2 * penalised
+    scaled = penalised if scale is None else penalised * scale.reshape(weights.shape)
+    value = total.loss + 0.5 * l2 * float(np.sum(penalised * scaled))
+    return value, total.gradient + l2 * scaled
 
 
 class Lbfgs:
@@ -468,6 +478,12 @@ class Lbfgs:
     start is moved there (the same loss, a smaller penalty) and every step kept there. Else that
     direction's curvature is the penalty's alone, which the Hessian's diagonal (the loss's) hides: on
     scikit-learn's digits at L2 0.1 the objective was still 37% above the optimum after 30 evaluations.
+
+    ``anchor`` (the start's shape): the penalty is on the weights' distance from it instead of from 0, and
+    ``scale`` (one positive number per weight) weighs each coordinate's square in it: ``l2 / 2 * sum_j
+    scale_j (w_j - anchor_j)**2`` (see :class:`Finishing`'s candidates pulled toward the online model).
+    With ``shift_invariant`` the anchor is moved to class weights summing to 0 as the start is (the same
+    predictions), and ``scale`` must weigh a row's classes alike, so that the optimum stays there.
     """
 
     def __init__(
@@ -478,6 +494,8 @@ class Lbfgs:
         memory: int = DEFAULT_MEMORY,
         centre: np.ndarray | None = None,
         shift_invariant: bool = False,
+        anchor: np.ndarray | None = None,
+        scale: np.ndarray | None = None,
     ):
         if not (l2 >= 0 and math.isfinite(l2)):
             raise ValueError(f"lbfgs_l2 must be a finite number >= 0; got {l2}")
@@ -491,6 +509,10 @@ class Lbfgs:
             self.centre[0] = 0.0
         self.shift_invariant = shift_invariant and len(self.shape) == 2 and self.shape[1] > 1
         start = self._zero_sum(np.array(start, dtype=np.float64).reshape(-1))
+        self.anchor = None if anchor is None else self._zero_sum(np.array(anchor, dtype=np.float64).reshape(-1))
+        self.scale = None if scale is None else np.asarray(scale, dtype=np.float64).reshape(-1)
+        if self.scale is not None and self.shift_invariant and np.ptp(self._rows(self.scale), axis=1).any():
+            raise ValueError("a shift-invariant optimiser weighs a row's classes alike (scale equal across a row)")
         self.coordinates = self._to_coordinates(start)
         self.objective: float | None = None
         self.gradient: np.ndarray | None = None  # in the optimiser's coordinates
@@ -537,7 +559,7 @@ class Lbfgs:
         rows = self._rows(gradient)
         return (rows - self.centre[:, None] * rows[0][None, :]).reshape(-1)
 
-    def _curvature_in_coordinates(self, total: LossGradient) -> np.ndarray:
+    def curvature_in_coordinates(self, total: LossGradient) -> np.ndarray:
         """The Hessian's diagonal in the optimiser's coordinates (with the penalty's): ``sum h (x_j -
         centre_j)**2`` from the sums of ``h x**2``, ``h x`` and ``h``."""
         curvature = total.curvature.reshape(self.shape[0], -1)
@@ -567,10 +589,12 @@ class Lbfgs:
             self.evaluations += 1
             return self
         trial = self.coordinates if self.direction is None else self.coordinates + self.step * self.direction
-        value, weight_gradient = regularised(total, self._to_weights(trial).reshape(self.shape), self.l2, self.bias)
+        value, weight_gradient = regularised(
+            total, self._to_weights(trial).reshape(self.shape), self.l2, self.bias, self.anchor, self.scale
+        )
         gradient = self._gradient_in_coordinates(weight_gradient.reshape(-1))
         self.evaluations += 1
-        curvature = self._curvature_in_coordinates(total)
+        curvature = self.curvature_in_coordinates(total)
         accepted = self.direction is None  # the warm start
         if not accepted:
             slope = float(self.gradient @ self.direction)
@@ -593,7 +617,7 @@ class Lbfgs:
         mask = np.ones(self.shape)
         if self.bias:
             mask[0] = 0.0
-        return mask.reshape(-1)
+        return mask.reshape(-1) if self.scale is None else mask.reshape(-1) * self.scale
 
     def _newton_step(self, total: LossGradient, weight_gradient: np.ndarray) -> np.ndarray | None:
         """The Newton direction in the optimiser's coordinates, when ``total`` has the loss's Hessian."""
@@ -701,6 +725,17 @@ def start_point(model) -> SparseWeights:
 
 # The L2 penalties the stage chooses among on the holdout when none is given (``lbfgs_l2=None``).
 L2_GRID = (0.1, 1.0, 10.0)
+# With them, candidates pulled toward the online model instead of 0: (how each weight's square is
+# weighed, strength per training example). "curvature": by the loss's mean curvature along it at the
+# online model (the Hessian's diagonal over the examples), a scale-free trust region around the online
+# model; "weights": by 1. Stopping L-BFGS after a few passes from the online model had regularised
+# towards it; Newton's steps reach the optimum at once, and the optimum of a penalty towards 0 chosen on a
+# small holdout lost to the online model on the suite's ames, BostonHousing, Ionosphere and SwissLabor
+# (``benchmarks/results/suite_newton.md``). These candidates put points between the two back.
+TOWARD_ONLINE = (("curvature", 0.1), ("curvature", 1.0), ("weights", 0.1))
+# The curvature a coordinate no example moves is weighed by in a candidate pulled toward the online model
+# (any positive number: the data never moves it from the online weight).
+CURVATURE_FLOOR = 1e-12
 # One example in this many is the stage's holdout when the learner has no holdout period of its own.
 HOLDOUT_PERIOD = 10
 # How many standard errors of the difference a point's held-out loss must be below the online model's
@@ -850,7 +885,8 @@ class PassSums:
 
 class Finishing:
     """The finishing stage between passes: the online model it started from, one :class:`Lbfgs` per L2
-    (``l2``, or :data:`L2_GRID` when None), and the best candidate on the holdout so far.
+    (``l2``, or :data:`L2_GRID` when None, then also one per :data:`TOWARD_ONLINE` candidate, whose penalty
+    pulls toward the online model instead of 0), and the best candidate on the holdout so far.
 
     Every pass evaluates each optimiser's point on the training part (its loss and gradient) and every
     point and the online model on the held-out part (one example in ``period``). The model the stage
@@ -873,6 +909,8 @@ class Finishing:
         self.started, self.seconds = time.time(), 0.0  # (wall clock: a Beam stage's passes run anywhere)
         self.period, self.seed = int(period), int(seed)
         self.grid = (l2,) if l2 is not None else (L2_GRID if self.period > 0 else (10.0,))
+        # (with the grid chosen on the holdout: see TOWARD_ONLINE)
+        self.toward_online = TOWARD_ONLINE if l2 is None and self.period > 0 else ()
         self.start = start_point(model)
         # The optimisers work on the rows the first pass found active (a slot some training example has,
         # or a weight of the online model): the others' gradient and weight stay 0 for every L2, and
@@ -948,6 +986,7 @@ class Finishing:
                 Lbfgs(start[active], l2=value, bias=bias, centre=centre, shift_invariant=shift_invariant)
                 for value in self.grid
             ]
+            self.optimisers += self._toward_online(total, start[active], centre, shift_invariant)
             totals = [total] * len(self.optimisers)
         else:
             totals = sums.totals
@@ -957,14 +996,57 @@ class Finishing:
         self.seconds = time.time() - self.started
         return self
 
+    def _toward_online(
+        self, total: LossGradient, online: np.ndarray, centre: np.ndarray | None, shift_invariant: bool
+    ) -> list[Lbfgs]:
+        """The optimisers of the :data:`TOWARD_ONLINE` candidates, from the first pass's sums ``total`` (at the
+        online weights ``online``, the active rows). With softmax (``shift_invariant``) a row's classes are
+        weighed alike (by their mean curvature), so that the penalised optimum still has class weights that
+        sum to 0 in every row (see :class:`Lbfgs`: the anchor is moved there, predicting the same)."""
+        if not self.toward_online:
+            return []
+        bias = self.model.config.bias
+        examples = max(self.examples, 1)
+        plain = Lbfgs(online, l2=0.0, bias=bias, centre=centre)
+        # (the centred coordinates' curvature: a year's or a price's mean does not inflate its weight's)
+        curvature = plain.curvature_in_coordinates(total.aligned(self.active)) / examples
+        if shift_invariant:
+            rows = curvature.reshape(len(online), -1)
+            curvature = np.repeat(rows.mean(axis=1, keepdims=True), rows.shape[1], axis=1).reshape(-1)
+        curvature = np.where(curvature > 0, curvature, CURVATURE_FLOOR)
+        scales = {"curvature": curvature, "weights": None}
+        return [
+            Lbfgs(
+                online,
+                l2=strength * examples,
+                bias=bias,
+                centre=centre,
+                shift_invariant=shift_invariant,
+                anchor=online,
+                scale=scales[weighed],
+            )
+            for weighed, strength in self.toward_online
+        ]
+
+    def _candidate(self, index: int) -> dict:
+        """What candidate ``index`` penalised: ``{"toward": "zero"}`` for the grid's, the weighing and
+        strength per example for one pulled toward the online model."""
+        if index < len(self.grid):
+            return {"toward": "zero"}
+        weighed, strength = self.toward_online[index - len(self.grid)]
+        return {"toward": "online", "weighed_by": weighed, "strength": strength}
+
     def summary(self) -> dict:
         """What the stage did and chose, for the model's ``metadata["lbfgs"]``."""
         chosen = self._chosen()
+        index = self.optimisers.index(chosen) if chosen is not None else None
         return {
             "evaluations": self.passes,
             "l2": chosen.l2 if chosen is not None else None,
+            **(self._candidate(index) if index is not None else {}),
             "objective": chosen.history if chosen is not None else [],
             "l2_grid": list(self.grid),
+            "toward_online": [{"weighed_by": w, "strength": c} for w, c in self.toward_online],
             "kept": "lbfgs" if chosen is not None else "online",
             "decided_on": "holdout" if self.period > 0 else "nothing (no holdout)",
             "holdout_examples_weight": self.held_weight,

@@ -482,6 +482,9 @@ def finishing_line(finishing: dict) -> str:
     ...     "online_holdout_loss": 0.52, "holdout_loss": 0.47, "why": "each pass averaged 64 learners",
     ...     "seconds": 3.5}))
     L-BFGS finishing stage (each pass averaged 64 learners): 5 passes, objective 320.5 -> 301.25 (lbfgs_l2 1; held-out loss 0.52 online -> 0.47), 3.5 s
+    >>> print(finishing_line({"evaluations": 3, "kept": "lbfgs", "objective": [9.5, 9.0], "l2": 40.0,
+    ...     "toward": "online", "weighed_by": "curvature", "strength": 0.1}))
+    L-BFGS finishing stage: 3 passes, objective 9.5 -> 9 (pulled toward the online model, 0.1 per example weighed by curvature)
     """
     from polybeam.learners.model import unjudged_finishing_line
 
@@ -498,9 +501,14 @@ def finishing_line(finishing: dict) -> str:
         if held is not None and finishing.get("online_holdout_loss") is not None
         else ""
     )
+    penalty = (
+        f"pulled toward the online model, {finishing['strength']:g} per example weighed by {finishing['weighed_by']}"
+        if finishing.get("toward") == "online"
+        else f"lbfgs_l2 {finishing['l2']:g}"
+    )
     return (
         f"L-BFGS finishing stage{why}: {finishing['evaluations']} passes, objective {objective[0]:.6g} -> "
-        f"{objective[-1]:.6g} (lbfgs_l2 {finishing['l2']:g}{judged}){took}"
+        f"{objective[-1]:.6g} ({penalty}{judged}){took}"
     )
 
 

@@ -834,10 +834,11 @@ TABLE = (
         "averaged model, each summing the loss and gradient across workers (the terascale learner's finishing "
         f"stage; {_SMOOTH} loss; one model, not per key); the objective is the summed "
         "importance-weighted loss plus L/2 * ||w||^2 without the bias (as `LogisticRegression(C=1/L)`), L chosen "
-        "on the holdout (one example in `--holdout-period`) among 0.1, 1 and 10 unless `--lbfgs-l2` gives it; the "
+        "on the holdout (one example in `--holdout-period`) among 0.1, 1 and 10 unless `--lbfgs-l2` gives it, "
+        "beside three penalties that pull toward the online model instead of 0 (docs/defaults.md); the "
         "model is the point of lowest held-out loss, or the online model when none did better (never worse on the "
         "holdout); recorded in the model's `metadata[\"lbfgs\"]`; the optimiser's state between passes holds 20 "
-        "dense weight vectors per L2 (40 MB at 18 bits). See `benchmarks/results/averaging.md`",
+        "dense weight vectors per penalty (40 MB at 18 bits). See `benchmarks/results/averaging.md`",
     ),
     Option(
         "lbfgs-l2",

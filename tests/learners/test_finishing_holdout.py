@@ -88,4 +88,23 @@ def test_every_point_is_judged_on_the_held_out_examples_only():
     held = int(np.count_nonzero(holdout_rows(train, 10, 0)))
     assert sums.held_count == held and sums.totals[0].examples == len(train) - held
     stage.told(sums)
-    assert len(stage.points()) == len(lbfgs.L2_GRID) and stage.summary()["l2_grid"] == list(lbfgs.L2_GRID)
+    assert len(stage.points()) == len(lbfgs.L2_GRID) + len(lbfgs.TOWARD_ONLINE) and stage.summary()["l2_grid"] == list(
+        lbfgs.L2_GRID
+    )
+
+
+def test_candidates_pulled_toward_the_online_model_lie_between_it_and_the_optimum():
+    config, train, _ = split("breast_cancer", 0)
+    online = make_learner(config).learn(train).to_model()
+    stage = lbfgs.Finishing(online, None, period=10, seed=0)
+    for _ in range(4):
+        stage.told(stage.sums([train]))
+    assert all(opt.anchor is None for opt in stage.optimisers[: len(lbfgs.L2_GRID)])  # (the grid's pull toward 0)
+    toward = {candidate: opt for candidate, opt in zip(lbfgs.TOWARD_ONLINE, stage.optimisers[len(lbfgs.L2_GRID) :])}
+    anchor, scale = toward[("curvature", 1.0)].anchor, toward[("curvature", 1.0)].scale
+    # (in the penalty's own metric a stronger pull ends nearer the online model, for any convex loss)
+    distance = {candidate: np.sqrt(np.sum(scale * (opt.weights - anchor) ** 2)) for candidate, opt in toward.items()}
+    assert 0 < distance[("curvature", 1.0)] < distance[("curvature", 0.1)] and distance[("weights", 0.1)] > 0
+    summary = stage.summary()
+    assert summary["toward_online"] == [{"weighed_by": w, "strength": c} for w, c in lbfgs.TOWARD_ONLINE]
+    assert lbfgs.Finishing(online, 1.0).summary()["toward_online"] == []  # (an L2 given: that penalty alone)

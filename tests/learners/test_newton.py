@@ -196,3 +196,44 @@ def test_newton_direction_is_minus_the_inverse_hessian_times_the_gradient():
     gradient = rng.normal(size=6)
     np.testing.assert_allclose(newton.newton_direction(hessian, gradient), -np.linalg.solve(hessian, gradient))
     assert newton.newton_direction(np.zeros((3, 3)), np.ones(3)) is None
+
+
+def test_a_penalty_toward_an_anchor_is_weighed_per_coordinate_and_leaves_the_bias_out():
+    rng = np.random.default_rng(3)
+    weights, anchor, scale = rng.normal(size=(6, 2)), rng.normal(size=(6, 2)), rng.uniform(0.1, 2, size=12)
+    total = _sum(np.zeros((6, 2)), [_correlated_pixels(n=30, features=5, classes=2)], "softmax")
+    value, gradient = lbfgs.regularised(total, weights, 3.0, True, anchor, scale)
+    by_hand = (weights - anchor) * scale.reshape(6, 2)
+    by_hand[0] = 0.0
+    assert value == pytest.approx(total.loss + 1.5 * float(np.sum(by_hand * (weights - anchor))))
+    np.testing.assert_allclose(gradient, total.gradient + 3.0 * by_hand)
+
+
+@pytest.mark.parametrize("newton_steps", [True, False])
+def test_an_optimiser_pulled_toward_an_anchor_reaches_that_objectives_optimum(newton_steps, monkeypatch):
+    batch = _correlated_pixels(seed=2, n=300)
+    shape = (1 << BITS, 4)
+    rng = np.random.default_rng(0)
+    anchor = rng.normal(scale=0.05, size=shape)  # (small: no class's probability vanishes at the start)
+    anchor -= anchor.mean(axis=1, keepdims=True)  # (a softmax optimiser keeps every row's classes summing to 0)
+    scale = np.repeat(rng.uniform(0.5, 5.0, size=shape[0]), shape[1])  # (and weighs a row's classes alike)
+
+    def fun(flat):
+        total = lbfgs.LossGradient.of(flat.reshape(shape), [batch], "softmax", True)
+        value, gradient = lbfgs.regularised(total, flat.reshape(shape), 20.0, True, anchor, scale)
+        return value, gradient.ravel()
+
+    best = scipy.optimize.minimize(
+        fun, anchor.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 50_000, "gtol": 1e-12, "ftol": 1e-16}
+    )
+    if not newton_steps:
+        monkeypatch.setattr(newton, "NEWTON_PARAMETERS", 0)
+    optimiser = lbfgs.Lbfgs(anchor, l2=20.0, anchor=anchor, scale=scale, shift_invariant=True)
+    for _ in range(15 if newton_steps else 200):
+        point = lbfgs.SparseWeights(np.arange(shape[0]), optimiser.point(), newton=newton_steps)
+        optimiser.told(_sum(point.rows, [batch], "softmax", hessian=newton_steps))
+    assert fun(optimiser.weights)[0] <= best.fun * (1 + 1e-6)
+    # (far from the unpenalised optimum and from the anchor: the penalty pulled without holding it there)
+    assert 0.05 < np.abs(optimiser.weights.reshape(shape)[1:] - anchor[1:]).max()
+    with pytest.raises(ValueError, match="alike"):
+        lbfgs.Lbfgs(anchor, l2=1.0, anchor=anchor, scale=np.arange(1.0, 65.0), shift_invariant=True)
