@@ -731,7 +731,8 @@ L2_GRID = (0.1, 1.0, 10.0)
 # model; "weights": by 1. Stopping L-BFGS after a few passes from the online model had regularised
 # towards it; Newton's steps reach the optimum at once, and the optimum of a penalty towards 0 chosen on a
 # small holdout lost to the online model on the suite's ames, BostonHousing, Ionosphere and SwissLabor
-# (``benchmarks/results/suite_newton.md``). These candidates put points between the two back.
+# (``benchmarks/results/suite_newton.md``). These candidates put points between the two back, where
+# Newton's steps run (polybeam.learners.newton.affordable): the others' L-BFGS stops on the way.
 TOWARD_ONLINE = (("curvature", 0.1), ("curvature", 1.0), ("weights", 0.1))
 # The curvature a coordinate no example moves is weighed by in a candidate pulled toward the online model
 # (any positive number: the data never moves it from the online weight).
@@ -1000,9 +1001,13 @@ class Finishing:
         self, total: LossGradient, online: np.ndarray, centre: np.ndarray | None, shift_invariant: bool
     ) -> list[Lbfgs]:
         """The optimisers of the :data:`TOWARD_ONLINE` candidates, from the first pass's sums ``total`` (at the
-        online weights ``online``, the active rows). With softmax (``shift_invariant``) a row's classes are
+        online weights ``online``, the active rows), for a model that takes Newton's steps (see
+        :data:`TOWARD_ONLINE`; larger models stop L-BFGS on its way from the online model). With softmax (``shift_invariant``) a row's classes are
         weighed alike (by their mean curvature), so that the penalised optimum still has class weights that
         sum to 0 in every row (see :class:`Lbfgs`: the anchor is moved there, predicting the same)."""
+        parameters = len(online) * (online.shape[1] if online.ndim > 1 else 1)
+        if not newton.affordable(self.examples, parameters):
+            self.toward_online = ()  # (L-BFGS's passes from the online model stop on the way: an early stop's pull)
         if not self.toward_online:
             return []
         bias = self.model.config.bias

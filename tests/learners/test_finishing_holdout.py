@@ -108,3 +108,14 @@ def test_candidates_pulled_toward_the_online_model_lie_between_it_and_the_optimu
     summary = stage.summary()
     assert summary["toward_online"] == [{"weighed_by": w, "strength": c} for w, c in lbfgs.TOWARD_ONLINE]
     assert lbfgs.Finishing(online, 1.0).summary()["toward_online"] == []  # (an L2 given: that penalty alone)
+
+
+def test_a_model_too_large_for_newton_steps_has_no_candidates_pulled_toward_it(monkeypatch):
+    from polybeam.learners import newton
+
+    monkeypatch.setattr(newton, "NEWTON_PARAMETERS", 0)  # (L-BFGS's own early stop pulls toward it)
+    config, train, _ = split("breast_cancer", 0)
+    online = make_learner(config).learn(train).to_model()
+    stage = lbfgs.Finishing(online, None, period=10, seed=0)
+    stage.told(stage.sums([train]))
+    assert len(stage.optimisers) == len(lbfgs.L2_GRID) and stage.summary()["toward_online"] == []
