@@ -1,0 +1,214 @@
+"""Streaming training: a learner carried in Beam state from batch to batch, numbered model versions out.
+
+:class:`TrainStream` takes a PCollection of :class:`~polybeam.learners.batch.ExampleBatch` (unbounded or
+not; each element's timestamp is its arrival, as a watched file's or a message's) and learns it with one
+online learner kept in Beam state (:class:`~polybeam.learners.model_stream.StreamLearner`). A new **model
+version** is made when ``every_examples`` examples wait, or ``every_seconds`` after the first of them
+arrived (an event-time timer: on a live source the watermark follows the clock), and once more when the
+input ends (or a streaming job is drained). Each version is written to a model folder
+(:mod:`polybeam.transforms.version_folder`) with the learner's state, and is an element of the output
+PCollection (:class:`~polybeam.learners.model_stream.ModelVersion`); :class:`VersionsAsModelMetadata` turns
+them into RunInference's ``model_metadata_pcoll``, so that one pipeline learns and serves.
+
+Batches wait in a bag state until a version is due, so the learner's state is read and written once a
+version, not once a batch; the learner itself stays in the worker's memory between versions (checked
+against the version number in state, so a key moved to another worker reads its state instead).
+
+A job started again with the same model folder continues from the latest version's learner state: its
+version numbers follow on, and rows that version holds (by source and row id) are not learned again.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.coders import BytesCoder, PickleCoder, VarIntCoder
+from apache_beam.ml.inference.base import ModelMetadata
+from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
+from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration
+
+from polybeam.learners.config import LearnerConfig
+from polybeam.learners.model_stream import ModelVersion, StreamLearner
+from polybeam.transforms.version_folder import join, model_name, read_latest_state, write_version
+
+# A version every this many seconds of arrival time, or every EVERY_EXAMPLES examples, by default.
+EVERY_SECONDS = 5.0
+EVERY_EXAMPLES = 1_000_000
+# The key of the one model (TrainStream learns one model; Beam's state is per key).
+ONE_MODEL = ""
+
+
+def event_seconds(timestamp) -> float | None:
+    """A Beam timestamp in seconds, None for an element without one (bounded input's minimum)."""
+    return None if timestamp is None or timestamp <= MIN_TIMESTAMP else float(timestamp.micros) / 1e6
+
+
+# The state and timers of LearnStream (module-level: Beam reads them from the parameters' defaults).
+BUFFER = BagStateSpec("buffer", PickleCoder())  # (arrival seconds, batch) not learned yet
+BUFFERED = ReadModifyWriteStateSpec("buffered", VarIntCoder())  # examples in the buffer
+LEARNER = ReadModifyWriteStateSpec("learner", BytesCoder())  # StreamLearner.to_bytes() at the last version
+NUMBER = ReadModifyWriteStateSpec("number", VarIntCoder())  # the last version's number
+EVERY = TimerSpec("every", TimeDomain.WATERMARK)
+END = TimerSpec("end", TimeDomain.WATERMARK)
+BUFFER_STATE = beam.DoFn.StateParam(BUFFER)
+BUFFERED_STATE = beam.DoFn.StateParam(BUFFERED)
+LEARNER_STATE = beam.DoFn.StateParam(LEARNER)
+NUMBER_STATE = beam.DoFn.StateParam(NUMBER)
+EVERY_TIMER = beam.DoFn.TimerParam(EVERY)
+END_TIMER = beam.DoFn.TimerParam(END)
+
+
+class LearnStream(beam.DoFn):
+    """The stateful DoFn of :class:`TrainStream`: ``(key, batch)`` in, :class:`ModelVersion` out."""
+
+    def __init__(self, config: LearnerConfig, folder: str | None, every_seconds: float, every_examples: int):
+        self.config = config
+        self.folder = folder
+        self.every_seconds = float(every_seconds)
+        self.every_examples = int(every_examples)
+        self._learners: dict = {}
+
+    def setup(self):
+        self._learners = {}  # key -> StreamLearner as of its last version, in this worker's memory
+
+    def process(
+        self,
+        element,
+        timestamp=beam.DoFn.TimestampParam,
+        window=beam.DoFn.WindowParam,
+        buffer=BUFFER_STATE,
+        buffered=BUFFERED_STATE,
+        learner=LEARNER_STATE,
+        number=NUMBER_STATE,
+        every=EVERY_TIMER,
+        end=END_TIMER,
+    ):
+        key, batch = element
+        if not len(batch):
+            return
+        buffer.add((event_seconds(timestamp), batch))
+        waiting = (buffered.read() or 0) + len(batch)
+        end.set(window.max_timestamp())
+        if waiting >= self.every_examples:
+            yield from self._version(key, buffer, buffered, learner, number)
+            return
+        if waiting == len(batch):  # the first example since the last version starts the clock
+            start = timestamp if timestamp > MIN_TIMESTAMP else window.start
+            every.set(min(start + Duration(seconds=self.every_seconds), window.max_timestamp()))
+        buffered.write(waiting)
+
+    @on_timer(EVERY)
+    def on_every(
+        self,
+        key=beam.DoFn.KeyParam,
+        buffer=BUFFER_STATE,
+        buffered=BUFFERED_STATE,
+        learner=LEARNER_STATE,
+        number=NUMBER_STATE,
+    ):
+        yield from self._version(key, buffer, buffered, learner, number)
+
+    @on_timer(END)
+    def on_end(
+        self,
+        key=beam.DoFn.KeyParam,
+        buffer=BUFFER_STATE,
+        buffered=BUFFERED_STATE,
+        learner=LEARNER_STATE,
+        number=NUMBER_STATE,
+    ):
+        yield from self._version(key, buffer, buffered, learner, number)
+
+    def _stream(self, key, learner, number) -> StreamLearner:
+        """The key's StreamLearner as of its last version: this worker's copy when it is that one, else from
+        state, else (a new job) from the model folder's latest version, else a fresh learner."""
+        known = number.read()
+        cached = self._learners.get(key)
+        if cached is not None and known is not None and cached.number == known:
+            return cached
+        data = learner.read()
+        if data is None and self.folder is not None:
+            data = read_latest_state(self.folder)
+        return StreamLearner.from_bytes(data) if data is not None else StreamLearner(self.config)
+
+    def _version(self, key, buffer, buffered, learner, number):
+        timed = list(buffer.read())
+        if not timed:
+            return
+        buffer.clear()
+        buffered.clear()
+        stream = self._stream(key, learner, number)
+        learned = stream.learn(timed)
+        if not learned and stream.number > 0:
+            # (a restarted job re-read rows its last version holds: nothing new to hand out)
+            learner.write(stream.to_bytes())
+            number.write(stream.number)
+            self._learners[key] = stream
+            return
+        version = stream.version(key or None)
+        data = stream.to_bytes()
+        if self.folder is not None:
+            write_version(self.folder, version, data)
+        learner.write(data)
+        number.write(stream.number)
+        self._learners[key] = stream
+        yield version
+
+
+class TrainStream(beam.PTransform):
+    """ExampleBatch elements in (each timestamped at its arrival), :class:`ModelVersion` elements out: one
+    online learner over the whole stream (see the module's docstring).
+
+    Parameters
+    ----------
+    config : LearnerConfig
+        The learner (one pass: a stream has no passes).
+    folder : str, optional
+        The model folder versions are written to, and continued from when it holds some.
+    every_seconds, every_examples
+        A version when this many seconds passed since the first example waiting arrived, or this many
+        examples wait, whichever comes first (and one when the input ends).
+    """
+
+    def __init__(
+        self,
+        config: LearnerConfig,
+        folder: str | None = None,
+        *,
+        every_seconds: float = EVERY_SECONDS,
+        every_examples: int = EVERY_EXAMPLES,
+    ):
+        super().__init__()
+        if not every_seconds > 0:
+            raise ValueError(f"every_seconds must be > 0; got {every_seconds}")
+        if not every_examples >= 1:
+            raise ValueError(f"every_examples must be >= 1; got {every_examples}")
+        self.config = config
+        self.folder = folder
+        self.every_seconds = every_seconds
+        self.every_examples = every_examples
+
+    def expand(self, batches):
+        return (
+            batches
+            | "KeyTheModel" >> beam.Map(lambda batch: (ONE_MODEL, batch))
+            | "LearnStream"
+            >> beam.ParDo(LearnStream(self.config, self.folder, self.every_seconds, self.every_examples))
+        )
+
+
+class VersionsAsModelMetadata(beam.PTransform):
+    """Model versions (written to ``folder``) as RunInference's ``model_metadata_pcoll``: each version's
+    model file, named ``v<number>``."""
+
+    def __init__(self, folder: str):
+        super().__init__()
+        self.folder = folder
+
+    def expand(self, versions):
+        folder = self.folder
+
+        def metadata(version: ModelVersion) -> ModelMetadata:
+            return ModelMetadata(model_id=join(folder, model_name(version.number)), model_name=f"v{version.number}")
+
+        return versions | "VersionMetadata" >> beam.Map(metadata)
