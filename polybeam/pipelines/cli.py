@@ -19,6 +19,7 @@ import importlib
 import math
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from polybeam.pipelines import logs
@@ -332,6 +333,35 @@ def stdout_report(report: dict) -> dict:
     return {**rest, "keys_scored": len(keys), "keys_in": report.get("report")}
 
 
+def describe_versions(folder: str, index: list[dict]) -> str:
+    """``inspect``'s table of a streaming model folder's versions (the newest last).
+
+    >>> print(describe_versions("out", [{"version": 1, "examples": 800, "learned": 800, "watermark": 0.0,
+    ...     "progressive_loss": 0.5, "created": 2.5, "model": "versions/000001.model"}]))
+    out: 1 model versions (train --watch); evaluate and predict use the latest, --version N another
+    version  examples  learned  progressive loss  watermark (UTC)      written (UTC)        model
+          1       800      800          0.500000  1970-01-01 00:00:00  1970-01-01 00:00:02  versions/000001.model
+    """
+
+    def utc(seconds):
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) if seconds is not None else "-" * 19
+
+    lines = [
+        f"{folder}: {len(index)} model versions (train --watch); evaluate and predict use the latest, --version N "
+        "another",
+        f"{'version':>7}  {'examples':>8}  {'learned':>7}  {'progressive loss':>16}  {'watermark (UTC)':<19}  "
+        f"{'written (UTC)':<19}  model",
+    ]
+    for entry in index:
+        loss = entry.get("progressive_loss")
+        lines.append(
+            f"{entry['version']:>7}  {entry['examples']:>8}  {entry['learned']:>7}  "
+            f"{(f'{loss:.6f}' if loss is not None else 'n/a'):>16}  {utc(entry.get('watermark'))}  "
+            f"{utc(entry.get('created'))}  {entry['model']}"
+        )
+    return "\n".join(lines)
+
+
 def _is_folder(path: str) -> bool:
     """Whether ``path`` is a folder of per-key models (it holds an index.json)."""
     from polybeam.transforms.files import exists
@@ -345,6 +375,17 @@ def _run_inspect(argv: Sequence[str]) -> int:
     from polybeam.transforms.model_io import read_model
 
     args = _inspect_parser().parse_args(list(argv))
+    from polybeam.transforms import version_folder
+
+    if version_folder.is_version_folder(args.model):
+        if args.window is not None or args.key is not None:
+            raise UsageError(f"{args.model} holds the versions of one model: leave out --window and --key")
+        index = version_folder.read_index(args.model)
+        if args.json:
+            _print_json({"versions": index, "latest": version_folder.read_latest(args.model)})
+            return 0
+        print(describe_versions(args.model, index))
+        return 0
     if args.window is not None and not is_windowed_folder(args.model):
         raise UsageError(f"--window applies to a folder of models per window; {args.model} is not one")
     if is_windowed_folder(args.model):
@@ -395,6 +436,8 @@ def _describe_train(report: dict) -> str:
     counts = ReadCounts.from_dict(report)
     if report.get("window_spec"):
         return _describe_windowed_train(report, counts)
+    if report.get("watch") is not None:
+        return _describe_stream_train(report, counts)
     loss = report.get("progressive_loss")
     if report.get("key_model") == "shared":
         trained = f"one shared model for {report.get('keys')} keys ({report['key']}) written to {report['model']}"
@@ -424,6 +467,37 @@ def _describe_train(report: dict) -> str:
         lines.append(f"passes in one worker's memory: {report.get('in_memory_reason')} (--in-memory off: streaming)")
     lines += [f"report: {report['report']}", f"wall time: {report['wall_seconds']:.1f} s"]
     return "\n".join(lines)
+
+
+def _describe_stream_train(report: dict, counts) -> str:
+    """Train's lines for a streaming job (``--watch``): what it read, the versions it wrote, why it ended.
+
+    >>> from polybeam.formats.records import ReadCounts
+    >>> print(_describe_stream_train({"files": 3, "versions": 2, "latest_version": 7, "examples_learned": 1500,
+    ...     "progressive_loss": 0.51, "model": "out", "stopped_by": "idle", "report": "out/report.json",
+    ...     "dead_letter_folder": "out/files", "wall_seconds": 16.0}, ReadCounts(1500, 1500, 0, 0)))
+    read 3 files: records read 1500 = examples 1500 + dead letters 0 + skipped 0 (ok)
+    2 model versions written to out (the latest: version 7, 1500 examples learned in all)
+    progressive validation loss since the version before it: 0.51
+    ended: idle; files read and their dead letters in out/files
+    report: out/report.json
+    wall time: 16.0 s
+    """
+    loss = report.get("progressive_loss")
+    return "\n".join(
+        [
+            *(report.get("input_notes") or []),
+            f"read {report['files']} files: {counts.describe()}",
+            f"{report['versions']} model versions written to {report['model']} (the latest: version "
+            f"{report['latest_version']}, {report['examples_learned']} examples learned in all)",
+            f"progressive validation loss since the version before it: {loss:.6g}"
+            if loss is not None
+            else "progressive validation loss: n/a (no examples)",
+            f"ended: {report['stopped_by']}; files read and their dead letters in {report['dead_letter_folder']}",
+            f"report: {report['report']}",
+            f"wall time: {report['wall_seconds']:.1f} s",
+        ]
+    )
 
 
 def _describe_windowed_train(report: dict, counts) -> str:

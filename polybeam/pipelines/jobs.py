@@ -349,6 +349,8 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
         settings = input_settings(job, config, key=key, model=recorded, model_path=job.initial_model)
     except ValueError as error:
         raise OptionError(f"--initial-model: {error}") from None
+    if job.watch is not None:
+        return _run_watch(options, job, config, settings, started, key=key, window=window)
     if warm is None:
         # How the labels are read (1/2, yes/no, classes from 0) and whether LIBSVM counts from 0, from a sample.
         choices = settle_input(job.input, config, settings, zero_based_given=job.zero_based)
@@ -468,6 +470,45 @@ def _run_train(options: PipelineOptions, started: float) -> dict:
     )
 
 
+def _run_watch(options, job: JobSettings, config: LearnerConfig, settings, started: float, *, key, window) -> dict:
+    """``train --watch``: the streaming job (polybeam.pipelines.stream_job), its input settled from the files
+    there at the start (as a batch job's), or read as the options say when none is there yet."""
+    from polybeam.pipelines import stream_job
+
+    refused = [
+        name
+        for name, given in (
+            ("--key", key is not None),
+            ("--window", window is not None),
+            ("--initial-model", job.initial_model),
+            ("--checkpoint-dir", job.checkpoint_dir),
+            ("--resume", job.resume),
+            ("--shuffle-buffer", job.shuffle_buffer),
+        )
+        if given
+    ]
+    if refused:
+        raise OptionError(
+            f"--watch trains one model from files as they appear; leave out {', '.join(refused)} (a job started "
+            "again continues from the --model folder's latest version)"
+        )
+    notes: tuple[str, ...] = ()
+    if stream_job.input_matches(job.input):
+        choices = settle_input(job.input, config, settings, zero_based_given=job.zero_based)
+        config, settings, notes = choices.config, choices.settings, tuple(choices.notes)
+        check_sample(job.input, settings, labels=config.label_kind)
+        settings = with_columns(job.input, settings)
+    report_path = job.report or join(job.model, stream_job.REPORT)
+    facts = {
+        **job_facts("train", options, job, report_path),
+        "model": job.model,
+        "watch": job.watch,
+        "input": settings.to_dict(),
+        "input_notes": list(notes),
+    }
+    return stream_job.run_stream_train(options, job, config, settings, facts, started)
+
+
 # -- evaluate and predict: one model, or a folder of per-key models --------------------------------------
 
 
@@ -565,8 +606,25 @@ def run_evaluate(options: PipelineOptions) -> dict:
         return streamed(_run_evaluate(options, started), streams)
 
 
+def with_version(job: JobSettings) -> JobSettings:
+    """``job`` scoring with one version's model file when ``--model`` is a folder of streaming training (the
+    latest, or ``--version N``); ``--version`` with a model file is refused."""
+    from polybeam.transforms import version_folder
+
+    if job.model and version_folder.is_version_folder(job.model):
+        try:
+            number = job.version if job.version is not None else version_folder.latest_number(job.model)
+            path = version_folder.version_model_path(job.model, number)
+        except ModelFileError as error:
+            raise OptionError(f"--model: {error}") from None
+        return dataclasses.replace(job, model=path)
+    if job.version is not None:
+        raise OptionError(f"--version picks a version of a folder that train --watch writes; {job.model} is not one")
+    return job
+
+
 def _run_evaluate(options: PipelineOptions, started: float) -> dict:
-    job = job_settings(options, "evaluate")
+    job = with_version(job_settings(options, "evaluate"))
     if windowed.is_windowed_folder(job.model):
         return windowed.run_windowed_evaluate(options, job)
     source, config, key, recorded = _model_source(job, "evaluate")
@@ -641,7 +699,7 @@ def run_predict(options: PipelineOptions) -> dict:
 
             report = run_anytime_predict(options, job)
         else:
-            report = _run_predict(options, job, started, streams)
+            report = _run_predict(options, with_version(job), started, streams)
     return streamed(report, streams)
 
 

@@ -134,6 +134,7 @@ SECTIONS = {
     "sparsity": "truncated gradient",
     "model": "the model file or folder",
     "checkpoints": "warm starts, checkpoints, merging",
+    "stream": "streaming training: learning from files as they appear, a model version every few seconds",
     "sequence": "sequencing feature groups",
     "anytime": "anytime prefixes",
     "output": "where results go",
@@ -390,6 +391,17 @@ TABLE = (
         readme="accept an input that yields no example (by default such a job fails)",
     ),
     # -- how evaluate and predict hold their input against the model's columns
+    Option(
+        "version",
+        _SC,
+        "model",
+        "evaluate/predict with a --model folder of streaming training (train --watch): score with this model "
+        "version (default: the latest)",
+        type=int,
+        metavar="N",
+        readme="evaluate/predict with a `--model` folder that `train --watch` writes: the version to score with "
+        "(default: the latest; `polybeam inspect --model FOLDER` lists them)",
+    ),
     Option(
         "missing-columns",
         _SC,
@@ -752,6 +764,51 @@ TABLE = (
         choices=("cross-validate", "release"),
         config="small_holdout",
         metavar="R",
+    ),
+    Option(
+        "watch",
+        _T,
+        "stream",
+        "keep running: read the files matching --input as they appear (polled every S seconds; each file once, "
+        "when complete), learn them in arrival order and write a model version to the --model folder every "
+        "--model-every seconds; SIGTERM or SIGINT ends it with a last version, and the same command started "
+        "again continues from the latest version (needs a streaming runner: Prism here, `polybeam engines fetch "
+        "prism`; default: off, one batch job)",
+        type=float,
+        metavar="S",
+        readme_with=("model-every", "model-every-examples", "stop-after-idle"),
+        readme="train: keep running, reading the files matching `--input` as they appear (polled every S seconds, "
+        "each once when complete, in arrival order) and writing a model version to the `--model` folder every "
+        "`--model-every` seconds (default 5) or `--model-every-examples` examples (default 1,000,000); SIGTERM or "
+        "SIGINT, or `--stop-after-idle` seconds without a new file, ends it with a last version; started again, "
+        "it continues from the latest version. See docs/streaming.md",
+    ),
+    Option(
+        "model-every",
+        _T,
+        "stream",
+        "with --watch: a model version this many seconds after the first example not in one arrived (default: "
+        "{default})",
+        type=float,
+        default=5.0,
+        metavar="S",
+    ),
+    Option(
+        "model-every-examples",
+        _T,
+        "stream",
+        "with --watch: a model version as soon as this many examples wait for one (default: {default})",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+    ),
+    Option(
+        "stop-after-idle",
+        _T,
+        "stream",
+        "with --watch: end (with a last version) once no new file appeared for S seconds (default: never)",
+        type=float,
+        metavar="S",
     ),
     Option(
         "shuffle-buffer",

@@ -85,11 +85,16 @@ def written_options(command: str) -> list[specs.Option]:
 
 
 def writes_folder(option: specs.Option, settings, command: str) -> bool:
-    """Whether ``command`` writes a folder at ``option`` (``--model`` of a per-key or windowed train)."""
+    """Whether ``command`` writes a folder at ``option`` (``--model`` of a per-key, windowed or streaming
+    train)."""
     if option.path == "folder":
         return True
     if command == "train" and option.attribute == "model":
-        return bool(settings.window) or (bool(settings.key) and settings.key_model != "shared")
+        return (
+            bool(settings.window)
+            or (bool(settings.key) and settings.key_model != "shared")
+            or settings.watch is not None
+        )
     return False
 
 

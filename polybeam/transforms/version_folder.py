@@ -115,8 +115,8 @@ def read_latest_state(folder: str) -> bytes | None:
     return read_bytes(join(folder, latest["state"]))
 
 
-def read_version_model(folder: str, number: int | None = None) -> Model:
-    """The model of version ``number`` (None: the latest) of a model folder; a clear error when absent."""
+def version_model_path(folder: str, number: int | None = None) -> str:
+    """The model file of version ``number`` (None: the latest) of a model folder; a clear error when absent."""
     if number is None:
         number = latest_number(folder)
         if number is None:
@@ -126,4 +126,9 @@ def read_version_model(folder: str, number: int | None = None) -> Model:
         known = [entry["version"] for entry in read_index(folder)]
         span = f"versions {known[0]}-{known[-1]}" if known else "no versions"
         raise ModelFileError(f"{folder}: no version {number} ({span})")
-    return read_model(path)
+    return path
+
+
+def read_version_model(folder: str, number: int | None = None) -> Model:
+    """The model of version ``number`` (None: the latest) of a model folder; a clear error when absent."""
+    return read_model(version_model_path(folder, number))

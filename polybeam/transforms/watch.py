@@ -14,6 +14,7 @@ then path.
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import apache_beam as beam
@@ -27,8 +28,9 @@ from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
 from polybeam.formats.formats import is_file_format
-from polybeam.transforms.files import absolute_path
-from polybeam.transforms.read import COUNTS, DEAD_LETTERS, EXAMPLES, ParseBlocks, ReadResult, resolve_format
+from polybeam.formats.records import ReadCounts
+from polybeam.transforms.files import absolute_path, read_json, write_atomically, write_json
+from polybeam.transforms.read import DEAD_LETTERS, EXAMPLES, resolve_format, unparsable_record
 from polybeam.transforms.sources import DEFAULT_BLOCK_LINES, DEFAULT_MAX_LINE_BYTES, TextBlockSource
 
 # An unbounded sequence of polls (the restriction's end is never reached).
@@ -166,14 +168,19 @@ class WatchFiles(beam.PTransform):
         )
 
 
-class ReadBlocksOfFile(beam.DoFn):
-    """A path in, its :class:`~polybeam.transforms.sources.TextBlock` elements out (the whole file by one
-    reader, in order; the blocks keep the path's timestamp: its arrival)."""
+class ReadWatchedFile(beam.DoFn):
+    """A path in, its example batches out (the whole file by one reader, block by block in order; they keep
+    the path's timestamp: its arrival) and its dead letters on the ``dead_letters`` output. With
+    ``records_folder``, the file's :class:`~polybeam.formats.records.ReadCounts` and dead letters are also
+    written there once it is read (``<digest>.json`` and ``<digest>.dead_letters.jsonl``, the digest of its
+    path: a file read again writes the same), for the job's report."""
 
-    def __init__(self, header_lines: int, block_lines: int, max_line_bytes: int):
+    def __init__(self, text_format, header_lines: int, block_lines: int, max_line_bytes: int, records_folder=None):
+        self.text_format = text_format
         self.header_lines = header_lines
         self.block_lines = block_lines
         self.max_line_bytes = max_line_bytes
+        self.records_folder = records_folder
 
     def process(self, path: str):
         source = TextBlockSource(
@@ -183,14 +190,54 @@ class ReadBlocksOfFile(beam.DoFn):
             max_line_bytes=self.max_line_bytes,
             validate=False,
         )
-        yield from source.read(source.get_range_tracker(None, None))
+        counts, letters = ReadCounts(), []
+        for block in source.read(source.get_range_tracker(None, None)):
+            if block.error is not None:
+                parsed = unparsable_record(block, getattr(self.text_format, "bits", 18))
+            else:
+                parsed = self.text_format.parse(
+                    block.data,
+                    source=block.source,
+                    offset=block.offset,
+                    first_line=block.first_line,
+                    header=block.header,
+                )
+            counts = counts + parsed.counts
+            letters += parsed.dead_letters
+            if len(parsed.batch):
+                yield parsed.batch
+            for letter in parsed.dead_letters:
+                yield beam.pvalue.TaggedOutput(DEAD_LETTERS, letter)
+        if self.records_folder is not None:
+            write_file_record(self.records_folder, path, counts, letters)
+
+
+def file_digest(path: str) -> str:
+    """A short stable name for ``path`` in a records folder."""
+    return hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
+
+
+def write_file_record(folder: str, path: str, counts: ReadCounts, letters: list) -> None:
+    """A read file's counts (and its dead letters, when any) in ``folder`` (see :class:`ReadWatchedFile`)."""
+    digest = file_digest(path)
+    if letters:
+        text = "".join(letter.to_json() + "\n" for letter in letters)
+        write_atomically(FileSystems.join(folder, f"{digest}.dead_letters.jsonl"), text.encode("utf-8"))
+    write_json(FileSystems.join(folder, f"{digest}.json"), {"path": path, **counts.to_dict()})
+
+
+def read_file_records(folder: str) -> list[dict]:
+    """Every file record of ``folder`` (see :func:`write_file_record`), by path."""
+    if not FileSystems.exists(folder):
+        return []
+    found = FileSystems.match([FileSystems.join(folder, "*.json")])[0].metadata_list
+    return sorted((read_json(m.path) for m in found), key=lambda record: record["path"])
 
 
 class ReadWatched(beam.PTransform):
     """The examples of the text files that appear under ``pattern`` (see :class:`WatchFiles` for the
-    watch's settings): a :class:`~polybeam.transforms.read.ReadResult` whose examples and dead letters carry
-    each file's arrival as their timestamp (its counts: one :class:`~polybeam.formats.records.ReadCounts` a
-    block)."""
+    watch's settings): example batches and dead letters carrying each file's arrival as their timestamp
+    (the ``examples`` and ``dead_letters`` of the result); ``records_folder``: see :class:`ReadWatchedFile`."""
 
     def __init__(
         self,
@@ -201,6 +248,7 @@ class ReadWatched(beam.PTransform):
         stop_file: str | None = None,
         stop_after_idle: float | None = None,
         started: float | None = None,
+        records_folder: str | None = None,
         block_lines: int = DEFAULT_BLOCK_LINES,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         **format_options,
@@ -216,15 +264,14 @@ class ReadWatched(beam.PTransform):
         self.format = resolve_format(format, format_options)
         if is_file_format(self.format):
             raise ValueError(f"watching reads text formats; {getattr(self.format, 'name', format)} files are not")
+        self.records_folder = records_folder
         self.block_lines = block_lines
         self.max_line_bytes = max_line_bytes
 
     def expand(self, pbegin):
         header_lines = getattr(self.format, "carried_lines", getattr(self.format, "header_lines", 0))
+        read = ReadWatchedFile(self.format, header_lines, self.block_lines, self.max_line_bytes, self.records_folder)
         parsed = (
-            pbegin
-            | "Watch" >> self.watch
-            | "ReadBlocks" >> beam.ParDo(ReadBlocksOfFile(header_lines, self.block_lines, self.max_line_bytes))
-            | "Parse" >> beam.ParDo(ParseBlocks(self.format)).with_outputs(DEAD_LETTERS, COUNTS, main=EXAMPLES)
+            pbegin | "Watch" >> self.watch | "ReadFiles" >> beam.ParDo(read).with_outputs(DEAD_LETTERS, main=EXAMPLES)
         )
-        return ReadResult(parsed[EXAMPLES], parsed[DEAD_LETTERS], parsed[COUNTS])
+        return parsed

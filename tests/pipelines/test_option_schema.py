@@ -159,6 +159,7 @@ def test_help_is_grouped_under_the_schemas_headings_without_beam_or_numba():
         "sparsity",
         "model",
         "checkpoints",
+        "stream",
         "runner",
     ]
     learning = text.index("\nlearning:")
