@@ -105,7 +105,9 @@ def live(work: str, rate: float, seconds: float, file_rows: int) -> dict:
     """Files at ``rate`` examples/s for ``seconds`` while the job learns them: freshness and loss."""
     incoming, models = os.path.join(work, "live-in"), os.path.join(work, "live-models")
     os.makedirs(incoming)
-    job = subprocess.Popen(watch_command(incoming, models, 8.0), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        watch_command(incoming, models, 8.0), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     time.sleep(8.0)  # (the job's start: Prism, the pipeline; files that wait for it would count start-up)
     arrivals, texts = [], []
     interval = file_rows / rate

@@ -71,3 +71,16 @@ def test_the_python_tour_prints_what_it_says(tmp_path, monkeypatch, capsys):
         printed = capsys.readouterr().out.strip()
         said = "\n".join(line[2:] for line in code.splitlines() if line.startswith("# "))
         assert printed == said, f"block {number}"
+
+
+@pytest.mark.slow
+def test_the_streaming_tour_learns_and_serves_in_one_pipeline(tmp_path, monkeypatch, capsys):
+    from polybeam.engines import prism
+
+    if not prism.fetched():
+        pytest.skip("Prism is not built: polybeam engines fetch prism")
+    (code,) = re.findall(r"```python\n(.*?)```", tour_section("Learning while serving"), re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md (streaming tour)", "exec"), {})  # noqa: S102 (the README's own code)
+    printed = capsys.readouterr().out.strip()
+    assert printed == "\n".join(line[2:] for line in code.splitlines() if line.startswith("# "))

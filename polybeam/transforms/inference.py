@@ -67,6 +67,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -425,12 +427,54 @@ class _PolybeamHandler(ModelHandler):
         ]
 
 
+# How often a handler that follows a folder of streaming training looks at its ``latest`` pointer.
+FOLLOW_SECONDS = 1.0
+
+
+class FollowedFolder:
+    """The latest version of a folder that ``polybeam train --watch`` (``TrainStream``) writes: its model,
+    read again when the folder's ``latest`` pointer names a newer version (looked at no more than every
+    :data:`FOLLOW_SECONDS`). What a handler given such a folder scores with: it swaps versions on any
+    runner, Prism included, which cannot refresh a triggered side input in the global window (Beam issue
+    31438) as ``model_metadata_pcoll`` asks."""
+
+    def __init__(self, folder: str):
+        from polybeam.transforms import version_folder
+
+        self.folder = folder
+        self.number = version_folder.latest_number(folder)
+        if self.number is None:  # (serving began before learning wrote a version: wait for the first)
+            logging.getLogger(__name__).warning("%s: waiting for its first model version", folder)
+            while self.number is None:
+                time.sleep(FOLLOW_SECONDS)
+                self.number = version_folder.latest_number(folder)
+        self.path = version_folder.version_model_path(folder, self.number)
+        self.model = version_folder.read_version_model(folder, self.number)
+        self.checked = time.monotonic()
+
+    def latest(self) -> Model:
+        """The newest version's model (reading it when it changed)."""
+        from polybeam.transforms import version_folder
+
+        if time.monotonic() - self.checked < FOLLOW_SECONDS:
+            return self.model
+        self.checked = time.monotonic()
+        number = version_folder.latest_number(self.folder)
+        if number is not None and number != self.number:
+            self.path = version_folder.version_model_path(self.folder, number)
+            self.model, self.number = version_folder.read_version_model(self.folder, number), number
+        return self.model
+
+
 class PolybeamModelHandler(_PolybeamHandler):
     """A polybeam model file (any Beam file system) as RunInference's model; see the module docstring.
 
     With ``key``, ``model_uri`` is a folder of per-key models (``polybeam train --key``) and the handler
     scores with that key's model (``model_id`` ``FOLDER#KEY``); :func:`keyed_model_handler` builds one per
-    key of a folder into Beam's ``KeyedModelHandler``.
+    key of a folder into Beam's ``KeyedModelHandler``. A folder that streaming training writes
+    (``polybeam train --watch``, ``TrainStream``) is followed: each batch is scored with its newest version
+    (:class:`FollowedFolder`; ``model_id`` names the version's file); with ``follow=True`` the folder may
+    not exist yet, and the first batch waits for the first version.
 
     >>> import apache_beam as beam
     >>> from apache_beam.ml.inference.base import RunInference
@@ -457,23 +501,37 @@ class PolybeamModelHandler(_PolybeamHandler):
         output: str | None = None,
         format_options: Mapping[str, Any] | None = None,
         key: str | None = None,
+        follow: bool = False,
         **batching,
     ):
         if output is not None:
             _check_choice("output", output, OUTPUTS)
+        if follow and key is not None:
+            raise ValueError("follow serves the versions of one model's folder; key picks a per-key folder's model")
         super().__init__(
             model_uri, input_format=input_format, format_options=format_options, namespace=METRICS_NAMESPACE, **batching
         )
         self._output = output
         self._key = None if key is None else key_text(key)
+        self._follow = follow
+        self._following: FollowedFolder | None = None
 
     @property
     def model_id(self) -> str:
-        """What each result's ``model_id`` says: the model file, or ``FOLDER#KEY`` for a key of a per-key folder."""
+        """What each result's ``model_id`` says: the model file (a followed folder's version file), or
+        ``FOLDER#KEY`` for a key of a per-key folder."""
+        if self._following is not None:
+            return self._following.path
         return self._uri if self._key is None else f"{self._uri}#{self._key}"
 
     def load_model(self) -> Model:
-        if self._key is None:
+        from polybeam.transforms import version_folder
+
+        self._following = None
+        if self._key is None and (self._follow or version_folder.is_version_folder(self._uri)):
+            self._following = FollowedFolder(self._uri)
+            model = self._following.model
+        elif self._key is None:
             from polybeam.transforms.model_io import read_model
 
             model = read_model(self._uri)
@@ -485,6 +543,8 @@ class PolybeamModelHandler(_PolybeamHandler):
     def run_inference(
         self, batch: Sequence, model: Model, inference_args: dict | None = None
     ) -> Iterable[PredictionResult]:
+        if self._following is not None:
+            model = self._following.latest()
         uri = self.model_id
         examples, keys = (batch, None) if model.shared_keys is None else keys_of(batch, model, self._input_format)
         results = self._score(

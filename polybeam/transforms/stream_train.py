@@ -23,6 +23,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.coders import BytesCoder, PickleCoder, VarIntCoder
 from apache_beam.ml.inference.base import ModelMetadata
+from apache_beam.transforms import trigger, window
 from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration
@@ -199,7 +200,8 @@ class TrainStream(beam.PTransform):
 
 class VersionsAsModelMetadata(beam.PTransform):
     """Model versions (written to ``folder``) as RunInference's ``model_metadata_pcoll``: each version's
-    model file, named ``v<number>``."""
+    model file, named ``v<number>``, in the global window, fired as they come (as Beam's own
+    ``WatchFilePattern`` hands RunInference its models), so that the scoring side swaps to each new version."""
 
     def __init__(self, folder: str):
         super().__init__()
@@ -211,4 +213,13 @@ class VersionsAsModelMetadata(beam.PTransform):
         def metadata(version: ModelVersion) -> ModelMetadata:
             return ModelMetadata(model_id=join(folder, model_name(version.number)), model_name=f"v{version.number}")
 
-        return versions | "VersionMetadata" >> beam.Map(metadata)
+        return (
+            versions
+            | "VersionMetadata" >> beam.Map(metadata)
+            | "AsTheySwap"
+            >> beam.WindowInto(
+                window.GlobalWindows(),
+                trigger=trigger.Repeatedly(trigger.AfterProcessingTime(1)),
+                accumulation_mode=trigger.AccumulationMode.DISCARDING,
+            )
+        )

@@ -5,6 +5,7 @@ continues from the latest version without learning a row twice."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import apache_beam as beam
 import numpy as np
@@ -108,3 +109,59 @@ def test_train_stream_refuses_settings_that_never_make_a_version():
         TrainStream(CONFIG, every_seconds=0)
     with pytest.raises(ValueError, match="every_examples"):
         TrainStream(CONFIG, every_examples=0)
+
+
+SEEN: list = []  # (what the in-process runner's last step saw: it runs in this process)
+
+
+def keep(element) -> None:
+    SEEN.append(element)  # (a module-level function: pickled by name, so it appends to this list)
+
+
+def test_versions_become_runinference_model_metadata_naming_their_files(tmp_path):
+    from polybeam.transforms.stream_train import VersionsAsModelMetadata
+
+    parts = batches(4)
+    SEEN.clear()
+    stream = BeamTestStream().advance_watermark_to(0).add_elements([TimestampedValue(b, 1) for b in parts])
+    options = PipelineOptions(["--streaming", "--runner=BundleBasedDirectRunner"])
+    with beam.Pipeline(options=options) as pipeline:
+        versions = (
+            pipeline | stream.advance_watermark_to_infinity() | TrainStream(CONFIG, str(tmp_path), every_examples=800)
+        )
+        _ = versions | VersionsAsModelMetadata(str(tmp_path)) | beam.Map(keep)
+    assert [(m.model_name, m.model_id) for m in SEEN] == [
+        ("v1", str(tmp_path / "versions" / "000001.model")),
+        ("v2", str(tmp_path / "versions" / "000002.model")),
+    ]
+
+
+def test_a_handler_given_the_folder_scores_with_its_newest_version_and_waits_for_the_first(tmp_path, monkeypatch):
+    import threading
+
+    from polybeam.transforms import inference
+
+    monkeypatch.setattr(inference, "FOLLOW_SECONDS", 0.05)
+    parts = batches(2)
+    stream = StreamLearner(CONFIG)
+
+    def write_versions():
+        for part in parts:
+            time.sleep(0.3)
+            stream.learn([(1.0, part)])
+            version_folder.write_version(str(tmp_path), stream.version(), stream.to_bytes())
+
+    handler = inference.PolybeamModelHandler(str(tmp_path), input_format="batch", output="score", follow=True)
+    writer = threading.Thread(target=write_versions)
+    writer.start()
+    model = handler.load_model()  # (waits for version 1)
+    first = list(handler.run_inference([parts[0]], model))
+    assert first[0].model_id.endswith("000001.model")
+    writer.join()
+    time.sleep(0.1)
+    second = list(handler.run_inference([parts[0]], model))
+    assert second[0].model_id.endswith("000002.model")
+    expected = version_folder.read_version_model(str(tmp_path), 2).margins(parts[0])
+    np.testing.assert_allclose(second[0].inference, expected, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="follow"):
+        inference.PolybeamModelHandler(str(tmp_path), follow=True, key="a")
