@@ -20,6 +20,8 @@ version numbers follow on, and rows that version holds (by source and row id) ar
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import apache_beam as beam
 from apache_beam.coders import BytesCoder, PickleCoder, VarIntCoder
 from apache_beam.ml.inference.base import ModelMetadata
@@ -30,13 +32,14 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration
 
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.model_stream import ModelVersion, StreamLearner
+from polybeam.learners.polynomial import make_learner
 from polybeam.transforms.version_folder import join, model_name, read_latest_state, write_version
 
 # A version every this many seconds of arrival time, or every EVERY_EXAMPLES examples, by default.
 EVERY_SECONDS = 5.0
 EVERY_EXAMPLES = 1_000_000
-# The key of the one model (TrainStream learns one model; Beam's state is per key).
-ONE_MODEL = ""
+# The key of the one model (Beam's state is per key); no parsed key holds a NUL (such lines are dead letters).
+ONE_MODEL = "\x00"
 
 
 def event_seconds(timestamp) -> float | None:
@@ -120,6 +123,12 @@ class LearnStream(beam.DoFn):
     ):
         yield from self._version(key, buffer, buffered, learner, number)
 
+    def _folder(self, key) -> str | None:
+        """Where ``key``'s versions go: the folder itself for the one model, ``keys/<key>`` in it per key."""
+        if self.folder is None or key == ONE_MODEL:
+            return self.folder
+        return key_folder(self.folder, key)
+
     def _stream(self, key, learner, number) -> StreamLearner:
         """The key's StreamLearner as of its last version: this worker's copy when it is that one, else from
         state, else (a new job) from the model folder's latest version, else a fresh learner."""
@@ -128,9 +137,16 @@ class LearnStream(beam.DoFn):
         if cached is not None and known is not None and cached.number == known:
             return cached
         data = learner.read()
-        if data is None and self.folder is not None:
-            data = read_latest_state(self.folder)
-        return StreamLearner.from_bytes(data) if data is not None else StreamLearner(self.config)
+        folder = self._folder(key)
+        if data is None and folder is not None:
+            data = read_latest_state(folder)
+        return StreamLearner.from_bytes(data) if data is not None else self._fresh(key)
+
+    def _fresh(self, key) -> StreamLearner:
+        """A new learner: per key, one whose state holds the slots it touches (as batch training's per key)."""
+        if key == ONE_MODEL:
+            return StreamLearner(self.config)
+        return StreamLearner(self.config, make_learner(self.config, sparse=True))
 
     def _version(self, key, buffer, buffered, learner, number):
         timed = list(buffer.read())
@@ -146,10 +162,11 @@ class LearnStream(beam.DoFn):
             number.write(stream.number)
             self._learners[key] = stream
             return
-        version = stream.version(key or None)
+        version = stream.version(None if key == ONE_MODEL else key)
         data = stream.to_bytes()
-        if self.folder is not None:
-            write_version(self.folder, version, data)
+        folder = self._folder(key)
+        if folder is not None:
+            write_version(folder, version, data)
         learner.write(data)
         number.write(stream.number)
         self._learners[key] = stream
@@ -169,6 +186,10 @@ class TrainStream(beam.PTransform):
     every_seconds, every_examples
         A version when this many seconds passed since the first example waiting arrived, or this many
         examples wait, whichever comes first (and one when the input ends).
+    key : str or callable, optional
+        One model per key (``--key``'s spec, as :class:`~polybeam.transforms.keys.ParsedKeys` reads it, or
+        anything with its ``split(batch)``): each key's learner in its own Beam state, its versions in
+        ``FOLDER/keys/<key>`` (:func:`key_folder`) and out with ``ModelVersion.key`` set.
     """
 
     def __init__(
@@ -178,6 +199,7 @@ class TrainStream(beam.PTransform):
         *,
         every_seconds: float = EVERY_SECONDS,
         every_examples: int = EVERY_EXAMPLES,
+        key=None,
     ):
         super().__init__()
         if not every_seconds > 0:
@@ -188,14 +210,31 @@ class TrainStream(beam.PTransform):
         self.folder = folder
         self.every_seconds = every_seconds
         self.every_examples = every_examples
+        if isinstance(key, str):
+            from polybeam.transforms.keys import ParsedKeys
+
+            key = ParsedKeys(key)
+        self.key = key
 
     def expand(self, batches):
-        return (
-            batches
-            | "KeyTheModel" >> beam.Map(lambda batch: (ONE_MODEL, batch))
-            | "LearnStream"
-            >> beam.ParDo(LearnStream(self.config, self.folder, self.every_seconds, self.every_examples))
+        if self.key is None:
+            keyed = batches | "KeyTheModel" >> beam.Map(lambda batch: (ONE_MODEL, batch))
+        else:
+            split = self.key.split
+            keyed = batches | "SplitByKey" >> beam.FlatMap(lambda batch: [(str(k), part) for k, part in split(batch)])
+        return keyed | "LearnStream" >> beam.ParDo(
+            LearnStream(self.config, self.folder, self.every_seconds, self.every_examples)
         )
+
+
+def key_folder(folder: str, key: str) -> str:
+    """The folder of ``key``'s versions in a per-key stream's ``folder``: ``keys/`` and the key with every
+    character a file name cannot hold percent-encoded (``""`` is ``%``).
+
+    >>> key_folder("out", "user/7"), key_folder("out", "")
+    ('out/keys/user%2F7', 'out/keys/%')
+    """
+    return join(folder, "keys", quote(key, safe="") or "%")
 
 
 class VersionsAsModelMetadata(beam.PTransform):
@@ -211,7 +250,8 @@ class VersionsAsModelMetadata(beam.PTransform):
         folder = self.folder
 
         def metadata(version: ModelVersion) -> ModelMetadata:
-            return ModelMetadata(model_id=join(folder, model_name(version.number)), model_name=f"v{version.number}")
+            where = folder if version.key is None else key_folder(folder, version.key)
+            return ModelMetadata(model_id=join(where, model_name(version.number)), model_name=f"v{version.number}")
 
         return (
             versions

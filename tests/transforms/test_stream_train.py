@@ -165,3 +165,29 @@ def test_a_handler_given_the_folder_scores_with_its_newest_version_and_waits_for
     np.testing.assert_allclose(second[0].inference, expected, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="follow"):
         inference.PolybeamModelHandler(str(tmp_path), follow=True, key="a")
+
+
+def test_one_model_per_key_each_learned_from_its_own_rows_in_its_own_folder(tmp_path):
+    from polybeam.transforms.stream_train import key_folder
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(1200, 3))
+    y = np.where(x @ np.array([1.0, -2.0, 0.5]) > 0, 1.0, -1.0)
+    users = np.array(["ann", "bob/7", ""])[rng.integers(0, 3, size=1200)]
+    whole = batch_from_arrays(x, y, bits=CONFIG.bits)
+    whole = dataclasses.replace(whole, tags=users.astype(object), source="s.vw", row_ids=np.arange(1200) * 10)
+    parts = [whole.take(np.arange(i, i + 400)) for i in (0, 400, 800)]
+    run_stream([("at", 1, parts[:2]), ("watermark", 10), ("at", 11, parts[2:])], tmp_path, every_seconds=5, key="tag")
+    for user in ("ann", "bob/7", ""):
+        folder = key_folder(str(tmp_path), user)
+        index = version_folder.read_index(folder)
+        rows = np.flatnonzero(users == user)
+        assert [e["version"] for e in index] == [1, 2] and index[-1]["examples"] == len(rows)
+        assert index[0]["examples"] == np.count_nonzero(rows < 800)
+        learner = make_learner(CONFIG, sparse=True)
+        for part in (whole.take(rows[rows < 800]), whole.take(rows[rows >= 800])):
+            learner.learn(part)
+        np.testing.assert_array_equal(
+            version_folder.read_version_model(folder).dense_weights, learner.to_model().dense_weights
+        )
+    assert not version_folder.is_version_folder(str(tmp_path))  # (no one model beside them)
