@@ -52,14 +52,13 @@ BUFFER = BagStateSpec("buffer", PickleCoder())  # (arrival seconds, batch) not l
 BUFFERED = ReadModifyWriteStateSpec("buffered", VarIntCoder())  # examples in the buffer
 LEARNER = ReadModifyWriteStateSpec("learner", BytesCoder())  # StreamLearner.to_bytes() at the last version
 NUMBER = ReadModifyWriteStateSpec("number", VarIntCoder())  # the last version's number
+# (at the input's end the watermark passes every pending timer: the last examples make a last version)
 EVERY = TimerSpec("every", TimeDomain.WATERMARK)
-END = TimerSpec("end", TimeDomain.WATERMARK)
 BUFFER_STATE = beam.DoFn.StateParam(BUFFER)
 BUFFERED_STATE = beam.DoFn.StateParam(BUFFERED)
 LEARNER_STATE = beam.DoFn.StateParam(LEARNER)
 NUMBER_STATE = beam.DoFn.StateParam(NUMBER)
 EVERY_TIMER = beam.DoFn.TimerParam(EVERY)
-END_TIMER = beam.DoFn.TimerParam(END)
 
 
 class LearnStream(beam.DoFn):
@@ -85,14 +84,12 @@ class LearnStream(beam.DoFn):
         learner=LEARNER_STATE,
         number=NUMBER_STATE,
         every=EVERY_TIMER,
-        end=END_TIMER,
     ):
         key, batch = element
         if not len(batch):
             return
         buffer.add((event_seconds(timestamp), batch))
         waiting = (buffered.read() or 0) + len(batch)
-        end.set(window.max_timestamp())
         if waiting >= self.every_examples:
             yield from self._version(key, buffer, buffered, learner, number)
             return
@@ -103,17 +100,6 @@ class LearnStream(beam.DoFn):
 
     @on_timer(EVERY)
     def on_every(
-        self,
-        key=beam.DoFn.KeyParam,
-        buffer=BUFFER_STATE,
-        buffered=BUFFERED_STATE,
-        learner=LEARNER_STATE,
-        number=NUMBER_STATE,
-    ):
-        yield from self._version(key, buffer, buffered, learner, number)
-
-    @on_timer(END)
-    def on_end(
         self,
         key=beam.DoFn.KeyParam,
         buffer=BUFFER_STATE,

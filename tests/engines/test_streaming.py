@@ -5,11 +5,9 @@ files in their arrival order (the engine suite's streaming test: Prism, and Flin
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from polybeam.engines import flink, prism, running
 from polybeam.transforms import version_folder
 from polybeam.transforms.model_io import read_model
 from tests.engines.selection import skip_unless_selected
+from tests.streaming_files import drop, vw_rows, wait_for_version
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
@@ -25,26 +24,6 @@ ENGINE_OPTIONS = {
     "prism": lambda: prism.polybeam_options(),
     "flink-embedded": lambda: [*flink.runner_options(flink.job_server_jar()), "--environment_type", "LOOPBACK"],
 }
-
-
-def vw_rows(seed: int, rows: int = 400) -> str:
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(rows, 3))
-    y = np.where(x @ np.array([1.0, -1.0, 2.0]) + rng.logistic(size=rows) > 0, 1, -1)
-    return "".join(f"{label} | a:{r[0]:.5f} b:{r[1]:.5f} c:{r[2]:.5f}\n" for label, r in zip(y, x))
-
-
-def drop(folder, name: str, text: str) -> None:
-    (folder / f".{name}").write_text(text)
-    os.rename(folder / f".{name}", folder / name)
-
-
-def wait_for_version(models, number: int, job, timeout: float = 240.0) -> None:
-    deadline = time.time() + timeout
-    while (version_folder.latest_number(str(models)) or 0) < number:
-        assert job.poll() is None, "the streaming job ended early"
-        assert time.time() < deadline, f"no version {number} within {timeout} s"
-        time.sleep(0.3)
 
 
 @pytest.mark.parametrize("setup", sorted(ENGINE_OPTIONS))

@@ -5,7 +5,6 @@ SIGKILL and started again that learns every example exactly once. Skipped unless
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,24 +15,12 @@ import pytest
 
 from polybeam.engines import prism
 from polybeam.transforms import version_folder
+from tests.streaming_files import drop, vw_rows, wait_for_version
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not prism.fetched(), reason="Prism is not built: polybeam engines fetch prism"),
 ]
-
-
-def vw_rows(seed: int, rows: int = 400) -> str:
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(rows, 3))
-    y = np.where(x @ np.array([1.0, -1.0, 2.0]) + rng.logistic(size=rows) > 0, 1, -1)
-    return "".join(f"{label} | a:{r[0]:.5f} b:{r[1]:.5f} c:{r[2]:.5f}\n" for label, r in zip(y, x))
-
-
-def drop(folder, name: str, text: str) -> None:
-    temporary = folder / f".{name}.part"
-    temporary.write_text(text)
-    os.rename(temporary, folder / name)
 
 
 def command(incoming, models, *extra):
@@ -48,13 +35,6 @@ def run(argv, timeout=180):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def wait_for_version(models, number: int, timeout: float = 90.0) -> None:
-    deadline = time.time() + timeout
-    while (version_folder.latest_number(str(models)) or 0) < number:
-        assert time.time() < deadline, f"no version {number} within {timeout} s"
-        time.sleep(0.2)
 
 
 def test_watch_learns_files_as_they_appear_and_the_folder_serves_evaluate_predict_and_inspect(tmp_path):

@@ -21,6 +21,7 @@ from polybeam.learners.polynomial import make_learner
 from polybeam.transforms import version_folder
 from polybeam.transforms.stream_train import TrainStream
 from polybeam.transforms.watch import ReadWatched
+from tests.streaming_files import vw_rows
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,10 +32,7 @@ CONFIG = LearnerConfig(loss="logistic", bits=12)
 
 
 def vw_lines(seed: int, rows: int = 300) -> bytes:
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(rows, 3))
-    y = np.where(x @ np.array([1.0, -1.0, 2.0]) + rng.logistic(size=rows) > 0, 1, -1)
-    return "".join(f"{label} | a:{r[0]:.5f} b:{r[1]:.5f} c:{r[2]:.5f}\n" for label, r in zip(y, x)).encode()
+    return vw_rows(seed, rows).encode()
 
 
 def drop_files(folder, contents, pause):
