@@ -36,6 +36,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import apache_beam as beam
+from apache_beam.utils.windowed_value import WindowedValue
 
 from polybeam.formats.acceptance import DEFAULT_MAX_DEAD_LETTER_FRACTION, InputPolicy
 from polybeam.formats.formats import formats_where, is_file_format
@@ -76,6 +77,34 @@ def lines_block(lines: Sequence, *, source: str = LINES_SOURCE, header: bytes | 
 def _placeless(letter: DeadLetter) -> DeadLetter:
     """A dead letter of lines without a file: no line number, no offset (its place in a block means nothing)."""
     return dataclasses.replace(letter, line=None, offset=-1)
+
+
+class StampedBlocks(beam.DoFn):
+    """Lists of up to ``block_lines`` elements of a bundle, each in its elements' window and stamped with the
+    latest of their timestamps (a bundle's elements are not yet behind the watermark when it ends, so the
+    lists are on time)."""
+
+    def __init__(self, block_lines: int):
+        self.block_lines = block_lines
+        self._open: dict = {}
+
+    def start_bundle(self):
+        self._open = {}  # window -> (elements, latest timestamp)
+
+    def process(self, element, timestamp=beam.DoFn.TimestampParam, window=beam.DoFn.WindowParam):
+        elements, latest = self._open.get(window, ([], timestamp))
+        elements.append(element)
+        latest = max(latest, timestamp)
+        if len(elements) >= self.block_lines:
+            self._open.pop(window, None)
+            yield WindowedValue(elements, latest, [window])
+        else:
+            self._open[window] = (elements, latest)
+
+    def finish_bundle(self):
+        for window, (elements, latest) in self._open.items():
+            yield WindowedValue(elements, latest, [window])
+        self._open = {}
 
 
 class ParseLines(beam.PTransform):
@@ -174,20 +203,32 @@ class ParseLines(beam.PTransform):
                 "for a stream or windowed lines give check_input=False"
             )
         source, header = self.source, self.header
+        # Full blocks, as a file read makes them (a bundle's or window's last block may be smaller):
+        # BatchElements' adaptive sizes start at min_batch_size, and a block of one line costs as much to
+        # parse and learn from as one of thousands. A stream's blocks keep their lines' time (the latest
+        # of them): BatchElements stamps every batch with its window's end, which in the global window
+        # is the end of time, and a stream's learner makes its versions by its examples' times.
+        batch = (
+            beam.ParDo(StampedBlocks(self.block_lines))
+            if unbounded
+            else beam.BatchElements(min_batch_size=self.block_lines, max_batch_size=self.block_lines)
+        )
         parsed = (
             lines
-            # Full blocks, as a file read makes them (a bundle's or window's last block may be smaller):
-            # BatchElements' adaptive sizes start at min_batch_size, and a block of one line costs as
-            # much to parse and learn from as one of thousands.
-            | "Batch" >> beam.BatchElements(min_batch_size=self.block_lines, max_batch_size=self.block_lines)
+            | "Batch" >> batch
             | "ToBlocks" >> beam.Map(lambda batch: lines_block(batch, source=source, header=header))
             | "Parse" >> beam.ParDo(ParseBlocks(self.format)).with_outputs(DEAD_LETTERS, COUNTS, main=EXAMPLES)
         )
         letters = parsed[DEAD_LETTERS] | "Placeless" >> beam.Map(_placeless)
+        # (nor do their examples: a block's offsets start again at 0 in every block, and what orders rows
+        # by source and row id, or skips rows a stream's version already learned, would take them for places)
+        examples = parsed[EXAMPLES] | "PlacelessExamples" >> beam.Map(
+            lambda batch: dataclasses.replace(batch, row_ids=None)
+        )
         counts = None
         if not (unbounded and is_global(lines)):  # a stream that never ends has no total
             counts = parsed[COUNTS] | "SumCounts" >> combine_globally(SumCounts(), parsed[COUNTS])
-        read = ReadResult(parsed[EXAMPLES], letters, counts, counts)
+        read = ReadResult(examples, letters, counts, counts)
         if self.policy is None:
             return read
         return read._replace(checked=read | "CheckInput" >> CheckInput(self.policy))

@@ -191,3 +191,30 @@ def test_one_model_per_key_each_learned_from_its_own_rows_in_its_own_folder(tmp_
             version_folder.read_version_model(folder).dense_weights, learner.to_model().dense_weights
         )
     assert not version_folder.is_version_folder(str(tmp_path))  # (no one model beside them)
+
+
+def test_lines_from_a_stream_as_pubsub_or_kafka_hand_them_are_parsed_and_learned(tmp_path):
+    from polybeam.formats.formats import make_format
+    from polybeam.transforms.lines import ParseLines
+    from tests.streaming_files import vw_rows
+
+    first, second = vw_rows(0, 300).splitlines(), vw_rows(1, 200).splitlines()
+    stream = (
+        BeamTestStream()
+        .advance_watermark_to(0)
+        .add_elements([TimestampedValue(line.encode(), 1) for line in first])  # (messages' payloads are bytes)
+        .advance_watermark_to(10)
+        .add_elements([TimestampedValue(line.encode(), 11) for line in second])
+        .advance_watermark_to_infinity()
+    )
+    options = PipelineOptions(["--streaming", "--runner=BundleBasedDirectRunner"])
+    with beam.Pipeline(options=options) as pipeline:
+        read = pipeline | stream | ParseLines("vw", labels="binary", bits=CONFIG.bits, check_input=False)
+        _ = read.examples | TrainStream(CONFIG, str(tmp_path), every_seconds=5)
+    index = version_folder.read_index(str(tmp_path))
+    assert [e["learned"] for e in index] == [300, 200]
+    fmt = make_format("vw", labels="binary", bits=CONFIG.bits)
+    expected = one_pass([fmt.parse(("\n".join(lines) + "\n").encode()).batch for lines in (first, second)])
+    np.testing.assert_array_equal(
+        version_folder.read_version_model(str(tmp_path)).dense_weights, expected.dense_weights
+    )
