@@ -30,6 +30,7 @@ from apache_beam.transforms.timeutil import TimeDomain
 from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateSpec, TimerSpec, on_timer
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration
 
+from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.model_stream import ModelVersion, StreamLearner
 from polybeam.learners.polynomial import make_learner
@@ -203,11 +204,14 @@ class TrainStream(beam.PTransform):
         self.key = key
 
     def expand(self, batches):
+        # (typed: a str key's coder is deterministic, as a stateful DoFn's key must be)
         if self.key is None:
-            keyed = batches | "KeyTheModel" >> beam.Map(lambda batch: (ONE_MODEL, batch))
+            keying = beam.Map(lambda batch: (ONE_MODEL, batch))
+            keyed = batches | "KeyTheModel" >> keying.with_output_types(tuple[str, ExampleBatch])
         else:
             split = self.key.split
-            keyed = batches | "SplitByKey" >> beam.FlatMap(lambda batch: [(str(k), part) for k, part in split(batch)])
+            keying = beam.FlatMap(lambda batch: [(str(k), part) for k, part in split(batch)])
+            keyed = batches | "SplitByKey" >> keying.with_output_types(tuple[str, ExampleBatch])
         return keyed | "LearnStream" >> beam.ParDo(
             LearnStream(self.config, self.folder, self.every_seconds, self.every_examples)
         )

@@ -163,7 +163,9 @@ class WatchFiles(beam.PTransform):
             pbegin
             | "Start" >> beam.Create([self.started])
             | "Poll" >> beam.ParDo(PollFiles(self.pattern, self.interval, self.stop_file, self.stop_after_idle))
-            | "ByPath" >> beam.Map(lambda found: (found[0], (found[1], found[2])))
+            # (typed: a str key's coder is deterministic, as a stateful DoFn's key must be)
+            | "ByPath"
+            >> beam.Map(lambda found: (found[0], (found[1], found[2]))).with_output_types(tuple[str, tuple[int, float]])
             | "OnceComplete" >> beam.ParDo(OnceComplete())
         )
 
