@@ -111,8 +111,11 @@ def run_stream_train(options, job, config, settings, facts: dict, started: float
             raise OptionError(f"--{name} must be a number of seconds > 0, got {value}")
     if job.model_every_examples < 1:
         raise OptionError(f"--model-every-examples must be at least 1, got {job.model_every_examples}")
-    if job.stop_after_idle is not None and not job.stop_after_idle > 0:
-        raise OptionError(f"--stop-after-idle must be a number of seconds > 0, got {job.stop_after_idle}")
+    if job.stop_after_idle is not None and not job.stop_after_idle >= 2 * job.watch:
+        raise OptionError(
+            f"--stop-after-idle must be at least two polls ({2 * job.watch:g} s with --watch {job.watch:g}): a file is "
+            f"read once two polls saw it whole; got {job.stop_after_idle}"
+        )
     if config.passes != 1 or config.lbfgs_passes:
         raise OptionError("--watch learns each example once as it arrives: leave out --passes and --lbfgs-passes")
     options = streaming_options(options)

@@ -33,6 +33,8 @@ from polybeam.transforms.files import absolute_path, read_json, write_atomically
 from polybeam.transforms.read import DEAD_LETTERS, EXAMPLES, resolve_format, unparsable_record
 from polybeam.transforms.sources import DEFAULT_BLOCK_LINES, DEFAULT_MAX_LINE_BYTES, TextBlockSource
 
+# A file is emitted at the second poll that sees it at one size: the idle stop waits at least that long.
+CONFIRMING_POLLS = 2
 # An unbounded sequence of polls (the restriction's end is never reached).
 POLLS = 1 << 62
 
@@ -94,8 +96,12 @@ class PollFiles(beam.DoFn):
         for modified, path, size in files:
             yield TimestampedValue((path, size, modified), now)
         watermark.set_watermark(Timestamp(now))
-        last_arrival = max([float(started), *(modified for modified, _, _ in files)])
-        if should_stop(self.stop_file, self.stop_after_idle, last_arrival, now) is not None:
+        # Idle since the newest file, or since the watch began polling (``poll`` polls ago at the latest:
+        # the runner may start it well after the job was built), never before a file seen has had the two
+        # polls that confirm it complete (a file the stop file leaves unconfirmed is the next run's).
+        began = max(float(started), now - poll * self.interval)
+        last_arrival = max([began, *(modified for modified, _, _ in files)])
+        if poll >= CONFIRMING_POLLS and should_stop(self.stop_file, self.stop_after_idle, last_arrival, now):
             tracker.try_claim(POLLS - 1)  # (the rest of the polls claimed: the watch is done)
             return
         tracker.defer_remainder(Duration(seconds=self.interval))
@@ -152,6 +158,11 @@ class WatchFiles(beam.PTransform):
         super().__init__()
         if not interval > 0:
             raise ValueError(f"interval must be > 0 seconds; got {interval}")
+        if stop_after_idle is not None and not stop_after_idle >= CONFIRMING_POLLS * interval:
+            raise ValueError(
+                f"stop_after_idle must be at least {CONFIRMING_POLLS} polls ({CONFIRMING_POLLS * interval:g} s): a file "
+                f"is read once two polls saw it whole; got {stop_after_idle}"
+            )
         self.pattern = pattern
         self.interval = interval
         self.stop_file = stop_file

@@ -76,6 +76,37 @@ CASES = [
         "--passes does not apply to polybeam evaluate",
     ),
     Case("missing --input", (*TRAIN, "--model", "{out}/m.model"), 2, "polybeam train needs --input"),
+    # -- streaming training (train --watch): each refused before any job starts
+    Case(
+        "watch every 0 s",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--watch", "0", "--model", "{out}/stream"),
+        2,
+        "--watch must be a number of seconds > 0, got 0.0",
+    ),
+    Case(
+        "watch idle shorter than two polls",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--watch", "1", "--stop-after-idle", "1", "--model", "{out}/stream"),
+        2,
+        "--stop-after-idle must be at least two polls (2 s with --watch 1)",
+    ),
+    Case(
+        "watch with passes",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--watch", "1", "--passes", "3", "--model", "{out}/stream"),
+        2,
+        "--watch learns each example once as it arrives: leave out --passes",
+    ),
+    Case(
+        "watch per key",
+        (*TRAIN, "--input", "{good_csv}", *CSV, "--watch", "1", "--key", "column:colour", "--model", "{out}/stream"),
+        2,
+        "--watch trains one model from files as they appear; leave out --key",
+    ),
+    Case(
+        "version of a model file",
+        ("evaluate", "--input", "{good_csv}", *CSV, "--model", "{good_model}", "--version", "2"),
+        2,
+        "--version picks a version of a folder that train --watch writes",
+    ),
     Case(
         "bad choice",
         ("train", "--input", "{good_csv}", *CSV, "--loss", "hinged", "--model", "{out}/m.model"),

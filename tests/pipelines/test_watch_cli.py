@@ -76,8 +76,11 @@ def test_sigterm_ends_the_job_with_a_last_version(tmp_path):
     incoming, models = tmp_path / "in", tmp_path / "models"
     incoming.mkdir()
     drop(incoming, "part-0.vw", vw_rows(0))
-    job = subprocess.Popen(command(incoming, models, "--model-every", "30"), stdout=subprocess.PIPE, text=True)
-    time.sleep(12)  # (read and waiting for its version, due in 30 s)
+    job = subprocess.Popen(command(incoming, models, "--model-every", "300"), stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list((models / "files").glob("*.json")):  # (read, its examples waiting for a version due in 300 s)
+        assert time.time() < deadline and job.poll() is None, "the file was not read"
+        time.sleep(0.2)
     job.send_signal(signal.SIGTERM)
     out, _ = job.communicate(timeout=120)
     assert job.returncode == 0
