@@ -522,3 +522,43 @@ def test_per_key_models_score_alike_through_the_cli_run_inference_and_their_own_
     from_handler = [by_example[(key, json.dumps(d, sort_keys=True, default=str))] for key, d in zip(keys, dicts)]
     np.testing.assert_allclose(from_cli, own, rtol=1e-8, atol=1e-9)  # (predict writes 9 significant digits)
     np.testing.assert_allclose(from_handler, own, rtol=1e-12, atol=1e-12)
+
+
+def test_the_streaming_door_reads_and_scores_a_table_as_the_batch_door(tmp_path):
+    """`train --watch` over a CSV (a header, a category, missing values, labels as words) gives the model one
+    batch pass gives, and `evaluate` of its folder the batch model's metrics: its versions record how their
+    input was read, as a batch model does."""
+    from polybeam.engines import prism
+    from polybeam.transforms import version_folder
+
+    if not prism.fetched():
+        pytest.skip("Prism is not built: polybeam engines fetch prism")
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(400, 2))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    colour = rng.choice(COLOURS, size=400)
+    margin = np.nan_to_num(x[:, 0]) - np.nan_to_num(x[:, 1]) + (colour == "red")
+    frame = pd.DataFrame({"x0": x[:, 0], "c0": colour, "x1": x[:, 1], "y": np.where(margin > 0, "yes", "no")})
+    incoming = tmp_path / "in"
+    incoming.mkdir()
+    frame.to_csv(incoming / "table.csv", index=False)
+    reading = ["--format", "csv", "--label-column", "y", "--categorical-columns", "c0", "--loss", "logistic"]
+    code, said = cli("train", "--input", incoming / "table.csv", *reading, "--model", tmp_path / "batch.model")
+    assert code == 0, said
+    code, said = cli("train", "--input", incoming / "*.csv", *reading, "--watch", "0.3", "--stop-after-idle", "2",
+                     "--model", tmp_path / "stream")  # fmt: skip
+    assert code == 0, said
+    streamed, batch = (
+        version_folder.read_version_model(str(tmp_path / "stream")),
+        Model.load(str(tmp_path / "batch.model")),
+    )
+    assert streamed.config.class_names == batch.config.class_names == ("no", "yes")
+    assert streamed.input == batch.input
+    assert np.allclose(scores(streamed, frame), scores(batch, frame), rtol=0, atol=1e-12)
+    metrics = {}
+    for door, model in (("stream", tmp_path / "stream"), ("batch", tmp_path / "batch.model")):
+        code, said = cli("evaluate", "--input", incoming / "table.csv", "--model", model)
+        assert code == 0, said
+        metrics[door] = json.loads(said.strip().splitlines()[-1])
+    for name in ("examples", "loss", "error", "auc"):
+        assert metrics["stream"][name] == pytest.approx(metrics["batch"][name], abs=1e-12), name

@@ -30,6 +30,7 @@ from polybeam.formats.records import ReadCounts
 from polybeam.pipelines.errors import OptionError
 from polybeam.pipelines.launch import JobFailed
 from polybeam.transforms.files import write_json
+from polybeam.transforms.provenance import origin
 from polybeam.transforms.stream_train import TrainStream
 from polybeam.transforms.version_folder import join, read_index, read_latest
 from polybeam.transforms.watch import ReadWatched, read_file_records
@@ -133,8 +134,11 @@ def run_stream_train(options, job, config, settings, facts: dict, started: float
         records_folder=join(model_path, FILES),
         **settings.reader_options(config.label_kind),
     )
+    known = facts["origin"]  # (the job's options, runner and start; with how its input is read)
+    recorded = origin(settings, known["inputs"], command="train", options=known["options"], runner=facts["runner"],
+                      started=known["started"])  # fmt: skip
     _ = read.examples | "Train" >> TrainStream(
-        config, model_path, every_seconds=job.model_every, every_examples=job.model_every_examples
+        config, model_path, every_seconds=job.model_every, every_examples=job.model_every_examples, origin=recorded
     )
     result = pipeline.run()
     with stop_on_signals(stop_file) as asked:

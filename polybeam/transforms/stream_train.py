@@ -20,6 +20,7 @@ version numbers follow on, and rows that version holds (by source and row id) ar
 
 from __future__ import annotations
 
+import dataclasses
 from urllib.parse import quote
 
 import apache_beam as beam
@@ -34,6 +35,8 @@ from polybeam.learners.batch import ExampleBatch
 from polybeam.learners.config import LearnerConfig
 from polybeam.learners.model_stream import ModelVersion, StreamLearner
 from polybeam.learners.polynomial import make_learner
+from polybeam.transforms.provenance import origin, stamp
+from polybeam.transforms.train import HASHING, config_for_read
 from polybeam.transforms.version_folder import join, model_name, read_latest_state, write_version
 
 # A version every this many seconds of arrival time, or every EVERY_EXAMPLES examples, by default.
@@ -65,11 +68,19 @@ EVERY_TIMER = beam.DoFn.TimerParam(EVERY)
 class LearnStream(beam.DoFn):
     """The stateful DoFn of :class:`TrainStream`: ``(key, batch)`` in, :class:`ModelVersion` out."""
 
-    def __init__(self, config: LearnerConfig, folder: str | None, every_seconds: float, every_examples: int):
+    def __init__(
+        self,
+        config: LearnerConfig,
+        folder: str | None,
+        every_seconds: float,
+        every_examples: int,
+        known: dict | None = None,
+    ):
         self.config = config
         self.folder = folder
         self.every_seconds = float(every_seconds)
         self.every_examples = int(every_examples)
+        self.known = known  # how the input was read and the job's origin, recorded in every version's model
         self._learners: dict = {}
 
     def setup(self):
@@ -150,6 +161,8 @@ class LearnStream(beam.DoFn):
             self._learners[key] = stream
             return
         version = stream.version(None if key == ONE_MODEL else key)
+        if self.known is not None:  # (as a batch job's model records them: scoring reads its input alike)
+            version = dataclasses.replace(version, model=stamp(version.model, self.known))
         data = stream.to_bytes()
         folder = self._folder(key)
         if folder is not None:
@@ -173,6 +186,11 @@ class TrainStream(beam.PTransform):
     every_seconds, every_examples
         A version when this many seconds passed since the first example waiting arrived, or this many
         examples wait, whichever comes first (and one when the input ends).
+    origin : dict, optional
+        How the input was read and where the job came from (:func:`polybeam.transforms.provenance.origin`),
+        recorded in every version's model; by default the read's settings when the batches come from a
+        polybeam read (``ReadWatched``, ``ReadExamples``), whose hashing and class names the learner takes as
+        ``Train`` does.
     key : str or callable, optional
         One model per key (``--key``'s spec, as :class:`~polybeam.transforms.keys.ParsedKeys` reads it, or
         anything with its ``split(batch)``): each key's learner in its own Beam state, its versions in
@@ -187,6 +205,7 @@ class TrainStream(beam.PTransform):
         every_seconds: float = EVERY_SECONDS,
         every_examples: int = EVERY_EXAMPLES,
         key=None,
+        origin: dict | None = None,
     ):
         super().__init__()
         if not every_seconds > 0:
@@ -202,8 +221,15 @@ class TrainStream(beam.PTransform):
 
             key = ParsedKeys(key)
         self.key = key
+        self.origin = origin
 
     def expand(self, batches):
+        # The read's hashing and class names, as Train takes them, and how it read, in every version's model.
+        read = getattr(batches, "polybeam_input", None)
+        config, known = self.config, self.origin
+        if read is not None:
+            config = config_for_read(config, read, hashing_given=HASHING)
+            known = known if known is not None else origin(read, ())
         # (typed: a str key's coder is deterministic, as a stateful DoFn's key must be)
         if self.key is None:
             keying = beam.Map(lambda batch: (ONE_MODEL, batch))
@@ -213,7 +239,7 @@ class TrainStream(beam.PTransform):
             keying = beam.FlatMap(lambda batch: [(str(k), part) for k, part in split(batch)])
             keyed = batches | "SplitByKey" >> keying.with_output_types(tuple[str, ExampleBatch])
         return keyed | "LearnStream" >> beam.ParDo(
-            LearnStream(self.config, self.folder, self.every_seconds, self.every_examples)
+            LearnStream(config, self.folder, self.every_seconds, self.every_examples, known)
         )
 
 

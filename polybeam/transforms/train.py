@@ -68,6 +68,35 @@ HASHING = ("bits", "seed")
 __all__ = ["MergeLearnersFn", "Train", "TrainFn", "TrainGlobally", "TrainPerKey", "TrainSharedPerKey", "learner_total"]
 
 
+def config_for_read(config: LearnerConfig, read: InputSettings, hashing_given) -> LearnerConfig:
+    """``config`` fitted to the read that feeds it: the read's hashing (bits, seed: given once, to the read;
+    a setting in ``hashing_given`` that differs fails) and the class names it maps labels to (taken when the
+    config has none; different ones fail), as ``Train`` and ``TrainStream`` take them."""
+    for name in HASHING:
+        wanted, own = getattr(read, name), getattr(config, name)
+        if wanted == own:
+            continue
+        if name in hashing_given:
+            raise ValueError(
+                f"the read hashes features with {name}={wanted} but the learner was given {name}={own}: "
+                f"give {name} once, to ReadExamples (Train takes the read's)"
+            )
+        config = config.replace(**{name: wanted})
+    names = read.class_names
+    if names and not config.class_names and config.label_kind in ("binary", "multiclass"):
+        try:
+            config = config.replace(class_names=names)
+        except ValueError as error:
+            raise ValueError(f"the read's classes {', '.join(names)} do not fit the learner: {error}") from None
+    if config.label_kind in ("binary", "multiclass") and tuple(config.class_names) != tuple(names):
+        raise ValueError(
+            f"the learner's class names ({', '.join(config.class_names) or 'none'}) differ from those the "
+            f"read maps labels to ({', '.join(names) or 'none'}): give the same class_names to both "
+            "(label_names= of ReadExamples), or leave them to the read"
+        )
+    return config
+
+
 class _Training(beam.PTransform):
     """What every axis of training shares: the settings, the input's checks, the passes and their
     judgement, checkpoints, and the models' report. A subclass gives its ``expand`` and how a pass
@@ -194,34 +223,11 @@ class _Training(beam.PTransform):
         return batches, self._input_checks
 
     def _take_input(self, read: InputSettings | None) -> None:
-        """Learn the read's hashing (bits, seed: given once, to the read) and the class names it maps
-        labels to, and record how it read, in every model."""
+        """Learn the read's hashing and class names (see :func:`config_for_read`) and record how it read, in
+        every model."""
         if read is None:
             return
-        config = self.config
-        for name in HASHING:
-            wanted, own = getattr(read, name), getattr(config, name)
-            if wanted == own:
-                continue
-            if name in self._hashing_given:
-                raise ValueError(
-                    f"the read hashes features with {name}={wanted} but the learner was given {name}={own}: "
-                    f"give {name} once, to ReadExamples (Train takes the read's)"
-                )
-            config = config.replace(**{name: wanted})
-        names = read.class_names
-        if names and not config.class_names and config.label_kind in ("binary", "multiclass"):
-            try:
-                config = config.replace(class_names=names)
-            except ValueError as error:
-                raise ValueError(f"the read's classes {', '.join(names)} do not fit the learner: {error}") from None
-        if config.label_kind in ("binary", "multiclass") and tuple(config.class_names) != tuple(names):
-            raise ValueError(
-                f"the learner's class names ({', '.join(config.class_names) or 'none'}) differ from those the "
-                f"read maps labels to ({', '.join(names) or 'none'}): give the same class_names to both "
-                "(label_names= of ReadExamples), or leave them to the read"
-            )
-        self.config = config
+        self.config = config_for_read(self.config, read, self._hashing_given)
         metadata = dict(self.metadata or {})
         metadata.setdefault("input", read.to_dict())
         self.metadata = metadata

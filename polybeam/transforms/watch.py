@@ -30,7 +30,7 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 from polybeam.formats.formats import is_file_format
 from polybeam.formats.records import ReadCounts
 from polybeam.transforms.files import absolute_path, read_json, write_atomically, write_json
-from polybeam.transforms.read import DEAD_LETTERS, EXAMPLES, resolve_format, unparsable_record
+from polybeam.transforms.read import DEAD_LETTERS, EXAMPLES, input_settings_of, resolve_format, unparsable_record
 from polybeam.transforms.sources import DEFAULT_BLOCK_LINES, DEFAULT_MAX_LINE_BYTES, TextBlockSource
 
 # A file is emitted at the second poll that sees it at one size: the idle stop waits at least that long.
@@ -287,4 +287,5 @@ class ReadWatched(beam.PTransform):
         parsed = (
             pbegin | "Watch" >> self.watch | "ReadFiles" >> beam.ParDo(read).with_outputs(DEAD_LETTERS, main=EXAMPLES)
         )
+        parsed[EXAMPLES].polybeam_input = input_settings_of(self.format)  # (as ReadExamples tells Train)
         return parsed
