@@ -142,8 +142,7 @@ class StreamLearner:
 
         def order(pair):
             moment, batch = pair
-            first = int(batch.row_ids[0]) if batch.row_ids is not None and len(batch) else 0
-            return (moment if moment is not None else -math.inf, batch.source or "", first)
+            return (moment if moment is not None else -math.inf, *batch.read_place())
 
         learned = 0
         for moment, batch in sorted(timed_batches, key=order):

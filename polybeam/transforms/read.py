@@ -142,15 +142,7 @@ class ParseBlocks(beam.DoFn):
         self._pending = None
 
     def _parse(self, block: TextBlock) -> ParsedBlock:
-        if block.error is not None:
-            return unparsable_record(block, getattr(self.text_format, "bits", 18))
-        return self.text_format.parse(
-            block.data,
-            source=block.source,
-            offset=block.offset,
-            first_line=block.first_line,
-            header=block.header,
-        )
+        return parse_block(self.text_format, block)
 
     def _emit(self, pending):
         future, timestamp, window = pending
@@ -172,6 +164,15 @@ class ParseBlocks(beam.DoFn):
         if self._pending is not None:
             pending, self._pending = self._pending, None
             yield from self._emit(pending)
+
+
+def parse_block(text_format, block: TextBlock) -> ParsedBlock:
+    """One block parsed by ``text_format`` (a block the source marked unparsable: its one dead letter)."""
+    if block.error is not None:
+        return unparsable_record(block, getattr(text_format, "bits", 18))
+    return text_format.parse(
+        block.data, source=block.source, offset=block.offset, first_line=block.first_line, header=block.header
+    )
 
 
 def unparsable_record(block: TextBlock, bits: int) -> ParsedBlock:

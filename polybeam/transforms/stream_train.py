@@ -130,9 +130,9 @@ class LearnStream(beam.DoFn):
     def _stream(self, key, learner, number) -> StreamLearner:
         """The key's StreamLearner as of its last version: this worker's copy when it is that one, else from
         state, else (a new job) from the model folder's latest version, else a fresh learner."""
-        known = number.read()
+        last = number.read()
         cached = self._learners.get(key)
-        if cached is not None and known is not None and cached.number == known:
+        if cached is not None and last is not None and cached.number == last:
             return cached
         data = learner.read()
         folder = self._folder(key)
@@ -153,24 +153,21 @@ class LearnStream(beam.DoFn):
         buffer.clear()
         buffered.clear()
         stream = self._stream(key, learner, number)
-        learned = stream.learn(timed)
-        if not learned and stream.number > 0:
-            # (a restarted job re-read rows its last version holds: nothing new to hand out)
-            learner.write(stream.to_bytes())
-            number.write(stream.number)
-            self._learners[key] = stream
-            return
-        version = stream.version(None if key == ONE_MODEL else key)
-        if self.known is not None:  # (as a batch job's model records them: scoring reads its input alike)
-            version = dataclasses.replace(version, model=stamp(version.model, self.known))
+        version = None
+        # (rows a restarted job read again, that its last version holds, make no version)
+        if stream.learn(timed) or stream.number == 0:
+            version = stream.version(None if key == ONE_MODEL else key)
+            if self.known is not None:  # (as a batch job's model records them: scoring reads its input alike)
+                version = dataclasses.replace(version, model=stamp(version.model, self.known))
         data = stream.to_bytes()
         folder = self._folder(key)
-        if folder is not None:
+        if version is not None and folder is not None:
             write_version(folder, version, data)
         learner.write(data)
         number.write(stream.number)
         self._learners[key] = stream
-        yield version
+        if version is not None:
+            yield version
 
 
 class TrainStream(beam.PTransform):

@@ -30,7 +30,7 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 from polybeam.formats.formats import is_file_format
 from polybeam.formats.records import ReadCounts
 from polybeam.transforms.files import absolute_path, read_json, write_atomically, write_json
-from polybeam.transforms.read import DEAD_LETTERS, EXAMPLES, input_settings_of, resolve_format, unparsable_record
+from polybeam.transforms.read import DEAD_LETTERS, EXAMPLES, input_settings_of, parse_block, resolve_format
 from polybeam.transforms.sources import DEFAULT_BLOCK_LINES, DEFAULT_MAX_LINE_BYTES, TextBlockSource
 
 # A file is emitted at the second poll that sees it at one size: the idle stop waits at least that long.
@@ -205,16 +205,7 @@ class ReadWatchedFile(beam.DoFn):
         )
         counts, letters = ReadCounts(), []
         for block in source.read(source.get_range_tracker(None, None)):
-            if block.error is not None:
-                parsed = unparsable_record(block, getattr(self.text_format, "bits", 18))
-            else:
-                parsed = self.text_format.parse(
-                    block.data,
-                    source=block.source,
-                    offset=block.offset,
-                    first_line=block.first_line,
-                    header=block.header,
-                )
+            parsed = parse_block(self.text_format, block)
             counts = counts + parsed.counts
             letters += parsed.dead_letters
             if len(parsed.batch):
